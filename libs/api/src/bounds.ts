@@ -1,0 +1,62 @@
+/**
+ * Every bound of the kruntimes API in one place. Each is enforced three times: by the
+ * CRD schema (libs/crds), by the code that writes status, and by the dataplane.
+ */
+export const BOUNDS = {
+  /** status.endpoint.url, bytes. */
+  endpointUrlBytes: 2048,
+  /** status.endpoint.caBundle, bytes of PEM before base64. */
+  caBundleBytes: 16 * 1024,
+  /** Invoke request body, bytes. */
+  requestBodyBytes: 1024 * 1024,
+  /** X-Kruntime-Invocation-ID, bytes of visible ASCII. */
+  invocationIdBytes: 128,
+  /** Outputs (task outputs and invocation outputs share them). */
+  outputKeyBytes: 63,
+  outputCount: 16,
+  outputValueBytes: 4 * 1024,
+  /** status.message, bytes. */
+  messageBytes: 1024,
+  /** spec.source.inline, bytes (leaves room in the 1.5 MiB etcd object limit). */
+  inlineSourceBytes: 256 * 1024,
+  /** spec.env entries and their value size. */
+  envCount: 64,
+  envValueBytes: 4 * 1024,
+  /** spec.retryPolicy.maxAttempts. */
+  maxAttempts: 10,
+  /** spec.retryPolicy backoff, seconds. */
+  maxBackoffSeconds: 3600,
+  /** Function handler reference (module:function or shell function name), bytes. */
+  handlerBytes: 256,
+  /** mode.function.invocationTimeoutSeconds and idleTimeoutSeconds. */
+  maxInvocationTimeoutSeconds: 3600,
+  maxIdleTimeoutSeconds: 7 * 24 * 3600,
+  /** status.conditions entries. */
+  conditionCount: 8,
+  /** Kubernetes name lengths. */
+  dnsLabelBytes: 63,
+  dnsSubdomainBytes: 253,
+  /** Captured stdout/stderr returned with one invocation, bytes each. */
+  capturedStreamBytes: 64 * 1024,
+  /** Invocation result (JSON), bytes; same as a request body. */
+  resultBytes: 1024 * 1024,
+} as const;
+
+/** Defaults applied by the CRD schema and assumed by code when a field is absent. */
+export const DEFAULTS = {
+  runsPerPod: 1,
+  replicas: 1,
+  maxAttempts: 3,
+  initialBackoffSeconds: 5,
+  maxBackoffSeconds: 300,
+  invocationTimeoutSeconds: 60,
+  /** Function Runs with no idleTimeoutSeconds stay registered until their lifetime ends. */
+  idleTimeoutSeconds: undefined,
+  runtimedGrpcPort: 7443,
+  runtimedPeerPort: 7444,
+  runtimeServerPort: 7450,
+  leaseDurationSeconds: 90,
+  leaseRenewSeconds: 20,
+  authzCacheTtlSeconds: 30,
+  cancelGracePeriodSeconds: 10,
+} as const;

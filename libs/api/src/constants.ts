@@ -1,0 +1,103 @@
+/** API group, version and resource names of kruntimes.io. */
+export const API_GROUP = 'kruntimes.io';
+export const API_VERSION = 'v1alpha1';
+export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+
+export const RUN_KIND = 'Run';
+export const RUN_PLURAL = 'runs';
+export const RUN_SINGULAR = 'run';
+export const RUN_SHORT_NAMES = ['krun'] as const;
+
+export const RUNTIME_KIND = 'Runtime';
+export const RUNTIME_PLURAL = 'runtimes';
+export const RUNTIME_SINGULAR = 'runtime';
+export const RUNTIME_SHORT_NAMES = ['krt'] as const;
+
+/**
+ * Held by a long-lived (function) Run while Pod-local Runtime Server state exists for
+ * it, so that deleting the Run object cannot leave a registration serving.
+ */
+export const REGISTRATION_CLEANUP_FINALIZER = 'kruntimes.io/registration-cleanup';
+
+/** Labels set by kruntimes on the objects it creates. */
+export const LABELS = {
+  /** Name of the Runtime a Pod, Deployment, Service or Run belongs to. */
+  runtime: 'kruntimes.io/runtime',
+  /** UID of the Run an object was created for. */
+  runUID: 'kruntimes.io/run-uid',
+  /** Schedule that created a Run (RunSchedule, later). */
+  schedule: 'kruntimes.io/schedule',
+  component: 'app.kubernetes.io/component',
+  partOf: 'app.kubernetes.io/part-of',
+  managedBy: 'app.kubernetes.io/managed-by',
+} as const;
+
+export const PART_OF = 'kruntimes';
+
+/** Condition types. */
+export const CONDITION_TYPES = {
+  /** Run: the function is registered and accepts invokes (always False for tasks until success). */
+  ready: 'Ready',
+  /** Runtime: at least one Runtime Pod is ready. */
+  available: 'Available',
+  /** Runtime: the Deployment is rolling out. */
+  progressing: 'Progressing',
+} as const;
+
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+/**
+ * CamelCase reasons of the Run `Ready` condition and of `status.reason`. Every phase
+ * and every step of scheduling, registering, retrying, cancelling and recovering has
+ * its own, so that `kubectl get run -o yaml` explains what the platform is waiting for.
+ */
+export const RUN_REASONS = {
+  // Pending
+  awaitingSchedule: 'AwaitingSchedule',
+  runtimeNotFound: 'RuntimeNotFound',
+  noReadyPods: 'NoReadyPods',
+  noCapacity: 'NoCapacity',
+  retryBackoff: 'RetryBackoff',
+  // Scheduled / Running
+  scheduled: 'Scheduled',
+  preparing: 'Preparing',
+  registering: 'Registering',
+  executing: 'Executing',
+  // Ready
+  functionRegistered: 'FunctionRegistered',
+  // not ready while active
+  registrationLost: 'RegistrationLost',
+  recovering: 'Recovering',
+  cancelling: 'Cancelling',
+  terminating: 'Terminating',
+  waitingInput: 'WaitingInput',
+  // terminal
+  succeeded: 'Succeeded',
+  failed: 'Failed',
+  nonZeroExit: 'NonZeroExit',
+  registrationFailed: 'RegistrationFailed',
+  retriesExhausted: 'RetriesExhausted',
+  timeout: 'Timeout',
+  idleTimeout: 'IdleTimeout',
+  cancelled: 'Cancelled',
+  cancelledBeforeStart: 'CancelledBeforeStart',
+  interrupted: 'Interrupted',
+  ownerLost: 'OwnerLost',
+  cancelUnconfirmed: 'CancelUnconfirmed',
+} as const;
+
+export type RunReason = (typeof RUN_REASONS)[keyof typeof RUN_REASONS];
+
+/** Reasons of the Runtime `Available` and `Progressing` conditions. */
+export const RUNTIME_REASONS = {
+  podsReady: 'PodsReady',
+  noPodsReady: 'NoPodsReady',
+  rollingOut: 'RollingOut',
+  rolledOut: 'RolledOut',
+  invalidSpec: 'InvalidSpec',
+} as const;
+
+export type RuntimeReason = (typeof RUNTIME_REASONS)[keyof typeof RUNTIME_REASONS];
+
+/** Headers of the invoke dataplane. */
+export const INVOCATION_ID_HEADER = 'x-kruntime-invocation-id';

@@ -1,0 +1,5 @@
+export * from './bounds.ts';
+export * from './constants.ts';
+export * from './phases.ts';
+export * from './types.ts';
+export * from './validation.ts';

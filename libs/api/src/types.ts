@@ -1,0 +1,190 @@
+import type { ConditionStatus } from './constants.ts';
+import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
+
+/** The subset of Kubernetes ObjectMeta that kruntimes code reads and writes. */
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** A status condition with Kubernetes semantics (see run-state's setCondition). */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+// ---------------------------------------------------------------------------- Runtime
+
+export interface RuntimeSpec {
+  language: RuntimeLanguage;
+  /** Image of the Runtime Server container; defaults to the chart's image for the language. */
+  image?: string;
+  replicas?: number;
+  /** Run capacity of one Runtime Pod (task executions plus registered functions). */
+  runs?: number;
+  ports?: RuntimePorts;
+  resources?: ResourceRequirements;
+  serviceAccountName?: string;
+}
+
+export interface RuntimePorts {
+  grpc?: number;
+  peer?: number;
+}
+
+export interface ResourceRequirements {
+  requests?: Record<string, string>;
+  limits?: Record<string, string>;
+}
+
+export interface RuntimeStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  readyPods?: number;
+  totalCapacity?: number;
+  usedCapacity?: number;
+  conditions?: Condition[];
+}
+
+export interface Runtime {
+  apiVersion: 'kruntimes.io/v1alpha1';
+  kind: 'Runtime';
+  metadata: ObjectMeta;
+  spec: RuntimeSpec;
+  status?: RuntimeStatus;
+}
+
+// ---------------------------------------------------------------------------- Run
+
+export interface ConfigMapKeyReference {
+  name: string;
+  key: string;
+}
+
+/** Exactly one of `inline` and `configMapKeyRef`. */
+export interface RunSource {
+  inline?: string;
+  configMapKeyRef?: ConfigMapKeyReference;
+}
+
+export interface TaskMode {
+  /** Arguments passed to the program. */
+  args?: string[];
+}
+
+export interface FunctionMode {
+  /** Python: `module:function` or `function` in the source; Bash: a shell function name. */
+  handler: string;
+  idleTimeoutSeconds?: number;
+  invocationTimeoutSeconds?: number;
+}
+
+/** Exactly one of `task` and `function`. */
+export interface RunMode {
+  task?: TaskMode;
+  function?: FunctionMode;
+}
+
+export interface EnvVar {
+  name: string;
+  value: string;
+}
+
+export interface RetryPolicy {
+  /** Attempts in all, counting the first. */
+  maxAttempts?: number;
+  initialBackoffSeconds?: number;
+  maxBackoffSeconds?: number;
+  /**
+   * The task may be run again after its owner was lost without proof of what it did.
+   * Function registration is always safe to retry and ignores this field.
+   */
+  retrySafe?: boolean;
+}
+
+export interface RunReference {
+  name: string;
+  uid: string;
+}
+
+export interface RunSpec {
+  runtime: string;
+  source: RunSource;
+  mode: RunMode;
+  env?: EnvVar[];
+  /**
+   * Maximum lifetime from `status.startTime` as a duration (`90s`, `10m`, `1h30m`):
+   * a task's execution time, a function's reservation lifetime.
+   */
+  timeout?: string;
+  retryPolicy?: RetryPolicy;
+  /** May only change from false to true. */
+  cancelRequested?: boolean;
+  ttlSecondsAfterFinished?: number;
+  /** Set on a retry of a finished Run. */
+  parentRunRef?: RunReference;
+}
+
+export interface RunEndpoint {
+  protocol: EndpointProtocol;
+  url: string;
+  /** base64 of a PEM trust bundle (a `[]byte` field in Kubernetes terms). */
+  caBundle?: string;
+}
+
+export interface RunStatus {
+  observedGeneration?: number;
+  phase?: RunPhase;
+  conditions?: Condition[];
+  /** Attempt number, counting from 1; never decreases. */
+  attempt?: number;
+  /** Set and cleared together with assignedPodUID. */
+  assignedPod?: string;
+  assignedPodUID?: string;
+  endpoint?: RunEndpoint;
+  startTime?: string;
+  completionTime?: string;
+  /** The scheduler does not bind this attempt before this time (retry backoff). */
+  notBefore?: string;
+  reason?: string;
+  message?: string;
+  exitCode?: number;
+  outputs?: Record<string, string>;
+}
+
+export interface Run {
+  apiVersion: 'kruntimes.io/v1alpha1';
+  kind: 'Run';
+  metadata: ObjectMeta;
+  spec: RunSpec;
+  status?: RunStatus;
+}
+
+/** The mode of a Run, derived from which member of `spec.mode` is set. */
+export type RunModeKind = 'task' | 'function';
+
+export function runModeKind(spec: Pick<RunSpec, 'mode'>): RunModeKind {
+  return spec.mode.function === undefined ? 'task' : 'function';
+}

@@ -1,0 +1,273 @@
+import {
+  BOUNDS,
+  CONDITION_TYPES,
+  RUN_REASONS,
+  boundedMessage,
+  runModeKind,
+  utf8ByteLength,
+  validateOutputs,
+} from '@kruntimes/api';
+import type { Run, RunEndpoint, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import { classify } from './classification.ts';
+import { setCondition } from './conditions.ts';
+import { decideRetry } from './retry.ts';
+
+/** Who writes a Run's status (ARCHITECTURE §4). */
+export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery';
+
+export type UnschedulableReason = typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity;
+export type FailureReason =
+  | typeof RUN_REASONS.failed
+  | typeof RUN_REASONS.nonZeroExit
+  | typeof RUN_REASONS.registrationFailed
+  | typeof RUN_REASONS.retriesExhausted;
+export type TimeoutReason = typeof RUN_REASONS.timeout | typeof RUN_REASONS.idleTimeout;
+export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.cancelUnconfirmed;
+
+export type RunEvent =
+  /** scheduler: the Run stays Pending and says why. */
+  | { type: 'Unschedulable'; reason: UnschedulableReason; message: string }
+  /** scheduler: Pending -> Scheduled on a Pod with free capacity. */
+  | { type: 'Bind'; pod: string; podUID: string }
+  /** scheduler: Pending and cancel requested -> Cancelled at once. */
+  | { type: 'CancelBeforeAssignment' }
+  /** runtimed: Scheduled -> Running, sets startTime. */
+  | { type: 'Claim' }
+  /** runtimed: function Running -> Ready with its endpoint. */
+  | { type: 'Registered'; endpoint: RunEndpoint }
+  /** runtimed: the Runtime Server lost the registration; Ready -> Running (registration recovery). */
+  | { type: 'RegistrationLost'; message: string }
+  /** runtimed: a task exited 0. */
+  | { type: 'Succeeded'; outputs?: Record<string, string> }
+  /** runtimed or stale-recovery: the Run failed for good. */
+  | { type: 'Failed'; reason: FailureReason; message: string; exitCode?: number }
+  /** runtimed: lifetime (`spec.timeout`) or idle timeout expired. */
+  | { type: 'TimedOut'; reason: TimeoutReason; message: string }
+  /** runtimed (stopped the code) or stale-recovery (fence proves the code is gone). */
+  | { type: 'Cancelled'; message: string }
+  /** runtimed (own failed attempt) or stale-recovery (after the fence): back to Pending, attempt + 1. */
+  | { type: 'Requeue'; cause: 'attemptFailed' | 'ownerLost'; backoffSeconds: number; message: string }
+  /** stale-recovery: the owner looks lost; not ready until fenced. */
+  | { type: 'MarkRecovering'; message: string }
+  /** stale-recovery: the owner is lost and nothing proves what the code did. */
+  | { type: 'Interrupted'; reason: InterruptReason; message: string };
+
+export type RunEventType = RunEvent['type'];
+
+export type RefusalKind =
+  /** This writer never sends this event. */
+  | 'wrongWriter'
+  /** The event is not allowed from the Run's current phase. */
+  | 'wrongPhase'
+  /** The phase allows it, but a precondition on spec or status does not hold. */
+  | 'precondition'
+  /** A value is over one of the API bounds. */
+  | 'bounds';
+
+/** A refused transition: a typed, terminal error (retrying the same event cannot help). */
+export class TransitionRefusedError extends KruntimesError {
+  readonly refusal: RefusalKind;
+  readonly phase: RunPhase;
+  readonly event: RunEventType;
+
+  constructor(refusal: RefusalKind, phase: RunPhase, event: RunEventType, detail: string) {
+    super('InvalidTransition', `${event} refused in phase ${phase}: ${detail}`, { terminal: true });
+    this.name = 'TransitionRefusedError';
+    this.refusal = refusal;
+    this.phase = phase;
+    this.event = event;
+  }
+}
+
+export type TransitionResult = { ok: true; status: RunStatus } | { ok: false; error: TransitionRefusedError };
+
+interface EventRule {
+  writers: readonly WriterRole[];
+  from: readonly RunPhase[];
+}
+
+/** Which writer may send which event, and from which phases. Everything else is refused. */
+export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
+  Unschedulable: { writers: ['scheduler'], from: ['Pending'] },
+  Bind: { writers: ['scheduler'], from: ['Pending'] },
+  CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
+  Claim: { writers: ['runtimed'], from: ['Scheduled'] },
+  Registered: { writers: ['runtimed'], from: ['Running'] },
+  RegistrationLost: { writers: ['runtimed'], from: ['Ready'] },
+  Succeeded: { writers: ['runtimed'], from: ['Running'] },
+  Failed: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  TimedOut: { writers: ['runtimed'], from: ['Running', 'Ready'] },
+  Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  Requeue: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  MarkRecovering: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  Interrupted: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+};
+
+/** The phase of a Run as stored; a Run nobody has written status for yet is Pending. */
+export function currentPhase(run: Pick<Run, 'status'>): RunPhase {
+  return run.status?.phase ?? 'Pending';
+}
+
+export interface TransitionInput {
+  run: Pick<Run, 'metadata' | 'spec' | 'status'>;
+  event: RunEvent;
+  writer: WriterRole;
+  /** RFC 3339 time of the write (API server time where the caller has it). */
+  now: string;
+}
+
+/**
+ * The Run state machine: the next status for an event from a writer, or a typed
+ * refusal. Pure: it never modifies its input (which may be an informer cache object).
+ */
+export function transition({ run, event, writer, now }: TransitionInput): TransitionResult {
+  const phase = currentPhase(run);
+  const rule = TRANSITION_RULES[event.type];
+  const refuse = (kind: RefusalKind, detail: string): TransitionResult => ({
+    ok: false,
+    error: new TransitionRefusedError(kind, phase, event.type, detail),
+  });
+  if (!rule.writers.includes(writer)) return refuse('wrongWriter', `only ${rule.writers.join(', ')} may send it, not ${writer}`);
+  if (!rule.from.includes(phase)) return refuse('wrongPhase', `allowed only from ${rule.from.join(', ')}`);
+
+  const generation = run.metadata.generation;
+  const mode = runModeKind(run.spec);
+  const previous: RunStatus = structuredClone(run.status ?? {});
+  const attempt = previous.attempt ?? 0;
+  const cancelRequested = run.spec.cancelRequested === true;
+
+  const withReady = (status: RunStatus, ready: boolean, reason: RunReason, message: string): RunStatus => {
+    const bounded = boundedMessage(message);
+    return {
+      ...status,
+      observedGeneration: generation ?? status.observedGeneration,
+      reason,
+      message: bounded,
+      conditions: setCondition(
+        status.conditions,
+        { type: CONDITION_TYPES.ready, status: ready ? 'True' : 'False', reason, message: bounded },
+        now,
+        generation,
+      ),
+    } as RunStatus;
+  };
+  const finish = (terminal: RunPhase, reason: RunReason, message: string, extra: Partial<RunStatus> = {}): TransitionResult => ({
+    ok: true,
+    status: withReady({ ...previous, ...extra, phase: terminal, completionTime: now }, false, reason, message),
+  });
+
+  switch (event.type) {
+    case 'Unschedulable':
+      return { ok: true, status: withReady({ ...previous, phase: 'Pending' }, false, event.reason, event.message) };
+
+    case 'Bind': {
+      if (cancelRequested) return refuse('precondition', 'cancel was requested; end the Run instead');
+      if (previous.notBefore !== undefined && Date.parse(previous.notBefore) > Date.parse(now)) {
+        return refuse('precondition', `retry backoff lasts until ${previous.notBefore}`);
+      }
+      if (event.pod === '' || event.podUID === '') return refuse('precondition', 'pod and podUID are both required');
+      const { notBefore: _notBefore, ...rest } = previous;
+      return {
+        ok: true,
+        status: withReady(
+          { ...rest, phase: 'Scheduled', assignedPod: event.pod, assignedPodUID: event.podUID, attempt: Math.max(attempt, 1) },
+          false,
+          RUN_REASONS.scheduled,
+          `assigned to Pod ${event.pod}`,
+        ),
+      };
+    }
+
+    case 'CancelBeforeAssignment':
+      if (!cancelRequested) return refuse('precondition', 'spec.cancelRequested is not true');
+      return finish('Cancelled', RUN_REASONS.cancelledBeforeStart, 'cancelled before it was assigned to a Pod');
+
+    case 'Claim':
+      return {
+        ok: true,
+        status: withReady(
+          { ...previous, phase: 'Running', startTime: previous.startTime ?? now },
+          false,
+          mode === 'function' ? RUN_REASONS.registering : RUN_REASONS.executing,
+          mode === 'function' ? 'preparing the workspace and registering the function' : 'executing',
+        ),
+      };
+
+    case 'Registered': {
+      if (mode !== 'function') return refuse('precondition', 'only function Runs register');
+      if (cancelRequested) return refuse('precondition', 'cancel was requested');
+      const boundsProblem = endpointBoundsProblem(event.endpoint);
+      if (boundsProblem !== undefined) return refuse('bounds', boundsProblem);
+      return {
+        ok: true,
+        status: withReady(
+          { ...previous, phase: 'Ready', endpoint: structuredClone(event.endpoint) },
+          true,
+          RUN_REASONS.functionRegistered,
+          'the function is registered and accepts invokes',
+        ),
+      };
+    }
+
+    case 'RegistrationLost':
+      return { ok: true, status: withReady({ ...previous, phase: 'Running' }, false, RUN_REASONS.registrationLost, event.message) };
+
+    case 'Succeeded': {
+      if (mode !== 'task') return refuse('precondition', 'function Runs do not succeed; they end by cancel, timeout or deletion');
+      const outputs = event.outputs ?? {};
+      const violations = validateOutputs(outputs);
+      if (violations.length > 0) return refuse('bounds', violations.map((v) => `${v.field}: ${v.message}`).join('; '));
+      return finish('Succeeded', RUN_REASONS.succeeded, 'completed', {
+        exitCode: 0,
+        ...(Object.keys(outputs).length > 0 ? { outputs: { ...outputs } } : {}),
+      });
+    }
+
+    case 'Failed':
+      return finish('Failed', event.reason, event.message, event.exitCode === undefined ? {} : { exitCode: event.exitCode });
+
+    case 'TimedOut':
+      return finish('Timeout', event.reason, event.message);
+
+    case 'Cancelled':
+      if (!cancelRequested) return refuse('precondition', 'spec.cancelRequested is not true');
+      return finish('Cancelled', RUN_REASONS.cancelled, event.message);
+
+    case 'Requeue': {
+      if (cancelRequested) return refuse('precondition', 'cancel was requested; end the Run instead');
+      if (event.cause === 'ownerLost' && writer !== 'stale-recovery') {
+        return refuse('wrongWriter', 'only stale-recovery may requeue after a lost owner');
+      }
+      const cause = event.cause === 'ownerLost' && classify(phase) === 'assigned' ? 'ownerLostBeforeStart' : event.cause;
+      const decision = decideRetry(mode, run.spec.retryPolicy, attempt, cause);
+      if (!decision.retry) {
+        return refuse('precondition', decision.why === 'notRetrySafe' ? 'the task is not retrySafe' : 'no attempts left');
+      }
+      if (!Number.isFinite(event.backoffSeconds) || event.backoffSeconds < 0) {
+        return refuse('precondition', 'backoffSeconds must be a finite, non-negative number');
+      }
+      const { assignedPod: _assignedPod, assignedPodUID: _assignedPodUID, ...rest } = previous;
+      const notBefore = new Date(Date.parse(now) + event.backoffSeconds * 1000).toISOString();
+      return {
+        ok: true,
+        status: withReady({ ...rest, phase: 'Pending', attempt: decision.nextAttempt, notBefore }, false, RUN_REASONS.retryBackoff, event.message),
+      };
+    }
+
+    case 'MarkRecovering':
+      return { ok: true, status: withReady({ ...previous, phase }, false, RUN_REASONS.recovering, event.message) };
+
+    case 'Interrupted':
+      return finish('Interrupted', event.reason, event.message);
+  }
+}
+
+/** Endpoint bounds of the CRD, checked before the write instead of failing it. */
+export function endpointBoundsProblem(endpoint: RunEndpoint): string | undefined {
+  if (utf8ByteLength(endpoint.url) > BOUNDS.endpointUrlBytes) return `endpoint.url exceeds ${BOUNDS.endpointUrlBytes} bytes`;
+  if (endpoint.caBundle !== undefined && Buffer.byteLength(endpoint.caBundle, 'base64') > BOUNDS.caBundleBytes) {
+    return `endpoint.caBundle exceeds ${BOUNDS.caBundleBytes} bytes`;
+  }
+  return undefined;
+}
