@@ -11,7 +11,10 @@ export const RUN_SHORT_NAMES = ['krun'] as const;
 export const RUNTIME_KIND = 'Runtime';
 export const RUNTIME_PLURAL = 'runtimes';
 export const RUNTIME_SINGULAR = 'runtime';
-export const RUNTIME_SHORT_NAMES = ['krt'] as const;
+export const RUNTIME_SHORT_NAMES = ['krtm'] as const;
+
+/** `kubectl get kruntimes` lists Runtimes and Runs together. */
+export const CRD_CATEGORIES = ['kruntimes'] as const;
 
 /**
  * Held by a long-lived (function) Run while Pod-local Runtime Server state exists for

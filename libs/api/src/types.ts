@@ -157,6 +157,8 @@ export interface RunEndpoint {
 export interface RunStatus {
   observedGeneration?: number;
   phase?: RunPhase;
+  /** Copied from spec on every status write so that `kubectl get runs` can print it. */
+  mode?: RunModeKind;
   conditions?: Condition[];
   /** Attempt number, counting from 1; never decreases. */
   attempt?: number;

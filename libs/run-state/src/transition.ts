@@ -139,9 +139,9 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
 
   const withReady = (status: RunStatus, ready: boolean, reason: RunReason, message: string): RunStatus => {
     const bounded = boundedMessage(message);
-    return {
+    const next: RunStatus = {
       ...status,
-      observedGeneration: generation ?? status.observedGeneration,
+      mode,
       reason,
       message: bounded,
       conditions: setCondition(
@@ -150,7 +150,9 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
         now,
         generation,
       ),
-    } as RunStatus;
+    };
+    if (generation !== undefined) next.observedGeneration = generation;
+    return next;
   };
   const finish = (terminal: RunPhase, reason: RunReason, message: string, extra: Partial<RunStatus> = {}): TransitionResult => ({
     ok: true,

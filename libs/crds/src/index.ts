@@ -1,0 +1,4 @@
+export { CRD_OUTPUT_DIR, GENERATED_HEADER, allCrds, crdFileName, renderCrdYaml } from './render.ts';
+export { runCrd } from './run-crd.ts';
+export { runtimeCrd } from './runtime-crd.ts';
+export type { CelRule, CustomResourceDefinition, JsonSchema, PrinterColumn } from './schema.ts';

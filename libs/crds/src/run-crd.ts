@@ -1,0 +1,247 @@
+import {
+  API_GROUP,
+  API_VERSION,
+  BOUNDS,
+  CRD_CATEGORIES,
+  DEFAULTS,
+  DNS1123_LABEL_PATTERN,
+  DNS1123_SUBDOMAIN_PATTERN,
+  DURATION_PATTERN,
+  ENDPOINT_PROTOCOLS,
+  LABELS,
+  OUTPUT_KEY_PATTERN,
+  PART_OF,
+  RUN_KIND,
+  RUN_PHASES,
+  RUN_PLURAL,
+  RUN_SHORT_NAMES,
+  RUN_SINGULAR,
+} from '@kruntimes/api';
+import { TERMINAL_PHASES } from '@kruntimes/run-state';
+import { conditionsSchema } from './conditions-schema.ts';
+import {
+  array,
+  boolean,
+  celStringList,
+  dateTime,
+  immutableOptional,
+  immutableRequired,
+  int32,
+  integer,
+  object,
+  string,
+} from './schema.ts';
+import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
+
+/** Base64 length of the largest PEM bundle allowed. */
+const caBundleBase64Length = Math.ceil(BOUNDS.caBundleBytes / 3) * 4;
+
+const source = object(
+  'The program: exactly one of inline and configMapKeyRef.',
+  {
+    inline: string('Source code inline.', { maxLength: BOUNDS.inlineSourceBytes }),
+    configMapKeyRef: object(
+      'A key of a ConfigMap in the Run namespace holding the source.',
+      {
+        name: string('ConfigMap name.', { pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: BOUNDS.dnsSubdomainBytes }),
+        key: string('Key in the ConfigMap.', { pattern: '^[-._a-zA-Z0-9]+$', maxLength: BOUNDS.dnsSubdomainBytes }),
+      },
+      { required: ['name', 'key'] },
+    ),
+  },
+  {
+    'x-kubernetes-validations': [
+      { rule: 'has(self.inline) != has(self.configMapKeyRef)', message: 'exactly one of source.inline and source.configMapKeyRef must be set' },
+    ],
+  },
+);
+
+const mode = object(
+  'How the program runs: exactly one of task and function.',
+  {
+    task: object('Run the program once to completion.', {
+      args: array('Arguments passed to the program.', string('An argument.', { maxLength: 4096 }), { maxItems: 64 }),
+    }),
+    function: object(
+      'Register a handler and serve invokes through the runtime gateway.',
+      {
+        handler: string('Python: `function` or `module:function`; Bash: a shell function name.', {
+          minLength: 1,
+          maxLength: BOUNDS.handlerBytes,
+          pattern: '^[A-Za-z_][A-Za-z0-9_.]*(:[A-Za-z_][A-Za-z0-9_]*)?$',
+        }),
+        idleTimeoutSeconds: int32('End the Run (Timeout, reason IdleTimeout) after this long without invocation activity.', {
+          minimum: 1,
+          maximum: BOUNDS.maxIdleTimeoutSeconds,
+        }),
+        invocationTimeoutSeconds: int32('Timeout of one invocation.', {
+          minimum: 1,
+          maximum: BOUNDS.maxInvocationTimeoutSeconds,
+          default: DEFAULTS.invocationTimeoutSeconds,
+        }),
+      },
+      { required: ['handler'] },
+    ),
+  },
+  {
+    'x-kubernetes-validations': [{ rule: 'has(self.task) != has(self.function)', message: 'exactly one of mode.task and mode.function must be set' }],
+  },
+);
+
+const spec = object(
+  'What to run. Immutable after create except cancelRequested (false to true only) and ttlSecondsAfterFinished.',
+  {
+    runtime: string('Name of the Runtime in this namespace.', { pattern: DNS1123_LABEL_PATTERN, maxLength: BOUNDS.dnsLabelBytes }),
+    source,
+    mode,
+    env: array(
+      'Environment variables of the program.',
+      object(
+        'One variable.',
+        {
+          name: string('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }),
+          value: string('Value.', { maxLength: BOUNDS.envValueBytes }),
+        },
+        { required: ['name', 'value'] },
+      ),
+      { maxItems: BOUNDS.envCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+    ),
+    timeout: string('Maximum lifetime from status.startTime, e.g. 90s, 10m, 1h30m.', { pattern: DURATION_PATTERN, minLength: 2, maxLength: 24 }),
+    retryPolicy: object('Retries of failed attempts.', {
+      maxAttempts: int32('Attempts in all, counting the first.', { minimum: 1, maximum: BOUNDS.maxAttempts, default: DEFAULTS.maxAttempts }),
+      initialBackoffSeconds: int32('Backoff before the second attempt; doubles each attempt.', {
+        minimum: 0,
+        maximum: BOUNDS.maxBackoffSeconds,
+        default: DEFAULTS.initialBackoffSeconds,
+      }),
+      maxBackoffSeconds: int32('Upper bound of the backoff.', { minimum: 0, maximum: BOUNDS.maxBackoffSeconds, default: DEFAULTS.maxBackoffSeconds }),
+      retrySafe: boolean(
+        'The task may run again after its owner was lost without proof of what it did. Function registration is always retried.',
+        { default: false },
+      ),
+    }),
+    cancelRequested: boolean('Request cancellation. May only change from false to true.', { default: false }),
+    ttlSecondsAfterFinished: integer('Delete the Run this long after it finished. Mutable.', { minimum: 0 }),
+    parentRunRef: object(
+      'The finished Run this Run retries.',
+      {
+        name: string('Name of the parent Run.', { pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: BOUNDS.dnsSubdomainBytes }),
+        uid: string('UID of the parent Run.', { maxLength: 36 }),
+      },
+      { required: ['name', 'uid'] },
+    ),
+  },
+  {
+    required: ['runtime', 'source', 'mode'],
+    'x-kubernetes-validations': [
+      immutableRequired('runtime'),
+      immutableRequired('source'),
+      immutableRequired('mode'),
+      immutableOptional('env'),
+      immutableOptional('timeout'),
+      immutableOptional('retryPolicy'),
+      immutableOptional('parentRunRef'),
+      {
+        rule: '!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || (has(self.cancelRequested) && self.cancelRequested)',
+        message: 'spec.cancelRequested may only change from false to true',
+        fieldPath: '.cancelRequested',
+        reason: 'FieldValueForbidden',
+      },
+    ],
+  },
+);
+
+const status = object(
+  'Observed state, written only by the scheduler, the owning runtimed and stale-recovery.',
+  {
+    observedGeneration: integer('metadata.generation last acted on.', { minimum: 0 }),
+    phase: string('Lifecycle phase.', { enum: RUN_PHASES }),
+    mode: string('task or function, copied from spec for printing.', { enum: ['task', 'function'] }),
+    conditions: conditionsSchema,
+    attempt: int32('Attempt number, counting from 1. Never decreases.', { minimum: 0 }),
+    assignedPod: string('Runtime Pod that owns the current attempt.', { pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: BOUNDS.dnsSubdomainBytes }),
+    assignedPodUID: string('UID of assignedPod; set and cleared with it.', { minLength: 1, maxLength: 36 }),
+    endpoint: object(
+      'Where a Ready function is invoked. Stable across recovery: check phase or the Ready condition, not its presence.',
+      {
+        protocol: string('Invoke protocol.', { enum: ENDPOINT_PROTOCOLS }),
+        url: string('Invoke URL.', { minLength: 1, maxLength: BOUNDS.endpointUrlBytes }),
+        caBundle: string('PEM trust bundle of the gateway, base64.', { format: 'byte', maxLength: caBundleBase64Length }),
+      },
+      { required: ['protocol', 'url'] },
+    ),
+    startTime: dateTime('When runtimed first claimed the Run.'),
+    completionTime: dateTime('When the Run reached a terminal phase.'),
+    notBefore: dateTime('The next attempt is not scheduled before this time (retry backoff).'),
+    reason: string('CamelCase reason of the current phase.', { maxLength: 128 }),
+    message: string('Bounded human-readable detail. Never program output.', { maxLength: BOUNDS.messageBytes }),
+    exitCode: int32('Exit code of the last task attempt.'),
+    outputs: {
+      type: 'object',
+      description: 'Bounded task outputs.',
+      maxProperties: BOUNDS.outputCount,
+      additionalProperties: string('An output value.', { maxLength: BOUNDS.outputValueBytes }),
+      'x-kubernetes-validations': [
+        {
+          rule: `self.all(k, k.size() <= ${BOUNDS.outputKeyBytes} && k.matches('${OUTPUT_KEY_PATTERN}'))`,
+          message: `output keys must match ${OUTPUT_KEY_PATTERN} and be at most ${BOUNDS.outputKeyBytes} bytes`,
+        },
+      ],
+    },
+  },
+  {
+    'x-kubernetes-validations': [
+      { rule: 'has(self.assignedPod) == has(self.assignedPodUID)', message: 'status.assignedPod and status.assignedPodUID are set and cleared together' },
+      {
+        rule: '!has(oldSelf.attempt) || (has(self.attempt) && self.attempt >= oldSelf.attempt)',
+        message: 'status.attempt may not decrease',
+        fieldPath: '.attempt',
+      },
+      {
+        rule: `!has(oldSelf.phase) || !(oldSelf.phase in ${celStringList(TERMINAL_PHASES)}) || (has(self.phase) && self.phase == oldSelf.phase)`,
+        message: 'a terminal phase never changes',
+        fieldPath: '.phase',
+      },
+    ],
+  },
+);
+
+export function runCrd(): CustomResourceDefinition {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${RUN_PLURAL}.${API_GROUP}`, labels: { [LABELS.partOf]: PART_OF } },
+    spec: {
+      group: API_GROUP,
+      scope: 'Namespaced',
+      names: { kind: RUN_KIND, plural: RUN_PLURAL, singular: RUN_SINGULAR, shortNames: RUN_SHORT_NAMES, categories: CRD_CATEGORIES },
+      versions: [
+        {
+          name: API_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+            { name: 'Mode', type: 'string', jsonPath: '.status.mode' },
+            { name: 'Runtime', type: 'string', jsonPath: '.spec.runtime' },
+            { name: 'Pod', type: 'string', jsonPath: '.status.assignedPod' },
+            { name: 'Attempt', type: 'integer', jsonPath: '.status.attempt' },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+            { name: 'Reason', type: 'string', jsonPath: '.status.reason', priority: 1 },
+            { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
+          ],
+          schema: {
+            openAPIV3Schema: object('A unit of work on a Runtime: a task run once, or a function invoked many times.', {
+              apiVersion: string('API version.'),
+              kind: string('Kind.'),
+              metadata: { type: 'object' },
+              spec,
+              status,
+            }, { required: ['spec'] }) satisfies JsonSchema,
+          },
+        },
+      ],
+    },
+  };
+}
