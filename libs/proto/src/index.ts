@@ -1,0 +1,11 @@
+/**
+ * The kruntimes gRPC APIs, generated from proto/ (see README.md). One namespace per
+ * proto package, because both packages define e.g. InvokeFunctionRequest.
+ */
+export * as runtimeServerV1 from './generated/kruntimes/runtimeserver/v1/runtime_server.ts';
+export * as runtimedV1 from './generated/kruntimes/runtimed/v1/function_runtime.ts';
+export * as healthV1 from './generated/grpc/health/v1/health.ts';
+export { Duration } from './generated/google/protobuf/duration.ts';
+export { Timestamp } from './generated/google/protobuf/timestamp.ts';
+export * from './metadata.ts';
+export * from './duration.ts';
