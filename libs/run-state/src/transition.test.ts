@@ -1,0 +1,293 @@
+import { BOUNDS, RUN_PHASES } from '@kruntimes/api';
+import type { Run, RunPhase, RunSpec, RunStatus } from '@kruntimes/api';
+import { isKruntimesError } from '@kruntimes/errors';
+import { TransitionRefusedError, transition } from './transition.ts';
+import type { RunEvent, RunEventType, TransitionResult, WriterRole } from './transition.ts';
+
+const NOW = '2026-06-01T12:00:00.000Z';
+const EARLIER = '2026-06-01T11:00:00.000Z';
+const WRITERS: readonly WriterRole[] = ['scheduler', 'runtimed', 'stale-recovery'];
+
+function makeRun(phase: RunPhase | undefined, spec: Partial<RunSpec> = {}, status: RunStatus = {}): Run {
+  const assigned = phase !== undefined && phase !== 'Pending';
+  return {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name: 'r', namespace: 'ns', uid: 'uid-1', generation: 2 },
+    spec: { runtime: 'python', source: { inline: 'print(1)' }, mode: { task: {} }, ...spec },
+    status: {
+      ...(phase === undefined ? {} : { phase }),
+      ...(assigned ? { assignedPod: 'pod-a', assignedPodUID: 'pod-uid-a', attempt: 1 } : {}),
+      ...status,
+    },
+  };
+}
+
+const functionMode: Partial<RunSpec> = { mode: { function: { handler: 'main' } } };
+
+/** One event of each type, with the spec it needs for its preconditions to hold. */
+const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }> = {
+  Unschedulable: { event: { type: 'Unschedulable', reason: 'NoCapacity', message: 'all Pods full' }, spec: {} },
+  Bind: { event: { type: 'Bind', pod: 'pod-b', podUID: 'pod-uid-b' }, spec: {} },
+  CancelBeforeAssignment: { event: { type: 'CancelBeforeAssignment' }, spec: { cancelRequested: true } },
+  Claim: { event: { type: 'Claim' }, spec: {} },
+  Registered: { event: { type: 'Registered', endpoint: { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' } }, spec: functionMode },
+  RegistrationLost: { event: { type: 'RegistrationLost', message: 'runtime server restarted' }, spec: functionMode },
+  Succeeded: { event: { type: 'Succeeded', outputs: { answer: '42' } }, spec: {} },
+  Failed: { event: { type: 'Failed', reason: 'NonZeroExit', message: 'exit 3', exitCode: 3 }, spec: {} },
+  TimedOut: { event: { type: 'TimedOut', reason: 'Timeout', message: 'lifetime over' }, spec: {} },
+  Cancelled: { event: { type: 'Cancelled', message: 'stopped' }, spec: { cancelRequested: true } },
+  Requeue: { event: { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 10, message: 'retrying' }, spec: functionMode },
+  MarkRecovering: { event: { type: 'MarkRecovering', message: 'Pod lease expired' }, spec: {} },
+  Interrupted: { event: { type: 'Interrupted', reason: 'OwnerLost', message: 'Pod gone' }, spec: {} },
+};
+
+// The specification of ARCHITECTURE §4, written out independently of TRANSITION_RULES.
+const ACTIVE_OWNED: RunPhase[] = ['Scheduled', 'Running', 'Ready'];
+const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }> = {
+  Unschedulable: { writers: ['scheduler'], from: ['Pending'] },
+  Bind: { writers: ['scheduler'], from: ['Pending'] },
+  CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
+  Claim: { writers: ['runtimed'], from: ['Scheduled'] },
+  Registered: { writers: ['runtimed'], from: ['Running'] },
+  RegistrationLost: { writers: ['runtimed'], from: ['Ready'] },
+  Succeeded: { writers: ['runtimed'], from: ['Running'] },
+  Failed: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
+  TimedOut: { writers: ['runtimed'], from: ['Running', 'Ready'] },
+  Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
+  Requeue: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
+  MarkRecovering: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
+  Interrupted: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
+};
+
+const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
+  Unschedulable: 'Pending',
+  Bind: 'Scheduled',
+  CancelBeforeAssignment: 'Cancelled',
+  Claim: 'Running',
+  Registered: 'Ready',
+  RegistrationLost: 'Running',
+  Succeeded: 'Succeeded',
+  Failed: 'Failed',
+  TimedOut: 'Timeout',
+  Cancelled: 'Cancelled',
+  Requeue: 'Pending',
+  MarkRecovering: 'same',
+  Interrupted: 'Interrupted',
+};
+
+function expectOk(result: TransitionResult): RunStatus {
+  if (!result.ok) throw new Error(`expected success, got ${result.error.message}`);
+  return result.status;
+}
+
+function expectRefused(result: TransitionResult, refusal: TransitionRefusedError['refusal']): TransitionRefusedError {
+  if (result.ok) throw new Error('expected a refusal');
+  expect(result.error).toBeInstanceOf(TransitionRefusedError);
+  expect(isKruntimesError(result.error, 'InvalidTransition')).toBe(true);
+  expect(result.error.terminal).toBe(true);
+  expect(result.error.refusal).toBe(refusal);
+  return result.error;
+}
+
+const matrix = RUN_PHASES.flatMap((phase) =>
+  (Object.keys(samples) as RunEventType[]).flatMap((eventType) => WRITERS.map((writer) => [phase, eventType, writer] as const)),
+);
+
+describe('every (phase, event, writer) combination', () => {
+  it.each(matrix)('%s + %s by %s', (phase, eventType, writer) => {
+    const { event, spec } = samples[eventType];
+    const run = makeRun(phase, spec);
+    const frozen = structuredClone(run);
+    const result = transition({ run, event, writer, now: NOW });
+    expect(run).toEqual(frozen); // never modifies its input
+
+    const rule = allowed[eventType];
+    if (!rule.writers.includes(writer)) {
+      expectRefused(result, 'wrongWriter');
+    } else if (!rule.from.includes(phase)) {
+      expectRefused(result, 'wrongPhase');
+    } else {
+      const status = expectOk(result);
+      const want = expectedPhase[eventType];
+      expect(status.phase).toBe(want === 'same' ? phase : want);
+      expect(status.observedGeneration).toBe(2);
+      expect(status.mode).toBe(spec.mode?.function === undefined ? 'task' : 'function');
+      const ready = status.conditions?.find((c) => c.type === 'Ready');
+      expect(ready?.status).toBe(eventType === 'Registered' ? 'True' : 'False');
+      expect(ready?.reason).toBe(status.reason);
+      expect(ready?.observedGeneration).toBe(2);
+    }
+  });
+
+  it('covers every phase with at least one allowed and one refused event', () => {
+    for (const phase of RUN_PHASES) {
+      const outcomes = matrix
+        .filter(([p]) => p === phase)
+        .map(([, eventType, writer]) => transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok);
+      expect(outcomes).toContain(false);
+      if (['Pending', 'Scheduled', 'Running', 'Ready'].includes(phase)) expect(outcomes).toContain(true);
+    }
+  });
+
+  it('refuses everything in a terminal phase and in WaitingInput', () => {
+    for (const phase of ['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Interrupted', 'WaitingInput'] as const) {
+      const successes = matrix
+        .filter(([p]) => p === phase)
+        .filter(([, eventType, writer]) => transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok);
+      expect(successes).toEqual([]);
+    }
+  });
+});
+
+describe('scheduler', () => {
+  it('binds a Run with no status yet: assignment, attempt 1, Ready=False Scheduled', () => {
+    const status = expectOk(transition({ run: makeRun(undefined), event: samples.Bind.event, writer: 'scheduler', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Scheduled', assignedPod: 'pod-b', assignedPodUID: 'pod-uid-b', attempt: 1, reason: 'Scheduled' });
+    expect(status.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason: 'Scheduled', lastTransitionTime: NOW });
+  });
+
+  it('binds a retry at its attempt and clears notBefore once it has passed', () => {
+    const run = makeRun('Pending', {}, { attempt: 2, notBefore: EARLIER });
+    const status = expectOk(transition({ run, event: samples.Bind.event, writer: 'scheduler', now: NOW }));
+    expect(status.attempt).toBe(2);
+    expect(status).not.toHaveProperty('notBefore');
+  });
+
+  it.each([
+    ['before the retry backoff ends', makeRun('Pending', {}, { attempt: 2, notBefore: '2026-06-01T12:00:01.000Z' }), samples.Bind.event],
+    ['when cancel was requested', makeRun('Pending', { cancelRequested: true }), samples.Bind.event],
+    ['with an empty Pod UID', makeRun('Pending'), { type: 'Bind', pod: 'p', podUID: '' } as const],
+  ])('refuses to bind %s', (_name, run, event) => {
+    expectRefused(transition({ run, event, writer: 'scheduler', now: NOW }), 'precondition');
+  });
+
+  it('records why a Run cannot be placed', () => {
+    const status = expectOk(transition({ run: makeRun('Pending'), event: samples.Unschedulable.event, writer: 'scheduler', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', reason: 'NoCapacity', message: 'all Pods full' });
+  });
+
+  it('cancels before assignment only when cancel was requested', () => {
+    const status = expectOk(transition({ run: makeRun('Pending', { cancelRequested: true }), event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'CancelledBeforeStart', completionTime: NOW });
+    expectRefused(transition({ run: makeRun('Pending'), event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }), 'precondition');
+  });
+});
+
+describe('runtimed', () => {
+  it('claims: Running with startTime, Registering for functions and Executing for tasks', () => {
+    const task = expectOk(transition({ run: makeRun('Scheduled'), event: { type: 'Claim' }, writer: 'runtimed', now: NOW }));
+    expect(task).toMatchObject({ phase: 'Running', startTime: NOW, reason: 'Executing' });
+    const fn = expectOk(transition({ run: makeRun('Scheduled', functionMode), event: { type: 'Claim' }, writer: 'runtimed', now: NOW }));
+    expect(fn.reason).toBe('Registering');
+  });
+
+  it('keeps the first startTime across attempts', () => {
+    const status = expectOk(transition({ run: makeRun('Scheduled', {}, { startTime: EARLIER }), event: { type: 'Claim' }, writer: 'runtimed', now: NOW }));
+    expect(status.startTime).toBe(EARLIER);
+  });
+
+  it('registers a function: Ready=True FunctionRegistered with the endpoint', () => {
+    const status = expectOk(transition({ run: makeRun('Running', functionMode), event: samples.Registered.event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Ready', reason: 'FunctionRegistered', endpoint: { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' } });
+    expect(status.conditions?.[0]).toMatchObject({ status: 'True', lastTransitionTime: NOW });
+  });
+
+  it.each([
+    ['a task', makeRun('Running'), samples.Registered.event, 'precondition'],
+    ['a cancelled function', makeRun('Running', { ...functionMode, cancelRequested: true }), samples.Registered.event, 'precondition'],
+    ['an endpoint URL over the bound', makeRun('Running', functionMode), { type: 'Registered', endpoint: { protocol: 'HTTPS', url: `https://${'x'.repeat(BOUNDS.endpointUrlBytes)}` } } as const, 'bounds'],
+    [
+      'a CA bundle over the bound',
+      makeRun('Running', functionMode),
+      { type: 'Registered', endpoint: { protocol: 'HTTPS', url: 'https://gw', caBundle: Buffer.alloc(BOUNDS.caBundleBytes + 1).toString('base64') } } as const,
+      'bounds',
+    ],
+  ] as const)('refuses to register %s', (_name, run, event, refusal) => {
+    expectRefused(transition({ run, event, writer: 'runtimed', now: NOW }), refusal);
+  });
+
+  it('loses a registration: back to Running, not ready, endpoint kept', () => {
+    const run = makeRun('Ready', functionMode, { endpoint: { protocol: 'HTTPS', url: 'https://gw' } });
+    const status = expectOk(transition({ run, event: samples.RegistrationLost.event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Running', reason: 'RegistrationLost', endpoint: { url: 'https://gw' } });
+  });
+
+  it('succeeds a task with bounded outputs and exit code 0', () => {
+    const status = expectOk(transition({ run: makeRun('Running'), event: samples.Succeeded.event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Succeeded', outputs: { answer: '42' }, exitCode: 0, completionTime: NOW });
+  });
+
+  it.each([
+    ['a function Run', makeRun('Running', functionMode), samples.Succeeded.event, 'precondition'],
+    ['outputs over the bounds', makeRun('Running'), { type: 'Succeeded', outputs: { 'bad key': 'v' } } as const, 'bounds'],
+  ] as const)('refuses success for %s', (_name, run, event, refusal) => {
+    expectRefused(transition({ run, event, writer: 'runtimed', now: NOW }), refusal);
+  });
+
+  it('fails with the exit code and a bounded message', () => {
+    const event: RunEvent = { type: 'Failed', reason: 'NonZeroExit', message: 'm'.repeat(BOUNDS.messageBytes * 2), exitCode: 7 };
+    const status = expectOk(transition({ run: makeRun('Running'), event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'NonZeroExit', exitCode: 7 });
+    expect(Buffer.byteLength(status.message ?? '')).toBeLessThanOrEqual(BOUNDS.messageBytes);
+  });
+
+  it('times out with IdleTimeout', () => {
+    const status = expectOk(transition({ run: makeRun('Ready', functionMode), event: { type: 'TimedOut', reason: 'IdleTimeout', message: 'idle' }, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Timeout', reason: 'IdleTimeout' });
+  });
+
+  it('cancels only when cancel was requested', () => {
+    expectRefused(transition({ run: makeRun('Running'), event: samples.Cancelled.event, writer: 'runtimed', now: NOW }), 'precondition');
+    const status = expectOk(transition({ run: makeRun('Scheduled', { cancelRequested: true }), event: samples.Cancelled.event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
+  });
+
+  it('requeues its own failed attempt: Pending, attempt + 1, assignment cleared, notBefore after the backoff', () => {
+    const run = makeRun('Running', { retryPolicy: { maxAttempts: 3 } }, { startTime: EARLIER });
+    const status = expectOk(transition({ run, event: samples.Requeue.event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', attempt: 2, notBefore: '2026-06-01T12:00:10.000Z', reason: 'RetryBackoff', startTime: EARLIER });
+    expect(status).not.toHaveProperty('assignedPod');
+    expect(status).not.toHaveProperty('assignedPodUID');
+  });
+
+  it.each([
+    ['no attempts are left', makeRun('Running', { retryPolicy: { maxAttempts: 1 } }), samples.Requeue.event, 'precondition'],
+    ['cancel was requested', makeRun('Running', { cancelRequested: true }), samples.Requeue.event, 'precondition'],
+    ['the backoff is negative', makeRun('Running'), { ...samples.Requeue.event, backoffSeconds: -1 } as RunEvent, 'precondition'],
+    ['runtimed claims a lost owner', makeRun('Running', functionMode), { type: 'Requeue', cause: 'ownerLost', backoffSeconds: 0, message: '' } as const, 'wrongWriter'],
+  ] as const)('refuses to requeue when %s', (_name, run, event, refusal) => {
+    expectRefused(transition({ run, event, writer: 'runtimed', now: NOW }), refusal);
+  });
+});
+
+describe('stale-recovery', () => {
+  const ownerLost: RunEvent = { type: 'Requeue', cause: 'ownerLost', backoffSeconds: 0, message: 'owner Pod gone' };
+
+  it('marks a Run recovering without changing its phase', () => {
+    const status = expectOk(transition({ run: makeRun('Ready', functionMode), event: samples.MarkRecovering.event, writer: 'stale-recovery', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Ready', reason: 'Recovering' });
+    expect(status.conditions?.[0]?.status).toBe('False');
+  });
+
+  it.each([
+    ['a function Run', makeRun('Ready', functionMode), true],
+    ['a retrySafe task', makeRun('Running', { retryPolicy: { retrySafe: true } }), true],
+    ['a task that is not retrySafe', makeRun('Running'), false],
+    ['a task that was never claimed (no code ran)', makeRun('Scheduled'), true],
+  ] as const)('requeues %s after the fence: %s', (_name, run, ok) => {
+    const result = transition({ run, event: ownerLost, writer: 'stale-recovery', now: NOW });
+    if (ok) expect(expectOk(result)).toMatchObject({ phase: 'Pending', attempt: 2 });
+    else expectRefused(result, 'precondition');
+  });
+
+  it('interrupts and fails', () => {
+    expect(expectOk(transition({ run: makeRun('Running'), event: samples.Interrupted.event, writer: 'stale-recovery', now: NOW }))).toMatchObject({
+      phase: 'Interrupted',
+      reason: 'OwnerLost',
+      completionTime: NOW,
+    });
+    const exhausted: RunEvent = { type: 'Failed', reason: 'RetriesExhausted', message: '3 attempts' };
+    expect(expectOk(transition({ run: makeRun('Ready', functionMode), event: exhausted, writer: 'stale-recovery', now: NOW })).reason).toBe('RetriesExhausted');
+  });
+});
