@@ -1,0 +1,42 @@
+import { join } from 'node:path';
+import { ESLint } from 'eslint';
+
+// The workspace's own lint rules are part of its architecture: these tests lint a
+// file that breaks each rule, at a real path inside a real project, and expect the error.
+const workspaceRoot = join(import.meta.dirname, '..', '..', '..');
+const eslint = new ESLint({ cwd: workspaceRoot });
+
+async function lintAs(relativePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: join(workspaceRoot, relativePath) });
+  return (result?.messages ?? []).map((message) => `${message.ruleId ?? 'fatal'}: ${message.message}`);
+}
+
+describe('module boundaries', () => {
+  it.each(['@kubernetes/client-node', 'express', 'nice-grpc', 'pino'])('a domain lib may not import %s', async (ioPackage) => {
+    const messages = await lintAs('libs/run-state/src/transition.ts', `import '${ioPackage}';\nexport const x = 1;\n`);
+    expect(messages).toContainEqual(expect.stringMatching(new RegExp(`^@nx/enforce-module-boundaries: .*type:domain.*${ioPackage}`)));
+  });
+
+  it('a domain lib may import another domain lib', async () => {
+    const messages = await lintAs('libs/run-state/src/transition.ts', `import { BOUNDS } from '@kruntimes/api';\nexport const x = BOUNDS.messageBytes;\n`);
+    expect(messages.filter((m) => m.startsWith('@nx/enforce-module-boundaries'))).toEqual([]);
+  });
+});
+
+describe('exhaustive switches', () => {
+  it('a switch over the phase that misses a phase is an error', async () => {
+    const code = [
+      "import type { RunPhase } from '@kruntimes/api';",
+      'export function f(phase: RunPhase): number {',
+      '  switch (phase) {',
+      "    case 'Pending':",
+      '      return 1;',
+      '  }',
+      '  return 0;',
+      '}',
+      '',
+    ].join('\n');
+    const messages = await lintAs('libs/run-state/src/classification.ts', code);
+    expect(messages).toContainEqual(expect.stringMatching(/^@typescript-eslint\/switch-exhaustiveness-check/));
+  });
+});
