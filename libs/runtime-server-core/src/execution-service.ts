@@ -1,0 +1,308 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, open, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength, validateOutputs } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import type { Logger } from 'pino';
+import type { LanguageAdapter } from './adapter.ts';
+import type { Clock } from './clock.ts';
+import { EventQueue } from './event-queue.ts';
+import { LineSplitter } from './line-splitter.ts';
+import { exited, signalGroup, terminateGroup } from './process-group.ts';
+import { baseEnv } from './process-env.ts';
+
+/** A task log line longer than this is cut (and flagged). */
+export const LOG_LINE_BYTES = 16 * 1024;
+/** Events buffered for a slow Execute stream before the process's pipes are paused. */
+const QUEUE_HIGH_WATER = 256;
+/** How long to wait for the pipes to close after the process group is gone. */
+const PIPE_CLOSE_MS = 2_000;
+/** The outputs file is read only up to this size: the most that valid outputs can take. */
+const OUTPUTS_FILE_BYTES = BOUNDS.outputCount * (BOUNDS.outputKeyBytes + BOUNDS.outputValueBytes * 6 + 16) + 1024;
+
+export interface ExecuteRequest {
+  readonly executionId: string;
+  readonly runUid: string;
+  readonly attempt: number;
+  readonly workdir: string;
+  readonly entrypoint: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly timeoutMs: number | undefined;
+  readonly graceMs: number | undefined;
+}
+
+export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed';
+
+export type ExecutionEvent =
+  | { readonly kind: 'started'; readonly pid: number; readonly time: number }
+  | { readonly kind: 'log'; readonly stream: 'stdout' | 'stderr'; readonly text: string; readonly truncated: boolean; readonly time: number }
+  | {
+      readonly kind: 'exited';
+      readonly reason: ExitReason;
+      readonly exitCode: number;
+      readonly signal: string;
+      readonly outputs: Readonly<Record<string, string>>;
+      readonly outputsError: string;
+      readonly message: string;
+      readonly time: number;
+    };
+
+interface Running {
+  readonly child: ChildProcess;
+  readonly graceMs: number;
+  /** Set by the first of cancel, timeout and client abort; decides the exit reason. */
+  stopReason: 'cancelled' | 'timed_out' | undefined;
+  stopping: Promise<void> | undefined;
+}
+
+export interface ExecutionServiceOptions {
+  readonly adapter: LanguageAdapter;
+  readonly logger: Logger;
+  readonly clock: Clock;
+}
+
+/** Task executions: one process group each, streamed logs, bounded outputs, cancel. */
+export class ExecutionService {
+  readonly #running = new Map<string, Running>();
+  readonly #adapter: LanguageAdapter;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+
+  constructor(options: ExecutionServiceOptions) {
+    this.#adapter = options.adapter;
+    this.#logger = options.logger;
+    this.#clock = options.clock;
+  }
+
+  /**
+   * Runs a task and yields its events, ending with exactly one `exited`. Aborting
+   * `signal` (the client went away) cancels the execution.
+   */
+  async *execute(request: ExecuteRequest, signal: AbortSignal): AsyncGenerator<ExecutionEvent> {
+    const entrypoint = validateExecute(request);
+    if (this.#running.has(request.executionId)) {
+      throw new KruntimesError('InvalidRequest', `execution ${request.executionId} is already running`);
+    }
+    const logger = this.#logger.child({ runUid: request.runUid, attempt: request.attempt, executionId: request.executionId });
+    const missing = await stat(entrypoint).then(
+      (s) => (s.isFile() ? undefined : `${request.entrypoint} is not a file`),
+      () => `${request.entrypoint} does not exist in the workdir`,
+    );
+    if (missing !== undefined) {
+      yield this.#exited('start_failed', -1, '', {}, '', missing);
+      return;
+    }
+    const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
+    const outputsFile = join(scratch, 'outputs.json');
+    try {
+      yield* this.#run(request, entrypoint, outputsFile, signal, logger);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+
+  /** Starts stopping an execution; false when none is running under this ID. */
+  cancel(executionId: string, graceMs: number | undefined): boolean {
+    const running = this.#running.get(executionId);
+    if (running === undefined) return false;
+    this.#stop(running, 'cancelled', graceMs);
+    return true;
+  }
+
+  /** Cancels everything (server shutdown) and waits until the processes are gone. */
+  async close(): Promise<void> {
+    await Promise.all(
+      [...this.#running.values()].map(async (running) => {
+        this.#stop(running, 'cancelled', undefined);
+        await running.stopping;
+      }),
+    );
+  }
+
+  async *#run(
+    request: ExecuteRequest,
+    entrypoint: string,
+    outputsFile: string,
+    signal: AbortSignal,
+    logger: Logger,
+  ): AsyncGenerator<ExecutionEvent> {
+    const command = this.#adapter.taskCommand(entrypoint, request.args);
+    const child = spawn(command.command, command.args, {
+      cwd: request.workdir,
+      env: {
+        ...baseEnv(),
+        ...request.env,
+        ...command.env,
+        KRT_RUN_UID: request.runUid,
+        KRT_ATTEMPT: String(request.attempt),
+        KRT_EXECUTION_ID: request.executionId,
+        KRT_OUTPUTS_FILE: outputsFile,
+      },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const running: Running = {
+      child,
+      graceMs: request.graceMs ?? DEFAULTS.cancelGracePeriodSeconds * 1000,
+      stopReason: undefined,
+      stopping: undefined,
+    };
+    const spawnError = await new Promise<Error | undefined>((resolve) => {
+      child.once('spawn', () => { resolve(undefined); });
+      child.once('error', resolve);
+    });
+    if (spawnError !== undefined || child.pid === undefined) {
+      yield this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`);
+      return;
+    }
+    this.#running.set(request.executionId, running);
+    logger.info({ pid: child.pid, entrypoint: request.entrypoint }, 'execution started');
+
+    const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
+    const pipesClosed = Promise.all([
+      this.#pipeLines(child.stdout, 'stdout', queue),
+      this.#pipeLines(child.stderr, 'stderr', queue),
+    ]);
+    const timer = request.timeoutMs === undefined ? undefined : setTimeout(() => { this.#stop(running, 'timed_out', undefined); }, request.timeoutMs);
+    const onAbort = (): void => { this.#stop(running, 'cancelled', undefined); };
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+
+    // The leader's exit ends the task: whatever it left in its group is killed, so that
+    // no process of a finished task lingers, then the pipes drain and close.
+    const done = (async () => {
+      await exited(child);
+      clearTimeout(timer);
+      signalGroup(child, 'SIGKILL');
+      await withTimeout(pipesClosed, PIPE_CLOSE_MS, () => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+      });
+      await running.stopping;
+      queue.close();
+    })();
+
+    try {
+      yield { kind: 'started', pid: child.pid, time: this.#clock() };
+      yield* queue.drain();
+      await done;
+      const outputs = await readOutputs(outputsFile);
+      const reason: ExitReason = running.stopReason ?? 'completed';
+      logger.info({ reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error }, 'execution ended');
+      yield this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, '');
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) {
+        // The consumer stopped early: never leave the process behind.
+        this.#stop(running, 'cancelled', 0);
+      }
+      await running.stopping;
+      this.#running.delete(request.executionId);
+    }
+  }
+
+  #stop(running: Running, reason: 'cancelled' | 'timed_out', graceMs: number | undefined): void {
+    if (running.stopping !== undefined) return;
+    running.stopReason = reason;
+    running.stopping = terminateGroup(running.child, graceMs ?? running.graceMs);
+  }
+
+  async #pipeLines(stream: NodeJS.ReadableStream | null, name: 'stdout' | 'stderr', queue: EventQueue<ExecutionEvent>): Promise<void> {
+    if (stream === null) return;
+    const splitter = new LineSplitter(LOG_LINE_BYTES);
+    const emit = (lines: { text: string; truncated: boolean }[]): void => {
+      const time = this.#clock();
+      for (const line of lines) queue.push({ kind: 'log', stream: name, text: line.text, truncated: line.truncated, time });
+    };
+    try {
+      for await (const chunk of stream) {
+        emit(splitter.push(chunk as Buffer));
+        await queue.ready();
+      }
+    } catch (error) {
+      // Destroyed after the close timeout: keep what was read.
+      this.#logger.debug({ err: error, stream: name }, 'task pipe closed with an error');
+    }
+    emit(splitter.end());
+  }
+
+  #exited(
+    reason: ExitReason,
+    exitCode: number,
+    signal: string,
+    outputs: Readonly<Record<string, string>>,
+    outputsError: string,
+    message: string,
+  ): ExecutionEvent {
+    return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, time: this.#clock() };
+  }
+}
+
+function validateExecute(request: ExecuteRequest): string {
+  const problems: string[] = [];
+  if (!isValidInvocationId(request.executionId)) problems.push('execution_id must be 1-128 bytes of visible ASCII');
+  if (!isUid(request.runUid)) problems.push('run_uid must be a Kubernetes UID');
+  if (!isAbsolute(request.workdir)) problems.push('workdir must be an absolute path');
+  const entrypoint = resolve(request.workdir, request.entrypoint);
+  const inside = relative(request.workdir, entrypoint);
+  if (request.entrypoint === '' || inside.startsWith('..') || isAbsolute(inside)) problems.push('entrypoint must be a path inside workdir');
+  if (Object.keys(request.env).length > BOUNDS.envCount) problems.push(`at most ${BOUNDS.envCount} env entries`);
+  if (Object.values(request.env).some((value) => utf8ByteLength(value) > BOUNDS.envValueBytes)) {
+    problems.push(`env values must be at most ${BOUNDS.envValueBytes} bytes`);
+  }
+  if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
+  return entrypoint;
+}
+
+/** Reads $KRT_OUTPUTS_FILE: absent is no outputs; anything invalid is reported, not thrown. */
+export async function readOutputs(path: string): Promise<{ outputs: Record<string, string>; error: string }> {
+  let text: string;
+  try {
+    const file = await open(path, 'r');
+    try {
+      const { size } = await file.stat();
+      if (size > OUTPUTS_FILE_BYTES) return { outputs: {}, error: `outputs file is ${size} bytes, larger than any valid outputs` };
+      text = await file.readFile('utf8');
+    } finally {
+      await file.close();
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { outputs: {}, error: '' };
+    throw error;
+  }
+  return parseOutputs(text);
+}
+
+export function parseOutputs(text: string): { outputs: Record<string, string>; error: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { outputs: {}, error: 'outputs file is not JSON' };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return { outputs: {}, error: 'outputs file must hold a JSON object of strings' };
+  }
+  const outputs = parsed as Record<string, unknown>;
+  if (Object.values(outputs).some((value) => typeof value !== 'string')) {
+    return { outputs: {}, error: 'outputs values must be strings' };
+  }
+  const valid = outputs as Record<string, string>;
+  const violations = validateOutputs(valid);
+  if (violations.length > 0) return { outputs: {}, error: violations.map((v) => `${v.field}: ${v.message}`).join('; ') };
+  return { outputs: valid, error: '' };
+}
+
+async function withTimeout(promise: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => { resolve('timeout'); }, ms);
+  });
+  const outcome = await Promise.race([promise.then(() => 'done' as const), expired]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') onTimeout();
+}

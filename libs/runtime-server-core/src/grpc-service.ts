@@ -1,0 +1,138 @@
+import { millisFromDuration, runtimeServerV1 } from '@kruntimes/proto';
+import type { CallContext } from 'nice-grpc';
+import type { CapturedOutput } from './adapter.ts';
+import type { ExecutionEvent, ExecutionService, ExitReason } from './execution-service.ts';
+import type { FunctionService } from './function-service.ts';
+import type { RegistrationState } from './registration-table.ts';
+
+type Impl = runtimeServerV1.RuntimeServerServiceImplementation;
+const { ExitReason: ProtoExitReason, LogStream, RegistrationState: ProtoState } = runtimeServerV1;
+
+const STATES: Record<RegistrationState, runtimeServerV1.RegistrationState> = {
+  starting: ProtoState.REGISTRATION_STATE_STARTING,
+  ready: ProtoState.REGISTRATION_STATE_READY,
+  failed: ProtoState.REGISTRATION_STATE_FAILED,
+};
+
+const EXIT_REASONS: Record<ExitReason, runtimeServerV1.ExitReason> = {
+  completed: ProtoExitReason.EXIT_REASON_COMPLETED,
+  cancelled: ProtoExitReason.EXIT_REASON_CANCELLED,
+  timed_out: ProtoExitReason.EXIT_REASON_TIMED_OUT,
+  start_failed: ProtoExitReason.EXIT_REASON_START_FAILED,
+};
+
+/** The RuntimeServer gRPC service: translation between proto messages and the core. */
+export function runtimeServerService(functions: FunctionService, executions: ExecutionService): Impl {
+  return {
+    async registerFunction(request) {
+      return functions.register({
+        runUid: request.runUid,
+        attempt: request.attempt,
+        workdir: request.workdir,
+        handler: request.handler,
+        env: request.env,
+      });
+    },
+
+    // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
+    async functionStatus(request) {
+      const status = functions.status(request.registrationId);
+      return {
+        registrationId: status.id,
+        runUid: status.runUid,
+        attempt: status.attempt,
+        state: STATES[status.state],
+        fatalError:
+          status.fatalError === undefined
+            ? undefined
+            : { code: status.fatalError.code, message: status.fatalError.message, time: new Date(status.fatalError.at) },
+        inFlight: status.inFlight === undefined ? 0 : 1,
+        lastActivity: new Date(status.lastActivity),
+        registeredAt: new Date(status.registeredAt),
+        invocations: status.invocations,
+        restarts: status.restarts,
+      };
+    },
+
+    async invokeFunction(request) {
+      const result = await functions.invoke({
+        registrationId: request.registrationId,
+        invocationId: request.invocationId,
+        payload: request.payload,
+        timeoutMs: millisFromDuration(request.timeout),
+      });
+      return {
+        invocationId: request.invocationId,
+        result: Buffer.from(result.result, 'utf8'),
+        outputs: result.outputs,
+        stdout: captured(result.stdout),
+        stderr: captured(result.stderr),
+      };
+    },
+
+    async unregisterFunction(request) {
+      return { found: await functions.unregister(request.registrationId) };
+    },
+
+    async *execute(request, context: CallContext) {
+      const events = executions.execute(
+        {
+          executionId: request.executionId,
+          runUid: request.runUid,
+          attempt: request.attempt,
+          workdir: request.workdir,
+          entrypoint: request.entrypoint,
+          args: request.args,
+          env: request.env,
+          timeoutMs: millisFromDuration(request.timeout),
+          graceMs: millisFromDuration(request.gracePeriod),
+        },
+        context.signal,
+      );
+      for await (const event of events) yield toProtoEvent(event);
+    },
+
+    // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
+    async cancelExecution(request) {
+      return { found: executions.cancel(request.executionId, millisFromDuration(request.gracePeriod)) };
+    },
+  };
+}
+
+function captured(output: CapturedOutput): runtimeServerV1.CapturedStream {
+  return { data: output.data, truncated: output.truncated, totalBytes: output.totalBytes };
+}
+
+function toProtoEvent(event: ExecutionEvent): runtimeServerV1.ExecuteEvent {
+  switch (event.kind) {
+    case 'started':
+      return { event: { $case: 'started', started: { pid: event.pid, time: new Date(event.time) } } };
+    case 'log':
+      return {
+        event: {
+          $case: 'log',
+          log: {
+            stream: event.stream === 'stdout' ? LogStream.LOG_STREAM_STDOUT : LogStream.LOG_STREAM_STDERR,
+            text: event.text,
+            truncated: event.truncated,
+            time: new Date(event.time),
+          },
+        },
+      };
+    case 'exited':
+      return {
+        event: {
+          $case: 'exited',
+          exited: {
+            reason: EXIT_REASONS[event.reason],
+            exitCode: event.exitCode,
+            signal: event.signal,
+            outputs: event.outputs,
+            outputsError: event.outputsError,
+            message: event.message,
+            time: new Date(event.time),
+          },
+        },
+      };
+  }
+}

@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { DEFAULTS } from '@kruntimes/api';
+import { healthV1, runtimeServerV1 } from '@kruntimes/proto';
+import { createServer } from 'nice-grpc';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+import type { LanguageAdapter } from './adapter.ts';
+import { systemClock } from './clock.ts';
+import { ExecutionService } from './execution-service.ts';
+import { FunctionService } from './function-service.ts';
+import { errorMiddleware } from './grpc-errors.ts';
+import { runtimeServerService } from './grpc-service.ts';
+import { HealthService } from './health-service.ts';
+import { checkListenAddress } from './listen-address.ts';
+
+export interface RuntimeServerOptions {
+  readonly adapter: LanguageAdapter;
+  /** `127.0.0.1:7450`, `[::1]:0`, `unix:/run/kruntimes/runtime-server.sock`. */
+  readonly listen: string;
+  readonly logger: Logger;
+}
+
+export interface RunningRuntimeServer {
+  /** The bound port (0 for a unix socket). */
+  readonly port: number;
+  /** Stops accepting calls, ends every function and execution, closes the listener. */
+  shutdown(): Promise<void>;
+}
+
+/** Starts a Runtime Server for one language on a loopback address or unix socket. */
+export async function startRuntimeServer(options: RuntimeServerOptions): Promise<RunningRuntimeServer> {
+  const listen = checkListenAddress(options.listen);
+  const { adapter, logger } = options;
+  const functions = new FunctionService({ adapter, logger, clock: systemClock, newId: () => `reg-${randomUUID()}` });
+  const executions = new ExecutionService({ adapter, logger, clock: systemClock });
+  const health = new HealthService([runtimeServerV1.RuntimeServerDefinition.fullName]);
+  const server = createServer().use(errorMiddleware(logger));
+  server.add(runtimeServerV1.RuntimeServerDefinition, runtimeServerService(functions, executions));
+  server.add(healthV1.HealthDefinition, health.implementation());
+  const port = await server.listen(listen);
+  logger.info({ listen, port, language: adapter.language }, 'runtime server listening');
+  let stopping: Promise<void> | undefined;
+  return {
+    port,
+    shutdown() {
+      stopping ??= (async () => {
+        health.setNotServing();
+        await Promise.all([functions.close(), executions.close()]);
+        await server.shutdown();
+        logger.info('runtime server stopped');
+      })();
+      return stopping;
+    },
+  };
+}
+
+/**
+ * Entry point of a Runtime Server process: flags, environment, pino logger, signals.
+ *   --listen ADDRESS   (env KRT_LISTEN; default 127.0.0.1:7450)
+ *   --log-level LEVEL  (env KRT_LOG_LEVEL; default info)
+ */
+export async function runRuntimeServerMain(name: string, createAdapter: (logger: Logger) => Promise<LanguageAdapter>): Promise<void> {
+  const { values } = parseArgs({
+    options: { listen: { type: 'string' }, 'log-level': { type: 'string' } },
+    strict: true,
+  });
+  const logger = pino({
+    name,
+    level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info',
+    // Logs never carry credentials; this is the belt to that rule's braces.
+    redact: ['*.authorization', '*.token', 'env'],
+  });
+  try {
+    const adapter = await createAdapter(logger);
+    const server = await startRuntimeServer({
+      adapter,
+      listen: values.listen ?? process.env.KRT_LISTEN ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
+      logger,
+    });
+    const stop = (signal: NodeJS.Signals): void => {
+      logger.info({ signal }, 'shutting down');
+      server.shutdown().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  } catch (error) {
+    logger.fatal({ err: error }, 'runtime server failed to start');
+    process.exitCode = 1;
+  }
+}
