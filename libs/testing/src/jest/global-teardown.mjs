@@ -1,0 +1,2 @@
+// See global-setup.mjs.
+export { default } from './global-teardown.ts';

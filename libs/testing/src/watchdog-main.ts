@@ -1,0 +1,80 @@
+// The watchdog sidecar (see watchdog.ts). Started by the harness with
+// `node watchdog-main.ts GRACE_MS`; it must keep working after the harness is gone, so it
+// imports nothing but node built-ins and the message parser.
+import { rm } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseWatchdogMessage } from './watchdog-protocol.ts';
+
+const graceMs = Number(process.argv[2] ?? '5000');
+const groups = new Set<number>();
+const directories = new Set<string>();
+let cleaning = false;
+
+function alive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    // ESRCH: gone. EPERM: the ID now belongs to someone else's processes; never signal it.
+    return false;
+  }
+}
+
+function signal(pgid: number, name: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') {
+      process.stderr.write(`[kruntimes watchdog] cannot send ${name} to process group ${pgid}: ${String(error)}\n`);
+    }
+  }
+}
+
+async function cleanUp(reason: string): Promise<void> {
+  if (cleaning) return;
+  cleaning = true;
+  const leftovers = [...groups].filter(alive);
+  if (leftovers.length > 0) {
+    process.stderr.write(`[kruntimes watchdog] ${reason}: stopping process groups ${leftovers.join(', ')}\n`);
+    for (const pgid of leftovers) signal(pgid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (Date.now() < deadline && leftovers.some(alive)) await sleep(100);
+    for (const pgid of leftovers.filter(alive)) signal(pgid, 'SIGKILL');
+  }
+  for (const path of directories) {
+    try {
+      await rm(path, { recursive: true, force: true, maxRetries: 3 });
+    } catch (error) {
+      process.stderr.write(`[kruntimes watchdog] cannot remove ${path}: ${String(error)}\n`);
+    }
+  }
+  process.exit(0);
+}
+
+for (const name of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  process.on(name, () => void cleanUp(`received ${name}`));
+}
+
+const lines = createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  if (line.trim() === '') return;
+  try {
+    const message = parseWatchdogMessage(line);
+    switch (message.kind) {
+      case 'watch-process-group':
+        groups.add(message.pgid);
+        break;
+      case 'release-process-group':
+        groups.delete(message.pgid);
+        break;
+      case 'watch-directory':
+        directories.add(message.path);
+        break;
+    }
+  } catch (error) {
+    process.stderr.write(`[kruntimes watchdog] ${String(error)}\n`);
+  }
+});
+// EOF: the harness closed the pipe (clean shutdown) or died (the kernel closed it).
+lines.on('close', () => void cleanUp('the harness exited without stopping the control plane'));
