@@ -5,6 +5,7 @@ export function jestConfig(projectDir, overrides = {}) {
   return {
     rootDir: projectDir,
     testEnvironment: 'node',
+    reporters: ['default', `${import.meta.dirname}/tools/ci/jest-results-reporter.mjs`],
     extensionsToTreatAsEsm: ['.ts'],
     moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
     // ts-jest rewrites relative `.ts` imports to `.js` (rewriteRelativeImportExtensions);
