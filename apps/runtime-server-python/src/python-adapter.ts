@@ -1,0 +1,43 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { KruntimesError } from '@kruntimes/errors';
+import type { FunctionConfig, FunctionEvents, FunctionSpec, LanguageAdapter, LoadedFunction, TaskCommand } from '@kruntimes/runtime-server-core';
+import type { Logger } from 'pino';
+import { PythonFunction } from './python-function.ts';
+
+/** `module:function` (dotted module) or `function` (in module `main`). */
+const HANDLER = /^(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:)?[A-Za-z_]\w*$/;
+
+export const WORKER_SCRIPT = join(import.meta.dirname, 'shim', 'krt_worker.py');
+
+/**
+ * The interpreter to run, resolved once: `KRT_PYTHON` or `python3` on PATH, asked for
+ * its real executable so that a version-manager shim is not paid for on every spawn.
+ */
+export function resolvePython(configured = process.env.KRT_PYTHON ?? 'python3'): string {
+  return execFileSync(configured, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8', timeout: 30_000 }).trim();
+}
+
+export class PythonAdapter implements LanguageAdapter {
+  readonly language = 'python';
+  readonly #python: string;
+
+  constructor(python: string) {
+    this.#python = python;
+  }
+
+  prepare(config: FunctionConfig): void {
+    if (!HANDLER.test(config.handler)) {
+      throw new KruntimesError('InvalidRequest', `handler ${JSON.stringify(config.handler)} is not module:function or function`);
+    }
+  }
+
+  register(spec: FunctionSpec, events: FunctionEvents, logger: Logger): Promise<LoadedFunction> {
+    return PythonFunction.start({ python: this.#python, workerScript: WORKER_SCRIPT, spec, events, logger });
+  }
+
+  taskCommand(entrypoint: string, args: readonly string[]): TaskCommand {
+    // -u: unbuffered, so that log lines stream as the task writes them.
+    return { command: this.#python, args: ['-u', entrypoint, ...args], env: { PYTHONUNBUFFERED: '1' } };
+  }
+}
