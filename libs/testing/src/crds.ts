@@ -1,25 +1,29 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiException, KubernetesObjectApi } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesObject, V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CustomObjectsApi,
+  loadAllYaml,
+  V1CustomResourceDefinition,
+  V1ObjectMeta,
+} from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { waitFor } from './wait.ts';
 
 const CRD_API_VERSION = 'apiextensions.k8s.io/v1';
 const CRD_KIND = 'CustomResourceDefinition';
 
 /**
- * A CRD as read from a manifest. Kept as a plain KubernetesObject rather than client-node's
- * V1CustomResourceDefinition class: it is sent as read, never built through a constructor.
- */
-export type CrdManifest = KubernetesObject & { apiVersion: typeof CRD_API_VERSION; kind: typeof CRD_KIND; metadata: { name: string } };
-
-/**
  * Reads every CustomResourceDefinition from the `*.yaml` files of a directory (files in
  * name order, documents in file order), so that whatever the CRD generator writes is
  * what the tests run against. A missing directory yields no CRDs.
+ *
+ * The manifests go through client-node's loadAllYaml, which maps wire names to model
+ * properties: its typed APIs serialise by model property, so a plain parsed object would
+ * silently lose every field whose names differ, `x-kubernetes-validations` among them.
  */
-export async function readCrdDirectory(dir: string): Promise<CrdManifest[]> {
+export async function readCrdDirectory(dir: string): Promise<V1CustomResourceDefinition[]> {
   let names: string[];
   try {
     names = (await readdir(dir)).filter((name) => name.endsWith('.yaml')).sort();
@@ -27,18 +31,17 @@ export async function readCrdDirectory(dir: string): Promise<CrdManifest[]> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw error;
   }
-  const crds: CrdManifest[] = [];
+  const crds: V1CustomResourceDefinition[] = [];
   for (const name of names) {
     const file = join(dir, name);
-    for (const document of parseAllDocuments(await readFile(file, 'utf8'))) {
-      if (document.errors.length > 0) throw new Error(`${file}: ${document.errors.map((e) => e.message).join('; ')}`);
-      const value = document.toJS() as unknown;
-      if (value === null || value === undefined) continue;
-      const crd = value as KubernetesObject;
-      if (crd.apiVersion !== CRD_API_VERSION || crd.kind !== CRD_KIND || typeof crd.metadata?.name !== 'string') {
-        throw new Error(`${file}: expected a named ${CRD_API_VERSION} ${CRD_KIND}, got ${String(crd.apiVersion)} ${String(crd.kind)}`);
+    const documents = loadAllYaml(await readFile(file, 'utf8')) as unknown[];
+    for (const document of documents) {
+      if (document === null || document === undefined) continue;
+      if (!(document instanceof V1CustomResourceDefinition) || document.metadata?.name === undefined) {
+        const { apiVersion, kind } = document as Partial<Record<string, unknown>>;
+        throw new Error(`${file}: expected named ${CRD_API_VERSION} ${CRD_KIND} documents, got ${String(apiVersion)} ${String(kind)}`);
       }
-      crds.push(crd as CrdManifest);
+      crds.push(document);
     }
   }
   return crds;
@@ -48,34 +51,54 @@ export async function readCrdDirectory(dir: string): Promise<CrdManifest[]> {
  * Creates the CRDs, or replaces them if they exist (a long-running local cluster picks up
  * regenerated CRDs), and waits until the API server serves every one of them.
  */
-export async function installCrds(config: KubeConfig, crds: readonly CrdManifest[], options: { timeoutMs?: number } = {}): Promise<void> {
-  const api = KubernetesObjectApi.makeApiClient(config);
+export async function installCrds(config: KubeConfig, crds: readonly V1CustomResourceDefinition[], options: { timeoutMs?: number } = {}): Promise<void> {
+  const api = config.makeApiClient(ApiextensionsV1Api);
+  const customObjects = config.makeApiClient(CustomObjectsApi);
+  const waitOptions = { timeoutMs: options.timeoutMs ?? 30_000, intervalMs: 50 };
   await Promise.all(crds.map((crd) => applyCrd(api, crd)));
   await Promise.all(
-    crds.map((crd) =>
-      waitFor(
-        `CustomResourceDefinition ${crd.metadata.name} to be Established`,
+    crds.map(async (crd) => {
+      const name = crdName(crd);
+      const current = await waitFor(
+        `CustomResourceDefinition ${name} to be Established`,
         async () => {
-          const current = await api.read<V1CustomResourceDefinition>({ apiVersion: CRD_API_VERSION, kind: CRD_KIND, metadata: { name: crd.metadata.name } });
-          const established = current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-          return established === true ? true : undefined;
+          const read = await api.readCustomResourceDefinition({ name });
+          return read.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true ? read : undefined;
         },
-        { timeoutMs: options.timeoutMs ?? 30_000, intervalMs: 50 },
-      ),
-    ),
+        waitOptions,
+      );
+      // Established is not yet served: until its watch cache has initialized, the API
+      // server answers 429 "storage is (re)initializing". Wait until a list works.
+      const { group, names } = current.spec;
+      for (const version of current.spec.versions.filter((v) => v.served)) {
+        await waitFor(
+          `${names.plural}.${group}/${version.name} to be served`,
+          async () => {
+            await customObjects.listClusterCustomObject({ group, version: version.name, plural: names.plural, limit: 1 });
+            return true;
+          },
+          waitOptions,
+        );
+      }
+    }),
   );
 }
 
-async function applyCrd(api: KubernetesObjectApi, crd: CrdManifest): Promise<void> {
+async function applyCrd(api: ApiextensionsV1Api, crd: V1CustomResourceDefinition): Promise<void> {
+  const name = crdName(crd);
   try {
-    await api.create(crd);
+    await api.createCustomResourceDefinition({ body: crd });
   } catch (error) {
     if (!(error instanceof ApiException && error.code === 409)) throw error;
-    const existing = await api.read<V1CustomResourceDefinition>({ apiVersion: CRD_API_VERSION, kind: CRD_KIND, metadata: { name: crd.metadata.name } });
-    const resourceVersion = existing.metadata?.resourceVersion;
-    if (resourceVersion === undefined) throw new Error(`CustomResourceDefinition ${crd.metadata.name} has no resourceVersion`);
-    const replacement = structuredClone(crd);
-    replacement.metadata.resourceVersion = resourceVersion;
-    await api.replace(replacement);
+    const existing = await api.readCustomResourceDefinition({ name });
+    // A replace must carry the current resourceVersion; copy rather than mutate the input.
+    const metadata = Object.assign(new V1ObjectMeta(), crd.metadata, { resourceVersion: existing.metadata?.resourceVersion });
+    await api.replaceCustomResourceDefinition({ name, body: Object.assign(new V1CustomResourceDefinition(), crd, { metadata }) });
   }
+}
+
+function crdName(crd: V1CustomResourceDefinition): string {
+  const name = crd.metadata?.name;
+  if (name === undefined) throw new Error('CustomResourceDefinition without metadata.name');
+  return name;
 }
