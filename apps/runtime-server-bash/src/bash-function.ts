@@ -1,0 +1,136 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BOUNDS } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import { BoundedCapture, baseEnv, exited, signalGroup } from '@kruntimes/runtime-server-core';
+import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
+
+/** Sources the user's script, then calls the handler function with the payload on stdin. */
+const RUNNER = 'source -- "$1" </dev/null && "$2"';
+
+/**
+ * A Bash function: one `bash` process per invocation (there is no warm state worth
+ * keeping in a shell). Result: stdout as JSON, or as a JSON string when it is not JSON.
+ * Outputs: one file per key in $KRT_OUTPUTS_DIR. Non-zero exit: FunctionFailed.
+ */
+export class BashFunction implements LoadedFunction {
+  readonly #spec: FunctionSpec;
+  readonly #script: string;
+  readonly #handler: string;
+  #running: ChildProcess | undefined;
+
+  constructor(spec: FunctionSpec, script: string, handler: string) {
+    this.#spec = spec;
+    this.#script = script;
+    this.#handler = handler;
+  }
+
+  async invoke(request: InvocationRequest): Promise<InvocationResult> {
+    const outputsDir = await mkdtemp(join(tmpdir(), 'krt-out-'));
+    try {
+      return await this.#run(request, outputsDir);
+    } finally {
+      await rm(outputsDir, { recursive: true, force: true });
+    }
+  }
+
+  async close(): Promise<void> {
+    const child = this.#running;
+    if (child === undefined) return;
+    signalGroup(child, 'SIGKILL');
+    await exited(child);
+  }
+
+  async #run(request: InvocationRequest, outputsDir: string): Promise<InvocationResult> {
+    const child = spawn('bash', ['--noprofile', '--norc', '-c', RUNNER, 'krt-handler', this.#script, this.#handler], {
+      cwd: this.#spec.workdir,
+      env: {
+        ...baseEnv(),
+        ...this.#spec.env,
+        KRT_RUN_UID: this.#spec.runUid,
+        KRT_ATTEMPT: String(this.#spec.attempt),
+        KRT_INVOCATION_ID: request.invocationId,
+        KRT_DEADLINE: String(Math.floor(request.deadline / 1000)),
+        KRT_OUTPUTS_DIR: outputsDir,
+      },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.#running = child;
+    // One byte over the bound is enough to know the result is too large.
+    const stdout = new BoundedCapture(BOUNDS.resultBytes + 1);
+    const stderr = new BoundedCapture(BOUNDS.capturedStreamBytes);
+    child.stdout.on('data', (chunk: Buffer) => { stdout.write(chunk); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr.write(chunk); });
+    // A handler that never reads stdin closes it early: EPIPE is not an error here.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(request.payload);
+
+    const deadline = { passed: false };
+    const timer = setTimeout(() => {
+      deadline.passed = true;
+      signalGroup(child, 'SIGKILL');
+    }, request.timeoutMs);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
+      child.once('close', (c, s) => { resolve([c, s]); });
+    });
+    clearTimeout(timer);
+    this.#running = undefined;
+    // Whatever the handler left running in its group ends with the invocation.
+    signalGroup(child, 'SIGKILL');
+
+    if (deadline.passed) throw new KruntimesError('InvocationTimeout', `invocation did not finish within ${request.timeoutMs} ms`);
+    const err = stderr.result();
+    if (code !== 0) {
+      request.logger.info({ stderr: err }, 'failed invocation output');
+      const tail = err.data.slice(-2048).trim();
+      throw new KruntimesError('FunctionFailed', `handler ${this.#handler} exited with ${signal ?? `code ${code ?? 'unknown'}`}${tail === '' ? '' : `: ${tail}`}`);
+    }
+    const out = stdout.result();
+    if (out.totalBytes > BOUNDS.resultBytes) {
+      throw new KruntimesError('FunctionOutputInvalid', `result is ${out.totalBytes} bytes, at most ${BOUNDS.resultBytes} allowed`);
+    }
+    return {
+      result: toJsonResult(out.data),
+      outputs: await readOutputsDir(outputsDir),
+      stdout: { data: out.data.slice(0, BOUNDS.capturedStreamBytes), truncated: out.totalBytes > BOUNDS.capturedStreamBytes, totalBytes: out.totalBytes },
+      stderr: err,
+    };
+  }
+}
+
+/** stdout as JSON when it is JSON, else as a JSON string; empty is null. */
+export function toJsonResult(stdout: string): string {
+  const text = stdout.trim();
+  if (text === '') return 'null';
+  try {
+    JSON.parse(text);
+    return text;
+  } catch {
+    return JSON.stringify(stdout.replace(/\n$/, ''));
+  }
+}
+
+/** Outputs written as files; read bounded (the core validates keys and sizes). */
+async function readOutputsDir(dir: string): Promise<Record<string, string>> {
+  const names = await readdir(dir);
+  if (names.length > BOUNDS.outputCount) {
+    throw new KruntimesError('FunctionOutputInvalid', `${names.length} outputs, at most ${BOUNDS.outputCount} allowed`);
+  }
+  const outputs: Record<string, string> = {};
+  for (const name of names) {
+    const file = await open(join(dir, name), 'r');
+    try {
+      const buffer = Buffer.alloc(BOUNDS.outputValueBytes + 1);
+      const { bytesRead } = await file.read(buffer, 0, buffer.byteLength, 0);
+      if (bytesRead > BOUNDS.outputValueBytes) throw new KruntimesError('FunctionOutputInvalid', `output ${name} exceeds ${BOUNDS.outputValueBytes} bytes`);
+      outputs[name] = buffer.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await file.close();
+    }
+  }
+  return outputs;
+}

@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { runtimeServerV1 } from '@kruntimes/proto';
+import { createChannel, createClient } from 'nice-grpc';
+import type { Channel, Client } from 'nice-grpc';
+
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly address: string;
+  readonly client: Client<runtimeServerV1.RuntimeServerDefinition>;
+  readonly channel: Channel;
+  /** The server's JSON log lines so far (for assertions and failure messages). */
+  readonly logs: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real server (`node src/main.ts`) on a random 127.0.0.x address and port 0,
+ * and waits, bounded, for its "listening" log line.
+ */
+export async function startServerProcess(mainTs: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const host = `127.0.0.${2 + Math.floor(Math.random() * 250)}`;
+  const child = spawn(process.execPath, [mainTs, '--listen', `${host}:0`], {
+    env: { ...process.env, KRT_LOG_LEVEL: 'debug', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const logs: string[] = [];
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => { reject(new Error(`server did not start within 20 s:\n${logs.join('\n')}`)); }, 20_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      logs.push(line);
+      const entry = JSON.parse(line) as { msg?: string; port?: number };
+      if (entry.msg === 'runtime server listening' && entry.port !== undefined) {
+        clearTimeout(timer);
+        resolve(entry.port);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${logs.join('\n')}`));
+    });
+  });
+  const address = `${host}:${port}`;
+  const channel = createChannel(address);
+  return {
+    child,
+    address,
+    channel,
+    client: createClient(runtimeServerV1.RuntimeServerDefinition, channel),
+    logs,
+    async stop() {
+      channel.close();
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
