@@ -140,4 +140,16 @@ describe('runtime-server-bash', () => {
     expect(pids).toHaveLength(3);
     expect(pids.filter((pid) => !gone(pid))).toEqual([]);
   });
+
+  it('serves on a unix socket', async () => {
+    const socketDir = mkdtempSync(join(tmpdir(), 'krt-sock-'));
+    const onSocket = await startServerProcess(MAIN, {}, `unix:${join(socketDir, 'runtime-server.sock')}`);
+    try {
+      const { registrationId } = await onSocket.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'text', env: {} });
+      expect(parse((await onSocket.client.invokeFunction(invokeRequest(registrationId, null))).result)).toBe('plain text');
+    } finally {
+      await onSocket.stop();
+      rmSync(socketDir, { recursive: true, force: true });
+    }
+  });
 });

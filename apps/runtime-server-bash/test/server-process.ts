@@ -16,12 +16,12 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the real server (`node src/main.ts`) on a random 127.0.0.x address and port 0,
- * and waits, bounded, for its "listening" log line.
+ * Starts the real server (`node src/main.ts`) on `listen` (default: a random 127.0.0.x
+ * address and port 0), and waits, bounded, for its "listening" log line.
  */
-export async function startServerProcess(mainTs: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+export async function startServerProcess(mainTs: string, env: Record<string, string> = {}, listen?: string): Promise<ServerProcess> {
   const host = `127.0.0.${2 + Math.floor(Math.random() * 250)}`;
-  const child = spawn(process.execPath, [mainTs, '--listen', `${host}:0`], {
+  const child = spawn(process.execPath, [mainTs, '--listen', listen ?? `${host}:0`], {
     env: { ...process.env, KRT_LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -41,8 +41,10 @@ export async function startServerProcess(mainTs: string, env: Record<string, str
       reject(new Error(`server exited with ${code}:\n${logs.join('\n')}`));
     });
   });
-  const address = `${host}:${port}`;
-  const channel = createChannel(address);
+  const address = listen?.startsWith('unix:') === true ? listen : `${host}:${port}`;
+  // nice-grpc's createChannel passes only `scheme://` targets through untouched (it would
+  // add a port to `unix:/path`), so a unix socket is dialled as `unix:///path`.
+  const channel = createChannel(address.startsWith('unix:') ? `unix://${address.slice('unix:'.length)}` : address);
   return {
     child,
     address,
