@@ -1,5 +1,5 @@
-/** A control-plane component that the harness starts and supervises. */
-export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'watchdog';
+/** A process that the harness starts and supervises (etcd, kube-apiserver, ...). */
+export type Component = string;
 
 /**
  * A component failed to start, exited early or never became ready. Carries the tail of

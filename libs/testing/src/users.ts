@@ -43,7 +43,15 @@ export function withTokens(specs: readonly UserSpec[]): User[] {
   });
 }
 
-/** kube-apiserver `--token-auth-file`: `token,user,uid,"group1,group2"`. */
+/**
+ * kube-apiserver `--token-auth-file`: `token,user,uid[,"group1,group2"]`. The groups column
+ * is left out for users without groups: `""` would put them in a group named "".
+ */
 export function tokenAuthFile(users: readonly User[]): string {
-  return users.map((user) => `${user.token},${user.name},${user.name},"${user.groups.join(',')}"\n`).join('');
+  return users
+    .map((user) => {
+      const groups = user.groups.length === 0 ? '' : `,"${user.groups.join(',')}"`;
+      return `${user.token},${user.name},${user.name}${groups}\n`;
+    })
+    .join('');
 }

@@ -1,6 +1,7 @@
 // The watchdog sidecar (see watchdog.ts). Started by the harness with
 // `node watchdog-main.ts GRACE_MS`; it must keep working after the harness is gone, so it
 // imports nothing but node built-ins and the message parser.
+import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,10 +15,21 @@ let cleaning = false;
 function alive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch {
     // ESRCH: gone. EPERM: the ID now belongs to someone else's processes; never signal it.
     return false;
+  }
+  return !isZombie(pgid);
+}
+
+/** A killed leader whose parent is gone stays a zombie until init reaps it: it is dead. */
+function isZombie(pid: number): boolean {
+  try {
+    // /proc/PID/stat: "pid (comm) state ..."; comm may contain spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return false; // no /proc (not Linux) or already reaped
   }
 }
 
@@ -77,4 +89,4 @@ lines.on('line', (line) => {
   }
 });
 // EOF: the harness closed the pipe (clean shutdown) or died (the kernel closed it).
-lines.on('close', () => void cleanUp('the harness exited without stopping the control plane'));
+lines.on('close', () => void cleanUp('the harness exited without stopping what it started'));
