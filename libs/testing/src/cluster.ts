@@ -80,12 +80,15 @@ export class Cluster {
     return kubeConfigFor({ server: this.info.server, caPem: this.info.caPem, user, token: this.user(user).token });
   }
 
-  /** Writes `<user>.kubeconfig` for every user into `dir`; returns user name -> path. */
+  /**
+   * Writes `<user>.kubeconfig` for every named user into `dir` (not for the `system:`
+   * identities of the control plane's own components); returns user name -> path.
+   */
   async writeKubeconfigs(dir: string): Promise<Record<string, string>> {
     await mkdir(dir, { recursive: true });
     const paths: Record<string, string> = {};
-    for (const user of this.info.users) {
-      const path = join(dir, `${user.name.replaceAll(':', '-')}.kubeconfig`);
+    for (const user of this.info.users.filter((u) => !u.name.startsWith('system:'))) {
+      const path = join(dir, `${user.name}.kubeconfig`);
       const yaml = kubeconfigYaml({ server: this.info.server, caPem: this.info.caPem, user: user.name, token: user.token });
       await writeFile(path, yaml, { mode: 0o600 });
       paths[user.name] = path;

@@ -1,0 +1,72 @@
+// The control plane in the foreground, for working by hand (see USAGE in options.ts).
+// Later issues grow this into the full local cluster.
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ControlPlane, REPO_ROOT } from '@kruntimes/testing';
+import { parseOptions, USAGE, UsageError } from './options.ts';
+
+const log = (line: string): void => {
+  process.stderr.write(`[local-cluster] ${line}\n`);
+};
+
+async function main(): Promise<number> {
+  const options = parseOptions(process.argv.slice(2), join(REPO_ROOT, 'deploy/charts/kruntimes/crds'));
+
+  // Register before starting: a signal during the start must still stop what was started.
+  let stopRequested: (signal: NodeJS.Signals) => void = () => undefined;
+  const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+    stopRequested = resolve;
+  });
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => {
+      stopRequested(signal);
+    });
+  // Signal listeners do not keep Node running, and every child is unref'd.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
+
+  try {
+    const started = performance.now();
+    const controlPlane = await ControlPlane.start({ controllerManager: options.controllerManager, crdDirectories: options.crdDirectories, log });
+    try {
+      const kubeconfigs = await controlPlane.cluster.writeKubeconfigs(options.dir);
+      await writeFile(join(options.dir, 'cluster.json'), JSON.stringify(controlPlane.info, null, 2), { mode: 0o600 });
+      log(`up in ${Math.round(performance.now() - started)} ms: ${controlPlane.server}`);
+      for (const [user, path] of Object.entries(kubeconfigs)) log(`  ${user}: ${path}`);
+      log(`export KUBECONFIG=${kubeconfigs.admin ?? ''}`);
+      log('stop with SIGTERM or Ctrl-C');
+
+      const outcome = await Promise.race([
+        stopSignal.then((signal) => ({ signal })),
+        controlPlane.anyExit().then((process) => ({ process })),
+      ]);
+      if ('process' in outcome) {
+        const failure = await outcome.process.failure('exited unexpectedly');
+        log(failure.message);
+        return 1;
+      }
+      log(`${outcome.signal}: stopping`);
+      return 0;
+    } finally {
+      await controlPlane.stop();
+      log('stopped');
+    }
+  } finally {
+    clearInterval(keepAlive);
+  }
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      // An empty message is --help: usage on stdout, success.
+      if (error.message === '') process.stdout.write(`${USAGE}\n`);
+      else process.stderr.write(`${error.message}\n\n${USAGE}\n`);
+      process.exitCode = error.message === '' ? 0 : 2;
+      return;
+    }
+    log(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exitCode = 1;
+  },
+);
