@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { access, constants } from 'node:fs/promises';
+import { access, constants, mkdir } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ControlPlaneError } from './errors.ts';
@@ -15,7 +16,7 @@ export const BINARY_NAMES = ['etcd', 'kube-apiserver', 'kube-controller-manager'
  * machine, with its progress on our stderr so that a long first run is not a silent one.
  */
 export async function ensureBinaries(): Promise<string> {
-  const dir = process.env.KRT_KUBE_BIN_DIR ?? (await runBuildScript());
+  const dir = env('KRT_KUBE_BIN_DIR') ?? (await runBuildScript());
   await Promise.all(
     BINARY_NAMES.map(async (name) => {
       try {
@@ -28,16 +29,51 @@ export async function ensureBinaries(): Promise<string> {
   return dir;
 }
 
+/**
+ * Runs build.sh under an exclusive lock (flock(1), util-linux) on a file in its cache:
+ * several jest runs start at once under `nx run-many`, and on a cold cache each would
+ * otherwise compile the same binaries side by side on the same cores.
+ */
 async function runBuildScript(): Promise<string> {
+  // The same cache root as build.sh computes (an empty variable counts as unset there too).
+  const cacheRoot = env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
+  await mkdir(cacheRoot, { recursive: true });
+  const lock = join(cacheRoot, 'kube-binaries.lock');
+  try {
+    return await run('flock', [lock, BUILD_SCRIPT]);
+  } catch (error) {
+    if (!(error instanceof SpawnError && error.code === 'ENOENT')) throw error;
+    process.stderr.write('[kube-binaries] flock(1) not found; building without a lock\n');
+    return run(BUILD_SCRIPT, []);
+  }
+}
+
+function env(name: string): string | undefined {
+  const value = process.env[name];
+  return value === '' ? undefined : value;
+}
+
+class SpawnError extends Error {
+  readonly code: string | undefined;
+
+  constructor(message: string, cause: NodeJS.ErrnoException) {
+    super(message, { cause });
+    this.name = 'SpawnError';
+    this.code = cause.code;
+  }
+}
+
+/** Runs a command with stderr passed through; resolves with the last line of stdout. */
+async function run(command: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(BUILD_SCRIPT, [], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let stdout = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
       stdout += chunk;
     });
     child.once('error', (error) => {
-      reject(new ControlPlaneError(`cannot run ${BUILD_SCRIPT}`, { cause: error }));
+      reject(new SpawnError(`cannot run ${command}`, error));
     });
     child.once('close', (code, signal) => {
       const dir = stdout.trim().split('\n').at(-1) ?? '';
