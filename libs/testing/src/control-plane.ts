@@ -136,7 +136,12 @@ export class ControlPlane {
       mark('total');
       return new ControlPlane(info, processes, watchdog, timings);
     } catch (error) {
-      await stopAll(processes, dir, watchdog);
+      try {
+        await stopAll(processes, dir, watchdog);
+      } catch (stopError) {
+        // Report both: why the start failed, and that the cleanup after it failed too.
+        throw new AggregateError([error, stopError], 'starting the control plane failed, and so did stopping what had started');
+      }
       throw error;
     }
   }
