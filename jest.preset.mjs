@@ -12,6 +12,9 @@ export function jestConfig(projectDir, overrides = {}) {
     // map them back to the sources.
     moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
     testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
+    // Integration tests (`*.int.test.ts`, against the real control plane) all run in the
+    // `integration` project (e2e/), so one test run starts one control plane.
+    testPathIgnorePatterns: ['/node_modules/', '\\.int\\.test\\.ts$'],
     transform: {
       '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: `${projectDir}/tsconfig.json` }],
     },

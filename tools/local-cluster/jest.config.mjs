@@ -1,4 +1,4 @@
 import { jestConfig } from '../../jest.preset.mjs';
 
-// The test starts the command itself, which starts its own control plane.
-export default jestConfig(import.meta.dirname, { testTimeout: 120_000 });
+// Unit tests only; the integration tests run in the `integration` project (e2e/).
+export default jestConfig(import.meta.dirname);

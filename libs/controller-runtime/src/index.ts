@@ -3,3 +3,9 @@ export type { ControllerLogger, ControllerOptions, ReconcileResult, Reconciler }
 export { DEFAULT_BACKOFF, exponentialFailureRateLimiter } from './rate-limiter.ts';
 export type { ExponentialBackoffOptions, RateLimiter } from './rate-limiter.ts';
 export { WorkQueue } from './work-queue.ts';
+export { SharedInformer } from './informer.ts';
+export type { InformerEventHandler, SharedInformerOptions } from './informer.ts';
+export { LeaderElector } from './leader-election.ts';
+export type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
+export { objectKey, splitObjectKey } from './object-key.ts';
+export type { ReadonlyDeep } from './object-key.ts';

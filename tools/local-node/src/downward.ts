@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-class-instance-assignment -- @kubernetes/client-node models are plain-data classes (public fields plus a static attribute map) that its own API methods accept as object literals; constructing each through `new` adds nothing. */
 import type { V1Pod } from '@kubernetes/client-node';
 import { ContainerConfigError } from './errors.ts';
 

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-unsafe-class-instance-assignment -- @kubernetes/client-node models are plain-data classes (public fields plus a static attribute map) that its own API methods accept as object literals; constructing each through `new` adds nothing. */
 import { access, chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import type { CoreV1Api, V1Container, V1DownwardAPIVolumeFile, V1KeyToPath, V1Pod, V1Volume, V1VolumeProjection } from '@kubernetes/client-node';

@@ -1,0 +1,74 @@
+import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
+import { Cluster } from '@kruntimes/testing';
+import { LeaderElector } from '../src/index.ts';
+import type { ControllerLogger } from '../src/index.ts';
+
+const cluster = Cluster.fromEnvironment();
+const logger: ControllerLogger = { error: () => undefined, debug: () => undefined };
+
+async function eventually(predicate: () => boolean, what: string, attempts = 200): Promise<void> {
+  for (let i = 0; i < attempts; i += 1) {
+    if (predicate()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('exactly one of two candidates leads; the other takes over when the leader stops', async () => {
+  const namespace = await cluster.createNamespace({ prefix: 'leader' });
+  const options = { kubeConfig: cluster.kubeConfig(), namespace: namespace.name, leaseName: 'scheduler', logger, leaseDurationSeconds: 3, renewDeadlineSeconds: 2, retryPeriodSeconds: 0.2 };
+  const a = new LeaderElector({ ...options, identity: 'a' });
+  const b = new LeaderElector({ ...options, identity: 'b' });
+  const leading = new Set<string>();
+  let overlap = false;
+  const callbacks = (id: string) => ({
+    onStartedLeading: (signal: AbortSignal) => {
+      if (leading.size > 0) overlap = true;
+      leading.add(id);
+      signal.addEventListener('abort', () => leading.delete(id));
+    },
+  });
+  const runA = a.run(callbacks('a'));
+  await eventually(() => leading.has('a'), 'a to lead');
+  const runB = b.run(callbacks('b'));
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  expect([...leading]).toEqual(['a']);
+
+  a.stop(); // releases the Lease
+  await runA;
+  await eventually(() => leading.has('b'), 'b to take over');
+  const lease = await cluster.kubeConfig().makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'scheduler', namespace: namespace.name });
+  expect(lease.spec?.holderIdentity).toBe('b');
+  expect(lease.spec?.leaseTransitions).toBe(1);
+  b.stop();
+  await runB;
+  expect(overlap).toBe(false);
+  await namespace.delete();
+});
+
+test('a Lease whose holder keeps renewing is never taken over; one that stops renewing is, after a full lease duration', async () => {
+  const namespace = await cluster.createNamespace({ prefix: 'leader-expiry' });
+  const api = cluster.kubeConfig().makeApiClient(CoordinationV1Api);
+  const leaseDurationSeconds = 2;
+  // A "ghost" leader (a frozen process elsewhere) whose renewals this test writes itself.
+  await api.createNamespacedLease({
+    namespace: namespace.name,
+    body: { metadata: { name: 'controller', namespace: namespace.name }, spec: { holderIdentity: 'ghost', leaseDurationSeconds, renewTime: new V1MicroTime(), leaseTransitions: 0 } },
+  });
+  const candidate = new LeaderElector({ kubeConfig: cluster.kubeConfig(), namespace: namespace.name, leaseName: 'controller', identity: 'candidate', logger, leaseDurationSeconds, renewDeadlineSeconds: 1, retryPeriodSeconds: 0.2 });
+  let leading = false;
+  const running = candidate.run({ onStartedLeading: () => { leading = true; } });
+  for (let i = 0; i < 8; i += 1) {
+    const lease = await api.readNamespacedLease({ name: 'controller', namespace: namespace.name });
+    lease.spec = Object.assign(lease.spec ?? {}, { renewTime: new V1MicroTime() });
+    await api.replaceNamespacedLease({ name: 'controller', namespace: namespace.name, body: lease });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(leading).toBe(false);
+  }
+  await eventually(() => leading, 'the candidate to take over the expired Lease');
+  const lease = await api.readNamespacedLease({ name: 'controller', namespace: namespace.name });
+  expect(lease.spec).toMatchObject({ holderIdentity: 'candidate', leaseTransitions: 1 });
+  candidate.stop();
+  await running;
+  await namespace.delete();
+});
