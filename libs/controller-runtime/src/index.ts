@@ -9,3 +9,5 @@ export { LeaderElector } from './leader-election.ts';
 export type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
 export { objectKey, splitObjectKey } from './object-key.ts';
 export type { ReadonlyDeep } from './object-key.ts';
+export { isPodReady, serviceEndpoints } from './service-endpoints.ts';
+export type { ServiceEndpoint } from './service-endpoints.ts';

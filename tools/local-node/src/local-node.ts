@@ -160,7 +160,7 @@ export class LocalNode {
   async forceDeletePod(namespace: string, name: string): Promise<string> {
     const runtime = this.#runtime(namespace, name);
     runtime.zombie = true;
-    await this.#core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0, body: { preconditions: { uid: runtime.uid } } });
+    await this.#core.deleteNamespacedPod({ namespace, name, body: { gracePeriodSeconds: 0, preconditions: { uid: runtime.uid } } });
     return runtime.uid;
   }
 
@@ -282,8 +282,8 @@ export class LocalNode {
       await this.#core.deleteNamespacedPod({
         namespace: pod.metadata?.namespace ?? '',
         name: pod.metadata?.name ?? '',
-        gracePeriodSeconds: 0,
-        body: { preconditions: { uid: pod.metadata?.uid ?? '' } },
+        // In the body, not the query: the API server ignores query options when a body is sent.
+        body: { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata?.uid ?? '' } },
       });
     } catch (error) {
       if (!isNotFound(error) && !isConflict(error)) throw error;

@@ -2,6 +2,7 @@
 // [--kubeconfig path]`. SIGTERM or SIGINT stops every Pod process it started, then exits.
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
+import { pino } from 'pino';
 import { loadConfigFile } from './config.ts';
 import { LocalNode } from './local-node.ts';
 import type { LocalNodeLogger } from './local-node.ts';
@@ -12,10 +13,8 @@ if (values.config === undefined) {
   process.exit(2);
 }
 
-const line = (level: string) => (object: object, message: string): void => {
-  process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg: message, ...serializable(object) })}\n`);
-};
-const logger: LocalNodeLogger = { info: line('info'), error: line('error'), debug: () => undefined };
+// Logs go to stderr: stdout carries the one `ready <node>` line that supervisors wait for.
+const logger: LocalNodeLogger = pino({ name: 'local-node', level: process.env.KRT_LOG_LEVEL ?? 'info' }, pino.destination(2));
 
 const kubeConfig = new KubeConfig();
 if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
@@ -34,7 +33,7 @@ const stop = (signal: string): void => {
   node.stop().then(
     () => process.exit(0),
     (error: unknown) => {
-      logger.error({ err: String(error) }, 'stop failed');
+      logger.error({ err: error }, 'stop failed');
       process.exit(1);
     },
   );
@@ -50,6 +49,3 @@ await node.start();
 logger.info({ node: node.nodeName }, 'local node agent running');
 process.stdout.write(`ready ${node.nodeName}\n`);
 
-function serializable(object: object): object {
-  return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, v instanceof Error ? { message: v.message, name: v.name } : v]));
-}
