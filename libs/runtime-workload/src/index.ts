@@ -1,0 +1,2 @@
+export * from './kube-types.ts';
+export * from './workload.ts';

@@ -1,0 +1,159 @@
+import { DEFAULTS, LABELS } from '@kruntimes/api';
+import type { Runtime } from '@kruntimes/api';
+import {
+  CONTAINERS,
+  SERVICE_ACCOUNT_MOUNT_PATH,
+  SPEC_HASH_ANNOTATION,
+  WORKSPACE_MOUNT_PATH,
+  podLabelSelector,
+  runtimeWorkload,
+  specHash,
+  workloadProblems,
+} from './index.ts';
+import type { Container, WorkloadConfig } from './index.ts';
+
+const config: WorkloadConfig = {
+  runtimedImage: 'kruntimes/runtimed:1.0',
+  runtimeServerImages: { python: 'kruntimes/runtime-server-python:1.0', bash: 'kruntimes/runtime-server-bash:1.0' },
+  serviceAccountName: 'kruntimes-runtimed',
+  runtimeServerListen: 'loopback',
+};
+
+function runtime(spec: Partial<Runtime['spec']> = {}, name = 'python'): Runtime {
+  return {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Runtime',
+    metadata: { name, namespace: 'team-a', uid: '6f1c2a34-0000-4000-8000-000000000001', generation: 1 },
+    spec: { language: 'python', ...spec },
+  };
+}
+
+function container(workload: ReturnType<typeof runtimeWorkload>, name: string): Container {
+  const found = workload.deployment.spec.template.spec.containers.find((c) => c.name === name);
+  if (found === undefined) throw new Error(`no container ${name}`);
+  return found;
+}
+
+function env(c: Container): Record<string, string> {
+  return Object.fromEntries(c.env.map((e) => [e.name, e.value ?? `fieldRef:${e.valueFrom?.fieldRef?.fieldPath ?? ''}`]));
+}
+
+describe('runtimeWorkload', () => {
+  it('makes a Deployment and a Service owned by the Runtime, selecting its Pods', () => {
+    const { deployment, service } = runtimeWorkload(runtime({ replicas: 3, runs: 2 }), config);
+    for (const object of [deployment, service]) {
+      expect(object.metadata).toMatchObject({ name: 'python', namespace: 'team-a' });
+      expect(object.metadata.ownerReferences).toEqual([
+        { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', name: 'python', uid: '6f1c2a34-0000-4000-8000-000000000001', controller: true, blockOwnerDeletion: true },
+      ]);
+      expect(object.metadata.labels).toMatchObject({ [LABELS.runtime]: 'python', [LABELS.partOf]: 'kruntimes', [LABELS.managedBy]: 'kruntimes-controller-manager' });
+    }
+    const selector = { [LABELS.runtime]: 'python', [LABELS.component]: 'runtime' };
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.spec.selector.matchLabels).toEqual(selector);
+    expect(deployment.spec.template.metadata.labels).toMatchObject(selector);
+    expect(service.spec.selector).toEqual(selector);
+    expect(podLabelSelector('python')).toBe('kruntimes.io/runtime=python,app.kubernetes.io/component=runtime');
+  });
+
+  it.each([
+    ['defaults', {}, DEFAULTS.runtimedGrpcPort, DEFAULTS.runtimedPeerPort],
+    ['custom ports', { ports: { grpc: 9443, peer: 9444 } }, 9443, 9444],
+  ])('Service exposes runtimed grpc and peer (%s)', (_name, spec, grpc, peer) => {
+    const workload = runtimeWorkload(runtime(spec), config);
+    expect(workload.service.spec.ports).toEqual([
+      { name: 'grpc', port: grpc, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' },
+      { name: 'peer', port: peer, targetPort: 'peer', protocol: 'TCP', appProtocol: 'grpc' },
+    ]);
+    expect(workload.service.spec.publishNotReadyAddresses).toBe(false);
+    const runtimed = container(workload, CONTAINERS.runtimed);
+    expect(runtimed.ports).toEqual([
+      { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
+      { name: 'peer', containerPort: peer, protocol: 'TCP' },
+    ]);
+    expect(runtimed.readinessProbe?.grpc).toEqual({ port: grpc });
+    expect(env(runtimed)).toMatchObject({ KRT_GRPC_PORT: String(grpc), KRT_PEER_PORT: String(peer) });
+  });
+
+  it.each([
+    ['python, default image', { language: 'python' as const }, 'kruntimes/runtime-server-python:1.0'],
+    ['bash, default image', { language: 'bash' as const }, 'kruntimes/runtime-server-bash:1.0'],
+    ['explicit image', { language: 'python' as const, image: 'example.com/my-python:3.13' }, 'example.com/my-python:3.13'],
+  ])('Runtime Server image: %s', (_name, spec, image) => {
+    expect(container(runtimeWorkload(runtime(spec), config), CONTAINERS.runtimeServer).image).toBe(image);
+  });
+
+  it('gives only runtimed the service-account token; the Pod mounts none by itself', () => {
+    const workload = runtimeWorkload(runtime(), config);
+    const pod = workload.deployment.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.serviceAccountName).toBe('kruntimes-runtimed');
+    const tokenVolume = pod.volumes.find((v) => v.projected?.sources.some((s) => 'serviceAccountToken' in s));
+    expect(tokenVolume).toBeDefined();
+    const mountsOf = (name: string): string[] => container(workload, name).volumeMounts.map((m) => m.name);
+    expect(mountsOf(CONTAINERS.runtimed)).toContain(tokenVolume?.name);
+    expect(mountsOf(CONTAINERS.runtimeServer)).not.toContain(tokenVolume?.name);
+    expect(container(workload, CONTAINERS.runtimed).volumeMounts).toContainEqual({ name: tokenVolume?.name, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true });
+    expect(runtimeWorkload(runtime({ serviceAccountName: 'custom' }), config).deployment.spec.template.spec.serviceAccountName).toBe('custom');
+  });
+
+  it('shares one workspace emptyDir between both containers and gives both the downward-API env', () => {
+    const workload = runtimeWorkload(runtime({ runs: 4 }), config);
+    const workspace = workload.deployment.spec.template.spec.volumes.find((v) => v.emptyDir !== undefined);
+    for (const name of [CONTAINERS.runtimed, CONTAINERS.runtimeServer]) {
+      const c = container(workload, name);
+      expect(c.volumeMounts).toContainEqual({ name: workspace?.name, mountPath: WORKSPACE_MOUNT_PATH });
+      expect(env(c)).toMatchObject({
+        POD_NAME: 'fieldRef:metadata.name',
+        POD_UID: 'fieldRef:metadata.uid',
+        POD_NAMESPACE: 'fieldRef:metadata.namespace',
+        POD_IP: 'fieldRef:status.podIP',
+        RUNTIME: 'python',
+      });
+    }
+    expect(env(container(workload, CONTAINERS.runtimed)).KRT_RUNS_PER_POD).toBe('4');
+  });
+
+  it.each([
+    ['loopback', '127.0.0.1:7450', false],
+    ['podIP', '$(POD_IP):7450', true],
+  ] as const)('Runtime Server listens on %s; runtimed dials the same address', (mode, address, probed) => {
+    const workload = runtimeWorkload(runtime(), { ...config, runtimeServerListen: mode });
+    const server = container(workload, CONTAINERS.runtimeServer);
+    expect(env(server).KRT_LISTEN).toBe(address);
+    expect(env(container(workload, CONTAINERS.runtimed)).KRT_RUNTIME_SERVER).toBe(address);
+    // $(POD_IP) is expanded only from variables defined earlier in the list.
+    const names = server.env.map((e) => e.name);
+    expect(names.indexOf('POD_IP')).toBeLessThan(names.indexOf('KRT_LISTEN'));
+    expect(server.readinessProbe !== undefined).toBe(probed);
+  });
+
+  it('is deterministic, and its spec hash changes exactly when the workload changes', () => {
+    const hash = (spec: Partial<Runtime['spec']>): string | undefined => runtimeWorkload(runtime(spec), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+    expect(hash({ runs: 2 })).toBe(hash({ runs: 2 }));
+    expect(hash({ runs: 2 })).not.toBe(hash({ runs: 3 }));
+    expect(hash({ image: 'a' })).not.toBe(hash({ image: 'b' }));
+    expect(hash({ replicas: 1 })).not.toBe(hash({ replicas: 2 }));
+    expect(specHash({ a: 1, b: [1, { c: 2 }] })).toBe(specHash({ b: [1, { c: 2 }], a: 1 }));
+  });
+
+  it('never shares the Runtime spec objects it copies', () => {
+    const source = runtime({ resources: { limits: { cpu: '1' } } });
+    const server = container(runtimeWorkload(source, config), CONTAINERS.runtimeServer);
+    expect(server.resources).toEqual({ limits: { cpu: '1' } });
+    expect(server.resources).not.toBe(source.spec.resources);
+  });
+});
+
+describe('workloadProblems', () => {
+  it.each([
+    ['a valid Runtime', runtime(), []],
+    ['a name that is not a DNS-1035 label', runtime({}, '1python'), [expect.stringContaining('DNS-1035') as unknown]],
+    ['a dotted name', runtime({}, 'py.thon'), [expect.stringContaining('DNS-1035') as unknown]],
+    ['a 64-character name', runtime({}, `p${'y'.repeat(63)}`), [expect.stringContaining('DNS-1035') as unknown]],
+    ['equal ports', runtime({ ports: { grpc: 9000, peer: 9000 } }), ['ports.grpc and ports.peer are both 9000']],
+    ['the Runtime Server port', runtime({ ports: { peer: 7450 } }), ["ports.peer 7450 is the Runtime Server's port"]],
+  ])('%s', (_name, candidate, problems) => {
+    expect(workloadProblems(candidate)).toEqual(problems);
+  });
+});

@@ -1,0 +1,289 @@
+import { createHash } from 'node:crypto';
+import { API_GROUP_VERSION, DEFAULTS, LABELS, PART_OF, RUNTIME_KIND } from '@kruntimes/api';
+import type { OwnerReference, Runtime, RuntimeLanguage } from '@kruntimes/api';
+import type { Container, ContainerEnvVar, Deployment, PodTemplate, Service, Volume } from './kube-types.ts';
+
+/** Container names inside a Runtime Pod; runtimed and tests look containers up by them. */
+export const CONTAINERS = { runtimed: 'runtimed', runtimeServer: 'runtime-server' } as const;
+
+/** `app.kubernetes.io/component` of Runtime Pods, their Deployment and Service. */
+export const RUNTIME_COMPONENT = 'runtime';
+/** `app.kubernetes.io/managed-by` of the objects the controller-manager creates. */
+export const MANAGED_BY = 'kruntimes-controller-manager';
+/** Hash of the desired Deployment/Service spec: the controller updates only when it changes. */
+export const SPEC_HASH_ANNOTATION = 'kruntimes.io/spec-hash';
+
+/** Where the Pod-shared workspace volume is mounted in both containers. */
+export const WORKSPACE_MOUNT_PATH = '/workspace';
+/** runtimed's API credentials, at the path in-cluster clients read. */
+export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+const WORKSPACE_VOLUME = 'workspace';
+const RUNTIMED_TOKEN_VOLUME = 'runtimed-api-access';
+/** Like the kubelet's kube-api-access volume: an hour, refreshed by the kubelet before expiry. */
+const TOKEN_EXPIRATION_SECONDS = 3607;
+
+/** Environment variable names the Pod's containers receive (runtimed reads these). */
+export const ENV = {
+  podName: 'POD_NAME',
+  podUID: 'POD_UID',
+  podNamespace: 'POD_NAMESPACE',
+  podIP: 'POD_IP',
+  runtime: 'RUNTIME',
+  language: 'KRT_LANGUAGE',
+  grpcPort: 'KRT_GRPC_PORT',
+  peerPort: 'KRT_PEER_PORT',
+  runsPerPod: 'KRT_RUNS_PER_POD',
+  workspaceDir: 'KRT_WORKSPACE_DIR',
+  /** runtimed dials it; the Runtime Server listens on it (runtime-server-core reads KRT_LISTEN). */
+  runtimeServerAddress: 'KRT_RUNTIME_SERVER',
+  runtimeServerListen: 'KRT_LISTEN',
+} as const;
+
+/**
+ * Where the Runtime Server listens. It executes whatever code it is given, so it must
+ * never be reachable from outside its Pod:
+ * - `loopback` (a real cluster): 127.0.0.1 inside the Pod's network namespace;
+ * - `podIP` (the local node, whose Pods share the host's network namespace and each own
+ *   one 127.0.0.x address): the Pod's own loopback address, which is the only address
+ *   that does not collide with other Pods and is still unreachable from other hosts.
+ */
+export type RuntimeServerListenMode = 'loopback' | 'podIP';
+
+export interface WorkloadConfig {
+  runtimedImage: string;
+  /** Runtime Server image per language, used when `spec.image` is not set. */
+  runtimeServerImages: Readonly<Record<RuntimeLanguage, string>>;
+  /** Service account of Runtime Pods whose Runtime names none. */
+  serviceAccountName: string;
+  runtimeServerListen: RuntimeServerListenMode;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** Time runtimed has after SIGTERM to stop code and release registrations. */
+  terminationGracePeriodSeconds?: number;
+}
+
+export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = DEFAULTS.cancelGracePeriodSeconds + 20;
+
+/** The ports of a Runtime's runtimed, with the CRD's defaults applied. */
+export function runtimePorts(runtime: Pick<Runtime, 'spec'>): { grpc: number; peer: number } {
+  return { grpc: runtime.spec.ports?.grpc ?? DEFAULTS.runtimedGrpcPort, peer: runtime.spec.ports?.peer ?? DEFAULTS.runtimedPeerPort };
+}
+
+/** The labels that select a Runtime's Pods (the Deployment's immutable selector and the Service's). */
+export function podSelector(runtimeName: string): Record<string, string> {
+  return { [LABELS.runtime]: runtimeName, [LABELS.component]: RUNTIME_COMPONENT };
+}
+
+/** `kruntimes.io/runtime=NAME,app.kubernetes.io/component=runtime` */
+export function podLabelSelector(runtimeName: string): string {
+  return Object.entries(podSelector(runtimeName))
+    .map(([key, value]) => `${key}=${value}`)
+    .join(',');
+}
+
+/** The Deployment and the Service of a Runtime share its name (a Service name is a DNS-1035 label). */
+export function workloadName(runtime: Pick<Runtime, 'metadata'>): string {
+  return runtime.metadata.name ?? '';
+}
+
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * Why a Runtime cannot become a workload (empty: it can). The CRD already bounds the
+ * fields one by one; these are the cross-field rules a schema cannot state, reported in
+ * the Runtime's conditions instead of as a failing reconcile.
+ */
+export function workloadProblems(runtime: Pick<Runtime, 'metadata' | 'spec'>): string[] {
+  const problems: string[] = [];
+  const name = workloadName(runtime);
+  if (name.length > 63 || !DNS1035_LABEL.test(name)) {
+    problems.push(`the Runtime's name ${JSON.stringify(name)} must be a DNS-1035 label (at most 63 characters, starting with a letter) to name its Service`);
+  }
+  const { grpc, peer } = runtimePorts(runtime);
+  if (grpc === peer) problems.push(`ports.grpc and ports.peer are both ${grpc}`);
+  // Both containers share one network namespace: runtimed's ports must not take the Runtime Server's.
+  for (const [field, port] of [['grpc', grpc], ['peer', peer]] as const) {
+    if (port === DEFAULTS.runtimeServerPort) problems.push(`ports.${field} ${port} is the Runtime Server's port`);
+  }
+  return problems;
+}
+
+export interface RuntimeWorkload {
+  deployment: Deployment;
+  service: Service;
+}
+
+/**
+ * The Deployment and Service of a Runtime. Pure: the same Runtime and config give the
+ * same objects (and the same spec hash), so the controller can tell "changed" from
+ * "defaulted by the API server" without comparing server-side defaults.
+ */
+export function runtimeWorkload(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: WorkloadConfig): RuntimeWorkload {
+  const name = workloadName(runtime);
+  const namespace = runtime.metadata.namespace ?? '';
+  const labels = { ...podSelector(name), [LABELS.partOf]: PART_OF, [LABELS.managedBy]: MANAGED_BY };
+  const owner = ownerReference(runtime);
+  const template = podTemplate(runtime, config, labels);
+  const deploymentSpec: Deployment['spec'] = {
+    replicas: runtime.spec.replicas ?? DEFAULTS.replicas,
+    selector: { matchLabels: podSelector(name) },
+    // A new Pod is ready before an old one goes: capacity never drops during a roll.
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+    revisionHistoryLimit: 3,
+    template,
+  };
+  const { grpc, peer } = runtimePorts(runtime);
+  const serviceSpec: Service['spec'] = {
+    type: 'ClusterIP',
+    selector: podSelector(name),
+    ports: [
+      { name: 'grpc', port: grpc, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'grpc' },
+      { name: 'peer', port: peer, targetPort: 'peer', protocol: 'TCP', appProtocol: 'grpc' },
+    ],
+    // The gateway must only reach runtimed instances that are ready to serve.
+    publishNotReadyAddresses: false,
+  };
+  return {
+    deployment: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace, labels, annotations: { [SPEC_HASH_ANNOTATION]: specHash(deploymentSpec) }, ownerReferences: [owner] },
+      spec: deploymentSpec,
+    },
+    service: {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, namespace, labels, annotations: { [SPEC_HASH_ANNOTATION]: specHash(serviceSpec) }, ownerReferences: [owner] },
+      spec: serviceSpec,
+    },
+  };
+}
+
+/** The controller reference that makes the Runtime own (and garbage-collect) its workload. */
+export function ownerReference(runtime: Pick<Runtime, 'metadata'>): OwnerReference {
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: RUNTIME_KIND,
+    name: runtime.metadata.name ?? '',
+    uid: runtime.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** The address the Runtime Server listens on and runtimed dials. */
+export function runtimeServerAddress(mode: RuntimeServerListenMode): string {
+  switch (mode) {
+    case 'loopback':
+      return `127.0.0.1:${DEFAULTS.runtimeServerPort}`;
+    case 'podIP':
+      // Expanded by the kubelet from the POD_IP variable defined before it.
+      return `$(${ENV.podIP}):${DEFAULTS.runtimeServerPort}`;
+  }
+}
+
+function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: WorkloadConfig, labels: Record<string, string>): PodTemplate {
+  const name = workloadName(runtime);
+  const { grpc, peer } = runtimePorts(runtime);
+  const address = runtimeServerAddress(config.runtimeServerListen);
+  const common: ContainerEnvVar[] = [
+    fieldEnv(ENV.podName, 'metadata.name'),
+    fieldEnv(ENV.podUID, 'metadata.uid'),
+    fieldEnv(ENV.podNamespace, 'metadata.namespace'),
+    fieldEnv(ENV.podIP, 'status.podIP'),
+    { name: ENV.runtime, value: name },
+    { name: ENV.language, value: runtime.spec.language },
+    { name: ENV.workspaceDir, value: WORKSPACE_MOUNT_PATH },
+  ];
+  const securityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
+  const pullPolicy = config.imagePullPolicy === undefined ? {} : { imagePullPolicy: config.imagePullPolicy };
+  const workspaceMount = { name: WORKSPACE_VOLUME, mountPath: WORKSPACE_MOUNT_PATH };
+
+  const runtimed: Container = {
+    name: CONTAINERS.runtimed,
+    image: config.runtimedImage,
+    ...pullPolicy,
+    env: [
+      ...common,
+      { name: ENV.grpcPort, value: String(grpc) },
+      { name: ENV.peerPort, value: String(peer) },
+      { name: ENV.runsPerPod, value: String(runtime.spec.runs ?? DEFAULTS.runsPerPod) },
+      { name: ENV.runtimeServerAddress, value: address },
+    ],
+    ports: [
+      { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
+      { name: 'peer', containerPort: peer, protocol: 'TCP' },
+    ],
+    volumeMounts: [workspaceMount, { name: RUNTIMED_TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true }],
+    // runtimed reports SERVING only while it can reach its Runtime Server and the API server.
+    readinessProbe: { grpc: { port: grpc }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 },
+    securityContext,
+  };
+
+  const runtimeServer: Container = {
+    name: CONTAINERS.runtimeServer,
+    image: runtime.spec.image ?? config.runtimeServerImages[runtime.spec.language],
+    ...pullPolicy,
+    env: [...common, { name: ENV.runtimeServerListen, value: address }],
+    // No service-account volume: user code runs here and must never see runtimed's token.
+    volumeMounts: [workspaceMount],
+    ...(runtime.spec.resources === undefined ? {} : { resources: structuredClone(runtime.spec.resources) }),
+    // The kubelet probes the Pod IP: only a Runtime Server listening there can be probed.
+    // On 127.0.0.1 it is unreachable to the kubelet by design, and runtimed's own
+    // readiness covers it.
+    ...(config.runtimeServerListen === 'podIP'
+      ? { readinessProbe: { grpc: { port: DEFAULTS.runtimeServerPort }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 } }
+      : {}),
+    securityContext,
+  };
+
+  const volumes: Volume[] = [
+    { name: WORKSPACE_VOLUME, emptyDir: {} },
+    {
+      // The Pod-level token is off (automountServiceAccountToken: false), so that the
+      // Runtime Server container gets none; runtimed gets the same three files the
+      // kubelet's kube-api-access volume holds, from this volume only.
+      name: RUNTIMED_TOKEN_VOLUME,
+      projected: {
+        defaultMode: 0o444,
+        sources: [
+          { serviceAccountToken: { path: 'token', expirationSeconds: TOKEN_EXPIRATION_SECONDS } },
+          { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+          { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+        ],
+      },
+    },
+  ];
+
+  return {
+    metadata: { labels },
+    spec: {
+      serviceAccountName: runtime.spec.serviceAccountName ?? config.serviceAccountName,
+      automountServiceAccountToken: false,
+      // Service environment variables would leak every Service of the namespace into user code.
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: config.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+      containers: [runtimed, runtimeServer],
+      volumes,
+    },
+  };
+}
+
+function fieldEnv(name: string, fieldPath: string): ContainerEnvVar {
+  return { name, valueFrom: { fieldRef: { fieldPath } } };
+}
+
+/** SHA-256 of the canonical JSON (sorted keys) of a value, shortened to 16 hex digits. */
+export function specHash(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 16);
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
