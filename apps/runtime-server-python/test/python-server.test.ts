@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { Status } from 'nice-grpc';
-import { failure } from './errors.ts';
-import { startServerProcess } from './server-process.ts';
-import type { ServerProcess } from './server-process.ts';
+import { failure, startServerProcess } from '@kruntimes/testing';
+import type { ServerProcess } from '@kruntimes/testing';
 
 const { ExitReason, LogStream, RegistrationState } = runtimeServerV1;
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');

@@ -7,3 +7,5 @@ export * from './kubeconfig.ts';
 export * from './ports.ts';
 export * from './users.ts';
 export * from './wait.ts';
+export * from './grpc-failure.ts';
+export * from './runtime-server-process.ts';
