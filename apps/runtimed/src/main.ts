@@ -1,0 +1,35 @@
+// runtimed: wiring only (logic in @kruntimes/runtimed-core). Configuration: environment
+// variables, see loadConfig in libs/runtimed-core/src/config.ts.
+import { KubeConfig } from '@kubernetes/client-node';
+import { NO_METRICS, loadConfig, startRuntimed } from '@kruntimes/runtimed-core';
+import { pino } from 'pino';
+
+const logger = pino({
+  name: 'runtimed',
+  level: process.env.KRT_LOG_LEVEL ?? 'info',
+  // Logs never carry credentials; this is the belt to that rule's braces.
+  redact: ['*.authorization', '*.token', 'env', '*.env'],
+});
+
+try {
+  const config = loadConfig(process.env);
+  const kubeConfig = new KubeConfig();
+  // On the local node the service-account files live under the container root.
+  kubeConfig.loadFromCluster(config.containerRoot === '' ? undefined : config.containerRoot);
+  const runtimed = await startRuntimed({ config, kubeConfig, logger: logger.child({ pod: config.pod.name }), metrics: NO_METRICS });
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down');
+    runtimed.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+} catch (error) {
+  logger.fatal({ err: error }, 'runtimed failed to start');
+  process.exitCode = 1;
+}

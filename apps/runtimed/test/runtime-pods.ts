@@ -1,0 +1,196 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
+import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import type { V1Pod } from '@kubernetes/client-node';
+// The local node agent (a tool) runs the Runtime Pods as real processes, as it does for the local cluster.
+// eslint-disable-next-line @nx/enforce-module-boundaries
+import { LocalNode } from '@kruntimes/local-node';
+import { transition } from '@kruntimes/run-state';
+import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
+import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import type { TestNamespace } from '@kruntimes/testing';
+
+export const cluster = Cluster.fromEnvironment();
+export const admin = cluster.kubeConfig();
+export const core = admin.makeApiClient(CoreV1Api);
+export const objects = admin.makeApiClient(CustomObjectsApi);
+export const WAIT = { timeoutMs: 60_000, intervalMs: 100 };
+export const RUNTIME_SERVER_PORT = 7450;
+export const GATEWAY_HOST = 'gateway.kruntimes.test';
+
+const node = process.execPath;
+const IMAGES = {
+  'kruntimes/runtimed': { entrypoint: [node, join(REPO_ROOT, 'apps/runtimed/src/main.ts')] },
+  'kruntimes/runtime-server-python': { entrypoint: [node, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
+  'kruntimes/runtime-server-bash': { entrypoint: [node, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
+};
+
+/**
+ * One test namespace with a local node that runs Runtime Pods (runtimed plus a Runtime
+ * Server, real processes on 127.0.0.x) and the RBAC runtimed needs; the test itself
+ * plays the scheduler by binding Runs through the status subresource.
+ */
+export class RuntimeEnvironment {
+  readonly namespace: TestNamespace;
+  readonly node: LocalNode;
+  readonly #stateDir: string;
+
+  private constructor(namespace: TestNamespace, node: LocalNode, stateDir: string) {
+    this.namespace = namespace;
+    this.node = node;
+    this.#stateDir = stateDir;
+  }
+
+  static async start(prefix: string): Promise<RuntimeEnvironment> {
+    const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: namespace.name,
+      body: {
+        metadata: { name: 'runtimed' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runtimed' },
+        subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: namespace.name }],
+      },
+    });
+    const stateDir = await mkdtemp(join(tmpdir(), 'runtimed-test-'));
+    const localNode = new LocalNode(
+      admin,
+      { nodeName: namespace.name, stateDir, namespaces: [namespace.name], images: IMAGES, crashLoopBackoff: { initialMs: 100, maxMs: 1_000 } },
+      { deleteNodeOnStop: true },
+    );
+    await localNode.start();
+    return new RuntimeEnvironment(namespace, localNode, stateDir);
+  }
+
+  get name(): string {
+    return this.namespace.name;
+  }
+
+  async stop(): Promise<void> {
+    await this.node.stop({ graceMs: 3_000 });
+    await rm(this.#stateDir, { recursive: true, force: true });
+    await this.namespace.delete();
+  }
+
+  /** A Runtime Pod as the Runtime's Deployment would make it; resolves once it is Ready. */
+  async createRuntimePod(podName: string, language: RuntimeLanguage, runtime = 'rt', extraEnv: Record<string, string> = {}): Promise<V1Pod> {
+    const fieldEnv = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+    const workspaces = { name: 'workspaces', mountPath: '/var/lib/kruntimes/workspaces' };
+    await core.createNamespacedPod({
+      namespace: this.name,
+      body: {
+        metadata: { name: podName, labels: { 'kruntimes.io/runtime': runtime } },
+        spec: {
+          volumes: [{ name: 'workspaces', emptyDir: {} }],
+          terminationGracePeriodSeconds: 5,
+          containers: [
+            {
+              name: 'runtimed',
+              image: 'kruntimes/runtimed:dev',
+              env: [
+                fieldEnv('POD_NAME', 'metadata.name'),
+                fieldEnv('POD_NAMESPACE', 'metadata.namespace'),
+                fieldEnv('POD_UID', 'metadata.uid'),
+                fieldEnv('POD_IP', 'status.podIP'),
+                { name: 'RUNTIME_NAME', value: runtime },
+                { name: 'RUNTIME_LANGUAGE', value: language },
+                // Each local Pod has its own 127.0.0.x: its "localhost" is the Pod IP.
+                { name: 'KRT_RUNTIME_SERVER', value: `$(POD_IP):${RUNTIME_SERVER_PORT}` },
+                { name: 'KRT_GATEWAY_HOST', value: GATEWAY_HOST },
+                { name: 'KRT_CANCEL_GRACE_SECONDS', value: '2' },
+                ...Object.entries(extraEnv).map(([name, value]) => ({ name, value })),
+              ],
+              ports: [{ name: 'grpc', containerPort: 7443 }],
+              readinessProbe: { grpc: { port: 7443 }, periodSeconds: 1, failureThreshold: 1 },
+              volumeMounts: [workspaces],
+            },
+            {
+              name: 'runtime-server',
+              image: `kruntimes/runtime-server-${language}:dev`,
+              args: ['--listen', `$(POD_IP):${RUNTIME_SERVER_PORT}`],
+              env: [fieldEnv('POD_IP', 'status.podIP')],
+              volumeMounts: [workspaces],
+            },
+          ],
+        },
+      },
+    });
+    return waitFor(
+      `Runtime Pod ${podName} Ready`,
+      async () => {
+        const pod = await core.readNamespacedPod({ namespace: this.name, name: podName });
+        return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? pod : undefined;
+      },
+      WAIT,
+    );
+  }
+
+  async createRun(name: string, spec: RunSpec): Promise<Run> {
+    return (await objects.createNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Run', metadata: { name }, spec },
+    })) as Run;
+  }
+
+  async getRun(name: string): Promise<Run> {
+    return (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name })) as Run;
+  }
+
+  async patchRunSpec(name: string, spec: Partial<RunSpec>): Promise<void> {
+    const run = await this.getRun(name);
+    await objects.replaceNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      name,
+      body: { ...run, spec: { ...run.spec, ...spec } },
+    });
+  }
+
+  async deleteRun(name: string): Promise<void> {
+    await objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name });
+  }
+
+  /** What the scheduler does: Pending -> Scheduled on the Pod, through the state machine. */
+  async bind(name: string, pod: V1Pod): Promise<Run> {
+    const run = await this.getRun(name);
+    const result = transition({ run, event: { type: 'Bind', pod: pod.metadata?.name ?? '', podUID: pod.metadata?.uid ?? '' }, writer: 'scheduler', now: new Date().toISOString() });
+    if (!result.ok) throw result.error;
+    return (await objects.replaceNamespacedCustomObjectStatus({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      name,
+      body: { ...run, status: result.status },
+    })) as Run;
+  }
+
+  async waitForRun(name: string, what: string, predicate: (run: Run) => boolean, timeoutMs = WAIT.timeoutMs): Promise<Run> {
+    return waitFor(
+      `Run ${name}: ${what}`,
+      async () => {
+        const run = await this.getRun(name);
+        return predicate(run) ? run : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
+  }
+
+  /** The JSON log lines of one container of a Pod, parsed. */
+  async logs(podName: string, container: string): Promise<Record<string, unknown>[]> {
+    const text = await readFile(this.node.logFile(this.name, podName, container), 'utf8');
+    return text
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+}

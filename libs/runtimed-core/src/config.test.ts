@@ -1,0 +1,50 @@
+import { DEFAULT_GATEWAY_HOST, DEFAULT_WORKSPACE_DIR, loadConfig } from './config.ts';
+import { functionEndpoint } from './endpoint.ts';
+
+const IDENTITY = {
+  POD_NAME: 'python-7f587b4668-njcks',
+  POD_NAMESPACE: 'demo',
+  POD_UID: '2c24c1f0-9f8f-4f80-82d5-3dd16a12d1e6',
+  POD_IP: '10.1.2.3',
+  RUNTIME_NAME: 'python',
+  RUNTIME_LANGUAGE: 'python',
+};
+
+test('identity from the downward API and defaults for everything else', () => {
+  expect(loadConfig(IDENTITY)).toEqual({
+    pod: { name: IDENTITY.POD_NAME, namespace: 'demo', uid: IDENTITY.POD_UID, ip: '10.1.2.3' },
+    runtime: 'python',
+    language: 'python',
+    runtimeServerAddress: '127.0.0.1:7450',
+    grpcPort: 7443,
+    metricsPort: 9464,
+    workspaceDir: DEFAULT_WORKSPACE_DIR,
+    gatewayHost: DEFAULT_GATEWAY_HOST,
+    gatewayCaFile: undefined,
+    leaseDurationSeconds: 90,
+    leaseRenewSeconds: 20,
+    cancelGraceSeconds: 10,
+    logLevel: 'info',
+    containerRoot: '',
+  });
+});
+
+test.each([
+  ['missing identity', {}, /POD_NAME is required.*POD_NAMESPACE is required.*POD_UID is required.*POD_IP is required.*RUNTIME_NAME is required/],
+  ['bad language', { ...IDENTITY, RUNTIME_LANGUAGE: 'ruby' }, /RUNTIME_LANGUAGE="ruby" is not one of python, bash/],
+  ['bad UID', { ...IDENTITY, POD_UID: 'x' }, /POD_UID="x" is not a Pod UID/],
+  ['bad port', { ...IDENTITY, KRT_GRPC_PORT: '70000' }, /KRT_GRPC_PORT="70000" is not an integer/],
+  ['relative workspace', { ...IDENTITY, KRT_WORKSPACE_DIR: 'ws' }, /not an absolute path/],
+  ['renew not shorter than lease', { ...IDENTITY, KRT_LEASE_DURATION_SECONDS: '10', KRT_LEASE_RENEW_SECONDS: '10' }, /must be shorter/],
+] as const)('refuses %s, naming every problem', (_name, env, message) => {
+  expect(() => loadConfig(env)).toThrow(message);
+});
+
+test('function endpoint: the canonical gateway path with the Run UID; caBundle only when configured', () => {
+  const target = { namespace: 'demo', runtime: 'python', runUID: IDENTITY.POD_UID };
+  expect(functionEndpoint('gw.example:8443', target, undefined)).toEqual({
+    protocol: 'HTTPS',
+    url: `https://gw.example:8443/v1/namespaces/demo/runtimes/python/functions/${IDENTITY.POD_UID}:invoke`,
+  });
+  expect(functionEndpoint('gw', target, '-----BEGIN CERTIFICATE-----\n').caBundle).toBe(Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64'));
+});

@@ -1,0 +1,117 @@
+import { DEFAULTS, RUNTIME_LANGUAGES, isDns1123Label, isDns1123Subdomain, isUid } from '@kruntimes/api';
+import type { RuntimeLanguage } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+
+/**
+ * Everything runtimed needs to know, read once at start from its environment (the Pod
+ * template sets it; the identity comes from the downward API). Flags are not used: a
+ * container's env is what the template builder, the chart and the local node all speak.
+ *
+ * | variable | meaning | default |
+ * |---|---|---|
+ * | `POD_NAME`, `POD_NAMESPACE`, `POD_UID`, `POD_IP` | downward API (`metadata.*`, `status.podIP`) | required |
+ * | `RUNTIME_NAME` | the Runtime this Pod belongs to | required |
+ * | `RUNTIME_LANGUAGE` | `python` or `bash` (the Runtime's `spec.language`) | required |
+ * | `KRT_RUNTIME_SERVER` | the local Runtime Server (`host:port` on loopback, or `unix:/path`) | `127.0.0.1:7450` |
+ * | `KRT_GRPC_PORT` | runtimed's gRPC port (health now, FunctionRuntime later) on the Pod IP | `7443` |
+ * | `KRT_METRICS_PORT` | Prometheus `/metrics` on the Pod IP; `0` turns it off | `9464` |
+ * | `KRT_WORKSPACE_DIR` | an emptyDir mounted at the same path in runtimed and the Runtime Server | `/var/lib/kruntimes/workspaces` |
+ * | `KRT_GATEWAY_HOST` | host (and optional port) of the runtime-gateway in endpoint URLs | `runtime-gateway.kruntimes-system.svc` |
+ * | `KRT_GATEWAY_CA_FILE` | PEM file of the gateway's CA, published as `status.endpoint.caBundle` | unset: no caBundle |
+ * | `KRT_LEASE_DURATION_SECONDS`, `KRT_LEASE_RENEW_SECONDS` | the Pod Lease | `90`, `20` |
+ * | `KRT_CANCEL_GRACE_SECONDS` | SIGTERM -> SIGKILL grace of a cancelled task | `10` |
+ * | `KRT_LOG_LEVEL` | pino level | `info` |
+ * | `KRUNTIMES_CONTAINER_ROOT` | set only by the local node agent: container paths live under it | unset |
+ */
+export interface RuntimedConfig {
+  pod: PodIdentity;
+  runtime: string;
+  language: RuntimeLanguage;
+  runtimeServerAddress: string;
+  grpcPort: number;
+  metricsPort: number;
+  /** The workspace directory as both containers see it (a container path). */
+  workspaceDir: string;
+  gatewayHost: string;
+  gatewayCaFile: string | undefined;
+  leaseDurationSeconds: number;
+  leaseRenewSeconds: number;
+  cancelGraceSeconds: number;
+  logLevel: string;
+  /** Prefix of every container path on this host (the local node's container root), or ''. */
+  containerRoot: string;
+}
+
+export interface PodIdentity {
+  name: string;
+  namespace: string;
+  uid: string;
+  ip: string;
+}
+
+export const DEFAULT_WORKSPACE_DIR = '/var/lib/kruntimes/workspaces';
+export const DEFAULT_GATEWAY_HOST = 'runtime-gateway.kruntimes-system.svc';
+export const DEFAULT_METRICS_PORT = 9464;
+
+/** Reads and validates the configuration; every problem is reported at once. */
+export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
+  const problems: string[] = [];
+  const required = (name: string, valid: (value: string) => boolean, what: string): string => {
+    const value = env[name];
+    if (value === undefined || value === '') {
+      problems.push(`${name} is required (${what})`);
+      return '';
+    }
+    if (!valid(value)) problems.push(`${name}=${JSON.stringify(value)} is not ${what}`);
+    return value;
+  };
+  const optional = (name: string): string | undefined => {
+    const value = env[name];
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      problems.push(`${name}=${JSON.stringify(raw)} is not an integer in [${min}, ${max}]`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const pod: PodIdentity = {
+    name: required('POD_NAME', isDns1123Subdomain, 'a Pod name (downward API metadata.name)'),
+    namespace: required('POD_NAMESPACE', isDns1123Label, 'a namespace (downward API metadata.namespace)'),
+    uid: required('POD_UID', isUid, 'a Pod UID (downward API metadata.uid)'),
+    ip: required('POD_IP', (value) => value.length > 0, 'an IP address (downward API status.podIP)'),
+  };
+  const runtime = required('RUNTIME_NAME', isDns1123Label, 'a Runtime name');
+  const language = required('RUNTIME_LANGUAGE', (value) => (RUNTIME_LANGUAGES as readonly string[]).includes(value), `one of ${RUNTIME_LANGUAGES.join(', ')}`);
+  const workspaceDir = optional('KRT_WORKSPACE_DIR') ?? DEFAULT_WORKSPACE_DIR;
+  if (!workspaceDir.startsWith('/')) problems.push(`KRT_WORKSPACE_DIR=${JSON.stringify(workspaceDir)} is not an absolute path`);
+  const leaseDurationSeconds = integer('KRT_LEASE_DURATION_SECONDS', DEFAULTS.leaseDurationSeconds, 2, 3600);
+  const leaseRenewSeconds = integer('KRT_LEASE_RENEW_SECONDS', DEFAULTS.leaseRenewSeconds, 1, 3600);
+  if (leaseRenewSeconds >= leaseDurationSeconds) problems.push('KRT_LEASE_RENEW_SECONDS must be shorter than KRT_LEASE_DURATION_SECONDS');
+  const gatewayHost = optional('KRT_GATEWAY_HOST') ?? DEFAULT_GATEWAY_HOST;
+  if (!/^[a-z0-9.-]+(?::\d{1,5})?$/.test(gatewayHost)) problems.push(`KRT_GATEWAY_HOST=${JSON.stringify(gatewayHost)} is not host or host:port`);
+
+  const config: RuntimedConfig = {
+    pod,
+    runtime,
+    language: language as RuntimeLanguage,
+    runtimeServerAddress: optional('KRT_RUNTIME_SERVER') ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
+    grpcPort: integer('KRT_GRPC_PORT', DEFAULTS.runtimedGrpcPort, 1, 65_535),
+    metricsPort: integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
+    workspaceDir,
+    gatewayHost,
+    gatewayCaFile: optional('KRT_GATEWAY_CA_FILE'),
+    leaseDurationSeconds,
+    leaseRenewSeconds,
+    cancelGraceSeconds: integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
+    logLevel: optional('KRT_LOG_LEVEL') ?? 'info',
+    containerRoot: optional('KRUNTIMES_CONTAINER_ROOT') ?? '',
+  };
+  if (problems.length > 0) throw new KruntimesError('InvalidRequest', `invalid runtimed configuration: ${problems.join('; ')}`, { terminal: true });
+  return config;
+}

@@ -1,0 +1,19 @@
+import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/**
+ * What runtimed's ServiceAccount needs in its Runtime's namespace (a Role, not a
+ * ClusterRole): read Runs and write their status and the cleanup finalizer, read the
+ * ConfigMaps that hold Run sources, keep its Pod Lease.
+ */
+export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
+  { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+  { apiGroups: [API_GROUP], resources: [`${RUN_PLURAL}/status`], verbs: ['get', 'update', 'patch'] },
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+];

@@ -1,0 +1,151 @@
+import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { KruntimesError } from '@kruntimes/errors';
+import { transition } from '@kruntimes/run-state';
+import type { RunEvent } from '@kruntimes/run-state';
+
+/** The ownership epoch a write is fenced on (ARCHITECTURE §5). */
+export interface Epoch {
+  namespace: string;
+  name: string;
+  uid: string;
+  attempt: number;
+  podUID: string;
+}
+
+/**
+ * The live Run no longer belongs to this epoch: deleted and recreated, requeued to
+ * another attempt, or bound to another Pod. Terminal: the caller drops the work locally
+ * and never writes this Run again.
+ */
+export class NotOwnerError extends KruntimesError {
+  /** The Run object no longer exists at all. */
+  readonly gone: boolean;
+
+  constructor(epoch: Epoch, detail: string, gone = false) {
+    super('EpochMismatch', `Run ${epoch.namespace}/${epoch.name} attempt ${epoch.attempt} is no longer owned by Pod ${epoch.podUID}: ${detail}`, { terminal: true });
+    this.name = 'NotOwnerError';
+    this.gone = gone;
+  }
+}
+
+export interface RunClientHooks {
+  /** A write lost a race on resourceVersion (409) and is retried on a fresh read. */
+  onConflict?(): void;
+}
+
+/** How many times one write re-reads after a 409 before giving up (the reconcile retries later). */
+const MAX_CONFLICT_RETRIES = 5;
+
+/**
+ * Fenced reads and writes of Runs. Every write is read-check-write: a fresh GET, a check
+ * that the live object still is this epoch, then a replace carrying that object's
+ * resourceVersion; a 409 means someone wrote in between and the whole cycle repeats.
+ */
+export class RunClient {
+  readonly #api: CustomObjectsApi;
+  readonly #hooks: RunClientHooks;
+  readonly #clock: () => Date;
+
+  constructor(kubeConfig: KubeConfig, hooks: RunClientHooks = {}, clock: () => Date = () => new Date()) {
+    this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#hooks = hooks;
+    this.#clock = clock;
+  }
+
+  async get(namespace: string, name: string): Promise<Run | undefined> {
+    try {
+      return (await this.#api.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, name })) as Run;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Applies one state-machine event as `runtimed` to the Run of this epoch. Throws
+   * NotOwnerError when the epoch is gone and the run-state TransitionRefusedError when
+   * the machine refuses the event; both are terminal. Returns the written Run.
+   */
+  async transition(epoch: Epoch, event: RunEvent): Promise<Run> {
+    return this.#fenced(epoch, async (run) => {
+      const result = transition({ run, event, writer: 'runtimed', now: this.#clock().toISOString() });
+      if (!result.ok) throw result.error;
+      return (await this.#api.replaceNamespacedCustomObjectStatus({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: epoch.namespace,
+        plural: RUN_PLURAL,
+        name: epoch.name,
+        body: { ...run, status: result.status },
+      })) as Run;
+    });
+  }
+
+  /** Adds the registration-cleanup finalizer (no-op when present), fenced on the epoch. */
+  async addFinalizer(epoch: Epoch): Promise<void> {
+    await this.#fenced(epoch, async (run) => {
+      const finalizers = run.metadata.finalizers ?? [];
+      if (finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
+      return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: [...finalizers, REGISTRATION_CLEANUP_FINALIZER] } });
+    });
+  }
+
+  /**
+   * Removes the registration-cleanup finalizer (no-op when absent or the Run is gone).
+   * Fenced: only the owner of the epoch releases it; a Run that moved on keeps it for its
+   * new owner or for stale-recovery.
+   */
+  async removeFinalizer(epoch: Epoch): Promise<void> {
+    try {
+      await this.#fenced(epoch, async (run) => {
+        const finalizers = run.metadata.finalizers ?? [];
+        if (!finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
+        return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: finalizers.filter((f) => f !== REGISTRATION_CLEANUP_FINALIZER) } });
+      });
+    } catch (error) {
+      // Removing our finalizer may let the API server delete the object before we re-read it.
+      if (error instanceof NotOwnerError && error.gone) return;
+      throw error;
+    }
+  }
+
+  async #replace(epoch: Epoch, body: Run): Promise<Run> {
+    return (await this.#api.replaceNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: epoch.namespace,
+      plural: RUN_PLURAL,
+      name: epoch.name,
+      body,
+    })) as Run;
+  }
+
+  async #fenced(epoch: Epoch, write: (run: Run) => Promise<Run>): Promise<Run> {
+    for (let attempt = 0; ; attempt += 1) {
+      const run = await this.get(epoch.namespace, epoch.name);
+      if (run === undefined) throw new NotOwnerError(epoch, 'the Run is gone', true);
+      const problem = epochMismatch(run, epoch);
+      if (problem !== undefined) throw new NotOwnerError(epoch, problem);
+      try {
+        return await write(run);
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 409)) throw error;
+        this.#hooks.onConflict?.();
+        if (attempt >= MAX_CONFLICT_RETRIES) {
+          throw new KruntimesError('Conflict', `Run ${epoch.namespace}/${epoch.name} kept changing during ${attempt + 1} writes`, { cause: error });
+        }
+      }
+    }
+  }
+}
+
+/** Why the live object is not this epoch, or undefined when it is. */
+export function epochMismatch(run: Pick<Run, 'metadata' | 'status'>, epoch: Epoch): string | undefined {
+  if (run.metadata.uid !== epoch.uid) return `the name now holds Run ${run.metadata.uid ?? '?'}`;
+  if (run.status?.assignedPodUID !== epoch.podUID) return `assigned to Pod ${run.status?.assignedPodUID ?? '(none)'}`;
+  if (run.status.attempt !== epoch.attempt) return `now at attempt ${run.status.attempt ?? 0}`;
+  return undefined;
+}

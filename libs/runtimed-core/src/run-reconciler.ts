@@ -1,0 +1,496 @@
+import { access } from 'node:fs/promises';
+import { DEFAULTS, RUN_REASONS, runModeKind } from '@kruntimes/api';
+import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
+import { splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import { runtimeServerV1 } from '@kruntimes/proto';
+import { TransitionRefusedError, decideRetry } from '@kruntimes/run-state';
+import type { Logger } from 'pino';
+import { functionEndpoint } from './endpoint.ts';
+import type { RuntimedMetrics } from './metrics.ts';
+import { plain, planRun, remainingIdleMs } from './plan.ts';
+import type { LocalRun, RunAction } from './plan.ts';
+import { NotOwnerError } from './run-client.ts';
+import type { Epoch, RunClient } from './run-client.ts';
+import { RuntimeServerError, isDefiniteRegistrationFailure } from './runtime-server.ts';
+import type { RuntimeServerClient } from './runtime-server.ts';
+import { entrypointFile, runEnv } from './workspace.ts';
+import type { ConfigMapReader, Workspaces } from './workspace.ts';
+
+const { ExitReason, RegistrationState } = runtimeServerV1;
+
+/** How often a Ready function's registration is checked (fatal errors, idle clock). */
+export const FUNCTION_POLL_MS = 2_000;
+/** While an invocation is in flight during deletion, look again this often. */
+const IN_FLIGHT_POLL_MS = 250;
+
+export interface RunReconcilerOptions {
+  podUID: string;
+  podName: string;
+  runtime: string;
+  language: RuntimeLanguage;
+  gatewayHost: string;
+  gatewayCaPem: string | undefined;
+  cancelGraceMs: number;
+  /** The informer cache of the namespace's Runs. */
+  cached(namespace: string, name: string): ReadonlyDeep<Run> | undefined;
+  runs: RunClient;
+  server: RuntimeServerClient;
+  workspaces: Workspaces;
+  readConfigMap: ConfigMapReader;
+  logger: Logger;
+  metrics: RuntimedMetrics;
+  /** Re-enqueue a key (after a background execution ended). */
+  enqueue(key: string): void;
+  now?: () => number;
+}
+
+/** In-memory state of one Run this Pod works on. */
+interface LocalState extends LocalRun {
+  registrationId?: string;
+  execution?: Execution;
+}
+
+interface Execution {
+  id: string;
+  abort: AbortController;
+  /** Set by whoever stops it on purpose, so the execution's own ending writes nothing. */
+  stoppedFor?: 'cancel' | 'expire' | 'release';
+  done: Promise<void>;
+}
+
+/**
+ * runtimed's reconciler: takes a Run key, plans one step from the cache and local state
+ * (plan.ts), does it and returns. Every status write goes through the fenced RunClient;
+ * a write that finds another epoch drops the work locally and never writes again.
+ */
+export class RunReconciler {
+  readonly #o: RunReconcilerOptions;
+  readonly #now: () => number;
+  readonly #local = new Map<string, LocalState>();
+
+  constructor(options: RunReconcilerOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    options.metrics.observeActiveFunctions(() => [...this.#local.values()].filter((s) => s.registrationId !== undefined).length);
+  }
+
+  /** Keys of the Runs this process holds local state for. */
+  localKeys(): string[] {
+    return [...this.#local.keys()];
+  }
+
+  readonly reconcile = async (key: string, _signal?: AbortSignal): Promise<ReconcileResult | undefined> => {
+    const { namespace = '', name } = splitObjectKey(key);
+    const run = this.#o.cached(namespace, name);
+    const local = this.#local.get(key);
+    const action = planRun({ run, podUID: this.#o.podUID, runtime: this.#o.runtime, local, nowMs: this.#now() });
+    if (action.type === 'ignore') return undefined;
+    if (action.type === 'release' || run === undefined) {
+      await this.#release(key, action.type === 'release' ? action.why : 'the Run is gone');
+      return undefined;
+    }
+    const epoch: Epoch = {
+      namespace,
+      name,
+      uid: run.metadata.uid ?? '',
+      attempt: run.status?.attempt ?? 0,
+      podUID: this.#o.podUID,
+    };
+    const log = this.#o.logger.child({ run: key, runUID: epoch.uid, attempt: epoch.attempt });
+    try {
+      return await this.#act(action, key, run, epoch, log);
+    } catch (error) {
+      if (error instanceof NotOwnerError) {
+        log.info({ reason: error.message }, 'no longer the owner; dropping the Run locally');
+        await this.#release(key, error.message);
+        return undefined;
+      }
+      throw error;
+    }
+  };
+
+  async #act(action: Exclude<RunAction, { type: 'ignore' | 'release' }>, key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<ReconcileResult | undefined> {
+    switch (action.type) {
+      case 'claim':
+        await this.#o.runs.transition(epoch, { type: 'Claim' });
+        log.info({ mode: runModeKind(plain<RunSpec>(run.spec)) }, 'claimed');
+        return undefined;
+      case 'register':
+        return this.#register(key, run, epoch, log);
+      case 'watch':
+        return this.#watch(key, run, epoch, log, action.lifetimeRemainingMs);
+      case 'execute':
+        return this.#execute(key, run, epoch, log, action.lifetimeRemainingMs);
+      case 'cancel':
+        await this.#stop(key, run, epoch, log, 'cancel');
+        await this.#o.runs.transition(epoch, { type: 'Cancelled', message: 'cancelled by request; the work was stopped and cleaned up' });
+        log.info('cancelled');
+        return undefined;
+      case 'expire':
+        await this.#stop(key, run, epoch, log, 'expire');
+        await this.#o.runs.transition(epoch, { type: 'TimedOut', reason: RUN_REASONS.timeout, message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime` });
+        log.info('lifetime timeout');
+        return undefined;
+      case 'finalize':
+        return this.#finalize(key, run, epoch, log);
+      case 'removeFinalizer':
+        await this.#cleanUp(key, run, epoch, log);
+        await this.#o.runs.removeFinalizer(epoch);
+        log.info('finalizer removed after the terminal status');
+        return undefined;
+    }
+  }
+
+  // ------------------------------------------------------------------ functions
+
+  async #register(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<ReconcileResult | undefined> {
+    const fn = run.spec.mode.function;
+    if (fn === undefined) return undefined;
+    // The finalizer first: from now on Pod-local state may exist, and deleting the Run
+    // object must wait for runtimed to release it.
+    await this.#o.runs.addFinalizer(epoch);
+    const state = this.#track(key, epoch, 'function');
+    let registrationId: string;
+    try {
+      registrationId = await this.#registerIdempotently(run, epoch, fn.handler, log);
+    } catch (error) {
+      if (!isDefiniteRegistrationFailure(error)) {
+        // Unknown outcome (server unreachable, deadline): retried with the same attempt,
+        // which the Runtime Server answers with the same registration if it took effect.
+        this.#o.metrics.registration('indeterminate');
+        throw error;
+      }
+      this.#o.metrics.registration('failed');
+      log.warn({ code: error.code, err: error.message }, 'registration failed');
+      await this.#attemptFailed(key, run, epoch, log, `registration failed: ${error.message}`);
+      return undefined;
+    }
+    state.registrationId = registrationId;
+    const endpoint = functionEndpoint(this.#o.gatewayHost, { namespace: epoch.namespace, runtime: this.#o.runtime, runUID: epoch.uid }, this.#o.gatewayCaPem);
+    await this.#o.runs.transition(epoch, { type: 'Registered', endpoint });
+    log.info({ endpoint: endpoint.url }, 'function registered; Ready');
+    return { requeueAfterMs: FUNCTION_POLL_MS };
+  }
+
+  /** RegisterFunction for this epoch: same attempt and configuration give the same ID. */
+  async #registerIdempotently(run: ReadonlyDeep<Run>, epoch: Epoch, handler: string, log: Logger): Promise<string> {
+    const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
+    log.info({ workdir }, 'registering');
+    const response = await this.#o.server.register({ runUid: epoch.uid, attempt: epoch.attempt, workdir, handler, env: runEnv(run, this.#o.runtime, epoch.attempt) });
+    this.#o.metrics.registration(response.created ? 'registered' : 'reused');
+    log.info({ registrationId: response.registrationId, created: response.created }, response.created ? 'registered' : 'registration already existed (same attempt and configuration)');
+    return response.registrationId;
+  }
+
+  async #watch(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
+    const fn = run.spec.mode.function;
+    if (fn === undefined) return undefined;
+    const state = this.#track(key, epoch, 'function');
+    // After a restart runtimed knows no ID: registering the same attempt with the same
+    // configuration returns the one the Runtime Server holds (nothing registered twice).
+    state.registrationId ??= await this.#registerIdempotently(run, epoch, fn.handler, log);
+    let status: runtimeServerV1.FunctionStatusResponse;
+    try {
+      status = await this.#o.server.status(state.registrationId);
+    } catch (error) {
+      if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') {
+        // The Runtime Server lost it (restarted): register the same attempt again.
+        log.warn('the Runtime Server no longer holds the registration; registering again');
+        delete state.registrationId;
+        return { requeueAfterMs: 0 };
+      }
+      throw error;
+    }
+    if (status.state === RegistrationState.REGISTRATION_STATE_FAILED) {
+      const why = status.fatalError?.message ?? 'fatal Runtime Server error';
+      log.warn({ code: status.fatalError?.code }, 'registration failed fatally; recovering');
+      await this.#o.runs.transition(epoch, { type: 'RegistrationLost', message: `the registration failed: ${why}` });
+      await this.#attemptFailed(key, run, epoch, log, `the registration failed: ${why}`);
+      return undefined;
+    }
+    const idleRemainingMs = remainingIdleMs(fn.idleTimeoutSeconds, status.lastActivity, status.inFlight, this.#now());
+    if (idleRemainingMs !== undefined && idleRemainingMs <= 0) {
+      await this.#stop(key, run, epoch, log, 'expire');
+      await this.#o.runs.transition(epoch, {
+        type: 'TimedOut',
+        reason: RUN_REASONS.idleTimeout,
+        message: `no invocation for ${fn.idleTimeoutSeconds ?? 0}s (mode.function.idleTimeoutSeconds)`,
+      });
+      log.info('idle timeout');
+      return undefined;
+    }
+    return { requeueAfterMs: Math.max(0, Math.min(FUNCTION_POLL_MS, idleRemainingMs ?? Infinity, lifetimeRemainingMs ?? Infinity)) };
+  }
+
+  /**
+   * This attempt failed for good: release everything it holds, then let the shared retry
+   * engine decide between another attempt (back to Pending through the scheduler, so
+   * capacity is free during the backoff) and Failed.
+   */
+  async #attemptFailed(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, message: string, exitCode?: number): Promise<void> {
+    const mode = runModeKind(plain<RunSpec>(run.spec));
+    const decision = decideRetry(mode, run.spec.retryPolicy, epoch.attempt, 'attemptFailed');
+    await this.#cleanUp(key, run, epoch, log);
+    await this.#o.runs.removeFinalizer(epoch);
+    if (decision.retry) {
+      await this.#o.runs.transition(epoch, { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: decision.backoffSeconds, message: `attempt ${epoch.attempt}: ${message}` });
+      log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
+      return;
+    }
+    const reason = mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
+    await this.#o.runs.transition(epoch, {
+      type: 'Failed',
+      reason,
+      message: `attempt ${epoch.attempt} of ${epoch.attempt} allowed: ${message}`,
+      ...(exitCode === undefined ? {} : { exitCode }),
+    });
+    log.info({ reason }, 'failed; no attempts left');
+  }
+
+  /**
+   * Deletion of a function Run, in the order of the design: stop accepting invokes (the
+   * Run is deleting, so the dataplane refuses it), wait for the bounded in-flight
+   * invocation, UnregisterFunction, delete the workspace, then release the finalizer
+   * (which is what releases the capacity unit).
+   */
+  async #finalize(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<ReconcileResult | undefined> {
+    const state = this.#local.get(key);
+    const fn = run.spec.mode.function;
+    if (state?.registrationId !== undefined && fn !== undefined) {
+      const inFlight = await this.#inFlight(state.registrationId);
+      const waitUntil = Date.parse(run.metadata.deletionTimestamp ?? '') + (fn.invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000;
+      if (inFlight > 0 && this.#now() < waitUntil) {
+        log.info({ inFlight }, 'deleting: waiting for the in-flight invocation');
+        return { requeueAfterMs: IN_FLIGHT_POLL_MS };
+      }
+    }
+    await this.#cleanUp(key, run, epoch, log);
+    await this.#o.runs.removeFinalizer(epoch);
+    log.info({ step: 'finalizer-removed' }, 'deleting: finalizer removed');
+    return undefined;
+  }
+
+  async #inFlight(registrationId: string): Promise<number> {
+    try {
+      return (await this.#o.server.status(registrationId)).inFlight;
+    } catch (error) {
+      if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') return 0;
+      throw error;
+    }
+  }
+
+  // ------------------------------------------------------------------ tasks
+
+  async #execute(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
+    const existing = this.#local.get(key);
+    if (existing?.execution !== undefined) {
+      return lifetimeRemainingMs === undefined ? undefined : { requeueAfterMs: Math.max(0, lifetimeRemainingMs) };
+    }
+    const attemptDir = await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt);
+    if (await exists(attemptDir)) {
+      // This attempt's workspace exists but no execution does: runtimed restarted while
+      // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
+      // did is unknown, so the attempt failed (retried only within the user's policy).
+      await this.#attemptFailed(key, run, epoch, log, 'runtimed restarted during the execution, which the Runtime Server then stopped');
+      return undefined;
+    }
+    const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
+    const state = this.#track(key, epoch, 'task');
+    const execution: Execution = { id: `${epoch.uid}/${epoch.attempt}`, abort: new AbortController(), done: Promise.resolve() };
+    state.execution = execution;
+    execution.done = this.#runExecution(key, run, epoch, log, workdir, execution, lifetimeRemainingMs);
+    return undefined;
+  }
+
+  /** Runs in the background (not in a reconcile worker): a task may run for hours. */
+  async #runExecution(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, workdir: string, execution: Execution, lifetimeRemainingMs: number | undefined): Promise<void> {
+    const started = this.#now();
+    let exited: runtimeServerV1.ExecutionExited | undefined;
+    let failure: unknown;
+    try {
+      const events = this.#o.server.execute(
+        {
+          executionId: execution.id,
+          runUid: epoch.uid,
+          attempt: epoch.attempt,
+          workdir,
+          entrypoint: entrypointFile(this.#o.language),
+          args: [...(run.spec.mode.task?.args ?? [])],
+          env: runEnv(run, this.#o.runtime, epoch.attempt),
+          timeoutMs: lifetimeRemainingMs,
+          gracePeriodMs: this.#o.cancelGraceMs,
+        },
+        execution.abort.signal,
+      );
+      for await (const { event } of events) {
+        switch (event?.$case) {
+          case 'started':
+            log.info({ pid: event.started.pid }, 'task started');
+            break;
+          case 'log':
+            // The task's output goes to structured logs, never into Run status.
+            log.info({ stream: event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDERR ? 'stderr' : 'stdout', line: event.log.text, truncated: event.log.truncated || undefined }, 'task output');
+            break;
+          case 'exited':
+            exited = event.exited;
+            break;
+          case undefined:
+            break;
+        }
+      }
+    } catch (error) {
+      failure = error;
+    }
+    const seconds = (this.#now() - started) / 1000;
+    try {
+      if (execution.stoppedFor !== undefined) {
+        // Whoever stopped it writes the outcome (Cancelled, Timeout) or nothing (released).
+        this.#o.metrics.taskFinished(execution.stoppedFor === 'cancel' ? 'cancelled' : execution.stoppedFor === 'expire' ? 'timeout' : 'released', seconds);
+        return;
+      }
+      await this.#taskEnded(key, run, epoch, log, exited, failure, seconds);
+    } catch (error) {
+      if (error instanceof NotOwnerError || error instanceof TransitionRefusedError) {
+        log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
+      } else {
+        // The reconcile that follows re-reads everything and retries the write.
+        log.error({ err: error }, 'writing the task outcome failed');
+      }
+    } finally {
+      const current = this.#local.get(key);
+      if (current?.execution === execution) delete current.execution;
+      this.#o.enqueue(key);
+    }
+  }
+
+  async #taskEnded(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, exited: runtimeServerV1.ExecutionExited | undefined, failure: unknown, seconds: number): Promise<void> {
+    if (exited === undefined) {
+      log.warn({ err: failure }, 'the execution stream ended without an exit');
+      this.#o.metrics.taskFinished('failed', seconds);
+      await this.#attemptFailed(key, run, epoch, log, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`);
+      return;
+    }
+    log.info({ reason: exited.reason, exitCode: exited.exitCode, signal: exited.signal || undefined, outputsError: exited.outputsError || undefined, seconds }, 'task exited');
+    switch (exited.reason) {
+      case ExitReason.EXIT_REASON_COMPLETED:
+        if (exited.exitCode === 0) {
+          this.#o.metrics.taskFinished('succeeded', seconds);
+          await this.#o.workspaces.remove(epoch.uid);
+          await this.#o.runs.transition(epoch, { type: 'Succeeded', outputs: { ...exited.outputs } });
+          this.#local.delete(key);
+          log.info('succeeded');
+          return;
+        }
+        this.#o.metrics.taskFinished('failed', seconds);
+        await this.#attemptFailed(key, run, epoch, log, `exited with code ${exited.exitCode}`, exited.exitCode);
+        return;
+      case ExitReason.EXIT_REASON_TIMED_OUT:
+        this.#o.metrics.taskFinished('timeout', seconds);
+        await this.#o.workspaces.remove(epoch.uid);
+        await this.#o.runs.transition(epoch, { type: 'TimedOut', reason: RUN_REASONS.timeout, message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime` });
+        this.#local.delete(key);
+        return;
+      case ExitReason.EXIT_REASON_START_FAILED:
+        this.#o.metrics.taskFinished('failed', seconds);
+        await this.#attemptFailed(key, run, epoch, log, `could not start: ${exited.message}`);
+        return;
+      case ExitReason.EXIT_REASON_CANCELLED:
+      case ExitReason.EXIT_REASON_UNSPECIFIED:
+      case ExitReason.UNRECOGNIZED:
+        this.#o.metrics.taskFinished('failed', seconds);
+        await this.#attemptFailed(key, run, epoch, log, `the execution ended unexpectedly (${exited.message || String(exited.reason)})`);
+        return;
+    }
+  }
+
+  // ------------------------------------------------------------------ shared
+
+  /** Stops this epoch's work (task: SIGTERM, grace, SIGKILL; function: unregister) and cleans up. */
+  async #stop(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, why: 'cancel' | 'expire'): Promise<void> {
+    const execution = this.#local.get(key)?.execution;
+    if (execution !== undefined) {
+      execution.stoppedFor = why;
+      const { found } = await this.#o.server.cancel(execution.id, this.#o.cancelGraceMs);
+      log.info({ found }, 'stopping the task');
+      await execution.done;
+    }
+    await this.#cleanUp(key, run, epoch, log);
+    await this.#o.runs.removeFinalizer(epoch);
+  }
+
+  /**
+   * Releases every Pod-local thing of a Run: the registration (found again by
+   * registering the same attempt when this process never knew its ID, e.g. after a
+   * restart) and the workspace. Idempotent.
+   */
+  async #cleanUp(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<void> {
+    const state = this.#local.get(key);
+    const fn = run.spec.mode.function;
+    let registrationId = state?.registrationId;
+    if (registrationId === undefined && fn !== undefined && (await exists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
+      try {
+        registrationId = await this.#registerIdempotently(run, epoch, fn.handler, log);
+      } catch (error) {
+        // The code never loaded in this attempt: there is nothing to unregister.
+        if (!isDefiniteRegistrationFailure(error)) throw error;
+      }
+    }
+    if (registrationId !== undefined) {
+      const { found } = await this.#o.server.unregister(registrationId);
+      log.info({ step: 'unregistered', registrationId, found }, 'function unregistered');
+      if (state !== undefined) delete state.registrationId;
+    }
+    await this.#o.workspaces.remove(epoch.uid);
+    log.info({ step: 'workspace-removed' }, 'workspace removed');
+    this.#local.delete(key);
+  }
+
+  /** Drops local work for a Run this Pod no longer owns. Writes nothing to the Run. */
+  async #release(key: string, why: string): Promise<void> {
+    const state = this.#local.get(key);
+    if (state === undefined) return;
+    const log = this.#o.logger.child({ run: key, runUID: state.uid, attempt: state.attempt });
+    if (state.execution !== undefined) {
+      state.execution.stoppedFor = 'release';
+      state.execution.abort.abort();
+      await state.execution.done;
+    }
+    if (state.registrationId !== undefined) {
+      const { found } = await this.#o.server.unregister(state.registrationId);
+      log.info({ registrationId: state.registrationId, found }, 'function unregistered (released)');
+    }
+    await this.#o.workspaces.remove(state.uid);
+    this.#local.delete(key);
+    log.info({ why }, 'released the Run locally');
+  }
+
+  #track(key: string, epoch: Epoch, mode: 'task' | 'function'): LocalState {
+    let state = this.#local.get(key);
+    if (state === undefined) {
+      state = { uid: epoch.uid, attempt: epoch.attempt, mode };
+      this.#local.set(key, state);
+    }
+    return state;
+  }
+
+  /** Stops every execution (runtimed is shutting down; the Runtime Server ends them too). */
+  async shutdown(): Promise<void> {
+    const executions = [...this.#local.values()].flatMap((s) => (s.execution === undefined ? [] : [s.execution]));
+    for (const execution of executions) {
+      execution.stoppedFor = 'release';
+      execution.abort.abort();
+    }
+    await Promise.all(executions.map((e) => e.done));
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}

@@ -1,0 +1,155 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { Controller, SharedInformer, objectKey } from '@kruntimes/controller-runtime';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import { KruntimesError } from '@kruntimes/errors';
+import { healthV1 } from '@kruntimes/proto';
+import { ServerError, Status, createServer } from 'nice-grpc';
+import type { Logger } from 'pino';
+import type { RuntimedConfig } from './config.ts';
+import type { RuntimedMetrics } from './metrics.ts';
+import { PodLease } from './pod-lease.ts';
+import { RunClient } from './run-client.ts';
+import { RunReconciler } from './run-reconciler.ts';
+import { RuntimeServerClient } from './runtime-server.ts';
+import { Workspaces } from './workspace.ts';
+
+type RunObject = Run & KubernetesObject;
+
+const { HealthCheckResponse_ServingStatus: ServingStatus } = healthV1;
+/** How often the local Runtime Server's health is checked for runtimed's own readiness. */
+const RUNTIME_SERVER_HEALTH_MS = 2_000;
+
+export interface RuntimedOptions {
+  config: RuntimedConfig;
+  kubeConfig: KubeConfig;
+  logger: Logger;
+  metrics: RuntimedMetrics;
+  /** Reconcile workers; Runs are independent, a slow one must not hold the others. */
+  workers?: number;
+}
+
+export interface RunningRuntimed {
+  /** The bound gRPC port (health). */
+  grpcPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts runtimed: the Pod Lease, the Run informer of its namespace (filtered to its
+ * Runtime), the reconciler, and the gRPC health service on the Pod IP that the
+ * readinessProbe checks. SERVING once the Run cache is synced and the local Runtime
+ * Server answers; NOT_SERVING while either is not true and from shutdown on.
+ */
+export async function startRuntimed(options: RuntimedOptions): Promise<RunningRuntimed> {
+  const { config, kubeConfig, logger, metrics } = options;
+  const { pod } = config;
+  const customObjects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const gatewayCaPem = config.gatewayCaFile === undefined ? undefined : await readFile(join(config.containerRoot, config.gatewayCaFile), 'utf8');
+  const server = new RuntimeServerClient(config.runtimeServerAddress);
+  const runs = new RunClient(kubeConfig, { onConflict: () => { metrics.statusConflict(); } });
+
+  const informer = new SharedInformer<RunObject>({
+    name: 'runs',
+    kubeConfig,
+    path: `/apis/${API_GROUP}/${API_VERSION}/namespaces/${pod.namespace}/${RUN_PLURAL}`,
+    list: () => customObjects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: pod.namespace, plural: RUN_PLURAL }) as Promise<KubernetesListObject<RunObject>>,
+    logger,
+  });
+  // The reconciler re-enqueues a key when a background execution ends; the controller
+  // that owns the queue is created right after it.
+  const controller: Controller = new Controller({ name: 'runs', reconcile: (key, signal) => reconciler.reconcile(key, signal), logger, workers: options.workers ?? 4 });
+  const reconciler = new RunReconciler({
+    podUID: pod.uid,
+    podName: pod.name,
+    runtime: config.runtime,
+    language: config.language,
+    gatewayHost: config.gatewayHost,
+    gatewayCaPem,
+    cancelGraceMs: config.cancelGraceSeconds * 1000,
+    // The cache holds what the API server sent: a Run (client-node's ObjectMeta type differs only in Date fields it never parses for custom objects).
+    cached: (namespace, name) => informer.get(name, namespace) as ReadonlyDeep<Run> | undefined,
+    runs,
+    server,
+    workspaces: new Workspaces(join(config.containerRoot, config.workspaceDir)),
+    readConfigMap: async (namespace, name, key) => {
+      const configMap = await core.readNamespacedConfigMap({ name, namespace });
+      const value = configMap.data?.[key];
+      if (value === undefined) throw new KruntimesError('InvalidRequest', `ConfigMap ${namespace}/${name} has no key ${key}`);
+      return value;
+    },
+    logger,
+    metrics,
+    enqueue: (key) => { controller.enqueue(key); },
+  });
+  // Only Runs of this Runtime (client-side: Runs carry spec.runtime, not a label), plus
+  // any Run this process holds state for, whatever it says now.
+  informer.enqueueTo(
+    (key) => { controller.enqueue(key); },
+    (run) => (run.spec.runtime === config.runtime || reconciler.localKeys().includes(objectKey(run)) ? objectKey(run) : undefined),
+  );
+
+  let runtimeServerServing = false;
+  let stopping = false;
+  const checkRuntimeServer = async (): Promise<void> => {
+    try {
+      runtimeServerServing = await server.serving(AbortSignal.timeout(RUNTIME_SERVER_HEALTH_MS));
+    } catch (error) {
+      if (runtimeServerServing) logger.warn({ err: error }, 'the Runtime Server stopped answering');
+      runtimeServerServing = false;
+    }
+  };
+  const healthTimer = setInterval(() => void checkRuntimeServer(), RUNTIME_SERVER_HEALTH_MS);
+  healthTimer.unref();
+  void checkRuntimeServer();
+
+  const grpc = createServer();
+  grpc.add(healthV1.HealthDefinition, {
+    // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
+    check: async (request) => {
+      if (request.service !== '') throw new ServerError(Status.NOT_FOUND, `unknown service ${request.service}`);
+      const serving = !stopping && informer.hasSynced && runtimeServerServing;
+      return { status: serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING };
+    },
+    // Watch is answered once; kubelet and grpc_health_probe use Check.
+    watch: async function* (request) {
+      yield { status: request.service === '' ? ServingStatus.NOT_SERVING : ServingStatus.SERVICE_UNKNOWN };
+      await Promise.resolve();
+    },
+  });
+  const grpcPort = await grpc.listen(`${pod.ip.includes(':') ? `[${pod.ip}]` : pod.ip}:${config.grpcPort}`);
+
+  const lease = new PodLease({
+    kubeConfig,
+    pod,
+    runtime: config.runtime,
+    durationSeconds: config.leaseDurationSeconds,
+    renewSeconds: config.leaseRenewSeconds,
+    logger,
+    onRenewed: (ok) => { metrics.leaseRenewal(ok); },
+  });
+  await lease.start();
+  controller.start();
+  await informer.start();
+  logger.info({ pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, runtimeServer: config.runtimeServerAddress }, 'runtimed started');
+
+  return {
+    grpcPort,
+    async stop() {
+      stopping = true;
+      clearInterval(healthTimer);
+      await controller.stop();
+      await reconciler.shutdown();
+      await informer.stop();
+      await lease.stop();
+      await grpc.shutdown();
+      server.close();
+      logger.info('runtimed stopped');
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Run, RuntimeLanguage } from '@kruntimes/api';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import { KruntimesError } from '@kruntimes/errors';
+
+/** The file the source is written to: the task entrypoint and the default handler module. */
+export function entrypointFile(language: RuntimeLanguage): string {
+  switch (language) {
+    case 'python':
+      return 'main.py';
+    case 'bash':
+      return 'main.sh';
+  }
+}
+
+/** Reads `spec.source.configMapKeyRef`; injected so that tests of pure code need no API. */
+export type ConfigMapReader = (namespace: string, name: string, key: string) => Promise<string>;
+
+/**
+ * Per-Run, per-attempt workspaces under one directory shared with the Runtime Server (an
+ * emptyDir mounted at the same path in both containers). The path is a pure function of
+ * Run UID and attempt, so a restarted runtimed registers with exactly the configuration
+ * it used before and the Runtime Server answers with the same registration ID.
+ */
+export class Workspaces {
+  readonly #root: string;
+  #resolvedRoot: string | undefined;
+
+  /** `root` is the directory on this machine (the container path under the local node's container root). */
+  constructor(root: string) {
+    this.#root = root;
+  }
+
+  /**
+   * The real path of the root: on the local node a container path is a symlink into the
+   * Pod's volume directory, and the Runtime Server (another "container") must be given a
+   * path it can open too; in a real Pod the real path is the mount path itself.
+   */
+  async root(): Promise<string> {
+    if (this.#resolvedRoot === undefined) {
+      await mkdir(this.#root, { recursive: true });
+      this.#resolvedRoot = await realpath(this.#root);
+    }
+    return this.#resolvedRoot;
+  }
+
+  async runDir(runUID: string): Promise<string> {
+    return join(await this.root(), safeSegment(runUID));
+  }
+
+  async attemptDir(runUID: string, attempt: number): Promise<string> {
+    return join(await this.runDir(runUID), String(attempt));
+  }
+
+  /** Writes the Run's source into its attempt's workspace; returns the workspace path. */
+  async prepare(run: ReadonlyDeep<Run>, attempt: number, language: RuntimeLanguage, readConfigMap: ConfigMapReader): Promise<string> {
+    const uid = run.metadata.uid ?? '';
+    const dir = await this.attemptDir(uid, attempt);
+    const source = await sourceText(run, readConfigMap);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, entrypointFile(language)), source, { mode: 0o644 });
+    return dir;
+  }
+
+  /** Deletes every attempt's workspace of a Run (idempotent). */
+  async remove(runUID: string): Promise<void> {
+    await rm(await this.runDir(runUID), { recursive: true, force: true });
+  }
+}
+
+async function sourceText(run: ReadonlyDeep<Run>, readConfigMap: ConfigMapReader): Promise<string> {
+  const { inline, configMapKeyRef } = run.spec.source;
+  if (inline !== undefined) return inline;
+  if (configMapKeyRef !== undefined) return readConfigMap(run.metadata.namespace ?? '', configMapKeyRef.name, configMapKeyRef.key);
+  throw new KruntimesError('InvalidRequest', 'spec.source has neither inline nor configMapKeyRef', { terminal: true });
+}
+
+/** A UID is a fixed-format token; anything else must not become a path. */
+function safeSegment(value: string): string {
+  if (!/^[0-9a-z-]{1,64}$/.test(value)) throw new KruntimesError('InvalidRequest', `not a safe path segment: ${JSON.stringify(value)}`, { terminal: true });
+  return value;
+}
+
+/** The environment of the user's code: spec.env, then the KRT_* variables (which win). */
+export function runEnv(run: ReadonlyDeep<Run>, runtime: string, attempt: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const variable of run.spec.env ?? []) env[variable.name] = variable.value;
+  env.KRT_RUN_NAME = run.metadata.name ?? '';
+  env.KRT_RUN_NAMESPACE = run.metadata.namespace ?? '';
+  env.KRT_RUN_UID = run.metadata.uid ?? '';
+  env.KRT_RUNTIME = runtime;
+  env.KRT_ATTEMPT = String(attempt);
+  return env;
+}
