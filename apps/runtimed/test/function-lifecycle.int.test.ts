@@ -50,3 +50,53 @@ test('a function Run goes Scheduled -> Running -> Ready with its endpoint and Re
   const serverLogs = await env.logs('python-0', 'runtime-server');
   expect(serverLogs.filter((l) => l.msg === 'unregistered' && l.runUid === run.metadata.uid)).toHaveLength(1);
 });
+
+test('deleting a Ready function Run unregisters it, removes its workspace, and only then removes the finalizer', async () => {
+  const run = await readyFunction('delete-me');
+  const uid = run.metadata.uid ?? '';
+  await env.deleteRun('delete-me');
+  await env.waitForRunGone('delete-me');
+  const steps = (await env.logs('python-0', 'runtimed')).filter((l) => l.runUID === uid && typeof l.step === 'string').map((l) => l.step);
+  expect(steps).toEqual(['unregistered', 'workspace-removed', 'finalizer-removed']);
+  const serverLogs = await env.logs('python-0', 'runtime-server');
+  expect(serverLogs.filter((l) => l.msg === 'unregistered' && l.runUid === uid)).toHaveLength(1);
+});
+
+test('a function Run past spec.timeout since startTime ends in Timeout and is unregistered', async () => {
+  const run = await readyFunction('lifetime', {}, { timeout: '3s' });
+  const ended = await env.waitForRun('lifetime', 'Timeout', (r) => phase(r) === 'Timeout');
+  expect(ended.status).toMatchObject({ reason: 'Timeout' });
+  expect(findCondition(ended.status?.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'Timeout' });
+  await env.waitForRun('lifetime', 'finalizer released', (r) => !(r.metadata.finalizers ?? []).includes(REGISTRATION_CLEANUP_FINALIZER));
+  const serverLogs = await env.logs('python-0', 'runtime-server');
+  expect(serverLogs.filter((l) => l.msg === 'unregistered' && l.runUid === run.metadata.uid)).toHaveLength(1);
+});
+
+test('a function Run with no invocation for idleTimeoutSeconds ends in Timeout with reason IdleTimeout', async () => {
+  await readyFunction('idle', { idleTimeoutSeconds: 2 });
+  const ended = await env.waitForRun('idle', 'Timeout', (r) => phase(r) === 'Timeout');
+  expect(ended.status).toMatchObject({ phase: 'Timeout', reason: 'IdleTimeout' });
+  expect(ended.status?.message).toContain('idleTimeoutSeconds');
+});
+
+test('a registration that keeps failing is retried per retryPolicy, counting attempts from 1, then Failed', async () => {
+  await env.createRun('broken', {
+    runtime: 'rt',
+    source: { inline: HANDLER },
+    mode: { function: { handler: 'main:missing' } },
+    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+  });
+  await env.bind('broken', pod);
+  // runtimed requeues its failed attempt through Pending (capacity is free during the
+  // backoff); this test plays the scheduler and binds it again once the backoff is over.
+  const requeued = await env.waitForRun('broken', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
+  expect(requeued.status).toMatchObject({ reason: 'RetryBackoff' });
+  expect(requeued.status?.assignedPodUID).toBeUndefined();
+  expect(requeued.metadata.finalizers ?? []).not.toContain(REGISTRATION_CLEANUP_FINALIZER);
+  await env.waitForTime(requeued.status?.notBefore ?? '');
+  await env.bind('broken', pod);
+  const failed = await env.waitForRun('broken', 'Failed', (r) => phase(r) === 'Failed');
+  expect(failed.status).toMatchObject({ phase: 'Failed', attempt: 2, reason: 'RegistrationFailed' });
+  expect(failed.status?.message).toContain('no function');
+  expect(failed.metadata.finalizers ?? []).not.toContain(REGISTRATION_CLEANUP_FINALIZER);
+});

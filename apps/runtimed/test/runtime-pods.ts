@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 // The local node agent (a tool) runs the Runtime Pods as real processes, as it does for the local cluster.
 // eslint-disable-next-line @nx/enforce-module-boundaries
@@ -183,6 +183,29 @@ export class RuntimeEnvironment {
       },
       { timeoutMs, intervalMs: 100 },
     );
+  }
+
+  async waitForRunGone(name: string): Promise<void> {
+    await waitFor(
+      `Run ${name} gone`,
+      async () => {
+        try {
+          await this.getRun(name);
+          return undefined;
+        } catch (error) {
+          if (error instanceof ApiException && error.code === 404) return true;
+          throw error;
+        }
+      },
+      WAIT,
+    );
+  }
+
+  /** Waits until the local clock passed an RFC 3339 time (a retry backoff's notBefore). */
+  async waitForTime(time: string): Promise<void> {
+    const at = Date.parse(time);
+    if (Number.isNaN(at)) throw new Error(`not a time: ${time}`);
+    await waitFor(`time ${time}`, () => Promise.resolve(Date.now() >= at ? true : undefined), { timeoutMs: Math.max(0, at - Date.now()) + 5_000, intervalMs: 100 });
   }
 
   /** The JSON log lines of one container of a Pod, parsed. */

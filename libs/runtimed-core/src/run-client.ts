@@ -1,9 +1,9 @@
 import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL } from '@kruntimes/api';
-import type { Run } from '@kruntimes/api';
+import type { Run, RunPhase } from '@kruntimes/api';
 import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KruntimesError } from '@kruntimes/errors';
-import { transition } from '@kruntimes/run-state';
+import { currentPhase, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 
 /** The ownership epoch a write is fenced on (ARCHITECTURE §5). */
@@ -28,6 +28,17 @@ export class NotOwnerError extends KruntimesError {
     super('EpochMismatch', `Run ${epoch.namespace}/${epoch.name} attempt ${epoch.attempt} is no longer owned by Pod ${epoch.podUID}: ${detail}`, { terminal: true });
     this.name = 'NotOwnerError';
     this.gone = gone;
+  }
+}
+
+/**
+ * The live Run is in another phase than the informer cache said (the cache lags the
+ * API server). Not terminal: the reconcile is retried once the cache caught up.
+ */
+export class StaleCacheError extends KruntimesError {
+  constructor(epoch: Epoch, expected: readonly RunPhase[], live: RunPhase) {
+    super('Conflict', `Run ${epoch.namespace}/${epoch.name} is ${live}, not ${expected.join(' or ')} as cached`);
+    this.name = 'StaleCacheError';
   }
 }
 
@@ -84,13 +95,24 @@ export class RunClient {
     });
   }
 
-  /** Adds the registration-cleanup finalizer (no-op when present), fenced on the epoch. */
-  async addFinalizer(epoch: Epoch): Promise<void> {
+  /**
+   * Checks that the live Run still is this epoch and in one of `phases`: done before
+   * anything that creates Pod-local state, which a decision on a stale cache must not.
+   */
+  async verify(epoch: Epoch, phases: readonly RunPhase[]): Promise<Run> {
+    return this.#fenced(epoch, (run) => Promise.resolve(run), phases);
+  }
+
+  /**
+   * Adds the registration-cleanup finalizer (no-op when present), fenced on the epoch and
+   * on the live phase being one of `phases`.
+   */
+  async addFinalizer(epoch: Epoch, phases: readonly RunPhase[]): Promise<void> {
     await this.#fenced(epoch, async (run) => {
       const finalizers = run.metadata.finalizers ?? [];
       if (finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
       return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: [...finalizers, REGISTRATION_CLEANUP_FINALIZER] } });
-    });
+    }, phases);
   }
 
   /**
@@ -123,12 +145,14 @@ export class RunClient {
     })) as Run;
   }
 
-  async #fenced(epoch: Epoch, write: (run: Run) => Promise<Run>): Promise<Run> {
+  async #fenced(epoch: Epoch, write: (run: Run) => Promise<Run>, phases?: readonly RunPhase[]): Promise<Run> {
     for (let attempt = 0; ; attempt += 1) {
       const run = await this.get(epoch.namespace, epoch.name);
       if (run === undefined) throw new NotOwnerError(epoch, 'the Run is gone', true);
       const problem = epochMismatch(run, epoch);
       if (problem !== undefined) throw new NotOwnerError(epoch, problem);
+      const live = currentPhase(run);
+      if (phases !== undefined && !phases.includes(live)) throw new StaleCacheError(epoch, phases, live);
       try {
         return await write(run);
       } catch (error) {

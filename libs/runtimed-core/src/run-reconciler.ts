@@ -149,7 +149,7 @@ export class RunReconciler {
     if (fn === undefined) return undefined;
     // The finalizer first: from now on Pod-local state may exist, and deleting the Run
     // object must wait for runtimed to release it.
-    await this.#o.runs.addFinalizer(epoch);
+    await this.#o.runs.addFinalizer(epoch, ['Running']);
     const state = this.#track(key, epoch, 'function');
     let registrationId: string;
     try {
@@ -189,7 +189,10 @@ export class RunReconciler {
     const state = this.#track(key, epoch, 'function');
     // After a restart runtimed knows no ID: registering the same attempt with the same
     // configuration returns the one the Runtime Server holds (nothing registered twice).
-    state.registrationId ??= await this.#registerIdempotently(run, epoch, fn.handler, log);
+    if (state.registrationId === undefined) {
+      await this.#o.runs.verify(epoch, ['Ready']);
+      state.registrationId = await this.#registerIdempotently(run, epoch, fn.handler, log);
+    }
     let status: runtimeServerV1.FunctionStatusResponse;
     try {
       status = await this.#o.server.status(state.registrationId);
