@@ -1,0 +1,95 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Run } from '@kruntimes/api';
+import { findCondition } from '@kruntimes/run-state';
+import { waitFor } from '@kruntimes/testing';
+import { RuntimeEnvironment } from './runtime-pods.ts';
+
+let env: RuntimeEnvironment;
+let pod: V1Pod;
+let scratch: string;
+
+beforeAll(async () => {
+  env = await RuntimeEnvironment.start('runtimed-task');
+  pod = await env.createRuntimePod('bash-0', 'bash');
+  scratch = await mkdtemp(join(tmpdir(), 'runtimed-task-'));
+});
+
+afterAll(async () => {
+  await env.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+const phase = (run: Run) => run.status?.phase;
+
+/** A process is gone when it does not exist or is a zombie waiting for its reaper. */
+function gone(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+test('a task Run that exits 0 succeeds with its outputs; its output goes to runtimed logs, never to status', async () => {
+  await env.createRun('ok', {
+    runtime: 'rt',
+    source: { inline: 'echo "hello $1 from $KRT_RUN_NAME"\nprintf \'{"answer":"42"}\' > "$KRT_OUTPUTS_FILE"\n' },
+    mode: { task: { args: ['world'] } },
+  });
+  await env.bind('ok', pod);
+  const done = await env.waitForRun('ok', 'Succeeded', (r) => phase(r) === 'Succeeded');
+  expect(done.status).toMatchObject({ phase: 'Succeeded', exitCode: 0, outputs: { answer: '42' }, attempt: 1, reason: 'Succeeded' });
+  expect(done.status?.startTime).toBeDefined();
+  expect(done.status?.completionTime).toBeDefined();
+  expect(done.status?.message).not.toContain('hello');
+  const lines = (await env.logs('bash-0', 'runtimed')).filter((l) => l.runUID === done.metadata.uid && l.msg === 'task output');
+  expect(lines.map((l) => l.line)).toEqual(['hello world from ok']);
+});
+
+test('a task Run that exits non-zero is retried per its policy and then fails with the exit code', async () => {
+  await env.createRun('exit-3', {
+    runtime: 'rt',
+    source: { inline: 'echo failing >&2\nexit 3\n' },
+    mode: { task: {} },
+    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+  });
+  await env.bind('exit-3', pod);
+  const requeued = await env.waitForRun('exit-3', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
+  expect(requeued.status?.message).toContain('attempt 1: exited with code 3');
+  await env.waitForTime(requeued.status?.notBefore ?? '');
+  await env.bind('exit-3', pod);
+  const failed = await env.waitForRun('exit-3', 'Failed', (r) => phase(r) === 'Failed');
+  expect(failed.status).toMatchObject({ phase: 'Failed', exitCode: 3, reason: 'NonZeroExit', attempt: 2 });
+  expect(failed.status?.message).toContain('exited with code 3');
+  expect(findCondition(failed.status?.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'NonZeroExit' });
+});
+
+test('a cancelled task Run is stopped with its whole process group, then Cancelled', async () => {
+  const pidFile = join(scratch, 'pids');
+  await env.createRun('long', {
+    runtime: 'rt',
+    source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\necho started\nwait\n' },
+    mode: { task: {} },
+    env: [{ name: 'PID_FILE', value: pidFile }],
+  });
+  await env.bind('long', pod);
+  const pids = await waitFor(
+    'the task to write its PIDs',
+    async () => {
+      const text = await readFile(pidFile, 'utf8').catch(() => '');
+      const numbers = text.split('\n').filter((l) => l !== '').map(Number);
+      return numbers.length === 2 ? numbers : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  expect(pids.some((pid) => !gone(pid))).toBe(true);
+  await env.patchRunSpec('long', { cancelRequested: true });
+  const cancelled = await env.waitForRun('long', 'Cancelled', (r) => phase(r) === 'Cancelled');
+  expect(cancelled.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
+  // Cancelled is written only after the Runtime Server reported the execution's end.
+  expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+});
