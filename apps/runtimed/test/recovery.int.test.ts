@@ -1,0 +1,102 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Run } from '@kruntimes/api';
+import { NotOwnerError, RunClient } from '@kruntimes/runtimed-core';
+import { waitFor } from '@kruntimes/testing';
+import { RuntimeEnvironment, admin, objects } from './runtime-pods.ts';
+
+/** Imports slowly and records every import: one line per registration that loaded it. */
+const SLOW_MODULE = `
+import os, time
+with open(os.environ["IMPORT_LOG"], "a") as f:
+    f.write("imported\\n")
+time.sleep(3)
+
+def handle(event, context):
+    return event
+`;
+
+let env: RuntimeEnvironment;
+let pod: V1Pod;
+let scratch: string;
+
+beforeAll(async () => {
+  env = await RuntimeEnvironment.start('runtimed-recovery');
+  pod = await env.createRuntimePod('python-0', 'python');
+  scratch = await mkdtemp(join(tmpdir(), 'runtimed-recovery-'));
+});
+
+afterAll(async () => {
+  await env.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+const phase = (run: Run) => run.status?.phase;
+
+test('runtimed killed in the middle of a registration and restarted: exactly one registration, Run Ready', async () => {
+  const importLog = join(scratch, 'imports.log');
+  await env.createRun('slow', {
+    runtime: 'rt',
+    source: { inline: SLOW_MODULE },
+    mode: { function: { handler: 'main:handle' } },
+    env: [{ name: 'IMPORT_LOG', value: importLog }],
+  });
+  await env.bind('slow', pod);
+  // The module is being imported: RegisterFunction is in flight.
+  await waitFor('the import to begin', async () => ((await readFile(importLog, 'utf8').catch(() => '')) === '' ? undefined : true), { timeoutMs: 30_000, intervalMs: 50 });
+  expect(phase(await env.getRun('slow'))).toBe('Running');
+  const runtimedPid = (await env.logs('python-0', 'runtimed')).find((l) => l.msg === 'runtimed started')?.pid;
+  env.node.crashContainer(env.name, 'python-0', 'runtimed', 'SIGKILL');
+
+  const ready = await env.waitForRun('slow', 'Ready', (r) => phase(r) === 'Ready');
+  expect(ready.status).toMatchObject({ attempt: 1, assignedPodUID: pod.metadata?.uid });
+  expect(await readFile(importLog, 'utf8')).toBe('imported\n');
+  const runtimedLogs = await env.logs('python-0', 'runtimed');
+  const registrations = runtimedLogs.filter((l) => l.runUID === ready.metadata.uid && typeof l.registrationId === 'string' && typeof l.created === 'boolean');
+  // The restarted process (another pid) got the registration the first one started.
+  expect(registrations).toHaveLength(1);
+  expect(registrations[0]).toMatchObject({ created: false });
+  expect(registrations[0]?.pid).not.toBe(runtimedPid);
+  const serverLogs = await env.logs('python-0', 'runtime-server');
+  expect(serverLogs.filter((l) => l.msg === 'registered' && l.runUid === ready.metadata.uid)).toHaveLength(1);
+});
+
+test('a status write from a stale attempt or another Pod UID is refused and changes nothing', async () => {
+  const runs = new RunClient(admin);
+  const created = await env.createRun('fenced', { runtime: 'nobody-runs-this', source: { inline: 'x' }, mode: { task: {} } });
+  const ownerPod = { metadata: { name: 'owner', uid: '0f0f0f0f-0000-4000-8000-000000000001' } };
+  const bound = await env.bind('fenced', ownerPod);
+  const epoch = { namespace: env.name, name: 'fenced', uid: created.metadata.uid ?? '', attempt: 1, podUID: ownerPod.metadata.uid };
+  const claimed = await runs.transition(epoch, { type: 'Claim' });
+  expect(claimed.status).toMatchObject({ phase: 'Running', attempt: 1 });
+  expect(bound.metadata.resourceVersion).not.toBe(claimed.metadata.resourceVersion);
+
+  const before = await env.getRun('fenced');
+  const stale = [
+    { ...epoch, attempt: 0 },
+    { ...epoch, attempt: 2 },
+    { ...epoch, podUID: '0f0f0f0f-0000-4000-8000-000000000002' },
+    { ...epoch, uid: '0f0f0f0f-0000-4000-8000-000000000003' },
+  ];
+  for (const wrong of stale) {
+    await expect(runs.transition(wrong, { type: 'Succeeded', outputs: { x: '1' } })).rejects.toBeInstanceOf(NotOwnerError);
+    await expect(runs.addFinalizer(wrong, ['Running'])).rejects.toBeInstanceOf(NotOwnerError);
+  }
+  // A writer that read before another write landed is refused by the API server itself.
+  await expect(
+    objects.replaceNamespacedCustomObjectStatus({
+      group: 'kruntimes.io',
+      version: 'v1alpha1',
+      namespace: env.name,
+      plural: 'runs',
+      name: 'fenced',
+      body: { ...bound, status: { ...bound.status, phase: 'Failed' } },
+    }),
+  ).rejects.toMatchObject({ code: 409 });
+  const after = await env.getRun('fenced');
+  expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+  expect(after.status).toEqual(before.status);
+  expect(after.metadata.finalizers).toEqual(before.metadata.finalizers);
+});
