@@ -108,7 +108,8 @@ describe('runtimeWorkload', () => {
         POD_UID: 'fieldRef:metadata.uid',
         POD_NAMESPACE: 'fieldRef:metadata.namespace',
         POD_IP: 'fieldRef:status.podIP',
-        RUNTIME: 'python',
+        RUNTIME_NAME: 'python',
+        RUNTIME_LANGUAGE: 'python',
       });
     }
     expect(env(container(workload, CONTAINERS.runtimed)).KRT_RUNS_PER_POD).toBe('4');

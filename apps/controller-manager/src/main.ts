@@ -1,0 +1,104 @@
+// controller-manager: wiring only (logic in @kruntimes/controller-manager-core).
+//   --kubeconfig PATH                     default: KUBECONFIG, then in-cluster
+//   --namespace NS                        watch one namespace (default: all)
+//   --lease-namespace NS                  default: POD_NAMESPACE, else kruntimes-system
+//   --lease-name NAME                     default: kruntimes-controller-manager
+//   --lease-duration-seconds N            default 15; --renew-deadline-seconds 10; --retry-period-seconds 2
+//   --runtimed-image IMAGE                default kruntimes/runtimed:latest
+//   --python-image IMAGE, --bash-image IMAGE   Runtime Server images per language
+//   --runtime-service-account NAME        service account of Runtime Pods (default kruntimes-runtimed)
+//   --runtime-server-listen loopback|podIP   podIP only on the local node (default loopback)
+//   --finished-runs-per-runtime N         completed-Run GC keeps this many (default 100)
+//   --log-level LEVEL                     default info (env KRT_LOG_LEVEL)
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { LeaderElector } from '@kruntimes/controller-runtime';
+import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME } from '@kruntimes/controller-manager-core';
+import { pino } from 'pino';
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string' },
+    namespace: { type: 'string' },
+    'lease-namespace': { type: 'string' },
+    'lease-name': { type: 'string', default: 'kruntimes-controller-manager' },
+    'lease-duration-seconds': { type: 'string', default: '15' },
+    'renew-deadline-seconds': { type: 'string', default: '10' },
+    'retry-period-seconds': { type: 'string', default: '2' },
+    'runtimed-image': { type: 'string', default: 'kruntimes/runtimed:latest' },
+    'python-image': { type: 'string', default: 'kruntimes/runtime-server-python:latest' },
+    'bash-image': { type: 'string', default: 'kruntimes/runtime-server-bash:latest' },
+    'runtime-service-account': { type: 'string', default: 'kruntimes-runtimed' },
+    'runtime-server-listen': { type: 'string', default: 'loopback' },
+    'finished-runs-per-runtime': { type: 'string', default: String(DEFAULT_FINISHED_RUNS_PER_RUNTIME) },
+    'log-level': { type: 'string' },
+  },
+  strict: true,
+});
+
+const logger = pino({ name: 'controller-manager', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
+
+function number(flag: string, value: string, minimum: number): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < minimum) throw new Error(`--${flag} must be a number >= ${minimum}, not ${JSON.stringify(value)}`);
+  return parsed;
+}
+
+try {
+  const listen = values['runtime-server-listen'];
+  if (listen !== 'loopback' && listen !== 'podIP') throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
+  const kubeConfig = new KubeConfig();
+  if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
+  else kubeConfig.loadFromFile(values.kubeconfig);
+  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
+  const elector = new LeaderElector({
+    kubeConfig,
+    namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
+    leaseName: values['lease-name'],
+    identity,
+    logger,
+    leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds'], 1),
+    renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds'], 1),
+    retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds'], 1),
+  });
+  // An object, not a let: the flag flips in a signal handler while run() awaits.
+  const state = { stopping: false };
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down');
+    state.stopping = true;
+    elector.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await elector.run({
+    onStartedLeading: async (signal) => {
+      logger.info({ identity }, 'leading: starting the controllers');
+      const manager = new ControllerManager({
+        kubeConfig,
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+        logger,
+        workload: {
+          runtimedImage: values['runtimed-image'],
+          runtimeServerImages: { python: values['python-image'], bash: values['bash-image'] },
+          serviceAccountName: values['runtime-service-account'],
+          runtimeServerListen: listen,
+        },
+        finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
+      });
+      const lost = new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        signal.addEventListener('abort', () => { resolve(); }, { once: true });
+      });
+      await Promise.race([manager.start(), lost]);
+      await lost;
+      await manager.stop();
+    },
+  });
+  if (!state.stopping) logger.error('lost the controller-manager lease; exiting');
+  process.exit(state.stopping ? 0 : 1);
+} catch (error) {
+  logger.fatal({ err: error }, 'controller-manager failed');
+  process.exitCode = 1;
+}

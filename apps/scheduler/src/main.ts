@@ -1,0 +1,112 @@
+// scheduler: wiring only (logic in @kruntimes/scheduler-core).
+//   --kubeconfig PATH              default: KUBECONFIG, then in-cluster
+//   --namespace NS                 watch one namespace (default: all)
+//   --lease-namespace NS           where the leader Lease lives (default: POD_NAMESPACE, else kruntimes-system)
+//   --lease-name NAME              default: kruntimes-scheduler
+//   --lease-duration-seconds N     default 15; --renew-deadline-seconds 10; --retry-period-seconds 2
+//   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
+//   --workers N                    Runtimes placed in parallel (default 2)
+//   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { LeaderElector } from '@kruntimes/controller-runtime';
+import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
+import { pino } from 'pino';
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string' },
+    namespace: { type: 'string' },
+    'lease-namespace': { type: 'string' },
+    'lease-name': { type: 'string', default: 'kruntimes-scheduler' },
+    'lease-duration-seconds': { type: 'string', default: '15' },
+    'renew-deadline-seconds': { type: 'string', default: '10' },
+    'retry-period-seconds': { type: 'string', default: '2' },
+    'metrics-address': { type: 'string' },
+    workers: { type: 'string', default: '2' },
+    'log-level': { type: 'string' },
+  },
+  strict: true,
+});
+
+const logger = pino({ name: 'scheduler', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
+
+function positive(flag: string, value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new Error(`--${flag} must be a positive number, not ${JSON.stringify(value)}`);
+  return parsed;
+}
+
+try {
+  const kubeConfig = new KubeConfig();
+  if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
+  else kubeConfig.loadFromFile(values.kubeconfig);
+  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
+  const metrics = new SchedulerMetrics();
+  if (values['metrics-address'] !== undefined) {
+    const address = values['metrics-address'];
+    const colon = address.lastIndexOf(':');
+    const server = createServer((request, response) => {
+      if (request.url !== '/metrics') {
+        response.statusCode = 404;
+        response.end();
+        return;
+      }
+      response.setHeader('content-type', 'text/plain; version=0.0.4');
+      response.end(metrics.render());
+    });
+    server.listen(Number(address.slice(colon + 1)), address.slice(0, colon) || undefined, () => {
+      logger.info({ address: server.address() }, 'metrics listening');
+    });
+    server.unref();
+  }
+  const elector = new LeaderElector({
+    kubeConfig,
+    namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
+    leaseName: values['lease-name'],
+    identity,
+    logger,
+    leaseDurationSeconds: positive('lease-duration-seconds', values['lease-duration-seconds']),
+    renewDeadlineSeconds: positive('renew-deadline-seconds', values['renew-deadline-seconds']),
+    retryPeriodSeconds: positive('retry-period-seconds', values['retry-period-seconds']),
+  });
+  // An object, not a let: the flag flips in a signal handler while run() awaits.
+  const state = { stopping: false };
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down');
+    state.stopping = true;
+    elector.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  logger.info({ identity }, 'campaigning for the scheduler lease');
+  await elector.run({
+    onStartedLeading: async (signal) => {
+      logger.info({ identity }, 'leading: starting the scheduler');
+      const scheduler = new Scheduler({
+        kubeConfig,
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+        logger,
+        metrics,
+        workers: positive('workers', values.workers),
+      });
+      const lost = new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        signal.addEventListener('abort', () => { resolve(); }, { once: true });
+      });
+      await Promise.race([scheduler.start(), lost]);
+      await lost;
+      await scheduler.stop();
+    },
+  });
+  // Like kube-scheduler: a replica that lost the Lease exits and restarts as a candidate,
+  // so no state of its leading term survives into the next one.
+  if (!state.stopping) logger.error('lost the scheduler lease; exiting');
+  process.exit(state.stopping ? 0 : 1);
+} catch (error) {
+  logger.fatal({ err: error }, 'scheduler failed');
+  process.exitCode = 1;
+}

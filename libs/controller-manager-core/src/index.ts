@@ -1,0 +1,3 @@
+export * from './collection.ts';
+export * from './manager.ts';
+export * from './runtime-status.ts';

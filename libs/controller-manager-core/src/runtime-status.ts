@@ -1,0 +1,109 @@
+import { CONDITION_TYPES, DEFAULTS, RUNTIME_REASONS } from '@kruntimes/api';
+import type { Condition, RuntimeStatus } from '@kruntimes/api';
+import { setCondition } from '@kruntimes/run-state';
+
+export interface RuntimePodView {
+  ready: boolean;
+  deleting: boolean;
+}
+
+/** The Deployment's rollout as its status reports it (absent before it exists). */
+export interface RolloutView {
+  generation: number;
+  observedGeneration: number;
+  replicas: number;
+  updatedReplicas: number;
+  availableReplicas: number;
+  desiredReplicas: number;
+}
+
+export interface RuntimeStatusInput {
+  generation: number | undefined;
+  runsPerPod: number | undefined;
+  previous: RuntimeStatus | undefined;
+  pods: readonly RuntimePodView[];
+  /** Runs of the Runtime that hold capacity (run-state's holdsCapacity). */
+  runsHoldingCapacity: number;
+  rollout: RolloutView | undefined;
+  /** Why the Runtime cannot become a workload; non-empty overrides everything else. */
+  problems: readonly string[];
+  now: string;
+}
+
+/**
+ * The Runtime's status from what exists. `totalCapacity` counts ready, non-deleting Pods
+ * only: that is what the scheduler can bind to. `usedCapacity` counts every Run that
+ * holds a unit, wherever it is, so during a roll or a Pod loss it can exceed the total.
+ */
+export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
+  const live = input.pods.filter((pod) => !pod.deleting);
+  const readyPods = live.filter((pod) => pod.ready).length;
+  const runsPerPod = input.runsPerPod ?? DEFAULTS.runsPerPod;
+  let conditions: Condition[] | undefined = input.previous?.conditions?.map((c) => ({ ...c }));
+
+  if (input.problems.length > 0) {
+    const message = input.problems.join('; ');
+    conditions = setCondition(conditions, { type: CONDITION_TYPES.available, status: 'False', reason: RUNTIME_REASONS.invalidSpec, message }, input.now, input.generation);
+    conditions = setCondition(conditions, { type: CONDITION_TYPES.progressing, status: 'False', reason: RUNTIME_REASONS.invalidSpec, message }, input.now, input.generation);
+  } else {
+    conditions = setCondition(
+      conditions,
+      readyPods > 0
+        ? { type: CONDITION_TYPES.available, status: 'True', reason: RUNTIME_REASONS.podsReady, message: `${readyPods} of ${live.length} Pods ready` }
+        : { type: CONDITION_TYPES.available, status: 'False', reason: RUNTIME_REASONS.noPodsReady, message: 'no Runtime Pod is ready' },
+      input.now,
+      input.generation,
+    );
+    conditions = setCondition(
+      conditions,
+      rolledOut(input.rollout)
+        ? { type: CONDITION_TYPES.progressing, status: 'False', reason: RUNTIME_REASONS.rolledOut, message: 'every Pod runs the current spec' }
+        : { type: CONDITION_TYPES.progressing, status: 'True', reason: RUNTIME_REASONS.rollingOut, message: rolloutMessage(input.rollout) },
+      input.now,
+      input.generation,
+    );
+  }
+
+  return {
+    ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
+    replicas: live.length,
+    readyPods,
+    totalCapacity: readyPods * runsPerPod,
+    usedCapacity: input.runsHoldingCapacity,
+    conditions,
+  };
+}
+
+/** As `kubectl rollout status`: observed, all updated, all available, no old Pods left. */
+function rolledOut(rollout: RolloutView | undefined): boolean {
+  if (rollout === undefined) return false;
+  return (
+    rollout.observedGeneration >= rollout.generation &&
+    rollout.updatedReplicas === rollout.desiredReplicas &&
+    rollout.replicas === rollout.desiredReplicas &&
+    rollout.availableReplicas === rollout.desiredReplicas
+  );
+}
+
+function rolloutMessage(rollout: RolloutView | undefined): string {
+  if (rollout === undefined) return 'creating the Deployment';
+  return `${rollout.updatedReplicas} of ${rollout.desiredReplicas} Pods updated, ${rollout.availableReplicas} available`;
+}
+
+/** Status equality that ignores nothing but key order: a write is made only on a change. */
+export function sameStatus(a: RuntimeStatus | undefined, b: RuntimeStatus): boolean {
+  return JSON.stringify(normalise(a ?? {})) === JSON.stringify(normalise(b));
+}
+
+function normalise(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(normalise);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+        .map(([k, v]) => [k, normalise(v)]),
+    );
+  }
+  return value;
+}

@@ -1,0 +1,172 @@
+import type { RunPhase } from '@kruntimes/api';
+import { holdsCapacity } from '@kruntimes/run-state';
+import { planPlacement } from './placement.ts';
+import type { Decision, PlacementInput, PodInfo, RunInfo } from './placement.ts';
+
+const NOW = Date.parse('2026-12-02T12:00:00Z');
+
+function pod(name: string, extra: Partial<PodInfo> = {}): PodInfo {
+  return { name, uid: `uid-${name}`, ready: true, deleting: false, ...extra };
+}
+
+/** `run('a', 'Scheduled', 'p1')`: a Run created at second `order` (default: its position). */
+function run(name: string, phase: RunPhase = 'Pending', pod?: string, extra: Partial<RunInfo> = {}): RunInfo {
+  const cleanup = extra.holdsCapacity;
+  return {
+    uid: `uid-${name}`,
+    name,
+    creationTimestamp: '2026-12-02T11:00:00Z',
+    phase,
+    reason: undefined,
+    assignedPodUID: pod === undefined ? undefined : `uid-${pod}`,
+    holdsCapacity: cleanup ?? holdsCapacity(phase),
+    cancelRequested: false,
+    deleting: false,
+    notBefore: undefined,
+    ...extra,
+  };
+}
+
+function input(overrides: Partial<PlacementInput>): PlacementInput {
+  return { runtimeExists: true, runsPerPod: 2, pods: [], runs: [], assumed: new Map(), nowMs: NOW, ...overrides };
+}
+
+/** Decisions as short strings: `bind a->p1`, `cancel a`, `NoCapacity a`. */
+function summary(decisions: Decision[]): string[] {
+  return decisions.map((d) => {
+    switch (d.action) {
+      case 'bind':
+        return `bind ${d.run.name}->${d.pod.name}`;
+      case 'cancel':
+        return `cancel ${d.run.name}`;
+      case 'unschedulable':
+        return `${d.reason} ${d.run.name}`;
+    }
+  });
+}
+
+describe('planPlacement', () => {
+  it.each<[string, Partial<PlacementInput>, string[], number]>([
+    ['no Runs: nothing to do', { pods: [pod('p1')] }, [], 0],
+    [
+      '3 Pods x 2 = 6 binds, the 7th waits with NoCapacity; spread by most free, ties by name',
+      { pods: [pod('p1'), pod('p2'), pod('p3')], runs: ['r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7'].map((n) => run(n)) },
+      ['bind r1->p1', 'bind r2->p2', 'bind r3->p3', 'bind r4->p1', 'bind r5->p2', 'bind r6->p3', 'NoCapacity r7'],
+      1,
+    ],
+    [
+      'oldest first by creationTimestamp, then name',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('b', 'Pending', undefined, { creationTimestamp: '2026-12-02T11:00:05Z' }), run('c'), run('a', 'Pending', undefined, { creationTimestamp: '2026-12-02T11:00:05Z' })],
+      },
+      ['bind c->p1', 'NoCapacity a', 'NoCapacity b'],
+      2,
+    ],
+    [
+      'Runs that hold capacity are counted; Runs that do not are not',
+      {
+        pods: [pod('p1'), pod('p2')],
+        runs: [run('s', 'Scheduled', 'p1'), run('r', 'Running', 'p1'), run('f', 'Ready', 'p2'), run('done', 'Succeeded', 'p2'), run('w', 'WaitingInput'), run('new')],
+      },
+      ['bind new->p2'],
+      0,
+    ],
+    [
+      'a finished Run still carrying the registration-cleanup finalizer keeps its unit',
+      { runsPerPod: 1, pods: [pod('p1')], runs: [run('old', 'Cancelled', 'p1', { holdsCapacity: holdsCapacity('Cancelled', true) }), run('new')] },
+      ['NoCapacity new'],
+      1,
+    ],
+    [
+      'assumed binds count although the cache still shows them Pending, and are not planned again',
+      { runsPerPod: 1, pods: [pod('p1'), pod('p2')], runs: [run('a'), run('b'), run('c')], assumed: new Map([['uid-a', 'uid-p1']]) },
+      ['bind b->p2', 'NoCapacity c'],
+      1,
+    ],
+    [
+      'never binds to a not-ready or deleting Pod',
+      { pods: [pod('p1', { ready: false }), pod('p2', { deleting: true })], runs: [run('a')] },
+      ['NoReadyPods a'],
+      1,
+    ],
+    ['no Pods at all', { runs: [run('a')] }, ['NoReadyPods a'], 1],
+    ['the Runtime does not exist', { runtimeExists: false, pods: [pod('p1')], runs: [run('a')] }, ['RuntimeNotFound a'], 1],
+    [
+      'the same reason is not written twice',
+      { runtimeExists: false, runs: [run('a', 'Pending', undefined, { reason: 'RuntimeNotFound' }), run('b', 'Pending', undefined, { reason: 'NoCapacity' })] },
+      ['RuntimeNotFound b'],
+      2,
+    ],
+    [
+      'cancel before assignment, even without a Runtime, and without using capacity',
+      { runsPerPod: 1, pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { cancelRequested: true }), run('b')] },
+      ['cancel a', 'bind b->p1'],
+      0,
+    ],
+    [
+      'a Run in retry backoff waits without blocking younger Runs',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('backoff', 'Pending', undefined, { creationTimestamp: '2026-12-02T10:00:00Z', notBefore: '2026-12-02T12:00:30Z' }), run('young')],
+      },
+      ['bind young->p1'],
+      1,
+    ],
+    [
+      'a Run whose notBefore has passed is bound',
+      { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:00:00Z' })] },
+      ['bind a->p1'],
+      0,
+    ],
+    ['a deleting Pending Run is left alone', { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { deleting: true })] }, [], 0],
+    [
+      'an over-committed Pod (e.g. after a shrink of spec.runs) has no room, never negative room',
+      { runsPerPod: 1, pods: [pod('p1'), pod('p2')], runs: [run('x', 'Running', 'p1'), run('y', 'Running', 'p1'), run('a'), run('b')] },
+      ['bind a->p2', 'NoCapacity b'],
+      1,
+    ],
+  ])('%s', (_name, overrides, expected, unbound) => {
+    const plan = planPlacement(input(overrides));
+    expect(summary(plan.decisions)).toEqual(expected);
+    expect(plan.unbound).toBe(unbound);
+  });
+
+  it('reports when to look again at the earliest backoff', () => {
+    const plan = planPlacement(
+      input({
+        pods: [pod('p1')],
+        runs: [run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:00:30Z' }), run('b', 'Pending', undefined, { notBefore: '2026-12-02T12:00:10Z' })],
+      }),
+    );
+    expect(plan.decisions).toEqual([]);
+    expect(plan.retryAtMs).toBe(Date.parse('2026-12-02T12:00:10Z'));
+  });
+
+  it('never plans more binds onto a Pod than its free capacity, for any mix', () => {
+    // A small exhaustive-ish sweep: every combination of existing load and Pending Runs.
+    for (let runsPerPod = 1; runsPerPod <= 3; runsPerPod += 1) {
+      for (let existing = 0; existing <= 4; existing += 1) {
+        for (let pending = 0; pending <= 8; pending += 1) {
+          const runs = [
+            ...Array.from({ length: existing }, (_, i) => run(`e${i}`, 'Running', i % 2 === 0 ? 'p1' : 'p2')),
+            ...Array.from({ length: pending }, (_, i) => run(`n${i}`)),
+          ];
+          const plan = planPlacement(input({ runsPerPod, pods: [pod('p1'), pod('p2')], runs }));
+          const load = new Map<string, number>();
+          for (const r of runs) if (r.assignedPodUID !== undefined) load.set(r.assignedPodUID, (load.get(r.assignedPodUID) ?? 0) + 1);
+          for (const d of plan.decisions) if (d.action === 'bind') load.set(d.pod.uid, (load.get(d.pod.uid) ?? 0) + 1);
+          const binds = plan.decisions.filter((d) => d.action === 'bind').length;
+          const room = ['uid-p1', 'uid-p2'].reduce((sum, uid) => sum + Math.max(0, runsPerPod - runs.filter((r) => r.assignedPodUID === uid).length), 0);
+          expect(binds).toBe(Math.min(pending, room));
+          for (const [uid, count] of load) {
+            const before = runs.filter((r) => r.assignedPodUID === uid).length;
+            expect(count).toBeLessThanOrEqual(Math.max(before, runsPerPod));
+          }
+        }
+      }
+    }
+  });
+});
