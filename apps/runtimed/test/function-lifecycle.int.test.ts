@@ -1,8 +1,24 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { FunctionMode, Run, RunSpec } from '@kruntimes/api';
 import { findCondition } from '@kruntimes/run-state';
-import { GATEWAY_HOST, RuntimeEnvironment } from './runtime-pods.ts';
+import { GATEWAY_HOST, RuntimeEnvironment, admin, cluster } from './runtime-pods.ts';
+
+/** Runs a command with optional stdin; rejects with its stderr on a non-zero exit. */
+function execFileAsync(file: string, args: string[], options: { timeout: number; input?: string }): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(file, args, { timeout: options.timeout }, (error, stdout, stderr) => {
+      if (error === null) resolve({ stdout, stderr });
+      else reject(new Error(`${file} ${args.join(' ')}: ${stderr || error.message}`));
+    });
+    child.stdin?.end(options.input ?? '');
+  });
+}
 
 const HANDLER = `
 def handle(event, context):
@@ -99,4 +115,42 @@ test('a registration that keeps failing is retried per retryPolicy, counting att
   expect(failed.status).toMatchObject({ phase: 'Failed', attempt: 2, reason: 'RegistrationFailed' });
   expect(failed.status?.message).toContain('no function');
   expect(failed.metadata.finalizers ?? []).not.toContain(REGISTRATION_CLEANUP_FINALIZER);
+});
+
+test('a user with RBAC on runs only creates a function Run with kubectl, and kubectl wait --for=condition=Ready returns', async () => {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace: env.name,
+    body: { metadata: { name: 'run-user' }, rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] }] },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: env.name,
+    body: {
+      metadata: { name: 'run-user' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-user' },
+      subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }],
+    },
+  });
+  const dir = await mkdtemp(join(tmpdir(), 'runtimed-kubectl-'));
+  try {
+    const kubeconfig = (await cluster.writeKubeconfigs(dir)).alice ?? '';
+    const kubectl = (args: string[], input?: string) =>
+      execFileAsync('kubectl', ['--kubeconfig', kubeconfig, '--namespace', env.name, ...args], { timeout: 90_000, ...(input === undefined ? {} : { input }) });
+    const manifest = JSON.stringify({
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: 'by-kubectl' },
+      spec: { runtime: 'rt', source: { inline: HANDLER }, mode: { function: { handler: 'main:handle' } } },
+    });
+    await kubectl(['create', '-f', '-'], manifest);
+    // alice may not touch status: the test plays the scheduler with its own rights.
+    await expect(kubectl(['patch', 'run', 'by-kubectl', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready"}}'])).rejects.toThrow(/forbidden/);
+    await env.bind('by-kubectl', pod);
+    const { stdout } = await kubectl(['wait', '--for=condition=Ready', 'run/by-kubectl', '--timeout=60s']);
+    expect(stdout).toContain('condition met');
+    const { stdout: table } = await kubectl(['get', 'run', 'by-kubectl']);
+    expect(table).toMatch(/by-kubectl\s+Ready\s+function\s+rt\s+python-0\s+1/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
