@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
@@ -12,6 +12,7 @@ import { ControllerManager } from '@kruntimes/controller-manager-core';
 import { LocalNode } from '@kruntimes/local-node';
 import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
+import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
@@ -49,8 +50,25 @@ export class Environment {
     this.#stateDir = stateDir;
   }
 
-  static async start(prefix: string, options: { finishedRunsPerRuntime?: number } = {}): Promise<Environment> {
+  /**
+   * `runtimed: 'real'` runs the real runtimed (apps/runtimed) with the RBAC it needs, for
+   * end-to-end checks; the default stand-in only serves health, and the test drives Runs.
+   */
+  static async start(prefix: string, options: { finishedRunsPerRuntime?: number; runtimed?: 'fake' | 'real' } = {}): Promise<Environment> {
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
+    const real = options.runtimed === 'real';
+    if (real) {
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
+      await rbac.createNamespacedRoleBinding({
+        namespace: namespace.name,
+        body: {
+          metadata: { name: 'runtimed' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runtimed' },
+          subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: namespace.name }],
+        },
+      });
+    }
     const stateDir = await mkdtemp(join(tmpdir(), `${prefix}-`));
     const node = new LocalNode(
       admin,
@@ -59,7 +77,7 @@ export class Environment {
         stateDir,
         namespaces: [namespace.name],
         images: {
-          'kruntimes/runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/scheduler/test/fixtures/fake-runtimed.ts')] },
+          'kruntimes/runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, real ? 'apps/runtimed/src/main.ts' : 'apps/scheduler/test/fixtures/fake-runtimed.ts')] },
           'kruntimes/runtime-server-bash': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
           'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
         },
