@@ -1,7 +1,7 @@
 // runtimed: wiring only (logic in @kruntimes/runtimed-core). Configuration: environment
 // variables, see loadConfig in libs/runtimed-core/src/config.ts.
 import { KubeConfig } from '@kubernetes/client-node';
-import { NO_METRICS, loadConfig, startRuntimed } from '@kruntimes/runtimed-core';
+import { NO_METRICS, loadConfig, startPrometheusMetrics, startRuntimed } from '@kruntimes/runtimed-core';
 import { pino } from 'pino';
 
 const logger = pino({
@@ -16,10 +16,15 @@ try {
   const kubeConfig = new KubeConfig();
   // On the local node the service-account files live under the container root.
   kubeConfig.loadFromCluster(config.containerRoot === '' ? undefined : config.containerRoot);
-  const runtimed = await startRuntimed({ config, kubeConfig, logger: logger.child({ pod: config.pod.name }), metrics: NO_METRICS });
+  // Served on the Pod IP like the gRPC port; KRT_METRICS_PORT=0 turns it off.
+  const prometheus = config.metricsPort === 0 ? undefined : await startPrometheusMetrics(config.pod.ip, config.metricsPort);
+  const runtimed = await startRuntimed({ config, kubeConfig, logger: logger.child({ pod: config.pod.name }), metrics: prometheus?.metrics ?? NO_METRICS });
   const stop = (signal: NodeJS.Signals): void => {
     logger.info({ signal }, 'shutting down');
-    runtimed.stop().then(
+    runtimed
+      .stop()
+      .then(() => prometheus?.shutdown())
+      .then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

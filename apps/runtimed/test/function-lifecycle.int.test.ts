@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { FunctionMode, Run, RunSpec } from '@kruntimes/api';
@@ -153,4 +153,22 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('runtimed renews a Lease for its Pod and exports its metrics for Prometheus on the Pod IP', async () => {
+  const lease = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: env.name, name: 'python-0' });
+  expect(lease.spec).toMatchObject({ holderIdentity: pod.metadata?.uid, leaseDurationSeconds: 90 });
+  expect(lease.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Pod', name: 'python-0', uid: pod.metadata?.uid })]);
+
+  const response = await fetch(`http://${pod.status?.podIP ?? ''}:9464/metrics`);
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  const value = (series: string): number => Number(new RegExp(`^${series.replaceAll(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  // Every Run of this file registered once; the broken one failed twice.
+  expect(value('kruntimes_runtimed_registrations_total{outcome="registered"}')).toBeGreaterThanOrEqual(5);
+  expect(value('kruntimes_runtimed_registrations_total{outcome="failed"}')).toBe(2);
+  // by-kubectl is still Ready.
+  expect(value('kruntimes_runtimed_active_functions')).toBe(1);
+  expect(value('kruntimes_runtimed_lease_renewals_total{result="ok"}')).toBeGreaterThanOrEqual(1);
+  expect(text).toContain('kruntimes_runtimed_status_write_conflicts_total');
 });

@@ -1,6 +1,7 @@
 export * from './config.ts';
 export * from './endpoint.ts';
 export * from './metrics.ts';
+export * from './otel-metrics.ts';
 export * from './plan.ts';
 export * from './pod-lease.ts';
 export * from './rbac.ts';

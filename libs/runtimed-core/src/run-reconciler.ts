@@ -23,6 +23,8 @@ const { ExitReason, RegistrationState } = runtimeServerV1;
 export const FUNCTION_POLL_MS = 2_000;
 /** While an invocation is in flight during deletion, look again this often. */
 const IN_FLIGHT_POLL_MS = 250;
+/** Far more task attempts than one Pod runs while a cache can lag behind them. */
+const MAX_REMEMBERED_EXECUTIONS = 10_000;
 
 export interface RunReconcilerOptions {
   podUID: string;
@@ -68,6 +70,12 @@ export class RunReconciler {
   readonly #o: RunReconcilerOptions;
   readonly #now: () => number;
   readonly #local = new Map<string, LocalState>();
+  /**
+   * Task attempts (`uid/attempt`) this process started: an attempt runs at most once per
+   * process, whatever a lagging cache says afterwards (across restarts the attempt's
+   * workspace is the marker). Bounded; insertion order makes it a FIFO.
+   */
+  readonly #executed = new Set<string>();
 
   constructor(options: RunReconcilerOptions) {
     this.#o = options;
@@ -290,6 +298,11 @@ export class RunReconciler {
     if (existing?.execution !== undefined) {
       return lifetimeRemainingMs === undefined ? undefined : { requeueAfterMs: Math.max(0, lifetimeRemainingMs) };
     }
+    const executionId = `${epoch.uid}/${epoch.attempt}`;
+    if (this.#executed.has(executionId)) return undefined;
+    // The cache may lag: an execution that just ended and wrote its outcome would
+    // otherwise look like a Running task that still has to run.
+    await this.#o.runs.verify(epoch, ['Running']);
     const attemptDir = await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt);
     if (await exists(attemptDir)) {
       // This attempt's workspace exists but no execution does: runtimed restarted while
@@ -300,7 +313,8 @@ export class RunReconciler {
     }
     const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
     const state = this.#track(key, epoch, 'task');
-    const execution: Execution = { id: `${epoch.uid}/${epoch.attempt}`, abort: new AbortController(), done: Promise.resolve() };
+    this.#rememberExecuted(executionId);
+    const execution: Execution = { id: executionId, abort: new AbortController(), done: Promise.resolve() };
     state.execution = execution;
     execution.done = this.#runExecution(key, run, epoch, log, workdir, execution, lifetimeRemainingMs);
     return undefined;
@@ -466,6 +480,14 @@ export class RunReconciler {
     await this.#o.workspaces.remove(state.uid);
     this.#local.delete(key);
     log.info({ why }, 'released the Run locally');
+  }
+
+  #rememberExecuted(executionId: string): void {
+    this.#executed.add(executionId);
+    if (this.#executed.size > MAX_REMEMBERED_EXECUTIONS) {
+      const oldest = this.#executed.values().next();
+      if (oldest.done !== true) this.#executed.delete(oldest.value);
+    }
   }
 
   #track(key: string, epoch: Epoch, mode: 'task' | 'function'): LocalState {
