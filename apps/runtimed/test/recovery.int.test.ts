@@ -2,10 +2,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
+import { createChannel, createClient } from 'nice-grpc';
+import type { Client } from 'nice-grpc';
 import type { Run } from '@kruntimes/api';
+import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { NotOwnerError, RunClient } from '@kruntimes/runtimed-core';
 import { waitFor } from '@kruntimes/testing';
-import { RuntimeEnvironment, admin, objects } from './runtime-pods.ts';
+import { RUNTIME_SERVER_PORT, RuntimeEnvironment, admin, objects } from './runtime-pods.ts';
 
 /** Imports slowly and records every import: one line per registration that loaded it. */
 const SLOW_MODULE = `
@@ -99,4 +102,66 @@ test('a status write from a stale attempt or another Pod UID is refused and chan
   expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
   expect(after.status).toEqual(before.status);
   expect(after.metadata.finalizers).toEqual(before.metadata.finalizers);
+});
+
+/** The local Runtime Server of a test Pod (loopback), for what the gateway will do later. */
+function runtimeServer(target: V1Pod): Client<runtimeServerV1.RuntimeServerDefinition> {
+  return createClient(runtimeServerV1.RuntimeServerDefinition, createChannel(`${target.status?.podIP ?? ''}:${RUNTIME_SERVER_PORT}`));
+}
+
+async function registrationIdOf(uid: string): Promise<string> {
+  const entry = (await env.logs('python-0', 'runtimed')).find((l) => l.runUID === uid && typeof l.registrationId === 'string');
+  if (typeof entry?.registrationId !== 'string') throw new Error(`no registration logged for ${uid}`);
+  return entry.registrationId;
+}
+
+const CRASHING = `
+import os
+
+def crash(event, context):
+    os._exit(9)
+`;
+
+test('a fatal Runtime Server error makes the Run not ready and enters registration recovery: a new attempt registers again', async () => {
+  const created = await env.createRun('crashy', {
+    runtime: 'rt',
+    source: { inline: CRASHING },
+    mode: { function: { handler: 'main:crash' } },
+    retryPolicy: { maxAttempts: 3, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+  });
+  await env.bind('crashy', pod);
+  await env.waitForRun('crashy', 'Ready', (r) => phase(r) === 'Ready');
+  const registrationId = await registrationIdOf(created.metadata.uid ?? '');
+  // The handler kills its worker: the registration fails fatally in the Runtime Server.
+  await expect(
+    runtimeServer(pod).invokeFunction({ registrationId, invocationId: 'crash-1', payload: Buffer.from('null'), timeout: durationFromMillis(10_000) }),
+  ).rejects.toThrow();
+  const requeued = await env.waitForRun('crashy', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
+  expect(requeued.status?.message).toContain('the registration failed');
+  const logs = await env.logs('python-0', 'runtimed');
+  expect(logs.some((l) => l.runUID === created.metadata.uid && l.msg === 'registration failed fatally; recovering')).toBe(true);
+  await env.waitForTime(requeued.status?.notBefore ?? '');
+  await env.bind('crashy', pod);
+  const again = await env.waitForRun('crashy', 'Ready at attempt 2', (r) => phase(r) === 'Ready' && r.status?.attempt === 2);
+  expect(again.status?.endpoint?.url).toContain(`/functions/${created.metadata.uid ?? ''}:invoke`);
+});
+
+test('after a restart runtimed converges: a Ready function keeps its one registration, and a cancel then completes', async () => {
+  const created = await env.createRun('survivor', { runtime: 'rt', source: { inline: CRASHING }, mode: { function: { handler: 'main:crash' } } });
+  await env.bind('survivor', pod);
+  await env.waitForRun('survivor', 'Ready', (r) => phase(r) === 'Ready');
+  const uid = created.metadata.uid ?? '';
+  const registrationId = await registrationIdOf(uid);
+  env.node.crashContainer(env.name, 'python-0', 'runtimed', 'SIGKILL');
+  // The restarted runtimed re-lists, finds the Ready Run and asks for the same attempt: same ID.
+  await waitFor(
+    'the restarted runtimed to take the registration over',
+    async () => ((await env.logs('python-0', 'runtimed')).some((l) => l.runUID === uid && l.registrationId === registrationId && l.created === false) ? true : undefined),
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+  await env.patchRunSpec('survivor', { cancelRequested: true });
+  await env.waitForRun('survivor', 'Cancelled', (r) => phase(r) === 'Cancelled' && (r.metadata.finalizers ?? []).length === 0);
+  const serverLogs = (await env.logs('python-0', 'runtime-server')).filter((l) => l.runUid === uid);
+  expect(serverLogs.filter((l) => l.msg === 'registered')).toHaveLength(1);
+  expect(serverLogs.filter((l) => l.msg === 'unregistered')).toEqual([expect.objectContaining({ registrationId })]);
 });
