@@ -6,8 +6,11 @@ import { CoordinationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-no
 import type { V1Pod } from '@kubernetes/client-node';
 import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { FunctionMode, Run, RunSpec } from '@kruntimes/api';
+import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { findCondition } from '@kruntimes/run-state';
-import { GATEWAY_HOST, RuntimeEnvironment, admin, cluster } from './runtime-pods.ts';
+import { waitFor } from '@kruntimes/testing';
+import { createChannel, createClient } from 'nice-grpc';
+import { GATEWAY_HOST, RUNTIME_SERVER_PORT, RuntimeEnvironment, admin, cluster } from './runtime-pods.ts';
 
 /** Runs a command with optional stdin; rejects with its stderr on a non-zero exit. */
 function execFileAsync(file: string, args: string[], options: { timeout: number; input?: string }): Promise<{ stdout: string; stderr: string }> {
@@ -23,6 +26,14 @@ function execFileAsync(file: string, args: string[], options: { timeout: number;
 const HANDLER = `
 def handle(event, context):
     return event
+`;
+
+const SLOW_HANDLER = `
+import time
+
+def slow(event, context):
+    time.sleep(event["seconds"])
+    return "slept"
 `;
 
 let env: RuntimeEnvironment;
@@ -171,4 +182,24 @@ test('runtimed renews a Lease for its Pod and exports its metrics for Prometheus
   expect(value('kruntimes_runtimed_active_functions')).toBe(1);
   expect(value('kruntimes_runtimed_lease_renewals_total{result="ok"}')).toBeGreaterThanOrEqual(1);
   expect(text).toContain('kruntimes_runtimed_status_write_conflicts_total');
+});
+
+test('deleting a function Run with an invocation in flight lets that invocation finish before it unregisters', async () => {
+  await env.createRun('busy', { runtime: 'rt', source: { inline: SLOW_HANDLER }, mode: { function: { handler: 'main:slow' } } });
+  await env.bind('busy', pod);
+  const run = await env.waitForRun('busy', 'Ready', (r) => phase(r) === 'Ready');
+  const uid = run.metadata.uid ?? '';
+  const registration = (await env.logs('python-0', 'runtimed')).find((l) => l.runUID === uid && typeof l.registrationId === 'string');
+  const registrationId = String(registration?.registrationId);
+  const server = createClient(runtimeServerV1.RuntimeServerDefinition, createChannel(`${pod.status?.podIP ?? ''}:${RUNTIME_SERVER_PORT}`));
+  // What the dataplane will do: one invocation, in flight while the Run is deleted.
+  const invocation = server.invokeFunction({ registrationId, invocationId: 'in-flight', payload: Buffer.from('{"seconds": 2}'), timeout: durationFromMillis(30_000) });
+  await waitFor('the invocation to be in flight', async () => ((await server.functionStatus({ registrationId })).inFlight === 1 ? true : undefined), { timeoutMs: 10_000, intervalMs: 20 });
+  await env.deleteRun('busy');
+  const response = await invocation;
+  expect(JSON.parse(Buffer.from(response.result).toString('utf8'))).toBe('slept');
+  await env.waitForRunGone('busy');
+  const steps = (await env.logs('python-0', 'runtimed')).filter((l) => l.runUID === uid && (typeof l.step === 'string' || typeof l.inFlight === 'number')).map((l) => l.step ?? 'waiting');
+  expect(steps[0]).toBe('waiting');
+  expect(steps.filter((s) => s !== 'waiting')).toEqual(['unregistered', 'workspace-removed', 'finalizer-removed']);
 });

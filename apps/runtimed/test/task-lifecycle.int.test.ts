@@ -93,3 +93,26 @@ test('a cancelled task Run is stopped with its whole process group, then Cancell
   // Cancelled is written only after the Runtime Server reported the execution's end.
   expect(pids.filter((pid) => !gone(pid))).toEqual([]);
 });
+
+test('deleting a running task Run stops its execution: no process is left behind', async () => {
+  const pidFile = join(scratch, 'deleted-pids');
+  await env.createRun('doomed', {
+    runtime: 'rt',
+    source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
+    mode: { task: {} },
+    env: [{ name: 'PID_FILE', value: pidFile }],
+  });
+  await env.bind('doomed', pod);
+  const pids = await waitFor(
+    'the task to write its PIDs',
+    async () => {
+      const numbers = (await readFile(pidFile, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map(Number);
+      return numbers.length === 2 ? numbers : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  await env.deleteRun('doomed');
+  await env.waitForRunGone('doomed');
+  // Tasks carry no finalizer: the object goes at once and runtimed stops the work after.
+  await waitFor('the task processes to end', () => Promise.resolve(pids.every(gone) ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+});
