@@ -139,7 +139,7 @@ test('a fatal Runtime Server error makes the Run not ready and enters registrati
   const requeued = await env.waitForRun('crashy', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
   expect(requeued.status?.message).toContain('the registration failed');
   const logs = await env.logs('python-0', 'runtimed');
-  expect(logs.some((l) => l.runUID === created.metadata.uid && l.msg === 'registration failed fatally; recovering')).toBe(true);
+  expect(logs.some((l) => l.runUID === created.metadata.uid && l.msg === 'registration lost; recovering')).toBe(true);
   await env.waitForTime(requeued.status?.notBefore ?? '');
   await env.bind('crashy', pod);
   const again = await env.waitForRun('crashy', 'Ready at attempt 2', (r) => phase(r) === 'Ready' && r.status?.attempt === 2);
@@ -164,4 +164,22 @@ test('after a restart runtimed converges: a Ready function keeps its one registr
   const serverLogs = (await env.logs('python-0', 'runtime-server')).filter((l) => l.runUid === uid);
   expect(serverLogs.filter((l) => l.msg === 'registered')).toHaveLength(1);
   expect(serverLogs.filter((l) => l.msg === 'unregistered')).toEqual([expect.objectContaining({ registrationId })]);
+});
+
+test('a restarted Runtime Server lost the registration: the Run leaves Ready and a new attempt registers', async () => {
+  const created = await env.createRun('orphaned', {
+    runtime: 'rt',
+    source: { inline: CRASHING },
+    mode: { function: { handler: 'main:crash' } },
+    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+  });
+  await env.bind('orphaned', pod);
+  await env.waitForRun('orphaned', 'Ready', (r) => phase(r) === 'Ready');
+  env.node.crashContainer(env.name, 'python-0', 'runtime-server', 'SIGKILL');
+  const requeued = await env.waitForRun('orphaned', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
+  expect(requeued.status?.message).toContain('no longer hold');
+  await env.waitForTime(requeued.status?.notBefore ?? '');
+  await env.bind('orphaned', pod);
+  const again = await env.waitForRun('orphaned', 'Ready at attempt 2', (r) => phase(r) === 'Ready' && r.status?.attempt === 2);
+  expect(again.metadata.uid).toBe(created.metadata.uid);
 });

@@ -161,7 +161,7 @@ export class RunReconciler {
     const state = this.#track(key, epoch, 'function');
     let registrationId: string;
     try {
-      registrationId = await this.#registerIdempotently(run, epoch, fn.handler, log);
+      ({ registrationId } = await this.#registerIdempotently(run, epoch, fn.handler, log));
     } catch (error) {
       if (!isDefiniteRegistrationFailure(error)) {
         // Unknown outcome (server unreachable, deadline): retried with the same attempt,
@@ -182,13 +182,13 @@ export class RunReconciler {
   }
 
   /** RegisterFunction for this epoch: same attempt and configuration give the same ID. */
-  async #registerIdempotently(run: ReadonlyDeep<Run>, epoch: Epoch, handler: string, log: Logger): Promise<string> {
+  async #registerIdempotently(run: ReadonlyDeep<Run>, epoch: Epoch, handler: string, log: Logger): Promise<{ registrationId: string; created: boolean }> {
     const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
     log.info({ workdir }, 'registering');
     const response = await this.#o.server.register({ runUid: epoch.uid, attempt: epoch.attempt, workdir, handler, env: runEnv(run, this.#o.runtime, epoch.attempt) });
     this.#o.metrics.registration(response.created ? 'registered' : 'reused');
     log.info({ registrationId: response.registrationId, created: response.created }, response.created ? 'registered' : 'registration already existed (same attempt and configuration)');
-    return response.registrationId;
+    return response;
   }
 
   async #watch(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
@@ -199,26 +199,24 @@ export class RunReconciler {
     // configuration returns the one the Runtime Server holds (nothing registered twice).
     if (state.registrationId === undefined) {
       await this.#o.runs.verify(epoch, ['Ready']);
-      state.registrationId = await this.#registerIdempotently(run, epoch, fn.handler, log);
+      const { registrationId, created } = await this.#registerIdempotently(run, epoch, fn.handler, log);
+      state.registrationId = registrationId;
+      // Created anew means the Runtime Server had lost the one that became Ready (it
+      // restarted): module state and idle clock are gone, so that epoch is over.
+      if (created) return this.#registrationLost(key, run, epoch, log, 'the Runtime Server no longer held the registration (it restarted)');
     }
     let status: runtimeServerV1.FunctionStatusResponse;
     try {
       status = await this.#o.server.status(state.registrationId);
     } catch (error) {
       if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') {
-        // The Runtime Server lost it (restarted): register the same attempt again.
-        log.warn('the Runtime Server no longer holds the registration; registering again');
         delete state.registrationId;
-        return { requeueAfterMs: 0 };
+        return this.#registrationLost(key, run, epoch, log, 'the Runtime Server no longer holds the registration (it restarted)');
       }
       throw error;
     }
     if (status.state === RegistrationState.REGISTRATION_STATE_FAILED) {
-      const why = status.fatalError?.message ?? 'fatal Runtime Server error';
-      log.warn({ code: status.fatalError?.code }, 'registration failed fatally; recovering');
-      await this.#o.runs.transition(epoch, { type: 'RegistrationLost', message: `the registration failed: ${why}` });
-      await this.#attemptFailed(key, run, epoch, log, `the registration failed: ${why}`);
-      return undefined;
+      return this.#registrationLost(key, run, epoch, log, `the registration failed: ${status.fatalError?.message ?? 'fatal Runtime Server error'}`);
     }
     const idleRemainingMs = remainingIdleMs(fn.idleTimeoutSeconds, status.lastActivity, status.inFlight, this.#now());
     if (idleRemainingMs !== undefined && idleRemainingMs <= 0) {
@@ -232,6 +230,18 @@ export class RunReconciler {
       return undefined;
     }
     return { requeueAfterMs: Math.max(0, Math.min(FUNCTION_POLL_MS, idleRemainingMs ?? Infinity, lifetimeRemainingMs ?? Infinity)) };
+  }
+
+  /**
+   * The registration that made the Run Ready is gone: the Run stops being ready
+   * (Ready=False, RegistrationLost) and registration recovery starts a new attempt
+   * through the shared retry engine (registration is always safe to retry).
+   */
+  async #registrationLost(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, why: string): Promise<undefined> {
+    log.warn({ why }, 'registration lost; recovering');
+    await this.#o.runs.transition(epoch, { type: 'RegistrationLost', message: why });
+    await this.#attemptFailed(key, run, epoch, log, why);
+    return undefined;
   }
 
   /**
@@ -447,7 +457,7 @@ export class RunReconciler {
     let registrationId = state?.registrationId;
     if (registrationId === undefined && fn !== undefined && (await exists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
       try {
-        registrationId = await this.#registerIdempotently(run, epoch, fn.handler, log);
+        ({ registrationId } = await this.#registerIdempotently(run, epoch, fn.handler, log));
       } catch (error) {
         // The code never loaded in this attempt: there is nothing to unregister.
         if (!isDefiniteRegistrationFailure(error)) throw error;

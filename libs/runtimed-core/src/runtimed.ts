@@ -108,17 +108,18 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   healthTimer.unref();
   void checkRuntimeServer();
 
+  const servingStatus = (): healthV1.HealthCheckResponse_ServingStatus =>
+    !stopping && informer.hasSynced && runtimeServerServing ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
   const grpc = createServer();
   grpc.add(healthV1.HealthDefinition, {
     // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
     check: async (request) => {
       if (request.service !== '') throw new ServerError(Status.NOT_FOUND, `unknown service ${request.service}`);
-      const serving = !stopping && informer.hasSynced && runtimeServerServing;
-      return { status: serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING };
+      return { status: servingStatus() };
     },
     // Watch is answered once; kubelet and grpc_health_probe use Check.
     watch: async function* (request) {
-      yield { status: request.service === '' ? ServingStatus.NOT_SERVING : ServingStatus.SERVICE_UNKNOWN };
+      yield { status: request.service === '' ? servingStatus() : ServingStatus.SERVICE_UNKNOWN };
       await Promise.resolve();
     },
   });
