@@ -116,3 +116,11 @@ test('deleting a running task Run stops its execution: no process is left behind
   // Tasks carry no finalizer: the object goes at once and runtimed stops the work after.
   await waitFor('the task processes to end', () => Promise.resolve(pids.every(gone) ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
 });
+
+test('a task Run still running at spec.timeout after startTime is stopped and ends in Timeout', async () => {
+  await env.createRun('too-slow', { runtime: 'rt', source: { inline: 'sleep 60\n' }, mode: { task: {} }, timeout: '2s' });
+  await env.bind('too-slow', pod);
+  const ended = await env.waitForRun('too-slow', 'Timeout', (r) => phase(r) === 'Timeout');
+  expect(ended.status).toMatchObject({ phase: 'Timeout', reason: 'Timeout', attempt: 1 });
+  expect(ended.status?.message).toContain('spec.timeout (2s)');
+});
