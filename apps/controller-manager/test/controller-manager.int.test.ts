@@ -2,19 +2,19 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
-import type { V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_REASONS } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
-import { ControllerManager } from '@kruntimes/controller-manager-core';
+import { CONTROLLER_MANAGER_RULES, ControllerManager } from '@kruntimes/controller-manager-core';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run Runtime Pods as real processes through the local node agent (a tool)
 import { LocalNode } from '@kruntimes/local-node';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { CONTAINERS, podLabelSelector } from '@kruntimes/runtime-workload';
-import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 
 const cluster = Cluster.fromEnvironment();
@@ -68,7 +68,8 @@ async function start(options: { withNode: boolean; finishedRunsPerRuntime?: numb
     await node.start();
   }
   manager = new ControllerManager({
-    kubeConfig: admin,
+    // Least privilege: exactly the rules the chart grants, so a missing one fails here.
+    kubeConfig: await serviceAccountKubeConfig('controller-manager'),
     namespace: namespace.name,
     logger: logger(),
     workload: {
@@ -81,6 +82,19 @@ async function start(options: { withNode: boolean; finishedRunsPerRuntime?: numb
     ...(options.finishedRunsPerRuntime === undefined ? {} : { finishedRunsPerRuntime: options.finishedRunsPerRuntime }),
   });
   await manager.start();
+}
+
+/** A ServiceAccount bound to CONTROLLER_MANAGER_RULES in the test namespace, as a KubeConfig. */
+async function serviceAccountKubeConfig(name: string): Promise<KubeConfig> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await core.createNamespacedServiceAccount({ namespace: namespace.name, body: { metadata: { name } } });
+  await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name }, rules: CONTROLLER_MANAGER_RULES.map((rule) => ({ ...rule })) } });
+  await rbac.createNamespacedRoleBinding({
+    namespace: namespace.name,
+    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: namespace.name }] },
+  });
+  const token = (await core.createNamespacedServiceAccountToken({ namespace: namespace.name, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token });
 }
 
 const custom = (plural: string) => ({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural });
@@ -190,6 +204,8 @@ test('TTL cleanup and completed-Run GC delete only finished Runs', async () => {
     await createRun('ttl-done', { ttlSecondsAfterFinished: 1 });
     await act('ttl-done', [bind, claim, succeed]);
     for (const name of ['hist-1', 'hist-2', 'hist-3', 'hist-4']) {
+      // completionTime has whole seconds: one second apart, "newest" is unambiguous.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
       await createRun(name);
       await act(name, [bind, claim, succeed]);
     }

@@ -1,8 +1,8 @@
 import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL, RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { Scheduler } from '@kruntimes/scheduler-core';
+import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
 import { waitFor } from '@kruntimes/testing';
-import { Environment, WAIT, admin, objects, recordingLogger } from './environment.ts';
+import { Environment, WAIT, objects, recordingLogger, serviceAccountKubeConfig } from './environment.ts';
 import type { RunObserver } from './environment.ts';
 
 const HANDLER = `
@@ -32,7 +32,7 @@ test('end to end with the real runtimed: 3 x 2 Python Runtime, 7 function Runs, 
   await waitFor('Runtime capacity 6', async () => ((await env.getRuntime('py')).status?.totalCapacity === 6 ? true : undefined), WAIT);
   observer = await env.observeRuns(2);
   const logger = recordingLogger();
-  scheduler = new Scheduler({ kubeConfig: admin, namespace: env.name, logger });
+  scheduler = new Scheduler({ kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES), namespace: env.name, logger });
   await scheduler.start();
 
   for (let i = 1; i <= 7; i += 1) {

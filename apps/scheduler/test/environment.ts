@@ -2,19 +2,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
-import { ControllerManager } from '@kruntimes/controller-manager-core';
+import { CONTROLLER_MANAGER_RULES, ControllerManager } from '@kruntimes/controller-manager-core';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- integration tests run Runtime Pods as real processes through the local node agent (a tool)
 import { LocalNode } from '@kruntimes/local-node';
 import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
-import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 
 export const cluster = Cluster.fromEnvironment();
@@ -22,6 +22,30 @@ export const admin = cluster.kubeConfig();
 export const core = admin.makeApiClient(CoreV1Api);
 export const objects = admin.makeApiClient(CustomObjectsApi);
 export const WAIT = { timeoutMs: 90_000, intervalMs: 200 };
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** A ServiceAccount bound to exactly `rules` in the namespace; returns a token of it. */
+export async function serviceAccountToken(namespace: string, name: string, rules: readonly Rule[]): Promise<string> {
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map((rule) => ({ ...rule })) } });
+  await rbac.createNamespacedRoleBinding({
+    namespace,
+    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace }] },
+  });
+  return (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+}
+
+/** The same, as a KubeConfig. */
+export async function serviceAccountKubeConfig(namespace: string, name: string, rules: readonly Rule[]): Promise<KubeConfig> {
+  const token = await serviceAccountToken(namespace, name, rules);
+  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: `${namespace}-${name}`, token });
+}
 
 /** Errors are collected so that a test can assert nothing went wrong silently. */
 export function recordingLogger(): ControllerLogger & { errors: { object: object; message: string }[] } {
@@ -87,7 +111,8 @@ export class Environment {
     await node.start();
     const logger = recordingLogger();
     const manager = new ControllerManager({
-      kubeConfig: admin,
+      // Least privilege: what the chart grants, so a missing rule fails here.
+      kubeConfig: await serviceAccountKubeConfig(namespace.name, 'controller-manager', CONTROLLER_MANAGER_RULES),
       namespace: namespace.name,
       logger,
       workload: {

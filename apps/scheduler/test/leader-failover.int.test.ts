@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { ADMIN_USER, REPO_ROOT, waitFor } from '@kruntimes/testing';
-import { Environment, WAIT, admin, cluster } from './environment.ts';
+import { SCHEDULER_RULES } from '@kruntimes/scheduler-core';
+import { REPO_ROOT, kubeconfigYaml, waitFor } from '@kruntimes/testing';
+import { Environment, WAIT, admin, cluster, serviceAccountToken } from './environment.ts';
 import type { RunObserver } from './environment.ts';
 
 const RUNS = 200;
@@ -71,7 +72,10 @@ test(`two scheduler replicas: killing the leader in the middle of ${RUNS} Runs l
   // 4 Pods x 50 = exactly enough capacity for every Run.
   await env.createRuntime('burst', { replicas: 4, runs: 50 });
   await env.readyPods('burst', 4);
-  const kubeconfig = (await cluster.writeKubeconfigs(dir))[ADMIN_USER] ?? '';
+  // Both replicas run as the scheduler's ServiceAccount with exactly its rules (Lease included).
+  const kubeconfig = join(dir, 'scheduler.kubeconfig');
+  const token = await serviceAccountToken(env.name, 'scheduler', SCHEDULER_RULES);
+  await writeFile(kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'scheduler', token }), { mode: 0o600 });
   startReplica('scheduler-a', kubeconfig);
   startReplica('scheduler-b', kubeconfig);
   const first = await waitFor('a leader', leaseHolder, WAIT);

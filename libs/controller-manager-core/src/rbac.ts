@@ -1,0 +1,24 @@
+import { API_GROUP, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/**
+ * Everything the controller-manager does through the API: own Runtimes' Deployments and
+ * Services (owner references with blockOwnerDeletion need update on the owner's
+ * finalizers subresource), write Runtime status, read Runtime Pods, delete finished Runs
+ * (TTL and GC; never their status), keep its leader Lease.
+ */
+export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
+  { apiGroups: [API_GROUP], resources: [RUNTIME_PLURAL], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: [`${RUNTIME_PLURAL}/status`], verbs: ['update', 'patch'] },
+  { apiGroups: [API_GROUP], resources: [`${RUNTIME_PLURAL}/finalizers`], verbs: ['update'] },
+  { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'delete'] },
+  { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
+  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+];
