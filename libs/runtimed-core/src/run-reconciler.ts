@@ -4,7 +4,7 @@ import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { TransitionRefusedError, decideRetry } from '@kruntimes/run-state';
+import { TransitionRefusedError, decideRetry, resolveRetryPolicy } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import { functionEndpoint } from './endpoint.ts';
 import type { RuntimedMetrics } from './metrics.ts';
@@ -251,8 +251,9 @@ export class RunReconciler {
    */
   async #attemptFailed(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, message: string, exitCode?: number): Promise<void> {
     const mode = runModeKind(plain<RunSpec>(run.spec));
-    const decision = decideRetry(mode, run.spec.retryPolicy, epoch.attempt, 'attemptFailed');
-    await this.#cleanUp(key, run, epoch, log);
+    const decision = decideRetry(mode, plain<RunSpec>(run.spec).retryPolicy, epoch.attempt, 'attemptFailed');
+    // Whatever this attempt registered is known here (or nothing loaded): no discovery.
+    await this.#cleanUp(key, run, epoch, log, false);
     await this.#o.runs.removeFinalizer(epoch);
     if (decision.retry) {
       await this.#o.runs.transition(epoch, { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: decision.backoffSeconds, message: `attempt ${epoch.attempt}: ${message}` });
@@ -263,7 +264,7 @@ export class RunReconciler {
     await this.#o.runs.transition(epoch, {
       type: 'Failed',
       reason,
-      message: `attempt ${epoch.attempt} of ${epoch.attempt} allowed: ${message}`,
+      message: `attempt ${epoch.attempt} of ${resolveRetryPolicy(plain<RunSpec>(run.spec).retryPolicy).maxAttempts}: ${message}`,
       ...(exitCode === undefined ? {} : { exitCode }),
     });
     log.info({ reason }, 'failed; no attempts left');
@@ -447,15 +448,15 @@ export class RunReconciler {
   }
 
   /**
-   * Releases every Pod-local thing of a Run: the registration (found again by
-   * registering the same attempt when this process never knew its ID, e.g. after a
-   * restart) and the workspace. Idempotent.
+   * Releases every Pod-local thing of a Run: the registration (with `discover`, found
+   * again by registering the same attempt when this process never knew its ID, e.g.
+   * after a restart, if the attempt's workspace exists) and the workspace. Idempotent.
    */
-  async #cleanUp(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<void> {
+  async #cleanUp(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, discover = true): Promise<void> {
     const state = this.#local.get(key);
     const fn = run.spec.mode.function;
     let registrationId = state?.registrationId;
-    if (registrationId === undefined && fn !== undefined && (await exists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
+    if (discover && registrationId === undefined && fn !== undefined && (await exists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
       try {
         ({ registrationId } = await this.#registerIdempotently(run, epoch, fn.handler, log));
       } catch (error) {
