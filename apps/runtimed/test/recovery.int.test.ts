@@ -183,3 +183,23 @@ test('a restarted Runtime Server lost the registration: the Run leaves Ready and
   const again = await env.waitForRun('orphaned', 'Ready at attempt 2', (r) => phase(r) === 'Ready' && r.status?.attempt === 2);
   expect(again.metadata.uid).toBe(created.metadata.uid);
 });
+
+test('two writers racing on one Run: the loser gets a 409, re-reads, re-checks its epoch and applies its change on top', async () => {
+  let conflicts = 0;
+  const runs = new RunClient(admin, { onConflict: () => { conflicts += 1; } });
+  const ownerPod = { metadata: { name: 'owner', uid: '0f0f0f0f-0000-4000-8000-000000000004' } };
+  for (let i = 0; i < 10 && conflicts === 0; i += 1) {
+    const name = `race-${i}`;
+    const created = await env.createRun(name, { runtime: 'nobody-runs-this', source: { inline: 'x' }, mode: { function: { handler: 'main:f' } } });
+    await env.bind(name, ownerPod);
+    const epoch = { namespace: env.name, name, uid: created.metadata.uid ?? '', attempt: 1, podUID: ownerPod.metadata.uid };
+    // Both read the same resourceVersion; the API server accepts one write and refuses the other.
+    await Promise.all([runs.transition(epoch, { type: 'Claim' }), runs.addFinalizer(epoch, ['Scheduled', 'Running'])]);
+    const after = await env.getRun(name);
+    expect(after.status?.phase).toBe('Running');
+    expect(after.metadata.finalizers).toEqual(['kruntimes.io/registration-cleanup']);
+    // Nothing is registered anywhere for these: release them so the namespace can go.
+    await runs.removeFinalizer(epoch);
+  }
+  expect(conflicts).toBeGreaterThan(0);
+});
