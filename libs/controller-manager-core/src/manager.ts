@@ -5,7 +5,7 @@ import type { Run, RunPhase, Runtime, RuntimeStatus } from '@kruntimes/api';
 import { Controller, SharedInformer, isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
-import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
+import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, podCapacity, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
 import type { Deployment, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
 import { historyToCollect, ttlDecision } from './collection.ts';
 import type { CollectableRun } from './collection.ts';
@@ -167,7 +167,7 @@ export class ControllerManager {
       generation: runtime.metadata.generation,
       runsPerPod: runtime.spec.runs,
       previous: runtime.status,
-      pods: pods.map((pod) => ({ ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined })),
+      pods: pods.map((pod) => ({ ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined, capacity: podCapacity(pod) })),
       runsHoldingCapacity,
       rollout,
       problems,

@@ -9,9 +9,9 @@ function input(overrides: Partial<RuntimeStatusInput>): RuntimeStatusInput {
   return { generation: 1, runsPerPod: 2, previous: undefined, pods: [], runsHoldingCapacity: 0, rollout: undefined, problems: [], now: NOW, ...overrides };
 }
 
-const ready = { ready: true, deleting: false };
-const notReady = { ready: false, deleting: false };
-const deleting = { ready: true, deleting: true };
+const ready = { ready: true, deleting: false, capacity: undefined };
+const notReady = { ready: false, deleting: false, capacity: undefined };
+const deleting = { ready: true, deleting: true, capacity: undefined };
 
 describe('runtimeStatus', () => {
   it.each<[string, Partial<RuntimeStatusInput>, Partial<RuntimeStatus>, [string, string][]]>([
@@ -19,6 +19,7 @@ describe('runtimeStatus', () => {
     ['not ready and deleting Pods add no capacity', { pods: [ready, notReady, deleting] }, { replicas: 2, readyPods: 1, totalCapacity: 2, usedCapacity: 0 }, [['Available', 'PodsReady'], ['Progressing', 'RollingOut']]],
     ['no Pods', {}, { replicas: 0, readyPods: 0, totalCapacity: 0 }, [['Available', 'NoPodsReady'], ['Progressing', 'RollingOut']]],
     ['used may exceed total while Pods are lost', { pods: [ready], runsHoldingCapacity: 5 }, { totalCapacity: 2, usedCapacity: 5 }, [['Available', 'PodsReady'], ['Progressing', 'RollingOut']]],
+    ['each Pod counts its own capacity while a change of runs rolls out', { pods: [{ ...ready, capacity: 2 }, { ...ready, capacity: 3 }, { ...notReady, capacity: 3 }] }, { totalCapacity: 5 }, [['Available', 'PodsReady'], ['Progressing', 'RollingOut']]],
     ['runs defaults to 1', { runsPerPod: undefined, pods: [ready, ready] }, { totalCapacity: 2 }, [['Available', 'PodsReady'], ['Progressing', 'RollingOut']]],
     ['a rollout not yet observed is progressing', { pods: [ready], rollout: { ...rolledOut, observedGeneration: 1 } }, {}, [['Available', 'PodsReady'], ['Progressing', 'RollingOut']]],
     ['an invalid spec says so in both conditions', { problems: ['bad name'] }, {}, [['Available', 'InvalidSpec'], ['Progressing', 'InvalidSpec']]],

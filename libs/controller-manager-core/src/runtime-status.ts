@@ -5,6 +5,8 @@ import { setCondition } from '@kruntimes/run-state';
 export interface RuntimePodView {
   ready: boolean;
   deleting: boolean;
+  /** The Pod's own capacity (runtime-workload's podCapacity); `runsPerPod` when unknown. */
+  capacity: number | undefined;
 }
 
 /** The Deployment's rollout as its status reports it (absent before it exists). */
@@ -31,8 +33,9 @@ export interface RuntimeStatusInput {
 }
 
 /**
- * The Runtime's status from what exists. `totalCapacity` counts ready, non-deleting Pods
- * only: that is what the scheduler can bind to. `usedCapacity` counts every Run that
+ * The Runtime's status from what exists. `totalCapacity` sums the capacity of ready,
+ * non-deleting Pods only (each Pod's own, as the scheduler counts it): that is what the
+ * scheduler can bind to. `usedCapacity` counts every Run that
  * holds a unit, wherever it is, so during a roll or a Pod loss it can exceed the total.
  */
 export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
@@ -68,7 +71,7 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
     ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
     replicas: live.length,
     readyPods,
-    totalCapacity: readyPods * runsPerPod,
+    totalCapacity: live.filter((pod) => pod.ready).reduce((sum, pod) => sum + (pod.capacity ?? runsPerPod), 0),
     usedCapacity: input.runsHoldingCapacity,
     conditions,
   };

@@ -5,6 +5,7 @@ import {
   SERVICE_ACCOUNT_MOUNT_PATH,
   SPEC_HASH_ANNOTATION,
   WORKSPACE_MOUNT_PATH,
+  podCapacity,
   podLabelSelector,
   runtimeWorkload,
   specHash,
@@ -156,5 +157,18 @@ describe('workloadProblems', () => {
     ['the Runtime Server port', runtime({ ports: { peer: 7450 } }), ["ports.peer 7450 is the Runtime Server's port"]],
   ])('%s', (_name, candidate, problems) => {
     expect(workloadProblems(candidate)).toEqual(problems);
+  });
+});
+
+describe('podCapacity', () => {
+  const podOf = (runs: number) => ({ spec: runtimeWorkload(runtime({ runs }), config).deployment.spec.template.spec });
+  it.each<[string, Parameters<typeof podCapacity>[0], number | undefined]>([
+    ['what the template says', podOf(4), 4],
+    ['the default', { spec: runtimeWorkload(runtime(), config).deployment.spec.template.spec }, 1],
+    ['no runtimed container', { spec: { containers: [{ name: 'other', env: [{ name: 'KRT_RUNS_PER_POD', value: '3' }] }] } }, undefined],
+    ['not a number', { spec: { containers: [{ name: 'runtimed', env: [{ name: 'KRT_RUNS_PER_POD', value: 'x' }] }] } }, undefined],
+    ['no spec', {}, undefined],
+  ])('%s', (_name, pod, expected) => {
+    expect(podCapacity(pod)).toBe(expected);
   });
 });

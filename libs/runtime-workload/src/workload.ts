@@ -268,6 +268,22 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
   };
 }
 
+/** The part of a Pod that `podCapacity` reads (a client-node V1Pod, cached or not, fits). */
+export interface PodWithContainers {
+  readonly spec?: { readonly containers: readonly { readonly name: string; readonly env?: readonly { readonly name: string; readonly value?: string }[] }[] };
+}
+
+/**
+ * The Run capacity a Runtime Pod was created with: its runtimed's `KRT_RUNS_PER_POD`.
+ * Capacity belongs to the Pod, like a Node's allocatable: while a change of `spec.runs`
+ * rolls out, old and new Pods rightly differ. Undefined for a Pod that does not say.
+ */
+export function podCapacity(pod: PodWithContainers): number | undefined {
+  const value = pod.spec?.containers.find((c) => c.name === CONTAINERS.runtimed)?.env?.find((e) => e.name === ENV.runsPerPod)?.value;
+  const parsed = Number(value);
+  return value !== undefined && Number.isInteger(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
 function fieldEnv(name: string, fieldPath: string): ContainerEnvVar {
   return { name, valueFrom: { fieldRef: { fieldPath } } };
 }

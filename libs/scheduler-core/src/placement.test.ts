@@ -6,7 +6,7 @@ import type { Decision, PlacementInput, PodInfo, RunInfo } from './placement.ts'
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 
 function pod(name: string, extra: Partial<PodInfo> = {}): PodInfo {
-  return { name, uid: `uid-${name}`, ready: true, deleting: false, ...extra };
+  return { name, uid: `uid-${name}`, ready: true, deleting: false, capacity: undefined, ...extra };
 }
 
 /** `run('a', 'Scheduled', 'p1')`: a Run created at second `order` (default: its position). */
@@ -120,6 +120,12 @@ describe('planPlacement', () => {
       { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:00:00Z' })] },
       ['bind a->p1'],
       0,
+    ],
+    [
+      "each Pod's own capacity wins over the Runtime's (a roll of spec.runs in progress)",
+      { runsPerPod: 3, pods: [pod('old', { capacity: 1 }), pod('new', { capacity: 3 })], runs: [run('x', 'Running', 'old'), run('a'), run('b'), run('c'), run('d')] },
+      ['bind a->new', 'bind b->new', 'bind c->new', 'NoCapacity d'],
+      1,
     ],
     ['a deleting Pending Run is left alone', { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { deleting: true })] }, [], 0],
     [

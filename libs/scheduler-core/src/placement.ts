@@ -9,6 +9,8 @@ export interface PodInfo {
   uid: string;
   ready: boolean;
   deleting: boolean;
+  /** The Pod's own capacity (runtime-workload's podCapacity); the Runtime's when unknown. */
+  capacity: number | undefined;
 }
 
 /** What placement needs to know about one Run of the Runtime. */
@@ -29,7 +31,7 @@ export interface RunInfo {
 
 export interface PlacementInput {
   runtimeExists: boolean;
-  /** `spec.runs` of the Runtime: the capacity of each of its Pods. */
+  /** `spec.runs` of the Runtime: the capacity of a Pod that does not state its own. */
   runsPerPod: number;
   pods: readonly PodInfo[];
   /** Every Run of the Runtime in the cache, in any phase. */
@@ -61,7 +63,7 @@ export interface Plan {
 /**
  * Oldest-first placement of one Runtime's Pending Runs onto its ready, non-deleting Pods.
  *
- * Capacity of a Pod = `runsPerPod` - Runs that hold capacity on it (visible or assumed),
+ * Free capacity of a Pod = its capacity - Runs that hold capacity on it (visible or assumed),
  * so a Run that ended but still carries the registration-cleanup finalizer keeps its
  * unit until runtimed released it. Among Pods with room, the one with the most free
  * capacity wins (spreading load like kube-scheduler's LeastAllocated), ties by name so
@@ -76,7 +78,7 @@ export function planPlacement(input: PlacementInput): Plan {
     const pod = assumedPod ?? (run.holdsCapacity ? run.assignedPodUID : undefined);
     if (pod !== undefined) used.set(pod, (used.get(pod) ?? 0) + 1);
   }
-  const free = new Map(eligible.map((pod) => [pod.uid, Math.max(0, input.runsPerPod - (used.get(pod.uid) ?? 0))]));
+  const free = new Map(eligible.map((pod) => [pod.uid, Math.max(0, (pod.capacity ?? input.runsPerPod) - (used.get(pod.uid) ?? 0))]));
 
   const pending = input.runs
     .filter((run) => classify(run.phase) === 'queued' && !run.deleting && !input.assumed.has(run.uid))
@@ -112,7 +114,7 @@ export function planPlacement(input: PlacementInput): Plan {
     }
     const pod = roomiest(eligible, free);
     if (pod === undefined) {
-      unschedulable(run, RUN_REASONS.noCapacity, `all ${eligible.length} ready Pods are full (${input.runsPerPod} Runs each)`);
+      unschedulable(run, RUN_REASONS.noCapacity, `all ${eligible.length} ready Pods are full`);
       continue;
     }
     free.set(pod.uid, (free.get(pod.uid) ?? 0) - 1);

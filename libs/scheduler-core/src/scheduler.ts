@@ -6,7 +6,7 @@ import { Controller, SharedInformer, isPodReady, objectKey, splitObjectKey } fro
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
-import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
+import { RUNTIME_COMPONENT, podCapacity } from '@kruntimes/runtime-workload';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
@@ -251,6 +251,7 @@ function podInfo(pod: ReadonlyDeep<V1Pod>): PodInfo {
     uid: pod.metadata?.uid ?? '',
     ready: isPodReady(pod) && (pod.status?.podIP ?? '') !== '',
     deleting: pod.metadata?.deletionTimestamp !== undefined,
+    capacity: podCapacity(pod),
   };
 }
 
