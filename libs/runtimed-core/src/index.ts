@@ -1,5 +1,6 @@
 export * from './config.ts';
 export * from './endpoint.ts';
+export * from './epoch.ts';
 export * from './metrics.ts';
 export * from './otel-metrics.ts';
 export * from './plan.ts';

@@ -4,16 +4,9 @@ import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { KruntimesError } from '@kruntimes/errors';
 import { currentPhase, transition } from '@kruntimes/run-state';
+import { epochMismatch } from './epoch.ts';
+import type { Epoch } from './epoch.ts';
 import type { RunEvent } from '@kruntimes/run-state';
-
-/** The ownership epoch a write is fenced on (ARCHITECTURE §5). */
-export interface Epoch {
-  namespace: string;
-  name: string;
-  uid: string;
-  attempt: number;
-  podUID: string;
-}
 
 /**
  * The live Run no longer belongs to this epoch: deleted and recreated, requeued to
@@ -164,12 +157,4 @@ export class RunClient {
       }
     }
   }
-}
-
-/** Why the live object is not this epoch, or undefined when it is. */
-export function epochMismatch(run: Pick<Run, 'metadata' | 'status'>, epoch: Epoch): string | undefined {
-  if (run.metadata.uid !== epoch.uid) return `the name now holds Run ${run.metadata.uid ?? '?'}`;
-  if (run.status?.assignedPodUID !== epoch.podUID) return `assigned to Pod ${run.status?.assignedPodUID ?? '(none)'}`;
-  if (run.status.attempt !== epoch.attempt) return `now at attempt ${run.status.attempt ?? 0}`;
-  return undefined;
 }
