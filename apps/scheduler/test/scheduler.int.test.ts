@@ -61,6 +61,11 @@ test('a Runtime of 3 x 2: 6 of 7 Runs bound, the 7th waits with NoCapacity until
     return status?.totalCapacity === 6 && status.usedCapacity === 6 && status.readyPods === 3 ? status : undefined;
   }, WAIT);
 
+  // Waiting is not polling: with nothing changing, no placement pass runs at all.
+  const passes = started.metrics.passes;
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  expect(started.metrics.passes).toBe(passes);
+
   // run-3 finishes (the test plays runtimed): its unit frees and run-7 takes it.
   const freed = byName.get('run-3')!.status?.assignedPodUID;
   await env.act('run-3', 'runtimed', { type: 'Claim' });

@@ -27,6 +27,8 @@ export class SchedulerMetrics {
   readonly bindWrite = new Histogram();
   bindConflicts = 0;
   binds = 0;
+  /** Placement passes run: flat while nothing changes (no polling). */
+  passes = 0;
 
   render(): string {
     const pending = [...this.pendingByRuntime.values()].reduce((a, b) => a + b, 0);
@@ -40,6 +42,9 @@ export class SchedulerMetrics {
       '# HELP kruntimes_scheduler_bind_conflicts_total Bind writes refused because the Run changed since it was read (409).',
       '# TYPE kruntimes_scheduler_bind_conflicts_total counter',
       `kruntimes_scheduler_bind_conflicts_total ${this.bindConflicts}`,
+      '# HELP kruntimes_scheduler_passes_total Placement passes over one Runtime.',
+      '# TYPE kruntimes_scheduler_passes_total counter',
+      `kruntimes_scheduler_passes_total ${this.passes}`,
       ...histogram('kruntimes_scheduler_bind_latency_seconds', 'Time from a Run\'s creation to its successful bind.', this.bindLatency),
       ...histogram('kruntimes_scheduler_bind_write_seconds', 'Duration of the fenced bind status write.', this.bindWrite),
     ];

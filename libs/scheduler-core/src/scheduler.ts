@@ -157,6 +157,7 @@ export class Scheduler {
       assumed: this.#assume.snapshot(key, (uid) => byUID.get(uid)?.metadata.resourceVersion),
       nowMs,
     });
+    this.metrics.passes += 1;
     this.metrics.pendingByRuntime.set(key, plan.unbound);
 
     const now = rfc3339(nowMs);

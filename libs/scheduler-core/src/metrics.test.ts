@@ -1,0 +1,39 @@
+import { Histogram, LATENCY_BUCKETS_SECONDS, SchedulerMetrics } from './metrics.ts';
+
+describe('Histogram', () => {
+  it.each<[number[], number[]]>([
+    [[], LATENCY_BUCKETS_SECONDS.map(() => 0)],
+    [[0.001], LATENCY_BUCKETS_SECONDS.map(() => 1)],
+    [[0.3], LATENCY_BUCKETS_SECONDS.map((bound) => (bound >= 0.3 ? 1 : 0))],
+    [[120], LATENCY_BUCKETS_SECONDS.map(() => 0)],
+  ])('observations %j fill cumulative buckets', (observations, counts) => {
+    const histogram = new Histogram();
+    for (const seconds of observations) histogram.observe(seconds);
+    expect(histogram.counts).toEqual(counts);
+    expect(histogram.count).toBe(observations.length);
+  });
+});
+
+describe('SchedulerMetrics', () => {
+  it('renders the Prometheus text format with the pending gauge summed over Runtimes', () => {
+    const metrics = new SchedulerMetrics();
+    metrics.pendingByRuntime.set('a/python', 2);
+    metrics.pendingByRuntime.set('b/bash', 3);
+    metrics.binds = 7;
+    metrics.bindConflicts = 1;
+    metrics.bindLatency.observe(0.02);
+    const text = metrics.render();
+    expect(text).toContain('# TYPE kruntimes_scheduler_pending_runs gauge\nkruntimes_scheduler_pending_runs 5\n');
+    expect(text).toContain('kruntimes_scheduler_binds_total 7\n');
+    expect(text).toContain('kruntimes_scheduler_bind_conflicts_total 1\n');
+    expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_bucket{le="0.01"} 0\n');
+    expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_bucket{le="0.025"} 1\n');
+    expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_bucket{le="+Inf"} 1\n');
+    expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_count 1\n');
+    expect(text.endsWith('\n')).toBe(true);
+    // Every sample line is `name{labels} value` or `name value`.
+    for (const line of text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {
+      expect(line).toMatch(/^[a-z_]+(\{le="[^"]+"\})? [0-9.e+-]+$/);
+    }
+  });
+});
