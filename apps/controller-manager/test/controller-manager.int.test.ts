@@ -224,3 +224,26 @@ test('TTL cleanup and completed-Run GC delete only finished Runs', async () => {
     watch.abort();
   }
 });
+
+test('a Runtime whose name is taken by a Deployment it does not own adopts nothing and says why', async () => {
+  await start({ withNode: false });
+  const labels = { app: 'someone-else' };
+  await apps.createNamespacedDeployment({
+    namespace: namespace.name,
+    body: {
+      metadata: { name: 'taken' },
+      spec: { replicas: 0, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'main', image: 'example.com/app' }] } } },
+    },
+  });
+  await createRuntime('taken', { replicas: 1 });
+  const status = await waitFor('the conflict in the Runtime status', async () => {
+    const current = (await getRuntime('taken')).status;
+    return current?.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.reason === RUNTIME_REASONS.invalidSpec ? current : undefined;
+  }, WAIT);
+  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain('Deployment');
+  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain('not controlled by this Runtime');
+  const deployment = await apps.readNamespacedDeployment({ namespace: namespace.name, name: 'taken' });
+  expect(deployment.metadata?.ownerReferences).toBeUndefined();
+  expect(deployment.spec?.template.spec?.containers.map((c) => c.name)).toEqual(['main']);
+  expect(errors).toEqual([]);
+});

@@ -184,8 +184,12 @@ export class ControllerManager {
       try {
         await this.#apps.createNamespacedDeployment({ namespace, body: asClientDeployment(desired) });
       } catch (error) {
-        // 409 with nothing in the (label-filtered) cache: an object we do not manage.
-        if (error instanceof ApiException && error.code === 409) return { conflict: notOwned('Deployment', namespace, name) };
+        // 409 with nothing in the cache: either the cache has not seen our own create
+        // yet, or the name is taken by an object we do not manage. Only a read tells.
+        if (error instanceof ApiException && error.code === 409) {
+          const current = await this.#apps.readNamespacedDeployment({ namespace, name });
+          return controlledBy(current, runtime) ? {} : { conflict: notOwned('Deployment', namespace, name) };
+        }
         throw error;
       }
       return {};
@@ -223,7 +227,10 @@ export class ControllerManager {
       try {
         await this.#core.createNamespacedService({ namespace, body: asClientService(desired) });
       } catch (error) {
-        if (error instanceof ApiException && error.code === 409) return { conflict: notOwned('Service', namespace, name) };
+        if (error instanceof ApiException && error.code === 409) {
+          const current = await this.#core.readNamespacedService({ namespace, name });
+          return controlledBy(current, runtime) ? {} : { conflict: notOwned('Service', namespace, name) };
+        }
         throw error;
       }
       return {};
