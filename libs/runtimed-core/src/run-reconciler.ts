@@ -10,7 +10,7 @@ import { functionEndpoint } from './endpoint.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import { plain, planRun, remainingIdleMs } from './plan.ts';
 import type { LocalRun, RunAction } from './plan.ts';
-import { NotOwnerError } from './run-client.ts';
+import { NotOwnerError, StaleCacheError } from './run-client.ts';
 import type { Epoch } from './epoch.ts';
 import type { RunClient } from './run-client.ts';
 import { RuntimeServerError, isDefiniteRegistrationFailure } from './runtime-server.ts';
@@ -24,6 +24,8 @@ const { ExitReason, RegistrationState } = runtimeServerV1;
 export const FUNCTION_POLL_MS = 2_000;
 /** While an invocation is in flight during deletion, look again this often. */
 const IN_FLIGHT_POLL_MS = 250;
+/** Look again this soon after acting on a cache that was behind the live Run. */
+const STALE_CACHE_RETRY_MS = 200;
 /** Far more task attempts than one Pod runs while a cache can lag behind them. */
 const MAX_REMEMBERED_EXECUTIONS = 10_000;
 
@@ -114,6 +116,12 @@ export class RunReconciler {
         log.info({ reason: error.message }, 'no longer the owner; dropping the Run locally');
         await this.#release(key, error.message);
         return undefined;
+      }
+      // The cache lagged behind the live Run: nothing was done, and the watch event that
+      // brings the new state enqueues the key again (the requeue covers a lost event).
+      if (error instanceof StaleCacheError || (error instanceof TransitionRefusedError && error.refusal === 'wrongPhase')) {
+        log.debug({ reason: error.message }, 'the cache is behind the live Run; trying again');
+        return { requeueAfterMs: STALE_CACHE_RETRY_MS };
       }
       throw error;
     }
