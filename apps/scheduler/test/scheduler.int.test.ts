@@ -61,9 +61,15 @@ test('a Runtime of 3 x 2: 6 of 7 Runs bound, the 7th waits with NoCapacity until
     return status?.totalCapacity === 6 && status.usedCapacity === 6 && status.readyPods === 3 ? status : undefined;
   }, WAIT);
 
-  // Waiting is not polling: with nothing changing, no placement pass runs at all.
-  const passes = started.metrics.passes;
-  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  // Waiting is not polling: once the last events (the Runtime's status write) are
+  // delivered, nothing changes, and no placement pass runs at all.
+  const sleep = (ms: number): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, ms));
+  let passes = -1;
+  for (let i = 0; i < 20 && passes !== started.metrics.passes; i += 1) {
+    passes = started.metrics.passes;
+    await sleep(1_000);
+  }
+  await sleep(3_000);
   expect(started.metrics.passes).toBe(passes);
 
   // run-3 finishes (the test plays runtimed): its unit frees and run-7 takes it.
