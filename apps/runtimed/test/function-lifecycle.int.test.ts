@@ -10,7 +10,7 @@ import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { findCondition } from '@kruntimes/run-state';
 import { waitFor } from '@kruntimes/testing';
 import { createChannel, createClient } from 'nice-grpc';
-import { GATEWAY_HOST, RUNTIME_SERVER_PORT, RuntimeEnvironment, admin, cluster } from './runtime-pods.ts';
+import { GATEWAY_HOST, RUNTIME_SERVER_PORT, RuntimeEnvironment } from './runtime-pods.ts';
 
 /** Runs a command with optional stdin; rejects with its stderr on a non-zero exit. */
 function execFileAsync(file: string, args: string[], options: { timeout: number; input?: string }): Promise<{ stdout: string; stderr: string }> {
@@ -129,7 +129,7 @@ test('a registration that keeps failing is retried per retryPolicy, counting att
 });
 
 test('a user with RBAC on runs only creates a function Run with kubectl, and kubectl wait --for=condition=Ready returns', async () => {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({
     namespace: env.name,
     body: { metadata: { name: 'run-user' }, rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] }] },
@@ -144,7 +144,7 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
   });
   const dir = await mkdtemp(join(tmpdir(), 'runtimed-kubectl-'));
   try {
-    const kubeconfig = (await cluster.writeKubeconfigs(dir)).alice ?? '';
+    const kubeconfig = (await env.cluster.writeKubeconfigs(dir)).alice ?? '';
     const kubectl = (args: string[], input?: string) =>
       execFileAsync('kubectl', ['--kubeconfig', kubeconfig, '--namespace', env.name, ...args], { timeout: 90_000, ...(input === undefined ? {} : { input }) });
     const manifest = JSON.stringify({
@@ -167,7 +167,7 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
 });
 
 test('runtimed renews a Lease for its Pod and exports its metrics for Prometheus on the Pod IP', async () => {
-  const lease = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: env.name, name: 'python-0' });
+  const lease = await env.admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: env.name, name: 'python-0' });
   expect(lease.spec).toMatchObject({ holderIdentity: pod.metadata?.uid, leaseDurationSeconds: 90 });
   expect(lease.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Pod', name: 'python-0', uid: pod.metadata?.uid })]);
 

@@ -8,7 +8,7 @@ import type { Run } from '@kruntimes/api';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { NotOwnerError, RunClient } from '@kruntimes/runtimed-core';
 import { waitFor } from '@kruntimes/testing';
-import { RUNTIME_SERVER_PORT, RuntimeEnvironment, admin, objects } from './runtime-pods.ts';
+import { RUNTIME_SERVER_PORT, RuntimeEnvironment } from './runtime-pods.ts';
 
 /** Imports slowly and records every import: one line per registration that loaded it. */
 const SLOW_MODULE = `
@@ -67,7 +67,7 @@ test('runtimed killed in the middle of a registration and restarted: exactly one
 });
 
 test('a status write from a stale attempt or another Pod UID is refused and changes nothing', async () => {
-  const runs = new RunClient(admin);
+  const runs = new RunClient(env.admin);
   const created = await env.createRun('fenced', { runtime: 'nobody-runs-this', source: { inline: 'x' }, mode: { task: {} } });
   const ownerPod = { metadata: { name: 'owner', uid: '0f0f0f0f-0000-4000-8000-000000000001' } };
   const bound = await env.bind('fenced', ownerPod);
@@ -89,7 +89,7 @@ test('a status write from a stale attempt or another Pod UID is refused and chan
   }
   // A writer that read before another write landed is refused by the API server itself.
   await expect(
-    objects.replaceNamespacedCustomObjectStatus({
+    env.objects.replaceNamespacedCustomObjectStatus({
       group: 'kruntimes.io',
       version: 'v1alpha1',
       namespace: env.name,
@@ -186,7 +186,7 @@ test('a restarted Runtime Server lost the registration: the Run leaves Ready and
 
 test('two writers racing on one Run: the loser gets a 409, re-reads, re-checks its epoch and applies its change on top', async () => {
   let conflicts = 0;
-  const runs = new RunClient(admin, { onConflict: () => { conflicts += 1; } });
+  const runs = new RunClient(env.admin, { onConflict: () => { conflicts += 1; } });
   const ownerPod = { metadata: { name: 'owner', uid: '0f0f0f0f-0000-4000-8000-000000000004' } };
   for (let i = 0; i < 10 && conflicts === 0; i += 1) {
     const name = `race-${i}`;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
 import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 // The local node agent (a tool) runs the Runtime Pods as real processes, as it does for the local cluster.
 // eslint-disable-next-line @nx/enforce-module-boundaries
 import { LocalNode } from '@kruntimes/local-node';
@@ -13,10 +13,6 @@ import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 
-export const cluster = Cluster.fromEnvironment();
-export const admin = cluster.kubeConfig();
-export const core = admin.makeApiClient(CoreV1Api);
-export const objects = admin.makeApiClient(CustomObjectsApi);
 export const WAIT = { timeoutMs: 60_000, intervalMs: 100 };
 export const RUNTIME_SERVER_PORT = 7450;
 export const GATEWAY_HOST = 'gateway.kruntimes.test';
@@ -34,17 +30,27 @@ const IMAGES = {
  * plays the scheduler by binding Runs through the status subresource.
  */
 export class RuntimeEnvironment {
+  readonly cluster: Cluster;
+  readonly admin: KubeConfig;
+  readonly core: CoreV1Api;
+  readonly objects: CustomObjectsApi;
   readonly namespace: TestNamespace;
   readonly node: LocalNode;
   readonly #stateDir: string;
 
-  private constructor(namespace: TestNamespace, node: LocalNode, stateDir: string) {
+  private constructor(cluster: Cluster, namespace: TestNamespace, node: LocalNode, stateDir: string) {
+    this.cluster = cluster;
+    this.admin = cluster.kubeConfig();
+    this.core = this.admin.makeApiClient(CoreV1Api);
+    this.objects = this.admin.makeApiClient(CustomObjectsApi);
     this.namespace = namespace;
     this.node = node;
     this.#stateDir = stateDir;
   }
 
-  static async start(prefix: string): Promise<RuntimeEnvironment> {
+  /** In the integration run, `cluster` is the one the jest global setup started. */
+  static async start(prefix: string, cluster: Cluster = Cluster.fromEnvironment()): Promise<RuntimeEnvironment> {
+    const admin = cluster.kubeConfig();
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
@@ -63,7 +69,7 @@ export class RuntimeEnvironment {
       { deleteNodeOnStop: true },
     );
     await localNode.start();
-    return new RuntimeEnvironment(namespace, localNode, stateDir);
+    return new RuntimeEnvironment(cluster, namespace, localNode, stateDir);
   }
 
   get name(): string {
@@ -80,7 +86,7 @@ export class RuntimeEnvironment {
   async createRuntimePod(podName: string, language: RuntimeLanguage, runtime = 'rt', extraEnv: Record<string, string> = {}): Promise<V1Pod> {
     const fieldEnv = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const workspaces = { name: 'workspaces', mountPath: '/var/lib/kruntimes/workspaces' };
-    await core.createNamespacedPod({
+    await this.core.createNamespacedPod({
       namespace: this.name,
       body: {
         metadata: { name: podName, labels: { 'kruntimes.io/runtime': runtime } },
@@ -122,7 +128,7 @@ export class RuntimeEnvironment {
     return waitFor(
       `Runtime Pod ${podName} Ready`,
       async () => {
-        const pod = await core.readNamespacedPod({ namespace: this.name, name: podName });
+        const pod = await this.core.readNamespacedPod({ namespace: this.name, name: podName });
         return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true ? pod : undefined;
       },
       WAIT,
@@ -130,7 +136,7 @@ export class RuntimeEnvironment {
   }
 
   async createRun(name: string, spec: RunSpec): Promise<Run> {
-    return (await objects.createNamespacedCustomObject({
+    return (await this.objects.createNamespacedCustomObject({
       group: API_GROUP,
       version: API_VERSION,
       namespace: this.name,
@@ -140,12 +146,12 @@ export class RuntimeEnvironment {
   }
 
   async getRun(name: string): Promise<Run> {
-    return (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name })) as Run;
+    return (await this.objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name })) as Run;
   }
 
   async patchRunSpec(name: string, spec: Partial<RunSpec>): Promise<void> {
     const run = await this.getRun(name);
-    await objects.replaceNamespacedCustomObject({
+    await this.objects.replaceNamespacedCustomObject({
       group: API_GROUP,
       version: API_VERSION,
       namespace: this.name,
@@ -156,7 +162,7 @@ export class RuntimeEnvironment {
   }
 
   async deleteRun(name: string): Promise<void> {
-    await objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name });
+    await this.objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name });
   }
 
   /** What the scheduler does: Pending -> Scheduled on the Pod, through the state machine. */
@@ -164,7 +170,7 @@ export class RuntimeEnvironment {
     const run = await this.getRun(name);
     const result = transition({ run, event: { type: 'Bind', pod: pod.metadata?.name ?? '', podUID: pod.metadata?.uid ?? '' }, writer: 'scheduler', now: new Date().toISOString() });
     if (!result.ok) throw result.error;
-    return (await objects.replaceNamespacedCustomObjectStatus({
+    return (await this.objects.replaceNamespacedCustomObjectStatus({
       group: API_GROUP,
       version: API_VERSION,
       namespace: this.name,
