@@ -4,7 +4,8 @@
  *
  * 1. Binding: `runs` Pending Runs on a Runtime of 4 Pods x 250 (Runtime Pods whose
  *    runtimed is a health-only stand-in, so that nothing but the scheduler works on the
- *    Runs). Measured twice: a backlog (all Runs exist, then the scheduler starts) and a
+ *    Runs). A backlog (all Runs exist, then the scheduler starts) with 1 and with 16 bind
+ *    writes in flight (their ratio is the number that travels between machines), and a
  *    stream (the scheduler runs while the Runs are created, 20 creations in flight).
  * 2. create -> Ready of function Runs on warm Pods: the real runtimed and Python Runtime
  *    Server, controller-manager and scheduler; one Run at a time, each deleted (and gone)
@@ -119,10 +120,10 @@ try {
   await createRuntime(bindNs, 'bind', { replicas: 4, runs: 250 });
   await readyPods(bindNs, 'bind', 4);
 
-  const bindRound = async (label: string, schedulerFirst: boolean): Promise<void> => {
+  const bindRound = async (label: string, schedulerFirst: boolean, bindConcurrency: number): Promise<number> => {
     const names = Array.from({ length: RUNS }, (_, i) => `${label}-${String(i).padStart(4, '0')}`);
     const watcher = await watchPhases(admin, bindNs);
-    const scheduler = new Scheduler({ kubeConfig: admin, namespace: bindNs, logger });
+    const scheduler = new Scheduler({ kubeConfig: admin, namespace: bindNs, logger, bindConcurrency });
     let started = performance.now();
     if (schedulerFirst) await scheduler.start();
     started = schedulerFirst ? performance.now() : started;
@@ -138,16 +139,19 @@ try {
     const seconds = (done - started) / 1000;
     const m = scheduler.metrics;
     log(
-      `bind ${label}: ${RUNS} Runs bound in ${seconds.toFixed(2)} s (${(RUNS / seconds).toFixed(0)} Runs/s)` +
+      `bind ${label} (${bindConcurrency} writes in flight): ${RUNS} Runs bound in ${seconds.toFixed(2)} s (${(RUNS / seconds).toFixed(0)} Runs/s)` +
         (schedulerFirst ? `, creating them took ${((created - started) / 1000).toFixed(2)} s` : '') +
         `; bind writes p50 ${quantile(m.bindWrite, 0.5)} p99 ${quantile(m.bindWrite, 0.99)}; conflicts ${m.bindConflicts}`,
     );
     await scheduler.stop();
     await objects.deleteCollectionNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL });
     await waitFor('Runs deleted', async () => ((await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL })) as { items: unknown[] }).items.length === 0 ? true : undefined, WAIT);
+    return RUNS / seconds;
   };
-  await bindRound('backlog', false);
-  await bindRound('stream', true);
+  const serial = await bindRound('backlog', false, 1);
+  const parallel = await bindRound('backlog', false, 16);
+  await bindRound('stream', true, 16);
+  log(`bind throughput ratio, 16 writes in flight / 1: ${(parallel / serial).toFixed(2)}`);
   await bindManager.stop();
   cleanup.pop();
 
