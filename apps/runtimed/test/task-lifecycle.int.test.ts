@@ -124,3 +124,35 @@ test('a task Run still running at spec.timeout after startTime is stopped and en
   expect(ended.status).toMatchObject({ phase: 'Timeout', reason: 'Timeout', attempt: 1 });
   expect(ended.status?.message).toContain('spec.timeout (2s)');
 });
+
+test('runtimed killed during a task: the Runtime Server stops it, and the restarted runtimed retries it only if it is retrySafe', async () => {
+  const start = async (name: string, retrySafe: boolean): Promise<number[]> => {
+    const pidFile = join(scratch, `${name}-pids`);
+    await env.createRun(name, {
+      runtime: 'rt',
+      source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
+      mode: { task: {} },
+      env: [{ name: 'PID_FILE', value: pidFile }],
+      retryPolicy: { maxAttempts: 3, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe },
+    });
+    await env.bind(name, pod);
+    return waitFor(
+      `${name} to write its PIDs`,
+      async () => {
+        const numbers = (await readFile(pidFile, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map(Number);
+        return numbers.length === 2 ? numbers : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+  };
+  const unsafePids = await start('unsafe', false);
+  const safePids = await start('safe', true);
+  env.node.crashContainer(env.name, 'bash-0', 'runtimed', 'SIGKILL');
+
+  const failed = await env.waitForRun('unsafe', 'Failed', (r) => phase(r) === 'Failed');
+  expect(failed.status).toMatchObject({ attempt: 1, reason: 'Failed' });
+  expect(failed.status?.message).toContain('not retrySafe');
+  const requeued = await env.waitForRun('safe', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
+  expect(requeued.status?.message).toContain('runtimed restarted during the execution');
+  await waitFor('both executions to have been stopped', () => Promise.resolve([...unsafePids, ...safePids].every(gone) ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+});

@@ -258,9 +258,14 @@ export class RunReconciler {
    * engine decide between another attempt (back to Pending through the scheduler, so
    * capacity is free during the backoff) and Failed.
    */
-  async #attemptFailed(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, message: string, exitCode?: number): Promise<void> {
-    const mode = runModeKind(plain<RunSpec>(run.spec));
-    const decision = decideRetry(mode, plain<RunSpec>(run.spec).retryPolicy, epoch.attempt, 'attemptFailed');
+  async #attemptFailed(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, message: string, options: { exitCode?: number; interrupted?: boolean } = {}): Promise<void> {
+    const spec = plain<RunSpec>(run.spec);
+    const mode = runModeKind(spec);
+    // An execution cut short by the platform (runtimed restarted, the Runtime Server
+    // died) may have had side effects nobody saw: like a lost owner, it is retried only
+    // when the task declared retrySafe. A failure the code reported itself follows the
+    // user's policy.
+    const decision = decideRetry(mode, spec.retryPolicy, epoch.attempt, options.interrupted === true ? 'ownerLost' : 'attemptFailed');
     // Whatever this attempt registered is known here (or nothing loaded): no discovery.
     await this.#cleanUp(key, run, epoch, log, false);
     await this.#o.runs.removeFinalizer(epoch);
@@ -269,14 +274,13 @@ export class RunReconciler {
       log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
       return;
     }
+    const { exitCode } = options;
     const reason = mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
-    await this.#o.runs.transition(epoch, {
-      type: 'Failed',
-      reason,
-      message: `attempt ${epoch.attempt} of ${resolveRetryPolicy(plain<RunSpec>(run.spec).retryPolicy).maxAttempts}: ${message}`,
-      ...(exitCode === undefined ? {} : { exitCode }),
-    });
-    log.info({ reason }, 'failed; no attempts left');
+    const why = decision.why === 'notRetrySafe' ? 'not retried: the task is not retrySafe' : `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
+    // Interrupted would name this better, but the state machine gives that phase to
+    // stale-recovery alone; Failed with the reason in the message is never a false success.
+    await this.#o.runs.transition(epoch, { type: 'Failed', reason, message: `${why}: ${message}`, ...(exitCode === undefined ? {} : { exitCode }) });
+    log.info({ reason, why: decision.why }, 'failed; not retried');
   }
 
   /**
@@ -328,7 +332,7 @@ export class RunReconciler {
       // This attempt's workspace exists but no execution does: runtimed restarted while
       // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
       // did is unknown, so the attempt failed (retried only within the user's policy).
-      await this.#attemptFailed(key, run, epoch, log, 'runtimed restarted during the execution, which the Runtime Server then stopped');
+      await this.#attemptFailed(key, run, epoch, log, 'runtimed restarted during the execution, which the Runtime Server then stopped', { interrupted: true });
       return undefined;
     }
     const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
@@ -405,7 +409,7 @@ export class RunReconciler {
     if (exited === undefined) {
       log.warn({ err: failure }, 'the execution stream ended without an exit');
       this.#o.metrics.taskFinished('failed', seconds);
-      await this.#attemptFailed(key, run, epoch, log, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`);
+      await this.#attemptFailed(key, run, epoch, log, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`, { interrupted: true });
       return;
     }
     log.info({ reason: exited.reason, exitCode: exited.exitCode, signal: exited.signal || undefined, outputsError: exited.outputsError || undefined, seconds }, 'task exited');
@@ -420,7 +424,7 @@ export class RunReconciler {
           return;
         }
         this.#o.metrics.taskFinished('failed', seconds);
-        await this.#attemptFailed(key, run, epoch, log, `exited with code ${exited.exitCode}`, exited.exitCode);
+        await this.#attemptFailed(key, run, epoch, log, `exited with code ${exited.exitCode}`, { exitCode: exited.exitCode });
         return;
       case ExitReason.EXIT_REASON_TIMED_OUT:
         this.#o.metrics.taskFinished('timeout', seconds);
@@ -436,7 +440,7 @@ export class RunReconciler {
       case ExitReason.EXIT_REASON_UNSPECIFIED:
       case ExitReason.UNRECOGNIZED:
         this.#o.metrics.taskFinished('failed', seconds);
-        await this.#attemptFailed(key, run, epoch, log, `the execution ended unexpectedly (${exited.message || String(exited.reason)})`);
+        await this.#attemptFailed(key, run, epoch, log, `the execution ended unexpectedly (${exited.message || String(exited.reason)})`, { interrupted: true });
         return;
     }
   }
