@@ -1,5 +1,7 @@
 import { AssumeCache } from './assume-cache.ts';
 
+const NOW = 1_000_000;
+
 describe('AssumeCache', () => {
   it.each<[string, (cache: AssumeCache) => void, string | undefined, [string, string][]]>([
     ['counts a bind the cache still shows at the fenced version', () => undefined, '10', [['run', 'pod']]],
@@ -9,19 +11,32 @@ describe('AssumeCache', () => {
     ['drops it on a watch update with another version', (cache) => { cache.observe('run', '11'); }, '10', []],
     ['keeps it on a watch event of the fenced version itself', (cache) => { cache.observe('run', '10'); }, '10', [['run', 'pod']]],
     ['drops it when the Run is deleted', (cache) => { cache.deleted('run'); }, '10', []],
+    ['keeps an uncertain write until it expires', (cache) => { cache.uncertain('run', NOW + 1); }, '10', [['run', 'pod']]],
+    ['drops an uncertain write once it expired', (cache) => { cache.uncertain('run', NOW); }, '10', []],
   ])('%s', (_name, act, cachedVersion, expected) => {
     const cache = new AssumeCache();
     cache.assume('ns/python', 'run', 'pod', '10');
     act(cache);
-    expect([...cache.snapshot('ns/python', () => cachedVersion)]).toEqual(expected);
+    expect([...cache.snapshot('ns/python', () => cachedVersion, NOW).assumed]).toEqual(expected);
+  });
+
+  it('reports the earliest expiry of uncertain writes, so the pass looks again then', () => {
+    const cache = new AssumeCache();
+    cache.assume('ns/python', 'a', 'p1', '1');
+    cache.assume('ns/python', 'b', 'p1', '2');
+    cache.assume('ns/python', 'c', 'p1', '3');
+    cache.uncertain('a', NOW + 500);
+    cache.uncertain('b', NOW + 200);
+    const versions: Record<string, string> = { a: '1', b: '2', c: '3' };
+    expect(cache.snapshot('ns/python', (uid) => versions[uid], NOW).nextExpiryMs).toBe(NOW + 200);
   });
 
   it('only returns the assumptions of the Runtime asked about, and keeps the others', () => {
     const cache = new AssumeCache();
     cache.assume('ns/python', 'a', 'p1', '1');
     cache.assume('ns/bash', 'b', 'p2', '2');
-    expect([...cache.snapshot('ns/python', () => undefined)]).toEqual([]);
-    expect([...cache.snapshot('ns/bash', () => '2')]).toEqual([['b', 'p2']]);
+    expect([...cache.snapshot('ns/python', () => undefined, NOW).assumed]).toEqual([]);
+    expect([...cache.snapshot('ns/bash', () => '2', NOW).assumed]).toEqual([['b', 'p2']]);
     expect(cache.size).toBe(1);
   });
 });

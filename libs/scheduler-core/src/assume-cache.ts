@@ -6,16 +6,27 @@
  * An assumption is keyed by Run UID and remembers the resourceVersion the bind was
  * fenced on. Because the write carried that resourceVersion, any *other* version of
  * the Run in the cache is at or after the write, so the cache itself tells the truth
- * from then on and the assumption is dropped: no TTL, no comparison of resourceVersions
- * (which are opaque). A write whose outcome is unknown (timeout, connection reset) is
- * kept assumed for the same reason; only a definite refusal forgets it.
+ * from then on and the assumption is dropped (no comparison of resourceVersions, which
+ * are opaque). A definite refusal (4xx) forgets it at once.
+ *
+ * A write whose outcome is unknown (timeout, connection reset) stays assumed, but only
+ * for `uncertainTtlMs`: if the write did happen, the watch shows it long before; if it
+ * did not, the Run must not stay skipped forever with its unit held. Expiring it is
+ * safe for the Run: the next bind is fenced on the same resourceVersion, so had the
+ * first write landed after all, the second one gets 409 instead of binding twice.
  */
 export class AssumeCache {
-  readonly #entries = new Map<string, { group: string; podUID: string; fencedOn: string }>();
+  readonly #entries = new Map<string, { group: string; podUID: string; fencedOn: string; expiresAtMs: number | undefined }>();
 
   /** `group` is the placement unit (the Runtime's key) whose passes must count it. */
   assume(group: string, runUID: string, podUID: string, fencedOnResourceVersion: string): void {
-    this.#entries.set(runUID, { group, podUID, fencedOn: fencedOnResourceVersion });
+    this.#entries.set(runUID, { group, podUID, fencedOn: fencedOnResourceVersion, expiresAtMs: undefined });
+  }
+
+  /** The write's outcome is unknown: keep the assumption until `expiresAtMs` at most. */
+  uncertain(runUID: string, expiresAtMs: number): void {
+    const entry = this.#entries.get(runUID);
+    if (entry !== undefined) entry.expiresAtMs = expiresAtMs;
   }
 
   /** The write was refused (409, 422, 404): it never happened. */
@@ -35,19 +46,26 @@ export class AssumeCache {
   }
 
   /**
-   * Run UID -> Pod UID of the group's assumptions the cache has not caught up with. `cachedVersion`
-   * gives the cache's current resourceVersion of a Run (undefined: not in the cache).
+   * The group's assumptions the cache has not caught up with (Run UID -> Pod UID), and
+   * when the earliest uncertain one expires (the pass must look again then).
+   * `cachedVersion` gives the cache's current resourceVersion of a Run (undefined: not
+   * in the cache).
    */
-  snapshot(group: string, cachedVersion: (runUID: string) => string | undefined): Map<string, string> {
-    const result = new Map<string, string>();
+  snapshot(group: string, cachedVersion: (runUID: string) => string | undefined, nowMs: number): { assumed: Map<string, string>; nextExpiryMs: number | undefined } {
+    const assumed = new Map<string, string>();
+    let nextExpiryMs: number | undefined;
     for (const [runUID, entry] of this.#entries) {
       if (entry.group !== group) continue;
       const version = cachedVersion(runUID);
-      if (version === entry.fencedOn) result.set(runUID, entry.podUID);
-      // Gone from the cache, or the cache moved past the write: the cache is the truth now.
-      else this.#entries.delete(runUID);
+      // Gone from the cache, moved past the write, or uncertain for too long: the cache is the truth now.
+      if (version !== entry.fencedOn || (entry.expiresAtMs !== undefined && entry.expiresAtMs <= nowMs)) {
+        this.#entries.delete(runUID);
+        continue;
+      }
+      assumed.set(runUID, entry.podUID);
+      if (entry.expiresAtMs !== undefined) nextExpiryMs = Math.min(nextExpiryMs ?? entry.expiresAtMs, entry.expiresAtMs);
     }
-    return result;
+    return { assumed, nextExpiryMs };
   }
 
   get size(): number {

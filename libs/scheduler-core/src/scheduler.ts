@@ -27,6 +27,8 @@ export interface SchedulerOptions {
   bindConcurrency?: number;
   /** Milliseconds since the epoch; injectable for tests. */
   now?: () => number;
+  /** How long a bind whose write outcome is unknown keeps its unit (see AssumeCache). Default 30 s. */
+  uncertainBindTtlMs?: number;
 }
 
 /**
@@ -53,12 +55,14 @@ export class Scheduler {
   readonly #assume = new AssumeCache();
   readonly #now: () => number;
   readonly #bindConcurrency: number;
+  readonly #uncertainBindTtlMs: number;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
     this.metrics = options.metrics ?? new SchedulerMetrics();
     this.#now = options.now ?? Date.now;
     this.#bindConcurrency = Math.max(1, options.bindConcurrency ?? 16);
+    this.#uncertainBindTtlMs = options.uncertainBindTtlMs ?? 30_000;
     const { kubeConfig, namespace, logger } = options;
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
     const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -146,6 +150,7 @@ export class Scheduler {
     // Whole seconds: the state machine compares notBefore with the RFC 3339 `now` it
     // writes, so the plan must use the very same instant.
     const nowMs = Math.floor(this.#now() / 1000) * 1000;
+    const assumptions = this.#assume.snapshot(key, (uid) => byUID.get(uid)?.metadata.resourceVersion, this.#now());
     const plan = planPlacement({
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
@@ -154,7 +159,7 @@ export class Scheduler {
         .filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name)
         .map(podInfo),
       runs: runObjects.map(runInfo),
-      assumed: this.#assume.snapshot(key, (uid) => byUID.get(uid)?.metadata.resourceVersion),
+      assumed: assumptions.assumed,
       nowMs,
     });
     this.metrics.passes += 1;
@@ -174,8 +179,12 @@ export class Scheduler {
     if (failures.length > 0) {
       throw new AggregateError(failures, `${failures.length} of ${plan.decisions.length} writes for Runtime ${key} failed`);
     }
-    if (plan.retryAtMs === undefined) return undefined;
-    return { requeueAfterMs: Math.max(0, plan.retryAtMs - nowMs) + 1000 };
+    // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
+    const wakeups = [
+      plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
+      assumptions.nextExpiryMs === undefined ? undefined : assumptions.nextExpiryMs - this.#now() + 1,
+    ].filter((ms) => ms !== undefined);
+    return wakeups.length === 0 ? undefined : { requeueAfterMs: Math.max(0, Math.min(...wakeups)) };
   }
 
   async #apply(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<void> {
@@ -209,6 +218,9 @@ export class Scheduler {
           return;
         }
         if (error.code === 404) return;
+      } else if (decision.action === 'bind') {
+        // Outcome unknown: the bind may have landed. Keep counting it, for a bounded time.
+        this.#assume.uncertain(uid, this.#now() + this.#uncertainBindTtlMs);
       }
       throw error;
     }
