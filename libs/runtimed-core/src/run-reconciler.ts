@@ -129,10 +129,14 @@ export class RunReconciler {
 
   async #act(action: Exclude<RunAction, { type: 'ignore' | 'release' }>, key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<ReconcileResult | undefined> {
     switch (action.type) {
-      case 'claim':
-        await this.#o.runs.transition(epoch, { type: 'Claim' });
+      case 'claim': {
+        const claimed = await this.#o.runs.transition(epoch, { type: 'Claim' });
         log.info({ mode: runModeKind(plain<RunSpec>(run.spec)) }, 'claimed');
-        return undefined;
+        // Go on from the object just written instead of waiting for its watch event
+        // (safe: every step re-checks the live Run before it creates anything).
+        const next = planRun({ run: claimed, podUID: this.#o.podUID, runtime: this.#o.runtime, local: this.#local.get(key), nowMs: this.#now() });
+        return next.type === 'register' || next.type === 'execute' ? this.#act(next, key, claimed, epoch, log) : undefined;
+      }
       case 'register':
         return this.#register(key, run, epoch, log);
       case 'watch':
