@@ -125,6 +125,17 @@ test('a task Run still running at spec.timeout after startTime is stopped and en
   expect(ended.status?.message).toContain('spec.timeout (2s)');
 });
 
+test('task durations are exported by outcome', async () => {
+  const text = await (await fetch(`http://${pod.status?.podIP ?? ''}:9464/metrics`)).text();
+  const count = (outcome: string): number => Number(new RegExp(`^kruntimes_runtimed_task_duration_seconds_count\\{outcome="${outcome}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  // The Runs above: one success, two failed attempts, one cancel, one timeout (the deleted one was released).
+  expect(count('succeeded')).toBe(1);
+  expect(count('failed')).toBe(2);
+  expect(count('cancelled')).toBe(1);
+  expect(count('released')).toBe(1);
+  expect(count('timeout')).toBeGreaterThanOrEqual(1);
+});
+
 test('runtimed killed during a task: the Runtime Server stops it, and the restarted runtimed retries it only if it is retrySafe', async () => {
   const start = async (name: string, retrySafe: boolean): Promise<number[]> => {
     const pidFile = join(scratch, `${name}-pids`);

@@ -25,7 +25,8 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   const provider = new MeterProvider({ readers: [exporter] });
   const meter = provider.getMeter('kruntimes.runtimed');
   const registrations = meter.createCounter('kruntimes.runtimed.registrations', { description: 'RegisterFunction calls by runtimed, by outcome' });
-  const taskDuration = meter.createHistogram('kruntimes.runtimed.task.duration', {
+  // Named with its unit: this exporter does not append Prometheus unit suffixes.
+  const taskDuration = meter.createHistogram('kruntimes.runtimed.task.duration.seconds', {
     description: 'Duration of task executions, by outcome',
     unit: 's',
     advice: { explicitBucketBoundaries: [0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14_400] },
