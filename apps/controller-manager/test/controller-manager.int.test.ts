@@ -148,7 +148,8 @@ test('a Runtime of 3 replicas x 2 Runs: Deployment and Service it owns, 3 ready 
   const runtime = await createRuntime('shell', { replicas: 3, runs: 2 });
 
   const deployment = await waitFor('the Deployment', () => apps.readNamespacedDeployment({ namespace: namespace.name, name: 'shell' }), WAIT);
-  const service = await core.readNamespacedService({ namespace: namespace.name, name: 'shell' });
+  // The controller creates the Service after the Deployment: wait for it too.
+  const service = await waitFor('the Service', () => core.readNamespacedService({ namespace: namespace.name, name: 'shell' }), WAIT);
   for (const owned of [deployment, service]) {
     expect(owned.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Runtime', name: 'shell', uid: runtime.metadata.uid, controller: true })]);
   }

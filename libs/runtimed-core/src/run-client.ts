@@ -113,18 +113,22 @@ export class RunClient {
    * Fenced: only the owner of the epoch releases it; a Run that moved on keeps it for its
    * new owner or for stale-recovery.
    */
-  async removeFinalizer(epoch: Epoch): Promise<void> {
+  /** Removes the registration-cleanup finalizer; false when it was already gone (or the Run was). */
+  async removeFinalizer(epoch: Epoch): Promise<boolean> {
+    let removed = false;
     try {
       await this.#fenced(epoch, async (run) => {
         const finalizers = run.metadata.finalizers ?? [];
-        if (!finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
+        removed = finalizers.includes(REGISTRATION_CLEANUP_FINALIZER);
+        if (!removed) return run;
         return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: finalizers.filter((f) => f !== REGISTRATION_CLEANUP_FINALIZER) } });
       });
     } catch (error) {
       // Removing our finalizer may let the API server delete the object before we re-read it.
-      if (error instanceof NotOwnerError && error.gone) return;
+      if (error instanceof NotOwnerError && error.gone) return false;
       throw error;
     }
+    return removed;
   }
 
   async #replace(epoch: Epoch, body: Run): Promise<Run> {

@@ -1,4 +1,3 @@
-import { access } from 'node:fs/promises';
 import { DEFAULTS, RUN_REASONS, runModeKind } from '@kruntimes/api';
 import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
@@ -15,7 +14,7 @@ import type { Epoch } from './epoch.ts';
 import type { RunClient } from './run-client.ts';
 import { RuntimeServerError, isDefiniteRegistrationFailure } from './runtime-server.ts';
 import type { RuntimeServerClient } from './runtime-server.ts';
-import { entrypointFile, runEnv } from './workspace.ts';
+import { entrypointFile, exists, runEnv } from './workspace.ts';
 import type { ConfigMapReader, Workspaces } from './workspace.ts';
 
 const { ExitReason, RegistrationState } = runtimeServerV1;
@@ -305,8 +304,9 @@ export class RunReconciler {
       }
     }
     await this.#cleanUp(key, run, epoch, log);
-    await this.#o.runs.removeFinalizer(epoch);
-    log.info({ step: 'finalizer-removed' }, 'deleting: finalizer removed');
+    // A reconcile from a cache that has not yet seen the removal repeats the (idempotent)
+    // cleanup; only what was actually done is logged as a step.
+    if (await this.#o.runs.removeFinalizer(epoch)) log.info({ step: 'finalizer-removed' }, 'deleting: finalizer removed');
     return undefined;
   }
 
@@ -486,8 +486,7 @@ export class RunReconciler {
       log.info({ step: 'unregistered', registrationId, found }, 'function unregistered');
       if (state !== undefined) delete state.registrationId;
     }
-    await this.#o.workspaces.remove(epoch.uid);
-    log.info({ step: 'workspace-removed' }, 'workspace removed');
+    if (await this.#o.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
     this.#local.delete(key);
   }
 
@@ -535,15 +534,5 @@ export class RunReconciler {
       execution.abort.abort();
     }
     await Promise.all(executions.map((e) => e.done));
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
   }
 }

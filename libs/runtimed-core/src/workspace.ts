@@ -1,4 +1,4 @@
-import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Run, RuntimeLanguage } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
@@ -64,8 +64,12 @@ export class Workspaces {
   }
 
   /** Deletes every attempt's workspace of a Run (idempotent). */
-  async remove(runUID: string): Promise<void> {
-    await rm(await this.runDir(runUID), { recursive: true, force: true });
+  /** Removes the Run's workspace; false when there was none (a repeated cleanup). */
+  async remove(runUID: string): Promise<boolean> {
+    const dir = await this.runDir(runUID);
+    const existed = await exists(dir);
+    await rm(dir, { recursive: true, force: true });
+    return existed;
   }
 }
 
@@ -92,4 +96,14 @@ export function runEnv(run: ReadonlyDeep<Run>, runtime: string, attempt: number)
   env.KRT_RUNTIME = runtime;
   env.KRT_ATTEMPT = String(attempt);
   return env;
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
 }
