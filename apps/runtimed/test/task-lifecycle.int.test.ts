@@ -160,9 +160,9 @@ test('runtimed killed during a task: the Runtime Server stops it, and the restar
   const safePids = await start('safe', true);
   env.node.crashContainer(env.name, 'bash-0', 'runtimed', 'SIGKILL');
 
-  const failed = await env.waitForRun('unsafe', 'Failed', (r) => phase(r) === 'Failed');
-  expect(failed.status).toMatchObject({ attempt: 1, reason: 'Failed' });
-  expect(failed.status?.message).toContain('not retrySafe');
+  const interrupted = await env.waitForRun('unsafe', 'Interrupted', (r) => phase(r) === 'Interrupted');
+  expect(interrupted.status).toMatchObject({ attempt: 1, reason: 'OwnerLost' });
+  expect(interrupted.status?.message).toContain('not retrySafe');
   const requeued = await env.waitForRun('safe', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
   expect(requeued.status?.message).toContain('runtimed restarted during the execution');
   await waitFor('both executions to have been stopped', () => Promise.resolve([...unsafePids, ...safePids].every(gone) ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });

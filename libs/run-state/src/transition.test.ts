@@ -57,7 +57,7 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   Requeue: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   MarkRecovering: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
-  Interrupted: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
+  Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
 };
 
 const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {

@@ -50,7 +50,10 @@ export type RunEvent =
   | { type: 'Requeue'; cause: 'attemptFailed' | 'ownerLost'; backoffSeconds: number; message: string }
   /** stale-recovery: the owner looks lost; not ready until fenced. */
   | { type: 'MarkRecovering'; message: string }
-  /** stale-recovery: the owner is lost and nothing proves what the code did. */
+  /**
+   * stale-recovery (the owner is lost) or runtimed (it restarted and its execution is gone):
+   * nothing proves what the code did.
+   */
   | { type: 'Interrupted'; reason: InterruptReason; message: string };
 
 export type RunEventType = RunEvent['type'];
@@ -101,7 +104,7 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Requeue: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   MarkRecovering: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
-  Interrupted: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
 };
 
 /** The phase of a Run as stored; a Run nobody has written status for yet is Pending. */

@@ -277,11 +277,15 @@ export class RunReconciler {
       log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
       return;
     }
+    if (decision.why === 'notRetrySafe') {
+      // The execution was lost, not finished: nothing proves what the task did.
+      await this.#o.runs.transition(epoch, { type: 'Interrupted', reason: RUN_REASONS.ownerLost, message: `not retried: the task is not retrySafe: ${message}` });
+      log.info({ why: decision.why }, 'interrupted; not retried');
+      return;
+    }
     const { exitCode } = options;
     const reason = mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
-    const why = decision.why === 'notRetrySafe' ? 'not retried: the task is not retrySafe' : `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
-    // Interrupted would name this better, but the state machine gives that phase to
-    // stale-recovery alone; Failed with the reason in the message is never a false success.
+    const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
     await this.#o.runs.transition(epoch, { type: 'Failed', reason, message: `${why}: ${message}`, ...(exitCode === undefined ? {} : { exitCode }) });
     log.info({ reason, why: decision.why }, 'failed; not retried');
   }
