@@ -1,4 +1,5 @@
 import type { Run } from '@kruntimes/api';
+import { checkOwnership } from '@kruntimes/fencing';
 
 /** The ownership epoch a write is fenced on (ARCHITECTURE §5). */
 export interface Epoch {
@@ -12,7 +13,13 @@ export interface Epoch {
 /** Why the live object is not this epoch, or undefined when it is. */
 export function epochMismatch(run: Pick<Run, 'metadata' | 'status'>, epoch: Epoch): string | undefined {
   if (run.metadata.uid !== epoch.uid) return `the name now holds Run ${run.metadata.uid ?? '?'}`;
-  if (run.status?.assignedPodUID !== epoch.podUID) return `assigned to Pod ${run.status?.assignedPodUID ?? '(none)'}`;
-  if (run.status.attempt !== epoch.attempt) return `now at attempt ${run.status.attempt ?? 0}`;
-  return undefined;
+  const ownership = checkOwnership(run.status, epoch.podUID, epoch.attempt);
+  if (ownership.owner) return undefined;
+  switch (ownership.reason) {
+    case 'unassigned':
+    case 'otherPod':
+      return `assigned to Pod ${run.status?.assignedPodUID ?? '(none)'}`;
+    case 'otherAttempt':
+      return `now at attempt ${run.status?.attempt ?? 0}`;
+  }
 }
