@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector } from '@kruntimes/controller-runtime';
+import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
 import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME } from '@kruntimes/controller-manager-core';
 import { pino } from 'pino';
 
@@ -87,13 +87,7 @@ try {
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
       });
-      const lost = new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        signal.addEventListener('abort', () => { resolve(); }, { once: true });
-      });
-      await Promise.race([manager.start(), lost]);
-      await lost;
-      await manager.stop();
+      await runWhileLeading(signal, manager);
     },
   });
   if (!state.stopping) logger.error('lost the controller-manager lease; exiting');

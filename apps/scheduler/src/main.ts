@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector } from '@kruntimes/controller-runtime';
+import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -93,13 +93,7 @@ try {
         metrics,
         workers: positive('workers', values.workers),
       });
-      const lost = new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        signal.addEventListener('abort', () => { resolve(); }, { once: true });
-      });
-      await Promise.race([scheduler.start(), lost]);
-      await lost;
-      await scheduler.stop();
+      await runWhileLeading(signal, scheduler);
     },
   });
   // Like kube-scheduler: a replica that lost the Lease exits and restarts as a candidate,

@@ -178,6 +178,26 @@ export class LeaderElector {
   }
 }
 
+/** What a leader-elected process runs during its term. */
+export interface LeaderComponent {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `component` for exactly one leadership term: started when the term begins, stopped
+ * when `signal` (from onStartedLeading) says it ended, even while start is still syncing.
+ */
+export async function runWhileLeading(signal: AbortSignal, component: LeaderComponent): Promise<void> {
+  const termEnded = new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener('abort', () => { resolve(); }, { once: true });
+  });
+  await Promise.race([component.start(), termEnded]);
+  await termEnded;
+  await component.stop();
+}
+
 /** The Lease with a new spec, keeping its resourceVersion so that the write is fenced. */
 function leaseUpdate(lease: V1Lease, spec: V1LeaseSpec): V1Lease {
   return { metadata: lease.metadata ?? {}, spec };
