@@ -11,3 +11,5 @@ export * from './run-reconciler.ts';
 export * from './runtime-server.ts';
 export * from './runtimed.ts';
 export * from './workspace.ts';
+export { PeerPods } from './peer-pods.ts';
+export type { PeerPod } from './peer-pods.ts';

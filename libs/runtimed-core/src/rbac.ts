@@ -9,11 +9,12 @@ export interface PolicyRule {
 /**
  * What runtimed's ServiceAccount needs in its Runtime's namespace (a Role, not a
  * ClusterRole): read Runs and write their status and the cleanup finalizer, read the
- * ConfigMaps that hold Run sources, keep its Pod Lease.
+ * ConfigMaps that hold Run sources, watch its Runtime's Pods, keep its Pod Lease.
  */
 export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
   { apiGroups: [API_GROUP], resources: [`${RUN_PLURAL}/status`], verbs: ['get', 'update', 'patch'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
 ];

@@ -12,6 +12,7 @@ import { ServerError, Status, createServer } from 'nice-grpc';
 import type { Logger } from 'pino';
 import type { RuntimedConfig } from './config.ts';
 import type { RuntimedMetrics } from './metrics.ts';
+import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
 import { RunReconciler } from './run-reconciler.ts';
@@ -36,12 +37,14 @@ export interface RuntimedOptions {
 export interface RunningRuntimed {
   /** The bound gRPC port (health). */
   grpcPort: number;
+  /** The watch-backed cache of this Runtime's Pods (peer addresses, readiness). */
+  peers: PeerPods;
   stop(): Promise<void>;
 }
 
 /**
  * Starts runtimed: the Pod Lease, the Run informer of its namespace (filtered to its
- * Runtime), the reconciler, and the gRPC health service on the Pod IP that the
+ * Runtime), the Pod informer of its Runtime, the reconciler, and the gRPC health service on the Pod IP that the
  * readinessProbe checks. SERVING once the Run cache is synced and the local Runtime
  * Server answers; NOT_SERVING while either is not true and from shutdown on.
  */
@@ -61,6 +64,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     list: () => customObjects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: pod.namespace, plural: RUN_PLURAL }) as Promise<KubernetesListObject<RunObject>>,
     logger,
   });
+  const peers = new PeerPods(kubeConfig, pod.namespace, config.runtime, logger);
   // The reconciler re-enqueues a key when a background execution ends; the controller
   // that owns the queue is created right after it.
   const controller: Controller = new Controller({ name: 'runs', reconcile: (key, signal) => reconciler.reconcile(key, signal), logger, workers: options.workers ?? 4 });
@@ -109,7 +113,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   void checkRuntimeServer();
 
   const servingStatus = (): healthV1.HealthCheckResponse_ServingStatus =>
-    !stopping && informer.hasSynced && runtimeServerServing ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+    !stopping && informer.hasSynced && peers.hasSynced && runtimeServerServing ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
   const grpc = createServer();
   grpc.add(healthV1.HealthDefinition, {
     // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
@@ -136,17 +140,19 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   });
   await lease.start();
   controller.start();
-  await informer.start();
+  await Promise.all([informer.start(), peers.start()]);
   logger.info({ pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, runtimeServer: config.runtimeServerAddress }, 'runtimed started');
 
   return {
     grpcPort,
+    peers,
     async stop() {
       stopping = true;
       clearInterval(healthTimer);
       await controller.stop();
       await reconciler.shutdown();
       await informer.stop();
+      await peers.stop();
       await lease.stop();
       await grpc.shutdown();
       server.close();
