@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { Status } from 'nice-grpc';
-import { failure, startServerProcess } from '@kruntimes/testing';
+import { failure, startServerProcess, survivingProcesses } from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const { ExitReason, LogStream } = runtimeServerV1;
@@ -35,13 +35,6 @@ echo "children started"
 wait
 `;
 
-function gone(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-  } catch {
-    return true;
-  }
-}
 
 describe('runtime-server-bash', () => {
   let server: ServerProcess;
@@ -137,7 +130,7 @@ describe('runtime-server-bash', () => {
     expect(exited?.reason).toBe(ExitReason.EXIT_REASON_CANCELLED);
     const pids = readFileSync(pidFile, 'utf8').trim().split(' ').map(Number);
     expect(pids).toHaveLength(3);
-    expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+    expect(await survivingProcesses(pids)).toEqual([]);
   });
 
   it('serves on a unix socket', async () => {

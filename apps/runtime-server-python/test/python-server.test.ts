@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { Status } from 'nice-grpc';
-import { failure, startServerProcess } from '@kruntimes/testing';
+import { failure, startServerProcess, survivingProcesses } from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const { ExitReason, LogStream, RegistrationState } = runtimeServerV1;
@@ -65,14 +65,6 @@ print("children started", flush=True)
 time.sleep(300)
 `;
 
-/** A process is gone when it does not exist or is a zombie waiting for its reaper. */
-function gone(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-  } catch {
-    return true;
-  }
-}
 
 describe('runtime-server-python', () => {
   let server: ServerProcess;
@@ -275,7 +267,7 @@ describe('runtime-server-python', () => {
     expect(exited).toMatchObject({ reason: ExitReason.EXIT_REASON_CANCELLED, signal: 'SIGTERM', exitCode: -1 });
     const pids = readFileSync(pidFile, 'utf8').split(' ').map(Number);
     expect(pids).toHaveLength(3);
-    expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+    expect(await survivingProcesses(pids)).toEqual([]);
     expect(await server.client.cancelExecution({ executionId: 'task-2' })).toEqual({ found: false });
   });
 });

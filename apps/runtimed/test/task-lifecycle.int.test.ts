@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Run } from '@kruntimes/api';
 import { findCondition } from '@kruntimes/run-state';
-import { waitFor } from '@kruntimes/testing';
+import { survivingProcesses, waitFor } from '@kruntimes/testing';
 import { RuntimeEnvironment } from './runtime-pods.ts';
 
 let env: RuntimeEnvironment;
@@ -24,15 +23,6 @@ afterAll(async () => {
 });
 
 const phase = (run: Run) => run.status?.phase;
-
-/** A process is gone when it does not exist or is a zombie waiting for its reaper. */
-function gone(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? true;
-  } catch {
-    return true;
-  }
-}
 
 test('a task Run that exits 0 succeeds with its outputs; its output goes to runtimed logs, never to status', async () => {
   await env.createRun('ok', {
@@ -86,12 +76,12 @@ test('a cancelled task Run is stopped with its whole process group, then Cancell
     },
     { timeoutMs: 30_000, intervalMs: 100 },
   );
-  expect(pids.some((pid) => !gone(pid))).toBe(true);
+  expect(await survivingProcesses(pids, 0)).not.toEqual([]);
   await env.patchRunSpec('long', { cancelRequested: true });
   const cancelled = await env.waitForRun('long', 'Cancelled', (r) => phase(r) === 'Cancelled');
   expect(cancelled.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
   // Cancelled is written only after the Runtime Server reported the execution's end.
-  expect(pids.filter((pid) => !gone(pid))).toEqual([]);
+  expect(await survivingProcesses(pids)).toEqual([]);
 });
 
 test('deleting a running task Run stops its execution: no process is left behind', async () => {
@@ -114,7 +104,7 @@ test('deleting a running task Run stops its execution: no process is left behind
   await env.deleteRun('doomed');
   await env.waitForRunGone('doomed');
   // Tasks carry no finalizer: the object goes at once and runtimed stops the work after.
-  await waitFor('the task processes to end', () => Promise.resolve(pids.every(gone) ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+  expect(await survivingProcesses(pids, 30_000, 100)).toEqual([]);
 });
 
 test('a task Run still running at spec.timeout after startTime is stopped and ends in Timeout', async () => {
@@ -165,5 +155,5 @@ test('runtimed killed during a task: the Runtime Server stops it, and the restar
   expect(interrupted.status?.message).toContain('not retrySafe');
   const requeued = await env.waitForRun('safe', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
   expect(requeued.status?.message).toContain('runtimed restarted during the execution');
-  await waitFor('both executions to have been stopped', () => Promise.resolve([...unsafePids, ...safePids].every(gone) ? true : undefined), { timeoutMs: 30_000, intervalMs: 100 });
+  expect(await survivingProcesses([...unsafePids, ...safePids], 30_000, 100)).toEqual([]);
 });

@@ -9,3 +9,4 @@ export * from './users.ts';
 export * from './wait.ts';
 export * from './grpc-failure.ts';
 export * from './runtime-server-process.ts';
+export * from './processes.ts';

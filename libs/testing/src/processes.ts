@@ -1,0 +1,26 @@
+import { readFile } from 'node:fs/promises';
+
+/** A process is gone when it does not exist or is a zombie waiting for its reaper. */
+export async function processGone(pid: number): Promise<boolean> {
+  try {
+    const stat = await readFile(`/proc/${String(pid)}/stat`, 'utf8');
+    return stat.split(') ')[1]?.startsWith('Z') ?? true;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The PIDs still alive after waiting, bounded, for all to be gone. A process that was sent
+ * SIGKILL still takes a moment to die on a busy machine; a survivor after the bound is a
+ * process that was never killed.
+ */
+export async function survivingProcesses(pids: readonly number[], timeoutMs = 5_000, intervalMs = 20): Promise<number[]> {
+  let alive = [...pids];
+  for (let waited = 0; ; waited += intervalMs) {
+    const gone = await Promise.all(alive.map(processGone));
+    alive = alive.filter((_, index) => gone[index] !== true);
+    if (alive.length === 0 || waited >= timeoutMs) return alive;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
