@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { signalGroup as signalProcessGroup } from '@kruntimes/host';
 
 /**
  * Signals a child's whole process group. Children are spawned `detached` (their own
@@ -6,12 +7,7 @@ import type { ChildProcess } from 'node:child_process';
  * group on purpose. ESRCH (the group is gone) is success.
  */
 export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
-  }
+  if (child.pid !== undefined) signalProcessGroup(child.pid, signal);
 }
 
 /** Resolves when the child has exited (immediately when it already has). */

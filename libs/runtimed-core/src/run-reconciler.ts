@@ -14,7 +14,8 @@ import type { Epoch } from './epoch.ts';
 import type { RunClient } from './run-client.ts';
 import { RuntimeServerError, isDefiniteRegistrationFailure } from './runtime-server.ts';
 import type { RuntimeServerClient } from './runtime-server.ts';
-import { entrypointFile, exists, runEnv } from './workspace.ts';
+import { entrypointFile, runEnv } from './workspace.ts';
+import { pathExists } from '@kruntimes/host';
 import type { ConfigMapReader, Workspaces } from './workspace.ts';
 
 const { ExitReason, RegistrationState } = runtimeServerV1;
@@ -336,7 +337,7 @@ export class RunReconciler {
     // otherwise look like a Running task that still has to run.
     await this.#o.runs.verify(epoch, ['Running']);
     const attemptDir = await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt);
-    if (await exists(attemptDir)) {
+    if (await pathExists(attemptDir)) {
       // This attempt's workspace exists but no execution does: runtimed restarted while
       // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
       // did is unknown, so the attempt failed (retried only within the user's policy).
@@ -477,7 +478,7 @@ export class RunReconciler {
     const state = this.#local.get(key);
     const fn = run.spec.mode.function;
     let registrationId = state?.registrationId;
-    if (discover && registrationId === undefined && fn !== undefined && (await exists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
+    if (discover && registrationId === undefined && fn !== undefined && (await pathExists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
       try {
         ({ registrationId } = await this.#registerIdempotently(run, epoch, fn.handler, log));
       } catch (error) {

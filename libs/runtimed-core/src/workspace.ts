@@ -1,5 +1,6 @@
-import { access, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathExists } from '@kruntimes/host';
 import type { Run, RuntimeLanguage } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
@@ -67,7 +68,7 @@ export class Workspaces {
   /** Removes the Run's workspace; false when there was none (a repeated cleanup). */
   async remove(runUID: string): Promise<boolean> {
     const dir = await this.runDir(runUID);
-    const existed = await exists(dir);
+    const existed = await pathExists(dir);
     await rm(dir, { recursive: true, force: true });
     return existed;
   }
@@ -98,12 +99,3 @@ export function runEnv(run: ReadonlyDeep<Run>, runtime: string, attempt: number)
   return env;
 }
 
-export async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}

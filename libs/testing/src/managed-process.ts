@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { signalGroup } from '@kruntimes/host';
 import type { Component } from './errors.ts';
 import { ControlPlaneError } from './errors.ts';
 import type { Watchdog } from './watchdog.ts';
@@ -120,16 +121,6 @@ export class ManagedProcess {
   }
 }
 
-/** Signals a whole process group; a group that is already gone is not an error. */
-export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
-    throw error;
-  }
-}
 
 /**
  * Components get only what they need from the environment, so that a developer's

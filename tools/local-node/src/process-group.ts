@@ -45,21 +45,6 @@ export function startProcessGroup(argv: readonly string[], options: { cwd: strin
   }
 }
 
-/** Signals a whole process group; a group that is already gone is not an error. */
-export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
-  if (pgid <= 1) return false;
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
-    throw error;
-  }
-}
-
-export function groupAlive(pgid: number): boolean {
-  return signalGroup(pgid, 0);
-}
 
 function appendLine(file: string, line: string): void {
   const fd = openSync(file, 'a');

@@ -1,5 +1,6 @@
-import { access, chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
+import { pathExists } from '@kruntimes/host';
 import type { CoreV1Api, V1Container, V1DownwardAPIVolumeFile, V1KeyToPath, V1Pod, V1Volume, V1VolumeProjection } from '@kubernetes/client-node';
 import { configMapData, secretData } from './api-objects.ts';
 import { downwardField } from './downward.ts';
@@ -159,7 +160,7 @@ export async function prepareContainerRoot(podDir: string, container: V1Containe
     if (mount.subPath !== undefined && mount.subPath !== '') {
       target = insideDir(volumeDir, mount.subPath);
       // Like the kubelet, a missing subPath is created as a directory; a file is linked as is.
-      if (!(await exists(target))) await mkdir(target, { recursive: true });
+      if (!(await pathExists(target))) await mkdir(target, { recursive: true });
     }
     const link = insideDir(root, mount.mountPath.replace(/^\/+/, ''));
     await mkdir(dirname(link), { recursive: true });
@@ -168,12 +169,3 @@ export async function prepareContainerRoot(podDir: string, container: V1Containe
   return root;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}

@@ -1,0 +1,2 @@
+export { pathExists } from './paths.ts';
+export { groupAlive, signalGroup } from './process-group.ts';
