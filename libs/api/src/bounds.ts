@@ -54,6 +54,8 @@ export const DEFAULTS = {
   idleTimeoutSeconds: undefined,
   runtimedGrpcPort: 7443,
   runtimedPeerPort: 7444,
+  /** Plaintext gRPC health only (kubelet gRPC probes cannot speak TLS); never carries a token. */
+  runtimedHealthPort: 7445,
   runtimeServerPort: 7450,
   leaseDurationSeconds: 90,
   leaseRenewSeconds: 20,

@@ -37,6 +37,30 @@ export const LABELS = {
 
 export const PART_OF = 'kruntimes';
 
+/**
+ * Annotations runtimed writes on its Pod Lease at every renewal, read by stale-recovery:
+ * which Run epochs it holds, and which it confirmed released (UnregisterFunction or task
+ * stopped), each a JSON array of `{ "uid", "attempt" }`.
+ */
+export const LEASE_ANNOTATIONS = {
+  heldRuns: 'kruntimes.io/held-runs',
+  releasedRuns: 'kruntimes.io/released-runs',
+} as const;
+
+/** Reasons of the Kubernetes Events kruntimes components record on Runs. */
+export const EVENT_REASONS = {
+  /** runtimed could not reach the owner of a Run, or found it stale: stale-recovery re-checks the Run at once. */
+  ownerUnreachable: 'OwnerUnreachable',
+} as const;
+
+/** Where runtimed finds its workload certificate (the `<runtime>-runtimed-tls` Secret). */
+export const RUNTIMED_TLS_MOUNT_PATH = '/var/run/kruntimes/tls';
+
+/** The per-Runtime Secret with runtimed's workload certificate, kept by the controller-manager. */
+export function runtimedTlsSecretName(runtime: string): string {
+  return `${runtime}-runtimed-tls`;
+}
+
 /** Condition types. */
 export const CONDITION_TYPES = {
   /** Run: the function is registered and accepts invokes (always False for tasks until success). */
