@@ -12,6 +12,11 @@ export interface OwnerEvidence {
   ownerConfirmedRelease: OwnershipEpoch | undefined;
   /** The Pod's Lease expired: evidence that recovery should start, never a proof. */
   leaseExpired: boolean;
+  /**
+   * The owner keeps renewing its Lease but has stopped listing this epoch among the Runs
+   * it holds (for longer than a grace): evidence, never a proof (it may list it again).
+   */
+  ownerStoppedReporting?: boolean;
 }
 
 export type FenceProof = 'podGone' | 'podDeletingAndUnrouted' | 'ownerConfirmedRelease';
@@ -34,5 +39,6 @@ export function decideFence(epoch: OwnershipEpoch, evidence: OwnerEvidence): Fen
   if (evidence.podDeleting && !evidence.podInServiceEndpoints) return { fenced: true, proof: 'podDeletingAndUnrouted' };
   if (evidence.podDeleting) return { fenced: false, suspect: true, waitingFor: 'the deleting Pod to leave the Service endpoints' };
   if (evidence.leaseExpired) return { fenced: false, suspect: true, waitingFor: 'the Pod to be deleted or its owner to confirm the release' };
+  if (evidence.ownerStoppedReporting === true) return { fenced: false, suspect: true, waitingFor: 'the owner to hold the Run again or confirm its release' };
   return { fenced: false, suspect: false, waitingFor: 'evidence that the owner is lost' };
 }

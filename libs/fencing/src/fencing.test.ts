@@ -71,6 +71,8 @@ describe('decideFence', () => {
     ['a Lease expired and the Pod is unrouted but not deleting', { ...alive, leaseExpired: true, podInServiceEndpoints: false }, { fenced: false, suspect: true }],
     ['the owner confirmed an older attempt', { ...alive, ownerConfirmedRelease: { ...epoch, attempt: 1 } }, { fenced: false, suspect: false }],
     ['the owner confirmed for another Pod UID', { ...alive, ownerConfirmedRelease: { ...epoch, podUID: 'uid-0' } }, { fenced: false, suspect: false }],
+    ['the owner renews its Lease but stopped listing the Run', { ...alive, ownerStoppedReporting: true }, { fenced: false, suspect: true }],
+    ['the owner stopped listing the Run and confirmed its release', { ...alive, ownerStoppedReporting: true, ownerConfirmedRelease: epoch }, { fenced: true, proof: 'ownerConfirmedRelease' }],
     ['nothing is wrong', alive, { fenced: false, suspect: false }],
   ] as const)('%s', (_name, evidence, expected) => {
     expect(decideFence(epoch, evidence)).toMatchObject(expected);

@@ -39,6 +39,7 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }>
   Cancelled: { event: { type: 'Cancelled', message: 'stopped' }, spec: { cancelRequested: true } },
   Requeue: { event: { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 10, message: 'retrying' }, spec: functionMode },
   MarkRecovering: { event: { type: 'MarkRecovering', message: 'Pod lease expired' }, spec: {} },
+  Recovered: { event: { type: 'Recovered', message: 'the owner holds the Run again' }, spec: functionMode },
   Interrupted: { event: { type: 'Interrupted', reason: 'OwnerLost', message: 'Pod gone' }, spec: {} },
 };
 
@@ -57,6 +58,7 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   Requeue: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   MarkRecovering: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
+  Recovered: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
   Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
 };
 
@@ -73,6 +75,7 @@ const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   Cancelled: 'Cancelled',
   Requeue: 'Pending',
   MarkRecovering: 'same',
+  Recovered: 'same',
   Interrupted: 'Interrupted',
 };
 
@@ -114,7 +117,7 @@ describe('every (phase, event, writer) combination', () => {
       expect(status.observedGeneration).toBe(2);
       expect(status.mode).toBe(spec.mode?.function === undefined ? 'task' : 'function');
       const ready = status.conditions?.find((c) => c.type === 'Ready');
-      expect(ready?.status).toBe(eventType === 'Registered' ? 'True' : 'False');
+      expect(ready?.status).toBe(eventType === 'Registered' || (eventType === 'Recovered' && phase === 'Ready') ? 'True' : 'False');
       expect(ready?.reason).toBe(status.reason);
       expect(ready?.observedGeneration).toBe(2);
     }
@@ -279,6 +282,25 @@ describe('stale-recovery', () => {
     const result = transition({ run, event: ownerLost, writer: 'stale-recovery', now: NOW });
     if (ok) expect(expectOk(result)).toMatchObject({ phase: 'Pending', attempt: 2 });
     else expectRefused(result, 'precondition');
+  });
+
+  it.each([
+    ['Ready', functionMode, 'True', 'FunctionRegistered'],
+    ['Running', functionMode, 'False', 'Registering'],
+    ['Running', {}, 'False', 'Executing'],
+    ['Scheduled', {}, 'False', 'Scheduled'],
+  ] as const)('Recovered restores what a %s Run says (%o)', (phase, spec, ready, reason) => {
+    const recovering = expectOk(transition({ run: makeRun(phase, spec), event: samples.MarkRecovering.event, writer: 'stale-recovery', now: EARLIER }));
+    const run = { ...makeRun(phase, spec), status: recovering };
+    const status = expectOk(transition({ run, event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }));
+    expect(status).toMatchObject({ phase, reason });
+    expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: ready, reason });
+  });
+
+  it('Recovered never overwrites a reason the owner wrote', () => {
+    const lost = expectOk(transition({ run: makeRun('Ready', functionMode), event: samples.RegistrationLost.event, writer: 'runtimed', now: NOW }));
+    expectRefused(transition({ run: { ...makeRun('Running', functionMode), status: lost }, event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }), 'precondition');
+    expectRefused(transition({ run: makeRun('Ready'), event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }), 'precondition');
   });
 
   it('interrupts and fails', () => {

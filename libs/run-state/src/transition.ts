@@ -51,6 +51,11 @@ export type RunEvent =
   /** stale-recovery: the owner looks lost; not ready until fenced. */
   | { type: 'MarkRecovering'; message: string }
   /**
+   * stale-recovery: the suspicion behind MarkRecovering cleared (a frozen owner came back
+   * and holds the Run again); the phase's own Ready condition is restored.
+   */
+  | { type: 'Recovered'; message: string }
+  /**
    * stale-recovery (the owner is lost) or runtimed (it restarted and its execution is gone):
    * nothing proves what the code did.
    */
@@ -104,6 +109,7 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Requeue: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   MarkRecovering: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  Recovered: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
 };
 
@@ -262,6 +268,18 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
 
     case 'MarkRecovering':
       return { ok: true, status: withReady({ ...previous, phase }, false, RUN_REASONS.recovering, event.message) };
+
+    case 'Recovered': {
+      // Only undoes MarkRecovering: any other reason was written by the owner and stays.
+      const readyReason = previous.conditions?.find((c) => c.type === CONDITION_TYPES.ready)?.reason;
+      if (readyReason !== undefined && readyReason !== RUN_REASONS.recovering) return refuse('precondition', `the Run is ${readyReason}, not Recovering`);
+      if (phase === 'Ready') {
+        if (mode !== 'function') return refuse('precondition', 'only function Runs are Ready');
+        return { ok: true, status: withReady({ ...previous, phase }, true, RUN_REASONS.functionRegistered, event.message) };
+      }
+      const reason = phase === 'Scheduled' ? RUN_REASONS.scheduled : mode === 'function' ? RUN_REASONS.registering : RUN_REASONS.executing;
+      return { ok: true, status: withReady({ ...previous, phase }, false, reason, event.message) };
+    }
 
     case 'Interrupted':
       return finish('Interrupted', event.reason, event.message);
