@@ -1,1 +1,1 @@
-export {};
+export * from './workload-pki.ts';

@@ -1,0 +1,247 @@
+import { X509Certificate as NodeX509Certificate, type webcrypto } from 'node:crypto';
+import { x509, type X509 } from './x509.ts';
+
+type Crypto = webcrypto.Crypto;
+type CryptoKey = webcrypto.CryptoKey;
+
+/** The internal CA: PEM certificate and PKCS#8 private key (ECDSA P-256), as in `ca.crt`/`ca.key`. */
+export interface CertificateAuthority {
+  readonly certPem: string;
+  readonly keyPem: string;
+}
+
+/** A leaf certificate with its key and the CA that issued it (the Secret's tls.crt, tls.key, ca.crt). */
+export interface WorkloadCertificate {
+  readonly certPem: string;
+  readonly keyPem: string;
+  readonly caPem: string;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+}
+
+export interface CertificateAuthorityOptions {
+  /** Subject common name; default `kruntimes internal CA`. */
+  readonly commonName?: string;
+  /** Default 3650 (10 years). */
+  readonly validityDays?: number;
+  /** Issue time; default the current time. */
+  readonly now?: Date;
+}
+
+export interface WorkloadCertificateRequest {
+  readonly namespace: string;
+  readonly runtime: string;
+  /** Default 30. Fractions are allowed (tests issue short-lived certificates). */
+  readonly validityDays?: number;
+  /** Issue time; default the current time. notBefore is this minus CLOCK_SKEW_MS. */
+  readonly now?: Date;
+}
+
+export const TRUST_DOMAIN = 'kruntimes.io';
+export const DEFAULT_CA_VALIDITY_DAYS = 3650;
+export const DEFAULT_WORKLOAD_VALIDITY_DAYS = 30;
+/** notBefore lies this far before the issue time, so peers whose clock is a bit behind accept it. */
+export const CLOCK_SKEW_MS = 5 * 60_000;
+
+const DAY_MS = 86_400_000;
+const EC_KEY = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+const SIGNING = { name: 'ECDSA', hash: 'SHA-256' } as const;
+const SERVER_AUTH = '1.3.6.1.5.5.7.3.1';
+const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+// RFC 1123 label: what Kubernetes accepts for namespaces and for names used in DNS.
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function webCrypto(): Crypto {
+  return globalThis.crypto;
+}
+
+/** The SPIFFE ID of one Runtime's runtimed Pods: the identity peers compare on mTLS. */
+export function runtimeIdentity(namespace: string, runtime: string): string {
+  requireLabel('namespace', namespace);
+  requireLabel('runtime', runtime);
+  return `spiffe://${TRUST_DOMAIN}/ns/${namespace}/runtime/${runtime}`;
+}
+
+/** The DNS names in a Runtime's certificate: the Service name the gateway verifies, short and long. */
+export function runtimeDnsNames(namespace: string, runtime: string): readonly string[] {
+  requireLabel('namespace', namespace);
+  requireLabel('runtime', runtime);
+  return [`${runtime}.${namespace}.svc`, `${runtime}.${namespace}.svc.cluster.local`];
+}
+
+/** A self-signed CA that may only issue leaf certificates (pathLen 0). */
+export async function createCertificateAuthority(
+  options: CertificateAuthorityOptions = {},
+): Promise<CertificateAuthority> {
+  const crypto = webCrypto();
+  const now = options.now ?? new Date();
+  const validityDays = options.validityDays ?? DEFAULT_CA_VALIDITY_DAYS;
+  requireValidity(validityDays);
+  const keys = await crypto.subtle.generateKey(EC_KEY, true, ['sign', 'verify']);
+  const name = [{ CN: [options.commonName ?? 'kruntimes internal CA'] }, { O: ['kruntimes'] }];
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: randomSerial(crypto),
+      name,
+      notBefore: new Date(now.getTime() - CLOCK_SKEW_MS),
+      notAfter: new Date(now.getTime() + validityDays * DAY_MS),
+      keys,
+      signingAlgorithm: SIGNING,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+      ],
+    },
+    crypto,
+  );
+  return { certPem: cert.toString('pem') + '\n', keyPem: await exportKeyPem(crypto, keys.privateKey) };
+}
+
+/**
+ * The certificate of one Runtime's runtimed: server and client auth, DNS names of its Service,
+ * its SPIFFE identity as URI SAN, signed by the CA.
+ */
+export async function issueWorkloadCertificate(
+  ca: CertificateAuthority,
+  request: WorkloadCertificateRequest,
+): Promise<WorkloadCertificate> {
+  const crypto = webCrypto();
+  const { namespace, runtime } = request;
+  const identity = runtimeIdentity(namespace, runtime);
+  const dnsNames = runtimeDnsNames(namespace, runtime);
+  const validityDays = request.validityDays ?? DEFAULT_WORKLOAD_VALIDITY_DAYS;
+  requireValidity(validityDays);
+  const now = request.now ?? new Date();
+  const notBefore = new Date(now.getTime() - CLOCK_SKEW_MS);
+  const notAfter = new Date(now.getTime() + validityDays * DAY_MS);
+
+  const caCert = parseCertificate(ca.certPem, 'CA certificate');
+  const caKey = await importKeyPem(crypto, ca.keyPem);
+  const keys = await crypto.subtle.generateKey(EC_KEY, true, ['sign', 'verify']);
+  const cert = await x509.X509CertificateGenerator.create(
+    {
+      serialNumber: randomSerial(crypto),
+      subject: [{ CN: [dnsNames[0] ?? runtime] }, { O: ['kruntimes'] }],
+      issuer: caCert.subjectName,
+      notBefore,
+      notAfter,
+      publicKey: keys.publicKey,
+      signingKey: caKey,
+      signingAlgorithm: SIGNING,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new x509.ExtendedKeyUsageExtension([SERVER_AUTH, CLIENT_AUTH], false),
+        new x509.SubjectAlternativeNameExtension(
+          [...dnsNames.map((value) => ({ type: 'dns' as const, value })), { type: 'url', value: identity }],
+          false,
+        ),
+        await x509.SubjectKeyIdentifierExtension.create(keys.publicKey, false, crypto),
+        await x509.AuthorityKeyIdentifierExtension.create(caCert.publicKey, false, crypto),
+      ],
+    },
+    crypto,
+  );
+  return {
+    certPem: cert.toString('pem') + '\n',
+    keyPem: await exportKeyPem(crypto, keys.privateKey),
+    caPem: ca.certPem,
+    notBefore,
+    notAfter,
+  };
+}
+
+/** The SPIFFE URI SAN of a certificate (the first `spiffe://` URI), or undefined (none, or not a certificate). */
+export function identityOfCertificate(certPem: string): string | undefined {
+  let cert: X509.X509Certificate;
+  try {
+    cert = new x509.X509Certificate(certPem);
+  } catch {
+    // Not a certificate: it has no identity; callers treat that as "not a peer of ours".
+    return undefined;
+  }
+  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
+  return san?.names.items.find((n) => n.type === 'url' && n.value.startsWith('spiffe://'))?.value;
+}
+
+/**
+ * When a certificate should be replaced: once less than a third of its validity is left.
+ * Undefined when the PEM is not a certificate.
+ */
+export function renewalTime(certPem: string): Date | undefined {
+  const cert = tryNodeCertificate(certPem);
+  if (cert === undefined) return undefined;
+  const from = cert.validFromDate.getTime();
+  const to = cert.validToDate.getTime();
+  return new Date(to - (to - from) / 3);
+}
+
+/**
+ * Whether a workload certificate must be reissued at `now`: less than a third of its validity is
+ * left (or it is expired or not yet valid), it was not signed by the CA `caPem` (the CA changed),
+ * or either PEM does not parse.
+ */
+export function needsRenewal(certPem: string, caPem: string, now: Date): boolean {
+  const cert = tryNodeCertificate(certPem);
+  const ca = tryNodeCertificate(caPem);
+  if (cert === undefined || ca === undefined) return true;
+  if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) return true;
+  const t = now.getTime();
+  if (t < cert.validFromDate.getTime()) return true;
+  const renewAt = renewalTime(certPem);
+  return renewAt === undefined || t >= renewAt.getTime();
+}
+
+function tryNodeCertificate(pem: string): NodeX509Certificate | undefined {
+  try {
+    return new NodeX509Certificate(pem);
+  } catch {
+    // Unparsable input is a normal answer here ("renew it"), not an error to report.
+    return undefined;
+  }
+}
+
+function parseCertificate(pem: string, what: string): X509.X509Certificate {
+  try {
+    return new x509.X509Certificate(pem);
+  } catch (error) {
+    throw new TypeError(`${what} is not a PEM X.509 certificate`, { cause: error });
+  }
+}
+
+async function exportKeyPem(crypto: Crypto, key: CryptoKey): Promise<string> {
+  const der = await crypto.subtle.exportKey('pkcs8', key);
+  return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
+}
+
+async function importKeyPem(crypto: Crypto, pem: string): Promise<CryptoKey> {
+  let der: ArrayBuffer;
+  try {
+    const blocks = x509.PemConverter.decodeWithHeaders(pem).filter((b) => b.type === 'PRIVATE KEY');
+    if (blocks.length !== 1 || blocks[0] === undefined) throw new TypeError('expected one PRIVATE KEY block');
+    der = blocks[0].rawData;
+  } catch (error) {
+    throw new TypeError('CA key is not a PEM PKCS#8 private key', { cause: error });
+  }
+  try {
+    return await crypto.subtle.importKey('pkcs8', der, EC_KEY, false, ['sign']);
+  } catch (error) {
+    throw new TypeError('CA key is not an ECDSA P-256 key', { cause: error });
+  }
+}
+
+function randomSerial(crypto: Crypto): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  // Positive and 16 bytes long once DER-encoded (RFC 5280: positive, at most 20 octets).
+  bytes[0] = ((bytes[0] ?? 0) & 0x7f) | 0x40;
+  return Buffer.from(bytes).toString('hex');
+}
+
+function requireLabel(what: string, value: string): void {
+  if (!DNS_LABEL.test(value)) throw new TypeError(`${what} ${JSON.stringify(value)} is not a DNS label`);
+}
+
+function requireValidity(days: number): void {
+  if (!Number.isFinite(days) || days <= 0) throw new RangeError(`validityDays must be a positive number, got ${days}`);
+}
