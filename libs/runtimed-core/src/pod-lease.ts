@@ -1,7 +1,61 @@
 import { ApiException, CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import type { KubeConfig, V1Lease } from '@kubernetes/client-node';
-import { LABELS } from '@kruntimes/api';
+import { LABELS, LEASE_ANNOTATIONS } from '@kruntimes/api';
 import type { PodIdentity } from './config.ts';
+
+/** One Run epoch as the Pod Lease reports it (the Pod is the Lease's holder). */
+export interface RunRef {
+  uid: string;
+  attempt: number;
+}
+
+/** What the owner reports at each renewal (Pod Lease reporting contract). */
+export interface LeaseRunReport {
+  /** Registered functions and running tasks (every Run this process holds local state for). */
+  held: readonly RunRef[];
+  /** Epochs whose registration or execution this process confirmed stopped. */
+  released: readonly RunRef[];
+}
+
+/** How many confirmed releases the Lease carries (the newest ones). */
+export const MAX_RELEASED_RUNS = 256;
+
+/** The Lease annotations for a report: JSON arrays of `{ uid, attempt }`, released bounded to the newest 256. */
+export function leaseRunAnnotations(report: LeaseRunReport): Record<string, string> {
+  const encode = (refs: readonly RunRef[]): string => JSON.stringify(refs.map(({ uid, attempt }) => ({ uid, attempt })));
+  return {
+    [LEASE_ANNOTATIONS.heldRuns]: encode(report.held),
+    [LEASE_ANNOTATIONS.releasedRuns]: encode(report.released.slice(-MAX_RELEASED_RUNS)),
+  };
+}
+
+/**
+ * The epochs a process confirmed released, newest last, bounded: a Run released again
+ * moves to the end, the oldest falls off past the bound.
+ */
+export class ReleasedRuns {
+  readonly #refs = new Map<string, RunRef>();
+  readonly #max: number;
+
+  constructor(max = MAX_RELEASED_RUNS) {
+    this.#max = max;
+  }
+
+  add(ref: RunRef): void {
+    const key = `${ref.uid}/${String(ref.attempt)}`;
+    this.#refs.delete(key);
+    this.#refs.set(key, { uid: ref.uid, attempt: ref.attempt });
+    while (this.#refs.size > this.#max) {
+      const oldest = this.#refs.keys().next();
+      if (oldest.done === true) break;
+      this.#refs.delete(oldest.value);
+    }
+  }
+
+  list(): RunRef[] {
+    return [...this.#refs.values()];
+  }
+}
 
 export interface PodLeaseOptions {
   kubeConfig: KubeConfig;
@@ -11,6 +65,8 @@ export interface PodLeaseOptions {
   renewSeconds: number;
   logger: { error(object: object, message: string): void; debug(object: object, message: string): void };
   onRenewed?(ok: boolean): void;
+  /** What to report in the Lease annotations at each renewal (none when unset). */
+  runs?(): LeaseRunReport;
 }
 
 /**
@@ -18,6 +74,8 @@ export interface PodLeaseOptions {
  * named after the Pod, held by the Pod UID (a reused Pod name never inherits it), owned
  * by the Pod (garbage-collected with it), renewed every `renewSeconds` for
  * `durationSeconds`. stale-recovery reads an expired one as evidence, never as proof.
+ * Each renewal also writes which Run epochs this Pod holds and which it confirmed
+ * released (LEASE_ANNOTATIONS), read by stale-recovery.
  */
 export class PodLease {
   readonly #options: PodLeaseOptions;
@@ -61,6 +119,8 @@ export class PodLease {
     const { pod, runtime, durationSeconds } = this.#options;
     // MicroTime: a plain Date serialises with milliseconds, which the API server refuses.
     const now = new V1MicroTime();
+    const report = this.#options.runs?.();
+    const annotations = report === undefined ? {} : leaseRunAnnotations(report);
     let lease: V1Lease;
     try {
       lease = await this.#api.readNamespacedLease({ name: pod.name, namespace: pod.namespace });
@@ -73,6 +133,7 @@ export class PodLease {
             name: pod.name,
             namespace: pod.namespace,
             labels: { [LABELS.runtime]: runtime, [LABELS.component]: 'runtimed' },
+            annotations,
             ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name: pod.name, uid: pod.uid }],
           },
           spec: { holderIdentity: pod.uid, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
@@ -82,12 +143,15 @@ export class PodLease {
       return;
     }
     const spec = lease.spec ?? {};
+    // The object was just read (not a cache): updating it in place is safe.
+    const metadata = lease.metadata ?? {};
+    metadata.annotations = { ...metadata.annotations, ...annotations };
     const mine = spec.holderIdentity === pod.uid;
     await this.#api.replaceNamespacedLease({
       name: pod.name,
       namespace: pod.namespace,
       body: {
-        metadata: lease.metadata ?? {},
+        metadata,
         spec: {
           holderIdentity: pod.uid,
           leaseDurationSeconds: durationSeconds,

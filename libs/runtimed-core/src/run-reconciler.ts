@@ -10,6 +10,8 @@ import type { RuntimedMetrics } from './metrics.ts';
 import { plain, planRun, remainingIdleMs } from './plan.ts';
 import type { LocalRun, RunAction } from './plan.ts';
 import { NotOwnerError, StaleCacheError } from './run-client.ts';
+import { ReleasedRuns } from './pod-lease.ts';
+import type { LeaseRunReport } from './pod-lease.ts';
 import type { Epoch } from './epoch.ts';
 import type { RunClient } from './run-client.ts';
 import { RuntimeServerError, isDefiniteRegistrationFailure } from './runtime-server.ts';
@@ -79,6 +81,8 @@ export class RunReconciler {
    * workspace is the marker). Bounded; insertion order makes it a FIFO.
    */
   readonly #executed = new Set<string>();
+  /** Epochs whose Pod-local state this process confirmed stopped (reported in the Pod Lease). */
+  readonly #released = new ReleasedRuns();
 
   constructor(options: RunReconcilerOptions) {
     this.#o = options;
@@ -429,6 +433,7 @@ export class RunReconciler {
           await this.#o.workspaces.remove(epoch.uid);
           await this.#o.runs.transition(epoch, { type: 'Succeeded', outputs: { ...exited.outputs } });
           this.#local.delete(key);
+          this.#released.add(epoch);
           log.info('succeeded');
           return;
         }
@@ -440,6 +445,7 @@ export class RunReconciler {
         await this.#o.workspaces.remove(epoch.uid);
         await this.#o.runs.transition(epoch, { type: 'TimedOut', reason: RUN_REASONS.timeout, message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime` });
         this.#local.delete(key);
+        this.#released.add(epoch);
         return;
       case ExitReason.EXIT_REASON_START_FAILED:
         this.#o.metrics.taskFinished('failed', seconds);
@@ -493,6 +499,7 @@ export class RunReconciler {
     }
     if (await this.#o.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
     this.#local.delete(key);
+    this.#released.add(epoch);
   }
 
   /** Drops local work for a Run this Pod no longer owns. Writes nothing to the Run. */
@@ -511,6 +518,7 @@ export class RunReconciler {
     }
     await this.#o.workspaces.remove(state.uid);
     this.#local.delete(key);
+    this.#released.add(state);
     log.info({ why }, 'released the Run locally');
   }
 
@@ -529,6 +537,11 @@ export class RunReconciler {
       this.#local.set(key, state);
     }
     return state;
+  }
+
+  /** For the Pod Lease: the epochs held now and those confirmed released (stale-recovery reads them). */
+  leaseReport(): LeaseRunReport {
+    return { held: [...this.#local.values()].map(({ uid, attempt }) => ({ uid, attempt })), released: this.#released.list() };
   }
 
   /** Stops every execution (runtimed is shutting down; the Runtime Server ends them too). */

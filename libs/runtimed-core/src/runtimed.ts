@@ -137,6 +137,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     renewSeconds: config.leaseRenewSeconds,
     logger,
     onRenewed: (ok) => { metrics.leaseRenewal(ok); },
+    runs: () => reconciler.leaseReport(),
   });
   await lease.start();
   controller.start();
