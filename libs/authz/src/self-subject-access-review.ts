@@ -1,0 +1,143 @@
+import { request as httpsRequest } from 'node:https';
+import type { RequestOptions } from 'node:https';
+import { KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import type { AccessRequest } from './cache-policy.ts';
+
+/** What the API server decided about one caller and one Run. */
+export type ReviewDecision = 'allowed' | 'denied' | 'unauthenticated';
+
+/**
+ * Asks the API server whether the caller may `get` the Run. Resolves with a decision;
+ * rejects (KruntimesError `Internal`) when no decision could be had.
+ */
+export type Reviewer = (request: AccessRequest) => Promise<ReviewDecision>;
+
+const SSAR_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
+/** A SelfSubjectAccessReview answer is a few hundred bytes; anything far larger is not one. */
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+const MAX_DETAIL_CHARS = 200;
+
+/**
+ * A Reviewer that sends a SelfSubjectAccessReview with the caller's own bearer token to
+ * the kubeConfig's current cluster. Only the cluster (server, CA, TLS server name, proxy)
+ * is taken from the kubeConfig: its user is dropped here, so the service's own identity
+ * can never answer for a caller.
+ */
+export function selfSubjectAccessReviewer(kubeConfig: KubeConfig, options: { timeoutMs?: number } = {}): Reviewer {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (cluster === null) throw new KruntimesError('Internal', 'authz: the kubeconfig has no current cluster');
+  const server = new URL(cluster.server);
+  // The caller's token must never travel in the clear.
+  if (server.protocol !== 'https:') throw new KruntimesError('Internal', `authz: the API server URL must be https, not ${server.protocol}`);
+  const clusterOnly = new KubeConfig();
+  clusterOnly.loadFromClusterAndUser(cluster, { name: 'kruntimes-authz-caller' });
+  let base: Promise<RequestOptions> | undefined;
+  const baseOptions = (): Promise<RequestOptions> => {
+    base ??= (async () => {
+      const opts: RequestOptions = {};
+      // CA, servername, skip-verify and a per-cluster agent (kept alive across reviews).
+      await clusterOnly.applyToHTTPSOptions(opts);
+      return opts;
+    })();
+    return base;
+  };
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const path = server.pathname.replace(/\/+$/, '') + SSAR_PATH;
+
+  return async (request) => {
+    const body = JSON.stringify({
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SelfSubjectAccessReview',
+      spec: {
+        resourceAttributes: { group: API_GROUP, resource: RUN_PLURAL, verb: 'get', namespace: request.namespace, name: request.name },
+      },
+    });
+    const opts = await baseOptions();
+    const { status, text } = await post(
+      {
+        ...opts,
+        protocol: 'https:',
+        hostname: server.hostname.replace(/^\[|\]$/g, ''),
+        port: server.port === '' ? 443 : Number(server.port),
+        path,
+        method: 'POST',
+        // Only these headers: the cluster-only kubeConfig carries no credentials of its own.
+        headers: {
+          Authorization: `Bearer ${request.token}`,
+          'Content-Type': 'application/json',
+          Accept: 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+        },
+        timeout: timeoutMs,
+      },
+      body,
+    );
+    return decisionOf(status, text);
+  };
+}
+
+/** Reads the API server's answer to one review; exported for table-driven tests. */
+export function decisionOf(status: number, text: string): ReviewDecision {
+  if (status === 401) return 'unauthenticated';
+  // The bootstrap policy lets every authenticated user create self-reviews; a cluster that
+  // took that away has said no for this caller.
+  if (status === 403) return 'denied';
+  if (status !== 200 && status !== 201) {
+    throw new KruntimesError('Internal', `authz: SelfSubjectAccessReview answered HTTP ${status}${statusMessage(text)}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new KruntimesError('Internal', 'authz: SelfSubjectAccessReview answer is not JSON', { cause: error });
+  }
+  const allowed = (parsed as { status?: { allowed?: unknown } } | null)?.status?.allowed;
+  if (typeof allowed !== 'boolean') throw new KruntimesError('Internal', 'authz: SelfSubjectAccessReview answer has no status.allowed');
+  return allowed ? 'allowed' : 'denied';
+}
+
+function statusMessage(text: string): string {
+  try {
+    const message = (JSON.parse(text) as { message?: unknown } | null)?.message;
+    return typeof message === 'string' ? `: ${message.slice(0, MAX_DETAIL_CHARS)}` : '';
+  } catch {
+    return '';
+  }
+}
+
+function post(options: RequestOptions, body: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const fail = (message: string, cause?: unknown): void => {
+      // Node's errors name the host and the syscall, never the request headers (the token).
+      reject(new KruntimesError('Internal', `authz: SelfSubjectAccessReview failed: ${message}`, { cause }));
+    };
+    const req = httpsRequest(options, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) {
+          req.destroy();
+          fail(`answer larger than ${MAX_RESPONSE_BYTES} bytes`);
+          return;
+        }
+        chunks.push(chunk);
+      });
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', (error) => {
+        fail(error.message, error);
+      });
+    });
+    req.on('timeout', () => {
+      req.destroy(new Error(`no answer within ${options.timeout ?? 0} ms`));
+    });
+    req.on('error', (error) => {
+      fail(error.message, error);
+    });
+    req.end(body);
+  });
+}
