@@ -6,8 +6,10 @@ import {
   createCertificateAuthority,
   identityOfCertificate,
   issueWorkloadCertificate,
+  keyMatchesCertificate,
   needsRenewal,
   renewalTime,
+  validateCertificateAuthority,
   runtimeIdentity,
   type CertificateAuthority,
 } from './index.ts';
@@ -153,6 +155,42 @@ describe('needsRenewal', () => {
   it('renewalTime is the point where a third of the validity is left', () => {
     expect(Math.abs((renewalTime(pem)?.getTime() ?? 0) - renewAt)).toBeLessThan(1000);
     expect(renewalTime('garbage')).toBeUndefined();
+  });
+});
+
+describe('keyMatchesCertificate', () => {
+  it.each([
+    ['the key of the certificate', () => ca.certPem, () => ca.keyPem, true],
+    ['another key', () => ca.certPem, () => otherCa.keyPem, false],
+    ['garbage key', () => ca.certPem, () => 'nope', false],
+    ['garbage certificate', () => 'nope', () => ca.keyPem, false],
+  ])('%s -> %s', (_what, cert, key, expected) => {
+    expect(keyMatchesCertificate(cert(), key())).toBe(expected);
+  });
+});
+
+describe('validateCertificateAuthority', () => {
+  it('accepts a CA made by createCertificateAuthority', () => {
+    expect(() => {
+      validateCertificateAuthority(ca, NOW);
+    }).not.toThrow();
+  });
+
+  it.each([
+    ['a garbage certificate', () => ({ ...ca, certPem: 'nope' }), NOW, /not a PEM/],
+    ['a leaf certificate', () => leaf, NOW, /not a CA certificate/],
+    ['the key of another CA', () => ({ ...ca, keyPem: otherCa.keyPem }), NOW, /not the private key/],
+    ['an expired CA', () => ca, new Date(NOW.getTime() + 3651 * DAY), /not now/],
+  ])('refuses %s', (_what, broken, at, message) => {
+    expect(() => {
+      validateCertificateAuthority(broken(), at);
+    }).toThrow(message);
+  });
+
+  let leaf: CertificateAuthority;
+  beforeAll(async () => {
+    const issued = await issueWorkloadCertificate(ca, { namespace: 'n', runtime: 'r', now: NOW });
+    leaf = { certPem: issued.certPem, keyPem: issued.keyPem };
   });
 });
 

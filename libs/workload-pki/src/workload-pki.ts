@@ -1,4 +1,4 @@
-import { X509Certificate as NodeX509Certificate, type webcrypto } from 'node:crypto';
+import { X509Certificate as NodeX509Certificate, createPrivateKey, type webcrypto } from 'node:crypto';
 import { x509, type X509 } from './x509.ts';
 
 type Crypto = webcrypto.Crypto;
@@ -191,6 +191,33 @@ export function needsRenewal(certPem: string, caPem: string, now: Date): boolean
   if (t < cert.validFromDate.getTime()) return true;
   const renewAt = renewalTime(certPem);
   return renewAt === undefined || t >= renewAt.getTime();
+}
+
+/** Whether `keyPem` is the private key of `certPem` (false when either does not parse). */
+export function keyMatchesCertificate(certPem: string, keyPem: string): boolean {
+  const cert = tryNodeCertificate(certPem);
+  if (cert === undefined) return false;
+  try {
+    return cert.checkPrivateKey(createPrivateKey(keyPem));
+  } catch {
+    // An unparsable key matches nothing.
+    return false;
+  }
+}
+
+/**
+ * Throws a TypeError saying what is wrong unless `ca` can issue workload certificates at `now`:
+ * a CA certificate, currently valid, ECDSA P-256, whose key is `ca.keyPem`. For start-up checks.
+ */
+export function validateCertificateAuthority(ca: CertificateAuthority, now: Date = new Date()): void {
+  const cert = tryNodeCertificate(ca.certPem);
+  if (cert === undefined) throw new TypeError('the internal CA certificate is not a PEM X.509 certificate');
+  if (!cert.ca) throw new TypeError(`the internal CA certificate (${cert.subject}) is not a CA certificate (basicConstraints CA:FALSE)`);
+  if (cert.publicKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new TypeError('the internal CA key must be ECDSA P-256');
+  if (now < cert.validFromDate || now >= cert.validToDate) {
+    throw new TypeError(`the internal CA certificate is valid from ${cert.validFromDate.toISOString()} to ${cert.validToDate.toISOString()}, not now`);
+  }
+  if (!keyMatchesCertificate(ca.certPem, ca.keyPem)) throw new TypeError('the internal CA key is not the private key of the CA certificate');
 }
 
 function tryNodeCertificate(pem: string): NodeX509Certificate | undefined {
