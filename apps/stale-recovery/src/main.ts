@@ -1,1 +1,114 @@
-export {};
+// stale-recovery: wiring only (logic in @kruntimes/stale-recovery-core).
+//   --kubeconfig PATH              default: KUBECONFIG, then in-cluster
+//   --namespace NS                 watch one namespace (default: all)
+//   --lease-namespace NS           where the leader Lease lives (default: POD_NAMESPACE, else kruntimes-system)
+//   --lease-name NAME              default: kruntimes-stale-recovery
+//   --lease-duration-seconds N     default 15; --renew-deadline-seconds 10; --retry-period-seconds 2
+//   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
+//   --resync SECONDS               look at every Run again this often (default 300; 0: never)
+//   --workers N                    Runs reconciled in parallel (default 2)
+//   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
+import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
+import { pino } from 'pino';
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string' },
+    namespace: { type: 'string' },
+    'lease-namespace': { type: 'string' },
+    'lease-name': { type: 'string', default: STALE_RECOVERY_LEASE_NAME },
+    'lease-duration-seconds': { type: 'string', default: '15' },
+    'renew-deadline-seconds': { type: 'string', default: '10' },
+    'retry-period-seconds': { type: 'string', default: '2' },
+    'metrics-address': { type: 'string' },
+    resync: { type: 'string', default: '300' },
+    workers: { type: 'string', default: '2' },
+    'log-level': { type: 'string' },
+  },
+  strict: true,
+});
+
+const logger = pino({ name: 'stale-recovery', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
+
+function number(flag: string, value: string, min: number): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < min || (min > 0 && parsed <= 0)) throw new Error(`--${flag} must be a number >= ${String(min)}, not ${JSON.stringify(value)}`);
+  return parsed;
+}
+
+try {
+  const kubeConfig = new KubeConfig();
+  if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
+  else kubeConfig.loadFromFile(values.kubeconfig);
+  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
+  const metrics = new RecoveryMetrics();
+  if (values['metrics-address'] !== undefined) {
+    const address = values['metrics-address'];
+    const colon = address.lastIndexOf(':');
+    const server = createServer((request, response) => {
+      // Metrics never take credentials (shared contract): a request that carries some is refused.
+      if (request.headers.authorization !== undefined) {
+        response.statusCode = 400;
+        response.end();
+        return;
+      }
+      if (request.url !== '/metrics') {
+        response.statusCode = 404;
+        response.end();
+        return;
+      }
+      response.setHeader('content-type', 'text/plain; version=0.0.4');
+      response.end(metrics.render());
+    });
+    server.listen(Number(address.slice(colon + 1)), address.slice(0, colon) || undefined, () => {
+      logger.info({ address: server.address() }, 'metrics listening');
+    });
+    server.unref();
+  }
+  const elector = new LeaderElector({
+    kubeConfig,
+    namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
+    leaseName: values['lease-name'],
+    identity,
+    logger,
+    leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds'], 1),
+    renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds'], 1),
+    retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds'], 1),
+  });
+  // An object, not a let: the flag flips in a signal handler while run() awaits.
+  const state = { stopping: false };
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down');
+    state.stopping = true;
+    elector.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  logger.info({ identity }, 'campaigning for the stale-recovery lease');
+  await elector.run({
+    onStartedLeading: async (signal) => {
+      logger.info({ identity }, 'leading: starting stale-recovery');
+      const recovery = new StaleRecovery({
+        kubeConfig,
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+        logger,
+        metrics,
+        workers: number('workers', values.workers, 1),
+        resyncMs: number('resync', values.resync, 0) * 1000,
+      });
+      await runWhileLeading(signal, recovery);
+    },
+  });
+  // Like the scheduler: a replica that lost the Lease exits and restarts as a candidate.
+  if (!state.stopping) logger.error('lost the stale-recovery lease; exiting');
+  process.exit(state.stopping ? 0 : 1);
+} catch (error) {
+  logger.fatal({ err: error }, 'stale-recovery failed');
+  process.exitCode = 1;
+}

@@ -1,0 +1,61 @@
+import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import { includesRef } from './lease-report.ts';
+import type { LeaseReport } from './lease-report.ts';
+
+/** The owner Pod as the Pod cache shows it: looked up by the epoch's exact UID. */
+export interface PodFacts {
+  deleting: boolean;
+  /** Among the ready endpoints of its Runtime's Service (a deleting Pod never is). */
+  inServiceEndpoints: boolean;
+}
+
+/** The owner's Pod Lease as the Lease cache shows it. */
+export interface LeaseFacts {
+  holderIdentity: string | undefined;
+  renewTimeMs: number | undefined;
+  leaseDurationSeconds: number | undefined;
+  report: LeaseReport;
+}
+
+export type LeaseState =
+  /** No Lease of this Pod UID (none yet, or another Pod's): says nothing. */
+  | 'unknown'
+  | 'fresh'
+  | 'expired';
+
+/** A Lease is this Pod's when its holder is the Pod UID; expired once renewTime + duration passed. */
+export function leaseState(lease: LeaseFacts | undefined, podUID: string, nowMs: number): LeaseState {
+  if (lease?.holderIdentity !== podUID) return 'unknown';
+  if (lease.renewTimeMs === undefined || lease.leaseDurationSeconds === undefined) return 'expired';
+  return lease.renewTimeMs + lease.leaseDurationSeconds * 1000 < nowMs ? 'expired' : 'fresh';
+}
+
+export interface EvidenceInput {
+  runUID: string;
+  epoch: OwnershipEpoch;
+  /** The Pod with exactly the epoch's UID, undefined when there is none. */
+  pod: PodFacts | undefined;
+  lease: LeaseFacts | undefined;
+  nowMs: number;
+  /** From the ReportingTracker: the owner's fresh Lease stopped listing the epoch for longer than the grace. */
+  ownerStoppedReporting: boolean;
+}
+
+/**
+ * The evidence decideFence weighs. A release counts only when the owner's own Lease
+ * (holder = the epoch's Pod UID) lists exactly this epoch as released and no longer as held.
+ */
+export function ownerEvidence({ runUID, epoch, pod, lease, nowMs, ownerStoppedReporting }: EvidenceInput): OwnerEvidence {
+  const state = leaseState(lease, epoch.podUID, nowMs);
+  const ownLease = state === 'unknown' ? undefined : lease;
+  const released =
+    ownLease !== undefined && includesRef(ownLease.report.released, runUID, epoch.attempt) && !includesRef(ownLease.report.held, runUID, epoch.attempt);
+  return {
+    podExists: pod !== undefined,
+    podDeleting: pod?.deleting === true,
+    podInServiceEndpoints: pod?.inServiceEndpoints === true,
+    ownerConfirmedRelease: released ? epoch : undefined,
+    leaseExpired: pod !== undefined && state === 'expired',
+    ownerStoppedReporting: pod !== undefined && state === 'fresh' && ownerStoppedReporting,
+  };
+}
