@@ -1,1 +1,110 @@
-export {};
+// runtime-gateway: wiring only (logic in @kruntimes/gateway-core).
+//   --listen HOST:PORT             HTTPS listener (default 0.0.0.0:8443); there is no plaintext one
+//   --tls-cert-file PATH           serving certificate (PEM), reloaded when it changes
+//   --tls-key-file PATH            its key (PEM)
+//   --runtimed-ca-file PATH        the internal CA that issued runtimed's certificates (ca.crt)
+//   --resolve dns|endpoints        dns: <runtime>.<ns>.svc (a cluster); endpoints: a watch of
+//                                  Services and Pods (the local cluster, whose Pods are on loopback)
+//   --namespace NS                 endpoints mode: watch one namespace (default: all)
+//   --kubeconfig PATH              endpoints mode; default: KUBECONFIG, then in-cluster
+//   --metrics-address HOST:PORT    Prometheus /metrics, plaintext (default: off)
+//   --drain-seconds N              bound on finishing in-flight requests after SIGTERM (default 30)
+//   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { DnsResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
+import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
+import { pino } from 'pino';
+
+const { values } = parseArgs({
+  options: {
+    listen: { type: 'string', default: '0.0.0.0:8443' },
+    'tls-cert-file': { type: 'string' },
+    'tls-key-file': { type: 'string' },
+    'runtimed-ca-file': { type: 'string' },
+    resolve: { type: 'string', default: 'dns' },
+    namespace: { type: 'string' },
+    kubeconfig: { type: 'string' },
+    'metrics-address': { type: 'string' },
+    'drain-seconds': { type: 'string', default: '30' },
+    'log-level': { type: 'string' },
+  },
+  strict: true,
+});
+
+const logger = pino({
+  name: 'runtime-gateway',
+  level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info',
+  // The gateway never logs headers; this is the belt to that rule's braces.
+  redact: ['authorization', '*.authorization', 'headers', '*.headers', 'token', '*.token'],
+});
+
+function hostPort(flag: string, value: string): { host: string; port: number } {
+  const colon = value.lastIndexOf(':');
+  const port = Number(value.slice(colon + 1));
+  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--${flag} must be HOST:PORT, not ${JSON.stringify(value)}`);
+  return { host: value.slice(0, colon).replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port };
+}
+
+function required(flag: 'tls-cert-file' | 'tls-key-file' | 'runtimed-ca-file'): string {
+  const value = values[flag];
+  if (value === undefined || value === '') throw new Error(`--${flag} is required`);
+  return value;
+}
+
+let metrics: MetricsServer | undefined;
+try {
+  const listen = hostPort('listen', values.listen);
+  const drainSeconds = Number(values['drain-seconds']);
+  if (!(drainSeconds >= 0)) throw new Error('--drain-seconds must be a number of seconds');
+  let resolver: UpstreamResolver;
+  switch (values.resolve) {
+    case 'dns':
+      resolver = new DnsResolver();
+      break;
+    case 'endpoints': {
+      const kubeConfig = new KubeConfig();
+      if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
+      else kubeConfig.loadFromFile(values.kubeconfig);
+      const endpoints = new EndpointsResolver({ kubeConfig, logger, ...(values.namespace === undefined ? {} : { namespace: values.namespace }) });
+      await endpoints.start();
+      resolver = endpoints;
+      break;
+    }
+    default:
+      throw new Error(`--resolve must be dns or endpoints, not ${JSON.stringify(values.resolve)}`);
+  }
+  if (values['metrics-address'] !== undefined) {
+    const address = hostPort('metrics-address', values['metrics-address']);
+    metrics = await startMetricsServer(address.host, address.port);
+    logger.info({ address: metrics.address }, 'metrics listening (plaintext, no credentials accepted)');
+  }
+  const gateway = await Gateway.start({
+    ...listen,
+    tlsCertFile: required('tls-cert-file'),
+    tlsKeyFile: required('tls-key-file'),
+    runtimedCaFile: required('runtimed-ca-file'),
+    resolver,
+    logger,
+    ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
+  });
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down: draining in-flight requests');
+    gateway
+      .stop({ drainMs: drainSeconds * 1000 })
+      .then(() => metrics?.shutdown())
+      .then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+} catch (error) {
+  logger.fatal({ err: error }, 'runtime-gateway failed to start');
+  await metrics?.shutdown();
+  process.exitCode = 1;
+}

@@ -65,6 +65,8 @@ export const ERROR_CODES = {
   InvalidTransition: { grpc: 'FAILED_PRECONDITION', http: 409, source: 'platform', triggersRecovery: false, summary: 'the Run state machine refuses this event' },
   Conflict: { grpc: 'ABORTED', http: 409, source: 'platform', triggersRecovery: false, summary: 'the object changed since it was read' },
   Unimplemented: { grpc: 'UNIMPLEMENTED', http: 501, source: 'platform', triggersRecovery: false, summary: 'not implemented' },
+  RouteNotFound: { grpc: 'UNIMPLEMENTED', http: 404, source: 'platform', triggersRecovery: false, summary: 'no such HTTP route on the gateway' },
+  MethodNotAllowed: { grpc: 'UNIMPLEMENTED', http: 405, source: 'platform', triggersRecovery: false, summary: 'the route exists but not for this HTTP method' },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,1 +1,27 @@
-export {};
+export { Gateway } from './gateway.ts';
+export type { GatewayOptions } from './gateway.ts';
+export { DnsResolver, EndpointsResolver, GRPC_PORT_NAME, runtimedServerName } from './resolver.ts';
+export type { UpstreamAddress, UpstreamResolver } from './resolver.ts';
+export { Forwarder } from './forwarder.ts';
+export type { ForwardRequest, ForwardResult, ForwarderOptions } from './forwarder.ts';
+export { NO_METRICS, startMetricsServer } from './metrics.ts';
+export type { GatewayMetrics, MetricsServer, RouteLabel } from './metrics.ts';
+export { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
+export type { GrpcFailure, HttpError } from './error-mapping.ts';
+export {
+  DEADLINE_MARGIN_MS,
+  TIMEOUT_HEADER,
+  bearerToken,
+  checkContentLength,
+  checkContentType,
+  invocationIdOf,
+  invocationTimeoutMs,
+  isDns1035Label,
+  parseInvokePath,
+  parseJsonBody,
+  pathOf,
+  traceContext,
+} from './invoke-request.ts';
+export type { InvokeRoute, InvokeTarget, PathMatch } from './invoke-request.ts';
+export { readBoundedBody } from './body.ts';
+export { GATEWAY_RBAC_RULES } from './rbac.ts';

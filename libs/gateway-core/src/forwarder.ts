@@ -1,0 +1,241 @@
+import { ChannelCredentials, connectivityState } from '@grpc/grpc-js';
+import type { Channel } from '@grpc/grpc-js';
+import { ClientError, Metadata, createChannel, createClient } from 'nice-grpc';
+import type { Logger } from 'pino';
+import { METADATA_KEYS, durationFromMillis, runtimedV1 } from '@kruntimes/proto';
+import { DEADLINE_MARGIN_MS } from './invoke-request.ts';
+import { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
+import type { HttpError } from './error-mapping.ts';
+import { runtimedServerName } from './resolver.ts';
+import type { UpstreamResolver } from './resolver.ts';
+
+type FunctionRuntimeClient = runtimedV1.FunctionRuntimeClient;
+
+export interface ForwardRequest {
+  namespace: string;
+  runtime: string;
+  uid: string;
+  invocationId: string;
+  payload: Buffer;
+  timeoutMs: number;
+  token: string;
+  traceparent?: string;
+  tracestate?: string;
+  /** Aborted when the HTTP client went away: the call is cancelled. */
+  signal: AbortSignal;
+}
+
+export type ForwardResult =
+  | { ok: true; response: runtimedV1.InvokeFunctionResponse; upstreamSeconds: number; upstream: string }
+  | { ok: false; error: HttpError; upstreamSeconds: number | undefined; upstream: string | undefined };
+
+export interface ForwarderOptions {
+  resolver: UpstreamResolver;
+  /** PEM of the internal CA that issued runtimed's certificates. */
+  caPem: string;
+  logger: Logger;
+  /** Bound on connecting to one runtimed (TCP + TLS). Default 3 s. */
+  connectTimeoutMs?: number;
+  /** Cached channels (one per dialled address). Default 256. */
+  maxChannels?: number;
+}
+
+interface PooledChannel {
+  channel: Channel;
+  client: FunctionRuntimeClient;
+  inflight: number;
+  /** Requests that used it: 1 means it was made for the current one. */
+  uses: number;
+  retired: boolean;
+}
+
+/** Channels to runtimed, one per address and verified name, LRU-bounded. */
+class ChannelPool {
+  readonly #entries = new Map<string, PooledChannel>();
+  readonly #max: number;
+  #credentials: ChannelCredentials;
+
+  constructor(caPem: string, max: number) {
+    this.#credentials = ChannelCredentials.createSsl(Buffer.from(caPem));
+    this.#max = max;
+  }
+
+  /** A new CA: new connections verify against it; channels in use finish their calls first. */
+  setCa(caPem: string): void {
+    this.#credentials = ChannelCredentials.createSsl(Buffer.from(caPem));
+    for (const [key, entry] of this.#entries) this.#retire(key, entry);
+  }
+
+  acquire(address: string, serverName: string, fresh: boolean): PooledChannel {
+    const key = `${address}|${serverName}`;
+    let entry = this.#entries.get(key);
+    if (entry !== undefined && fresh) {
+      this.#retire(key, entry);
+      entry = undefined;
+    }
+    if (entry === undefined) {
+      const channel = createChannel(address, this.#credentials, {
+        // runtimed's certificate names the Runtime's Service, whatever address is dialled.
+        'grpc.ssl_target_name_override': serverName,
+        'grpc.default_authority': serverName,
+        'grpc.keepalive_time_ms': 30_000,
+        'grpc.max_receive_message_length': 8 * 1024 * 1024,
+      });
+      entry = { channel, client: createClient(runtimedV1.FunctionRuntimeDefinition, channel), inflight: 0, uses: 0, retired: false };
+      this.#evict();
+    } else {
+      // Re-insert: the Map's order is the LRU order.
+      this.#entries.delete(key);
+    }
+    this.#entries.set(key, entry);
+    entry.inflight += 1;
+    entry.uses += 1;
+    return entry;
+  }
+
+  release(entry: PooledChannel): void {
+    entry.inflight -= 1;
+    if (entry.retired && entry.inflight === 0) entry.channel.close();
+  }
+
+  close(): void {
+    for (const [key, entry] of this.#entries) this.#retire(key, entry);
+  }
+
+  #retire(key: string, entry: PooledChannel): void {
+    this.#entries.delete(key);
+    entry.retired = true;
+    if (entry.inflight === 0) entry.channel.close();
+  }
+
+  #evict(): void {
+    for (const [key, entry] of this.#entries) {
+      if (this.#entries.size < this.#max) return;
+      if (entry.inflight === 0) this.#retire(key, entry);
+    }
+  }
+}
+
+/** Whether the channel got connected (TCP and TLS) within the bound; false on a failure. */
+async function connect(channel: Channel, timeoutMs: number, signal: AbortSignal): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = channel.getConnectivityState(true);
+    if (state === connectivityState.READY) return true;
+    if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN || signal.aborted) return false;
+    const changed = await new Promise<boolean>((resolve) => {
+      channel.watchConnectivityState(state, deadline, (error) => { resolve(error === undefined); });
+    });
+    if (!changed) return false;
+  }
+}
+
+/**
+ * Turns one invoke into one FunctionRuntime.InvokeFunction call. Never retried once it
+ * may have been sent: the only retry is to the next address when the first could not
+ * be connected to at all (nothing was sent on it).
+ */
+export class Forwarder {
+  readonly #resolver: UpstreamResolver;
+  readonly #pool: ChannelPool;
+  readonly #logger: Logger;
+  readonly #connectTimeoutMs: number;
+
+  constructor(options: ForwarderOptions) {
+    this.#resolver = options.resolver;
+    this.#logger = options.logger;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
+    this.#pool = new ChannelPool(options.caPem, options.maxChannels ?? 256);
+  }
+
+  setCa(caPem: string): void {
+    this.#pool.setCa(caPem);
+  }
+
+  close(): void {
+    this.#pool.close();
+  }
+
+  async forward(request: ForwardRequest): Promise<ForwardResult> {
+    const addresses = await this.#resolver.resolve(request.namespace, request.runtime);
+    if (addresses.length === 0) {
+      return { ok: false, upstreamSeconds: undefined, upstream: undefined, error: httpErrorOf('RunNotReady', `no ready runtimed serves Runtime ${request.namespace}/${request.runtime}`) };
+    }
+    const serverName = runtimedServerName(request.namespace, request.runtime);
+    const failed: string[] = [];
+    for (const upstream of addresses.slice(0, 2)) {
+      let entry = this.#pool.acquire(upstream.address, serverName, false);
+      try {
+        let ready = await connect(entry.channel, this.#connectTimeoutMs, request.signal);
+        if (!ready && entry.uses > 1 && !request.signal.aborted && entry.channel.getConnectivityState(false) === connectivityState.TRANSIENT_FAILURE) {
+          // A channel remembered in failure may only be backing off: one fresh dial.
+          this.#pool.release(entry);
+          entry = this.#pool.acquire(upstream.address, serverName, true);
+          ready = await connect(entry.channel, this.#connectTimeoutMs, request.signal);
+        }
+        if (ready) return await this.#call(entry.client, request, upstream.address);
+      } finally {
+        this.#pool.release(entry);
+      }
+      if (request.signal.aborted) break;
+      failed.push(upstream.address);
+      this.#logger.warn({ upstream: upstream.address, pod: upstream.pod, invocationId: request.invocationId }, 'could not connect to runtimed; nothing was sent');
+    }
+    return {
+      ok: false,
+      upstreamSeconds: undefined,
+      upstream: failed.at(-1),
+      error: httpErrorOf('OwnerUnavailable', `could not connect to runtimed of Runtime ${request.namespace}/${request.runtime}`),
+    };
+  }
+
+  async #call(client: FunctionRuntimeClient, request: ForwardRequest, upstream: string): Promise<ForwardResult> {
+    const metadata = Metadata();
+    metadata.set(METADATA_KEYS.authorization, `Bearer ${request.token}`);
+    if (request.traceparent !== undefined) metadata.set('traceparent', request.traceparent);
+    if (request.tracestate !== undefined) metadata.set('tracestate', request.tracestate);
+    const deadline = new AbortController();
+    const timer = setTimeout(() => { deadline.abort(); }, request.timeoutMs + DEADLINE_MARGIN_MS);
+    const signal = AbortSignal.any([deadline.signal, request.signal]);
+    let trailer: Metadata | undefined;
+    const started = performance.now();
+    try {
+      const response = await client.invokeFunction(
+        {
+          namespace: request.namespace,
+          runtime: request.runtime,
+          runUid: request.uid,
+          invocationId: request.invocationId,
+          payload: request.payload,
+          timeout: durationFromMillis(request.timeoutMs),
+          peerHop: undefined,
+        },
+        { metadata, signal, onTrailer: (received) => { trailer = received; } },
+      );
+      return { ok: true, response, upstreamSeconds: (performance.now() - started) / 1000, upstream };
+    } catch (error) {
+      const upstreamSeconds = (performance.now() - started) / 1000;
+      if (error instanceof ClientError) {
+        const text = (key: string): string | undefined => {
+          const value = trailer?.get(key);
+          return typeof value === 'string' ? value : undefined;
+        };
+        return {
+          ok: false,
+          upstreamSeconds,
+          upstream,
+          error: httpErrorOfGrpcFailure({ status: error.code, details: error.details, errorCode: text(METADATA_KEYS.errorCode), errorSource: text(METADATA_KEYS.errorSource) }),
+        };
+      }
+      if (deadline.signal.aborted) {
+        return { ok: false, upstreamSeconds, upstream, error: httpErrorOf('InvocationTimeout', `no answer from runtimed within ${request.timeoutMs + DEADLINE_MARGIN_MS} ms`) };
+      }
+      if (request.signal.aborted) {
+        return { ok: false, upstreamSeconds, upstream, error: httpErrorOf('Internal', 'the client closed the request') };
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

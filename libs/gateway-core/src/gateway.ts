@@ -1,0 +1,335 @@
+import { randomUUID, X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:https';
+import type { Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { createSecureContext } from 'node:tls';
+import express from 'express';
+import type { NextFunction, Request, Response } from 'express';
+import helmet from 'helmet';
+import type { Logger } from 'pino';
+import { BOUNDS, INVOCATION_ID_HEADER } from '@kruntimes/api';
+import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
+import { readBoundedBody } from './body.ts';
+import { httpErrorOf } from './error-mapping.ts';
+import type { HttpError } from './error-mapping.ts';
+import { FilePoller } from './file-poller.ts';
+import { Forwarder } from './forwarder.ts';
+import {
+  TIMEOUT_HEADER,
+  bearerToken,
+  checkContentLength,
+  checkContentType,
+  invocationIdOf,
+  invocationTimeoutMs,
+  parseInvokePath,
+  parseJsonBody,
+  pathOf,
+  traceContext,
+} from './invoke-request.ts';
+import type { InvokeTarget } from './invoke-request.ts';
+import { NO_METRICS } from './metrics.ts';
+import type { GatewayMetrics, RouteLabel } from './metrics.ts';
+import type { UpstreamResolver } from './resolver.ts';
+
+export interface GatewayOptions {
+  host: string;
+  port: number;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  runtimedCaFile: string;
+  resolver: UpstreamResolver;
+  logger: Logger;
+  metrics?: GatewayMetrics;
+  /** How often the certificate files are checked for a change. Default 1 s. */
+  reloadIntervalMs?: number;
+  connectTimeoutMs?: number;
+  /** Request body limit in bytes. Default BOUNDS.requestBodyBytes (1 MiB). */
+  bodyLimitBytes?: number;
+}
+
+/** How long the rest of a refused (413) body is read and discarded before the connection is cut. */
+const DISCARD_BOUND_MS = 5_000;
+
+interface RequestState {
+  invocationId: string;
+  target?: InvokeTarget;
+  code?: string;
+  upstream?: string | undefined;
+  upstreamSeconds?: number | undefined;
+}
+
+/**
+ * The runtime-gateway: HTTPS only (there is no plaintext listener), stateless. Turns
+ * `POST .../functions/{uid}:invoke` into one FunctionRuntime.InvokeFunction on a ready
+ * runtimed of the Runtime, and its answer back into HTTP through the one error table.
+ * It does not authorize: it requires a bearer token and forwards it; runtimed reviews it.
+ */
+export class Gateway {
+  readonly server: Server;
+  readonly #options: GatewayOptions;
+  readonly #forwarder: Forwarder;
+  readonly #metrics: GatewayMetrics;
+  readonly #logger: Logger;
+  readonly #pollers: FilePoller[] = [];
+  readonly #bodyLimit: number;
+  #inflight = 0;
+  #draining = false;
+  readonly #idle: (() => void)[] = [];
+  #certificate: X509Certificate;
+
+  private constructor(options: GatewayOptions, tls: { cert: string; key: string }, caPem: string) {
+    this.#options = options;
+    this.#logger = options.logger;
+    this.#metrics = options.metrics ?? NO_METRICS;
+    this.#bodyLimit = options.bodyLimitBytes ?? BOUNDS.requestBodyBytes;
+    this.#certificate = new X509Certificate(tls.cert);
+    this.#forwarder = new Forwarder({
+      resolver: options.resolver,
+      caPem,
+      logger: options.logger,
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+    });
+    const app = express();
+    app.disable('x-powered-by');
+    app.disable('etag');
+    app.use(helmet());
+    app.use((request: Request, response: Response, next: NextFunction) => {
+      this.#handle(request, response).catch(next);
+    });
+    // Express's last resort, should #handle ever throw after it began answering.
+    app.use((error: unknown, request: Request, response: Response, _next: NextFunction) => {
+      this.#logger.error({ err: error, method: request.method, path: pathOf(request.url) }, 'request failed');
+      if (!response.headersSent) this.#send(response, { invocationId: randomUUID() }, httpErrorOf('Internal', 'internal error'));
+      else response.destroy();
+    });
+    this.server = createServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, app);
+  }
+
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const [cert, key, caPem] = await Promise.all([
+      readFile(options.tlsCertFile, 'utf8'),
+      readFile(options.tlsKeyFile, 'utf8'),
+      readFile(options.runtimedCaFile, 'utf8'),
+    ]);
+    const gateway = new Gateway(options, { cert, key }, caPem);
+    await new Promise<void>((resolve, reject) => {
+      gateway.server.once('error', reject);
+      gateway.server.listen(options.port, options.host, () => {
+        gateway.server.off('error', reject);
+        resolve();
+      });
+    });
+    gateway.#watchFiles([cert, key], caPem);
+    gateway.#logger.info({ address: gateway.address, certificate: gateway.#certificate.fingerprint256 }, 'gateway listening (HTTPS)');
+    return gateway;
+  }
+
+  get address(): AddressInfo {
+    return this.server.address() as AddressInfo;
+  }
+
+  /** SHA-256 fingerprint of the serving certificate new connections get. */
+  get certificateFingerprint(): string {
+    return this.#certificate.fingerprint256;
+  }
+
+  /** Checks the certificate and CA files now instead of at the next tick. */
+  async reloadNow(): Promise<void> {
+    await Promise.all(this.#pollers.map((poller) => poller.check()));
+  }
+
+  #watchFiles(tls: string[], caPem: string): void {
+    const interval = this.#options.reloadIntervalMs ?? 1_000;
+    const serving = new FilePoller(
+      [this.#options.tlsCertFile, this.#options.tlsKeyFile],
+      tls,
+      ([cert = '', key = '']) => {
+        // Throws while cert and key do not match yet (one written, not the other): retried next tick.
+        createSecureContext({ cert, key });
+        const certificate = new X509Certificate(cert);
+        // Only new TLS connections get the new context; open ones keep theirs.
+        this.server.setSecureContext({ cert, key, minVersion: 'TLSv1.2' });
+        this.#certificate = certificate;
+        this.#logger.info({ certificate: certificate.fingerprint256, notAfter: certificate.validTo }, 'serving certificate reloaded');
+      },
+      (error) => { this.#logger.warn({ err: error }, 'serving certificate not reloaded (retrying)'); },
+    );
+    const ca = new FilePoller(
+      [this.#options.runtimedCaFile],
+      [caPem],
+      ([pem = '']) => {
+        createSecureContext({ ca: pem });
+        this.#forwarder.setCa(pem);
+        this.#logger.info('runtimed CA reloaded');
+      },
+      (error) => { this.#logger.warn({ err: error }, 'runtimed CA not reloaded (retrying)'); },
+    );
+    for (const poller of [serving, ca]) {
+      poller.start(interval);
+      this.#pollers.push(poller);
+    }
+  }
+
+  /**
+   * Stops accepting connections, lets in-flight requests finish (at most `drainMs`),
+   * then closes what is left. Keep-alive connections are closed as they go idle.
+   */
+  async stop(options: { drainMs?: number } = {}): Promise<void> {
+    this.#draining = true;
+    for (const poller of this.#pollers) poller.stop();
+    const closed = new Promise<void>((resolve) => { this.server.close(() => { resolve(); }); });
+    this.server.closeIdleConnections();
+    if (this.#inflight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => this.#idle.push(resolve)),
+        new Promise<void>((resolve) => { timer = setTimeout(resolve, options.drainMs ?? 30_000); }),
+      ]);
+      clearTimeout(timer);
+      if (this.#inflight > 0) this.#logger.warn({ inflight: this.#inflight }, 'drain bound reached; closing connections with requests in flight');
+    }
+    this.server.closeAllConnections();
+    await closed;
+    this.#forwarder.close();
+    await this.#options.resolver.stop();
+  }
+
+  async #handle(request: Request, response: Response): Promise<void> {
+    const started = performance.now();
+    this.#inflight += 1;
+    this.#metrics.requestStarted();
+    const path = pathOf(request.url);
+    const match = parseInvokePath(path);
+    const route: RouteLabel = match.kind === 'invoke' ? match.target.route : 'other';
+    const state: RequestState = { invocationId: randomUUID() };
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      const seconds = (performance.now() - started) / 1000;
+      const status = response.writableFinished ? response.statusCode : 499;
+      this.#metrics.requestFinished(route, status, seconds, state.upstreamSeconds);
+      this.#logger.info(
+        {
+          method: request.method,
+          path,
+          status,
+          durationMs: Math.round(seconds * 1_000_000) / 1000,
+          invocationId: state.invocationId,
+          ...(state.target === undefined ? {} : { namespace: state.target.namespace, runtime: state.target.runtime, runUID: state.target.uid }),
+          ...(state.code === undefined ? {} : { code: state.code }),
+          ...(state.upstream === undefined ? {} : { upstream: state.upstream, upstreamMs: Math.round((state.upstreamSeconds ?? 0) * 1_000_000) / 1000 }),
+        },
+        'request',
+      );
+      this.#inflight -= 1;
+      if (this.#inflight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    };
+    response.once('finish', finish);
+    response.once('close', finish);
+
+    const header = (name: string): string | undefined => {
+      const value = request.headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    };
+    try {
+      // Echoed in every answer, so settled first: the client's when valid, else a new one.
+      const idError = (() => {
+        try {
+          state.invocationId = invocationIdOf(header(INVOCATION_ID_HEADER), randomUUID);
+          return undefined;
+        } catch (error) {
+          if (error instanceof KruntimesError) return error;
+          throw error;
+        }
+      })();
+      if (match.kind === 'unknown') throw new KruntimesError('RouteNotFound', `no route for ${request.method} ${path}`);
+      if (request.method !== 'POST') {
+        response.setHeader('allow', 'POST');
+        throw new KruntimesError('MethodNotAllowed', `${request.method} is not allowed here; use POST`);
+      }
+      if (match.kind === 'malformed') throw new KruntimesError('InvalidRequest', match.message);
+      state.target = match.target;
+      if (idError !== undefined) throw idError;
+      const token = bearerToken(header('authorization'));
+      checkContentType(header('content-type'));
+      checkContentLength(header('content-length'), this.#bodyLimit);
+      const timeoutMs = invocationTimeoutMs(header(TIMEOUT_HEADER));
+      const body = await readBoundedBody(request, this.#bodyLimit);
+      parseJsonBody(body);
+      const abort = new AbortController();
+      const onClose = (): void => { if (!response.writableFinished) abort.abort(); };
+      response.once('close', onClose);
+      const result = await this.#forwarder.forward({
+        namespace: match.target.namespace,
+        runtime: match.target.runtime,
+        uid: match.target.uid,
+        invocationId: state.invocationId,
+        payload: body,
+        timeoutMs,
+        token,
+        ...traceContext(header('traceparent'), header('tracestate')),
+        signal: abort.signal,
+      });
+      response.off('close', onClose);
+      state.upstream = result.upstream;
+      state.upstreamSeconds = result.upstreamSeconds;
+      if (!result.ok) {
+        this.#send(response, state, result.error);
+        return;
+      }
+      const { response: answer } = result;
+      let value: unknown;
+      try {
+        value = answer.result.length === 0 ? null : JSON.parse(answer.result.toString('utf8'));
+      } catch {
+        this.#send(response, state, httpErrorOf('Internal', 'runtimed answered with a result that is not JSON'));
+        return;
+      }
+      this.#send(response, state, {
+        invocationId: state.invocationId,
+        result: value,
+        outputs: answer.outputs,
+        ...(answer.stdout === undefined ? {} : { stdout: answer.stdout }),
+        ...(answer.stderr === undefined ? {} : { stderr: answer.stderr }),
+        attempt: answer.attempt,
+      });
+    } catch (error) {
+      if (!isKruntimesError(error)) throw error;
+      this.#send(response, state, httpErrorOf(error.code, error.message));
+      if (error.code === 'PayloadTooLarge') this.#discardRest(request);
+    }
+  }
+
+  /**
+   * After a 413 the rest of the body is read and thrown away (never kept) so that the
+   * client, still sending, reads the answer instead of a reset; bounded in time.
+   */
+  #discardRest(request: Request): void {
+    if (request.complete) return;
+    const timer = setTimeout(() => { request.socket.destroy(); }, DISCARD_BOUND_MS);
+    timer.unref();
+    request.removeAllListeners('data');
+    request.once('end', () => { clearTimeout(timer); });
+    request.once('close', () => { clearTimeout(timer); });
+    request.resume();
+  }
+
+  #send(response: Response, state: Pick<RequestState, 'invocationId' | 'code'>, body: HttpError | Record<string, unknown>): void {
+    if (response.headersSent || response.destroyed) return;
+    response.setHeader(INVOCATION_ID_HEADER, state.invocationId);
+    response.setHeader('cache-control', 'no-store');
+    if (this.#draining) response.setHeader('connection', 'close');
+    if (isHttpError(body)) {
+      state.code = body.code;
+      response.status(body.status).json({ invocationId: state.invocationId, error: { code: body.code, message: body.message, source: body.source } });
+      return;
+    }
+    response.status(200).json(body);
+  }
+}
+
+function isHttpError(body: HttpError | Record<string, unknown>): body is HttpError {
+  return typeof body.status === 'number' && typeof body.code === 'string' && typeof body.source === 'string';
+}

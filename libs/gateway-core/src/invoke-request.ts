@@ -1,0 +1,136 @@
+import { BOUNDS, DEFAULTS, isDns1123Label, isUid, isValidInvocationId } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+
+/** Optional request header: the caller's bound on the invocation, in seconds (decimal). */
+export const TIMEOUT_HEADER = 'x-kruntime-timeout-seconds';
+
+/**
+ * Added to the invocation timeout for the gRPC deadline: runtimed answers
+ * InvocationTimeout itself at the timeout, and that answer must still get back.
+ */
+export const DEADLINE_MARGIN_MS = 5_000;
+
+export type InvokeRoute = 'functions' | 'runs';
+
+export interface InvokeTarget {
+  namespace: string;
+  runtime: string;
+  uid: string;
+  route: InvokeRoute;
+}
+
+/** What a request path is: an invoke target, a malformed invoke path (400), or no route (404). */
+export type PathMatch = { kind: 'invoke'; target: InvokeTarget } | { kind: 'malformed'; message: string } | { kind: 'unknown' };
+
+const INVOKE_PATH = /^\/v1\/namespaces\/([^/]*)\/runtimes\/([^/]*)\/(functions|runs)\/([^/]*):invoke$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+/** A Service name: the Runtime's Service is named after it, so a Runtime must be one to be invoked. */
+export function isDns1035Label(value: string): boolean {
+  return value.length <= BOUNDS.dnsLabelBytes && DNS1035_LABEL.test(value);
+}
+
+/**
+ * Parses the path (without query) of `POST /v1/namespaces/{ns}/runtimes/{runtime}/functions/{uid}:invoke`
+ * (or `runs/{uid}:invoke`). By hand, not with express routing: `:invoke` is a literal
+ * suffix of the last segment, which path-to-regexp would read as a parameter.
+ * Percent-encoded segments are never valid labels or UIDs, so they are not decoded.
+ */
+export function parseInvokePath(path: string): PathMatch {
+  const match = INVOKE_PATH.exec(path);
+  if (match === null) return { kind: 'unknown' };
+  const [, namespace = '', runtime = '', route = 'functions', uid = ''] = match;
+  if (!isDns1123Label(namespace)) return { kind: 'malformed', message: `namespace ${JSON.stringify(namespace)} is not a DNS-1123 label` };
+  if (!isDns1035Label(runtime)) return { kind: 'malformed', message: `runtime ${JSON.stringify(runtime)} is not a DNS-1035 label` };
+  if (!isUid(uid)) return { kind: 'malformed', message: `${JSON.stringify(uid)} is not a Run UID` };
+  return { kind: 'invoke', target: { namespace, runtime, uid, route: route === 'runs' ? 'runs' : 'functions' } };
+}
+
+/** Only the path part of a request target (express's req.url may carry a query). */
+export function pathOf(url: string): string {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
+
+// RFC 6750 b64token.
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/;
+
+/** The bearer token of an Authorization header; Unauthenticated when absent or not a bearer token. */
+export function bearerToken(header: string | undefined): string {
+  if (header === undefined || header === '') throw new KruntimesError('Unauthenticated', 'a bearer token is required (Authorization: Bearer <token>)');
+  const match = BEARER.exec(header);
+  if (match?.[1] === undefined) throw new KruntimesError('Unauthenticated', 'the Authorization header is not a bearer token');
+  return match[1];
+}
+
+/** The client's invocation ID, or a generated one when it sent none; InvalidInvocationId when malformed. */
+export function invocationIdOf(header: string | undefined, generate: () => string): string {
+  if (header === undefined) return generate();
+  if (!isValidInvocationId(header)) {
+    throw new KruntimesError('InvalidInvocationId', `the invocation ID must be 1-${BOUNDS.invocationIdBytes} bytes of visible ASCII`);
+  }
+  return header;
+}
+
+/** Content-Type must be application/json (parameters such as charset=utf-8 allowed). */
+export function checkContentType(header: string | undefined): void {
+  const mediaType = (header ?? '').split(';')[0]?.trim().toLowerCase();
+  if (mediaType !== 'application/json') {
+    throw new KruntimesError('UnsupportedMediaType', `Content-Type must be application/json, not ${JSON.stringify(header ?? '')}`);
+  }
+}
+
+/** A declared Content-Length over the limit is refused before a byte of the body is read. */
+export function checkContentLength(header: string | undefined, limit: number): void {
+  if (header === undefined) return;
+  if (!/^\d+$/.test(header)) throw new KruntimesError('InvalidRequest', 'Content-Length is not a number');
+  if (Number(header) > limit) throw new KruntimesError('PayloadTooLarge', `the request body is over ${limit} bytes`);
+}
+
+/**
+ * The invocation timeout in ms: the header's value (0 < t <= the API bound) or the
+ * default. The gateway always sends it to runtimed, so the owner and the gateway's own
+ * deadline agree; runtimed applies the smaller of it and the Run's own timeout.
+ */
+export function invocationTimeoutMs(header: string | undefined): number {
+  if (header === undefined) return DEFAULTS.invocationTimeoutSeconds * 1000;
+  const seconds = /^\d+(\.\d{1,3})?$/.test(header) ? Number(header) : Number.NaN;
+  if (!(seconds > 0 && seconds <= BOUNDS.maxInvocationTimeoutSeconds)) {
+    throw new KruntimesError('InvalidRequest', `${TIMEOUT_HEADER} must be a number of seconds in (0, ${BOUNDS.maxInvocationTimeoutSeconds}]`);
+  }
+  return Math.round(seconds * 1000);
+}
+
+/** Decodes the body as UTF-8 JSON (strict: invalid UTF-8 is invalid JSON). */
+export function parseJsonBody(body: Buffer): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new KruntimesError('InvalidRequest', 'the request body is not UTF-8');
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new KruntimesError('InvalidRequest', 'the request body is not JSON');
+  }
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+// W3C tracestate: list-members of key=value, printable ASCII without ',' and '=' in values; 512 bytes.
+const TRACESTATE = /^[\x20-\x2b\x2d-\x7e]*(,[\x20-\x2b\x2d-\x7e]*){0,31}$/;
+
+/**
+ * The W3C trace context to pass through, validated as the spec says a receiver must:
+ * an invalid traceparent is dropped (with its tracestate), never an error.
+ */
+export function traceContext(traceparent: string | undefined, tracestate: string | undefined): { traceparent?: string; tracestate?: string } {
+  if (traceparent === undefined) return {};
+  const match = TRACEPARENT.exec(traceparent);
+  if (match === null) return {};
+  const [, version, traceId, parentId, , rest] = match;
+  if (version === 'ff' || (version === '00' && rest !== undefined)) return {};
+  if (traceId === '0'.repeat(32) || parentId === '0'.repeat(16)) return {};
+  if (tracestate === undefined || tracestate.length > 512 || !TRACESTATE.test(tracestate)) return { traceparent };
+  return { traceparent, tracestate };
+}

@@ -1,0 +1,14 @@
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/**
+ * What the gateway reads through the API in `--resolve endpoints` mode, and nothing
+ * else: the Runtimes' Services and Pods (list and watch, for its cache). In `dns` mode it
+ * needs no API access at all. It never reads Runs or Secrets and never writes.
+ */
+export const GATEWAY_RBAC_RULES: readonly PolicyRule[] = [
+  { apiGroups: [''], resources: ['services', 'pods'], verbs: ['list', 'watch'] },
+];

@@ -1,0 +1,135 @@
+import { resolveSrv } from 'node:dns/promises';
+import { CoreV1Api } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod, V1Service } from '@kubernetes/client-node';
+import { DEFAULTS, LABELS } from '@kruntimes/api';
+import { SharedInformer, serviceEndpoints } from '@kruntimes/controller-runtime';
+import type { ControllerLogger } from '@kruntimes/controller-runtime';
+
+/** One address to dial for a Runtime's runtimed gRPC port. */
+export interface UpstreamAddress {
+  /** host:port (an IP in endpoints mode, the Service DNS name in dns mode). */
+  address: string;
+  /** For logs: the Pod behind it, when known. */
+  pod?: string;
+}
+
+/**
+ * Where a Runtime's ready runtimed instances are, in the order to try them. The first
+ * is dialled; the next one only when the first could not even be connected to.
+ */
+export interface UpstreamResolver {
+  resolve(namespace: string, runtime: string): Promise<UpstreamAddress[]>;
+  stop(): Promise<void>;
+}
+
+/** The DNS name runtimed's certificate is verified against, whatever address is dialled. */
+export function runtimedServerName(namespace: string, runtime: string): string {
+  return `${runtime}.${namespace}.svc`;
+}
+
+/** The name of the Service port the gateway dials (runtime-workload names it so). */
+export const GRPC_PORT_NAME = 'grpc';
+
+/**
+ * Mode `dns` (in a cluster): the Runtime's Service by name; kube-proxy spreads the
+ * connections over its ready endpoints. The port is the Service's named port `grpc`,
+ * found with the SRV record cluster DNS publishes for it (a Runtime may choose its
+ * ports), falling back to the default port when there is none.
+ */
+export class DnsResolver implements UpstreamResolver {
+  readonly #clusterDomain: string;
+  readonly #ports = new Map<string, { port: number; until: number }>();
+
+  constructor(options: { clusterDomain?: string } = {}) {
+    this.#clusterDomain = options.clusterDomain ?? 'cluster.local';
+  }
+
+  async resolve(namespace: string, runtime: string): Promise<UpstreamAddress[]> {
+    const host = runtimedServerName(namespace, runtime);
+    return [{ address: `${host}:${await this.#port(host)}` }];
+  }
+
+  async #port(host: string): Promise<number> {
+    const cached = this.#ports.get(host);
+    if (cached !== undefined && cached.until > Date.now()) return cached.port;
+    let port: number = DEFAULTS.runtimedGrpcPort;
+    try {
+      const records = await resolveSrv(`_${GRPC_PORT_NAME}._tcp.${host}.${this.#clusterDomain}`);
+      port = records[0]?.port ?? port;
+    } catch {
+      // No SRV record (no such Service, or DNS without SRV): the default port; the dial tells.
+    }
+    if (this.#ports.size > 4096) this.#ports.clear();
+    this.#ports.set(host, { port, until: Date.now() + 30_000 });
+    return port;
+  }
+
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+const RUNTIME_SELECTOR = `${LABELS.component}=runtime,${LABELS.runtime}`;
+
+/**
+ * Mode `endpoints` (the local cluster): a watch-backed cache of the Runtimes' Services
+ * and Pods, and the ready endpoints computed from them as the EndpointSlice controller
+ * would. Why not the slices: the API server refuses loopback addresses in them, and the
+ * local cluster's Pods live on 127.0.0.x. Ready endpoints are rotated round-robin per
+ * Runtime. The invoke path reads only the cache, never the API server.
+ */
+export class EndpointsResolver implements UpstreamResolver {
+  readonly #services: SharedInformer<V1Service>;
+  readonly #pods: SharedInformer<V1Pod>;
+  readonly #next = new Map<string, number>();
+
+  constructor(options: { kubeConfig: KubeConfig; namespace?: string; logger: ControllerLogger }) {
+    const { kubeConfig, namespace, logger } = options;
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
+    const labelSelector = RUNTIME_SELECTOR;
+    this.#services = new SharedInformer<V1Service>({
+      name: 'runtime-services',
+      kubeConfig,
+      path: `/api/v1${prefix}/services`,
+      labelSelector,
+      list: () => (namespace === undefined ? core.listServiceForAllNamespaces({ labelSelector }) : core.listNamespacedService({ namespace, labelSelector })),
+      logger,
+    });
+    this.#pods = new SharedInformer<V1Pod>({
+      name: 'runtime-pods',
+      kubeConfig,
+      path: `/api/v1${prefix}/pods`,
+      labelSelector,
+      list: () => (namespace === undefined ? core.listPodForAllNamespaces({ labelSelector }) : core.listNamespacedPod({ namespace, labelSelector })),
+      logger,
+    });
+  }
+
+  /** Resolves once both caches hold a complete list. */
+  async start(): Promise<void> {
+    await Promise.all([this.#services.start(), this.#pods.start()]);
+  }
+
+  resolve(namespace: string, runtime: string): Promise<UpstreamAddress[]> {
+    const service = this.#services.get(runtime, namespace);
+    if (service === undefined) return Promise.resolve([]);
+    const pods = this.#pods.list(namespace).filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === runtime);
+    // Sorted: the round-robin position must mean the same endpoint from call to call.
+    const endpoints = serviceEndpoints(service, pods).sort((a, b) => a.podName.localeCompare(b.podName));
+    const ready = endpoints.flatMap((endpoint) => {
+      const port = endpoint.ports[GRPC_PORT_NAME];
+      return port === undefined ? [] : [{ address: `${endpoint.ip}:${port}`, pod: endpoint.podName }];
+    });
+    if (ready.length <= 1) return Promise.resolve(ready);
+    const key = `${namespace}/${runtime}`;
+    const start = (this.#next.get(key) ?? 0) % ready.length;
+    this.#next.set(key, start + 1);
+    if (this.#next.size > 4096) this.#next.clear();
+    return Promise.resolve([...ready.slice(start), ...ready.slice(0, start)]);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.#services.stop(), this.#pods.stop()]);
+  }
+}
