@@ -56,6 +56,7 @@ describe('codeForHttpStatus', () => {
     [401, 'Unauthenticated'],
     [403, 'Forbidden'],
     [404, 'RunNotFound'],
+    [405, 'MethodNotAllowed'],
     [413, 'PayloadTooLarge'],
     [415, 'UnsupportedMediaType'],
     [429, 'InvocationInFlight'],

@@ -65,6 +65,8 @@ export function codeForHttpStatus(status: number): ErrorCode {
       return 'Forbidden';
     case 404:
       return 'RunNotFound';
+    case 405:
+      return 'MethodNotAllowed';
     case 413:
       return 'PayloadTooLarge';
     case 415:

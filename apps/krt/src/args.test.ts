@@ -1,0 +1,57 @@
+import { DEFAULT_INVOKE_TIMEOUT_MS, DEFAULT_WAIT_TIMEOUT_MS, parseCommandLine } from './args.ts';
+import type { CommandLine } from './args.ts';
+import { CliError, EXIT } from './exit-codes.ts';
+
+describe('parseCommandLine', () => {
+  const cases: [string, string[], CommandLine][] = [
+    ['get one Run', ['get', 'r1'], { command: { name: 'get', run: 'r1', output: 'table' }, global: {} }],
+    ['get all Runs, wide', ['get', '-o', 'wide'], { command: { name: 'get', output: 'wide' }, global: {} }],
+    ['get as json with global flags first', ['-n', 'ns', '--kubeconfig', '/k', 'get', 'r1', '-o', 'json'], { command: { name: 'get', run: 'r1', output: 'json' }, global: { namespace: 'ns', kubeconfig: '/k' } }],
+    ['get yaml with --namespace=', ['get', 'r1', '--namespace=team', '-oyaml'], { command: { name: 'get', run: 'r1', output: 'yaml' }, global: { namespace: 'team' } }],
+    ['wait ready, default timeout', ['wait', 'r1', '--for', 'ready'], { command: { name: 'wait', run: 'r1', target: 'ready', timeoutMs: DEFAULT_WAIT_TIMEOUT_MS }, global: {} }],
+    ['wait done with timeout', ['wait', 'r1', '--for=done', '--timeout', '1m30s'], { command: { name: 'wait', run: 'r1', target: 'finished', timeoutMs: 90_000 }, global: {} }],
+    ['invoke without payload', ['invoke', 'fn'], { command: { name: 'invoke', run: 'fn', input: { kind: 'none' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
+    ['invoke with --data', ['invoke', 'fn', '--data', '{"a":1}'], { command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '{"a":1}' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
+    ['invoke with a negative number as --data=', ['invoke', 'fn', '--data=-1'], { command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '-1' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
+    ['invoke from a file', ['invoke', 'fn', '-f', 'p.json', '--timeout', '5s'], { command: { name: 'invoke', run: 'fn', input: { kind: 'file', path: 'p.json' }, timeoutMs: 5000 }, global: {} }],
+    ['invoke from stdin with an invocation ID', ['invoke', 'fn', '-f', '-', '--invocation-id', 'id-1'], { command: { name: 'invoke', run: 'fn', input: { kind: 'stdin' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS, invocationId: 'id-1' }, global: {} }],
+    ['retry', ['retry', 'r1'], { command: { name: 'retry', run: 'r1' }, global: {} }],
+    ['cancel', ['cancel', 'r1', '-n', 'ns'], { command: { name: 'cancel', run: 'r1' }, global: { namespace: 'ns' } }],
+    ['delete', ['delete', 'a.b-c'], { command: { name: 'delete', run: 'a.b-c' }, global: {} }],
+    ['help', ['help'], { command: { name: 'help' }, global: {} }],
+    ['--help on a command', ['get', '--help'], { command: { name: 'help' }, global: {} }],
+  ];
+  it.each(cases)('%s', (_name, argv, expected) => {
+    expect(parseCommandLine(argv)).toEqual(expected);
+  });
+
+  const usage: [string, string[], RegExp][] = [
+    ['no command', [], /missing command/],
+    ['unknown command', ['launch', 'x'], /unknown command "launch"/],
+    ['unknown flag', ['get', 'x', '--colour'], /Unknown option '--colour'/],
+    ['a flag of another command', ['get', 'x', '--for', 'ready'], /krt get does not take --for/],
+    ['a missing Run name', ['cancel'], /exactly one Run name/],
+    ['two Run names', ['delete', 'a', 'b'], /exactly one Run name/],
+    ['two Run names for get', ['get', 'a', 'b'], /at most one Run name/],
+    ['an invalid Run name', ['get', 'My_Run'], /not a valid Run name/],
+    ['wait without --for', ['wait', 'x'], /needs --for/],
+    ['wait for something else', ['wait', 'x', '--for', 'happy'], /ready or done/],
+    ['a bad timeout', ['wait', 'x', '--for', 'done', '--timeout', 'soon'], /--timeout must be a positive duration/],
+    ['a zero timeout', ['invoke', 'x', '--timeout', '0s'], /--timeout must be a positive duration/],
+    ['both --data and -f', ['invoke', 'x', '--data', '1', '-f', 'p'], /not both/],
+    ['a bad output format', ['get', 'x', '-o', 'xml'], /-o must be json, yaml or wide/],
+    ['an ambiguous option value', ['invoke', 'x', '--data', '-1'], /ambiguous/],
+    ['an empty namespace', ['get', 'x', '-n', ''], /--namespace needs a value/],
+  ];
+  it.each(usage)('refuses %s (exit 2)', (_name, argv, message) => {
+    let thrown: unknown;
+    try {
+      parseCommandLine(argv);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(CliError);
+    expect((thrown as CliError).exitCode).toBe(EXIT.usage);
+    expect((thrown as CliError).message).toMatch(message);
+  });
+});

@@ -1,0 +1,168 @@
+import { parseArgs } from 'node:util';
+import type { WaitTarget } from '@kruntimes/run-state';
+import { parseDurationMs } from './duration.ts';
+import { usageError } from './exit-codes.ts';
+
+export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
+
+export type Command =
+  | { name: 'get'; run?: string; output: OutputFormat }
+  | { name: 'wait'; run: string; target: WaitTarget; timeoutMs: number }
+  | { name: 'invoke'; run: string; input: InvokeInput; invocationId?: string; timeoutMs: number }
+  | { name: 'retry'; run: string }
+  | { name: 'cancel'; run: string }
+  | { name: 'delete'; run: string }
+  | { name: 'help' };
+
+/** Where `krt invoke` takes its payload from. */
+export type InvokeInput = { kind: 'data'; json: string } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'none' };
+
+export interface GlobalFlags {
+  kubeconfig?: string;
+  namespace?: string;
+}
+
+export interface CommandLine {
+  command: Command;
+  global: GlobalFlags;
+}
+
+export const DEFAULT_WAIT_TIMEOUT_MS = 60_000;
+export const DEFAULT_INVOKE_TIMEOUT_MS = 30_000;
+
+const OPTIONS = {
+  kubeconfig: { type: 'string' },
+  namespace: { type: 'string', short: 'n' },
+  help: { type: 'boolean', short: 'h' },
+  output: { type: 'string', short: 'o' },
+  for: { type: 'string' },
+  timeout: { type: 'string' },
+  file: { type: 'string', short: 'f' },
+  data: { type: 'string' },
+  'invocation-id': { type: 'string' },
+} as const;
+
+type OptionName = keyof typeof OPTIONS;
+const GLOBAL_OPTIONS: readonly OptionName[] = ['kubeconfig', 'namespace', 'help'];
+const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionName[]> = {
+  get: ['output'],
+  wait: ['for', 'timeout'],
+  invoke: ['file', 'data', 'invocation-id', 'timeout'],
+  retry: [],
+  cancel: [],
+  delete: [],
+};
+
+function isCommandName(name: string): name is keyof typeof COMMAND_OPTIONS {
+  return Object.hasOwn(COMMAND_OPTIONS, name);
+}
+
+/** Parses krt's arguments (without `node main.ts`); throws a usage CliError (exit 2). */
+export function parseCommandLine(argv: readonly string[]): CommandLine {
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw usageError((error as Error).message.split('\n')[0] ?? 'invalid arguments');
+  }
+  const { values, positionals } = parsed;
+  const global: GlobalFlags = {};
+  if (values.kubeconfig !== undefined) global.kubeconfig = nonEmpty('--kubeconfig', values.kubeconfig);
+  if (values.namespace !== undefined) global.namespace = nonEmpty('--namespace', values.namespace);
+
+  const [name, ...rest] = positionals;
+  if (name === 'help' || values.help === true) return { command: { name: 'help' }, global };
+  if (name === undefined) throw usageError('missing command');
+  if (!isCommandName(name)) throw usageError(`unknown command "${name}" (commands: ${Object.keys(COMMAND_OPTIONS).join(', ')})`);
+  const allowed = new Set<OptionName>([...GLOBAL_OPTIONS, ...COMMAND_OPTIONS[name]]);
+  for (const option of Object.keys(values) as OptionName[]) {
+    if (!allowed.has(option)) throw usageError(`krt ${name} does not take --${option}`);
+  }
+  if (name === 'get') {
+    if (rest.length > 1) throw usageError('krt get takes at most one Run name');
+    const output = outputFormat(values.output);
+    return { command: rest[0] === undefined ? { name, output } : { name, run: runName(rest[0]), output }, global };
+  }
+  if (rest.length !== 1 || rest[0] === undefined) throw usageError(`krt ${name} takes exactly one Run name`);
+  const run = runName(rest[0]);
+  switch (name) {
+    case 'wait': {
+      if (values.for === undefined) throw usageError('krt wait needs --for ready|done');
+      const target = values.for === 'ready' ? 'ready' : values.for === 'done' ? 'finished' : undefined;
+      if (target === undefined) throw usageError(`--for must be ready or done, not "${values.for}"`);
+      return { command: { name, run, target, timeoutMs: duration(values.timeout, DEFAULT_WAIT_TIMEOUT_MS) }, global };
+    }
+    case 'invoke': {
+      if (values.data !== undefined && values.file !== undefined) throw usageError('give the payload with --data or -f, not both');
+      const input: InvokeInput =
+        values.data !== undefined
+          ? { kind: 'data', json: values.data }
+          : values.file === '-'
+            ? { kind: 'stdin' }
+            : values.file !== undefined
+              ? { kind: 'file', path: nonEmpty('-f', values.file) }
+              : { kind: 'none' };
+      const command: Command = { name, run, input, timeoutMs: duration(values.timeout, DEFAULT_INVOKE_TIMEOUT_MS) };
+      if (values['invocation-id'] !== undefined) command.invocationId = values['invocation-id'];
+      return { command, global };
+    }
+    case 'retry':
+    case 'cancel':
+    case 'delete':
+      return { command: { name, run }, global };
+  }
+}
+
+function outputFormat(value: string | undefined): OutputFormat {
+  switch (value) {
+    case undefined:
+      return 'table';
+    case 'wide':
+    case 'json':
+    case 'yaml':
+      return value;
+    default:
+      throw usageError(`-o must be json, yaml or wide, not "${value}"`);
+  }
+}
+
+function duration(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const ms = parseDurationMs(value);
+  if (ms === undefined || ms <= 0) throw usageError(`--timeout must be a positive duration like 30s, 2m or 1m30s, not "${value}"`);
+  return ms;
+}
+
+function nonEmpty(flag: string, value: string): string {
+  if (value === '') throw usageError(`${flag} needs a value`);
+  return value;
+}
+
+/** A Run name is a DNS subdomain; checked here so that a typo is a usage error, not a 404. */
+function runName(value: string): string {
+  if (value.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(value)) {
+    throw usageError(`"${value}" is not a valid Run name (lower-case letters, digits, '-' and '.')`);
+  }
+  return value;
+}
+
+export const USAGE = `krt: the kruntimes CLI
+
+Usage:
+  krt get [RUN] [-o json|yaml|wide]          show a Run (or list the namespace's Runs)
+  krt wait RUN --for ready|done [--timeout 60s]
+                                            wait until the Run is Ready / finished
+  krt invoke RUN [-f FILE|-] [--data JSON] [--invocation-id ID] [--timeout 30s]
+                                            invoke a Ready function Run; result JSON on stdout
+  krt retry RUN                             create a new Run retrying a finished one
+  krt cancel RUN                            request cancellation
+  krt delete RUN                            delete a Run
+
+Flags of every command:
+  --kubeconfig PATH     default: $KUBECONFIG, then ~/.kube/config
+  -n, --namespace NS    default: the kubeconfig context's namespace, else "default"
+  -h, --help
+
+Exit codes: 0 ok, 1 the function failed, 2 usage or invalid input, 3 not found,
+4 unauthenticated or forbidden, 5 unavailable, timeout or other platform error.
+`;

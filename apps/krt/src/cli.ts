@@ -1,0 +1,42 @@
+import { USAGE, parseCommandLine } from './args.ts';
+import { cancelCommand } from './commands/cancel.ts';
+import type { CliIo, CommandContext } from './commands/context.ts';
+import { deleteCommand } from './commands/delete.ts';
+import { getCommand } from './commands/get.ts';
+import { invokeCommand } from './commands/invoke.ts';
+import { retryCommand } from './commands/retry.ts';
+import { waitCommand } from './commands/wait.ts';
+import { CliError, EXIT, describeError, exitCodeFor } from './exit-codes.ts';
+import type { ExitCode } from './exit-codes.ts';
+import { RunApi, loadKubeConfig, resolveNamespace } from './kube.ts';
+
+/** Runs one krt command line; returns the exit code (errors are reported on stderr). */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  try {
+    const { command, global } = parseCommandLine(argv);
+    if (command.name === 'help') {
+      io.stdout.write(USAGE);
+      return EXIT.ok;
+    }
+    const kubeConfig = loadKubeConfig(global.kubeconfig);
+    const ctx: CommandContext = { kubeConfig, runs: new RunApi(kubeConfig, resolveNamespace(kubeConfig, global.namespace)), io, now: Date.now };
+    switch (command.name) {
+      case 'get':
+        return await getCommand(ctx, command);
+      case 'wait':
+        return await waitCommand(ctx, command);
+      case 'invoke':
+        return await invokeCommand(ctx, command);
+      case 'retry':
+        return await retryCommand(ctx, command);
+      case 'cancel':
+        return await cancelCommand(ctx, command);
+      case 'delete':
+        return await deleteCommand(ctx, command);
+    }
+  } catch (error) {
+    io.stderr.write(`error: ${describeError(error)}\n`);
+    if (error instanceof CliError && error.exitCode === EXIT.usage && argv.length === 0) io.stderr.write(`\n${USAGE}`);
+    return exitCodeFor(error);
+  }
+}

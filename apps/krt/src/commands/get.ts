@@ -1,0 +1,15 @@
+import type { Command } from '../args.ts';
+import { EXIT } from '../exit-codes.ts';
+import type { ExitCode } from '../exit-codes.ts';
+import { formatRuns } from '../output.ts';
+import type { CommandContext } from './context.ts';
+
+export async function getCommand(ctx: CommandContext, command: Extract<Command, { name: 'get' }>): Promise<ExitCode> {
+  const runs = command.run === undefined ? await ctx.runs.list() : [await ctx.runs.get(command.run)];
+  if (runs.length === 0 && (command.output === 'table' || command.output === 'wide')) {
+    ctx.io.stderr.write(`No Runs in namespace ${ctx.runs.namespace}.\n`);
+    return EXIT.ok;
+  }
+  ctx.io.stdout.write(formatRuns(runs, command.output, ctx.now()));
+  return EXIT.ok;
+}

@@ -1,0 +1,42 @@
+import { API_GROUP_VERSION } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import { currentPhase, isTerminal } from '@kruntimes/run-state';
+import type { Command } from '../args.ts';
+import { CliError, EXIT } from '../exit-codes.ts';
+import type { ExitCode } from '../exit-codes.ts';
+import type { NewRun } from '../kube.ts';
+import type { CommandContext } from './context.ts';
+
+/**
+ * The retry of a finished Run (issue 9): a new Run with the same spec and `parentRunRef`
+ * naming the original. `cancelRequested` is not copied (a retry of a cancelled Run would
+ * otherwise be cancelled at once), and neither is the original's own parentRunRef: the
+ * parent is always the Run retried. Named `<name>-retry-<random>` by the API server; a
+ * retry of a retry keeps the first name's stem instead of growing `-retry-` suffixes.
+ */
+export function retryOf(run: Run): NewRun {
+  const name = run.metadata.name ?? '';
+  const uid = run.metadata.uid ?? '';
+  const { cancelRequested: _cancelRequested, parentRunRef: _parentRunRef, ...spec } = structuredClone(run.spec);
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: 'Run',
+    metadata: { generateName: `${name.replace(/-retry-[a-z0-9]{5}$/, '')}-retry-` },
+    spec: { ...spec, parentRunRef: { name, uid } },
+  };
+}
+
+export async function retryCommand(ctx: CommandContext, command: Extract<Command, { name: 'retry' }>): Promise<ExitCode> {
+  const run = await ctx.runs.get(command.run);
+  const phase = currentPhase(run);
+  if (!isTerminal(phase)) {
+    throw new CliError(
+      EXIT.usage,
+      `Run "${command.run}" is still active (phase ${phase}): only a finished Run can be retried; wait for it (krt wait ${command.run} --for done) or cancel it first (krt cancel ${command.run})`,
+    );
+  }
+  const created = await ctx.runs.create(retryOf(run));
+  ctx.io.stdout.write(`run/${created.metadata.name ?? ''}\n`);
+  ctx.io.stderr.write(`created run/${created.metadata.name ?? ''}, a retry of run/${command.run} (${phase})\n`);
+  return EXIT.ok;
+}

@@ -1,0 +1,52 @@
+import type { Run } from '@kruntimes/api';
+import { parse } from 'yaml';
+import { age, formatRuns } from './output.ts';
+
+const NOW = Date.parse('2026-12-02T12:00:00Z');
+
+function run(name: string, overrides: Partial<Run> = {}): Run {
+  return {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name, creationTimestamp: '2026-12-02T11:58:00Z' },
+    spec: { runtime: 'py', source: { inline: 'x' }, mode: { function: { handler: 'h' } } },
+    ...overrides,
+  };
+}
+
+describe('age', () => {
+  it.each([
+    ['2026-12-02T11:59:15Z', '45s'],
+    ['2026-12-02T11:50:00Z', '10m'],
+    ['2026-12-02T09:00:00Z', '3h'],
+    ['2026-11-27T12:00:00Z', '5d'],
+    [undefined, '<unknown>'],
+    ['garbage', '<unknown>'],
+  ])('%s -> %s', (created, expected) => {
+    expect(age(created, NOW)).toBe(expected);
+  });
+});
+
+describe('formatRuns', () => {
+  const ready = run('fn', { status: { phase: 'Ready', attempt: 1, assignedPod: 'pod-a', reason: 'FunctionRegistered', endpoint: { protocol: 'HTTPS', url: 'https://gw/x' } } });
+  const pending = run('task-1', { spec: { runtime: 'sh', source: { inline: 'x' }, mode: { task: {} }, parentRunRef: { name: 'task-0', uid: 'u' } } });
+
+  it('prints a table: phase Pending when there is no status yet', () => {
+    expect(formatRuns([ready, pending], 'table', NOW)).toBe(
+      ['NAME     PHASE     MODE       RUNTIME   ATTEMPT   AGE', 'fn       Ready     function   py        1         2m', 'task-1   Pending   task       sh        -         2m', ''].join('\n'),
+    );
+  });
+
+  it('prints wide columns', () => {
+    const lines = formatRuns([ready, pending], 'wide', NOW).split('\n');
+    expect(lines[0]).toMatch(/POD\s+REASON\s+PARENT\s+ENDPOINT$/);
+    expect(lines[1]).toMatch(/pod-a\s+FunctionRegistered\s+-\s+https:\/\/gw\/x$/);
+    expect(lines[2]).toMatch(/-\s+-\s+task-0\s+-$/);
+  });
+
+  it('prints one Run as the object and several as a List, in JSON and YAML', () => {
+    expect(JSON.parse(formatRuns([ready], 'json', NOW))).toEqual(ready);
+    expect(JSON.parse(formatRuns([ready, pending], 'json', NOW))).toEqual({ apiVersion: 'v1', kind: 'List', items: [ready, pending] });
+    expect(parse(formatRuns([ready], 'yaml', NOW))).toEqual(ready);
+  });
+});

@@ -1,0 +1,46 @@
+import { stringify } from 'yaml';
+import { runModeKind } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import { currentPhase } from '@kruntimes/run-state';
+import type { OutputFormat } from './args.ts';
+
+/** kubectl-style age: 45s, 12m, 3h, 5d. */
+export function age(created: string | undefined, nowMs: number): string {
+  if (created === undefined) return '<unknown>';
+  const seconds = Math.max(0, Math.floor((nowMs - Date.parse(created)) / 1000));
+  if (!Number.isFinite(seconds)) return '<unknown>';
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 2 * 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 48 * 3600) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86400)}d`;
+}
+
+/** Runs as `krt get` prints them. */
+export function formatRuns(runs: readonly Run[], format: OutputFormat, nowMs: number): string {
+  switch (format) {
+    case 'json':
+      return `${JSON.stringify(runs.length === 1 ? runs[0] : { apiVersion: 'v1', kind: 'List', items: runs }, null, 2)}\n`;
+    case 'yaml':
+      return stringify(runs.length === 1 ? runs[0] : { apiVersion: 'v1', kind: 'List', items: runs });
+    case 'table':
+    case 'wide':
+      return table(runs, format === 'wide', nowMs);
+  }
+}
+
+function table(runs: readonly Run[], wide: boolean, nowMs: number): string {
+  const header = ['NAME', 'PHASE', 'MODE', 'RUNTIME', 'ATTEMPT', 'AGE', ...(wide ? ['POD', 'REASON', 'PARENT', 'ENDPOINT'] : [])];
+  const rows = runs.map((run) => [
+    run.metadata.name ?? '',
+    currentPhase(run),
+    runModeKind(run.spec),
+    run.spec.runtime,
+    String(run.status?.attempt ?? '-'),
+    age(run.metadata.creationTimestamp, nowMs),
+    ...(wide
+      ? [run.status?.assignedPod ?? '-', run.status?.reason ?? '-', run.spec.parentRunRef?.name ?? '-', run.status?.endpoint?.url ?? '-']
+      : []),
+  ]);
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  return [header, ...rows].map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('   ').trimEnd()).join('\n') + '\n';
+}
