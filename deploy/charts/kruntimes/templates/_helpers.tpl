@@ -1,0 +1,314 @@
+{{- /*
+Helpers shared by this chart and its subcharts (Helm's named templates are global to the
+chart tree, so the subcharts in charts/ use these; they are installed only through this
+chart). Arguments are dicts: "ctx" is the calling chart's root context.
+*/ -}}
+
+{{- /* The labels of every object: (dict "ctx" . "name" "kruntimes-scheduler" "component" "scheduler") */ -}}
+{{- define "kruntimes.labels" -}}
+{{ include "kruntimes.selectorLabels" . }}
+app.kubernetes.io/component: {{ .component }}
+app.kubernetes.io/part-of: kruntimes
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /* What a Deployment selects its Pods by (immutable after install): (dict "ctx" . "name" NAME) */ -}}
+{{- define "kruntimes.selectorLabels" -}}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+{{- end }}
+
+{{- /*
+An image reference: (dict "image" .Values.image "global" .Values.global "appVersion" .Chart.AppVersion).
+A digest wins over a tag; the tag defaults to global.image.tag, then to the chart's appVersion.
+*/ -}}
+{{- define "kruntimes.image" -}}
+{{- $registry := .global.image.registry | default "" -}}
+{{- $repository := .image.repository -}}
+{{- if $registry }}{{ $repository = printf "%s/%s" (trimSuffix "/" $registry) $repository }}{{ end -}}
+{{- if .image.digest -}}
+{{ $repository }}@{{ .image.digest }}
+{{- else -}}
+{{ $repository }}:{{ .image.tag | default .global.image.tag | default .appVersion }}
+{{- end -}}
+{{- end }}
+
+{{- /* Pod-level security: non-root, RuntimeDefault seccomp; group-readable mounted Secrets. */ -}}
+{{- define "kruntimes.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "kruntimes.containerSecurityContext" -}}
+runAsNonRoot: true
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+privileged: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- /* Environment every service reads: identity, log level, tracing. (dict "ctx" . "name" NAME) */ -}}
+{{- define "kruntimes.commonEnv" -}}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: KRT_LOG_LEVEL
+  value: {{ .ctx.Values.logLevel | default .ctx.Values.global.logLevel | quote }}
+{{- with .ctx.Values.global.tracing.otlpEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ $.name | quote }}
+{{- end }}
+{{- end }}
+
+{{- /* The leader-election flags shared by scheduler, controller-manager and stale-recovery. */ -}}
+{{- define "kruntimes.leaderElectionArgs" -}}
+- --lease-namespace={{ .ctx.Release.Namespace }}
+- --lease-name={{ .name }}
+- --lease-duration-seconds={{ .ctx.Values.leaderElection.leaseDurationSeconds }}
+- --renew-deadline-seconds={{ .ctx.Values.leaderElection.renewDeadlineSeconds }}
+- --retry-period-seconds={{ .ctx.Values.leaderElection.retryPeriodSeconds }}
+{{- end }}
+
+{{- /* Scheduling knobs of a Pod spec from the service's values. */ -}}
+{{- define "kruntimes.podPlacement" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.global.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- /* The Secret holding the internal CA (ca.crt + ca.key, or cert-manager's tls.crt + tls.key). */ -}}
+{{- define "kruntimes.internalCASecret" -}}
+{{- if .certManager.enabled -}}
+kruntimes-internal-ca
+{{- else -}}
+{{ required "global.internalCA.existingSecret or global.internalCA.certManager.enabled is required" .existingSecret }}
+{{- end -}}
+{{- end }}
+
+{{- /* ServiceAccount: (dict "ctx" . "name" NAME "component" C "automount" BOOL) */ -}}
+{{- define "kruntimes.serviceAccount" -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+automountServiceAccountToken: {{ .automount }}
+{{- end }}
+
+{{- /*
+RBAC from the generated rule sets in _rbac-rules.tpl: a ClusterRole for what the service
+does in every namespace, a Role in the release namespace for its leader Lease.
+(dict "ctx" . "name" NAME "component" C "rules" "kruntimes.rules.scheduler")
+*/ -}}
+{{- define "kruntimes.rbac" -}}
+{{- $cluster := include (printf "%s.cluster" .rules) . | trim -}}
+{{- $namespaced := include (printf "%s.namespaced" .rules) . | trim -}}
+{{- if $cluster }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+rules:
+{{ $cluster }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ .ctx.Release.Namespace }}
+{{- end }}
+{{- if $namespaced }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+rules:
+{{ $namespaced }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ .ctx.Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{- /* PodDisruptionBudget: (dict "ctx" . "name" NAME "component" C) */ -}}
+{{- define "kruntimes.pdb" -}}
+{{- with .ctx.Values.podDisruptionBudget }}
+{{- if .enabled }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ $.name }}
+  namespace: {{ $.ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" $ | nindent 4 }}
+spec:
+  {{- if hasKey . "minAvailable" }}
+  minAvailable: {{ .minAvailable }}
+  {{- else }}
+  maxUnavailable: {{ .maxUnavailable | default 1 }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "kruntimes.selectorLabels" $ | nindent 6 }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /* The metrics Service and optional ServiceMonitor of a service: (dict "ctx" . "name" NAME "component" C) */ -}}
+{{- define "kruntimes.metrics" -}}
+{{- $global := .ctx.Values.global -}}
+{{- if $global.metrics.enabled }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .name }}-metrics
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+spec:
+  type: ClusterIP
+  selector:
+    {{- include "kruntimes.selectorLabels" . | nindent 4 }}
+  ports:
+    - name: metrics
+      port: {{ $global.metrics.port }}
+      targetPort: metrics
+      protocol: TCP
+{{- if $global.serviceMonitor.enabled }}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+    {{- with $global.serviceMonitor.labels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+spec:
+  selector:
+    matchLabels:
+      {{- include "kruntimes.selectorLabels" . | nindent 6 }}
+      app.kubernetes.io/component: {{ .component }}
+  namespaceSelector:
+    matchNames: [{{ .ctx.Release.Namespace | quote }}]
+  endpoints:
+    - port: metrics
+      path: /metrics
+      scheme: http
+      interval: {{ $global.serviceMonitor.interval }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- /* Namespaces allowed by a NetworkPolicy rule, by their immutable kubernetes.io/metadata.name label. */ -}}
+{{- define "kruntimes.namespacePeer" -}}
+- namespaceSelector:
+    matchExpressions:
+      - key: kubernetes.io/metadata.name
+        operator: In
+        values:
+          {{- toYaml . | nindent 10 }}
+{{- end }}
+
+{{- /*
+NetworkPolicy of a service that serves nothing but metrics: only the namespaces named in
+global.networkPolicy.metricsNamespaces may scrape it; every other ingress is denied.
+(dict "ctx" . "name" NAME "component" C ["noMetrics" true: it serves nothing at all])
+*/ -}}
+{{- define "kruntimes.metricsOnlyNetworkPolicy" -}}
+{{- $global := .ctx.Values.global -}}
+{{- if $global.networkPolicy.enabled }}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "kruntimes.selectorLabels" . | nindent 6 }}
+  policyTypes: [Ingress]
+  {{- if and $global.metrics.enabled $global.networkPolicy.metricsNamespaces (not .noMetrics) }}
+  ingress:
+    - from:
+        {{- include "kruntimes.namespacePeer" $global.networkPolicy.metricsNamespaces | nindent 8 }}
+      ports:
+        - port: metrics
+          protocol: TCP
+  {{- else }}
+  ingress: []
+  {{- end }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1.20
+# kruntimes controller-manager.
+# Build from the repository root: docker build -f deploy/docker/controller-manager.Dockerfile -t kruntimes/controller-manager .
+# (or: npx nx run controller-manager:docker-build). There is no compile step: Node 24 runs the TypeScript
+# sources by type stripping, so the app's "build output" is its src/ tree and the libs' src/
+# trees it imports, resolved through the workspace links in node_modules/@kruntimes.
+ARG NODE_IMAGE=node:24-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+# Every workspace's package.json: npm ci checks them against the lockfile.
+COPY --parents package.json package-lock.json apps/*/package.json libs/*/package.json tools/*/package.json e2e/package.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE}
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY libs ./libs
+COPY apps/controller-manager ./apps/controller-manager
+# Only sources run in the image; tests and fixtures do not.
+RUN find libs apps -name '*.test.ts' -delete && rm -rf libs/*/test libs/*/bench apps/controller-manager/test apps/controller-manager/bench
+USER 65532:65532
+ENTRYPOINT ["node", "--disable-warning=ExperimentalWarning", "apps/controller-manager/src/main.ts"]

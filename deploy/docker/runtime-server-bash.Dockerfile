@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1.20
+# Runtime Server for bash Runs (the runtime-server container of bash Runtime Pods; bash comes with the base image).
+# Build from the repository root: docker build -f deploy/docker/runtime-server-bash.Dockerfile -t kruntimes/runtime-server-bash .
+# (or: npx nx run runtime-server-bash:docker-build). There is no compile step: Node 24 runs the TypeScript
+# sources by type stripping, so the app's "build output" is its src/ tree and the libs' src/
+# trees it imports, resolved through the workspace links in node_modules/@kruntimes.
+ARG NODE_IMAGE=node:24-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+# Every workspace's package.json: npm ci checks them against the lockfile.
+COPY --parents package.json package-lock.json apps/*/package.json libs/*/package.json tools/*/package.json e2e/package.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE}
+# tini as PID 1 reaps what user scripts leave behind (node reaps only its own children).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends tini \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY libs ./libs
+COPY apps/runtime-server-bash ./apps/runtime-server-bash
+# Only sources run in the image; tests and fixtures do not.
+RUN find libs apps -name '*.test.ts' -delete && rm -rf libs/*/test libs/*/bench apps/runtime-server-bash/test apps/runtime-server-bash/bench
+USER 65532:65532
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--disable-warning=ExperimentalWarning", "apps/runtime-server-bash/src/main.ts"]

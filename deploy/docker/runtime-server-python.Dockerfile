@@ -1,0 +1,30 @@
+# syntax=docker/dockerfile:1.20
+# Runtime Server for python Runs (the runtime-server container of python Runtime Pods).
+# Build from the repository root: docker build -f deploy/docker/runtime-server-python.Dockerfile -t kruntimes/runtime-server-python .
+# (or: npx nx run runtime-server-python:docker-build). There is no compile step: Node 24 runs the TypeScript
+# sources by type stripping, so the app's "build output" is its src/ tree and the libs' src/
+# trees it imports, resolved through the workspace links in node_modules/@kruntimes.
+ARG NODE_IMAGE=node:24-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+# Every workspace's package.json: npm ci checks them against the lockfile.
+COPY --parents package.json package-lock.json apps/*/package.json libs/*/package.json tools/*/package.json e2e/package.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM ${NODE_IMAGE}
+# The Runtime Server runs user handlers with the system python3 (krt_worker.py shim);
+# tini as PID 1 reaps what user code leaves behind.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 tini \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY libs ./libs
+COPY apps/runtime-server-python ./apps/runtime-server-python
+# Only sources run in the image; tests and fixtures do not.
+RUN find libs apps -name '*.test.ts' -delete && rm -rf libs/*/test libs/*/bench apps/runtime-server-python/test apps/runtime-server-python/bench
+USER 65532:65532
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--disable-warning=ExperimentalWarning", "apps/runtime-server-python/src/main.ts"]

@@ -1,0 +1,252 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
+import { RELEASE, VARIANTS, renderChart } from './chart.ts';
+import type { KubeObject } from './chart.ts';
+import { DASHBOARDS } from './dashboards.ts';
+import { serviceRules, splitRules } from './rbac-rules.ts';
+import type { PolicyRule, RuleSetName } from './rbac-rules.ts';
+import { VALUES_SCHEMA_FILE, renderValuesSchema } from './values-schema.ts';
+import { CHART_DIR, WORKSPACE_ROOT, ensureHelm, runHelm } from './workspace.ts';
+
+const NAMESPACE = 'kruntimes-system';
+const RUNTIME_NAMESPACES = ['team-a', 'team-b'];
+const COMMON = [`runtimes.namespaces={${RUNTIME_NAMESPACES.join(',')}}`, 'global.serviceMonitor.enabled=true', 'global.networkPolicy.metricsNamespaces={monitoring}', 'gateway.networkPolicy.allowedNamespaces={agents}'];
+
+let helm = '';
+beforeAll(async () => {
+  helm = await ensureHelm();
+});
+
+interface Container {
+  name: string;
+  image: string;
+  args?: string[];
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface PodSpec {
+  serviceAccountName?: string;
+  automountServiceAccountToken?: boolean;
+  securityContext?: Record<string, unknown>;
+  containers: Container[];
+  volumes?: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] }; projected?: { sources: { secret?: { name: string; items?: { key: string; path: string }[] } }[] } }[];
+}
+
+function podSpec(deployment: KubeObject): PodSpec {
+  return (deployment.spec as { template: { spec: PodSpec } }).template.spec;
+}
+function find(objects: KubeObject[], kind: string, name: string, namespace?: string): KubeObject | undefined {
+  return objects.find((o) => o.kind === kind && o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace));
+}
+function get(objects: KubeObject[], kind: string, name: string, namespace?: string): KubeObject {
+  const object = find(objects, kind, name, namespace);
+  if (object === undefined) throw new Error(`no ${kind} ${name} rendered`);
+  return object;
+}
+function rulesOf(object: KubeObject): PolicyRule[] {
+  return (object.rules as PolicyRule[] | undefined) ?? [];
+}
+
+/** Which app each Deployment's container runs (the Dockerfile and main.ts of apps/<app>). */
+const APP_OF_DEPLOYMENT: Record<string, string> = {
+  'kruntimes-scheduler': 'scheduler',
+  'kruntimes-stale-recovery': 'stale-recovery',
+  'kruntimes-controller-manager': 'controller-manager',
+  'runtime-gateway': 'runtime-gateway',
+};
+
+describe('helm lint', () => {
+  it.each(Object.entries(VARIANTS))('passes with %s values', async (_name, set) => {
+    const result = await runHelm(helm, ['lint', CHART_DIR, '--strict', '--namespace', NAMESPACE, ...[...COMMON, ...set].flatMap((value) => ['--set', value])]);
+    expect(result.stderr + result.stdout).toContain('0 chart(s) failed');
+    expect(result.code).toBe(0);
+  });
+});
+
+describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant, set) => {
+  let objects: KubeObject[] = [];
+  beforeAll(async () => {
+    objects = await renderChart(helm, NAMESPACE, [...COMMON, ...set]);
+  });
+  const gatewayEnabled = variant !== 'gateway disabled';
+  const deployments = (): KubeObject[] => objects.filter((o) => o.kind === 'Deployment');
+
+  it('renders one Deployment per service, the gateway only when enabled', () => {
+    const expected = ['kruntimes-controller-manager', 'kruntimes-scheduler', 'kruntimes-stale-recovery', ...(gatewayEnabled ? ['runtime-gateway'] : [])];
+    expect(deployments().map((d) => d.metadata.name).sort()).toEqual(expected);
+    expect(find(objects, 'Service', 'runtime-gateway') !== undefined).toBe(gatewayEnabled);
+    for (const d of deployments()) expect(d.metadata.namespace).toBe(NAMESPACE);
+  });
+
+  it('runs every container non-root, read-only, without privilege escalation or capabilities, seccomp RuntimeDefault', () => {
+    for (const deployment of deployments()) {
+      const spec = podSpec(deployment);
+      expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+      for (const container of spec.containers) {
+        expect(container.securityContext).toMatchObject({
+          runAsNonRoot: true,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+      }
+    }
+  });
+
+  it('passes each app only flags its main.ts declares', () => {
+    for (const deployment of deployments()) {
+      const app = APP_OF_DEPLOYMENT[deployment.metadata.name];
+      expect(app).toBeDefined();
+      const main = readFileSync(join(WORKSPACE_ROOT, 'apps', app ?? '', 'src/main.ts'), 'utf8');
+      for (const arg of podSpec(deployment).containers[0]?.args ?? []) {
+        const flag = /^--([a-z0-9-]+)=/.exec(arg)?.[1];
+        expect(flag).toBeDefined();
+        expect({ app, flag, declared: new RegExp(`^\\s+'?${flag ?? ''}'?: \\{ type: 'string'`, 'm').test(main) }).toEqual({ app, flag, declared: true });
+      }
+    }
+  });
+
+  it('mounts the internal CA key only into the controller-manager, and only ca.crt into the gateway', () => {
+    const certManager = variant === 'cert-manager';
+    const caSecret = variant === 'existing Secrets' ? 'my-internal-ca' : 'kruntimes-internal-ca';
+    const secretVolumes = deployments().flatMap((d) =>
+      (podSpec(d).volumes ?? []).flatMap((v) => [
+        ...(v.secret === undefined ? [] : [{ deployment: d.metadata.name, name: v.secret.secretName, items: v.secret.items }]),
+        ...v.projected?.sources.flatMap((s) => (s.secret === undefined ? [] : [{ deployment: d.metadata.name, name: s.secret.name, items: s.secret.items }])) ?? [],
+      ]),
+    );
+    const ca = secretVolumes.filter((v) => v.name === caSecret);
+    expect(ca.map((v) => v.deployment).sort()).toEqual(['kruntimes-controller-manager', ...(gatewayEnabled ? ['runtime-gateway'] : [])]);
+    expect(ca.find((v) => v.deployment === 'kruntimes-controller-manager')?.items).toEqual(
+      certManager ? [{ key: 'tls.crt', path: 'ca.crt' }, { key: 'tls.key', path: 'ca.key' }] : [{ key: 'ca.crt', path: 'ca.crt' }, { key: 'ca.key', path: 'ca.key' }],
+    );
+    if (gatewayEnabled) {
+      expect(ca.find((v) => v.deployment === 'runtime-gateway')?.items).toEqual([{ key: 'ca.crt', path: 'ca.crt' }]);
+      const tls = secretVolumes.find((v) => v.deployment === 'runtime-gateway' && v.name !== caSecret);
+      expect(tls?.name).toBe(variant === 'existing Secrets' ? 'my-gateway-tls' : 'runtime-gateway-tls');
+    }
+  });
+
+  it('creates cert-manager objects only when asked to', () => {
+    const certificates = objects.filter((o) => o.kind === 'Certificate').map((o) => o.metadata.name).sort();
+    expect(certificates).toEqual(variant === 'cert-manager' ? ['kruntimes-internal-ca', 'runtime-gateway-ca', 'runtime-gateway-tls'] : []);
+    if (variant === 'cert-manager') {
+      expect(get(objects, 'Certificate', 'kruntimes-internal-ca').spec).toMatchObject({ isCA: true, secretName: 'kruntimes-internal-ca', privateKey: { algorithm: 'ECDSA', size: 256 } });
+      expect((get(objects, 'Certificate', 'runtime-gateway-tls').spec as { dnsNames: string[] }).dnsNames).toContain(`runtime-gateway.${NAMESPACE}.svc`);
+    }
+  });
+
+  it('grants each service exactly the rules of its constant: cluster-wide, and its leader Lease in the release namespace', () => {
+    const rules = serviceRules();
+    const services: [RuleSetName, string][] = [
+      ['scheduler', 'kruntimes-scheduler'],
+      ['controllerManager', 'kruntimes-controller-manager'],
+      ['staleRecovery', 'kruntimes-stale-recovery'],
+    ];
+    for (const [set, name] of services) {
+      const { cluster, namespaced } = splitRules(set, rules[set]);
+      expect(rulesOf(get(objects, 'ClusterRole', name))).toEqual(cluster);
+      expect(rulesOf(get(objects, 'Role', name, NAMESPACE))).toEqual(namespaced);
+      expect(namespaced.length).toBeGreaterThan(0);
+      expect(get(objects, 'ClusterRoleBinding', name).subjects).toEqual([{ kind: 'ServiceAccount', name, namespace: NAMESPACE }]);
+      expect(get(objects, 'RoleBinding', name, NAMESPACE).roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name });
+    }
+    expect(rulesOf(get(objects, 'ClusterRole', 'kruntimes-runtimed'))).toEqual(rules.runtimed);
+  });
+
+  it('gives the gateway no Kubernetes API access in dns mode (no RBAC, no token) and nothing on Secrets ever', () => {
+    expect(objects.filter((o) => o.metadata.name === 'runtime-gateway' && ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'].includes(o.kind))).toEqual([]);
+    if (gatewayEnabled) {
+      expect(podSpec(get(objects, 'Deployment', 'runtime-gateway')).automountServiceAccountToken).toBe(false);
+      expect(get(objects, 'ServiceAccount', 'runtime-gateway').automountServiceAccountToken).toBe(false);
+    }
+    expect(GATEWAY_RBAC_RULES.flatMap((rule) => rule.resources)).not.toContain('secrets');
+  });
+
+  it("installs runtimed's ServiceAccount, RoleBinding and NetworkPolicy in every Runtime namespace", () => {
+    for (const namespace of RUNTIME_NAMESPACES) {
+      expect(get(objects, 'ServiceAccount', 'kruntimes-runtimed', namespace).automountServiceAccountToken).toBe(false);
+      expect(get(objects, 'RoleBinding', 'kruntimes-runtimed', namespace)).toMatchObject({
+        roleRef: { kind: 'ClusterRole', name: 'kruntimes-runtimed' },
+        subjects: [{ kind: 'ServiceAccount', name: 'kruntimes-runtimed', namespace }],
+      });
+      const policy = get(objects, 'NetworkPolicy', 'kruntimes-runtimed', namespace).spec as { ingress: { from: unknown[]; ports: { port: number }[] }[] };
+      const ports = policy.ingress.map((rule) => rule.ports.map((p) => p.port)).flat().sort();
+      // grpc only from the gateway (when there is one), peer only from Runtime Pods, metrics from Prometheus.
+      expect(ports).toEqual(gatewayEnabled ? [7443, 7444, 9464] : [7444, 9464]);
+      expect(get(objects, 'PodMonitor', 'kruntimes-runtimed', namespace)).toBeDefined();
+    }
+    expect(objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'kruntimes-runtimed')).toHaveLength(RUNTIME_NAMESPACES.length);
+  });
+
+  it('opens the gateway only to the namespaces the values name', () => {
+    if (!gatewayEnabled) return;
+    const spec = get(objects, 'NetworkPolicy', 'runtime-gateway', NAMESPACE).spec as { ingress: { from: { namespaceSelector: { matchExpressions: { values: string[] }[] } }[]; ports: { port: string }[] }[] };
+    expect(spec.ingress.map((rule) => [rule.ports[0]?.port, rule.from[0]?.namespaceSelector.matchExpressions[0]?.values])).toEqual([
+      ['https', ['agents']],
+      ['metrics', ['monitoring']],
+    ]);
+  });
+
+  it('has a PodDisruptionBudget per service and ServiceMonitors for the services with metrics', () => {
+    expect(objects.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(deployments().map((d) => d.metadata.name).sort());
+    const monitored = ['kruntimes-scheduler', 'kruntimes-stale-recovery', ...(gatewayEnabled ? ['runtime-gateway'] : [])];
+    expect(objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name).sort()).toEqual(monitored);
+  });
+
+  it('ships the dashboards as ConfigMaps labelled grafana_dashboard', () => {
+    const maps = objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
+    expect(maps.map((m) => Object.keys(m.data as object)).flat().sort()).toEqual(DASHBOARDS.map((d) => d.file).sort());
+    for (const map of maps) for (const json of Object.values(map.data as Record<string, string>)) expect(() => JSON.parse(json) as unknown).not.toThrow();
+  });
+});
+
+describe('images', () => {
+  it('take the tag from the chart appVersion by default, and a digest wins over a tag', async () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const objects = await renderChart(helm, NAMESPACE, ['scheduler.image.tag=9.9.9', `scheduler.image.digest=${digest}`, 'global.image.registry=registry.example.com/acme', `controllerManager.runtimeImages.python.digest=${digest}`]);
+    expect(podSpec(get(objects, 'Deployment', 'kruntimes-scheduler')).containers[0]?.image).toBe(`registry.example.com/acme/kruntimes/scheduler@${digest}`);
+    const manager = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager')).containers[0];
+    expect(manager?.image).toBe('registry.example.com/acme/kruntimes/controller-manager:0.1.0');
+    expect(manager?.args).toEqual(
+      expect.arrayContaining([
+        '--runtimed-image=registry.example.com/acme/kruntimes/runtimed:0.1.0',
+        `--python-image=registry.example.com/acme/kruntimes/runtime-server-python@${digest}`,
+        '--bash-image=registry.example.com/acme/kruntimes/runtime-server-bash:0.1.0',
+      ]),
+    );
+  });
+});
+
+describe('values.schema.json rejects bad values', () => {
+  it.each([
+    ['an unknown top-level key', ['bogus=1'], "additional properties 'bogus'"],
+    ['an unknown service key', ['scheduler.replica=2'], "additional properties 'replica'"],
+    ['a negative replica count', ['scheduler.replicas=-1'], '/scheduler/replicas'],
+    ['replicas as a string', ['controllerManager.replicas=two'], '/controllerManager/replicas'],
+    ['an unknown log level', ['global.logLevel=loud'], '/global/logLevel'],
+    ['a digest that is not sha256', ['gateway.image.digest=latest'], '/gateway/image/digest'],
+    ['an unknown gateway resolve mode', ['gateway.resolveMode=endpointslices'], '/gateway/resolveMode'],
+    ['no internal CA at all', ['global.internalCA.existingSecret='], '/global/internalCA/existingSecret'],
+    ['both an existing gateway Secret and cert-manager', ['gateway.tls.certManager.enabled=true'], '/gateway/tls/existingSecret'],
+    ['an issuer kind cert-manager does not have', ['gateway.tls.certManager.issuerRef.kind=Vault'], '/gateway/tls/certManager/issuerRef/kind'],
+    ['a Runtime namespace that is not a DNS label', ['runtimes.namespaces={Team_A}'], '/runtimes/namespaces/0'],
+    ['a port out of range', ['runtimes.ports.grpc=70000'], '/runtimes/ports/grpc'],
+    ['a bad ServiceMonitor interval', ['global.serviceMonitor.interval=often'], '/global/serviceMonitor/interval'],
+    ['a leader lease of zero seconds', ['staleRecovery.leaderElection.leaseDurationSeconds=0'], '/staleRecovery/leaderElection/leaseDurationSeconds'],
+    ['a bad CPU quantity', ['scheduler.resources.requests.cpu=lots'], '/scheduler/resources/requests/cpu'],
+  ])('%s', async (_what, set, message) => {
+    const result = await runHelm(helm, ['template', RELEASE, CHART_DIR, '--namespace', NAMESPACE, ...set.flatMap((value) => ['--set', value])]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain("values don't meet the specifications of the schema");
+    expect(result.stderr).toContain(message);
+  });
+});
+
+describe('values.schema.json', () => {
+  it('is fresh (run `npx nx run chart-checks:generate`)', () => {
+    expect(readFileSync(join(WORKSPACE_ROOT, VALUES_SCHEMA_FILE), 'utf8')).toBe(renderValuesSchema());
+  });
+});

@@ -1,0 +1,275 @@
+/**
+ * The Grafana dashboards of the chart, as data: `npx nx run chart-checks:generate` renders
+ * them into deploy/charts/kruntimes/dashboards/*.json (shipped as ConfigMaps labelled
+ * grafana_dashboard), and the tests parse every PromQL expression and check every metric
+ * name against the metrics the services export. Only exported metrics are used; what a
+ * panel would need but no service exports is listed in MISSING_METRICS instead.
+ */
+export const DASHBOARD_DIR = 'deploy/charts/kruntimes/dashboards';
+
+export interface Target {
+  expr: string;
+  legend: string;
+}
+
+export interface Panel {
+  title: string;
+  description: string;
+  unit: string;
+  targets: Target[];
+  /** Grafana panel type. */
+  type?: 'timeseries' | 'stat';
+}
+
+export interface Row {
+  title: string;
+  panels: Panel[];
+}
+
+export interface Variable {
+  name: string;
+  label: string;
+  /** A label_values() query; the variable is multi-valued with an "All" option. */
+  query: string;
+}
+
+export interface Dashboard {
+  uid: string;
+  file: string;
+  title: string;
+  description: string;
+  variables: Variable[];
+  rows: Row[];
+}
+
+/** Metrics a dashboard of issue 11 asks for that no service exports (reported, not invented). */
+export const MISSING_METRICS: readonly { panel: string; need: string }[] = [
+  { panel: 'Runs by phase', need: 'a gauge of Runs per phase (and Runtime), e.g. from the controller-manager, which has no metrics endpoint' },
+  { panel: 'Capacity used/total per Runtime', need: 'gauges of used and total Run capacity per Runtime (today only in Runtime status)' },
+  { panel: 'Per-function invocations, errors, latency', need: 'a Run (function) label or per-Run series: runtimed counts invocations per port/route/code, the gateway per route/code' },
+  { panel: 'Per-function in-flight invocations', need: 'an in-flight gauge per Run (the gateway exports one for all requests)' },
+  { panel: 'Per-function idle time', need: 'a gauge of seconds since the last invocation per Run' },
+];
+
+const RUNTIMED = 'namespace=~"$namespace", runtime=~"$runtime"';
+const RATE = '$__rate_interval';
+
+function quantiles(metric: string, selector: string, by = ''): Target[] {
+  const group = by === '' ? 'le' : `le, ${by}`;
+  const suffix = by === '' ? '' : ` {{${by}}}`;
+  return [0.5, 0.99].map((q) => ({
+    expr: `histogram_quantile(${q}, sum by (${group}) (rate(${metric}_bucket{${selector}}[${RATE}])))`,
+    legend: `p${q * 100}${suffix}`,
+  }));
+}
+
+const namespaceVariable: Variable = { name: 'namespace', label: 'Namespace', query: 'label_values(kruntimes_runtimed_status_write_conflicts_total, namespace)' };
+const runtimeVariable: Variable = {
+  name: 'runtime',
+  label: 'Runtime',
+  query: 'label_values(kruntimes_runtimed_status_write_conflicts_total{namespace=~"$namespace"}, runtime)',
+};
+
+export const DASHBOARDS: readonly Dashboard[] = [
+  {
+    uid: 'kruntimes-platform',
+    file: 'platform.json',
+    title: 'kruntimes / Platform',
+    description: 'Scheduling, recovery, invocations through the gateway, authorization and status writes of the whole platform.',
+    variables: [namespaceVariable, runtimeVariable],
+    rows: [
+      {
+        title: 'Scheduling',
+        panels: [
+          { title: 'Pending Runs', description: 'Pending Runs the scheduler could not bind in its last pass (leader only).', unit: 'short', targets: [{ expr: 'max(kruntimes_scheduler_pending_runs)', legend: 'pending' }] },
+          { title: 'Scheduling latency', description: "Time from a Run's creation to its bind.", unit: 's', targets: quantiles('kruntimes_scheduler_bind_latency_seconds', '') },
+          {
+            title: 'Binds and bind conflicts',
+            description: 'Runs bound per second, and bind writes refused with 409.',
+            unit: 'ops',
+            targets: [
+              { expr: `sum(rate(kruntimes_scheduler_binds_total[${RATE}]))`, legend: 'binds' },
+              { expr: `sum(rate(kruntimes_scheduler_bind_conflicts_total[${RATE}]))`, legend: 'conflicts' },
+            ],
+          },
+        ],
+      },
+      {
+        title: 'Recovery',
+        panels: [
+          { title: 'Recoveries by cause', description: 'Recovery steps stale-recovery took, by what caused them.', unit: 'ops', targets: [{ expr: `sum by (cause) (rate(kruntimes_recoveries_total[${RATE}]))`, legend: '{{cause}}' }] },
+          { title: 'Recoveries by outcome', description: 'What stale-recovery wrote.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_recoveries_total[${RATE}]))`, legend: '{{outcome}}' }] },
+          { title: 'Fence wait', description: 'From the first suspicion of an owner to the proof of its fence.', unit: 's', targets: quantiles('kruntimes_recovery_fence_wait_seconds', '') },
+        ],
+      },
+      {
+        title: 'Invocations',
+        panels: [
+          { title: 'Gateway requests by code', description: 'HTTP responses of the gateway on the invoke routes, by status code.', unit: 'reqps', targets: [{ expr: `sum by (code) (rate(kruntimes_gateway_requests_total{route!="other"}[${RATE}]))`, legend: '{{code}}' }] },
+          { title: 'Invocations by code (runtimed)', description: 'FunctionRuntime calls that runtimed served itself (route local), by outcome code.', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`, legend: '{{code}}' }] },
+          { title: 'Invocations by route (runtimed)', description: 'Served locally, forwarded once to the owning peer, or refused.', unit: 'ops', targets: [{ expr: `sum by (route, port) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{route}} ({{port}})' }] },
+          { title: 'Gateway latency', description: 'Duration of invoke requests at the gateway.', unit: 's', targets: quantiles('kruntimes_gateway_request_duration_seconds', 'route!="other"') },
+          { title: 'Gateway overhead', description: 'Time the gateway itself added to a forwarded request (total minus the upstream call).', unit: 's', targets: quantiles('kruntimes_gateway_overhead_seconds', 'route!="other"') },
+          { title: 'Gateway in-flight requests', description: 'Requests being handled by the gateway replicas.', unit: 'short', targets: [{ expr: 'sum(kruntimes_gateway_inflight_requests)', legend: 'in flight' }] },
+        ],
+      },
+      {
+        title: 'Authorization',
+        panels: [
+          {
+            title: 'Authorization cache hit ratio',
+            description: 'Share of authorization decisions runtimed answered from its cache (no SelfSubjectAccessReview).',
+            unit: 'percentunit',
+            targets: [
+              {
+                expr: `sum(rate(kruntimes_authz_cache_requests_total{${RUNTIMED}, result="hit"}[${RATE}])) / sum(rate(kruntimes_authz_cache_requests_total{${RUNTIMED}}[${RATE}]))`,
+                legend: 'hit ratio',
+              },
+            ],
+          },
+          { title: 'SelfSubjectAccessReviews by outcome', description: 'Reviews sent to the API server.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_authz_reviews_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
+        ],
+      },
+      {
+        title: 'Runtimes and status writes',
+        panels: [
+          {
+            title: 'Status-write conflicts',
+            description: 'Run status writes that lost a resourceVersion race (409), by writer.',
+            unit: 'ops',
+            targets: [
+              { expr: `sum(rate(kruntimes_runtimed_status_write_conflicts_total{${RUNTIMED}}[${RATE}]))`, legend: 'runtimed' },
+              { expr: `sum(rate(kruntimes_scheduler_bind_conflicts_total[${RATE}]))`, legend: 'scheduler' },
+              { expr: `sum(rate(kruntimes_recovery_status_write_conflicts_total[${RATE}]))`, legend: 'stale-recovery' },
+            ],
+          },
+          { title: 'Registered functions per Runtime', description: 'Functions registered by the runtimed of each Runtime.', unit: 'short', targets: [{ expr: `sum by (namespace, runtime) (kruntimes_runtimed_active_functions{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}}' }] },
+          { title: 'Registrations by outcome', description: 'RegisterFunction calls by runtimed.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
+          { title: 'Task duration', description: 'Duration of task executions, by outcome.', unit: 's', targets: quantiles('kruntimes_runtimed_task_duration_seconds', RUNTIMED, 'outcome') },
+          {
+            title: 'Pod Lease renewals',
+            description: "runtimed's Pod Lease renewals by result; errors make stale-recovery suspect the Pod.",
+            unit: 'ops',
+            targets: [{ expr: `sum by (result) (rate(kruntimes_runtimed_lease_renewals_total{${RUNTIMED}}[${RATE}]))`, legend: '{{result}}' }],
+          },
+        ],
+      },
+    ],
+  },
+  {
+    uid: 'kruntimes-functions',
+    file: 'functions.json',
+    title: 'kruntimes / Functions',
+    description: 'Function Runs of one namespace and Runtime: invocations, errors and registrations as runtimed counts them. Metrics are per Runtime Pod; no metric carries the Run yet.',
+    variables: [namespaceVariable, runtimeVariable],
+    rows: [
+      {
+        title: 'Invocations',
+        panels: [
+          { title: 'Invocations', description: 'Invocations served by the owning runtimed, by code.', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`, legend: '{{code}}' }] },
+          { title: 'Errors', description: 'Invocations that did not end OK, by code (function errors and platform errors).', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local", code!="OK"}[${RATE}]))`, legend: '{{code}}' }] },
+          {
+            title: 'Error ratio',
+            description: 'Share of invocations that did not end OK.',
+            unit: 'percentunit',
+            targets: [
+              {
+                expr: `sum(rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local", code!="OK"}[${RATE}])) / sum(rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`,
+                legend: 'errors',
+              },
+            ],
+          },
+          { title: 'Peer hops', description: 'Requests that reached a runtimed other than the owner and were forwarded once.', unit: 'ops', targets: [{ expr: `sum by (pod) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="forwarded"}[${RATE}]))`, legend: '{{pod}}' }] },
+        ],
+      },
+      {
+        title: 'Registrations',
+        panels: [
+          { title: 'Registered functions per Pod', description: 'Functions registered on each Runtime Pod.', unit: 'short', targets: [{ expr: `sum by (pod) (kruntimes_runtimed_active_functions{${RUNTIMED}})`, legend: '{{pod}}' }] },
+          { title: 'Registrations by outcome', description: 'RegisterFunction calls by runtimed.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
+        ],
+      },
+    ],
+  },
+];
+
+/** Every PromQL expression of a dashboard (panel targets and variable queries' inner selectors). */
+export function expressions(dashboard: Dashboard): { where: string; expr: string }[] {
+  return dashboard.rows.flatMap((row) => row.panels.flatMap((panel) => panel.targets.map((target) => ({ where: `${dashboard.uid} / ${panel.title}`, expr: target.expr }))));
+}
+
+/** The selector inside a `label_values(selector, label)` variable query. */
+export function variableSelector(query: string): string {
+  const match = /^label_values\((.+),\s*[a-zA-Z_][a-zA-Z0-9_]*\)$/.exec(query);
+  if (match?.[1] === undefined) throw new Error(`not a label_values(selector, label) query: ${query}`);
+  return match[1];
+}
+
+const DATASOURCE = { type: 'prometheus', uid: '${datasource}' };
+const WIDTH = 24;
+
+/** Grafana's dashboard JSON (schema 39) of a dashboard. */
+export function renderDashboard(dashboard: Dashboard): string {
+  let id = 0;
+  let y = 0;
+  const panels: unknown[] = [];
+  for (const row of dashboard.rows) {
+    panels.push({ id: ++id, type: 'row', title: row.title, collapsed: false, gridPos: { x: 0, y, w: WIDTH, h: 1 }, panels: [] });
+    y += 1;
+    const perLine = row.panels.length % 3 === 0 || row.panels.length > 4 ? 3 : 2;
+    const width = WIDTH / perLine;
+    row.panels.forEach((panel, i) => {
+      const x = (i % perLine) * width;
+      if (i > 0 && i % perLine === 0) y += 8;
+      panels.push({
+        id: ++id,
+        type: panel.type ?? 'timeseries',
+        title: panel.title,
+        description: panel.description,
+        datasource: DATASOURCE,
+        gridPos: { x, y, w: width, h: 8 },
+        fieldConfig: { defaults: { unit: panel.unit, ...(panel.unit === 'percentunit' ? { min: 0, max: 1 } : {}) }, overrides: [] },
+        options: { legend: { displayMode: 'list', placement: 'bottom', showLegend: true }, tooltip: { mode: 'multi', sort: 'desc' } },
+        targets: panel.targets.map((target, t) => ({ refId: String.fromCodePoint(65 + t), datasource: DATASOURCE, expr: target.expr, legendFormat: target.legend, range: true })),
+      });
+    });
+    y += 8;
+  }
+  const json = {
+    uid: dashboard.uid,
+    title: dashboard.title,
+    description: dashboard.description,
+    tags: ['kruntimes'],
+    timezone: 'utc',
+    editable: true,
+    graphTooltip: 1,
+    schemaVersion: 39,
+    version: 1,
+    refresh: '30s',
+    time: { from: 'now-6h', to: 'now' },
+    annotations: { list: [] },
+    links: [],
+    templating: {
+      list: [
+        { name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0, refresh: 1 },
+        ...dashboard.variables.map((variable) => ({
+          name: variable.name,
+          label: variable.label,
+          type: 'query',
+          datasource: DATASOURCE,
+          query: { query: variable.query, refId: `${variable.name}-query` },
+          definition: variable.query,
+          refresh: 2,
+          multi: true,
+          includeAll: true,
+          allValue: '.*',
+          current: {},
+          sort: 1,
+          hide: 0,
+        })),
+      ],
+    },
+    panels,
+  };
+  return `${JSON.stringify(json, null, 2)}\n`;
+}

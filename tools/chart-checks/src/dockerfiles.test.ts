@@ -1,0 +1,50 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { WORKSPACE_ROOT } from './workspace.ts';
+
+/** Apps that run on the user's machine, not in a cluster. */
+const NOT_DEPLOYED = new Set(['krt']);
+const DOCKER_DIR = join(WORKSPACE_ROOT, 'deploy/docker');
+const deployable = readdirSync(join(WORKSPACE_ROOT, 'apps')).filter((app) => !NOT_DEPLOYED.has(app)).sort();
+
+function dockerfile(app: string): string {
+  return readFileSync(join(DOCKER_DIR, `${app}.Dockerfile`), 'utf8');
+}
+
+describe('Dockerfiles', () => {
+  it('exist for every deployable app and for nothing else', () => {
+    const files = readdirSync(DOCKER_DIR).filter((file) => file.endsWith('.Dockerfile')).map((file) => file.replace(/\.Dockerfile$/, '')).sort();
+    expect(files).toEqual(deployable);
+  });
+
+  it.each(deployable)('%s: the entry point is main.ts in the app source tree the image copies (its build output)', (app) => {
+    const text = dockerfile(app);
+    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1] ?? 'null') as string[] | null;
+    expect(entrypoint).not.toBeNull();
+    const script = entrypoint?.find((arg) => arg.endsWith('.ts'));
+    expect(script).toBe(`apps/${app}/src/main.ts`);
+    expect(existsSync(join(WORKSPACE_ROOT, script ?? ''))).toBe(true);
+    expect(text).toContain(`COPY apps/${app} ./apps/${app}`);
+    expect(entrypoint?.includes('node')).toBe(true);
+  });
+
+  it.each(deployable)('%s: Node 24 base, production dependencies only, a non-root user', (app) => {
+    const text = dockerfile(app);
+    const engines = (JSON.parse(readFileSync(join(WORKSPACE_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(engines).toMatch(/^>=24\./);
+    expect(text).toMatch(/^ARG NODE_IMAGE=node:24-slim$/m);
+    expect(text).toContain('npm ci --omit=dev');
+    expect(text).toMatch(/^USER 65532:65532$/m);
+    // Multi-stage: dependencies are installed in one stage and copied into the final one.
+    expect(text.match(/^FROM /gm)).toHaveLength(2);
+  });
+
+  it('the python Runtime Server image has python3', () => {
+    expect(dockerfile('runtime-server-python')).toMatch(/apt-get install -y --no-install-recommends python3/);
+  });
+
+  it.each(deployable)('%s has an nx docker-build target', (app) => {
+    const project = JSON.parse(readFileSync(join(WORKSPACE_ROOT, 'apps', app, 'project.json'), 'utf8')) as { targets: Record<string, { command?: string }> };
+    expect(project.targets['docker-build']?.command).toBe(`deploy/docker/build.sh ${app}`);
+  });
+});
