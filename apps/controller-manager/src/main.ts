@@ -9,13 +9,18 @@
 //   --runtime-service-account NAME        service account of Runtime Pods (default kruntimes-runtimed)
 //   --runtime-server-listen loopback|podIP   podIP only on the local node (default loopback)
 //   --finished-runs-per-runtime N         completed-Run GC keeps this many (default 100)
+//   --internal-ca-dir DIR                 required: ca.crt + ca.key of the internal CA (the mounted
+//                                         Secret kruntimes-internal-ca); signs each Runtime's runtimed TLS Secret
 //   --log-level LEVEL                     default info (env KRT_LOG_LEVEL)
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
 import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME } from '@kruntimes/controller-manager-core';
+import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
 
 const { values } = parseArgs({
@@ -33,6 +38,7 @@ const { values } = parseArgs({
     'runtime-service-account': { type: 'string', default: 'kruntimes-runtimed' },
     'runtime-server-listen': { type: 'string', default: 'loopback' },
     'finished-runs-per-runtime': { type: 'string', default: String(DEFAULT_FINISHED_RUNS_PER_RUNTIME) },
+    'internal-ca-dir': { type: 'string' },
     'log-level': { type: 'string' },
   },
   strict: true,
@@ -46,8 +52,19 @@ function number(flag: string, value: string, minimum: number): number {
   return parsed;
 }
 
+/** ca.crt and ca.key of --internal-ca-dir; a missing flag or file stops the start with the reason. */
+async function internalCa(dir: string | undefined): Promise<{ certPem: string; keyPem: string }> {
+  if (dir === undefined) throw new Error('--internal-ca-dir is required: the directory with ca.crt and ca.key of the internal CA');
+  const [certPem, keyPem] = await Promise.all([readFile(join(dir, 'ca.crt'), 'utf8'), readFile(join(dir, 'ca.key'), 'utf8')]);
+  // Before leader election: a broken CA is a configuration error to report at once, not on taking the lease.
+  // Read once: rotating the CA means restarting the controller-manager (Runtime certificates then get reissued).
+  validateCertificateAuthority({ certPem, keyPem });
+  return { certPem, keyPem };
+}
+
 try {
   const listen = values['runtime-server-listen'];
+  const ca = await internalCa(values['internal-ca-dir']);
   if (listen !== 'loopback' && listen !== 'podIP') throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
   const kubeConfig = new KubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
@@ -86,6 +103,7 @@ try {
           runtimeServerListen: listen,
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
+        internalCa: ca,
       });
       await runWhileLeading(signal, manager);
     },

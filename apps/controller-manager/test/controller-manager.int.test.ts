@@ -1,10 +1,11 @@
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
-import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_REASONS } from '@kruntimes/api';
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, CONDITION_TYPES, LABELS, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_REASONS, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
@@ -16,6 +17,8 @@ import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { CONTAINERS, podLabelSelector } from '@kruntimes/runtime-workload';
 import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
+import { createCertificateAuthority, identityOfCertificate, issueWorkloadCertificate, needsRenewal, runtimeIdentity } from '@kruntimes/workload-pki';
+import type { CertificateAuthority } from '@kruntimes/workload-pki';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
@@ -30,6 +33,11 @@ let node: LocalNode | undefined;
 let manager: ControllerManager | undefined;
 let stateDir: string;
 let errors: object[];
+let internalCa: CertificateAuthority;
+
+beforeAll(async () => {
+  internalCa = await createCertificateAuthority();
+});
 
 function logger(): ControllerLogger {
   return { error: (object, message) => errors.push({ ...object, message }), debug: () => undefined };
@@ -50,7 +58,7 @@ afterEach(async () => {
   await namespace.delete();
 });
 
-async function start(options: { withNode: boolean; finishedRunsPerRuntime?: number }): Promise<void> {
+async function start(options: { withNode: boolean; finishedRunsPerRuntime?: number; ca?: CertificateAuthority }): Promise<void> {
   if (options.withNode) {
     node = new LocalNode(
       admin,
@@ -70,6 +78,7 @@ async function start(options: { withNode: boolean; finishedRunsPerRuntime?: numb
   manager = new ControllerManager({
     // Least privilege: exactly the rules the chart grants, so a missing one fails here.
     kubeConfig: await serviceAccountKubeConfig('controller-manager'),
+    internalCa: options.ca ?? internalCa,
     namespace: namespace.name,
     logger: logger(),
     workload: {
@@ -84,17 +93,26 @@ async function start(options: { withNode: boolean; finishedRunsPerRuntime?: numb
   await manager.start();
 }
 
-/** A ServiceAccount bound to CONTROLLER_MANAGER_RULES in the test namespace, as a KubeConfig. */
+/** A ServiceAccount bound to CONTROLLER_MANAGER_RULES in the test namespace, as a KubeConfig (made once per test). */
 async function serviceAccountKubeConfig(name: string): Promise<KubeConfig> {
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  try {
+    await core.readNamespacedServiceAccount({ namespace: namespace.name, name });
+    return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token: await tokenOf(name) });
+  } catch (error) {
+    if (!(error instanceof ApiException && error.code === 404)) throw error;
+  }
   await core.createNamespacedServiceAccount({ namespace: namespace.name, body: { metadata: { name } } });
   await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name }, rules: CONTROLLER_MANAGER_RULES.map((rule) => ({ ...rule })) } });
   await rbac.createNamespacedRoleBinding({
     namespace: namespace.name,
     body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: namespace.name }] },
   });
-  const token = (await core.createNamespacedServiceAccountToken({ namespace: namespace.name, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
-  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token });
+  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token: await tokenOf(name) });
+}
+
+async function tokenOf(serviceAccount: string): Promise<string> {
+  return (await core.createNamespacedServiceAccountToken({ namespace: namespace.name, name: serviceAccount, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
 }
 
 const custom = (plural: string) => ({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural });
@@ -163,9 +181,12 @@ test('a Runtime of 3 replicas x 2 Runs: Deployment and Service it owns, 3 ready 
     // The token is in runtimed's container and nowhere in the Runtime Server's.
     const runtimedLog = node!.logFile(namespace.name, pod.metadata?.name ?? '', CONTAINERS.runtimed);
     expect(await readFile(runtimedLog, 'utf8')).toContain('service-account token present: yes');
+    // The TLS Secret is mounted at KRT_TLS_DIR in runtimed's container only.
+    expect(await readFile(runtimedLog, 'utf8')).toContain('TLS certificate present: yes');
     const podDir = dirname(runtimedLog).replace(`${stateDir}/logs/`, `${stateDir}/pods/`);
     expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimed, 'root/var/run/secrets/kubernetes.io/serviceaccount/token'))).toBe(true);
     expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimeServer, 'root/var/run/secrets'))).toBe(false);
+    expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimeServer, 'root/var/run/kruntimes'))).toBe(false);
   }
 
   const status = await waitFor('Runtime status: 3 ready, capacity 6, rolled out', async () => {
@@ -246,5 +267,114 @@ test('a Runtime whose name is taken by a Deployment it does not own adopts nothi
   const deployment = await apps.readNamespacedDeployment({ namespace: namespace.name, name: 'taken' });
   expect(deployment.metadata?.ownerReferences).toBeUndefined();
   expect(deployment.spec?.template.spec?.containers.map((c) => c.name)).toEqual(['main']);
+  expect(errors).toEqual([]);
+});
+
+// ------------------------------------------------------------------ runtimed TLS Secret
+
+async function readSecret(name: string): Promise<V1Secret | undefined> {
+  try {
+    return await core.readNamespacedSecret({ namespace: namespace.name, name });
+  } catch (error) {
+    if (error instanceof ApiException && error.code === 404) return undefined;
+    throw error;
+  }
+}
+
+function secretText(secret: V1Secret, key: string): string {
+  return Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
+}
+
+/** Waits until the Runtime's Deployment has `replicas`: proof that a reconcile ran after the change. */
+async function setReplicasAndWait(runtime: string, replicas: number): Promise<void> {
+  await objects.patchNamespacedCustomObject({ ...custom(RUNTIME_PLURAL), name: runtime, body: [{ op: 'replace', path: '/spec/replicas', value: replicas }] });
+  await waitFor(`Deployment ${runtime} with ${replicas} replicas`, async () => {
+    const deployment = await apps.readNamespacedDeployment({ namespace: namespace.name, name: runtime });
+    return deployment.spec?.replicas === replicas ? true : undefined;
+  }, WAIT);
+}
+
+test('a new Runtime gets its runtimed TLS Secret (contract SANs and identity, chained to the CA) before its Deployment; resyncs never rewrite it; it goes with the Runtime', async () => {
+  await start({ withNode: false });
+  const runtime = await createRuntime('tls', { replicas: 0 });
+  const deployment = await waitFor('the Deployment', () => apps.readNamespacedDeployment({ namespace: namespace.name, name: 'tls' }), WAIT);
+  const secret = await readSecret(runtimedTlsSecretName('tls'));
+  if (secret === undefined) throw new Error('the Deployment exists but the TLS Secret does not');
+  expect(Date.parse(String(secret.metadata?.creationTimestamp))).toBeLessThanOrEqual(Date.parse(String(deployment.metadata?.creationTimestamp)));
+  expect(secret.type).toBe('kubernetes.io/tls');
+  expect(secret.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Runtime', name: 'tls', uid: runtime.metadata.uid, controller: true })]);
+  expect(secret.metadata?.labels).toEqual(deployment.metadata?.labels);
+  expect(secret.metadata?.labels?.[LABELS.runtime]).toBe('tls');
+  expect(Object.keys(secret.data ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
+
+  expect(secretText(secret, 'ca.crt')).toBe(internalCa.certPem);
+  const cert = new X509Certificate(secretText(secret, 'tls.crt'));
+  const ca = new X509Certificate(internalCa.certPem);
+  expect(cert.checkIssued(ca)).toBe(true);
+  expect(cert.verify(ca.publicKey)).toBe(true);
+  expect(cert.subjectAltName?.split(', ').sort()).toEqual([`DNS:tls.${namespace.name}.svc`, `DNS:tls.${namespace.name}.svc.cluster.local`, `URI:spiffe://kruntimes.io/ns/${namespace.name}/runtime/tls`]);
+  expect(identityOfCertificate(cert.toString())).toBe(runtimeIdentity(namespace.name, 'tls'));
+  expect([...cert.keyUsage].sort()).toEqual(['1.3.6.1.5.5.7.3.1', '1.3.6.1.5.5.7.3.2']);
+  expect(cert.validToDate.getTime() - cert.validFromDate.getTime()).toBe(30 * 86_400_000 + 5 * 60_000);
+  expect(needsRenewal(cert.toString(), internalCa.certPem, new Date())).toBe(false);
+
+  // Reconciles (each proven by the Deployment following the Runtime), also by a fresh
+  // controller-manager that lists everything anew: the Secret is never written again.
+  await setReplicasAndWait('tls', 1);
+  await manager?.stop();
+  await start({ withNode: false });
+  await setReplicasAndWait('tls', 0);
+  expect((await readSecret(runtimedTlsSecretName('tls')))?.metadata?.resourceVersion).toBe(secret.metadata?.resourceVersion);
+
+  // Deleting the Runtime garbage-collects the Secret (kube-controller-manager, by the owner reference).
+  await objects.deleteNamespacedCustomObject({ ...custom(RUNTIME_PLURAL), name: 'tls' });
+  await waitFor('the TLS Secret collected', async () => ((await readSecret(runtimedTlsSecretName('tls'))) === undefined ? true : undefined), WAIT);
+  expect(errors).toEqual([]);
+});
+
+test('a certificate near its expiry, or from another CA, is reissued; a Secret the Runtime does not own stops its workload', async () => {
+  await start({ withNode: false });
+  await createRuntime('renew', { replicas: 0 });
+  const name = runtimedTlsSecretName('renew');
+  const first = await waitFor('the TLS Secret', () => readSecret(name), WAIT);
+
+  // Put in a certificate with a sixth of its 30 days left, as if it had been issued 25 days ago.
+  const old = await issueWorkloadCertificate(internalCa, { namespace: namespace.name, runtime: 'renew', now: new Date(Date.now() - 25 * 86_400_000) });
+  expect(needsRenewal(old.certPem, internalCa.certPem, new Date())).toBe(true);
+  const replaced = await core.replaceNamespacedSecret({
+    namespace: namespace.name,
+    name,
+    body: { metadata: first.metadata ?? {}, type: 'kubernetes.io/tls', data: { ...first.data, 'tls.crt': Buffer.from(old.certPem).toString('base64'), 'tls.key': Buffer.from(old.keyPem).toString('base64') } },
+  });
+  const renewed = await waitFor('the certificate renewed', async () => {
+    const current = await readSecret(name);
+    return current !== undefined && current.metadata?.resourceVersion !== replaced.metadata?.resourceVersion ? current : undefined;
+  }, WAIT);
+  const renewedPem = secretText(renewed, 'tls.crt');
+  expect(renewedPem).not.toBe(old.certPem);
+  expect(needsRenewal(renewedPem, internalCa.certPem, new Date())).toBe(false);
+  expect(identityOfCertificate(renewedPem)).toBe(runtimeIdentity(namespace.name, 'renew'));
+  expect(new X509Certificate(renewedPem).checkPrivateKey(createPrivateKey(secretText(renewed, 'tls.key')))).toBe(true);
+
+  // A controller-manager with another CA (the CA was rotated) reissues from it.
+  await manager?.stop();
+  const rotated = await createCertificateAuthority();
+  await start({ withNode: false, ca: rotated });
+  const reissued = await waitFor('the certificate reissued by the new CA', async () => {
+    const current = await readSecret(name);
+    return current !== undefined && secretText(current, 'ca.crt') === rotated.certPem ? current : undefined;
+  }, WAIT);
+  expect(new X509Certificate(secretText(reissued, 'tls.crt')).checkIssued(new X509Certificate(rotated.certPem))).toBe(true);
+
+  // A Secret of that name that the Runtime does not own: nothing is created, the status says why.
+  await core.createNamespacedSecret({ namespace: namespace.name, body: { metadata: { name: runtimedTlsSecretName('squatted') }, type: 'Opaque', data: { x: 'eA==' } } });
+  await createRuntime('squatted', { replicas: 1 });
+  const status = await waitFor('the conflict in the Runtime status', async () => {
+    const current = (await getRuntime('squatted')).status;
+    return current?.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.reason === RUNTIME_REASONS.invalidSpec ? current : undefined;
+  }, WAIT);
+  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain(`Secret ${namespace.name}/squatted-runtimed-tls exists and is not controlled by this Runtime`);
+  await expect(apps.readNamespacedDeployment({ namespace: namespace.name, name: 'squatted' })).rejects.toMatchObject({ code: 404 });
+  expect((await readSecret(runtimedTlsSecretName('squatted')))?.data).toEqual({ x: 'eA==' });
   expect(errors).toEqual([]);
 });

@@ -29,6 +29,7 @@ import type { RuntimeServerListenMode } from '@kruntimes/runtime-workload';
 import { LATENCY_BUCKETS_SECONDS, Scheduler } from '@kruntimes/scheduler-core';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the benchmark starts its own control plane with the test harness
 import { Cluster, ControlPlane, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { createCertificateAuthority } from '@kruntimes/workload-pki';
 
 const RUNS = Number(process.argv[2] ?? 1000);
 const FUNCTION_RUNS = Number(process.argv[3] ?? 30);
@@ -77,10 +78,12 @@ try {
   await node.start();
   cleanup.push(() => node.stop({ graceMs: 2_000 }));
 
+  const internalCa = await createCertificateAuthority();
   const manager = (namespace: string, runtimedImage: string): ControllerManager => {
     const listen: RuntimeServerListenMode = 'podIP';
     return new ControllerManager({
       kubeConfig: admin,
+      internalCa,
       namespace,
       logger,
       workload: {

@@ -16,6 +16,8 @@ import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
+import { createCertificateAuthority } from '@kruntimes/workload-pki';
+import type { CertificateAuthority } from '@kruntimes/workload-pki';
 
 export const cluster = Cluster.fromEnvironment();
 export const admin = cluster.kubeConfig();
@@ -64,10 +66,13 @@ export class Environment {
   readonly manager: ControllerManager;
   /** The controller-manager's logger. */
   readonly logger: ReturnType<typeof recordingLogger>;
+  /** The internal CA the controller-manager issues runtimed certificates from (clients trust ca.crt). */
+  readonly internalCa: CertificateAuthority;
   readonly #stateDir: string;
 
-  private constructor(namespace: TestNamespace, node: LocalNode, manager: ControllerManager, stateDir: string, logger: ReturnType<typeof recordingLogger>) {
+  private constructor(namespace: TestNamespace, node: LocalNode, manager: ControllerManager, stateDir: string, logger: ReturnType<typeof recordingLogger>, internalCa: CertificateAuthority) {
     this.namespace = namespace;
+    this.internalCa = internalCa;
     this.logger = logger;
     this.node = node;
     this.manager = manager;
@@ -110,7 +115,9 @@ export class Environment {
     );
     await node.start();
     const logger = recordingLogger();
+    const internalCa = await createCertificateAuthority();
     const manager = new ControllerManager({
+      internalCa,
       // Least privilege: what the chart grants, so a missing rule fails here.
       kubeConfig: await serviceAccountKubeConfig(namespace.name, 'controller-manager', CONTROLLER_MANAGER_RULES),
       namespace: namespace.name,
@@ -125,7 +132,7 @@ export class Environment {
       ...(options.finishedRunsPerRuntime === undefined ? {} : { finishedRunsPerRuntime: options.finishedRunsPerRuntime }),
     });
     await manager.start();
-    return new Environment(namespace, node, manager, stateDir, logger);
+    return new Environment(namespace, node, manager, stateDir, logger, internalCa);
   }
 
   async stop(): Promise<void> {

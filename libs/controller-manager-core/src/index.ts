@@ -2,3 +2,4 @@ export * from './collection.ts';
 export * from './manager.ts';
 export * from './runtime-status.ts';
 export * from './rbac.ts';
+export * from './runtime-tls.ts';

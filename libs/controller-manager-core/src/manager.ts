@@ -1,15 +1,18 @@
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject, KubernetesObject, V1Deployment, V1Pod, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL, RUNTIME_KIND, RUNTIME_PLURAL } from '@kruntimes/api';
+import type { KubeConfig, KubernetesListObject, KubernetesObject, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL, RUNTIME_KIND, RUNTIME_PLURAL, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Run, RunPhase, Runtime, RuntimeStatus } from '@kruntimes/api';
 import { Controller, SharedInformer, isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
-import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, podCapacity, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
-import type { Deployment, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
+import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, podCapacity, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
+import type { Deployment, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
+import { issueWorkloadCertificate, validateCertificateAuthority } from '@kruntimes/workload-pki';
+import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { historyToCollect, ttlDecision } from './collection.ts';
 import type { CollectableRun } from './collection.ts';
 import { runtimeStatus, sameStatus } from './runtime-status.ts';
+import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
 import type { RolloutView } from './runtime-status.ts';
 
 type RunObject = Run & KubernetesObject;
@@ -23,6 +26,12 @@ export interface ControllerManagerOptions {
   namespace?: string;
   logger: ControllerLogger;
   workload: WorkloadConfig;
+  /**
+   * The internal CA (`ca.crt`, `ca.key` of `--internal-ca-dir`) that signs every Runtime's
+   * runtimed certificate. Required: Runtime Pods cannot start without their TLS Secret, so
+   * a controller-manager without a usable CA refuses to start instead of running half-way.
+   */
+  internalCa: CertificateAuthority;
   /** Finished Runs kept per Runtime by the completed-Run GC (newest first). */
   finishedRunsPerRuntime?: number;
   workers?: number;
@@ -31,7 +40,7 @@ export interface ControllerManagerOptions {
 
 /**
  * The controller-manager's controllers over one set of shared informers:
- * - `runtime` (key `namespace/runtime`): the Runtime's Deployment and Service, and its status;
+ * - `runtime` (key `namespace/runtime`): the Runtime's TLS Secret (first), Deployment and Service, and its status;
  * - `run-ttl` (key `namespace/run`): deletes a finished Run `ttlSecondsAfterFinished` after it finished;
  * - `run-history` (key `namespace/runtime`): keeps the newest N finished Runs of each Runtime.
  * Every reconcile reads the caches and converges; none depends on the event that caused it.
@@ -47,12 +56,15 @@ export class ControllerManager {
   readonly #pods: SharedInformer<V1Pod>;
   readonly #deployments: SharedInformer<V1Deployment>;
   readonly #services: SharedInformer<V1Service>;
+  readonly #secrets: SharedInformer<V1Secret>;
   readonly #controllers: Controller[];
   readonly #now: () => number;
 
   constructor(options: ControllerManagerOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    // Fail fast with what is wrong with the configured CA (expired, not a CA, wrong key).
+    validateCertificateAuthority(options.internalCa, new Date(this.#now()));
     const { kubeConfig, namespace, logger } = options;
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#apps = kubeConfig.makeApiClient(AppsV1Api);
@@ -97,6 +109,16 @@ export class ControllerManager {
         namespace === undefined ? core.listServiceForAllNamespaces({ labelSelector: ownedSelector }) : core.listNamespacedService({ namespace, labelSelector: ownedSelector }),
       logger,
     });
+    // Only the Secrets this controller-manager made (managed-by label): never the namespace's others.
+    this.#secrets = new SharedInformer({
+      name: 'secrets',
+      kubeConfig,
+      path: `/api/v1${prefix}/secrets`,
+      labelSelector: ownedSelector,
+      list: () =>
+        namespace === undefined ? core.listSecretForAllNamespaces({ labelSelector: ownedSelector }) : core.listNamespacedSecret({ namespace, labelSelector: ownedSelector }),
+      logger,
+    });
 
     const workers = options.workers ?? 2;
     const runtimeController = new Controller({ name: 'runtime', logger, workers, reconcile: (key) => this.reconcileRuntime(key) });
@@ -116,12 +138,13 @@ export class ControllerManager {
         return runtime === undefined ? undefined : `${pod.metadata?.namespace ?? ''}/${runtime}`;
       },
     );
-    const ownerKey = (object: ReadonlyDeep<V1Deployment> | ReadonlyDeep<V1Service>): string | undefined => {
+    const ownerKey = (object: ReadonlyDeep<V1Deployment> | ReadonlyDeep<V1Service> | ReadonlyDeep<V1Secret>): string | undefined => {
       const owner = object.metadata?.ownerReferences?.find((ref) => ref.controller === true && ref.kind === RUNTIME_KIND && ref.apiVersion === `${API_GROUP}/${API_VERSION}`);
       return owner === undefined ? undefined : `${object.metadata?.namespace ?? ''}/${owner.name}`;
     };
     this.#deployments.enqueueTo((key) => { runtimeController.enqueue(key); }, ownerKey);
     this.#services.enqueueTo((key) => { runtimeController.enqueue(key); }, ownerKey);
+    this.#secrets.enqueueTo((key) => { runtimeController.enqueue(key); }, ownerKey);
   }
 
   async start(): Promise<void> {
@@ -135,7 +158,7 @@ export class ControllerManager {
   }
 
   #informers(): { start(): Promise<void>; stop(): Promise<void> }[] {
-    return [this.#runtimes, this.#runs, this.#pods, this.#deployments, this.#services];
+    return [this.#runtimes, this.#runs, this.#pods, this.#deployments, this.#services, this.#secrets];
   }
 
   // ------------------------------------------------------------------ Runtime
@@ -149,6 +172,13 @@ export class ControllerManager {
 
     const problems = workloadProblems(runtime);
     let rollout: RolloutView | undefined;
+    let requeueAfterMs: number | undefined;
+    if (problems.length === 0) {
+      // The TLS Secret first: the Pods mount it and cannot start without it.
+      const tls = await this.#ensureTlsSecret(runtime);
+      requeueAfterMs = tls.recheckAfterMs;
+      if (tls.conflict !== undefined) problems.push(tls.conflict);
+    }
     if (problems.length === 0) {
       const desired = runtimeWorkload(runtime, this.#options.workload);
       const deployment = await this.#ensureDeployment(runtime, desired.deployment);
@@ -174,7 +204,59 @@ export class ControllerManager {
       now: rfc3339(this.#now()),
     });
     if (!sameStatus(runtime.status, status)) await this.#writeRuntimeStatus(runtime, status);
-    return undefined;
+    // Back at the certificate's renewal point (bounded), even if nothing else happens.
+    return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /**
+   * Keeps `<runtime>-runtimed-tls`: created with a fresh certificate when missing, reissued
+   * when tlsSecretDecision says so (renewal due, CA changed, broken contents), left alone
+   * otherwise, so that a resync never rewrites it. Writes are fenced like the Deployment's.
+   */
+  async #ensureTlsSecret(runtime: Runtime): Promise<{ recheckAfterMs?: number; conflict?: string }> {
+    const name = runtimedTlsSecretName(runtime.metadata.name ?? '');
+    const namespace = runtime.metadata.namespace ?? '';
+    const existing = this.#secrets.get(name, namespace);
+    if (existing !== undefined && !controlledBy(existing, runtime)) return { conflict: notOwned('Secret', namespace, name) };
+    const ca = this.#options.internalCa;
+    const now = this.#now();
+    if (existing !== undefined) {
+      const decision = tlsSecretDecision({ data: decodeSecretData(existing.data), caPem: ca.certPem, namespace, runtime: runtime.metadata.name ?? '', now });
+      if (decision.action === 'keep') return { recheckAfterMs: decision.recheckAfterMs };
+      if (existing.type !== 'kubernetes.io/tls') return { conflict: `Secret ${namespace}/${name} has type ${existing.type ?? ''}, not kubernetes.io/tls; delete it to have it recreated` };
+      const desired = await this.#tlsSecret(runtime, now);
+      await staleIsFine(
+        this.#options.logger,
+        `Secret ${namespace}/${name}`,
+        this.#core.replaceNamespacedSecret({
+          namespace,
+          name,
+          body: asClientSecret({ ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' } }),
+        }),
+      );
+      this.#options.logger.debug({ runtime: `${namespace}/${runtime.metadata.name ?? ''}`, reason: decision.reason }, 'reissued the runtimed certificate');
+      // Its watch event brings the new Secret back, and the decision sets the next recheck.
+      return {};
+    }
+    const desired = await this.#tlsSecret(runtime, now);
+    try {
+      await this.#core.createNamespacedSecret({ namespace, body: asClientSecret(desired) });
+    } catch (error) {
+      // As for the Deployment: a 409 is our own create not yet cached, or someone else's Secret.
+      if (error instanceof ApiException && error.code === 409) {
+        const current = await this.#core.readNamespacedSecret({ namespace, name });
+        return controlledBy(current, runtime) ? {} : { conflict: notOwned('Secret', namespace, name) };
+      }
+      throw error;
+    }
+    this.#options.logger.debug({ runtime: `${namespace}/${runtime.metadata.name ?? ''}` }, 'issued the runtimed certificate');
+    return {};
+  }
+
+  async #tlsSecret(runtime: Runtime, now: number): Promise<Secret> {
+    const ca = this.#options.internalCa;
+    const issued = await issueWorkloadCertificate(ca, { namespace: runtime.metadata.namespace ?? '', runtime: runtime.metadata.name ?? '', now: new Date(now) });
+    return runtimedTlsSecret(runtime, { caPem: ca.certPem, certPem: issued.certPem, keyPem: issued.keyPem });
   }
 
   async #ensureDeployment(runtime: Runtime, desired: Deployment): Promise<{ rollout?: RolloutView; conflict?: string }> {
@@ -260,7 +342,7 @@ export class ControllerManager {
     await staleIsFine(
       this.#options.logger,
       `Runtime ${namespace}/${name} status`,
-      this.#custom.replaceNamespacedCustomObjectStatus({
+      this.#replaceRuntimeStatus({
         group: API_GROUP,
         version: API_VERSION,
         namespace,
@@ -269,6 +351,23 @@ export class ControllerManager {
         body: { apiVersion: runtime.apiVersion, kind: runtime.kind, metadata: { name, namespace, uid, resourceVersion }, spec: runtime.spec, status },
       }),
     );
+  }
+
+  /**
+   * A Runtime deleted since the cache read answers 404: there is no status left to keep, and
+   * its delete event is on the way (the garbage collector deleting its objects enqueues it
+   * meanwhile, so this is common right after a deletion, not an error).
+   */
+  async #replaceRuntimeStatus(request: Parameters<CustomObjectsApi['replaceNamespacedCustomObjectStatus']>[0]): Promise<void> {
+    try {
+      await this.#custom.replaceNamespacedCustomObjectStatus(request);
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) {
+        this.#options.logger.debug({ runtime: `${request.namespace}/${request.name}` }, 'Runtime gone before its status write');
+        return;
+      }
+      throw error;
+    }
   }
 
   // ------------------------------------------------------------------ finished Runs
@@ -385,6 +484,10 @@ function asClientDeployment(object: Deployment): V1Deployment {
 
 function asClientService(object: Service): V1Service {
   return object as unknown as V1Service;
+}
+
+function asClientSecret(object: Secret): V1Secret {
+  return object as unknown as V1Secret;
 }
 
 export function rfc3339(ms: number): string {

@@ -7,10 +7,13 @@ export interface PolicyRule {
 }
 
 /**
- * Everything the controller-manager does through the API: own Runtimes' Deployments and
- * Services (owner references with blockOwnerDeletion need update on the owner's
- * finalizers subresource), write Runtime status, read Runtime Pods, delete finished Runs
- * (TTL and GC; never their status), keep its leader Lease.
+ * Everything the controller-manager does through the API: own Runtimes' Deployments,
+ * Services and runtimed TLS Secrets `<runtime>-runtimed-tls` (owner references with
+ * blockOwnerDeletion need update on the owner's finalizers subresource), write Runtime
+ * status, read Runtime Pods, delete finished Runs (TTL and GC; never their status), keep
+ * its leader Lease. No patch anywhere: every write is a create or an update fenced on the
+ * cached resourceVersion. RBAC cannot narrow list/watch of Secrets by label; the informer
+ * does (managed-by), and grant these rules only in the namespaces it manages.
  */
 export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUNTIME_PLURAL], verbs: ['get', 'list', 'watch'] },
@@ -19,6 +22,7 @@ export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'delete'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
 ];

@@ -61,6 +61,7 @@ export interface Container {
 export interface Volume {
   name: string;
   emptyDir?: Record<string, never>;
+  secret?: { secretName: string; defaultMode?: number; optional?: boolean };
   projected?: {
     defaultMode?: number;
     sources: (
@@ -116,4 +117,13 @@ export interface Service {
     ports: ServicePort[];
     publishNotReadyAddresses: boolean;
   };
+}
+
+export interface Secret {
+  apiVersion: 'v1';
+  kind: 'Secret';
+  metadata: ObjectMeta & { name: string; namespace: string };
+  type: 'kubernetes.io/tls';
+  /** base64, as the API carries them. */
+  data: Record<string, string>;
 }

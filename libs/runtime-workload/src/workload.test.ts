@@ -1,4 +1,4 @@
-import { DEFAULTS, LABELS } from '@kruntimes/api';
+import { DEFAULTS, LABELS, RUNTIMED_TLS_MOUNT_PATH } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
 import {
   CONTAINERS,
@@ -7,6 +7,7 @@ import {
   WORKSPACE_MOUNT_PATH,
   podCapacity,
   podLabelSelector,
+  runtimedTlsSecret,
   runtimeWorkload,
   specHash,
   workloadProblems,
@@ -71,9 +72,10 @@ describe('runtimeWorkload', () => {
     expect(runtimed.ports).toEqual([
       { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
       { name: 'peer', containerPort: peer, protocol: 'TCP' },
+      { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
     ]);
     expect(runtimed.readinessProbe?.grpc).toEqual({ port: grpc });
-    expect(env(runtimed)).toMatchObject({ KRT_GRPC_PORT: String(grpc), KRT_PEER_PORT: String(peer) });
+    expect(env(runtimed)).toMatchObject({ KRT_GRPC_PORT: String(grpc), KRT_PEER_PORT: String(peer), KRT_HEALTH_PORT: String(DEFAULTS.runtimedHealthPort) });
   });
 
   it.each([
@@ -96,6 +98,18 @@ describe('runtimeWorkload', () => {
     expect(mountsOf(CONTAINERS.runtimeServer)).not.toContain(tokenVolume?.name);
     expect(container(workload, CONTAINERS.runtimed).volumeMounts).toContainEqual({ name: tokenVolume?.name, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true });
     expect(runtimeWorkload(runtime({ serviceAccountName: 'custom' }), config).deployment.spec.template.spec.serviceAccountName).toBe('custom');
+  });
+
+  it('mounts the runtimed TLS Secret read-only into runtimed only, and tells runtimed where', () => {
+    const workload = runtimeWorkload(runtime(), config);
+    const volume = workload.deployment.spec.template.spec.volumes.find((v) => v.secret !== undefined);
+    expect(volume?.secret).toEqual({ secretName: 'python-runtimed-tls', defaultMode: 0o444, optional: false });
+    const runtimed = container(workload, CONTAINERS.runtimed);
+    expect(runtimed.volumeMounts).toContainEqual({ name: volume?.name, mountPath: RUNTIMED_TLS_MOUNT_PATH, readOnly: true });
+    expect(env(runtimed).KRT_TLS_DIR).toBe(RUNTIMED_TLS_MOUNT_PATH);
+    const server = container(workload, CONTAINERS.runtimeServer);
+    expect(server.volumeMounts.map((m) => m.name)).not.toContain(volume?.name);
+    expect(Object.keys(env(server))).not.toContain('KRT_TLS_DIR');
   });
 
   it('shares one workspace emptyDir between both containers and gives both the downward-API env', () => {
@@ -155,8 +169,26 @@ describe('workloadProblems', () => {
     ['a 64-character name', runtime({}, `p${'y'.repeat(63)}`), [expect.stringContaining('DNS-1035') as unknown]],
     ['equal ports', runtime({ ports: { grpc: 9000, peer: 9000 } }), ['ports.grpc and ports.peer are both 9000']],
     ['the Runtime Server port', runtime({ ports: { peer: 7450 } }), ["ports.peer 7450 is the Runtime Server's port"]],
+    ["runtimed's health port", runtime({ ports: { grpc: 7445 } }), ["ports.grpc 7445 is runtimed's health port"]],
   ])('%s', (_name, candidate, problems) => {
     expect(workloadProblems(candidate)).toEqual(problems);
+  });
+});
+
+describe('runtimedTlsSecret', () => {
+  it('is a kubernetes.io/tls Secret named <runtime>-runtimed-tls, owned and labelled like the workload', () => {
+    const source = runtime();
+    const secret = runtimedTlsSecret(source, { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY' });
+    const { deployment } = runtimeWorkload(source, config);
+    expect(secret.metadata).toEqual({
+      name: 'python-runtimed-tls',
+      namespace: 'team-a',
+      labels: deployment.metadata.labels,
+      ownerReferences: deployment.metadata.ownerReferences,
+    });
+    expect(secret.type).toBe('kubernetes.io/tls');
+    const decoded = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    expect(decoded).toEqual({ 'ca.crt': 'CA', 'tls.crt': 'CERT', 'tls.key': 'KEY' });
   });
 });
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { API_GROUP_VERSION, DEFAULTS, LABELS, PART_OF, RUNTIME_KIND } from '@kruntimes/api';
+import { API_GROUP_VERSION, DEFAULTS, LABELS, PART_OF, RUNTIME_KIND, RUNTIMED_TLS_MOUNT_PATH, runtimedTlsSecretName } from '@kruntimes/api';
 import type { OwnerReference, Runtime, RuntimeLanguage } from '@kruntimes/api';
-import type { Container, ContainerEnvVar, Deployment, PodTemplate, Service, Volume } from './kube-types.ts';
+import type { Container, ContainerEnvVar, Deployment, PodTemplate, Secret, Service, Volume } from './kube-types.ts';
 
 /** Container names inside a Runtime Pod; runtimed and tests look containers up by them. */
 export const CONTAINERS = { runtimed: 'runtimed', runtimeServer: 'runtime-server' } as const;
@@ -19,6 +19,9 @@ export const WORKSPACE_MOUNT_PATH = '/workspace';
 export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 const WORKSPACE_VOLUME = 'workspace';
 const RUNTIMED_TOKEN_VOLUME = 'runtimed-api-access';
+const RUNTIMED_TLS_VOLUME = 'runtimed-tls';
+/** Keys of the `<runtime>-runtimed-tls` Secret (type kubernetes.io/tls plus the CA). */
+export const TLS_SECRET_KEYS = { ca: 'ca.crt', cert: 'tls.crt', key: 'tls.key' } as const;
 /** Like the kubelet's kube-api-access volume: an hour, refreshed by the kubelet before expiry. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
 
@@ -32,6 +35,8 @@ export const ENV = {
   language: 'RUNTIME_LANGUAGE',
   grpcPort: 'KRT_GRPC_PORT',
   peerPort: 'KRT_PEER_PORT',
+  healthPort: 'KRT_HEALTH_PORT',
+  tlsDir: 'KRT_TLS_DIR',
   runsPerPod: 'KRT_RUNS_PER_POD',
   workspaceDir: 'KRT_WORKSPACE_DIR',
   /** runtimed dials it; the Runtime Server listens on it (runtime-server-core reads KRT_LISTEN). */
@@ -103,6 +108,7 @@ export function workloadProblems(runtime: Pick<Runtime, 'metadata' | 'spec'>): s
   // Both containers share one network namespace: runtimed's ports must not take the Runtime Server's.
   for (const [field, port] of [['grpc', grpc], ['peer', peer]] as const) {
     if (port === DEFAULTS.runtimeServerPort) problems.push(`ports.${field} ${port} is the Runtime Server's port`);
+    if (port === DEFAULTS.runtimedHealthPort) problems.push(`ports.${field} ${port} is runtimed's health port`);
   }
   return problems;
 }
@@ -120,7 +126,7 @@ export interface RuntimeWorkload {
 export function runtimeWorkload(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: WorkloadConfig): RuntimeWorkload {
   const name = workloadName(runtime);
   const namespace = runtime.metadata.namespace ?? '';
-  const labels = { ...podSelector(name), [LABELS.partOf]: PART_OF, [LABELS.managedBy]: MANAGED_BY };
+  const labels = workloadLabels(name);
   const owner = ownerReference(runtime);
   const template = podTemplate(runtime, config, labels);
   const deploymentSpec: Deployment['spec'] = {
@@ -155,6 +161,34 @@ export function runtimeWorkload(runtime: Pick<Runtime, 'metadata' | 'spec'>, con
       metadata: { name, namespace, labels, annotations: { [SPEC_HASH_ANNOTATION]: specHash(serviceSpec) }, ownerReferences: [owner] },
       spec: serviceSpec,
     },
+  };
+}
+
+/** Labels of every object the controller-manager makes for a Runtime (its informers select on managed-by). */
+export function workloadLabels(runtimeName: string): Record<string, string> {
+  return { ...podSelector(runtimeName), [LABELS.partOf]: PART_OF, [LABELS.managedBy]: MANAGED_BY };
+}
+
+/** PEM contents of the runtimed TLS Secret. */
+export interface RuntimedTlsMaterial {
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+}
+
+/**
+ * The Secret `<runtime>-runtimed-tls` that runtimed's container mounts at
+ * RUNTIMED_TLS_MOUNT_PATH: its workload certificate, key and the internal CA, owned by the Runtime.
+ */
+export function runtimedTlsSecret(runtime: Pick<Runtime, 'metadata'>, tls: RuntimedTlsMaterial): Secret {
+  const name = workloadName(runtime);
+  const base64 = (text: string): string => Buffer.from(text, 'utf8').toString('base64');
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: runtimedTlsSecretName(name), namespace: runtime.metadata.namespace ?? '', labels: workloadLabels(name), ownerReferences: [ownerReference(runtime)] },
+    type: 'kubernetes.io/tls',
+    data: { [TLS_SECRET_KEYS.ca]: base64(tls.caPem), [TLS_SECRET_KEYS.cert]: base64(tls.certPem), [TLS_SECRET_KEYS.key]: base64(tls.keyPem) },
   };
 }
 
@@ -206,14 +240,21 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       ...common,
       { name: ENV.grpcPort, value: String(grpc) },
       { name: ENV.peerPort, value: String(peer) },
+      { name: ENV.healthPort, value: String(DEFAULTS.runtimedHealthPort) },
+      { name: ENV.tlsDir, value: RUNTIMED_TLS_MOUNT_PATH },
       { name: ENV.runsPerPod, value: String(runtime.spec.runs ?? DEFAULTS.runsPerPod) },
       { name: ENV.runtimeServerAddress, value: address },
     ],
     ports: [
       { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
       { name: 'peer', containerPort: peer, protocol: 'TCP' },
+      { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
     ],
-    volumeMounts: [workspaceMount, { name: RUNTIMED_TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true }],
+    volumeMounts: [
+      workspaceMount,
+      { name: RUNTIMED_TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true },
+      { name: RUNTIMED_TLS_VOLUME, mountPath: RUNTIMED_TLS_MOUNT_PATH, readOnly: true },
+    ],
     // runtimed reports SERVING only while it can reach its Runtime Server and the API server.
     readinessProbe: { grpc: { port: grpc }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 },
     securityContext,
@@ -251,6 +292,14 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
           { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
         ],
       },
+    },
+    {
+      // runtimed's workload certificate, kept by the controller-manager. Not optional: a Pod
+      // without it could not serve TLS, so it waits (ContainerCreating) until it exists.
+      // World-readable like the token volume (runtimed may run as any user, no fsGroup);
+      // only runtimed's container mounts it.
+      name: RUNTIMED_TLS_VOLUME,
+      secret: { secretName: runtimedTlsSecretName(name), defaultMode: 0o444, optional: false },
     },
   ];
 

@@ -3,6 +3,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ControlPlane, REPO_ROOT } from '@kruntimes/testing';
+import { ensureInternalCa } from './internal-ca.ts';
 import { parseOptions, USAGE, UsageError } from './options.ts';
 
 const log = (line: string): void => {
@@ -32,6 +33,10 @@ async function main(): Promise<number> {
       log(`up in ${Math.round(performance.now() - started)} ms: ${controlPlane.server}`);
       for (const [user, path] of Object.entries(kubeconfigs)) log(`  ${user}: ${path}`);
       log(`export KUBECONFIG=${kubeconfigs.admin ?? ''}`);
+      // Kept across runs (made only when missing): what a controller-manager takes as --internal-ca-dir.
+      const caDir = join(options.dir, 'internal-ca');
+      await ensureInternalCa(caDir);
+      log(`  internal CA: ${caDir} (ca.crt, ca.key; controller-manager --internal-ca-dir ${caDir})`);
       log('stop with SIGTERM or Ctrl-C');
 
       const outcome = await Promise.race([

@@ -10,7 +10,8 @@ export interface LocalClusterOptions {
 export const USAGE = `Usage: node tools/local-cluster/src/main.ts --dir DIR [--no-controller-manager] [--crds DIR]... [--no-crds]
 
 Starts etcd, kube-apiserver and kube-controller-manager on loopback in the foreground and
-writes admin.kubeconfig, alice.kubeconfig, bob.kubeconfig and cluster.json into DIR.
+writes admin.kubeconfig, alice.kubeconfig, bob.kubeconfig and cluster.json into DIR, and
+the internal CA into DIR/internal-ca (ca.crt, ca.key; made once, kept across runs).
 Stops everything and removes its state on SIGTERM or SIGINT.
 
   --dir DIR                 where to write the kubeconfigs (created if missing)

@@ -1,6 +1,7 @@
 // The command as a user runs it: a real control plane in the foreground, kubeconfigs in
 // --dir, a clean stop on SIGTERM that leaves no process and no state behind.
 import { spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { waitFor } from '@kruntimes/testing';
 import type { ClusterInfo } from '@kruntimes/testing';
+import { ensureInternalCa } from '../src/index.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -57,6 +59,10 @@ test('writes a kubeconfig per user, serves, and stops cleanly on SIGTERM', async
     const info = JSON.parse(await readFile(join(dir, 'cluster.json'), 'utf8')) as ClusterInfo;
     expect(existsSync(info.dir)).toBe(true);
     expect(processesMentioning(info.dir).length).toBeGreaterThanOrEqual(3);
+    // The internal CA for a controller-manager's --internal-ca-dir, made once in DIR/internal-ca.
+    const ca = await ensureInternalCa(join(dir, 'internal-ca'));
+    expect(new X509Certificate(ca.certPem).ca).toBe(true);
+    expect(stderr).toContain(`internal CA: ${join(dir, 'internal-ca')}`);
 
     for (const user of ['admin', 'alice', 'bob']) {
       const config = new KubeConfig();
