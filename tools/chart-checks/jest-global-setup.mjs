@@ -9,6 +9,11 @@ export default function buildHelm() {
   const cacheRoot = process.env.KRT_HELM_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'kruntimes');
   mkdirSync(cacheRoot, { recursive: true });
   const script = join(import.meta.dirname, 'scripts', 'build-helm.sh');
-  const result = spawnSync('flock', [join(cacheRoot, 'helm.lock'), script], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  const options = { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' };
+  let result = spawnSync('flock', [join(cacheRoot, 'helm.lock'), script], options);
+  if (result.error?.code === 'ENOENT') {
+    process.stderr.write('[helm] flock(1) not found; building without a lock\n');
+    result = spawnSync(script, [], options);
+  }
   if (result.error !== undefined || result.status !== 0) throw new Error(`${script} failed: ${result.error?.message ?? `exit code ${result.status}`}`);
 }

@@ -25,8 +25,23 @@ export async function ensureHelm(): Promise<string> {
   const cacheRoot = env('KRT_HELM_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
   await mkdir(cacheRoot, { recursive: true });
   const lock = join(cacheRoot, 'helm.lock');
-  const stdout = await new Promise<string>((resolve, reject) => {
-    const child = spawn('flock', [lock, BUILD_HELM_SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout: string;
+  try {
+    stdout = await runScript('flock', [lock, BUILD_HELM_SCRIPT]);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    process.stderr.write('[helm] flock(1) not found; building without a lock\n');
+    stdout = await runScript(BUILD_HELM_SCRIPT, []);
+  }
+  const path = stdout.trim().split('\n').at(-1) ?? '';
+  if (!path.startsWith('/')) throw new Error(`${BUILD_HELM_SCRIPT} printed no binary path`);
+  return path;
+}
+
+/** Runs a command with stderr passed through (the build's progress); resolves with its stdout. */
+async function runScript(command: string, args: string[]): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
     child.once('error', reject);
@@ -35,9 +50,6 @@ export async function ensureHelm(): Promise<string> {
       else reject(new Error(`${BUILD_HELM_SCRIPT} failed (${signal ?? `exit code ${String(code)}`}); its output is above`));
     });
   });
-  const path = stdout.trim().split('\n').at(-1) ?? '';
-  if (!path.startsWith('/')) throw new Error(`${BUILD_HELM_SCRIPT} printed no binary path`);
-  return path;
 }
 
 export interface HelmResult {
