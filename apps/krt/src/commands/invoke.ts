@@ -71,12 +71,13 @@ export function notInvocable(run: Run): { exitCode: ExitCode; message: string } 
  */
 export async function invokeCommand(ctx: CommandContext, command: Extract<Command, { name: 'invoke' }>): Promise<ExitCode> {
   const payload = await readPayload(command.input, ctx.io);
+  // Before any request: a kubeconfig without a bearer token cannot invoke at all.
+  const token = await bearerToken(ctx.kubeConfig);
   const run = await ctx.runs.get(command.run);
   const refusal = notInvocable(run);
   if (refusal !== undefined) throw new CliError(refusal.exitCode, refusal.message);
   const endpoint = run.status?.endpoint;
   if (endpoint === undefined) throw new CliError(EXIT.unavailable, `Run "${command.run}" has no endpoint`);
-  const token = await bearerToken(ctx.kubeConfig);
   const answer = await invokeFunction({
     url: endpoint.url,
     caBundle: endpoint.caBundle,
