@@ -1,0 +1,185 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiException, CoordinationV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { Cluster, LOOPBACK, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
+import type { TestNamespace } from '@kruntimes/testing';
+import { createCertificateAuthority, issueWorkloadCertificate } from '@kruntimes/workload-pki';
+import { ensureHelm, familiesOfExposition, readExportedMetrics, renderChart } from '../src/index.ts';
+import type { KubeObject } from '../src/index.ts';
+
+// The services started the way the chart starts them: each app's src/main.ts (the image's
+// entry point) with the args of its rendered Deployment, as its own ServiceAccount bound to
+// exactly the chart's rendered RBAC (applied for real). Container paths and listen
+// addresses are the only things rewritten (loopback, temporary files), plus --namespace so
+// that nothing outside the test namespace is touched. Then /metrics of each running
+// process is scraped and every metric family the list gives that service must be there.
+const cluster = Cluster.fromEnvironment();
+const admin = cluster.kubeConfig();
+const objects = KubernetesObjectApi.makeApiClient(admin);
+const core = admin.makeApiClient(CoreV1Api);
+const WAIT = { timeoutMs: 60_000, intervalMs: 200 };
+const SERVICES = ['kruntimes-scheduler', 'kruntimes-stale-recovery', 'runtime-gateway'] as const;
+type Service = (typeof SERVICES)[number];
+const APP: Record<Service, string> = { 'kruntimes-scheduler': 'scheduler', 'kruntimes-stale-recovery': 'stale-recovery', 'runtime-gateway': 'runtime-gateway' };
+
+let namespace: TestNamespace;
+let dir = '';
+let rendered: KubeObject[] = [];
+const applied: KubeObject[] = [];
+const children: ChildProcess[] = [];
+const metricsUrl = new Map<Service, string>();
+let gatewayPort = 0;
+
+function containerArgs(name: Service): string[] {
+  const deployment = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === name);
+  const args = (deployment?.spec as { template: { spec: { containers: { args?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.args;
+  if (args === undefined) throw new Error(`no Deployment ${name} rendered`);
+  return args;
+}
+
+async function serviceAccountKubeconfig(name: string): Promise<string> {
+  const token = (await core.createNamespacedServiceAccountToken({ namespace: namespace.name, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+  const file = join(dir, `${name}.kubeconfig`);
+  await writeFile(file, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token }));
+  return file;
+}
+
+async function start(name: Service, args: string[]): Promise<void> {
+  const log = await open(join(dir, `${name}.log`), 'w');
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'apps', APP[name], 'src/main.ts'), ...args], {
+    env: { PATH: process.env.PATH ?? '', POD_NAME: `${name}-0`, POD_NAMESPACE: namespace.name, KRT_LOG_LEVEL: 'debug' },
+    stdio: ['ignore', log.fd, log.fd],
+  });
+  children.push(child);
+  child.once('exit', () => void log.close());
+}
+
+async function scrape(url: string): Promise<string | undefined> {
+  try {
+    const response = await fetch(url);
+    return response.status === 200 ? await response.text() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+beforeAll(async () => {
+  const helm = await ensureHelm();
+  namespace = await cluster.createNamespace({ prefix: 'chart-run', waitForDefaultServiceAccount: true });
+  dir = await mkdtemp(join(tmpdir(), 'chart-run-'));
+  rendered = await renderChart(helm, namespace.name, [`runtimes.namespaces={${namespace.name}}`]);
+  // The services' own RBAC, for real (cluster-scoped objects are removed in afterAll).
+  for (const object of rendered.filter((o) => SERVICES.includes(o.metadata.name as Service) && ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind))) {
+    await objects.patch(object, undefined, undefined, 'chart-checks', true, PatchStrategy.ServerSideApply);
+    applied.push(object);
+  }
+  const ports = await freePorts(5);
+  const [schedulerMetrics = 0, recoveryMetrics = 0, gatewayMetrics = 0, gateway = 0] = ports;
+  gatewayPort = gateway;
+  const local = (service: Service, port: number, extra: string[]): string[] =>
+    containerArgs(service)
+      .map((arg) => (arg.startsWith('--metrics-address=') ? `--metrics-address=${LOOPBACK}:${String(port)}` : arg))
+      .concat(extra);
+
+  for (const [service, port] of [['kruntimes-scheduler', schedulerMetrics], ['kruntimes-stale-recovery', recoveryMetrics]] as const) {
+    await start(service, local(service, port, [`--kubeconfig=${await serviceAccountKubeconfig(service)}`, `--namespace=${namespace.name}`]));
+    metricsUrl.set(service, `http://${LOOPBACK}:${String(port)}/metrics`);
+  }
+
+  // The gateway in dns mode has no token at all; its files come from a test CA.
+  const ca = await createCertificateAuthority();
+  const serving = await issueWorkloadCertificate(ca, { namespace: namespace.name, runtime: 'gateway' });
+  const files: Record<string, string> = {
+    '/var/run/kruntimes/gateway-tls/tls.crt': serving.certPem,
+    '/var/run/kruntimes/gateway-tls/tls.key': serving.keyPem,
+    '/var/run/kruntimes/internal-ca/ca.crt': ca.certPem,
+  };
+  const gatewayArgs: string[] = [];
+  for (const arg of local('runtime-gateway', gatewayMetrics, [])) {
+    const [flag = '', value = ''] = arg.split(/=(.*)/s);
+    const content = files[value];
+    if (content !== undefined) {
+      const file = join(dir, value.replaceAll('/', '_'));
+      await writeFile(file, content);
+      gatewayArgs.push(`${flag}=${file}`);
+    } else if (flag === '--listen') gatewayArgs.push(`--listen=${LOOPBACK}:${String(gateway)}`);
+    else gatewayArgs.push(arg);
+  }
+  await start('runtime-gateway', gatewayArgs);
+  metricsUrl.set('runtime-gateway', `http://${LOOPBACK}:${String(gatewayMetrics)}/metrics`);
+}, 900_000);
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGTERM');
+  await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve)))));
+  for (const object of applied.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) {
+    try {
+      await objects.delete(object);
+    } catch (error) {
+      if (!(error instanceof ApiException && error.code === 404)) throw error;
+    }
+  }
+  await namespace.delete();
+  if (dir !== '') await rm(dir, { recursive: true, force: true });
+});
+
+async function logOf(service: Service): Promise<string> {
+  return readFile(join(dir, `${service}.log`), 'utf8').catch(() => '');
+}
+
+it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery'] as const)('%s leads with exactly the chart RBAC (its Lease in the release namespace)', async (service) => {
+  const leases = admin.makeApiClient(CoordinationV1Api);
+  const holder = await waitFor(
+    `Lease ${service} held`,
+    async () => {
+      try {
+        return (await leases.readNamespacedLease({ namespace: namespace.name, name: service })).spec?.holderIdentity ?? undefined;
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404) return undefined;
+        throw error;
+      }
+    },
+    WAIT,
+  ).catch(async (error: unknown) => {
+    throw new Error(`${String(error)}\n${await logOf(service)}`);
+  });
+  expect(holder).toMatch(new RegExp(`^${service}-0_`));
+  // Leading means its informers listed and watch everything they need; a refused call logs an error.
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  expect((await logOf(service)).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
+});
+
+it('every exported metric family of the scheduler, stale-recovery and the gateway is on its running /metrics', async () => {
+  // One request through the gateway (no token: 401) gives its request counters a data point.
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request(
+      { host: LOOPBACK, port: gatewayPort, method: 'POST', path: `/v1/namespaces/${namespace.name}/runtimes/rt/functions/00000000-0000-4000-8000-000000000000:invoke`, rejectUnauthorized: false, headers: { 'content-type': 'application/json' } },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    req.once('error', reject);
+    req.end('{}');
+  });
+  expect(status).toBe(401);
+  const listed = readExportedMetrics(REPO_ROOT);
+  for (const service of SERVICES) {
+    const url = metricsUrl.get(service) ?? '';
+    const text = await waitFor(`${service} /metrics`, () => scrape(url), WAIT).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}\n${await logOf(service)}`);
+    });
+    const families = familiesOfExposition(text);
+    const expected = listed
+      .filter((metric) => metric.service === APP[service])
+      // Recorded only for a request that reached runtimed; there is none without Runtime Pods.
+      .filter((metric) => metric.name !== 'kruntimes_gateway_overhead_seconds')
+      .map((metric) => [metric.name, metric.type]);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.filter(([name, type]) => families.get(name ?? '') !== type)).toEqual([]);
+  }
+});
