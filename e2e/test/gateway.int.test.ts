@@ -1,0 +1,192 @@
+import { Agent } from 'node:https';
+import { INVOCATION_ID_HEADER } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import { waitFor } from '@kruntimes/testing';
+import { call } from '../src/https-client.ts';
+import type { HttpAnswer } from '../src/https-client.ts';
+import { listeningSockets, plaintextRequestWithToken, processesOfGroups } from '../src/listening-ports.ts';
+import { System } from '../src/system.ts';
+
+const PYTHON = `
+def handle(event, context):
+    context.set_output("lang", "python")
+    return {"echo": event, "invocation": context.invocation_id}
+`;
+
+const BASH = `
+handle() {
+  local event
+  event=$(cat)
+  printf '{"echo":%s,"lang":"bash"}' "$event"
+}
+`;
+
+let system: System;
+let python: Run;
+let bash: Run;
+
+beforeAll(async () => {
+  system = await System.start({ prefix: 'e2e-gateway' });
+  await system.createRuntime('py', { language: 'python' });
+  await system.createRuntime('sh', { language: 'bash' });
+  await system.createFunctionRun('fn-py', 'py', PYTHON, 'main:handle');
+  await system.createFunctionRun('fn-sh', 'sh', BASH, 'handle');
+  try {
+    python = await system.waitReady('fn-py');
+    bash = await system.waitReady('fn-sh');
+  } catch (error) {
+    process.stderr.write(`${await system.diagnose()}\n`);
+    throw error;
+  }
+  await system.grantGetRuns('alice');
+}, 180_000);
+
+afterAll(async () => {
+  await system.stop();
+});
+
+const uidOf = (run: Run): string => run.metadata.uid ?? '';
+
+test('a Python and a Bash function, each on its own Runtime Pod, invoked through the gateway with the caller\'s own token', async () => {
+  const token = system.token('alice');
+  const py = await system.invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"n":1}', headers: { [INVOCATION_ID_HEADER]: 'e2e-py-1' } });
+  expect(py.status).toBe(200);
+  expect(py.headers[INVOCATION_ID_HEADER]).toBe('e2e-py-1');
+  expect(py.json).toMatchObject({ invocationId: 'e2e-py-1', result: { echo: { n: 1 }, invocation: 'e2e-py-1' }, outputs: { lang: 'python' }, attempt: 1 });
+
+  const sh = await system.invoke({ runtime: 'sh', uid: uidOf(bash), token, body: '{"n":2}', route: 'runs' });
+  expect(sh.status).toBe(200);
+  expect(sh.json).toMatchObject({ result: { echo: { n: 2 }, lang: 'bash' } });
+  const generated = sh.headers[INVOCATION_ID_HEADER];
+  expect(generated).toMatch(/^[0-9a-f-]{36}$/);
+  expect((sh.json as { invocationId: string }).invocationId).toBe(generated);
+
+  expect(python.status?.assignedPodUID).not.toBe(bash.status?.assignedPodUID);
+});
+
+const errorOf = (answer: HttpAnswer): { code: string; source: string } | undefined => (answer.json as { error?: { code: string; source: string } } | undefined)?.error;
+
+test('refused at the gateway: 401 without a token, 415, 400 on bad JSON and a bad invocation ID, 413 at 1 MiB + 1 byte; every answer carries an invocation ID', async () => {
+  const uid = uidOf(python);
+  const token = system.token('alice');
+  const tooBig = Buffer.alloc(1024 * 1024 + 1, 0x20);
+  tooBig[0] = 0x5b;
+  tooBig[tooBig.length - 1] = 0x5d;
+  const cases: [string, Parameters<System['invoke']>[0], number, string][] = [
+    ['no token', { runtime: 'py', uid }, 401, 'Unauthenticated'],
+    ['text/plain', { runtime: 'py', uid, token, headers: { 'content-type': 'text/plain' } }, 415, 'UnsupportedMediaType'],
+    ['invalid JSON', { runtime: 'py', uid, token, body: '{"a":' }, 400, 'InvalidRequest'],
+    ['a bad invocation ID', { runtime: 'py', uid, token, headers: { [INVOCATION_ID_HEADER]: 'x'.repeat(129) } }, 400, 'InvalidInvocationId'],
+    ['1 MiB + 1 byte', { runtime: 'py', uid, token, body: tooBig }, 413, 'PayloadTooLarge'],
+    ['1 MiB + 1 byte, chunked', { runtime: 'py', uid, token, body: tooBig, chunked: true }, 413, 'PayloadTooLarge'],
+    ['a malformed UID', { runtime: 'py', uid: 'not-a-uid', token }, 400, 'InvalidRequest'],
+    ['GET', { runtime: 'py', uid, token, method: 'GET' }, 405, 'MethodNotAllowed'],
+  ];
+  for (const [what, options, status, code] of cases) {
+    const answer = await system.invoke(options);
+    expect({ what, status: answer.status, code: errorOf(answer)?.code }).toEqual({ what, status, code });
+    const id = answer.headers[INVOCATION_ID_HEADER];
+    expect(typeof id === 'string' && id.length > 0).toBe(true);
+    expect((answer.json as { invocationId: string }).invocationId).toBe(id);
+  }
+  // Exactly at the bound is accepted and reaches the function.
+  const atBound = Buffer.alloc(1024 * 1024, 0x20);
+  atBound[0] = 0x5b;
+  atBound[atBound.length - 1] = 0x5d;
+  const accepted = await system.invoke({ runtime: 'py', uid, token, body: atBound, headers: { [INVOCATION_ID_HEADER]: 'at-bound' } });
+  expect(accepted.status).toBe(200);
+  expect(accepted.json).toMatchObject({ invocationId: 'at-bound', result: { echo: [] } });
+});
+
+test('the gateway certificate is rotated under traffic: new connections get the new one, an open keep-alive connection finishes its requests on the old one', async () => {
+  const gateway = system.gateway;
+  if (gateway === undefined) throw new Error('no gateway');
+  const token = system.token('alice');
+  const url = system.invokeUrl('py', uidOf(python));
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.caPem });
+  try {
+    const first = await call(url, { ca: gateway.caPem, headers, body: '{"i":0}', agent });
+    expect(first.status).toBe(200);
+    const oldFingerprint = first.fingerprint;
+    // The long-lived connection stays busy while the files change.
+    // An object, not a let: the flag flips while the loop awaits.
+    const traffic = { stop: false };
+    const onOld: HttpAnswer[] = [];
+    const busy = (async () => {
+      for (let i = 1; i <= 2_000 && !traffic.stop; i += 1) onOld.push(await call(url, { ca: gateway.caPem, headers, body: `{"i":${i}}`, agent }));
+    })();
+    const newFingerprint = await system.rotateGatewayCertificate();
+    expect(newFingerprint).not.toBe(oldFingerprint);
+    const fresh = await waitFor(
+      'a new connection to present the new gateway certificate',
+      async () => {
+        const answer = await system.invoke({ runtime: 'py', uid: uidOf(python), token });
+        return answer.fingerprint === newFingerprint ? answer : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+    expect(fresh.status).toBe(200);
+    const beforeStop = onOld.length;
+    await waitFor('the old connection to serve more requests after the rotation', () => Promise.resolve(onOld.length >= beforeStop + 3 ? true : undefined), { timeoutMs: 20_000, intervalMs: 50 });
+    traffic.stop = true;
+    await busy;
+    expect(onOld.length).toBeGreaterThan(3);
+    expect(onOld.every((answer) => answer.status === 200 && answer.fingerprint === oldFingerprint)).toBe(true);
+  } finally {
+    agent.destroy();
+  }
+});
+
+test('no port of any component serves a plaintext HTTP request carrying a token', async () => {
+  const gateway = system.gateway;
+  if (gateway === undefined) throw new Error('no gateway');
+  const token = system.token('alice');
+  const pids = await processesOfGroups([...system.node.pids(), gateway.pid]);
+  const sockets = await listeningSockets(pids);
+  const ports = new Set(sockets.map((socket) => `${socket.host}:${socket.port}`));
+  // Every component is there: the gateway and its metrics, per Runtime Pod runtimed's
+  // grpc, peer, health and metrics ports and the Runtime Server.
+  expect(ports).toContain(`127.0.0.1:${gateway.port}`);
+  expect(ports).toContain(`127.0.0.1:${gateway.metricsPort}`);
+  for (const run of [python, bash]) {
+    const pod = await system.core.readNamespacedPod({ namespace: system.name, name: run.status?.assignedPod ?? '' });
+    const ip = pod.status?.podIP ?? '';
+    for (const port of [7443, 7444, 7445, 7450]) expect(ports).toContain(`${ip}:${port}`);
+  }
+  const served: string[] = [];
+  for (const address of ports) {
+    const [host = '', port = ''] = address.split(/:(?=\d+$)/);
+    for (const request of [{ method: 'GET', path: '/metrics' }, { method: 'POST', path: `/v1/namespaces/${system.name}/runtimes/py/functions/${uidOf(python)}:invoke` }]) {
+      const attempt = await plaintextRequestWithToken(host, Number(port), token, request);
+      // Refused: the connection closed, or a non-HTTP/1 answer (a TLS alert, an HTTP/2
+      // GOAWAY), or an HTTP error status. Served: any HTTP/1 status below 400.
+      if (attempt.status !== undefined && attempt.status < 400) served.push(`${address} ${request.method} ${request.path}: ${attempt.response.slice(0, 200)}`);
+    }
+  }
+  expect(served).toEqual([]);
+});
+
+test('the gateway logs one access line per request with its invocation ID and Run UID', async () => {
+  const token = system.token('alice');
+  await system.invoke({ runtime: 'py', uid: uidOf(python), token, headers: { [INVOCATION_ID_HEADER]: 'access-log-1' } });
+  const line = await waitFor(
+    'the access log line',
+    async () => {
+      const found = await system.logLinesContaining(['"invocationId":"access-log-1"']);
+      return found.find((entry) => entry.file.endsWith('gateway.log'));
+    },
+    { timeoutMs: 10_000, intervalMs: 100 },
+  );
+  expect(JSON.parse(line.line)).toMatchObject({ msg: 'request', method: 'POST', status: 200, runUID: uidOf(python), namespace: system.name, runtime: 'py' });
+});
+
+// Last: after every other test of this file sent tokens through every component.
+test('no log line of any component contains any token', async () => {
+  const logs = await system.logs();
+  expect(logs.some(({ file }) => file.endsWith('gateway.log'))).toBe(true);
+  expect(logs.some(({ file }) => file.endsWith('runtimed.log'))).toBe(true);
+  expect(logs.some(({ file }) => file.endsWith('runtime-server.log'))).toBe(true);
+  const leaks = await system.logLinesContaining(system.secrets());
+  expect(leaks.map(({ file }) => file)).toEqual([]);
+});
