@@ -15,6 +15,11 @@ describe('parseCommandLine', () => {
     ['invoke with a negative number as --data=', ['invoke', 'fn', '--data=-1'], { command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '-1' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
     ['invoke from a file', ['invoke', 'fn', '-f', 'p.json', '--timeout', '5s'], { command: { name: 'invoke', run: 'fn', input: { kind: 'file', path: 'p.json' }, timeoutMs: 5000 }, global: {} }],
     ['invoke from stdin with an invocation ID', ['invoke', 'fn', '-f', '-', '--invocation-id', 'id-1'], { command: { name: 'invoke', run: 'fn', input: { kind: 'stdin' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS, invocationId: 'id-1' }, global: {} }],
+    [
+      'invoke through another gateway address',
+      ['invoke', 'fn', '--gateway', 'https://127.0.0.1:8443/', '--gateway-ca', 'ca.crt'],
+      { command: { name: 'invoke', run: 'fn', input: { kind: 'none' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS, gateway: 'https://127.0.0.1:8443', gatewayCaFile: 'ca.crt' }, global: {} },
+    ],
     ['retry', ['retry', 'r1'], { command: { name: 'retry', run: 'r1' }, global: {} }],
     ['cancel', ['cancel', 'r1', '-n', 'ns'], { command: { name: 'cancel', run: 'r1' }, global: { namespace: 'ns' } }],
     ['delete', ['delete', 'a.b-c'], { command: { name: 'delete', run: 'a.b-c' }, global: {} }],
@@ -41,6 +46,10 @@ describe('parseCommandLine', () => {
     ['both --data and -f', ['invoke', 'x', '--data', '1', '-f', 'p'], /not both/],
     ['a bad output format', ['get', 'x', '-o', 'xml'], /-o must be json, yaml or wide/],
     ['an ambiguous option value', ['invoke', 'x', '--data', '-1'], /ambiguous/],
+    ['a plaintext --gateway', ['invoke', 'x', '--gateway', 'http://127.0.0.1:80'], /--gateway must be an https URL/],
+    ['a --gateway with a path', ['invoke', 'x', '--gateway', 'https://gw/v1'], /without path/],
+    ['a --gateway that is not a URL', ['invoke', 'x', '--gateway', 'gw:443'], /--gateway must be an https URL/],
+    ['--gateway on another command', ['get', 'x', '--gateway', 'https://gw'], /krt get does not take --gateway/],
     ['an empty namespace', ['get', 'x', '-n', ''], /--namespace needs a value/],
   ];
   it.each(usage)('refuses %s (exit 2)', (_name, argv, message) => {

@@ -8,7 +8,7 @@ export type OutputFormat = 'table' | 'wide' | 'json' | 'yaml';
 export type Command =
   | { name: 'get'; run?: string; output: OutputFormat }
   | { name: 'wait'; run: string; target: WaitTarget; timeoutMs: number }
-  | { name: 'invoke'; run: string; input: InvokeInput; invocationId?: string; timeoutMs: number }
+  | { name: 'invoke'; run: string; input: InvokeInput; invocationId?: string; timeoutMs: number; gateway?: string; gatewayCaFile?: string }
   | { name: 'retry'; run: string }
   | { name: 'cancel'; run: string }
   | { name: 'delete'; run: string }
@@ -40,6 +40,8 @@ const OPTIONS = {
   file: { type: 'string', short: 'f' },
   data: { type: 'string' },
   'invocation-id': { type: 'string' },
+  gateway: { type: 'string' },
+  'gateway-ca': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -47,7 +49,7 @@ const GLOBAL_OPTIONS: readonly OptionName[] = ['kubeconfig', 'namespace', 'help'
 const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionName[]> = {
   get: ['output'],
   wait: ['for', 'timeout'],
-  invoke: ['file', 'data', 'invocation-id', 'timeout'],
+  invoke: ['file', 'data', 'invocation-id', 'timeout', 'gateway', 'gateway-ca'],
   retry: [],
   cancel: [],
   delete: [],
@@ -104,6 +106,8 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
               : { kind: 'none' };
       const command: Command = { name, run, input, timeoutMs: duration(values.timeout, DEFAULT_INVOKE_TIMEOUT_MS) };
       if (values['invocation-id'] !== undefined) command.invocationId = values['invocation-id'];
+      if (values.gateway !== undefined) command.gateway = gatewayOrigin(values.gateway);
+      if (values['gateway-ca'] !== undefined) command.gatewayCaFile = nonEmpty('--gateway-ca', values['gateway-ca']);
       return { command, global };
     }
     case 'retry':
@@ -111,6 +115,20 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     case 'delete':
       return { command: { name, run }, global };
   }
+}
+
+/** --gateway: an https origin (scheme, host, port), without a path. */
+function gatewayOrigin(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw usageError(`--gateway must be an https URL like https://127.0.0.1:8443, not "${value}"`);
+  }
+  if (url.protocol !== 'https:' || (url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.username !== '') {
+    throw usageError(`--gateway must be an https URL like https://127.0.0.1:8443, without path or credentials, not "${value}"`);
+  }
+  return url.origin;
 }
 
 function outputFormat(value: string | undefined): OutputFormat {
@@ -153,7 +171,10 @@ Usage:
   krt wait RUN --for ready|done [--timeout 60s]
                                             wait until the Run is Ready / finished
   krt invoke RUN [-f FILE|-] [--data JSON] [--invocation-id ID] [--timeout 30s]
+             [--gateway https://HOST:PORT] [--gateway-ca FILE]
                                             invoke a Ready function Run; result JSON on stdout
+                                            (--gateway: reach the gateway at another address,
+                                            e.g. a port-forward; --gateway-ca: its CA PEM)
   krt retry RUN                             create a new Run retrying a finished one
   krt cancel RUN                            request cancellation
   krt delete RUN                            delete a Run

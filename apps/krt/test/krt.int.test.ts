@@ -327,6 +327,23 @@ describe('krt invoke against an HTTPS server answering like the gateway', () => 
     expect(failed.stderr).toMatch(new RegExp(`^error: ${code} \\(${source}, HTTP ${status}\\): said ${code} \\[invocation [0-9a-f-]{36}\\]\\n$`));
   });
 
+  test('--gateway and --gateway-ca reach the gateway at another address (a port-forward) with the Run\'s own path', async () => {
+    const run = await createRun('fn', FUNCTION);
+    await start('fn');
+    // The published endpoint names the in-cluster gateway, which this machine cannot reach.
+    const published = gateway.url(namespace.name, run.metadata.uid ?? '').replace(/^https:\/\/[^/]+/, 'https://runtime-gateway.kruntimes-system.svc');
+    await act('fn', 'runtimed', { type: 'Registered', endpoint: { protocol: 'HTTPS', url: published } });
+    gateway.answer = (request, response) => {
+      json(response, 200, { invocationId: request.headers['x-kruntime-invocation-id'], result: 'pong', outputs: {}, attempt: 1 });
+    };
+    const caFile = join(dir, 'gateway-ca.crt');
+    await writeFile(caFile, Buffer.from(gateway.caBundle, 'base64'));
+    const origin = /^https:\/\/[^/]+/.exec(gateway.url(namespace.name, 'x'))?.[0] ?? '';
+    const ok = await krt(['invoke', 'fn', '--gateway', origin, '--gateway-ca', caFile]);
+    expect(ok).toMatchObject({ code: 0, stdout: '"pong"\n' });
+    expect(gateway.requests[0]?.url).toBe(new URL(published).pathname);
+  });
+
   test('a gateway whose certificate does not chain to the caBundle is refused (exit 5), nothing sent', async () => {
     const other = await GatewayStub.start();
     try {

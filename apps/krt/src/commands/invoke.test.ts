@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { CliError } from '../exit-codes.ts';
-import { DEFAULT_PAYLOAD, notInvocable, readPayload } from './invoke.ts';
+import { DEFAULT_PAYLOAD, notInvocable, readPayload, viaGateway } from './invoke.ts';
 
 const noStdin = { stdin: Readable.from([]) };
 
@@ -57,5 +57,15 @@ describe('notInvocable', () => {
     const refusal = notInvocable(run);
     expect(refusal?.exitCode).toBe(exitCode);
     expect(refusal?.message).toMatch(message);
+  });
+});
+
+describe('viaGateway', () => {
+  const endpoint = 'https://runtime-gateway.kruntimes-system.svc/v1/namespaces/ns/runtimes/py/functions/u-1:invoke';
+  it('keeps the endpoint without --gateway', () => {
+    expect(viaGateway(endpoint, undefined)).toBe(endpoint);
+  });
+  it('replaces only the origin', () => {
+    expect(viaGateway(endpoint, 'https://127.0.0.1:8443')).toBe('https://127.0.0.1:8443/v1/namespaces/ns/runtimes/py/functions/u-1:invoke');
   });
 });

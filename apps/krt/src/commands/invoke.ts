@@ -51,6 +51,21 @@ export async function readPayload(input: InvokeInput, io: Pick<CliIo, 'stdin'>, 
   }
 }
 
+/**
+ * The endpoint URL with its origin replaced by --gateway: the path (namespace, Runtime,
+ * Run UID) always comes from the Run, only where the gateway is reached changes.
+ */
+export function viaGateway(endpointUrl: string, gatewayOrigin: string | undefined): string {
+  if (gatewayOrigin === undefined) return endpointUrl;
+  let endpoint: URL;
+  try {
+    endpoint = new URL(endpointUrl);
+  } catch {
+    throw new CliError(EXIT.unavailable, `the Run's endpoint URL is not a URL`);
+  }
+  return `${gatewayOrigin}${endpoint.pathname}${endpoint.search}`;
+}
+
 /** Why the Run cannot be invoked now, or undefined when it can. */
 export function notInvocable(run: Run): { exitCode: ExitCode; message: string } | undefined {
   const name = run.metadata.name ?? '';
@@ -78,9 +93,16 @@ export async function invokeCommand(ctx: CommandContext, command: Extract<Comman
   if (refusal !== undefined) throw new CliError(refusal.exitCode, refusal.message);
   const endpoint = run.status?.endpoint;
   if (endpoint === undefined) throw new CliError(EXIT.unavailable, `Run "${command.run}" has no endpoint`);
+  let caBundle = endpoint.caBundle;
+  if (command.gatewayCaFile !== undefined) {
+    const path = command.gatewayCaFile;
+    caBundle = (await readFile(path).catch((error: unknown) => {
+      throw usageError(`cannot read --gateway-ca ${path}: ${(error as Error).message}`);
+    })).toString('base64');
+  }
   const answer = await invokeFunction({
-    url: endpoint.url,
-    caBundle: endpoint.caBundle,
+    url: viaGateway(endpoint.url, command.gateway),
+    caBundle,
     token,
     payload,
     invocationId: command.invocationId,
