@@ -12,7 +12,8 @@ import { ensureHelm, familiesOfExposition, readExportedMetrics, renderChart } fr
 import type { KubeObject } from '../src/index.ts';
 
 // The services started the way the chart starts them: each app's src/main.ts (the image's
-// entry point) with the args of its rendered Deployment, as its own ServiceAccount bound to
+// entry point) with the args of its rendered Deployment (the controller-manager has no
+// metrics; it shows its RBAC suffices by making a Runtime's objects), as its own ServiceAccount bound to
 // exactly the chart's rendered RBAC (applied for real). Container paths and listen
 // addresses are the only things rewritten (loopback, temporary files), plus --namespace so
 // that nothing outside the test namespace is touched. Then /metrics of each running
@@ -22,9 +23,14 @@ const admin = cluster.kubeConfig();
 const objects = KubernetesObjectApi.makeApiClient(admin);
 const core = admin.makeApiClient(CoreV1Api);
 const WAIT = { timeoutMs: 60_000, intervalMs: 200 };
-const SERVICES = ['kruntimes-scheduler', 'kruntimes-stale-recovery', 'runtime-gateway'] as const;
+const SERVICES = ['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controller-manager', 'runtime-gateway'] as const;
 type Service = (typeof SERVICES)[number];
-const APP: Record<Service, string> = { 'kruntimes-scheduler': 'scheduler', 'kruntimes-stale-recovery': 'stale-recovery', 'runtime-gateway': 'runtime-gateway' };
+const APP: Record<Service, string> = {
+  'kruntimes-scheduler': 'scheduler',
+  'kruntimes-stale-recovery': 'stale-recovery',
+  'kruntimes-controller-manager': 'controller-manager',
+  'runtime-gateway': 'runtime-gateway',
+};
 
 let namespace: TestNamespace;
 let dir = '';
@@ -90,8 +96,14 @@ beforeAll(async () => {
     metricsUrl.set(service, `http://${LOOPBACK}:${String(port)}/metrics`);
   }
 
-  // The gateway in dns mode has no token at all; its files come from a test CA.
+  // The internal CA (mounted at --internal-ca-dir in the chart) and the gateway's files come from a test CA.
   const ca = await createCertificateAuthority();
+  const caDir = await mkdtemp(join(dir, 'internal-ca-'));
+  await writeFile(join(caDir, 'ca.crt'), ca.certPem);
+  await writeFile(join(caDir, 'ca.key'), ca.keyPem);
+  const managerArgs = containerArgs('kruntimes-controller-manager').map((arg) => (arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg));
+  await start('kruntimes-controller-manager', [...managerArgs, `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`, `--namespace=${namespace.name}`]);
+
   const serving = await issueWorkloadCertificate(ca, { namespace: namespace.name, runtime: 'gateway' });
   const files: Record<string, string> = {
     '/var/run/kruntimes/gateway-tls/tls.crt': serving.certPem,
@@ -131,7 +143,7 @@ async function logOf(service: Service): Promise<string> {
   return readFile(join(dir, `${service}.log`), 'utf8').catch(() => '');
 }
 
-it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery'] as const)('%s leads with exactly the chart RBAC (its Lease in the release namespace)', async (service) => {
+it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controller-manager'] as const)('%s leads with exactly the chart RBAC (its Lease in the release namespace)', async (service) => {
   const leases = admin.makeApiClient(CoordinationV1Api);
   const holder = await waitFor(
     `Lease ${service} held`,
@@ -153,6 +165,22 @@ it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery'] as const)('%s leads 
   expect((await logOf(service)).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
 });
 
+it("the controller-manager makes a Runtime's TLS Secret and Deployment with the chart RBAC", async () => {
+  await objects.create({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name: 'rt', namespace: namespace.name }, spec: { language: 'python' } });
+  const exists = async (kind: string, apiVersion: string, name: string): Promise<boolean | undefined> => {
+    try {
+      await objects.read({ apiVersion, kind, metadata: { name, namespace: namespace.name } });
+      return true;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw error;
+    }
+  };
+  await waitFor('Secret rt-runtimed-tls', () => exists('Secret', 'v1', 'rt-runtimed-tls'), WAIT);
+  await waitFor('Deployment rt', () => exists('Deployment', 'apps/v1', 'rt'), WAIT);
+  expect((await logOf('kruntimes-controller-manager')).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
+});
+
 it('every exported metric family of the scheduler, stale-recovery and the gateway is on its running /metrics', async () => {
   // One request through the gateway (no token: 401) gives its request counters a data point.
   const status = await new Promise<number>((resolve, reject) => {
@@ -168,7 +196,7 @@ it('every exported metric family of the scheduler, stale-recovery and the gatewa
   });
   expect(status).toBe(401);
   const listed = readExportedMetrics(REPO_ROOT);
-  for (const service of SERVICES) {
+  for (const service of SERVICES.filter((s) => s !== 'kruntimes-controller-manager')) {
     const url = metricsUrl.get(service) ?? '';
     const text = await waitFor(`${service} /metrics`, () => scrape(url), WAIT).catch(async (error: unknown) => {
       throw new Error(`${String(error)}\n${await logOf(service)}`);
