@@ -4,7 +4,8 @@ import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiException, CoordinationV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { ApiException, AuthorizationV1Api, CoordinationV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { Cluster, LOOPBACK, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority, issueWorkloadCertificate } from '@kruntimes/workload-pki';
@@ -79,7 +80,9 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'chart-run-'));
   rendered = await renderChart(helm, namespace.name, [`runtimes.namespaces={${namespace.name}}`]);
   // The services' own RBAC, for real (cluster-scoped objects are removed in afterAll).
-  for (const object of rendered.filter((o) => SERVICES.includes(o.metadata.name as Service) && ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind))) {
+  const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
+  const names: readonly string[] = [...SERVICES, 'kruntimes-runtimed'];
+  for (const object of rendered.filter((o) => names.includes(o.metadata.name) && rbacKinds.includes(o.kind))) {
     await objects.patch(object, undefined, undefined, 'chart-checks', true, PatchStrategy.ServerSideApply);
     applied.push(object);
   }
@@ -179,6 +182,30 @@ it("the controller-manager makes a Runtime's TLS Secret and Deployment with the 
   await waitFor('Secret rt-runtimed-tls', () => exists('Secret', 'v1', 'rt-runtimed-tls'), WAIT);
   await waitFor('Deployment rt', () => exists('Deployment', 'apps/v1', 'rt'), WAIT);
   expect((await logOf('kruntimes-controller-manager')).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
+});
+
+async function allowed(serviceAccount: string, attributes: { verb: string; group: string; resource: string; namespace?: string }): Promise<boolean> {
+  const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+    body: { spec: { user: `system:serviceaccount:${namespace.name}:${serviceAccount}`, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace.name}`], resourceAttributes: attributes } },
+  });
+  return review.status?.allowed ?? false;
+}
+
+it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace and nothing elsewhere; the gateway has nothing", async () => {
+  for (const rule of RUNTIMED_ROLE_RULES) {
+    for (const resource of rule.resources) {
+      for (const verb of rule.verbs) {
+        const [name, subresource] = resource.split('/');
+        const attributes = { verb, group: rule.apiGroups[0] ?? '', resource: name ?? '', ...(subresource === undefined ? {} : { subresource }) };
+        expect({ resource, verb, here: await allowed('kruntimes-runtimed', { ...attributes, namespace: namespace.name }) }).toEqual({ resource, verb, here: true });
+        expect({ resource, verb, elsewhere: await allowed('kruntimes-runtimed', { ...attributes, namespace: 'default' }) }).toEqual({ resource, verb, elsewhere: false });
+      }
+    }
+  }
+  expect(await allowed('kruntimes-runtimed', { verb: 'get', group: '', resource: 'secrets', namespace: namespace.name })).toBe(false);
+  for (const resource of ['secrets', 'pods', 'services', 'runs']) {
+    expect({ resource, gateway: await allowed('runtime-gateway', { verb: 'list', group: resource === 'runs' ? 'kruntimes.io' : '', resource }) }).toEqual({ resource, gateway: false });
+  }
 });
 
 it('every exported metric family of the scheduler, stale-recovery and the gateway is on its running /metrics', async () => {
