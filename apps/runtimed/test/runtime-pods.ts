@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, DEFAULTS, RUNTIMED_TLS_MOUNT_PATH, RUN_PLURAL, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
 import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
@@ -12,6 +12,8 @@ import { transition } from '@kruntimes/run-state';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
+import { createCertificateAuthority, issueWorkloadCertificate } from '@kruntimes/workload-pki';
+import type { CertificateAuthority } from '@kruntimes/workload-pki';
 
 export const WAIT = { timeoutMs: 60_000, intervalMs: 100 };
 export const RUNTIME_SERVER_PORT = 7450;
@@ -36,15 +38,18 @@ export class RuntimeEnvironment {
   readonly objects: CustomObjectsApi;
   readonly namespace: TestNamespace;
   readonly node: LocalNode;
+  /** The internal CA of this environment (what the controller-manager holds in a cluster); `caPem` is what the gateway trusts. */
+  readonly tls: { ca: CertificateAuthority; caPem: string };
   readonly #stateDir: string;
 
-  private constructor(cluster: Cluster, namespace: TestNamespace, node: LocalNode, stateDir: string) {
+  private constructor(cluster: Cluster, namespace: TestNamespace, node: LocalNode, stateDir: string, ca: CertificateAuthority) {
     this.cluster = cluster;
     this.admin = cluster.kubeConfig();
     this.core = this.admin.makeApiClient(CoreV1Api);
     this.objects = this.admin.makeApiClient(CustomObjectsApi);
     this.namespace = namespace;
     this.node = node;
+    this.tls = { ca, caPem: ca.certPem };
     this.#stateDir = stateDir;
   }
 
@@ -69,7 +74,7 @@ export class RuntimeEnvironment {
       { deleteNodeOnStop: true },
     );
     await localNode.start();
-    return new RuntimeEnvironment(cluster, namespace, localNode, stateDir);
+    return new RuntimeEnvironment(cluster, namespace, localNode, stateDir, await createCertificateAuthority());
   }
 
   get name(): string {
@@ -86,12 +91,15 @@ export class RuntimeEnvironment {
   async createRuntimePod(podName: string, language: RuntimeLanguage, runtime = 'rt', extraEnv: Record<string, string> = {}): Promise<V1Pod> {
     const fieldEnv = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const workspaces = { name: 'workspaces', mountPath: '/var/lib/kruntimes/workspaces' };
+    // The workload certificate, as the Runtime's Pod template mounts it (KRT_TLS_DIR's default).
+    const tls = { name: 'runtimed-tls', mountPath: RUNTIMED_TLS_MOUNT_PATH, readOnly: true };
+    await this.ensureTlsSecret(runtime);
     await this.core.createNamespacedPod({
       namespace: this.name,
       body: {
         metadata: { name: podName, labels: { 'kruntimes.io/runtime': runtime } },
         spec: {
-          volumes: [{ name: 'workspaces', emptyDir: {} }],
+          volumes: [{ name: 'workspaces', emptyDir: {} }, { name: 'runtimed-tls', secret: { secretName: runtimedTlsSecretName(runtime) } }],
           terminationGracePeriodSeconds: 5,
           containers: [
             {
@@ -110,9 +118,13 @@ export class RuntimeEnvironment {
                 { name: 'KRT_CANCEL_GRACE_SECONDS', value: '2' },
                 ...Object.entries(extraEnv).map(([name, value]) => ({ name, value })),
               ],
-              ports: [{ name: 'grpc', containerPort: 7443 }],
-              readinessProbe: { grpc: { port: 7443 }, periodSeconds: 1, failureThreshold: 1 },
-              volumeMounts: [workspaces],
+              ports: [
+                { name: 'grpc', containerPort: DEFAULTS.runtimedGrpcPort },
+                { name: 'peer', containerPort: DEFAULTS.runtimedPeerPort },
+                { name: 'health', containerPort: DEFAULTS.runtimedHealthPort },
+              ],
+              readinessProbe: { grpc: { port: DEFAULTS.runtimedHealthPort }, periodSeconds: 1, failureThreshold: 1 },
+              volumeMounts: [workspaces, tls],
             },
             {
               name: 'runtime-server',
@@ -133,6 +145,24 @@ export class RuntimeEnvironment {
       },
       WAIT,
     );
+  }
+
+  /** The `<runtime>-runtimed-tls` Secret as the controller-manager keeps it (created once per Runtime). */
+  async ensureTlsSecret(runtime: string): Promise<void> {
+    const leaf = await issueWorkloadCertificate(this.tls.ca, { namespace: this.name, runtime });
+    const base64 = (pem: string) => Buffer.from(pem, 'utf8').toString('base64');
+    try {
+      await this.core.createNamespacedSecret({
+        namespace: this.name,
+        body: {
+          metadata: { name: runtimedTlsSecretName(runtime), labels: { 'kruntimes.io/runtime': runtime } },
+          type: 'kubernetes.io/tls',
+          data: { 'ca.crt': base64(this.tls.caPem), 'tls.crt': base64(leaf.certPem), 'tls.key': base64(leaf.keyPem) },
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof ApiException && error.code === 409)) throw error;
+    }
   }
 
   async createRun(name: string, spec: RunSpec): Promise<Run> {

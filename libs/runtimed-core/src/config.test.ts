@@ -17,6 +17,9 @@ test('identity from the downward API and defaults for everything else', () => {
     language: 'python',
     runtimeServerAddress: '127.0.0.1:7450',
     grpcPort: 7443,
+    peerPort: 7444,
+    healthPort: 7445,
+    tlsDir: '/var/run/kruntimes/tls',
     metricsPort: 9464,
     workspaceDir: DEFAULT_WORKSPACE_DIR,
     gatewayHost: DEFAULT_GATEWAY_HOST,
@@ -34,10 +37,25 @@ test.each([
   ['bad language', { ...IDENTITY, RUNTIME_LANGUAGE: 'ruby' }, /RUNTIME_LANGUAGE="ruby" is not one of python, bash/],
   ['bad UID', { ...IDENTITY, POD_UID: 'x' }, /POD_UID="x" is not a Pod UID/],
   ['bad port', { ...IDENTITY, KRT_GRPC_PORT: '70000' }, /KRT_GRPC_PORT="70000" is not an integer/],
+  ['bad peer port', { ...IDENTITY, KRT_PEER_PORT: '0' }, /KRT_PEER_PORT="0" is not an integer in \[1, 65535\]/],
+  ['bad health port', { ...IDENTITY, KRT_HEALTH_PORT: 'x' }, /KRT_HEALTH_PORT="x" is not an integer/],
+  ['two servers on one port', { ...IDENTITY, KRT_HEALTH_PORT: '7443' }, /KRT_HEALTH_PORT and KRT_GRPC_PORT are both 7443/],
+  ['metrics on the peer port', { ...IDENTITY, KRT_METRICS_PORT: '7444' }, /KRT_METRICS_PORT and KRT_PEER_PORT are both 7444/],
+  ['relative TLS dir', { ...IDENTITY, KRT_TLS_DIR: 'tls' }, /KRT_TLS_DIR="tls" is not an absolute path/],
   ['relative workspace', { ...IDENTITY, KRT_WORKSPACE_DIR: 'ws' }, /not an absolute path/],
   ['renew not shorter than lease', { ...IDENTITY, KRT_LEASE_DURATION_SECONDS: '10', KRT_LEASE_RENEW_SECONDS: '10' }, /must be shorter/],
 ] as const)('refuses %s, naming every problem', (_name, env, message) => {
   expect(() => loadConfig(env)).toThrow(message);
+});
+
+test('ports and the TLS directory from the environment', () => {
+  expect(loadConfig({ ...IDENTITY, KRT_GRPC_PORT: '8443', KRT_PEER_PORT: '8444', KRT_HEALTH_PORT: '8445', KRT_TLS_DIR: '/etc/tls', KRT_METRICS_PORT: '0' })).toMatchObject({
+    grpcPort: 8443,
+    peerPort: 8444,
+    healthPort: 8445,
+    tlsDir: '/etc/tls',
+    metricsPort: 0,
+  });
 });
 
 test('function endpoint: the canonical gateway path with the Run UID; caBundle only when configured', () => {

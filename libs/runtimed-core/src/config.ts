@@ -1,4 +1,4 @@
-import { DEFAULTS, RUNTIME_LANGUAGES, isDns1123Label, isDns1123Subdomain, isUid } from '@kruntimes/api';
+import { DEFAULTS, RUNTIMED_TLS_MOUNT_PATH, RUNTIME_LANGUAGES, isDns1123Label, isDns1123Subdomain, isUid } from '@kruntimes/api';
 import type { RuntimeLanguage } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 
@@ -13,7 +13,10 @@ import { KruntimesError } from '@kruntimes/errors';
  * | `RUNTIME_NAME` | the Runtime this Pod belongs to | required |
  * | `RUNTIME_LANGUAGE` | `python` or `bash` (the Runtime's `spec.language`) | required |
  * | `KRT_RUNTIME_SERVER` | the local Runtime Server (`host:port` on loopback, or `unix:/path`) | `127.0.0.1:7450` |
- * | `KRT_GRPC_PORT` | runtimed's gRPC port (health now, FunctionRuntime later) on the Pod IP | `7443` |
+ * | `KRT_GRPC_PORT` | FunctionRuntime over TLS (server auth only; callers: runtime-gateway) on the Pod IP | `7443` |
+ * | `KRT_PEER_PORT` | FunctionRuntime over mTLS for peer hops between this Runtime's runtimeds | `7444` |
+ * | `KRT_HEALTH_PORT` | plaintext gRPC health only (the readinessProbe); refuses calls carrying a token | `7445` |
+ * | `KRT_TLS_DIR` | the workload certificate (`ca.crt`, `tls.crt`, `tls.key`; a container path, re-read when the files change) | `/var/run/kruntimes/tls` |
  * | `KRT_METRICS_PORT` | Prometheus `/metrics` on the Pod IP; `0` turns it off | `9464` |
  * | `KRT_WORKSPACE_DIR` | an emptyDir mounted at the same path in runtimed and the Runtime Server | `/var/lib/kruntimes/workspaces` |
  * | `KRT_GATEWAY_HOST` | host (and optional port) of the runtime-gateway in endpoint URLs | `runtime-gateway.kruntimes-system.svc` |
@@ -29,6 +32,10 @@ export interface RuntimedConfig {
   language: RuntimeLanguage;
   runtimeServerAddress: string;
   grpcPort: number;
+  peerPort: number;
+  healthPort: number;
+  /** The workload certificate directory as the container sees it (a container path). */
+  tlsDir: string;
   metricsPort: number;
   /** The workspace directory as both containers see it (a container path). */
   workspaceDir: string;
@@ -93,6 +100,18 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
   const leaseDurationSeconds = integer('KRT_LEASE_DURATION_SECONDS', DEFAULTS.leaseDurationSeconds, 2, 3600);
   const leaseRenewSeconds = integer('KRT_LEASE_RENEW_SECONDS', DEFAULTS.leaseRenewSeconds, 1, 3600);
   if (leaseRenewSeconds >= leaseDurationSeconds) problems.push('KRT_LEASE_RENEW_SECONDS must be shorter than KRT_LEASE_DURATION_SECONDS');
+  const tlsDir = optional('KRT_TLS_DIR') ?? RUNTIMED_TLS_MOUNT_PATH;
+  if (!tlsDir.startsWith('/')) problems.push(`KRT_TLS_DIR=${JSON.stringify(tlsDir)} is not an absolute path`);
+  const grpcPort = integer('KRT_GRPC_PORT', DEFAULTS.runtimedGrpcPort, 1, 65_535);
+  const peerPort = integer('KRT_PEER_PORT', DEFAULTS.runtimedPeerPort, 1, 65_535);
+  const healthPort = integer('KRT_HEALTH_PORT', DEFAULTS.runtimedHealthPort, 1, 65_535);
+  const metricsPort = integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535);
+  // All of them listen on the Pod IP: two on one port would fail at bind time, less clearly.
+  const ports = [['KRT_GRPC_PORT', grpcPort], ['KRT_PEER_PORT', peerPort], ['KRT_HEALTH_PORT', healthPort], ['KRT_METRICS_PORT', metricsPort]] as const;
+  for (const [index, [name, port]] of ports.entries()) {
+    const clash = ports.slice(0, index).find(([, other]) => other === port && port !== 0);
+    if (clash !== undefined) problems.push(`${name} and ${clash[0]} are both ${port}`);
+  }
   const gatewayHost = optional('KRT_GATEWAY_HOST') ?? DEFAULT_GATEWAY_HOST;
   if (!/^[a-z0-9.-]+(?::\d{1,5})?$/.test(gatewayHost)) problems.push(`KRT_GATEWAY_HOST=${JSON.stringify(gatewayHost)} is not host or host:port`);
 
@@ -101,8 +120,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     runtime,
     language: language as RuntimeLanguage,
     runtimeServerAddress: optional('KRT_RUNTIME_SERVER') ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
-    grpcPort: integer('KRT_GRPC_PORT', DEFAULTS.runtimedGrpcPort, 1, 65_535),
-    metricsPort: integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535),
+    grpcPort,
+    peerPort,
+    healthPort,
+    tlsDir,
+    metricsPort,
     workspaceDir,
     gatewayHost,
     gatewayCaFile: optional('KRT_GATEWAY_CA_FILE'),

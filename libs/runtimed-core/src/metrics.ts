@@ -1,6 +1,16 @@
+import { NO_AUTHZ_METRICS } from '@kruntimes/authz';
+import type { AuthzMetrics } from '@kruntimes/authz';
+
 /** Outcomes of one RegisterFunction by runtimed. */
 export type RegistrationOutcome = 'registered' | 'reused' | 'failed' | 'indeterminate';
 export type TaskOutcome = 'succeeded' | 'failed' | 'timeout' | 'cancelled' | 'released';
+
+/** One FunctionRuntime call as it ended: on which port, where it went, with which code ('OK' on success). */
+export interface InvocationOutcome {
+  port: 'grpc' | 'peer';
+  route: 'local' | 'forwarded' | 'refused';
+  code: string;
+}
 
 /**
  * What runtimed counts (issue 6): registrations by outcome, active functions, task
@@ -12,6 +22,9 @@ export interface RuntimedMetrics {
   taskFinished(outcome: TaskOutcome, durationSeconds: number): void;
   statusConflict(): void;
   leaseRenewal(ok: boolean): void;
+  invocation(outcome: InvocationOutcome): void;
+  /** Hooks of the dataplane's AccessReviewer (exported under AUTHZ_METRIC_NAMES). */
+  authz: AuthzMetrics;
   /** Called at collection time for the number of functions registered by this Pod. */
   observeActiveFunctions(count: () => number): void;
 }
@@ -21,5 +34,7 @@ export const NO_METRICS: RuntimedMetrics = {
   taskFinished: () => undefined,
   statusConflict: () => undefined,
   leaseRenewal: () => undefined,
+  invocation: () => undefined,
+  authz: NO_AUTHZ_METRICS,
   observeActiveFunctions: () => undefined,
 };

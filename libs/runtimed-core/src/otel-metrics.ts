@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { RuntimedMetrics } from './metrics.ts';
@@ -18,10 +20,24 @@ export interface PrometheusMetrics {
  * | `kruntimes_runtimed_task_duration_seconds` | histogram | `outcome`: succeeded, failed, timeout, cancelled, released |
  * | `kruntimes_runtimed_status_write_conflicts_total` | counter | |
  * | `kruntimes_runtimed_lease_renewals_total` | counter | `result`: ok, error |
+ * | `kruntimes_runtimed_invocations_total` | counter | `port`: grpc, peer; `route`: local, forwarded, refused; `code`: OK or the error code |
+ * | `kruntimes_authz_cache_requests_total` | counter | `result`: hit, miss |
+ * | `kruntimes_authz_reviews_total` | counter | `outcome`: allowed, denied, unauthenticated, error |
+ *
+ * The HTTP server answers only `GET /metrics` and refuses any request that carries an
+ * `Authorization` header (400): nothing here needs a credential, and one sent by mistake
+ * must not travel further or end up in a log.
  */
 export async function startPrometheusMetrics(host: string, port: number): Promise<PrometheusMetrics> {
-  const exporter = new PrometheusExporter({ host, port, endpoint: '/metrics', preventServerStart: true, withoutScopeInfo: true });
-  await exporter.startServer();
+  const exporter = new PrometheusExporter({ endpoint: '/metrics', preventServerStart: true, withoutScopeInfo: true });
+  const server = createServer((request, response) => { serveMetrics(exporter, request, response); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const provider = new MeterProvider({ readers: [exporter] });
   const meter = provider.getMeter('kruntimes.runtimed');
   const registrations = meter.createCounter('kruntimes.runtimed.registrations', { description: 'RegisterFunction calls by runtimed, by outcome' });
@@ -35,6 +51,9 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   // Exported from the start (at 0), so that a rate() over it never starts from absence.
   conflicts.add(0);
   const leaseRenewals = meter.createCounter('kruntimes.runtimed.lease_renewals', { description: 'Pod Lease renewals, by result' });
+  const invocations = meter.createCounter('kruntimes.runtimed.invocations', { description: 'FunctionRuntime calls by port, route and outcome code' });
+  const authzCache = meter.createCounter('kruntimes.authz.cache_requests', { description: 'Authorization decisions asked of the cache, by result' });
+  const authzReviews = meter.createCounter('kruntimes.authz.reviews', { description: 'SelfSubjectAccessReviews sent, by outcome' });
   const activeFunctions = meter.createObservableGauge('kruntimes.runtimed.active_functions', { description: 'Functions registered by this runtimed' });
   return {
     metrics: {
@@ -42,13 +61,38 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
       taskFinished: (outcome, seconds) => { taskDuration.record(seconds, { outcome }); },
       statusConflict: () => { conflicts.add(1); },
       leaseRenewal: (ok) => { leaseRenewals.add(1, { result: ok ? 'ok' : 'error' }); },
+      invocation: (outcome) => { invocations.add(1, { port: outcome.port, route: outcome.route, code: outcome.code }); },
+      authz: {
+        cacheRequest: (result) => { authzCache.add(1, { result }); },
+        review: (outcome) => { authzReviews.add(1, { outcome }); },
+      },
       observeActiveFunctions: (count) => {
         activeFunctions.addCallback((result) => { result.observe(count()); });
       },
     },
     shutdown: async () => {
       await provider.shutdown();
-      await exporter.stopServer();
+      await closeServer(server);
     },
   };
+}
+
+function serveMetrics(exporter: PrometheusExporter, request: IncomingMessage, response: ServerResponse): void {
+  if (request.headers.authorization !== undefined) {
+    response.writeHead(400, { 'content-type': 'text/plain' }).end('metrics take no Authorization header\n');
+    return;
+  }
+  const path = (request.url ?? '').split('?')[0];
+  if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
+    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    return;
+  }
+  exporter.getMetricsRequestHandler(request, response);
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.close((error) => { if (error === undefined) resolve(); else reject(error); });
+    server.closeAllConnections();
+  });
 }

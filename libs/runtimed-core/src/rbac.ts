@@ -9,7 +9,8 @@ export interface PolicyRule {
 /**
  * What runtimed's ServiceAccount needs in its Runtime's namespace (a Role, not a
  * ClusterRole): read Runs and write their status and the cleanup finalizer, read the
- * ConfigMaps that hold Run sources, watch its Runtime's Pods, keep its Pod Lease.
+ * ConfigMaps that hold Run sources, watch its Runtime's Pods, keep its Pod Lease, and
+ * record the OwnerUnreachable Event on a Run whose owner it could not reach.
  */
 export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
@@ -17,4 +18,5 @@ export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
 ];

@@ -90,6 +90,17 @@ export class RunReconciler {
     options.metrics.observeActiveFunctions(() => [...this.#local.values()].filter((s) => s.registrationId !== undefined).length);
   }
 
+  /**
+   * The registration this process holds for exactly this Run UID and attempt, if any:
+   * the dataplane invokes locally only with it (a read-only view of local state).
+   */
+  registrationFor(uid: string, attempt: number): string | undefined {
+    for (const state of this.#local.values()) {
+      if (state.uid === uid && state.attempt === attempt && state.mode === 'function') return state.registrationId;
+    }
+    return undefined;
+  }
+
   /** Keys of the Runs this process holds local state for. */
   localKeys(): string[] {
     return [...this.#local.keys()];

@@ -40,6 +40,17 @@ export interface ExecuteRequest {
   gracePeriodMs: number;
 }
 
+export interface InvokeRequest {
+  registrationId: string;
+  invocationId: string;
+  payload: Uint8Array;
+  /** The Runtime Server kills the invocation after this long and answers InvocationTimeout. */
+  timeoutMs: number;
+}
+
+/** Past the invocation's own timeout, how long runtimed waits for the Runtime Server to say so. */
+const INVOKE_DEADLINE_MARGIN_MS = 5_000;
+
 /**
  * The local Runtime Server (ARCHITECTURE §8) as runtimed uses it. Addresses are a
  * loopback `host:port` or `unix:/abs/path` (dialled by nice-grpc as `unix:///abs/path`).
@@ -74,6 +85,28 @@ export class RuntimeServerClient {
 
   unregister(registrationId: string): Promise<runtimeServerV1.UnregisterFunctionResponse> {
     return this.#call((options) => this.#client.unregisterFunction({ registrationId }, options));
+  }
+
+  /**
+   * One invocation. Never retried: a transport failure after dispatch is an unknown
+   * outcome. Should the Runtime Server not answer within the timeout plus a margin, the
+   * call is abandoned as InvocationTimeout; aborting `signal` (the caller went away)
+   * cancels the call and rejects with the abort reason.
+   */
+  async invoke(request: InvokeRequest, signal: AbortSignal): Promise<runtimeServerV1.InvokeFunctionResponse> {
+    const deadline = AbortSignal.timeout(request.timeoutMs + INVOKE_DEADLINE_MARGIN_MS);
+    let trailer = Metadata();
+    try {
+      return await this.#client.invokeFunction(
+        { registrationId: request.registrationId, invocationId: request.invocationId, payload: Buffer.from(request.payload.buffer, request.payload.byteOffset, request.payload.byteLength), timeout: durationFromMillis(request.timeoutMs) },
+        { signal: AbortSignal.any([signal, deadline]), onTrailer: (t) => { trailer = t; } },
+      );
+    } catch (error) {
+      if (deadline.aborted && !signal.aborted) {
+        throw new RuntimeServerError('InvocationTimeout', `the Runtime Server did not answer within ${request.timeoutMs} ms`, false, error);
+      }
+      throw toRuntimeServerError(error, trailer);
+    }
   }
 
   cancel(executionId: string, gracePeriodMs: number): Promise<runtimeServerV1.CancelExecutionResponse> {

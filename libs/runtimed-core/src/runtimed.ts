@@ -7,10 +7,15 @@ import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubern
 import { Controller, SharedInformer, objectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
-import { healthV1 } from '@kruntimes/proto';
-import { ServerError, Status, createServer } from 'nice-grpc';
+import { AccessReviewer } from '@kruntimes/authz';
+import { runtimeIdentity } from '@kruntimes/workload-pki';
 import type { Logger } from 'pino';
 import type { RuntimedConfig } from './config.ts';
+import { OwnerUnreachableEvents } from './dataplane/owner-events.ts';
+import { PeerForwarder } from './dataplane/peer-forwarder.ts';
+import { RunsByUid } from './dataplane/runs-by-uid.ts';
+import { startDataplaneServers } from './dataplane/servers.ts';
+import { TlsMaterial } from './dataplane/tls-material.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
@@ -21,7 +26,6 @@ import { Workspaces } from './workspace.ts';
 
 type RunObject = Run & KubernetesObject;
 
-const { HealthCheckResponse_ServingStatus: ServingStatus } = healthV1;
 /** How often the local Runtime Server's health is checked for runtimed's own readiness. */
 const RUNTIME_SERVER_HEALTH_MS = 2_000;
 
@@ -35,8 +39,10 @@ export interface RuntimedOptions {
 }
 
 export interface RunningRuntimed {
-  /** The bound gRPC port (health). */
+  /** The bound ports: FunctionRuntime over TLS, over mTLS for peers, plaintext health. */
   grpcPort: number;
+  peerPort: number;
+  healthPort: number;
   /** The watch-backed cache of this Runtime's Pods (peer addresses, readiness). */
   peers: PeerPods;
   stop(): Promise<void>;
@@ -44,9 +50,11 @@ export interface RunningRuntimed {
 
 /**
  * Starts runtimed: the Pod Lease, the Run informer of its namespace (filtered to its
- * Runtime), the Pod informer of its Runtime, the reconciler, and the gRPC health service on the Pod IP that the
- * readinessProbe checks. SERVING once the Run cache is synced and the local Runtime
- * Server answers; NOT_SERVING while either is not true and from shutdown on.
+ * Runtime), the Pod informer of its Runtime, the reconciler, and on the Pod IP the
+ * dataplane (FunctionRuntime on the TLS and mTLS ports) and the plaintext gRPC health
+ * service that the readinessProbe checks. SERVING once the caches are synced, the local
+ * Runtime Server answers and the workload certificate is loaded; NOT_SERVING otherwise
+ * and from shutdown on.
  */
 export async function startRuntimed(options: RuntimedOptions): Promise<RunningRuntimed> {
   const { config, kubeConfig, logger, metrics } = options;
@@ -112,22 +120,37 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   healthTimer.unref();
   void checkRuntimeServer();
 
-  const servingStatus = (): healthV1.HealthCheckResponse_ServingStatus =>
-    !stopping && informer.hasSynced && peers.hasSynced && runtimeServerServing ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
-  const grpc = createServer();
-  grpc.add(healthV1.HealthDefinition, {
-    // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
-    check: async (request) => {
-      if (request.service !== '') throw new ServerError(Status.NOT_FOUND, `unknown service ${request.service}`);
-      return { status: servingStatus() };
-    },
-    // Watch is answered once; kubelet and grpc_health_probe use Check.
-    watch: async function* (request) {
-      yield { status: request.service === '' ? servingStatus() : ServingStatus.SERVICE_UNKNOWN };
-      await Promise.resolve();
+  // The dataplane (ARCHITECTURE §6-§7): informer caches only on the invoke path.
+  const identity = runtimeIdentity(pod.namespace, config.runtime);
+  const tls = new TlsMaterial({ dir: join(config.containerRoot, config.tlsDir), expectedIdentity: identity, logger });
+  await tls.start();
+  const runsByUid = new RunsByUid(informer, pod.namespace);
+  const forwarder = new PeerForwarder({ tls, identity, targetName: `${config.runtime}.${pod.namespace}.svc`, port: config.peerPort });
+  const ownerEvents = new OwnerUnreachableEvents({ kubeConfig, namespace: pod.namespace, podName: pod.name, logger });
+  const dataplane = await startDataplaneServers({
+    host: pod.ip,
+    grpcPort: config.grpcPort,
+    peerPort: config.peerPort,
+    healthPort: config.healthPort,
+    tls,
+    identity,
+    serving: () => !stopping && informer.hasSynced && peers.hasSynced && runtimeServerServing && tls.loaded,
+    logger,
+    functionRuntime: {
+      self: { namespace: pod.namespace, runtime: config.runtime, podName: pod.name, podUID: pod.uid },
+      synced: () => informer.hasSynced && peers.hasSynced,
+      runByUid: (uid) => runsByUid.get(uid),
+      podByUid: (uid) => peers.byUID(uid),
+      registrationFor: (uid, attempt) => reconciler.registrationFor(uid, attempt),
+      server,
+      authorizer: new AccessReviewer({ kubeConfig, metrics: metrics.authz }),
+      forwarder,
+      ownerUnreachable: (run, message) => { ownerEvents.report(run, message); },
+      metrics,
+      logger,
     },
   });
-  const grpcPort = await grpc.listen(`${pod.ip.includes(':') ? `[${pod.ip}]` : pod.ip}:${config.grpcPort}`);
+  const { grpcPort, peerPort, healthPort } = dataplane;
 
   const lease = new PodLease({
     kubeConfig,
@@ -142,10 +165,12 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   await lease.start();
   controller.start();
   await Promise.all([informer.start(), peers.start()]);
-  logger.info({ pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, runtimeServer: config.runtimeServerAddress }, 'runtimed started');
+  logger.info({ pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, peerPort, healthPort, runtimeServer: config.runtimeServerAddress }, 'runtimed started');
 
   return {
     grpcPort,
+    peerPort,
+    healthPort,
     peers,
     async stop() {
       stopping = true;
@@ -155,7 +180,10 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
       await informer.stop();
       await peers.stop();
       await lease.stop();
-      await grpc.shutdown();
+      await dataplane.stop();
+      forwarder.close();
+      tls.stop();
+      await ownerEvents.flush();
       server.close();
       logger.info('runtimed stopped');
     },

@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChannelCredentials } from '@grpc/grpc-js';
+import type { V1Pod } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { API_GROUP, DEFAULTS, EVENT_REASONS, RUN_PLURAL } from '@kruntimes/api';
+import type { FunctionMode, Run } from '@kruntimes/api';
+import { METADATA_KEYS, durationFromMillis, healthV1, runtimedV1 } from '@kruntimes/proto';
+import { pathExists } from '@kruntimes/host';
+import { failure, waitFor } from '@kruntimes/testing';
+import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
+import { Metadata, createChannel, createClient } from 'nice-grpc';
+import type { Channel, Client } from 'nice-grpc';
+import { RuntimeEnvironment } from './runtime-pods.ts';
+
+const FUNCTIONS = `
+import time
+
+def echo(event, context):
+    context.set_output("invocation", context.invocation_id)
+    return {"echo": event}
+
+def sleep(event, context):
+    if "marker" in event:
+        open(event["marker"], "w").close()
+    time.sleep(event["seconds"])
+    return "slept"
+
+def fail(event, context):
+    raise ValueError("the handler refuses")
+`;
+
+let env: RuntimeEnvironment;
+let owner: V1Pod;
+let other: V1Pod;
+let scratch: string;
+const channels: Channel[] = [];
+
+/** What the gateway does: TLS to a Pod IP, trusting the internal CA, verifying `<runtime>.<namespace>.svc`. */
+function gatewayClient(pod: V1Pod, port: number = DEFAULTS.runtimedGrpcPort): Client<runtimedV1.FunctionRuntimeDefinition> {
+  const channel = createChannel(`${pod.status?.podIP ?? ''}:${port}`, ChannelCredentials.createSsl(Buffer.from(env.tls.caPem)), {
+    'grpc.ssl_target_name_override': `rt.${env.name}.svc`,
+  });
+  channels.push(channel);
+  return createClient(runtimedV1.FunctionRuntimeDefinition, channel);
+}
+
+/** A runtimed peer: mTLS to the peer port with a workload certificate. */
+function peerClient(pod: V1Pod, certificate: { certPem: string; keyPem: string }): Client<runtimedV1.FunctionRuntimeDefinition> {
+  const credentials = ChannelCredentials.createSsl(Buffer.from(env.tls.caPem), Buffer.from(certificate.keyPem), Buffer.from(certificate.certPem));
+  const channel = createChannel(`${pod.status?.podIP ?? ''}:${DEFAULTS.runtimedPeerPort}`, credentials, { 'grpc.ssl_target_name_override': `rt.${env.name}.svc` });
+  channels.push(channel);
+  return createClient(runtimedV1.FunctionRuntimeDefinition, channel);
+}
+
+function plaintextClient(pod: V1Pod, port: number): Client<runtimedV1.FunctionRuntimeDefinition> {
+  const channel = createChannel(`${pod.status?.podIP ?? ''}:${port}`);
+  channels.push(channel);
+  return createClient(runtimedV1.FunctionRuntimeDefinition, channel);
+}
+
+const token = (user: string) => env.cluster.user(user).token;
+const bearer = (user: string) => Metadata({ [METADATA_KEYS.authorization]: `Bearer ${token(user)}` });
+
+function request(run: Run, payload: unknown, invocationId: string = randomUUID(), timeoutMs?: number): runtimedV1.InvokeFunctionRequest {
+  return {
+    namespace: env.name,
+    runtime: 'rt',
+    runUid: run.metadata.uid ?? '',
+    invocationId,
+    payload: Buffer.from(JSON.stringify(payload)),
+    ...(timeoutMs === undefined ? {} : { timeout: durationFromMillis(timeoutMs) }),
+  };
+}
+
+async function readyFunction(name: string, handler: string, fn: Partial<FunctionMode> = {}, pod: V1Pod = owner): Promise<Run> {
+  await env.createRun(name, { runtime: 'rt', source: { inline: FUNCTIONS }, mode: { function: { handler, ...fn } } });
+  await env.bind(name, pod);
+  return env.waitForRun(name, 'Ready', (run) => run.status?.phase === 'Ready');
+}
+
+async function invocationLogs(pod: string, invocationId: string): Promise<Record<string, unknown>[]> {
+  return (await env.logs(pod, 'runtimed')).filter((line) => line.invocationId === invocationId && (line.msg === 'invocation served' || line.msg === 'invocation failed'));
+}
+
+beforeAll(async () => {
+  env = await RuntimeEnvironment.start('runtimed-dataplane');
+  scratch = await mkdtemp(join(tmpdir(), 'runtimed-dataplane-'));
+  [owner, other] = await Promise.all([env.createRuntimePod('python-0', 'python'), env.createRuntimePod('python-1', 'python')]);
+  // bob may get the namespace's Runs; alice may not.
+  const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({ namespace: env.name, body: { metadata: { name: 'run-reader' }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] }] } });
+  await rbac.createNamespacedRoleBinding({
+    namespace: env.name,
+    body: { metadata: { name: 'bob-reads-runs' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-reader' }, subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }] },
+  });
+});
+
+afterAll(async () => {
+  for (const channel of channels) channel.close();
+  await env.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+test('a Ready function is invoked on its owner directly, and through another Pod with exactly one hop', async () => {
+  const run = await readyFunction('echo', 'main:echo');
+
+  const direct = await gatewayClient(owner).invokeFunction(request(run, { n: 1 }, 'direct-1'), { metadata: bearer('bob') });
+  expect(JSON.parse(direct.result.toString('utf8'))).toEqual({ echo: { n: 1 } });
+  expect(direct).toMatchObject({ invocationId: 'direct-1', attempt: 1, outputs: { invocation: 'direct-1' } });
+  expect(await invocationLogs('python-0', 'direct-1')).toEqual([expect.objectContaining({ port: 'grpc', route: 'local', code: 'OK', attempt: 1 })]);
+
+  const proxied = await gatewayClient(other).invokeFunction(request(run, { n: 2 }, 'proxied-1'), { metadata: bearer('bob') });
+  expect(JSON.parse(proxied.result.toString('utf8'))).toEqual({ echo: { n: 2 } });
+  expect(proxied).toMatchObject({ invocationId: 'proxied-1', attempt: 1 });
+  // The receiving Pod forwarded once; the owner served it once, from the peer port.
+  expect(await invocationLogs('python-1', 'proxied-1')).toEqual([expect.objectContaining({ port: 'grpc', route: 'forwarded', owner: 'python-0', code: 'OK' })]);
+  expect(await invocationLogs('python-0', 'proxied-1')).toEqual([expect.objectContaining({ port: 'peer', route: 'local', fromPod: 'python-1', code: 'OK' })]);
+});
+
+test('unknown UID and the UID of a deleted Run whose name was re-created: 404', async () => {
+  const client = gatewayClient(owner);
+  const unknown = await failure((o) => client.invokeFunction({ ...request({ metadata: { uid: randomUUID() } } as Run, null), invocationId: 'unknown-1' }, { ...o, metadata: bearer('bob') }));
+  expect(unknown).toMatchObject({ code: 'RunNotFound', source: 'platform' });
+
+  const first = await readyFunction('reused', 'main:echo');
+  await env.deleteRun('reused');
+  await env.waitForRunGone('reused');
+  const second = await readyFunction('reused', 'main:echo');
+  const stale = await failure((o) => client.invokeFunction(request(first, null), { ...o, metadata: bearer('bob') }));
+  expect(stale).toMatchObject({ code: 'RunNotFound' });
+  const fresh = await client.invokeFunction(request(second, 'again'), { metadata: bearer('bob') });
+  expect(JSON.parse(fresh.result.toString('utf8'))).toEqual({ echo: 'again' });
+});
+
+test('callers: 401 without a token and with a garbage token, 403 without RBAC on the Run; the invocation ID comes back', async () => {
+  const run = await readyFunction('guarded', 'main:echo');
+  const client = gatewayClient(owner);
+  const none = await failure((o) => client.invokeFunction(request(run, null, 'no-token'), o));
+  expect(none).toMatchObject({ code: 'Unauthenticated', source: 'platform' });
+  let trailer = Metadata();
+  const garbage = await failure((o) =>
+    client.invokeFunction(request(run, null, 'garbage-token'), { metadata: Metadata({ authorization: 'Bearer not-a-token' }), onTrailer: (t) => { trailer = t; o.onTrailer(t); } }),
+  );
+  expect(garbage).toMatchObject({ code: 'Unauthenticated' });
+  expect(trailer.get(METADATA_KEYS.invocationId)).toBe('garbage-token');
+  const alice = await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('alice') }));
+  expect(alice).toMatchObject({ code: 'Forbidden' });
+  // Through a hop too: the owner authorizes again, the receiver first.
+  const aliceViaPeer = await failure((o) => gatewayClient(other).invokeFunction(request(run, null), { ...o, metadata: bearer('alice') }));
+  expect(aliceViaPeer).toMatchObject({ code: 'Forbidden' });
+});
+
+test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504; a raising handler: 500 from the function', async () => {
+  const sleeper = await readyFunction('sleeper', 'main:sleep', { invocationTimeoutSeconds: 3 });
+  const client = gatewayClient(owner);
+  const marker = join(scratch, 'slow-1.started');
+  const first = client.invokeFunction(request(sleeper, { seconds: 2, marker }, 'slow-1'), { metadata: bearer('bob') });
+  await waitFor('the first invocation to be in flight', async () => ((await pathExists(marker)) ? true : undefined), { timeoutMs: 10_000, intervalMs: 20 });
+  const second = await failure((o) => gatewayClient(other).invokeFunction(request(sleeper, { seconds: 0 }, 'slow-2'), { ...o, metadata: bearer('bob') }));
+  expect(second).toMatchObject({ code: 'InvocationInFlight', source: 'platform' });
+  expect(JSON.parse((await first).result.toString('utf8'))).toBe('slept');
+
+  const timedOut = await failure((o) => client.invokeFunction(request(sleeper, { seconds: 30 }, 'too-slow'), { ...o, metadata: bearer('bob') }));
+  expect(timedOut).toMatchObject({ code: 'InvocationTimeout', source: 'platform' });
+
+  const failing = await readyFunction('failing', 'main:fail');
+  const failed = await failure((o) => client.invokeFunction(request(failing, null), { ...o, metadata: bearer('bob') }));
+  expect(failed).toMatchObject({ code: 'FunctionFailed', source: 'function' });
+  expect(failed.message).toContain('the handler refuses');
+});
+
+test('a Run that is not Ready yet: 503 RunNotReady', async () => {
+  const pending = await env.createRun('not-yet', { runtime: 'rt', source: { inline: FUNCTIONS }, mode: { function: { handler: 'main:echo' } } });
+  const refused = await failure((o) => gatewayClient(owner).invokeFunction(request(pending, null), { ...o, metadata: bearer('bob') }));
+  expect(refused).toMatchObject({ code: 'RunNotReady' });
+});
+
+test('the owner Pod stops answering: 503 OwnerUnavailable from its peer and an OwnerUnreachable Event on the Run', async () => {
+  const run = await readyFunction('stranded', 'main:echo', {}, other);
+  env.node.freezePod(env.name, 'python-1');
+  try {
+    await waitFor('python-1 not Ready', async () => {
+      const pod = await env.core.readNamespacedPod({ namespace: env.name, name: 'python-1' });
+      return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') === true ? true : undefined;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    const client = gatewayClient(owner);
+    const refused = await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
+    expect(refused).toMatchObject({ code: 'OwnerUnavailable' });
+    const events = await waitFor('the OwnerUnreachable Event', async () => {
+      const list = await env.core.listNamespacedEvent({ namespace: env.name, fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}` });
+      const found = list.items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable);
+      return found.length > 0 ? found : undefined;
+    }, { timeoutMs: 10_000, intervalMs: 100 });
+    expect(events[0]).toMatchObject({ type: 'Warning', source: { component: 'runtimed' }, involvedObject: { kind: 'Run', name: 'stranded' } });
+    // A second refusal within 30 s records no second Event.
+    await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
+    const again = await env.core.listNamespacedEvent({ namespace: env.name, fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}` });
+    expect(again.items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable)).toHaveLength(1);
+  } finally {
+    env.node.thawPod(env.name, 'python-1');
+  }
+});
+
+test('the owner Pod is lost and its processes killed: 503 OwnerUnavailable from a peer, never a second owner', async () => {
+  const doomed = await env.createRuntimePod('python-2', 'python');
+  const run = await readyFunction('orphaned', 'main:echo', {}, doomed);
+  const client = gatewayClient(owner);
+  expect((await client.invokeFunction(request(run, 'alive'), { metadata: bearer('bob') })).attempt).toBe(1);
+  // The Pod object goes at once; its processes linger like a lost node's, then are killed.
+  const uid = await env.node.forceDeletePod(env.name, 'python-2');
+  await env.node.killZombie(uid);
+  const refused = await failure((o) => client.invokeFunction(request(run, null, 'after-loss'), { ...o, metadata: bearer('bob') }));
+  expect(refused).toMatchObject({ code: 'OwnerUnavailable', source: 'platform' });
+  expect(await invocationLogs('python-0', 'after-loss')).toEqual([expect.objectContaining({ route: 'refused', code: 'OwnerUnavailable' })]);
+});
+
+test('peer port: a wrong expected attempt is EpochMismatch; another Runtime\'s certificate is refused; a hop on the gateway port is refused', async () => {
+  const run = await readyFunction('fenced', 'main:echo');
+  const ours = await issueWorkloadCertificate(env.tls.ca, { namespace: env.name, runtime: 'rt' });
+  const theirs = await issueWorkloadCertificate(env.tls.ca, { namespace: env.name, runtime: 'other' });
+  const hop = (expectedAttempt: number) => ({ ...request(run, null), peerHop: { expectedAttempt, expectedPodUid: owner.metadata?.uid ?? '', fromPod: 'test' } });
+
+  const served = await peerClient(owner, ours).invokeFunction(hop(1), { metadata: bearer('bob') });
+  expect(served.attempt).toBe(1);
+  const mismatch = await failure((o) => peerClient(owner, ours).invokeFunction(hop(2), { ...o, metadata: bearer('bob') }));
+  expect(mismatch).toMatchObject({ code: 'EpochMismatch' });
+  const foreign = await failure((o) => peerClient(owner, theirs).invokeFunction(hop(1), { ...o, metadata: bearer('bob') }));
+  expect(foreign).toMatchObject({ code: 'Forbidden' });
+  const hopOnGatewayPort = await failure((o) => gatewayClient(owner).invokeFunction(hop(1), { ...o, metadata: bearer('bob') }));
+  expect(hopOnGatewayPort).toMatchObject({ code: 'InvalidRequest' });
+  const directOnPeerPort = await failure((o) => peerClient(owner, ours).invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
+  expect(directOnPeerPort).toMatchObject({ code: 'InvalidRequest' });
+});
+
+test('no plaintext: the gRPC and peer ports refuse it; the health port is plaintext and refuses credentials; metrics refuse an Authorization header', async () => {
+  const run = await readyFunction('plain', 'main:echo');
+  for (const port of [DEFAULTS.runtimedGrpcPort, DEFAULTS.runtimedPeerPort]) {
+    const refused = await failure((o) => plaintextClient(owner, port).invokeFunction(request(run, null), { ...o, metadata: bearer('bob'), signal: AbortSignal.timeout(10_000) }));
+    expect(refused.code).toBeUndefined();
+  }
+  const healthChannel = createChannel(`${owner.status?.podIP ?? ''}:${DEFAULTS.runtimedHealthPort}`);
+  channels.push(healthChannel);
+  const health = createClient(healthV1.HealthDefinition, healthChannel);
+  expect(await health.check({ service: '' })).toEqual({ status: healthV1.HealthCheckResponse_ServingStatus.SERVING });
+  const withToken = await failure((o) => health.check({ service: '' }, { ...o, metadata: bearer('bob') }));
+  expect(withToken).toMatchObject({ code: 'InvalidRequest' });
+
+  // Two hops from bob to the owner: the second is answered from the owner's authz cache.
+  for (const id of ['metrics-1', 'metrics-2']) await gatewayClient(other).invokeFunction(request(run, null, id), { metadata: bearer('bob') });
+  const metrics = `http://${owner.status?.podIP ?? ''}:9464/metrics`;
+  expect((await fetch(metrics, { headers: { authorization: `Bearer ${token('bob')}` } })).status).toBe(400);
+  const text = await (await fetch(metrics)).text();
+  expect(text).toMatch(/kruntimes_authz_reviews_total\{outcome="allowed"\} [1-9]/);
+  expect(text).toMatch(/kruntimes_authz_cache_requests_total\{result="hit"\} [1-9]/);
+  expect(text).toMatch(/kruntimes_runtimed_invocations_total\{port="peer",route="local",code="OK"\} [1-9]/);
+});

@@ -1,0 +1,89 @@
+import { API_GROUP_VERSION, EVENT_REASONS, RUN_KIND } from '@kruntimes/api';
+import { CoreV1Api } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+
+export interface OwnerEventsOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  /** This runtimed's Pod name (reportingInstance). */
+  podName: string;
+  logger: Logger;
+  /** At most one Event per Run per this long. */
+  intervalMs?: number;
+  now?: () => number;
+}
+
+export interface RunRef {
+  name: string;
+  uid: string;
+}
+
+const DEFAULT_INTERVAL_MS = 30_000;
+/** Runs remembered for rate limiting before expired entries are pruned. */
+const PRUNE_AT = 1_024;
+
+/**
+ * The `OwnerUnreachable` Warning Event on a Run whose owner this runtimed found stale or
+ * unreachable (a contract with stale-recovery, which re-checks the Run at once). Written
+ * off the request path (the invocation has already been answered 503) and at most once
+ * per Run per 30 s, so a burst of invocations is one Event and one API write.
+ */
+export class OwnerUnreachableEvents {
+  readonly #o: OwnerEventsOptions;
+  readonly #core: CoreV1Api;
+  readonly #now: () => number;
+  readonly #last = new Map<string, number>();
+  readonly #pending = new Set<Promise<void>>();
+
+  constructor(options: OwnerEventsOptions) {
+    this.#o = options;
+    this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Records the Event unless one for this Run was recorded within the interval. Never throws. */
+  report(run: RunRef, message: string): void {
+    const now = this.#now();
+    const interval = this.#o.intervalMs ?? DEFAULT_INTERVAL_MS;
+    const last = this.#last.get(run.uid);
+    if (last !== undefined && now - last < interval) return;
+    this.#last.set(run.uid, now);
+    if (this.#last.size > PRUNE_AT) {
+      for (const [uid, at] of this.#last) if (now - at >= interval) this.#last.delete(uid);
+    }
+    const write = this.#write(run, message, new Date(now)).finally(() => this.#pending.delete(write));
+    this.#pending.add(write);
+  }
+
+  /** Waits for the Events being written (shutdown). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.#pending]);
+  }
+
+  async #write(run: RunRef, message: string, at: Date): Promise<void> {
+    const { namespace, podName } = this.#o;
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { generateName: `${run.name}.`, namespace },
+          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name: run.name, namespace, uid: run.uid },
+          reason: EVENT_REASONS.ownerUnreachable,
+          message,
+          type: 'Warning',
+          source: { component: 'runtimed' },
+          reportingComponent: 'runtimed',
+          reportingInstance: podName,
+          firstTimestamp: at,
+          lastTimestamp: at,
+          count: 1,
+        },
+      });
+      this.#o.logger.info({ runUID: run.uid, reason: EVENT_REASONS.ownerUnreachable }, 'recorded an OwnerUnreachable Event');
+    } catch (error) {
+      // Evidence only: stale-recovery finds a lost owner by itself, later.
+      this.#o.logger.warn({ runUID: run.uid, err: error }, 'could not record the OwnerUnreachable Event');
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import { BOUNDS, DEFAULTS, isUid, isValidInvocationId } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+
+/** The port a FunctionRuntime call arrived on: the gateway's (TLS) or the peers' (mTLS). */
+export type DataplanePort = 'grpc' | 'peer';
+
+export interface PeerHopView {
+  expectedAttempt: number;
+  expectedPodUid: string;
+  fromPod: string;
+}
+
+/** An InvokeFunctionRequest as the dataplane reads it (proto-independent). */
+export interface IncomingInvocation {
+  namespace: string;
+  runtime: string;
+  runUid: string;
+  invocationId: string;
+  payload: Uint8Array;
+  /** The caller's bound; undefined when unset. */
+  timeoutMs: number | undefined;
+  peerHop: PeerHopView | undefined;
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The first step of every call (ARCHITECTURE §6), before any credential is looked at:
+ * the request must be for this runtimed's namespace and Runtime, well formed and within
+ * the bounds, and a peer hop may arrive only on the peer port (and nothing else there).
+ * Throws the KruntimesError to answer.
+ */
+export function validateInvocation(request: IncomingInvocation, self: { namespace: string; runtime: string }, port: DataplanePort): void {
+  if (port === 'grpc' && request.peerHop !== undefined) throw new KruntimesError('InvalidRequest', 'a peer hop is accepted only on the peer port');
+  if (port === 'peer' && request.peerHop === undefined) throw new KruntimesError('InvalidRequest', 'the peer port serves only peer hops');
+  if (request.namespace !== self.namespace || request.runtime !== self.runtime) {
+    throw new KruntimesError('InvalidRequest', `this runtimed serves Runtime ${self.namespace}/${self.runtime}, not ${request.namespace}/${request.runtime}`);
+  }
+  if (!isUid(request.runUid)) throw new KruntimesError('InvalidRequest', 'run_uid is not a Kubernetes UID');
+  if (!isValidInvocationId(request.invocationId)) {
+    throw new KruntimesError('InvalidInvocationId', `invocation_id must be 1-${BOUNDS.invocationIdBytes} bytes of visible ASCII`);
+  }
+  if (request.payload.byteLength > BOUNDS.requestBodyBytes) {
+    throw new KruntimesError('PayloadTooLarge', `payload is ${request.payload.byteLength} bytes, at most ${BOUNDS.requestBodyBytes}`);
+  }
+  if (request.payload.byteLength > 0) {
+    try {
+      JSON.parse(decoder.decode(request.payload));
+    } catch (error) {
+      throw new KruntimesError('InvalidRequest', 'payload is not UTF-8 JSON', { cause: error });
+    }
+  }
+  if (request.timeoutMs !== undefined && request.timeoutMs <= 0) throw new KruntimesError('InvalidRequest', 'timeout must be positive when set');
+  const hop = request.peerHop;
+  if (hop !== undefined && (hop.expectedAttempt < 1 || !isUid(hop.expectedPodUid))) {
+    throw new KruntimesError('InvalidRequest', 'peer_hop needs expected_attempt >= 1 and expected_pod_uid');
+  }
+}
+
+/** token68 (RFC 7235) is what Kubernetes bearer tokens are made of. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/**
+ * The caller's token from `authorization: Bearer <token>`. Missing or malformed:
+ * Unauthenticated (the message never echoes the value).
+ */
+export function bearerToken(authorization: string | undefined): string {
+  if (authorization === undefined || authorization === '') throw new KruntimesError('Unauthenticated', 'no bearer token in the authorization metadata');
+  const match = BEARER.exec(authorization);
+  if (match?.[1] === undefined) throw new KruntimesError('Unauthenticated', 'the authorization metadata is not "Bearer <token>"');
+  return match[1];
+}
+
+/** The smaller of the caller's bound and the Run's mode.function.invocationTimeoutSeconds. */
+export function effectiveTimeoutMs(requestTimeoutMs: number | undefined, invocationTimeoutSeconds: number | undefined): number {
+  const runMs = (invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000;
+  return requestTimeoutMs === undefined ? runMs : Math.min(requestTimeoutMs, runMs);
+}

@@ -1,0 +1,119 @@
+import type { Run } from '@kruntimes/api';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import type { ErrorCode } from '@kruntimes/errors';
+import { verifyPeerExpectation } from '@kruntimes/fencing';
+import { acceptsInvokes, isConditionTrue } from '@kruntimes/run-state';
+import type { PeerPod } from '../peer-pods.ts';
+import type { PeerHopView } from './request.ts';
+import { effectiveTimeoutMs } from './request.ts';
+
+export interface RouteInput {
+  self: { podUID: string; runtime: string };
+  runUid: string;
+  peerHop: PeerHopView | undefined;
+  /** The cached Run with this UID that is the current object of its name, if any. */
+  run: ReadonlyDeep<Run> | undefined;
+  /** The registration this runtimed holds for (run UID, attempt), if any. */
+  registrationFor: (attempt: number) => string | undefined;
+  /** The cached Pod with the Run's assignedPodUID, if any. */
+  ownerPod: PeerPod | undefined;
+  requestTimeoutMs: number | undefined;
+  /**
+   * The last look: what might only be a watch that lags (a newer attempt named by a
+   * peer, a registration not seen yet) is now answered as a refusal.
+   */
+  final: boolean;
+}
+
+export type Route =
+  /** This runtimed owns the epoch: invoke its Runtime Server with this registration. */
+  | { type: 'invoke'; registrationId: string; attempt: number; timeoutMs: number }
+  /** Another Pod owns it: forward once, expecting exactly this epoch there. */
+  | { type: 'forward'; owner: PeerPod; attempt: number; timeoutMs: number }
+  /** The cache may lag behind the truth: look again shortly (bounded), then decide for good. */
+  | { type: 'recheck'; why: string }
+  | { type: 'refuse'; code: ErrorCode; message: string; ownerUnreachable: boolean };
+
+const refuse = (code: ErrorCode, message: string, ownerUnreachable = false): Route => ({ type: 'refuse', code, message, ownerUnreachable });
+
+/**
+ * Where one invocation goes, from the informer caches only (ARCHITECTURE §5-§6): an
+ * unknown UID is 404; a Run that does not accept invokes (run-state decides) is 503;
+ * the owner invokes only when it holds the registration of exactly the cached attempt;
+ * a request from a peer is served only if it names exactly the epoch served here and is
+ * never forwarded again; anyone else forwards once to a ready, non-deleting owner.
+ */
+export function routeInvocation(input: RouteInput): Route {
+  const { run, self, peerHop, final } = input;
+  if (run?.metadata.uid !== input.runUid) return refuse('RunNotFound', `no Run with UID ${input.runUid} in this namespace`);
+  const fn = run.spec.mode.function;
+  if (fn === undefined || run.spec.runtime !== self.runtime) {
+    return refuse('RunNotFound', `Run ${run.metadata.name ?? ''} is not a function Run of Runtime ${self.runtime}`);
+  }
+  const status = run.status;
+  const phase = status?.phase ?? 'Pending';
+  const ready = acceptsInvokes(phase, isConditionTrue(status?.conditions, 'Ready'), run.metadata.deletionTimestamp !== undefined);
+  const attempt = status?.attempt ?? 0;
+  const assigned = status?.assignedPodUID ?? '';
+  const timeoutMs = effectiveTimeoutMs(input.requestTimeoutMs, fn.invocationTimeoutSeconds);
+  const notReady = (): Route => refuse('RunNotReady', `Run ${run.metadata.name ?? ''} is not ready (${phase}${run.metadata.deletionTimestamp === undefined ? '' : ', deleting'})`);
+
+  if (peerHop !== undefined) {
+    // This runtimed is the owner the peer found in its cache.
+    if (peerHop.expectedPodUid !== self.podUID) return refuse('EpochMismatch', `the peer expects Pod ${peerHop.expectedPodUid}, this is Pod ${self.podUID}`);
+    const heldForExpected = input.registrationFor(peerHop.expectedAttempt) !== undefined;
+    try {
+      verifyPeerExpectation({ runUID: input.runUid, attempt: peerHop.expectedAttempt, podUID: peerHop.expectedPodUid }, { runUID: input.runUid, attempt, podUID: assigned });
+    } catch (error) {
+      // The peer's watch may be ahead of this one: it names a newer attempt, or the one
+      // this runtimed just registered.
+      if (!final && (heldForExpected || peerHop.expectedAttempt > attempt)) return { type: 'recheck', why: 'the peer expects an epoch this cache has not seen yet' };
+      return refuse('EpochMismatch', error instanceof Error ? error.message : 'the peer expects another epoch');
+    }
+    if (!ready) return !final && heldForExpected ? { type: 'recheck', why: 'registered here, not yet Ready in this cache' } : notReady();
+    return invokeHere(attempt, timeoutMs, input.registrationFor(attempt), final, notReady);
+  }
+
+  if (!ready) return notReady();
+  if (assigned === '') return notReady();
+  if (assigned === self.podUID) return invokeHere(attempt, timeoutMs, input.registrationFor(attempt), final, notReady);
+  const owner = input.ownerPod;
+  if (owner === undefined) {
+    if (!final) return { type: 'recheck', why: 'the owner Pod is not in the Pod cache' };
+    return refuse('OwnerUnavailable', `the owner Pod ${status?.assignedPod ?? assigned} no longer exists`, true);
+  }
+  if (owner.deleting) return refuse('OwnerUnavailable', `the owner Pod ${owner.name} is being deleted`, true);
+  if (!owner.ready || owner.ip === '') return refuse('OwnerUnavailable', `the owner Pod ${owner.name} is not ready`, true);
+  return { type: 'forward', owner, attempt, timeoutMs };
+}
+
+function invokeHere(attempt: number, timeoutMs: number, registrationId: string | undefined, final: boolean, notReady: () => Route): Route {
+  if (registrationId !== undefined) return { type: 'invoke', registrationId, attempt, timeoutMs };
+  // Assigned here and Ready, but this process holds no registration for the attempt
+  // (yet: e.g. it restarted and is registering the same attempt again).
+  return final ? notReady() : { type: 'recheck', why: 'Ready here but the registration is not held (yet)' };
+}
+
+/**
+ * What the caller hears when the local Runtime Server refused or failed an invocation.
+ * Its own answers pass through (in flight, handler failed, timeout, bounds); a
+ * registration it no longer holds means the Run is not ready here; anything it did not
+ * answer (unreachable) is an unknown outcome, reported as not ready without a retry.
+ */
+export function invocationErrorCode(code: ErrorCode, answered: boolean): ErrorCode {
+  if (!answered) return code === 'InvocationTimeout' ? 'InvocationTimeout' : 'RunNotReady';
+  if (PASSED_THROUGH.has(code)) return code;
+  return GONE.has(code) ? 'RunNotReady' : 'Internal';
+}
+
+const PASSED_THROUGH: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'InvocationInFlight',
+  'FunctionFailed',
+  'FunctionOutputInvalid',
+  'InvocationTimeout',
+  'PayloadTooLarge',
+  'InvalidRequest',
+  'InvalidInvocationId',
+  'RegistrationLost',
+]);
+const GONE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['RegistrationNotFound', 'StaleAttempt']);
