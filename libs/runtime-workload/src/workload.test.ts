@@ -74,7 +74,7 @@ describe('runtimeWorkload', () => {
       { name: 'peer', containerPort: peer, protocol: 'TCP' },
       { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
     ]);
-    expect(runtimed.readinessProbe?.grpc).toEqual({ port: grpc });
+    expect(runtimed.readinessProbe?.grpc).toEqual({ port: DEFAULTS.runtimedHealthPort });
     expect(env(runtimed)).toMatchObject({ KRT_GRPC_PORT: String(grpc), KRT_PEER_PORT: String(peer), KRT_HEALTH_PORT: String(DEFAULTS.runtimedHealthPort) });
   });
 

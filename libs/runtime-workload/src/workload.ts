@@ -256,7 +256,8 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       { name: RUNTIMED_TLS_VOLUME, mountPath: RUNTIMED_TLS_MOUNT_PATH, readOnly: true },
     ],
     // runtimed reports SERVING only while it can reach its Runtime Server and the API server.
-    readinessProbe: { grpc: { port: grpc }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 },
+    // On the plaintext health port: kubelet gRPC probes cannot speak TLS, which grpc and peer are.
+    readinessProbe: { grpc: { port: DEFAULTS.runtimedHealthPort }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 },
     securityContext,
   };
 
