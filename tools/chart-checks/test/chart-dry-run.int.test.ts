@@ -1,7 +1,10 @@
 import { ApiException, ApisApi, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
 import { Cluster } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { VARIANTS, ensureHelm, renderChart } from '../src/index.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CHART_DIR, RELEASE, VARIANTS, ensureHelm, renderChart, runHelm } from '../src/index.ts';
 import type { KubeObject } from '../src/index.ts';
 
 // The rendered chart, for each values variant, sent to the real API server as a
@@ -67,6 +70,23 @@ describe.each(Object.entries(VARIANTS))('the chart with %s values', (_variant, s
     }
     expect(refused).toEqual([]);
   });
+});
+
+it("helm's own install, as a server-side dry run against the API server, succeeds and prints the notes", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'chart-helm-'));
+  try {
+    const { admin: kubeconfig = '' } = await cluster.writeKubeconfigs(dir);
+    const result = await runHelm(helm, [
+      'install', RELEASE, CHART_DIR, '--dry-run=server', '--kubeconfig', kubeconfig, '--namespace', release.name,
+      '--set', `runtimes.namespaces={${runtimes.name}}`, '--set', `gateway.networkPolicy.allowedNamespaces={${runtimes.name}}`,
+    ]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`Runtime namespaces (runtimed's ServiceAccount, RoleBinding and NetworkPolicy): ${runtimes.name}`);
+    expect(result.stdout).toContain(`https://runtime-gateway.${release.name}.svc`);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 it('a manifest the API server would refuse is refused by the dry run (the check has teeth)', async () => {
