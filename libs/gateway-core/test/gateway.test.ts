@@ -5,6 +5,7 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
+import { waitFor } from '@kruntimes/testing';
 import { pino } from 'pino';
 import { Gateway, startMetricsServer } from '../src/index.ts';
 import type { MetricsServer, UpstreamResolver } from '../src/index.ts';
@@ -329,5 +330,44 @@ describe('metrics and logs', () => {
     expect(lines[0]).toMatchObject({ method: 'POST', path: PATH, status: 200, invocationId: 'inv-log', runUID: UID, namespace: NS, runtime: RUNTIME });
     expect(typeof lines[0]?.durationMs).toBe('number');
     expect(logLines.join('\n')).not.toContain(TOKEN);
+  });
+});
+
+describe('shutdown', () => {
+  const startAnother = (): Promise<Gateway> =>
+    Gateway.start({
+      host: '127.0.0.1',
+      port: 0,
+      tlsCertFile: join(dir, 'tls.crt'),
+      tlsKeyFile: join(dir, 'tls.key'),
+      runtimedCaFile: join(dir, 'ca.crt'),
+      resolver,
+      logger: pino({ level: 'silent' }),
+      reloadIntervalMs: 60_000,
+    });
+
+  it('stops accepting at once, lets the request in flight finish, then closes', async () => {
+    const other = await startAnother();
+    const url = `https://127.0.0.1:${other.address.port}${PATH}`;
+    const gate: { release?: () => void } = {};
+    runtimed.behaviour = () => new Promise((resolve) => { gate.release = () => { resolve({ result: Buffer.from('"done"') }); }; });
+    const inflight = call(url, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}' });
+    await waitFor('the call to reach runtimed', () => Promise.resolve(gate.release === undefined ? undefined : true), { timeoutMs: 10_000, intervalMs: 10 });
+    const stopping = other.stop({ drainMs: 20_000 });
+    await expect(call(url, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}' })).rejects.toThrow(/ECONNREFUSED/);
+    gate.release?.();
+    const answer = await inflight;
+    expect(answer.status).toBe(200);
+    expect(answer.json).toMatchObject({ result: 'done' });
+    await stopping;
+  });
+
+  it('the drain is bounded: what is still in flight at the bound is cut', async () => {
+    const other = await startAnother();
+    runtimed.behaviour = () => new Promise(() => undefined);
+    const inflight = call(`https://127.0.0.1:${other.address.port}${PATH}`, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}' });
+    await waitFor('the call to reach runtimed', () => Promise.resolve(runtimed.calls.length === 1 ? true : undefined), { timeoutMs: 10_000, intervalMs: 10 });
+    await other.stop({ drainMs: 200 });
+    await expect(inflight).rejects.toThrow();
   });
 });
