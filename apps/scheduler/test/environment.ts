@@ -83,7 +83,7 @@ export class Environment {
    * `runtimed: 'real'` runs the real runtimed (apps/runtimed) with the RBAC it needs, for
    * end-to-end checks; the default stand-in only serves health, and the test drives Runs.
    */
-  static async start(prefix: string, options: { finishedRunsPerRuntime?: number; runtimed?: 'fake' | 'real' } = {}): Promise<Environment> {
+  static async start(prefix: string, options: { finishedRunsPerRuntime?: number; runtimed?: 'fake' | 'real'; runtimedEnv?: Record<string, string> } = {}): Promise<Environment> {
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
     const real = options.runtimed === 'real';
     if (real) {
@@ -106,7 +106,11 @@ export class Environment {
         stateDir,
         namespaces: [namespace.name],
         images: {
-          'kruntimes/runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, real ? 'apps/runtimed/src/main.ts' : 'apps/scheduler/test/fixtures/fake-runtimed.ts')] },
+          // runtimedEnv: the image's ENV (e.g. a short KRT_LEASE_DURATION_SECONDS), which the Pod template does not set.
+          'kruntimes/runtimed': {
+            entrypoint: [process.execPath, join(REPO_ROOT, real ? 'apps/runtimed/src/main.ts' : 'apps/scheduler/test/fixtures/fake-runtimed.ts')],
+            ...(options.runtimedEnv === undefined ? {} : { env: options.runtimedEnv }),
+          },
           'kruntimes/runtime-server-bash': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
           'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
         },
