@@ -1,4 +1,7 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { isKruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
@@ -206,17 +209,45 @@ describe('AccessReviewer single-flight', () => {
   });
 });
 
-describe('AccessReviewer with the real SelfSubjectAccessReview call', () => {
-  it('an unreachable API server is an Internal error and is not cached', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const server = createServer();
-      server.listen(0, '127.0.0.1', () => {
-        const address = server.address();
-        server.close(() => {
-          resolve(typeof address === 'object' && address !== null ? address.port : 0);
-        });
+async function closedPort(): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        resolve(typeof address === 'object' && address !== null ? address.port : 0);
       });
     });
+  });
+}
+
+describe('AccessReviewer with the real SelfSubjectAccessReview call', () => {
+  it('a CA file that cannot be read yet fails the review, and is read again at the next one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'authz-ca-'));
+    try {
+      const caFile = join(dir, 'ca.crt');
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromOptions({
+        clusters: [{ name: 'c', server: `https://127.0.0.1:${await closedPort()}`, caFile, skipTLSVerify: false }],
+        users: [{ name: 'u' }],
+        contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+        currentContext: 'x',
+      });
+      const reviewer = new AccessReviewer({ kubeConfig });
+      const first = await reviewer.authorize(request()).catch((e: unknown) => e);
+      expect(isKruntimesError(first, 'Internal')).toBe(true);
+      expect(String((first as Error).cause)).toMatch(/ENOENT/);
+      await writeFile(caFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+      const second = await reviewer.authorize(request()).catch((e: unknown) => e);
+      expect(isKruntimesError(second, 'Internal')).toBe(true);
+      expect(String((second as Error).cause)).not.toMatch(/ENOENT/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an unreachable API server is an Internal error and is not cached', async () => {
+    const port = await closedPort();
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromOptions({
       clusters: [{ name: 'c', server: `https://127.0.0.1:${port}`, skipTLSVerify: false }],

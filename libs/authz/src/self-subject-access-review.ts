@@ -1,5 +1,5 @@
-import { request as httpsRequest } from 'node:https';
-import type { RequestOptions } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
+import type { AgentOptions, RequestOptions } from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
@@ -37,10 +37,18 @@ export function selfSubjectAccessReviewer(kubeConfig: KubeConfig, options: { tim
   const baseOptions = (): Promise<RequestOptions> => {
     base ??= (async () => {
       const opts: RequestOptions = {};
-      // CA, servername, skip-verify and a per-cluster agent (kept alive across reviews).
+      // CA, servername, skip-verify, and client-node's agent (a proxy agent when the cluster has a proxy-url).
       await clusterOnly.applyToHTTPSOptions(opts);
+      if (cluster.proxyUrl === undefined) {
+        // Without a proxy, our own agent keeps connections alive: a miss costs one request, not a TLS handshake.
+        opts.agent = new Agent({ keepAlive: true, maxSockets: 16, ...tlsOptionsOf(opts) });
+      }
       return opts;
-    })();
+    })().catch((error: unknown) => {
+      // A CA file that could not be read now may be readable at the next review.
+      base = undefined;
+      throw error;
+    });
     return base;
   };
   const timeoutMs = options.timeoutMs ?? 10_000;
@@ -76,6 +84,14 @@ export function selfSubjectAccessReviewer(kubeConfig: KubeConfig, options: { tim
     );
     return decisionOf(status, text);
   };
+}
+
+function tlsOptionsOf(opts: RequestOptions): AgentOptions {
+  const tls: AgentOptions = {};
+  if (opts.ca !== undefined) tls.ca = opts.ca;
+  if (opts.servername !== undefined) tls.servername = opts.servername;
+  if (opts.rejectUnauthorized !== undefined) tls.rejectUnauthorized = opts.rejectUnauthorized;
+  return tls;
 }
 
 /** Reads the API server's answer to one review; exported for table-driven tests. */
