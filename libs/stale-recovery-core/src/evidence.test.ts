@@ -38,13 +38,17 @@ describe('ownerEvidence', () => {
       leaseExpired: true,
     });
   });
-  it('a release counts only for this exact epoch, in the owner\'s own Lease, and when no longer held', () => {
+  it('a release counts only for this exact epoch, in the owner\'s own Lease, when no longer held, and once the owner had its chance to write', () => {
     const pod = { deleting: false, inServiceEndpoints: true };
+    const settled = { ...base, ownerStoppedReporting: true, pod };
     const releasedLease = lease({ report: { held: [], released: [{ uid: 'run', attempt: 2 }] } });
-    expect(ownerEvidence({ ...base, pod, lease: releasedLease }).ownerConfirmedRelease).toEqual(epoch);
-    expect(ownerEvidence({ ...base, pod, lease: lease({ report: { held: [], released: [{ uid: 'run', attempt: 1 }] } }) }).ownerConfirmedRelease).toBeUndefined();
-    expect(ownerEvidence({ ...base, pod, lease: lease({ report: { held: [{ uid: 'run', attempt: 2 }], released: [{ uid: 'run', attempt: 2 }] } }) }).ownerConfirmedRelease).toBeUndefined();
-    expect(ownerEvidence({ ...base, pod, lease: { ...releasedLease, holderIdentity: 'someone-else' } }).ownerConfirmedRelease).toBeUndefined();
+    expect(ownerEvidence({ ...settled, lease: releasedLease }).ownerConfirmedRelease).toEqual(epoch);
+    expect(ownerEvidence({ ...settled, lease: { ...releasedLease, renewTimeMs: 0 } }).ownerConfirmedRelease).toEqual(epoch);
+    // Just released: the owner writes its own outcome next.
+    expect(ownerEvidence({ ...base, pod, lease: releasedLease }).ownerConfirmedRelease).toBeUndefined();
+    expect(ownerEvidence({ ...settled, lease: lease({ report: { held: [], released: [{ uid: 'run', attempt: 1 }] } }) }).ownerConfirmedRelease).toBeUndefined();
+    expect(ownerEvidence({ ...settled, lease: lease({ report: { held: [{ uid: 'run', attempt: 2 }], released: [{ uid: 'run', attempt: 2 }] } }) }).ownerConfirmedRelease).toBeUndefined();
+    expect(ownerEvidence({ ...settled, lease: { ...releasedLease, holderIdentity: 'someone-else' } }).ownerConfirmedRelease).toBeUndefined();
   });
   it('stopped reporting counts only while the Lease is fresh', () => {
     const pod = { deleting: false, inServiceEndpoints: true };

@@ -43,13 +43,18 @@ export interface EvidenceInput {
 
 /**
  * The evidence decideFence weighs. A release counts only when the owner's own Lease
- * (holder = the epoch's Pod UID) lists exactly this epoch as released and no longer as held.
+ * (holder = the epoch's Pod UID) lists exactly this epoch as released and no longer as
+ * held, and the owner had its chance to write the outcome itself: its Lease expired, or it
+ * kept renewing past the reporting grace without writing. (runtimed releases first and
+ * writes the outcome right after; a release seen in between must not turn a task that
+ * exited non-zero into Interrupted.)
  */
 export function ownerEvidence({ runUID, epoch, pod, lease, nowMs, ownerStoppedReporting }: EvidenceInput): OwnerEvidence {
   const state = leaseState(lease, epoch.podUID, nowMs);
   const ownLease = state === 'unknown' ? undefined : lease;
+  const settled = state === 'expired' || ownerStoppedReporting;
   const released =
-    ownLease !== undefined && includesRef(ownLease.report.released, runUID, epoch.attempt) && !includesRef(ownLease.report.held, runUID, epoch.attempt);
+    settled && ownLease !== undefined && includesRef(ownLease.report.released, runUID, epoch.attempt) && !includesRef(ownLease.report.held, runUID, epoch.attempt);
   return {
     podExists: pod !== undefined,
     podDeleting: pod?.deleting === true,
