@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
-import { RELEASE, VARIANTS, renderChart } from './chart.ts';
+import { RELEASE, VARIANTS, renderChart, singleNamespace } from './chart.ts';
 import type { KubeObject } from './chart.ts';
 import { DASHBOARDS } from './dashboards.ts';
 import { serviceRules, splitRules } from './rbac-rules.ts';
@@ -148,10 +148,10 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     for (const [set, name] of services) {
       const { cluster, namespaced } = splitRules(set, rules[set]);
       expect(rulesOf(get(objects, 'ClusterRole', name))).toEqual(cluster);
-      expect(rulesOf(get(objects, 'Role', name, NAMESPACE))).toEqual(namespaced);
+      expect(rulesOf(get(objects, 'Role', `${name}-leader-election`, NAMESPACE))).toEqual(namespaced);
       expect(namespaced.length).toBeGreaterThan(0);
       expect(get(objects, 'ClusterRoleBinding', name).subjects).toEqual([{ kind: 'ServiceAccount', name, namespace: NAMESPACE }]);
-      expect(get(objects, 'RoleBinding', name, NAMESPACE).roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name });
+      expect(get(objects, 'RoleBinding', `${name}-leader-election`, NAMESPACE).roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${name}-leader-election` });
     }
     expect(rulesOf(get(objects, 'ClusterRole', 'kruntimes-runtimed'))).toEqual(rules.runtimed);
   });
@@ -203,6 +203,32 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
   });
 });
 
+describe('global.watchNamespace', () => {
+  it('turns every ClusterRole but the runtimed one (granted by RoleBindings only) into a Role in that namespace, and passes --namespace', async () => {
+    const objects = await renderChart(helm, NAMESPACE, [...singleNamespace('team-a'), 'gateway.resolveMode=endpoints']);
+    expect(objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).toEqual(['kruntimes-runtimed']);
+    expect(objects.filter((o) => o.kind === 'ClusterRoleBinding')).toEqual([]);
+    const rules = serviceRules();
+    const services: [RuleSetName, string][] = [
+      ['scheduler', 'kruntimes-scheduler'],
+      ['controllerManager', 'kruntimes-controller-manager'],
+      ['staleRecovery', 'kruntimes-stale-recovery'],
+      ['gateway', 'runtime-gateway'],
+    ];
+    for (const [set, name] of services) {
+      expect(rulesOf(get(objects, 'Role', name, 'team-a'))).toEqual(splitRules(set, rules[set]).cluster);
+      expect(get(objects, 'RoleBinding', name, 'team-a').subjects).toEqual([{ kind: 'ServiceAccount', name, namespace: NAMESPACE }]);
+      expect(podSpec(get(objects, 'Deployment', name)).containers[0]?.args).toContain('--namespace=team-a');
+    }
+  });
+
+  it('refuses Runtime namespaces the services would not see', async () => {
+    const result = await runHelm(helm, ['template', RELEASE, CHART_DIR, '--set', 'global.watchNamespace=team-a', '--set', 'runtimes.namespaces={team-a,team-b}']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('runtimes.namespaces must be exactly [team-a]');
+  });
+});
+
 describe('images', () => {
   it('take the tag from the chart appVersion by default, and a digest wins over a tag', async () => {
     const digest = `sha256:${'a'.repeat(64)}`;
@@ -233,6 +259,7 @@ describe('values.schema.json rejects bad values', () => {
     ['both an existing gateway Secret and cert-manager', ['gateway.tls.certManager.enabled=true'], '/gateway/tls/existingSecret'],
     ['an issuer kind cert-manager does not have', ['gateway.tls.certManager.issuerRef.kind=Vault'], '/gateway/tls/certManager/issuerRef/kind'],
     ['a Runtime namespace that is not a DNS label', ['runtimes.namespaces={Team_A}'], '/runtimes/namespaces/0'],
+    ['a watched namespace that is not a DNS label', ['global.watchNamespace=Team_A'], '/global/watchNamespace'],
     ['a port out of range', ['runtimes.ports.grpc=70000'], '/runtimes/ports/grpc'],
     ['a bad ServiceMonitor interval', ['global.serviceMonitor.interval=often'], '/global/serviceMonitor/interval'],
     ['a leader lease of zero seconds', ['staleRecovery.leaderElection.leaseDurationSeconds=0'], '/staleRecovery/leaderElection/leaseDurationSeconds'],

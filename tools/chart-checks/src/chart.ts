@@ -16,6 +16,11 @@ export const VARIANTS: Readonly<Record<string, readonly string[]>> = {
   'existing Secrets': ['global.internalCA.existingSecret=my-internal-ca', 'gateway.tls.existingSecret=my-gateway-tls'],
 };
 
+/** The variant that watches one namespace only: Roles instead of ClusterRoles. */
+export function singleNamespace(namespace: string): string[] {
+  return [`global.watchNamespace=${namespace}`, `runtimes.namespaces={${namespace}}`];
+}
+
 export const RELEASE = 'kruntimes';
 
 /** `helm template` of the chart into objects; throws with helm's message when it fails. */

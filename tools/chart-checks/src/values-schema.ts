@@ -68,6 +68,7 @@ const schema: Schema = {
       tracing: strictObject({ otlpEndpoint: { type: 'string', pattern: '^(https?://.+)?$' } }),
       metrics: strictObject({ enabled: bool, port }),
       serviceMonitor: strictObject({ enabled: bool, interval: duration, labels: stringMap }),
+      watchNamespace: { anyOf: [{ const: '' }, dns1123Label] },
       networkPolicy: strictObject({ enabled: bool, metricsNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label } }),
       internalCA: {
         ...strictObject({

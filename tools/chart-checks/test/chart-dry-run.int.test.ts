@@ -4,7 +4,7 @@ import type { TestNamespace } from '@kruntimes/testing';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHART_DIR, RELEASE, VARIANTS, ensureHelm, renderChart, runHelm } from '../src/index.ts';
+import { CHART_DIR, RELEASE, VARIANTS, ensureHelm, renderChart, runHelm, singleNamespace } from '../src/index.ts';
 import type { KubeObject } from '../src/index.ts';
 
 // The rendered chart, for each values variant, sent to the real API server as a
@@ -50,11 +50,16 @@ async function dryRunApply(object: KubeObject): Promise<string | undefined> {
   }
 }
 
-describe.each(Object.entries(VARIANTS))('the chart with %s values', (_variant, set) => {
+const variants = (): [string, string[]][] => [
+  ...Object.entries(VARIANTS).map(([name, set]): [string, string[]] => [name, [...set, `runtimes.namespaces={${runtimes.name}}`]]),
+  ['single namespace', ['gateway.resolveMode=endpoints', ...singleNamespace(runtimes.name)]],
+];
+
+describe.each([...Object.keys(VARIANTS), 'single namespace'])('the chart with %s values', (variant) => {
   it('is accepted by the API server (server-side apply, dry run)', async () => {
+    const set = variants().find(([name]) => name === variant)?.[1] ?? [];
     const rendered = await renderChart(helm, release.name, [
       ...set,
-      `runtimes.namespaces={${runtimes.name}}`,
       `gateway.networkPolicy.allowedNamespaces={${runtimes.name}}`,
       `global.networkPolicy.metricsNamespaces={${release.name}}`,
       'global.serviceMonitor.enabled=true',

@@ -9,15 +9,15 @@ import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { Cluster, LOOPBACK, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority, issueWorkloadCertificate } from '@kruntimes/workload-pki';
-import { ensureHelm, familiesOfExposition, readExportedMetrics, renderChart } from '../src/index.ts';
+import { ensureHelm, familiesOfExposition, readExportedMetrics, renderChart, singleNamespace } from '../src/index.ts';
 import type { KubeObject } from '../src/index.ts';
 
 // The services started the way the chart starts them: each app's src/main.ts (the image's
 // entry point) with the args of its rendered Deployment (the controller-manager has no
 // metrics; it shows its RBAC suffices by making a Runtime's objects), as its own ServiceAccount bound to
-// exactly the chart's rendered RBAC (applied for real). Container paths and listen
-// addresses are the only things rewritten (loopback, temporary files), plus --namespace so
-// that nothing outside the test namespace is touched. Then /metrics of each running
+// exactly the chart's rendered RBAC (applied for real), with global.watchNamespace set to
+// the test namespace so that nothing outside it is touched. Container paths and listen
+// addresses are the only things rewritten (loopback, temporary files). Then /metrics of each running
 // process is scraped and every metric family the list gives that service must be there.
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
@@ -78,11 +78,13 @@ beforeAll(async () => {
   const helm = await ensureHelm();
   namespace = await cluster.createNamespace({ prefix: 'chart-run', waitForDefaultServiceAccount: true });
   dir = await mkdtemp(join(tmpdir(), 'chart-run-'));
-  rendered = await renderChart(helm, namespace.name, [`runtimes.namespaces={${namespace.name}}`]);
+  // Watching the test namespace only: the rendered args carry --namespace, and the RBAC is
+  // Roles in it (the default ClusterRoles hold the same rules; chart.test.ts compares them).
+  rendered = await renderChart(helm, namespace.name, singleNamespace(namespace.name));
   // The services' own RBAC, for real (cluster-scoped objects are removed in afterAll).
   const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
   const names: readonly string[] = [...SERVICES, 'kruntimes-runtimed'];
-  for (const object of rendered.filter((o) => names.includes(o.metadata.name) && rbacKinds.includes(o.kind))) {
+  for (const object of rendered.filter((o) => names.includes(o.metadata.name.replace(/-leader-election$/, '')) && rbacKinds.includes(o.kind))) {
     await objects.patch(object, undefined, undefined, 'chart-checks', true, PatchStrategy.ServerSideApply);
     applied.push(object);
   }
@@ -95,7 +97,7 @@ beforeAll(async () => {
       .concat(extra);
 
   for (const [service, port] of [['kruntimes-scheduler', schedulerMetrics], ['kruntimes-stale-recovery', recoveryMetrics]] as const) {
-    await start(service, local(service, port, [`--kubeconfig=${await serviceAccountKubeconfig(service)}`, `--namespace=${namespace.name}`]));
+    await start(service, local(service, port, [`--kubeconfig=${await serviceAccountKubeconfig(service)}`]));
     metricsUrl.set(service, `http://${LOOPBACK}:${String(port)}/metrics`);
   }
 
@@ -105,7 +107,7 @@ beforeAll(async () => {
   await writeFile(join(caDir, 'ca.crt'), ca.certPem);
   await writeFile(join(caDir, 'ca.key'), ca.keyPem);
   const managerArgs = containerArgs('kruntimes-controller-manager').map((arg) => (arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg));
-  await start('kruntimes-controller-manager', [...managerArgs, `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`, `--namespace=${namespace.name}`]);
+  await start('kruntimes-controller-manager', [...managerArgs, `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`]);
 
   const serving = await issueWorkloadCertificate(ca, { namespace: namespace.name, runtime: 'gateway' });
   const files: Record<string, string> = {

@@ -134,33 +134,41 @@ automountServiceAccountToken: {{ .automount }}
 {{- end }}
 
 {{- /*
-RBAC from the generated rule sets in _rbac-rules.tpl: a ClusterRole for what the service
-does in every namespace, a Role in the release namespace for its leader Lease.
-(dict "ctx" . "name" NAME "component" C "rules" "kruntimes.rules.scheduler")
+RBAC from the generated rule sets in _rbac-rules.tpl: what the service does in the
+namespaces it watches is a ClusterRole (every namespace) or, with global.watchNamespace, a
+Role in that namespace only; its leader Lease is a Role `<name>-leader-election` in the
+release namespace. (dict "ctx" . "name" NAME "component" C "rules" "kruntimes.rules.scheduler")
 */ -}}
 {{- define "kruntimes.rbac" -}}
 {{- $cluster := include (printf "%s.cluster" .rules) . | trim -}}
 {{- $namespaced := include (printf "%s.namespaced" .rules) . | trim -}}
+{{- $watch := .ctx.Values.global.watchNamespace -}}
 {{- if $cluster }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
+kind: {{ not (empty $watch) | ternary "Role" "ClusterRole" }}
 metadata:
   name: {{ .name }}
+  {{- with $watch }}
+  namespace: {{ . }}
+  {{- end }}
   labels:
     {{- include "kruntimes.labels" . | nindent 4 }}
 rules:
 {{ $cluster }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
+kind: {{ not (empty $watch) | ternary "RoleBinding" "ClusterRoleBinding" }}
 metadata:
   name: {{ .name }}
+  {{- with $watch }}
+  namespace: {{ . }}
+  {{- end }}
   labels:
     {{- include "kruntimes.labels" . | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
+  kind: {{ not (empty $watch) | ternary "Role" "ClusterRole" }}
   name: {{ .name }}
 subjects:
   - kind: ServiceAccount
@@ -172,7 +180,7 @@ subjects:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
-  name: {{ .name }}
+  name: {{ .name }}-leader-election
   namespace: {{ .ctx.Release.Namespace }}
   labels:
     {{- include "kruntimes.labels" . | nindent 4 }}
@@ -182,18 +190,25 @@ rules:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
-  name: {{ .name }}
+  name: {{ .name }}-leader-election
   namespace: {{ .ctx.Release.Namespace }}
   labels:
     {{- include "kruntimes.labels" . | nindent 4 }}
 roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: Role
-  name: {{ .name }}
+  name: {{ .name }}-leader-election
 subjects:
   - kind: ServiceAccount
     name: {{ .name }}
     namespace: {{ .ctx.Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{- /* --namespace of a service when the release watches one namespace only. */ -}}
+{{- define "kruntimes.watchArgs" -}}
+{{- with .Values.global.watchNamespace }}
+- --namespace={{ . }}
 {{- end }}
 {{- end }}
 
