@@ -20,8 +20,35 @@ export interface RunRef {
 }
 
 const DEFAULT_INTERVAL_MS = 30_000;
-/** Runs remembered for rate limiting before expired entries are pruned. */
+/** Keys remembered before expired entries are pruned. */
 const PRUNE_AT = 1_024;
+
+/**
+ * At most one `allow` per key per interval; memory stays bounded by pruning expired keys
+ * (live keys are those allowed within the last interval, which a burst cannot grow much).
+ */
+export class PerKeyInterval {
+  readonly #intervalMs: number;
+  readonly #last = new Map<string, number>();
+
+  constructor(intervalMs: number) {
+    this.#intervalMs = intervalMs;
+  }
+
+  allow(key: string, nowMs: number): boolean {
+    const last = this.#last.get(key);
+    if (last !== undefined && nowMs - last < this.#intervalMs) return false;
+    this.#last.set(key, nowMs);
+    if (this.#last.size > PRUNE_AT) {
+      for (const [other, at] of this.#last) if (nowMs - at >= this.#intervalMs) this.#last.delete(other);
+    }
+    return true;
+  }
+
+  get size(): number {
+    return this.#last.size;
+  }
+}
 
 /**
  * The `OwnerUnreachable` Warning Event on a Run whose owner this runtimed found stale or
@@ -33,25 +60,20 @@ export class OwnerUnreachableEvents {
   readonly #o: OwnerEventsOptions;
   readonly #core: CoreV1Api;
   readonly #now: () => number;
-  readonly #last = new Map<string, number>();
+  readonly #limit: PerKeyInterval;
   readonly #pending = new Set<Promise<void>>();
 
   constructor(options: OwnerEventsOptions) {
     this.#o = options;
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.#now = options.now ?? Date.now;
+    this.#limit = new PerKeyInterval(options.intervalMs ?? DEFAULT_INTERVAL_MS);
   }
 
   /** Records the Event unless one for this Run was recorded within the interval. Never throws. */
   report(run: RunRef, message: string): void {
     const now = this.#now();
-    const interval = this.#o.intervalMs ?? DEFAULT_INTERVAL_MS;
-    const last = this.#last.get(run.uid);
-    if (last !== undefined && now - last < interval) return;
-    this.#last.set(run.uid, now);
-    if (this.#last.size > PRUNE_AT) {
-      for (const [uid, at] of this.#last) if (now - at >= interval) this.#last.delete(uid);
-    }
+    if (!this.#limit.allow(run.uid, now)) return;
     const write = this.#write(run, message, new Date(now)).finally(() => this.#pending.delete(write));
     this.#pending.add(write);
   }
