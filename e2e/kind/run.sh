@@ -133,16 +133,21 @@ status=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$work/gw-ca.crt" -H 'C
 [ "$status" = 401 ] || fail "an invoke without a token answered $status, not 401"
 
 log "6. every exported metric is on a /metrics endpoint"
-scrape_service() { # service, local port (the services listen on all interfaces: port-forward reaches them)
-  kubectl -n "$system" port-forward "svc/$1" "$2:9464" >/dev/null 2>&1 &
+scrape() { # pod or service, local port (the services listen on all interfaces: port-forward reaches them)
+  kubectl -n "$system" port-forward "$1" "$2:9464" >/dev/null 2>&1 &
   local pid=$!
   for _ in $(seq 1 30); do curl -sf "http://localhost:$2/metrics" && break; sleep 1; done
   kill "$pid" 2>/dev/null || true
 }
 {
-  scrape_service kruntimes-scheduler-metrics 19464
-  scrape_service kruntimes-stale-recovery-metrics 19465
-  scrape_service runtime-gateway-metrics 19466
+  scrape svc/kruntimes-scheduler-metrics 19464
+  scrape svc/kruntimes-stale-recovery-metrics 19465
+  # Every gateway replica: only the one that served the invoke has its request histograms.
+  port=19466
+  for pod in $(kubectl -n "$system" get pods -l app.kubernetes.io/name=runtime-gateway -o name); do
+    scrape "$pod" "$port"
+    port=$((port + 1))
+  done
   # runtimed listens on its Pod IP only (port-forward dials the Pod's localhost), and the
   # Runtime namespace's NetworkPolicy lets only global.networkPolicy.metricsNamespaces in:
   # scrape from a Pod in the release namespace.
