@@ -309,9 +309,17 @@ export class System {
     return this.cluster.user(user).token;
   }
 
-  /** Every credential of the system a log must never contain: user tokens and ServiceAccount tokens it made. */
-  secrets(): string[] {
-    return [...USERS.map((user) => this.token(user)), ...serviceAccountTokens];
+  /**
+   * Every credential of the system a log must never contain: the users' tokens, the
+   * ServiceAccount tokens it made, and the service-account tokens the local node
+   * projected into the Runtime Pods (runtimed's own credential).
+   */
+  async secrets(): Promise<string[]> {
+    const entries = await readdir(join(this.dir, 'node'), { withFileTypes: true, recursive: true }).catch(() => []);
+    const projected = await Promise.all(
+      entries.filter((entry) => entry.isFile() && entry.name === 'token').map((entry) => readFile(join(entry.parentPath, entry.name), 'utf8').catch(() => '')),
+    );
+    return [...USERS.map((user) => this.token(user)), ...serviceAccountTokens, ...projected.map((token) => token.trim()).filter((token) => token.length > 0)];
   }
 
   /** Lets `user` get Runs in this namespace (all, or only `runName`): what invoking needs. */

@@ -31,6 +31,7 @@ beforeAll(async () => {
   await system.createRuntime('sh', { language: 'bash' });
   await system.createFunctionRun('fn-py', 'py', PYTHON, 'main:handle');
   await system.createFunctionRun('fn-sh', 'sh', BASH, 'handle');
+  await system.createRuntime('py2', { language: 'python', replicas: 2 });
   try {
     python = await system.waitReady('fn-py');
     bash = await system.waitReady('fn-sh');
@@ -65,6 +66,26 @@ test('a Python and a Bash function, each on its own Runtime Pod, invoked through
 });
 
 const errorOf = (answer: HttpAnswer): { code: string; source: string } | undefined => (answer.json as { error?: { code: string; source: string } } | undefined)?.error;
+
+test('the gateway spreads invokes over the ready runtimed Pods of a Runtime (round-robin); a non-owner forwards to the owner', async () => {
+  await system.waitRuntimeReady('py2', 2);
+  await system.createFunctionRun('fn-py2', 'py2', PYTHON, 'main:handle');
+  const run = await system.waitReady('fn-py2');
+  const token = system.token('alice');
+  for (let i = 0; i < 6; i += 1) {
+    const answer = await system.invoke({ runtime: 'py2', uid: uidOf(run), token, headers: { [INVOCATION_ID_HEADER]: `rr-${i}` } });
+    expect({ i, status: answer.status }).toEqual({ i, status: 200 });
+  }
+  const upstreams = await waitFor(
+    'the access log lines of the six invokes',
+    async () => {
+      const lines = (await system.logLinesContaining(['"invocationId":"rr-'])).filter((entry) => entry.file.endsWith('gateway.log'));
+      return lines.length === 6 ? lines.map((entry) => (JSON.parse(entry.line) as { upstream: string }).upstream) : undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 100 },
+  );
+  expect(new Set(upstreams).size).toBe(2);
+});
 
 test('refused at the gateway: 401 without a token, 415, 400 on bad JSON and a bad invocation ID, 413 at 1 MiB + 1 byte; every answer carries an invocation ID', async () => {
   const uid = uidOf(python);
@@ -187,6 +208,9 @@ test('no log line of any component contains any token', async () => {
   expect(logs.some(({ file }) => file.endsWith('gateway.log'))).toBe(true);
   expect(logs.some(({ file }) => file.endsWith('runtimed.log'))).toBe(true);
   expect(logs.some(({ file }) => file.endsWith('runtime-server.log'))).toBe(true);
-  const leaks = await system.logLinesContaining(system.secrets());
+  const secrets = await system.secrets();
+  // The users' three, the in-process components' and the gateway's, and each Pod's runtimed token.
+  expect(secrets.length).toBeGreaterThanOrEqual(3 + 3 + 2);
+  const leaks = await system.logLinesContaining(secrets);
   expect(leaks.map(({ file }) => file)).toEqual([]);
 });
