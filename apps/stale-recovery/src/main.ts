@@ -36,9 +36,11 @@ const { values } = parseArgs({
 
 const logger = pino({ name: 'stale-recovery', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
 
-function number(flag: string, value: string, min: number): number {
+function number(flag: string, value: string, allowZero = false): number {
   const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed < min || (min > 0 && parsed <= 0)) throw new Error(`--${flag} must be a number >= ${String(min)}, not ${JSON.stringify(value)}`);
+  if (!Number.isFinite(parsed) || parsed < 0 || (!allowZero && parsed === 0)) {
+    throw new Error(`--${flag} must be a ${allowZero ? 'non-negative' : 'positive'} number, not ${JSON.stringify(value)}`);
+  }
   return parsed;
 }
 
@@ -77,9 +79,9 @@ try {
     leaseName: values['lease-name'],
     identity,
     logger,
-    leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds'], 1),
-    renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds'], 1),
-    retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds'], 1),
+    leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds']),
+    renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds']),
+    retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds']),
   });
   // An object, not a let: the flag flips in a signal handler while run() awaits.
   const state = { stopping: false };
@@ -99,8 +101,8 @@ try {
         ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
         logger,
         metrics,
-        workers: number('workers', values.workers, 1),
-        resyncMs: number('resync', values.resync, 0) * 1000,
+        workers: number('workers', values.workers),
+        resyncMs: number('resync', values.resync, true) * 1000,
       });
       await runWhileLeading(signal, recovery);
     },
