@@ -104,6 +104,10 @@ export class Gateway {
       else response.destroy();
     });
     this.server = createServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, app);
+    // A client gets 20 s for its headers and 60 s for the whole request (a 1 MiB body
+    // included): slow senders cannot hold connections open for Node's default 5 minutes.
+    this.server.headersTimeout = 20_000;
+    this.server.requestTimeout = 60_000;
   }
 
   static async start(options: GatewayOptions): Promise<Gateway> {

@@ -293,6 +293,26 @@ describe('serving certificate rotation', () => {
   });
 });
 
+describe('runtimed CA rotation', () => {
+  it('a new CA file is trusted for new connections once reloaded', async () => {
+    const nextCa = await testCa('internal-ca-2');
+    const rotated = new TestFunctionRuntime();
+    const port = await rotated.listen(await testServerCert(nextCa, { dns: [`${RUNTIME}.${NS}.svc`] }));
+    try {
+      upstreams = [`127.0.0.1:${port}`];
+      expect((await invoke()).status).toBe(503);
+      await writeFile(join(dir, 'ca.crt'), nextCa.certPem);
+      await gateway.reloadNow();
+      expect((await invoke()).status).toBe(200);
+      expect(rotated.calls).toHaveLength(1);
+    } finally {
+      await writeFile(join(dir, 'ca.crt'), upstreamCa.certPem);
+      await gateway.reloadNow();
+      await rotated.stop();
+    }
+  });
+});
+
 describe('metrics and logs', () => {
   const scrape = (headers: Record<string, string> = {}): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
