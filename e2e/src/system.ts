@@ -349,7 +349,7 @@ export class System {
 
   /** Resolves once `count` Pods of the Runtime are Ready (runtimed serving). */
   async waitRuntimeReady(runtime: string, count = 1): Promise<V1Pod[]> {
-    return waitFor(
+    return this.#explained(waitFor(
       `${count} ready Pods of Runtime ${runtime}`,
       async () => {
         const pods = (await this.core.listNamespacedPod({ namespace: this.name, labelSelector: podLabelSelector(runtime) })).items;
@@ -357,7 +357,17 @@ export class System {
         return ready.length >= count ? ready : undefined;
       },
       WAIT,
-    );
+    ));
+  }
+
+  /** A failed wait says what the system looked like (Runs, Pods, log tails). */
+  async #explained<T>(waiting: Promise<T>): Promise<T> {
+    try {
+      return await waiting;
+    } catch (error) {
+      const state = await this.diagnose().catch((diagnoseError: unknown) => `(no diagnosis: ${String(diagnoseError)})`);
+      throw new Error(`${error instanceof Error ? error.message : String(error)}\n${state}`, { cause: error });
+    }
   }
 
   /** A function Run; `handler` like `main:handle` (Python) or `handle` (Bash). */
@@ -386,15 +396,25 @@ export class System {
     );
   }
 
-  /** Resolves with the Run once it is Ready (phase Ready); fails fast when it ends instead. */
+  /** Resolves with the Run once it is Ready (phase Ready); fails at once when it ends instead. */
   async waitReady(name: string): Promise<Run> {
-    return this.waitForRun(name, 'Ready', (run) => {
-      const phase = run.status?.phase;
-      if (phase === 'Failed' || phase === 'Cancelled' || phase === 'Succeeded' || phase === 'Interrupted') {
-        throw new Error(`Run ${name} ended ${phase} (${run.status?.reason ?? ''}: ${run.status?.message ?? ''}) instead of becoming Ready`);
-      }
-      return phase === 'Ready';
-    });
+    const ended = new AbortController();
+    return this.#explained(
+      waitFor(
+        `Run ${name}: Ready`,
+        async () => {
+          const run = await this.getRun(name);
+          const phase = run.status?.phase;
+          if (phase === 'Failed' || phase === 'Cancelled' || phase === 'Succeeded' || phase === 'Interrupted') {
+            ended.abort(new Error(`Run ${name} ended ${phase} (${run.status?.reason ?? ''}: ${run.status?.message ?? ''}) instead of becoming Ready`));
+          }
+          return phase === 'Ready' ? run : undefined;
+        },
+        { ...WAIT, signal: ended.signal },
+      ).catch((error: unknown) => {
+        throw ended.signal.aborted ? (ended.signal.reason as Error) : error;
+      }),
+    );
   }
 
   async deleteRun(name: string): Promise<void> {

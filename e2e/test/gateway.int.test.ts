@@ -32,13 +32,8 @@ beforeAll(async () => {
   await system.createFunctionRun('fn-py', 'py', PYTHON, 'main:handle');
   await system.createFunctionRun('fn-sh', 'sh', BASH, 'handle');
   await system.createRuntime('py2', { language: 'python', replicas: 2 });
-  try {
-    python = await system.waitReady('fn-py');
-    bash = await system.waitReady('fn-sh');
-  } catch (error) {
-    process.stderr.write(`${await system.diagnose()}\n`);
-    throw error;
-  }
+  python = await system.waitReady('fn-py');
+  bash = await system.waitReady('fn-sh');
   await system.grantGetRuns('alice');
 }, 180_000);
 
