@@ -573,7 +573,7 @@ async function startGateway(cluster: Cluster, namespace: string, dir: string, in
         '--namespace', namespace,
         '--kubeconfig', files.kubeconfig,
         '--metrics-address', `127.0.0.1:${metricsPort}`,
-        '--drain-seconds', '5',
+        '--drain-seconds', '15',
         '--log-level', 'debug',
       ],
       { detached: true, stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' } },

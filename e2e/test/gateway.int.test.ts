@@ -8,7 +8,11 @@ import { listeningSockets, plaintextRequestWithToken, processesOfGroups } from '
 import { System } from '../src/system.ts';
 
 const PYTHON = `
+import time
+
 def handle(event, context):
+    if isinstance(event, dict) and "sleep" in event:
+        time.sleep(event["sleep"])
     context.set_output("lang", "python")
     return {"echo": event, "invocation": context.invocation_id}
 `;
@@ -118,7 +122,9 @@ test('the gateway certificate is rotated under traffic: new connections get the 
   const gateway = system.gateway;
   if (gateway === undefined) throw new Error('no gateway');
   const token = system.token('alice');
-  const url = system.invokeUrl('py', uidOf(python));
+  // The busy connection invokes the Bash Run, the new connections the Python one: one
+  // invocation in flight per Run, so sharing a Run would make them 429 each other.
+  const url = system.invokeUrl('sh', uidOf(bash));
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
   const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.caPem });
   try {
@@ -195,6 +201,44 @@ test('the gateway logs one access line per request with its invocation ID and Ru
     { timeoutMs: 10_000, intervalMs: 100 },
   );
   expect(JSON.parse(line.line)).toMatchObject({ msg: 'request', method: 'POST', status: 200, runUID: uidOf(python), namespace: system.name, runtime: 'py' });
+});
+
+test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, then exits 0', async () => {
+  const gateway = system.gateway;
+  if (gateway === undefined) throw new Error('no gateway');
+  const token = system.token('alice');
+  const state = { answeredAt: 0, exitedAt: 0 };
+  const inflight = system.invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"sleep":3}', headers: { [INVOCATION_ID_HEADER]: 'drained' } }).then((answer) => {
+    state.answeredAt = performance.now();
+    return answer;
+  });
+  const exited = gateway.exited.then((code) => {
+    state.exitedAt = performance.now();
+    return code;
+  });
+  await waitFor(
+    'the invocation to be in flight at the gateway',
+    async () => ((await (await fetch(gateway.metricsUrl)).text()).includes('kruntimes_gateway_inflight_requests 1') ? true : undefined),
+    { timeoutMs: 10_000, intervalMs: 20 },
+  );
+  process.kill(gateway.pid, 'SIGTERM');
+  await waitFor(
+    'new connections to be refused',
+    async () => {
+      try {
+        await system.invoke({ runtime: 'py', uid: uidOf(python), token });
+        return undefined;
+      } catch (error) {
+        return (error as { code?: string }).code === 'ECONNREFUSED' ? true : undefined;
+      }
+    },
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  const answer = await inflight;
+  expect(answer.status).toBe(200);
+  expect(answer.json).toMatchObject({ invocationId: 'drained', result: { echo: { sleep: 3 } } });
+  expect(await exited).toBe(0);
+  expect(state.answeredAt).toBeLessThanOrEqual(state.exitedAt);
 });
 
 // Last: after every other test of this file sent tokens through every component.
