@@ -61,7 +61,7 @@ export interface SystemOptions {
   staleRecovery?: boolean;
   /** Start the gateway (default true). */
   gateway?: boolean;
-  /** Extra environment for every container the local node starts (e.g. short Lease durations). */
+  /** Extra environment of every runtimed container (an image ENV: the Pod's own env wins), e.g. short Lease durations. */
   podEnv?: Record<string, string>;
 }
 
@@ -415,6 +415,13 @@ export class System {
         throw ended.signal.aborted ? (ended.signal.reason as Error) : error;
       }),
     );
+  }
+
+  /** The Pod a Run is assigned to (its runtimed is the owner). */
+  async assignedPod(runName: string): Promise<V1Pod> {
+    const pod = (await this.getRun(runName)).status?.assignedPod;
+    if (pod === undefined) throw new Error(`Run ${runName} is not assigned to a Pod`);
+    return this.core.readNamespacedPod({ namespace: this.name, name: pod });
   }
 
   async deleteRun(name: string): Promise<void> {
