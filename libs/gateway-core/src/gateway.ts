@@ -300,6 +300,8 @@ export class Gateway {
         attempt: answer.attempt,
       });
     } catch (error) {
+      // The client went away (mid-body, or while waiting): nobody to answer; logged as 499.
+      if (!isKruntimesError(error) && (request.destroyed || response.destroyed)) return;
       if (!isKruntimesError(error)) throw error;
       this.#send(response, state, httpErrorOf(error.code, error.message));
       if (error.code === 'PayloadTooLarge') this.#discardRest(request);

@@ -1,7 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { Agent } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
@@ -340,6 +340,24 @@ describe('metrics and logs', () => {
     const answer = await scrape({ authorization: `Bearer ${TOKEN}` });
     expect(answer.status).toBe(400);
     expect(answer.body).not.toContain('kruntimes_gateway');
+  });
+
+  it('a client that goes away mid-body is logged as 499, not as an error', async () => {
+    logLines.length = 0;
+    const req = httpsRequest(`${base}${PATH}`, { method: 'POST', ca: gatewayCa.certPem, agent: false, headers: { ...HEADERS, 'content-length': '100' } });
+    const closed = new Promise<void>((resolve) => { req.on('close', () => { resolve(); }); });
+    req.on('error', () => undefined);
+    req.write('{"x":');
+    await waitFor('the gateway to be reading the body', async () => ((await scrape()).body.includes('kruntimes_gateway_inflight_requests 1') ? true : undefined), { timeoutMs: 10_000, intervalMs: 10 });
+    req.destroy();
+    await closed;
+    const line = await waitFor(
+      'the access line',
+      () => Promise.resolve(logLines.map((text) => JSON.parse(text) as Record<string, unknown>).find((entry) => entry.msg === 'request')),
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+    expect(line.status).toBe(499);
+    expect(logLines.map((text) => JSON.parse(text) as { level: number }).filter((entry) => entry.level >= 50)).toEqual([]);
   });
 
   it('logs one access line per request, never the token', async () => {
