@@ -38,10 +38,14 @@ export const GRPC_PORT_NAME = 'grpc';
  */
 export class DnsResolver implements UpstreamResolver {
   readonly #clusterDomain: string;
+  readonly #resolveSrv: (name: string) => Promise<{ port: number }[]>;
+  readonly #now: () => number;
   readonly #ports = new Map<string, { port: number; until: number }>();
 
-  constructor(options: { clusterDomain?: string } = {}) {
+  constructor(options: { clusterDomain?: string; resolveSrv?: (name: string) => Promise<{ port: number }[]>; now?: () => number } = {}) {
     this.#clusterDomain = options.clusterDomain ?? 'cluster.local';
+    this.#resolveSrv = options.resolveSrv ?? resolveSrv;
+    this.#now = options.now ?? Date.now;
   }
 
   async resolve(namespace: string, runtime: string): Promise<UpstreamAddress[]> {
@@ -51,16 +55,16 @@ export class DnsResolver implements UpstreamResolver {
 
   async #port(host: string): Promise<number> {
     const cached = this.#ports.get(host);
-    if (cached !== undefined && cached.until > Date.now()) return cached.port;
+    if (cached !== undefined && cached.until > this.#now()) return cached.port;
     let port: number = DEFAULTS.runtimedGrpcPort;
     try {
-      const records = await resolveSrv(`_${GRPC_PORT_NAME}._tcp.${host}.${this.#clusterDomain}`);
+      const records = await this.#resolveSrv(`_${GRPC_PORT_NAME}._tcp.${host}.${this.#clusterDomain}`);
       port = records[0]?.port ?? port;
     } catch {
       // No SRV record (no such Service, or DNS without SRV): the default port; the dial tells.
     }
     if (this.#ports.size > 4096) this.#ports.clear();
-    this.#ports.set(host, { port, until: Date.now() + 30_000 });
+    this.#ports.set(host, { port, until: this.#now() + 30_000 });
     return port;
   }
 
