@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
+import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
@@ -161,6 +162,32 @@ describe('refused before forwarding', () => {
     const answer = await invoke({ body, chunked: true });
     expect(answer.status).toBe(200);
     expect(answer.json).toMatchObject({ result: [] });
+  });
+
+  it.each([
+    ['too large', String(1024 * 1024 + 1), HEADERS, /^HTTP\/1\.1 413 /],
+    ['without a token', '2', { 'content-type': 'application/json' }, /^HTTP\/1\.1 401 /],
+    ['acceptable', '2', HEADERS, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /],
+  ])('Expect: 100-continue, %s: the client is told to send its body only when the rest is acceptable', async (_what, length, headers, expected) => {
+    const socket = tlsConnect({ host: '127.0.0.1', port: gateway.address.port, ca: gatewayCa.certPem });
+    const received: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => {
+      received.push(chunk);
+      // Like a client: the body goes out only after 100 Continue.
+      if (Buffer.concat(received).toString().startsWith('HTTP/1.1 100 Continue\r\n\r\n') && length === '2') socket.write('{}');
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once('secureConnect', resolve);
+      socket.once('error', reject);
+    });
+    const lines = [`POST ${PATH} HTTP/1.1`, 'Host: 127.0.0.1', 'Expect: 100-continue', `Content-Length: ${length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''];
+    socket.write(lines.join('\r\n'));
+    const text = await waitFor('a final answer', () => {
+      const all = Buffer.concat(received).toString();
+      return Promise.resolve(/HTTP\/1\.1 [2-5]\d\d [^\r]*\r\n[\s\S]*\r\n\r\n\{/.test(all) ? all : undefined);
+    }, { timeoutMs: 10_000, intervalMs: 10 });
+    socket.destroy();
+    expect(text).toMatch(expected);
   });
 
   it('a 405 says which method is allowed', async () => {
