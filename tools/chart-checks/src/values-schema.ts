@@ -106,6 +106,7 @@ const schema: Schema = {
         {
           enabled: bool,
           resolveMode: { type: 'string', enum: ['dns', 'endpoints'] },
+          drainSeconds: { type: 'integer', minimum: 0, maximum: 3600 },
           port,
           service: looseObject({ port, annotations: stringMap }),
           tls: {
