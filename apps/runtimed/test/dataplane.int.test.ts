@@ -170,6 +170,9 @@ test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504
   const failed = await failure((o) => client.invokeFunction(request(failing, null), { ...o, metadata: bearer('bob') }));
   expect(failed).toMatchObject({ code: 'FunctionFailed', source: 'function' });
   expect(failed.message).toContain('the handler refuses');
+  // The owner's answer crosses the hop unchanged.
+  const failedViaPeer = await failure((o) => gatewayClient(other).invokeFunction(request(failing, null), { ...o, metadata: bearer('bob') }));
+  expect(failedViaPeer).toMatchObject({ code: 'FunctionFailed', source: 'function' });
 });
 
 test('a Run that is not Ready yet: 503 RunNotReady', async () => {
