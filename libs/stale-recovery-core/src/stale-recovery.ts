@@ -168,9 +168,8 @@ export class StaleRecovery {
     this.#services.addEventHandler({ add: serviceChanged, update: serviceChanged, delete: serviceChanged });
     // runtimed found the owner unreachable: look at that Run at once instead of waiting for the Lease.
     const eventSeen = (event: ReadonlyDeep<CoreV1Event>): void => {
-      const involved = event.involvedObject;
-      if (involved.kind !== RUN_KIND || involved.name === undefined) return;
-      enqueue(`${involved.namespace ?? event.metadata.namespace ?? ''}/${involved.name}`);
+      const key = runKeyOfEvent(event);
+      if (key !== undefined) enqueue(key);
     };
     this.#events.addEventHandler({ add: eventSeen, update: eventSeen });
   }
@@ -393,6 +392,15 @@ function fencedEvent(action: Extract<RecoveryAction, { type: 'requeue' | 'interr
     case 'cancel':
       return { type: 'Cancelled', message: action.message };
   }
+}
+
+/** The Run an OwnerUnreachable Event is about (`namespace/name`), or undefined for any other object. */
+export function runKeyOfEvent(event: ReadonlyDeep<Pick<CoreV1Event, 'involvedObject' | 'metadata' | 'reason'>>): string | undefined {
+  const involved = event.involvedObject;
+  if (event.reason !== EVENT_REASONS.ownerUnreachable || involved.kind !== RUN_KIND || involved.apiVersion?.startsWith(`${API_GROUP}/`) === false) return undefined;
+  const namespace = involved.namespace ?? event.metadata.namespace;
+  if (involved.name === undefined || namespace === undefined) return undefined;
+  return `${namespace}/${involved.name}`;
 }
 
 export function epochKey(uid: string, epoch: OwnershipEpoch): string {
