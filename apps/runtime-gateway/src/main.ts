@@ -53,11 +53,11 @@ function required(flag: 'tls-cert-file' | 'tls-key-file' | 'runtimed-ca-file'): 
 }
 
 let metrics: MetricsServer | undefined;
+let resolver: UpstreamResolver | undefined;
 try {
   const listen = hostPort('listen', values.listen);
   const drainSeconds = Number(values['drain-seconds']);
   if (!(drainSeconds >= 0)) throw new Error('--drain-seconds must be a number of seconds');
-  let resolver: UpstreamResolver;
   switch (values.resolve) {
     case 'dns':
       resolver = new DnsResolver();
@@ -67,8 +67,8 @@ try {
       if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
       else kubeConfig.loadFromFile(values.kubeconfig);
       const endpoints = new EndpointsResolver({ kubeConfig, logger, ...(values.namespace === undefined ? {} : { namespace: values.namespace }) });
-      await endpoints.start();
       resolver = endpoints;
+      await endpoints.start();
       break;
     }
     default:
@@ -105,6 +105,8 @@ try {
   process.once('SIGINT', stop);
 } catch (error) {
   logger.fatal({ err: error }, 'runtime-gateway failed to start');
+  // Nothing may keep the process alive (the resolver's watches, the metrics listener).
+  await resolver?.stop();
   await metrics?.shutdown();
   process.exitCode = 1;
 }
