@@ -2,6 +2,7 @@ import { USAGE, parseCommandLine } from './args.ts';
 import { cancelCommand } from './commands/cancel.ts';
 import type { CliIo, CommandContext } from './commands/context.ts';
 import { deleteCommand } from './commands/delete.ts';
+import { devCommand } from './commands/dev.ts';
 import { getCommand } from './commands/get.ts';
 import { invokeCommand } from './commands/invoke.ts';
 import { retryCommand } from './commands/retry.ts';
@@ -13,6 +14,8 @@ import { RunApi, loadKubeConfig, resolveNamespace } from './kube.ts';
 /** Runs one krt command line; returns the exit code (errors are reported on stderr). */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   try {
+    // Own argument parsing in tools/local-cluster (dev.ts), which it runs as a child process.
+    if (argv[0] === 'dev') return await devCommand(argv.slice(1));
     const { command, global } = parseCommandLine(argv);
     if (command.name === 'help') {
       io.stdout.write(USAGE);
