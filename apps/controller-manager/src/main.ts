@@ -12,6 +12,7 @@
 //   --internal-ca-dir DIR                 required: ca.crt + ca.key of the internal CA (the mounted
 //                                         Secret kruntimes-internal-ca); signs each Runtime's runtimed TLS Secret
 //   --log-level LEVEL                     default info (env KRT_LOG_LEVEL)
+//   --metrics-address HOST:PORT           Prometheus /metrics (plaintext; default: off)
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,7 +20,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
-import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME } from '@kruntimes/controller-manager-core';
+import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME, ManagerMetrics, startMetricsEndpoint } from '@kruntimes/controller-manager-core';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
 
@@ -40,6 +41,7 @@ const { values } = parseArgs({
     'finished-runs-per-runtime': { type: 'string', default: String(DEFAULT_FINISHED_RUNS_PER_RUNTIME) },
     'internal-ca-dir': { type: 'string' },
     'log-level': { type: 'string' },
+    'metrics-address': { type: 'string' },
   },
   strict: true,
 });
@@ -65,6 +67,12 @@ async function internalCa(dir: string | undefined): Promise<{ certPem: string; k
 try {
   const listen = values['runtime-server-listen'];
   const ca = await internalCa(values['internal-ca-dir']);
+  // Served by every replica; only the leader's caches give it series.
+  const metrics = new ManagerMetrics();
+  if (values['metrics-address'] !== undefined) {
+    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
+    logger.info({ address: endpoint.address }, 'metrics listening');
+  }
   if (listen !== 'loopback' && listen !== 'podIP') throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
   const kubeConfig = new KubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
@@ -104,6 +112,7 @@ try {
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,
+        metrics,
       });
       await runWhileLeading(signal, manager);
     },

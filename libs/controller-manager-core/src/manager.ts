@@ -13,6 +13,7 @@ import { historyToCollect, ttlDecision } from './collection.ts';
 import type { CollectableRun } from './collection.ts';
 import { runtimeStatus, sameStatus } from './runtime-status.ts';
 import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
+import type { ManagerMetrics, ManagerMetricsSnapshot } from './metrics.ts';
 import type { RolloutView } from './runtime-status.ts';
 
 type RunObject = Run & KubernetesObject;
@@ -36,6 +37,8 @@ export interface ControllerManagerOptions {
   finishedRunsPerRuntime?: number;
   workers?: number;
   now?: () => number;
+  /** Fed from the caches at scrape time while this manager runs (the /metrics endpoint). */
+  metrics?: ManagerMetrics;
 }
 
 /**
@@ -150,11 +153,27 @@ export class ControllerManager {
   async start(): Promise<void> {
     await Promise.all(this.#informers().map((informer) => informer.start()));
     for (const controller of this.#controllers) controller.start();
+    this.#options.metrics?.observe(() => this.metricsSnapshot());
   }
 
   async stop(): Promise<void> {
+    this.#options.metrics?.observe(undefined);
     await Promise.all(this.#controllers.map((controller) => controller.stop()));
     await Promise.all(this.#informers().map((informer) => informer.stop()));
+  }
+
+  /** What the metrics need, read from the caches only. */
+  metricsSnapshot(): ManagerMetricsSnapshot {
+    return {
+      runtimes: this.#runtimes.list().map((runtime) => ({ namespace: runtime.metadata.namespace ?? '', name: runtime.metadata.name ?? '', runsPerPod: runtime.spec.runs })),
+      runs: this.#runs.list().map((run) => ({ namespace: run.metadata.namespace ?? '', runtime: run.spec.runtime, phase: phaseOf(run), cleanupPending: cleanupPending(run) })),
+      pods: this.#pods.list().flatMap((pod) => {
+        const runtime = pod.metadata?.labels?.[LABELS.runtime];
+        return runtime === undefined
+          ? []
+          : [{ namespace: pod.metadata?.namespace ?? '', runtime, ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined, capacity: podCapacity(pod) }];
+      }),
+    };
   }
 
   #informers(): { start(): Promise<void>; stop(): Promise<void> }[] {

@@ -40,8 +40,7 @@ export interface RuntimeStatusInput {
  */
 export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
   const live = input.pods.filter((pod) => !pod.deleting);
-  const readyPods = live.filter((pod) => pod.ready).length;
-  const runsPerPod = input.runsPerPod ?? DEFAULTS.runsPerPod;
+  const { readyPods, totalCapacity } = runtimeCapacity(input.pods, input.runsPerPod);
   let conditions: Condition[] | undefined = input.previous?.conditions?.map((c) => ({ ...c }));
 
   if (input.problems.length > 0) {
@@ -71,10 +70,20 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
     ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
     replicas: live.length,
     readyPods,
-    totalCapacity: live.filter((pod) => pod.ready).reduce((sum, pod) => sum + (pod.capacity ?? runsPerPod), 0),
+    totalCapacity,
     usedCapacity: input.runsHoldingCapacity,
     conditions,
   };
+}
+
+/**
+ * Ready Pods and the capacity the scheduler can bind to: ready, non-deleting Pods only,
+ * each with its own capacity (`runsPerPod` when unknown). Shared by the status and the metrics.
+ */
+export function runtimeCapacity(pods: readonly RuntimePodView[], runsPerPod: number | undefined): { readyPods: number; totalCapacity: number } {
+  const ready = pods.filter((pod) => !pod.deleting && pod.ready);
+  const perPod = runsPerPod ?? DEFAULTS.runsPerPod;
+  return { readyPods: ready.length, totalCapacity: ready.reduce((sum, pod) => sum + (pod.capacity ?? perPod), 0) };
 }
 
 /** As `kubectl rollout status`: observed, all updated, all available, no old Pods left. */

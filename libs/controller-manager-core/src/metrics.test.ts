@@ -1,0 +1,116 @@
+import { RUN_PHASES } from '@kruntimes/api';
+import { phaseMetricLabel } from '@kruntimes/run-state';
+import { ManagerMetrics, parseListenAddress, renderManagerMetrics, startMetricsEndpoint } from './metrics.ts';
+import type { ManagerMetricsSnapshot } from './metrics.ts';
+
+function series(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    out.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return out;
+}
+
+const pod = (runtime: string, ready: boolean, extra: { deleting?: boolean; capacity?: number } = {}): ManagerMetricsSnapshot['pods'][number] => ({
+  namespace: 'ns',
+  runtime,
+  ready,
+  deleting: extra.deleting ?? false,
+  capacity: extra.capacity,
+});
+
+const SNAPSHOT: ManagerMetricsSnapshot = {
+  runtimes: [
+    { namespace: 'ns', name: 'py', runsPerPod: 4 },
+    { namespace: 'ns', name: 'empty', runsPerPod: undefined },
+  ],
+  runs: [
+    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Ready', cleanupPending: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Running', cleanupPending: false },
+    // Terminal: holds a unit only while its registration cleanup is pending.
+    { namespace: 'ns', runtime: 'py', phase: 'Succeeded', cleanupPending: true },
+    { namespace: 'ns', runtime: 'py', phase: 'Failed', cleanupPending: false },
+    { namespace: 'other', runtime: 'missing', phase: 'Pending', cleanupPending: false },
+  ],
+  pods: [pod('py', true), pod('py', true, { capacity: 2 }), pod('py', false), pod('py', true, { deleting: true }), pod('empty', false)],
+};
+
+describe('renderManagerMetrics', () => {
+  const text = renderManagerMetrics(SNAPSHOT);
+  const values = series(text);
+
+  it('counts Runs per namespace, Runtime and phase, every phase zero-filled', () => {
+    expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="pending"}')).toBe(2);
+    expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="ready"}')).toBe(1);
+    expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="running"}')).toBe(1);
+    expect(values.get('kruntimes_runs{namespace="other",runtime="missing",phase="pending"}')).toBe(1);
+    for (const phase of RUN_PHASES) expect(values.has(`kruntimes_runs{namespace="ns",runtime="py",phase="${phaseMetricLabel(phase)}"}`)).toBe(true);
+    const total = [...values].filter(([name]) => name.startsWith('kruntimes_runs{namespace="ns"')).reduce((sum, [, v]) => sum + v, 0);
+    expect(total).toBe(6);
+  });
+
+  it('reports capacity and ready Pods as the Runtime status computes them', () => {
+    // Ready, non-deleting: one with runsPerPod (4), one with its own capacity (2).
+    expect(values.get('kruntimes_runtime_capacity_total{namespace="ns",runtime="py"}')).toBe(6);
+    expect(values.get('kruntimes_runtime_ready_pods{namespace="ns",runtime="py"}')).toBe(2);
+    // Ready, Running, and the Succeeded one whose cleanup is pending.
+    expect(values.get('kruntimes_runtime_capacity_used{namespace="ns",runtime="py"}')).toBe(3);
+    expect(values.get('kruntimes_runtime_capacity_total{namespace="ns",runtime="empty"}')).toBe(0);
+    expect(values.get('kruntimes_runtime_capacity_used{namespace="ns",runtime="empty"}')).toBe(0);
+    // No capacity series for a Runtime that is not cached.
+    expect(values.has('kruntimes_runtime_capacity_total{namespace="other",runtime="missing"}')).toBe(false);
+  });
+
+  it('declares every family, with no series when nothing is cached (a replica that does not lead)', () => {
+    const empty = renderManagerMetrics(undefined);
+    for (const name of ['kruntimes_runs', 'kruntimes_runtime_capacity_total', 'kruntimes_runtime_capacity_used', 'kruntimes_runtime_ready_pods']) {
+      expect(empty).toContain(`# TYPE ${name} gauge\n`);
+      expect(text).toContain(`# TYPE ${name} gauge\n`);
+    }
+    expect(series(empty).size).toBe(0);
+  });
+
+  it('escapes label values', () => {
+    const odd = renderManagerMetrics({ runtimes: [{ namespace: 'n', name: 'a"b\\c', runsPerPod: 1 }], runs: [], pods: [] });
+    expect(odd).toContain('kruntimes_runtime_ready_pods{namespace="n",runtime="a\\"b\\\\c"} 0');
+  });
+});
+
+describe('the metrics endpoint', () => {
+  it('serves the source while it is observed, and refuses an Authorization header', async () => {
+    const metrics = new ManagerMetrics();
+    const endpoint = await startMetricsEndpoint('127.0.0.1:0', () => metrics.render());
+    try {
+      const url = `http://127.0.0.1:${String(endpoint.address.port)}/metrics`;
+      expect(series(await (await fetch(url)).text()).size).toBe(0);
+      metrics.observe(() => SNAPSHOT);
+      const response = await fetch(url);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toContain('text/plain');
+      expect(series(await response.text()).get('kruntimes_runtime_capacity_total{namespace="ns",runtime="py"}')).toBe(6);
+      const refused = await fetch(url, { headers: { authorization: 'Bearer x' } });
+      expect(refused.status).toBe(400);
+      await refused.text();
+      const other = await fetch(`http://127.0.0.1:${String(endpoint.address.port)}/other`);
+      expect(other.status).toBe(404);
+      await other.text();
+      metrics.observe(undefined);
+      expect(series(await (await fetch(url)).text()).size).toBe(0);
+    } finally {
+      await endpoint.close();
+    }
+  });
+
+  it('parses listen addresses', () => {
+    expect(parseListenAddress(':9090')).toEqual({ host: undefined, port: 9090 });
+    expect(parseListenAddress('127.0.0.1:0')).toEqual({ host: '127.0.0.1', port: 0 });
+    expect(parseListenAddress('[::1]:9090')).toEqual({ host: '::1', port: 9090 });
+    expect(() => parseListenAddress('9090')).toThrow('HOST:PORT');
+    expect(() => parseListenAddress('host:')).toThrow('HOST:PORT');
+    expect(() => parseListenAddress('host:70000')).toThrow('HOST:PORT');
+  });
+});

@@ -1,0 +1,149 @@
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RUN_PHASES } from '@kruntimes/api';
+import type { RunPhase } from '@kruntimes/api';
+import { countByPhase, holdsCapacity, phaseMetricLabel } from '@kruntimes/run-state';
+import { runtimeCapacity } from './runtime-status.ts';
+import type { RuntimePodView } from './runtime-status.ts';
+
+/** What the metrics read from the informer caches at scrape time (no API call). */
+export interface ManagerMetricsSnapshot {
+  runtimes: readonly { namespace: string; name: string; runsPerPod: number | undefined }[];
+  runs: readonly { namespace: string; runtime: string; phase: RunPhase; cleanupPending: boolean }[];
+  pods: readonly (RuntimePodView & { namespace: string; runtime: string })[];
+}
+
+/**
+ * The controller-manager's metrics in the Prometheus text format (0.0.4), computed from
+ * its caches at each scrape:
+ *
+ * | metric | type | labels |
+ * |---|---|---|
+ * | `kruntimes_runs` | gauge | `namespace`, `runtime`, `phase` (run-state's phaseMetricLabel; every phase, zero-filled) |
+ * | `kruntimes_runtime_capacity_total` | gauge | `namespace`, `runtime`: capacity of ready, non-deleting Pods |
+ * | `kruntimes_runtime_capacity_used` | gauge | `namespace`, `runtime`: Runs holding a unit (run-state's holdsCapacity) |
+ * | `kruntimes_runtime_ready_pods` | gauge | `namespace`, `runtime` |
+ *
+ * Capacity and ready Pods are the same computation as the Runtime status, so they agree
+ * with `kubectl get runtime` once the status is written. Runs are counted under the
+ * Runtime they name, whether it exists or not; the capacity gauges exist per cached Runtime.
+ */
+export function renderManagerMetrics(snapshot: ManagerMetricsSnapshot | undefined): string {
+  const runs = new Map<string, { namespace: string; runtime: string; phases: RunPhase[] }>();
+  const used = new Map<string, number>();
+  const pods = new Map<string, RuntimePodView[]>();
+  for (const run of snapshot?.runs ?? []) {
+    const key = labelKey(run.namespace, run.runtime);
+    let entry = runs.get(key);
+    if (entry === undefined) runs.set(key, (entry = { namespace: run.namespace, runtime: run.runtime, phases: [] }));
+    entry.phases.push(run.phase);
+    if (holdsCapacity(run.phase, run.cleanupPending)) used.set(key, (used.get(key) ?? 0) + 1);
+  }
+  for (const pod of snapshot?.pods ?? []) {
+    const key = labelKey(pod.namespace, pod.runtime);
+    pods.set(key, [...(pods.get(key) ?? []), pod]);
+  }
+
+  const lines = ['# HELP kruntimes_runs Runs by namespace, Runtime and phase (from the controller-manager\'s cache).', '# TYPE kruntimes_runs gauge'];
+  for (const entry of [...runs.values()].sort(byLabels)) {
+    const counts = countByPhase(entry.phases);
+    for (const phase of RUN_PHASES) lines.push(`kruntimes_runs{${labels({ namespace: entry.namespace, runtime: entry.runtime, phase: phaseMetricLabel(phase) })}} ${counts[phase]}`);
+  }
+  const runtimes = [...(snapshot?.runtimes ?? [])].map((r) => ({ namespace: r.namespace, runtime: r.name, runsPerPod: r.runsPerPod })).sort(byLabels);
+  const perRuntime = runtimes.map((r) => {
+    const key = labelKey(r.namespace, r.runtime);
+    return { labels: labels({ namespace: r.namespace, runtime: r.runtime }), used: used.get(key) ?? 0, ...runtimeCapacity(pods.get(key) ?? [], r.runsPerPod) };
+  });
+  lines.push('# HELP kruntimes_runtime_capacity_total Run capacity of the ready, non-deleting Pods of a Runtime.', '# TYPE kruntimes_runtime_capacity_total gauge');
+  for (const r of perRuntime) lines.push(`kruntimes_runtime_capacity_total{${r.labels}} ${r.totalCapacity}`);
+  lines.push('# HELP kruntimes_runtime_capacity_used Runs of a Runtime that hold a unit of capacity (may exceed the total during a roll or a Pod loss).', '# TYPE kruntimes_runtime_capacity_used gauge');
+  for (const r of perRuntime) lines.push(`kruntimes_runtime_capacity_used{${r.labels}} ${r.used}`);
+  lines.push('# HELP kruntimes_runtime_ready_pods Ready, non-deleting Pods of a Runtime.', '# TYPE kruntimes_runtime_ready_pods gauge');
+  for (const r of perRuntime) lines.push(`kruntimes_runtime_ready_pods{${r.labels}} ${r.readyPods}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Where the running ControllerManager plugs its caches in: the endpoint starts before
+ * leader election, and a replica that does not lead exports the families without series.
+ */
+export class ManagerMetrics {
+  #source: (() => ManagerMetricsSnapshot) | undefined;
+
+  /** Set by the ControllerManager while it runs; undefined when it stops. */
+  observe(source: (() => ManagerMetricsSnapshot) | undefined): void {
+    this.#source = source;
+  }
+
+  render(): string {
+    return renderManagerMetrics(this.#source?.());
+  }
+}
+
+export interface MetricsEndpoint {
+  address: AddressInfo;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics` (plaintext) on `HOST:PORT`. Any request carrying an Authorization
+ * header is refused with 400 (shared contract): nothing here takes a credential, and one
+ * sent by mistake must go no further.
+ */
+export async function startMetricsEndpoint(address: string, render: () => string): Promise<MetricsEndpoint> {
+  const { host, port } = parseListenAddress(address);
+  const server = createServer((request, response) => {
+    if (request.headers.authorization !== undefined) {
+      response.writeHead(400, { 'content-type': 'text/plain' }).end('metrics take no Authorization header\n');
+      return;
+    }
+    const path = (request.url ?? '').split('?')[0];
+    if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(render());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return { address: server.address() as AddressInfo, close: () => closeServer(server) };
+}
+
+/** `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (every interface). */
+export function parseListenAddress(address: string): { host: string | undefined; port: number } {
+  const colon = address.lastIndexOf(':');
+  const port = Number(address.slice(colon + 1));
+  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535 || address.slice(colon + 1) === '') throw new Error(`--metrics-address must be HOST:PORT, not ${JSON.stringify(address)}`);
+  const host = address.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+  return { host: host === '' ? undefined : host, port };
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.close((error) => {
+      if (error === undefined) resolve();
+      else reject(error);
+    });
+    server.closeAllConnections();
+  });
+}
+
+function labelKey(namespace: string, runtime: string): string {
+  return `${namespace}/${runtime}`;
+}
+
+function byLabels(a: { namespace: string; runtime: string }, b: { namespace: string; runtime: string }): number {
+  return a.namespace.localeCompare(b.namespace) || a.runtime.localeCompare(b.runtime);
+}
+
+function labels(values: Record<string, string>): string {
+  return Object.entries(values)
+    .map(([name, value]) => `${name}="${value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n')}"`)
+    .join(',');
+}
