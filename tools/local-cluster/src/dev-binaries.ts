@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
+import { access, constants, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { ensureBinaries, REPO_ROOT } from '@kruntimes/testing';
+import { BINARY_NAMES, ensureBinaries, REPO_ROOT } from '@kruntimes/testing';
 
 function env(name: string): string | undefined {
   const value = process.env[name];
@@ -20,18 +20,21 @@ export function formatElapsed(ms: number): string {
  * while it runs a `building ... (phase, elapsed)` line every 15 s says it is not stuck.
  * `KRT_KUBE_BIN_DIR` (prebuilt binaries) skips the build, as in the test harness.
  */
-export async function binariesWithProgress(out: (line: string) => void): Promise<string> {
+export async function binariesWithProgress(
+  out: (line: string) => void,
+  options: { script?: string; cacheRoot?: string; tickMs?: number } = {},
+): Promise<string> {
   if (env('KRT_KUBE_BIN_DIR') !== undefined) return ensureBinaries();
-  const cacheRoot = env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
+  const cacheRoot = options.cacheRoot ?? env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
   await mkdir(cacheRoot, { recursive: true });
-  const script = join(REPO_ROOT, 'tools/kube-binaries/build.sh');
+  const script = options.script ?? join(REPO_ROOT, 'tools/kube-binaries/build.sh');
   // The same lock as the test harness: two builds on a cold cache would compete for the cores.
   const lock = join(cacheRoot, 'kube-binaries.lock');
   const started = performance.now();
   let phase = 'starting';
   const ticker = setInterval(() => {
     out(`building the control-plane binaries: ${phase} (elapsed ${formatElapsed(performance.now() - started)})`);
-  }, 15_000);
+  }, options.tickMs ?? 15_000);
   try {
     const dir = await new Promise<string>((resolve, reject) => {
       const child = spawn('flock', [lock, script], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -58,9 +61,16 @@ export async function binariesWithProgress(out: (line: string) => void): Promise
         else reject(new Error(`${script} failed (${signal ?? `exit code ${String(code)}`}); its output is above`));
       });
     });
-    process.env.KRT_KUBE_BIN_DIR = dir;
-    // ensureBinaries checks that all three are executables.
-    return await ensureBinaries();
+    await Promise.all(
+      BINARY_NAMES.map(async (name) => {
+        try {
+          await access(join(dir, name), constants.X_OK);
+        } catch (error) {
+          throw new Error(`${script} printed ${dir}, but ${name} is not an executable there`, { cause: error });
+        }
+      }),
+    );
+    return dir;
   } finally {
     clearInterval(ticker);
   }

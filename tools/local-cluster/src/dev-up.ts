@@ -259,14 +259,15 @@ export async function up(options: UpOptions): Promise<number> {
     await writeState(state);
     out(`ports: ${state.listening.join(' ')}`);
     out('');
+    const dirArg = options.dirFlag ? ` --dir ${dir}` : '';
     out('Next (krt is node_modules/.bin/krt after npm ci: npx krt ...):');
-    out(`  export KUBECONFIG=${adminKubeconfig}    # admin; or: eval "$(npx krt dev env)"`);
+    out(`  export KUBECONFIG=${adminKubeconfig}    # admin; or: eval "$(npx krt dev env${dirArg})"`);
     out(`  npx krt invoke hello-py -n ${DEMO_NAMESPACE} --kubeconfig ${invokerKubeconfig} --data '{"name":"you"}'`);
     out(`  npx krt invoke echo-sh -n ${DEMO_NAMESPACE} --kubeconfig ${invokerKubeconfig} --data '{"n":1}'`);
     if (await onPath('kubectl')) out(`  kubectl get runtimes,runs -n ${DEMO_NAMESPACE}`);
     out(`  npx krt get -n ${DEMO_NAMESPACE}`);
-    out('  npx krt dev status | npx krt dev env | npx krt dev logs [COMPONENT|POD/CONTAINER]');
-    out(`  npx krt dev down${options.dirFlag ? ` --dir ${dir}` : ''}    # or Ctrl-C here`);
+    out(`  npx krt dev status${dirArg}; npx krt dev logs${dirArg} [COMPONENT|POD/CONTAINER]`);
+    out(`  npx krt dev down${dirArg}    # or Ctrl-C here`);
     if (options.once) {
       say('--once: tearing everything down');
     } else {

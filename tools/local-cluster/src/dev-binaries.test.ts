@@ -1,0 +1,49 @@
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
+
+let root: string;
+let saved: string | undefined;
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'dev-binaries-'));
+  saved = process.env.KRT_KUBE_BIN_DIR;
+  delete process.env.KRT_KUBE_BIN_DIR;
+});
+afterEach(async () => {
+  if (saved !== undefined) process.env.KRT_KUBE_BIN_DIR = saved;
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A stand-in for build.sh: progress on stderr, a pause, the bin directory on stdout. */
+async function fakeBuild(binaries: readonly string[]): Promise<{ script: string; bin: string }> {
+  const bin = join(root, 'bin');
+  await mkdir(bin);
+  for (const name of binaries) {
+    await writeFile(join(bin, name), '#!/bin/sh\n');
+    await chmod(join(bin, name), 0o755);
+  }
+  const script = join(root, 'build.sh');
+  await writeFile(script, `#!/bin/sh\necho '[kube-binaries] etcd: building go.etcd.io/etcd/server/v3' >&2\nsleep 0.4\necho '[kube-binaries] etcd: built in 1s' >&2\necho ${bin}\n`);
+  await chmod(script, 0o755);
+  return { script, bin };
+}
+
+test('streams the build output and a phase/elapsed line while it runs; returns the bin directory', async () => {
+  const { script, bin } = await fakeBuild(['etcd', 'kube-apiserver', 'kube-controller-manager']);
+  const lines: string[] = [];
+  const dir = await binariesWithProgress((line) => lines.push(line), { script, cacheRoot: join(root, 'cache'), tickMs: 100 });
+  expect(dir).toBe(bin);
+  expect(lines[0]).toMatch(/^\[kube-binaries\] etcd: building go\.etcd\.io\/etcd\/server\/v3 \(0s\)$/);
+  expect(lines).toContainEqual(expect.stringMatching(/^building the control-plane binaries: etcd: building go\.etcd\.io\/etcd\/server\/v3 \(elapsed 0s\)$/));
+  expect(lines.at(-1)).toMatch(/etcd: built in 1s/);
+});
+
+test('a missing binary in what build.sh printed is an error', async () => {
+  const { script } = await fakeBuild(['etcd']);
+  await expect(binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000 })).rejects.toThrow(/kube-apiserver is not an executable/);
+});
+
+test('elapsed time', () => {
+  expect([formatElapsed(999), formatElapsed(59_000), formatElapsed(61_000), formatElapsed(600_000)]).toEqual(['0s', '59s', '1m01s', '10m00s']);
+});
