@@ -47,3 +47,14 @@ test('a missing binary in what build.sh printed is an error', async () => {
 test('elapsed time', () => {
   expect([formatElapsed(999), formatElapsed(59_000), formatElapsed(61_000), formatElapsed(600_000)]).toEqual(['0s', '59s', '1m01s', '10m00s']);
 });
+
+test('a stop requested during the build ends the build', async () => {
+  const { bin } = await fakeBuild(['etcd', 'kube-apiserver', 'kube-controller-manager']);
+  const script = join(root, 'slow-build.sh');
+  await writeFile(script, `#!/bin/sh\necho '[kube-binaries] etcd: building' >&2\nsleep 30\necho ${bin}\n`);
+  await chmod(script, 0o755);
+  const stop = new AbortController();
+  const building = binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000, signal: stop.signal });
+  setTimeout(() => { stop.abort(); }, 200);
+  await expect(building).rejects.toThrow(/failed \(SIGTERM\)/);
+});

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { access, constants, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { signalGroup } from '@kruntimes/host';
 import { BINARY_NAMES, ensureBinaries, REPO_ROOT } from '@kruntimes/testing';
 
 function env(name: string): string | undefined {
@@ -22,7 +23,7 @@ export function formatElapsed(ms: number): string {
  */
 export async function binariesWithProgress(
   out: (line: string) => void,
-  options: { script?: string; cacheRoot?: string; tickMs?: number } = {},
+  options: { script?: string; cacheRoot?: string; tickMs?: number; signal?: AbortSignal } = {},
 ): Promise<string> {
   if (env('KRT_KUBE_BIN_DIR') !== undefined) return ensureBinaries();
   const cacheRoot = options.cacheRoot ?? env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
@@ -37,7 +38,8 @@ export async function binariesWithProgress(
   }, options.tickMs ?? 15_000);
   try {
     const dir = await new Promise<string>((resolve, reject) => {
-      const child = spawn('flock', [lock, script], { stdio: ['ignore', 'pipe', 'pipe'] });
+      // Its own process group, so that a stop ends flock, build.sh and the go build under it.
+      const child = spawn('flock', [lock, script], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let stdout = '';
       let partial = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -52,6 +54,14 @@ export async function binariesWithProgress(
           out(`${line} (${formatElapsed(performance.now() - started)})`);
         }
       });
+      // A stop requested during a first build (minutes) ends the build, not only what follows it.
+      options.signal?.addEventListener(
+        'abort',
+        () => {
+          if (child.pid !== undefined) signalGroup(child.pid, 'SIGTERM');
+        },
+        { once: true },
+      );
       child.once('error', (error) => {
         reject(new Error(`cannot run flock ${script} (flock is in util-linux)`, { cause: error }));
       });

@@ -1,5 +1,5 @@
 // `dev down|status|env|logs`: read the state directory of a running `dev up`.
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatElapsed } from './dev-binaries.ts';
 import { environmentProcesses, parseSocket, processAlive, stillListening, terminate } from './dev-processes.ts';
@@ -43,6 +43,8 @@ export async function down(dir: string, out: Out): Promise<number> {
     out(`still listening: ${listening.map((s) => `${s.host}:${String(s.port)}`).join(' ')}`);
     return 1;
   }
+  // A supervisor that was killed could not remove it; everything it names is gone now.
+  await rm(stateFile(dir), { force: true });
   out(`stopped in ${formatElapsed(performance.now() - started)}: no process left${sockets.length > 0 ? `, none of ${String(sockets.length)} ports listening` : ''}`);
   return 0;
 }

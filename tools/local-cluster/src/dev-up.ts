@@ -109,7 +109,7 @@ export async function up(options: UpOptions): Promise<number> {
   let controlPlane: ControlPlane | undefined;
   let code = 0;
   try {
-    const binDir = await binariesWithProgress(say);
+    const binDir = await binariesWithProgress(say, { signal: stop.signal });
     checkStop();
     say('starting etcd, kube-apiserver and kube-controller-manager on loopback');
     controlPlane = await ControlPlane.start({ binDir, tmpRoot: dir, crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')], log: say });
