@@ -259,4 +259,10 @@ test('no plaintext: the gRPC and peer ports refuse it; the health port is plaint
   expect(text).toMatch(/kruntimes_authz_reviews_total\{outcome="allowed"\} [1-9]/);
   expect(text).toMatch(/kruntimes_authz_cache_requests_total\{result="hit"\} [1-9]/);
   expect(text).toMatch(/kruntimes_runtimed_invocations_total\{port="peer",route="local",code="OK"\} [1-9]/);
+  // The owner's per-function series of this Run (the peer hops were served there).
+  const name = run.metadata.name ?? '';
+  expect(text).toMatch(new RegExp(`^kruntimes_function_invocations_total\\{namespace="[^"]+",runtime="[^"]+",run="${name}",code="OK"\\} [1-9]`, 'm'));
+  expect(text).toMatch(new RegExp(`^kruntimes_function_invocation_duration_seconds_count\\{[^}]*run="${name}"\\} [1-9]`, 'm'));
+  expect(text).toMatch(new RegExp(`^kruntimes_function_inflight\\{[^}]*run="${name}"\\} 0$`, 'm'));
+  expect(text).toMatch(new RegExp(`^kruntimes_function_idle_seconds\\{[^}]*run="${name}"\\} [0-9.e+-]+$`, 'm'));
 });

@@ -1,6 +1,7 @@
 export * from './config.ts';
 export * from './endpoint.ts';
 export * from './epoch.ts';
+export * from './function-metrics.ts';
 export * from './metrics.ts';
 export * from './otel-metrics.ts';
 export * from './plan.ts';

@@ -1,5 +1,7 @@
 import { NO_AUTHZ_METRICS } from '@kruntimes/authz';
 import type { AuthzMetrics } from '@kruntimes/authz';
+import { NO_FUNCTION_METRICS } from './function-metrics.ts';
+import type { FunctionInvocationHooks } from './function-metrics.ts';
 
 /** Outcomes of one RegisterFunction by runtimed. */
 export type RegistrationOutcome = 'registered' | 'reused' | 'failed' | 'indeterminate';
@@ -27,6 +29,8 @@ export interface RuntimedMetrics {
   authz: AuthzMetrics;
   /** Called at collection time for the number of functions registered by this Pod. */
   observeActiveFunctions(count: () => number): void;
+  /** Per-function Run invocation metrics of the owner (function-metrics.ts). */
+  functions: FunctionInvocationHooks;
 }
 
 export const NO_METRICS: RuntimedMetrics = {
@@ -37,4 +41,5 @@ export const NO_METRICS: RuntimedMetrics = {
   invocation: () => undefined,
   authz: NO_AUTHZ_METRICS,
   observeActiveFunctions: () => undefined,
+  functions: NO_FUNCTION_METRICS,
 };

@@ -1,11 +1,15 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import type { AddressInfo } from 'node:net';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { FunctionMetrics } from './function-metrics.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 
 export interface PrometheusMetrics {
   metrics: RuntimedMetrics;
+  /** The bound port (the one asked for, or the one chosen for 0). */
+  port: number;
   shutdown(): Promise<void>;
 }
 
@@ -24,13 +28,23 @@ export interface PrometheusMetrics {
  * | `kruntimes_authz_cache_requests_total` | counter | `result`: hit, miss |
  * | `kruntimes_authz_reviews_total` | counter | `outcome`: allowed, denied, unauthenticated, error |
  *
+ * After these, the per-function Run families of `FunctionMetrics` (function-metrics.ts).
+ *
  * The HTTP server answers only `GET /metrics` and refuses any request that carries an
  * `Authorization` header (400): nothing here needs a credential, and one sent by mistake
  * must not travel further or end up in a log.
  */
 export async function startPrometheusMetrics(host: string, port: number): Promise<PrometheusMetrics> {
   const exporter = new PrometheusExporter({ endpoint: '/metrics', preventServerStart: true, withoutScopeInfo: true });
-  const server = createServer((request, response) => { serveMetrics(exporter, request, response); });
+  // The exporter's own options (prefix none, no timestamps, with target_info, without scope info).
+  const serializer = new PrometheusSerializer('', false, undefined, false, true);
+  const functions = new FunctionMetrics();
+  const render = async (): Promise<string> => {
+    const { resourceMetrics, errors } = await exporter.collect();
+    if (errors.length > 0) throw new AggregateError(errors, 'metrics collection failed');
+    return serializer.serialize(resourceMetrics) + functions.render();
+  };
+  const server = createServer((request, response) => { serveMetrics(render, request, response); });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -56,6 +70,7 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   const authzReviews = meter.createCounter('kruntimes.authz.reviews', { description: 'SelfSubjectAccessReviews sent, by outcome' });
   const activeFunctions = meter.createObservableGauge('kruntimes.runtimed.active_functions', { description: 'Functions registered by this runtimed' });
   return {
+    port: (server.address() as AddressInfo).port,
     metrics: {
       registration: (outcome) => { registrations.add(1, { outcome }); },
       taskFinished: (outcome, seconds) => { taskDuration.record(seconds, { outcome }); },
@@ -69,6 +84,7 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
       observeActiveFunctions: (count) => {
         activeFunctions.addCallback((result) => { result.observe(count()); });
       },
+      functions,
     },
     shutdown: async () => {
       await provider.shutdown();
@@ -77,7 +93,7 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   };
 }
 
-function serveMetrics(exporter: PrometheusExporter, request: IncomingMessage, response: ServerResponse): void {
+function serveMetrics(render: () => Promise<string>, request: IncomingMessage, response: ServerResponse): void {
   if (request.headers.authorization !== undefined) {
     response.writeHead(400, { 'content-type': 'text/plain' }).end('metrics take no Authorization header\n');
     return;
@@ -87,7 +103,10 @@ function serveMetrics(exporter: PrometheusExporter, request: IncomingMessage, re
     response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
     return;
   }
-  exporter.getMetricsRequestHandler(request, response);
+  render().then(
+    (text) => { response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(request.method === 'HEAD' ? undefined : text); },
+    (error: unknown) => { response.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to export metrics: ${String(error)}\n`); },
+  );
 }
 
 function closeServer(server: Server): Promise<void> {

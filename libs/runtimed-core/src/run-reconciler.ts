@@ -106,6 +106,11 @@ export class RunReconciler {
     return [...this.#local.keys()];
   }
 
+  /** Keys of the function Runs whose registration this process holds (their per-function metrics are exported). */
+  heldFunctionKeys(): string[] {
+    return [...this.#local].filter(([, state]) => state.mode === 'function' && state.registrationId !== undefined).map(([key]) => key);
+  }
+
   readonly reconcile = async (key: string, _signal?: AbortSignal): Promise<ReconcileResult | undefined> => {
     const { namespace = '', name } = splitObjectKey(key);
     const run = this.#o.cached(namespace, name);

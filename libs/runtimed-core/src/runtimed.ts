@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import { Controller, SharedInformer, objectKey } from '@kruntimes/controller-runtime';
+import { Controller, SharedInformer, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
+import { findCondition } from '@kruntimes/run-state';
 import { AccessReviewer } from '@kruntimes/authz';
 import { runtimeIdentity } from '@kruntimes/workload-pki';
 import type { Logger } from 'pino';
@@ -99,6 +100,15 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     metrics,
     enqueue: (key) => { controller.enqueue(key); },
   });
+  // Per-function series exist only for the function Runs this process holds (bounded by its capacity).
+  metrics.functions.observeHeld(() =>
+    reconciler.heldFunctionKeys().map((key) => {
+      const { name } = splitObjectKey(key);
+      const ready = findCondition(informer.get(name, pod.namespace)?.status?.conditions, CONDITION_TYPES.ready);
+      const since = ready?.status === 'True' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
+      return { namespace: pod.namespace, runtime: config.runtime, run: name, readySinceMs: Number.isNaN(since) ? undefined : since };
+    }),
+  );
   // Only Runs of this Runtime (client-side: Runs carry spec.runtime, not a label), plus
   // any Run this process holds state for, whatever it says now.
   informer.enqueueTo(

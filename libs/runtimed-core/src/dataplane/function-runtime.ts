@@ -99,7 +99,17 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
       }
       case 'invoke': {
         log = log.child({ attempt: decided.attempt });
-        const response = await invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal);
+        // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
+        const run = o.runByUid(incoming.runUid)?.metadata.name ?? cached?.metadata.name ?? '';
+        const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
+        let response: runtimeServerV1.InvokeFunctionResponse;
+        try {
+          response = await invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal);
+        } catch (error) {
+          ended(isKruntimesError(error) ? error.code : 'Internal');
+          throw error;
+        }
+        ended('OK');
         finish(o, log, port, 'local', 'OK', started, { registrationId: decided.registrationId });
         return { invocationId: response.invocationId, result: response.result, outputs: response.outputs, stdout: response.stdout, stderr: response.stderr, attempt: decided.attempt };
       }
