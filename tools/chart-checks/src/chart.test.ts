@@ -192,8 +192,11 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
 
   it('has a PodDisruptionBudget per service and ServiceMonitors for the services with metrics', () => {
     expect(objects.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(deployments().map((d) => d.metadata.name).sort());
-    const monitored = ['kruntimes-scheduler', 'kruntimes-stale-recovery', ...(gatewayEnabled ? ['runtime-gateway'] : [])];
+    const monitored = ['kruntimes-controller-manager', 'kruntimes-scheduler', 'kruntimes-stale-recovery', ...(gatewayEnabled ? ['runtime-gateway'] : [])];
     expect(objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name).sort()).toEqual(monitored);
+    // The controller-manager's series name the Runtime's namespace themselves: that label wins over the target's.
+    const honoring = objects.filter((o) => o.kind === 'ServiceMonitor' && (o.spec as { endpoints: { honorLabels?: boolean }[] }).endpoints[0]?.honorLabels === true);
+    expect(honoring.map((o) => o.metadata.name)).toEqual(['kruntimes-controller-manager']);
   });
 
   it('ships the dashboards as ConfigMaps labelled grafana_dashboard', () => {

@@ -2,8 +2,7 @@
  * The Grafana dashboards of the chart, as data: `npx nx run chart-checks:generate` renders
  * them into deploy/charts/kruntimes/dashboards/*.json (shipped as ConfigMaps labelled
  * grafana_dashboard), and the tests parse every PromQL expression and check every metric
- * name against the metrics the services export. Only exported metrics are used; what a
- * panel would need but no service exports is listed in MISSING_METRICS instead.
+ * name against the metrics the services export. Only exported metrics are used.
  */
 export const DASHBOARD_DIR = 'deploy/charts/kruntimes/dashboards';
 
@@ -42,15 +41,6 @@ export interface Dashboard {
   rows: Row[];
 }
 
-/** Metrics a dashboard of issue 11 asks for that no service exports (reported, not invented). */
-export const MISSING_METRICS: readonly { panel: string; need: string }[] = [
-  { panel: 'Runs by phase', need: 'a gauge of Runs per phase (and Runtime), e.g. from the controller-manager, which has no metrics endpoint' },
-  { panel: 'Capacity used/total per Runtime', need: 'gauges of used and total Run capacity per Runtime (today only in Runtime status)' },
-  { panel: 'Per-function invocations, errors, latency', need: 'a Run (function) label or per-Run series: runtimed counts invocations per port/route/code, the gateway per route/code' },
-  { panel: 'Per-function in-flight invocations', need: 'an in-flight gauge per Run (the gateway exports one for all requests)' },
-  { panel: 'Per-function idle time', need: 'a gauge of seconds since the last invocation per Run' },
-];
-
 const RUNTIMED = 'namespace=~"$namespace", runtime=~"$runtime"';
 const RATE = '$__rate_interval';
 
@@ -63,25 +53,53 @@ function quantiles(metric: string, selector: string, by = ''): Target[] {
   }));
 }
 
-const namespaceVariable: Variable = { name: 'namespace', label: 'Namespace', query: 'label_values(kruntimes_runtimed_status_write_conflicts_total, namespace)' };
+// Every Runtime the controller-manager knows has capacity series, Pods or not.
+const namespaceVariable: Variable = { name: 'namespace', label: 'Namespace', query: 'label_values(kruntimes_runtime_capacity_total, namespace)' };
 const runtimeVariable: Variable = {
   name: 'runtime',
   label: 'Runtime',
-  query: 'label_values(kruntimes_runtimed_status_write_conflicts_total{namespace=~"$namespace"}, runtime)',
+  query: 'label_values(kruntimes_runtime_capacity_total{namespace=~"$namespace"}, runtime)',
 };
+// Function Runs held by some runtimed now (their series go when no runtimed holds them).
+const functionNamespaceVariable: Variable = { name: 'namespace', label: 'Namespace', query: 'label_values(kruntimes_function_inflight, namespace)' };
+const functionRuntimeVariable: Variable = { name: 'runtime', label: 'Runtime', query: 'label_values(kruntimes_function_inflight{namespace=~"$namespace"}, runtime)' };
+const runVariable: Variable = { name: 'run', label: 'Run', query: 'label_values(kruntimes_function_inflight{namespace=~"$namespace", runtime=~"$runtime"}, run)' };
+const FN = 'namespace=~"$namespace", runtime=~"$runtime", run=~"$run"';
 
 export const DASHBOARDS: readonly Dashboard[] = [
   {
     uid: 'kruntimes-platform',
     file: 'platform.json',
     title: 'kruntimes / Platform',
-    description: 'Scheduling, recovery, invocations through the gateway, authorization and status writes of the whole platform.',
+    description: 'Runs and capacity, scheduling, recovery, invocations through the gateway, authorization and status writes of the whole platform.',
     variables: [namespaceVariable, runtimeVariable],
     rows: [
       {
+        title: 'Runs and capacity',
+        panels: [
+          { title: 'Runs by phase', description: "Runs of the selected Runtimes by phase (the controller-manager leader's cache).", unit: 'short', targets: [{ expr: `sum by (phase) (kruntimes_runs{${RUNTIMED}})`, legend: '{{phase}}' }] },
+          {
+            title: 'Pending Runs per Runtime',
+            description: 'Runs waiting to be bound to a Runtime Pod.',
+            unit: 'short',
+            targets: [{ expr: `sum by (namespace, runtime) (kruntimes_runs{${RUNTIMED}, phase="pending"})`, legend: '{{namespace}}/{{runtime}}' }],
+          },
+          {
+            title: 'Capacity used / total per Runtime',
+            description: 'Runs holding a unit of capacity, and the capacity of ready, non-deleting Pods (used may exceed total during a roll or a Pod loss).',
+            unit: 'short',
+            targets: [
+              { expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_used{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} used' },
+              { expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_total{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} total' },
+            ],
+          },
+          { title: 'Ready Pods per Runtime', description: 'Ready, non-deleting Runtime Pods.', unit: 'short', targets: [{ expr: `sum by (namespace, runtime) (kruntimes_runtime_ready_pods{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}}' }] },
+        ],
+      },
+      {
         title: 'Scheduling',
         panels: [
-          { title: 'Pending Runs', description: 'Pending Runs the scheduler could not bind in its last pass (leader only).', unit: 'short', targets: [{ expr: 'max(kruntimes_scheduler_pending_runs)', legend: 'pending' }] },
+          { title: 'Unbindable pending Runs', description: 'Pending Runs the scheduler could not bind in its last pass (leader only).', unit: 'short', targets: [{ expr: 'max(kruntimes_scheduler_pending_runs)', legend: 'pending' }] },
           { title: 'Scheduling latency', description: "Time from a Run's creation to its bind.", unit: 's', targets: quantiles('kruntimes_scheduler_bind_latency_seconds', '') },
           {
             title: 'Binds and bind conflicts',
@@ -160,31 +178,45 @@ export const DASHBOARDS: readonly Dashboard[] = [
     uid: 'kruntimes-functions',
     file: 'functions.json',
     title: 'kruntimes / Functions',
-    description: 'Function Runs of one namespace and Runtime: invocations, errors and registrations as runtimed counts them. Metrics are per Runtime Pod; no metric carries the Run yet.',
-    variables: [namespaceVariable, runtimeVariable],
+    description: 'Function Runs: invocations, errors, latency, in-flight and idle time per Run, as the owning runtimed serves them; forwarding and registrations per Runtime Pod.',
+    variables: [functionNamespaceVariable, functionRuntimeVariable, runVariable],
     rows: [
       {
         title: 'Invocations',
         panels: [
-          { title: 'Invocations', description: 'Invocations served by the owning runtimed, by code.', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`, legend: '{{code}}' }] },
-          { title: 'Errors', description: 'Invocations that did not end OK, by code (function errors and platform errors).', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local", code!="OK"}[${RATE}]))`, legend: '{{code}}' }] },
+          { title: 'Invocations per Run', description: 'Invocations served by the owning runtimed, all codes.', unit: 'ops', targets: [{ expr: `sum by (namespace, runtime, run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`, legend: '{{namespace}}/{{run}}' }] },
+          { title: 'Invocations by code', description: 'OK or the kruntimes error code (function and platform errors).', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`, legend: '{{code}}' }] },
+          { title: 'Errors per Run', description: 'Invocations that did not end OK, by Run and code.', unit: 'ops', targets: [{ expr: `sum by (run, code) (rate(kruntimes_function_invocations_total{${FN}, code!="OK"}[${RATE}]))`, legend: '{{run}} {{code}}' }] },
           {
-            title: 'Error ratio',
+            title: 'Error ratio per Run',
             description: 'Share of invocations that did not end OK.',
             unit: 'percentunit',
             targets: [
               {
-                expr: `sum(rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local", code!="OK"}[${RATE}])) / sum(rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`,
-                legend: 'errors',
+                expr: `sum by (run) (rate(kruntimes_function_invocations_total{${FN}, code!="OK"}[${RATE}])) / sum by (run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`,
+                legend: '{{run}}',
               },
             ],
           },
-          { title: 'Peer hops', description: 'Requests that reached a runtimed other than the owner and were forwarded once.', unit: 'ops', targets: [{ expr: `sum by (pod) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="forwarded"}[${RATE}]))`, legend: '{{pod}}' }] },
         ],
       },
       {
-        title: 'Registrations',
+        title: 'Latency and load',
         panels: [
+          { title: 'Latency per Run', description: 'Duration of invocations at the owning runtimed (Runtime Server included).', unit: 's', targets: quantiles('kruntimes_function_invocation_duration_seconds', FN, 'run') },
+          { title: 'In-flight invocations', description: 'Invocations being served, per Run.', unit: 'short', targets: [{ expr: `sum by (run) (kruntimes_function_inflight{${FN}})`, legend: '{{run}}' }] },
+          {
+            title: 'Idle time',
+            description: 'Seconds since the last invocation ended (or since the Run became Ready); 0 while one is in flight.',
+            unit: 's',
+            targets: [{ expr: `min by (run) (kruntimes_function_idle_seconds{${FN}})`, legend: '{{run}}' }],
+          },
+        ],
+      },
+      {
+        title: 'Runtime Pods',
+        panels: [
+          { title: 'Peer hops', description: 'Requests that reached a runtimed other than the owner and were forwarded once.', unit: 'ops', targets: [{ expr: `sum by (pod) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="forwarded"}[${RATE}]))`, legend: '{{pod}}' }] },
           { title: 'Registered functions per Pod', description: 'Functions registered on each Runtime Pod.', unit: 'short', targets: [{ expr: `sum by (pod) (kruntimes_runtimed_active_functions{${RUNTIMED}})`, legend: '{{pod}}' }] },
           { title: 'Registrations by outcome', description: 'RegisterFunction calls by runtimed.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
         ],

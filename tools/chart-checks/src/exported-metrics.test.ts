@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { renderManagerMetrics } from '@kruntimes/controller-manager-core';
 import { startMetricsServer } from '@kruntimes/gateway-core';
 import { startPrometheusMetrics } from '@kruntimes/runtimed-core';
 import { SchedulerMetrics } from '@kruntimes/scheduler-core';
@@ -38,10 +39,18 @@ async function expositions(): Promise<Record<string, string>> {
     runtimed.metrics.authz.cacheRequest('hit');
     runtimed.metrics.authz.review('allowed');
     runtimed.metrics.observeActiveFunctions(() => 1);
+    const fn = { namespace: 'ns', runtime: 'rt', run: 'fn' };
+    runtimed.metrics.functions.observeHeld(() => [{ ...fn, readySinceMs: undefined }]);
+    runtimed.metrics.functions.invocationStarted(fn)('OK');
     gateway.metrics.requestStarted();
     gateway.metrics.requestFinished('functions', 200, 0.01, 0.005);
     return {
       scheduler: scheduler.render(),
+      'controller-manager': renderManagerMetrics({
+        runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1 }],
+        runs: [{ namespace: 'ns', runtime: 'rt', phase: 'Pending', cleanupPending: false }],
+        pods: [],
+      }),
       'stale-recovery': recovery.render(),
       runtimed: await scrape(`http://${LOOPBACK}:${runtimedPort}/metrics`),
       'runtime-gateway': await scrape(`http://${LOOPBACK}:${gateway.address.port}/metrics`),

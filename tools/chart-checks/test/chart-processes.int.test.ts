@@ -13,8 +13,8 @@ import { ensureHelm, familiesOfExposition, readExportedMetrics, renderChart, sin
 import type { KubeObject } from '../src/index.ts';
 
 // The services started the way the chart starts them: each app's src/main.ts (the image's
-// entry point) with the args of its rendered Deployment (the controller-manager has no
-// metrics; it shows its RBAC suffices by making a Runtime's objects), as its own ServiceAccount bound to
+// entry point) with the args of its rendered Deployment (the controller-manager also shows
+// its RBAC suffices by making a Runtime's objects), as its own ServiceAccount bound to
 // exactly the chart's rendered RBAC (applied for real), with global.watchNamespace set to
 // the test namespace so that nothing outside it is touched. Container paths and listen
 // addresses are the only things rewritten (loopback, temporary files). Then /metrics of each running
@@ -89,7 +89,7 @@ beforeAll(async () => {
     applied.push(object);
   }
   const ports = await freePorts(5);
-  const [schedulerMetrics = 0, recoveryMetrics = 0, gatewayMetrics = 0, gateway = 0] = ports;
+  const [schedulerMetrics = 0, recoveryMetrics = 0, gatewayMetrics = 0, gateway = 0, managerMetrics = 0] = ports;
   gatewayPort = gateway;
   const local = (service: Service, port: number, extra: string[]): string[] =>
     containerArgs(service)
@@ -106,8 +106,9 @@ beforeAll(async () => {
   const caDir = await mkdtemp(join(dir, 'internal-ca-'));
   await writeFile(join(caDir, 'ca.crt'), ca.certPem);
   await writeFile(join(caDir, 'ca.key'), ca.keyPem);
-  const managerArgs = containerArgs('kruntimes-controller-manager').map((arg) => (arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg));
+  const managerArgs = local('kruntimes-controller-manager', managerMetrics, []).map((arg) => (arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg));
   await start('kruntimes-controller-manager', [...managerArgs, `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`]);
+  metricsUrl.set('kruntimes-controller-manager', `http://${LOOPBACK}:${String(managerMetrics)}/metrics`);
 
   const serving = await issueWorkloadCertificate(ca, { namespace: namespace.name, runtime: 'gateway' });
   const files: Record<string, string> = {
@@ -210,7 +211,7 @@ it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace a
   }
 });
 
-it('every exported metric family of the scheduler, stale-recovery and the gateway is on its running /metrics', async () => {
+it('every exported metric family of the scheduler, stale-recovery, the controller-manager and the gateway is on its running /metrics', async () => {
   // One request through the gateway (no token: 401) gives its request counters a data point.
   const status = await new Promise<number>((resolve, reject) => {
     const req = request(
@@ -225,7 +226,7 @@ it('every exported metric family of the scheduler, stale-recovery and the gatewa
   });
   expect(status).toBe(401);
   const listed = readExportedMetrics(REPO_ROOT);
-  for (const service of SERVICES.filter((s) => s !== 'kruntimes-controller-manager')) {
+  for (const service of SERVICES) {
     const url = metricsUrl.get(service) ?? '';
     const text = await waitFor(`${service} /metrics`, () => scrape(url), WAIT).catch(async (error: unknown) => {
       throw new Error(`${String(error)}\n${await logOf(service)}`);
@@ -239,4 +240,13 @@ it('every exported metric family of the scheduler, stale-recovery and the gatewa
     expect(expected.length).toBeGreaterThan(0);
     expect(expected.filter(([name, type]) => families.get(name ?? '') !== type)).toEqual([]);
   }
+  // The controller-manager's series come from its caches: the Runtime made above has its capacity gauges, and
+  // a request with credentials is refused.
+  const managerUrl = metricsUrl.get('kruntimes-controller-manager') ?? '';
+  const capacity = `kruntimes_runtime_capacity_total{namespace="${namespace.name}",runtime="rt"} `;
+  const managerText = await waitFor('the Runtime rt in the controller-manager metrics', async () => ((await scrape(managerUrl))?.includes(capacity) === true ? true : undefined), WAIT);
+  expect(managerText).toBe(true);
+  const refused = await fetch(managerUrl, { headers: { authorization: 'Bearer x' } });
+  expect(refused.status).toBe(400);
+  await refused.text();
 });

@@ -236,7 +236,10 @@ spec:
 {{- end }}
 {{- end }}
 
-{{- /* The metrics Service and optional ServiceMonitor of a service: (dict "ctx" . "name" NAME "component" C) */ -}}
+{{- /*
+The metrics Service and optional ServiceMonitor of a service: (dict "ctx" . "name" NAME "component" C
+["honorLabels" true: its series carry their own namespace label, which must win over the target's])
+*/ -}}
 {{- define "kruntimes.metrics" -}}
 {{- $global := .ctx.Values.global -}}
 {{- if $global.metrics.enabled }}
@@ -281,6 +284,9 @@ spec:
       path: /metrics
       scheme: http
       interval: {{ $global.serviceMonitor.interval }}
+      {{- if .honorLabels }}
+      honorLabels: true
+      {{- end }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -298,7 +304,7 @@ spec:
 {{- /*
 NetworkPolicy of a service that serves nothing but metrics: only the namespaces named in
 global.networkPolicy.metricsNamespaces may scrape it; every other ingress is denied.
-(dict "ctx" . "name" NAME "component" C ["noMetrics" true: it serves nothing at all])
+(dict "ctx" . "name" NAME "component" C)
 */ -}}
 {{- define "kruntimes.metricsOnlyNetworkPolicy" -}}
 {{- $global := .ctx.Values.global -}}
@@ -315,7 +321,7 @@ spec:
     matchLabels:
       {{- include "kruntimes.selectorLabels" . | nindent 6 }}
   policyTypes: [Ingress]
-  {{- if and $global.metrics.enabled $global.networkPolicy.metricsNamespaces (not .noMetrics) }}
+  {{- if and $global.metrics.enabled $global.networkPolicy.metricsNamespaces }}
   ingress:
     - from:
         {{- include "kruntimes.namespacePeer" $global.networkPolicy.metricsNamespaces | nindent 8 }}
