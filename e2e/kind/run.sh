@@ -142,6 +142,8 @@ scrape() { # pod or service, local port (the services listen on all interfaces: 
 {
   scrape svc/kruntimes-scheduler-metrics 19464
   scrape svc/kruntimes-stale-recovery-metrics 19465
+  # Every replica declares the controller-manager's families; only the leader has series.
+  scrape svc/kruntimes-controller-manager-metrics 19460
   # Every gateway replica: only the one that served the invoke has its request histograms.
   port=19466
   for pod in $(kubectl -n "$system" get pods -l app.kubernetes.io/name=runtime-gateway -o name); do
@@ -162,7 +164,8 @@ while read -r name _; do
   case "$name" in ''|'#'*) continue ;; esac
   grep -q "^# TYPE $name " "$work/metrics.txt" || missing+=("$name")
 done < "$root/tools/chart-checks/exported-metrics.txt"
-# The hand-written expositions (scheduler, stale-recovery) name every family at all times;
+# The hand-written expositions (scheduler, stale-recovery, controller-manager, runtimed's
+# per-function families) name every family at all times;
 # an OpenTelemetry family (gateway, runtimed) appears with its first data point, which the
 # steps above give each of them: a registration, a task, an invoke that reached runtimed,
 # an authorization, Lease renewals.
