@@ -44,6 +44,14 @@ const DEMO = [
   { run: 'echo-sh', runtime: 'bash', language: 'bash', source: DEMO_BASH, handler: 'handle', payload: { message: 'hello from bash' } },
 ] as const;
 
+/** A failure explained by its message alone (printed without a stack). */
+class DevError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DevError';
+  }
+}
+
 class StopRequested extends Error {
   constructor(signal: string) {
     super(`${signal}: stopping`);
@@ -109,6 +117,8 @@ export async function up(options: UpOptions): Promise<number> {
   let controlPlane: ControlPlane | undefined;
   let code = 0;
   try {
+    const missing = await missingPrerequisites();
+    if (missing.length > 0) throw new DevError(`missing on the PATH: ${missing.join('; ')}`);
     const binDir = await binariesWithProgress(say, { signal: stop.signal });
     checkStop();
     say('starting etcd, kube-apiserver and kube-controller-manager on loopback');
@@ -286,7 +296,7 @@ export async function up(options: UpOptions): Promise<number> {
     if (error instanceof StopRequested || stop.signal.aborted) {
       code = 0;
     } else {
-      say(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      say(`failed: ${error instanceof DevError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       code = 1;
     }
   } finally {
@@ -396,7 +406,7 @@ async function waitReady(admin: KubeConfig, name: string, signal: AbortSignal, c
     });
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new Error(`${error instanceof Error ? error.message : String(error)} (last phase: ${run?.status?.phase ?? 'none'}; see \`krt dev logs\`)`, { cause: error });
+    throw new DevError(`${error instanceof Error ? error.message : String(error)} (last phase: ${run?.status?.phase ?? 'none'}; see \`krt dev logs\`)`);
   }
   if (run === undefined) throw new Error(`Run ${name} not read`);
   return run;
@@ -424,6 +434,19 @@ function withNamespace(kubeconfig: string, namespace: string): string {
   const config = parse(kubeconfig) as { contexts: { context: Record<string, string> }[] };
   for (const context of config.contexts) context.context.namespace = namespace;
   return stringify(config);
+}
+
+/** What `up` needs from the host besides `npm ci`, each with what it is for. */
+async function missingPrerequisites(): Promise<string[]> {
+  const needed: [string, string][] = [
+    ['openssl', 'openssl (the control plane\'s and the gateway\'s certificates)'],
+    ['python3', 'python3 (the Python Runtime Server)'],
+    ['bash', 'bash (the Bash Runtime Server)'],
+  ];
+  // build.sh asks go for its version even when its cache is complete.
+  if ((process.env.KRT_KUBE_BIN_DIR ?? '') === '') needed.push(['go', 'go (tools/kube-binaries/build.sh builds the control-plane binaries; or set KRT_KUBE_BIN_DIR)']);
+  const found = await Promise.all(needed.map(async ([command]) => onPath(command)));
+  return needed.filter((_, index) => found[index] !== true).map(([, what]) => what);
 }
 
 async function onPath(command: string): Promise<boolean> {
