@@ -178,6 +178,8 @@ Usage:
   krt retry RUN                             create a new Run retrying a finished one
   krt cancel RUN                            request cancellation
   krt delete RUN                            delete a Run
+  krt dev up|down|status|env|logs [...]     the local cluster with every service and a demo
+                                            (from a clone of the repository; krt dev --help)
 
 Flags of every command:
   --kubeconfig PATH     default: $KUBECONFIG, then ~/.kube/config
