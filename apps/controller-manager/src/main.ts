@@ -13,6 +13,10 @@
 //                                         Secret kruntimes-internal-ca); signs each Runtime's runtimed TLS Secret
 //   --log-level LEVEL                     default info (env KRT_LOG_LEVEL)
 //   --metrics-address HOST:PORT           Prometheus /metrics (plaintext; default: off)
+//   --gateway-host HOST[:PORT]            the runtime-gateway function Runs' status.endpoint points at
+//                                         (Runtime Pods' KRT_GATEWAY_HOST; default: runtimed's own)
+//   --gateway-ca-file FILE                PEM certificate(s) of the gateway's CA, read at start; copied as
+//                                         gateway-ca.crt into each runtimed TLS Secret, published as caBundle
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -20,7 +24,8 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
-import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME, ManagerMetrics, startMetricsEndpoint } from '@kruntimes/controller-manager-core';
+import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME, ManagerMetrics, startMetricsEndpoint, validateGatewayCaPem, validateGatewayHost } from '@kruntimes/controller-manager-core';
+import type { ControllerManagerOptions } from '@kruntimes/controller-manager-core';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
 
@@ -42,6 +47,8 @@ const { values } = parseArgs({
     'internal-ca-dir': { type: 'string' },
     'log-level': { type: 'string' },
     'metrics-address': { type: 'string' },
+    'gateway-host': { type: 'string' },
+    'gateway-ca-file': { type: 'string' },
   },
   strict: true,
 });
@@ -64,9 +71,25 @@ async function internalCa(dir: string | undefined): Promise<{ certPem: string; k
   return { certPem, keyPem };
 }
 
+/** --gateway-host and --gateway-ca-file, checked before leader election like the CA. */
+async function gatewayEndpoint(host: string | undefined, caFile: string | undefined): Promise<ControllerManagerOptions['workload']['gateway']> {
+  if (host === undefined) {
+    if (caFile !== undefined) throw new Error('--gateway-ca-file needs --gateway-host: the CA is of the gateway that host names');
+    return undefined;
+  }
+  validateGatewayHost(host);
+  if (caFile === undefined) return { host };
+  // Read once: a rotated gateway CA reaches the Runtimes' Secrets when the controller-manager restarts.
+  const caPem = await readFile(caFile, 'utf8').catch((error: unknown) => {
+    throw new Error(`--gateway-ca-file ${caFile} cannot be read`, { cause: error });
+  });
+  return { host, caPem: validateGatewayCaPem(caPem, `--gateway-ca-file ${caFile}`) };
+}
+
 try {
   const listen = values['runtime-server-listen'];
   const ca = await internalCa(values['internal-ca-dir']);
+  const gateway = await gatewayEndpoint(values['gateway-host'], values['gateway-ca-file']);
   // Served by every replica; only the leader's caches give it series.
   const metrics = new ManagerMetrics();
   if (values['metrics-address'] !== undefined) {
@@ -109,6 +132,7 @@ try {
           runtimeServerImages: { python: values['python-image'], bash: values['bash-image'] },
           serviceAccountName: values['runtime-service-account'],
           runtimeServerListen: listen,
+          ...(gateway === undefined ? {} : { gateway }),
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,

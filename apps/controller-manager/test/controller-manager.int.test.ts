@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, LABELS, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_REASONS, runtimedTlsSecretName } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CONDITION_TYPES, LABELS, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_REASONS, RUNTIMED_TLS_MOUNT_PATH, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
@@ -58,7 +58,7 @@ afterEach(async () => {
   await namespace.delete();
 });
 
-async function start(options: { withNode: boolean; finishedRunsPerRuntime?: number; ca?: CertificateAuthority }): Promise<void> {
+async function start(options: { withNode: boolean; finishedRunsPerRuntime?: number; ca?: CertificateAuthority; gateway?: { host: string; caPem?: string } }): Promise<void> {
   if (options.withNode) {
     node = new LocalNode(
       admin,
@@ -87,6 +87,7 @@ async function start(options: { withNode: boolean; finishedRunsPerRuntime?: numb
       serviceAccountName: 'default',
       runtimeServerListen: 'podIP',
       terminationGracePeriodSeconds: 2,
+      ...(options.gateway === undefined ? {} : { gateway: options.gateway }),
     },
     ...(options.finishedRunsPerRuntime === undefined ? {} : { finishedRunsPerRuntime: options.finishedRunsPerRuntime }),
   });
@@ -376,5 +377,55 @@ test('a certificate near its expiry, or from another CA, is reissued; a Secret t
   expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain(`Secret ${namespace.name}/squatted-runtimed-tls exists and is not controlled by this Runtime`);
   await expect(apps.readNamespacedDeployment({ namespace: namespace.name, name: 'squatted' })).rejects.toMatchObject({ code: 404 });
   expect((await readSecret(runtimedTlsSecretName('squatted')))?.data).toEqual({ x: 'eA==' });
+  expect(errors).toEqual([]);
+});
+
+test("with a gateway: the TLS Secret carries its CA as gateway-ca.crt and the Pod template tells runtimed the host and the file; only a changed gateway CA rewrites the Secret, keeping the certificate", async () => {
+  const gatewayCa = await createCertificateAuthority();
+  const host = 'runtime-gateway.kruntimes-system.svc:8443';
+  await start({ withNode: false, gateway: { host, caPem: gatewayCa.certPem } });
+  await createRuntime('gw', { replicas: 0 });
+  const deployment = await waitFor('the Deployment', () => apps.readNamespacedDeployment({ namespace: namespace.name, name: 'gw' }), WAIT);
+  const name = runtimedTlsSecretName('gw');
+  const secret = await readSecret(name);
+  if (secret === undefined) throw new Error('the Deployment exists but the TLS Secret does not');
+  expect(Object.keys(secret.data ?? {}).sort()).toEqual(['ca.crt', 'gateway-ca.crt', 'tls.crt', 'tls.key']);
+  expect(secretText(secret, 'gateway-ca.crt')).toBe(gatewayCa.certPem);
+  expect(secretText(secret, 'ca.crt')).toBe(internalCa.certPem);
+  const runtimedEnv = (d: typeof deployment): Record<string, string | undefined> =>
+    Object.fromEntries((d.spec?.template.spec?.containers.find((c) => c.name === CONTAINERS.runtimed)?.env ?? []).map((e) => [e.name, e.value]));
+  expect(runtimedEnv(deployment)).toMatchObject({ KRT_GATEWAY_HOST: host, KRT_GATEWAY_CA_FILE: `${RUNTIMED_TLS_MOUNT_PATH}/gateway-ca.crt` });
+  const serverEnv = deployment.spec?.template.spec?.containers.find((c) => c.name === CONTAINERS.runtimeServer)?.env?.map((e) => e.name) ?? [];
+  expect(serverEnv.filter((n) => n.startsWith('KRT_GATEWAY'))).toEqual([]);
+
+  // A fresh controller-manager with the same gateway: reconciles, never a write of the Secret.
+  await manager?.stop();
+  await start({ withNode: false, gateway: { host, caPem: gatewayCa.certPem } });
+  await setReplicasAndWait('gw', 1);
+  expect((await readSecret(name))?.metadata?.resourceVersion).toBe(secret.metadata?.resourceVersion);
+
+  // Another gateway CA: gateway-ca.crt follows, the certificate and key stay.
+  await manager?.stop();
+  const rotated = await createCertificateAuthority();
+  await start({ withNode: false, gateway: { host, caPem: rotated.certPem } });
+  const updated = await waitFor('gateway-ca.crt rewritten', async () => {
+    const current = await readSecret(name);
+    return current !== undefined && secretText(current, 'gateway-ca.crt') === rotated.certPem ? current : undefined;
+  }, WAIT);
+  for (const key of ['ca.crt', 'tls.crt', 'tls.key']) expect(secretText(updated, key)).toBe(secretText(secret, key));
+
+  // No gateway any more: the key goes and the template is the one without it.
+  await manager?.stop();
+  await start({ withNode: false });
+  const without = await waitFor('gateway-ca.crt removed', async () => {
+    const current = await readSecret(name);
+    return current !== undefined && current.data?.['gateway-ca.crt'] === undefined ? current : undefined;
+  }, WAIT);
+  expect(secretText(without, 'tls.crt')).toBe(secretText(secret, 'tls.crt'));
+  const plain = await waitFor('the Deployment without gateway env', async () => {
+    const current = await apps.readNamespacedDeployment({ namespace: namespace.name, name: 'gw' });
+    return Object.keys(runtimedEnv(current)).some((n) => n.startsWith('KRT_GATEWAY')) ? undefined : current;
+  }, WAIT);
+  expect(plain.spec?.replicas).toBe(1);
   expect(errors).toEqual([]);
 });

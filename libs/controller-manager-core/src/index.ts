@@ -1,4 +1,5 @@
 export * from './collection.ts';
+export * from './gateway-endpoint.ts';
 export * from './manager.ts';
 export * from './metrics.ts';
 export * from './runtime-status.ts';

@@ -5,7 +5,7 @@ import type { Run, RunPhase, Runtime, RuntimeStatus } from '@kruntimes/api';
 import { Controller, SharedInformer, isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
-import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, podCapacity, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
+import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, TLS_SECRET_KEYS, podCapacity, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
 import type { Deployment, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
 import { issueWorkloadCertificate, validateCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -13,6 +13,7 @@ import { historyToCollect, ttlDecision } from './collection.ts';
 import type { CollectableRun } from './collection.ts';
 import { runtimeStatus, sameStatus } from './runtime-status.ts';
 import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
+import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts';
 import type { ManagerMetrics, ManagerMetricsSnapshot } from './metrics.ts';
 import type { RolloutView } from './runtime-status.ts';
 
@@ -68,6 +69,12 @@ export class ControllerManager {
     this.#now = options.now ?? Date.now;
     // Fail fast with what is wrong with the configured CA (expired, not a CA, wrong key).
     validateCertificateAuthority(options.internalCa, new Date(this.#now()));
+    // And with what runtimed would refuse, or publish as caBundle, in every Runtime Pod.
+    const gateway = options.workload.gateway;
+    if (gateway !== undefined) {
+      validateGatewayHost(gateway.host, 'the gateway host');
+      if (gateway.caPem !== undefined) validateGatewayCaPem(gateway.caPem, 'the gateway CA');
+    }
     const { kubeConfig, namespace, logger } = options;
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#apps = kubeConfig.makeApiClient(AppsV1Api);
@@ -240,10 +247,16 @@ export class ControllerManager {
     const ca = this.#options.internalCa;
     const now = this.#now();
     if (existing !== undefined) {
-      const decision = tlsSecretDecision({ data: decodeSecretData(existing.data), caPem: ca.certPem, namespace, runtime: runtime.metadata.name ?? '', now });
+      const data = decodeSecretData(existing.data);
+      const gatewayCaPem = this.#options.workload.gateway?.caPem;
+      const decision = tlsSecretDecision({ data, caPem: ca.certPem, gatewayCaPem, namespace, runtime: runtime.metadata.name ?? '', now });
       if (decision.action === 'keep') return { recheckAfterMs: decision.recheckAfterMs };
       if (existing.type !== 'kubernetes.io/tls') return { conflict: `Secret ${namespace}/${name} has type ${existing.type ?? ''}, not kubernetes.io/tls; delete it to have it recreated` };
-      const desired = await this.#tlsSecret(runtime, now);
+      // Only the gateway CA differs: the certificate stays (the decision checked it is sound).
+      const desired =
+        decision.action === 'update-gateway-ca' && data !== undefined
+          ? runtimedTlsSecret(runtime, { caPem: ca.certPem, certPem: data[TLS_SECRET_KEYS.cert] ?? '', keyPem: data[TLS_SECRET_KEYS.key] ?? '', gatewayCaPem })
+          : await this.#tlsSecret(runtime, now);
       await staleIsFine(
         this.#options.logger,
         `Secret ${namespace}/${name}`,
@@ -253,7 +266,10 @@ export class ControllerManager {
           body: asClientSecret({ ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' } }),
         }),
       );
-      this.#options.logger.debug({ runtime: `${namespace}/${runtime.metadata.name ?? ''}`, reason: decision.reason }, 'reissued the runtimed certificate');
+      this.#options.logger.debug(
+        { runtime: `${namespace}/${runtime.metadata.name ?? ''}`, reason: decision.reason },
+        decision.action === 'update-gateway-ca' ? 'rewrote the gateway CA of the runtimed TLS Secret' : 'reissued the runtimed certificate',
+      );
       // Its watch event brings the new Secret back, and the decision sets the next recheck.
       return {};
     }
@@ -275,7 +291,7 @@ export class ControllerManager {
   async #tlsSecret(runtime: Runtime, now: number): Promise<Secret> {
     const ca = this.#options.internalCa;
     const issued = await issueWorkloadCertificate(ca, { namespace: runtime.metadata.namespace ?? '', runtime: runtime.metadata.name ?? '', now: new Date(now) });
-    return runtimedTlsSecret(runtime, { caPem: ca.certPem, certPem: issued.certPem, keyPem: issued.keyPem });
+    return runtimedTlsSecret(runtime, { caPem: ca.certPem, certPem: issued.certPem, keyPem: issued.keyPem, gatewayCaPem: this.#options.workload.gateway?.caPem });
   }
 
   async #ensureDeployment(runtime: Runtime, desired: Deployment): Promise<{ rollout?: RolloutView; conflict?: string }> {

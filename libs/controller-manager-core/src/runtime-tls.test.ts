@@ -42,6 +42,23 @@ describe('tlsSecretDecision', () => {
     expect(decision).toEqual(reason === undefined ? { action: 'keep', recheckAfterMs: MAX_TLS_RECHECK_MS } : { action: 'issue', reason });
   });
 
+  it('rewrites only gateway-ca.crt when it alone differs from the configured gateway CA, and never churns otherwise', () => {
+    const decide = (secret: Record<string, string>, gatewayCaPem: string | undefined) =>
+      tlsSecretDecision({ data: secret, caPem: ca.certPem, gatewayCaPem, namespace: 'ns', runtime: 'rt', now: NOW });
+    const update = { action: 'update-gateway-ca', reason: 'gateway-ca.crt differs', recheckAfterMs: MAX_TLS_RECHECK_MS };
+    const keep = { action: 'keep', recheckAfterMs: MAX_TLS_RECHECK_MS };
+    // Configured, and missing or another CA in the Secret.
+    expect(decide(data(() => fresh)(), otherCa.certPem)).toEqual(update);
+    expect(decide(data(() => fresh, { 'gateway-ca.crt': ca.certPem })(), otherCa.certPem)).toEqual(update);
+    // No longer configured: the stale key goes.
+    expect(decide(data(() => fresh, { 'gateway-ca.crt': otherCa.certPem })(), undefined)).toEqual(update);
+    // Equal, or neither: kept.
+    expect(decide(data(() => fresh, { 'gateway-ca.crt': otherCa.certPem })(), otherCa.certPem)).toEqual(keep);
+    expect(decide(data(() => fresh)(), undefined)).toEqual(keep);
+    // A certificate that must be reissued anyway is reissued (the new Secret carries the gateway CA too).
+    expect(decide(data(() => old)(), otherCa.certPem)).toEqual({ action: 'issue', reason: 'renewal due' });
+  });
+
   it('comes back at the renewal point when it is nearer than the longest recheck', () => {
     const renewAt = NOW - 5 * 60_000 + (2 / 3) * (30 * DAY + 5 * 60_000);
     const now = renewAt - 60_000;

@@ -8,17 +8,23 @@ const MIN_TLS_RECHECK_MS = 1_000;
 
 export type TlsSecretDecision =
   | { action: 'keep'; recheckAfterMs: number }
-  | { action: 'issue'; reason: string };
+  | { action: 'issue'; reason: string }
+  /** The certificate can stay; only `gateway-ca.crt` is rewritten (added, replaced or removed). */
+  | { action: 'update-gateway-ca'; reason: string; recheckAfterMs: number };
 
 /**
  * Whether the `<runtime>-runtimed-tls` Secret's contents can stay, from its decoded keys:
  * it is rewritten only when something is wrong with it (missing keys, a certificate for
  * another identity, a key that is not the certificate's, another CA, or a third or less of
  * its validity left); otherwise it is kept, and looked at again at its renewal point.
+ * `gateway-ca.crt` must be exactly `gatewayCaPem` (absent when that is undefined): when only
+ * it differs, the Secret is rewritten with the same certificate and key.
  */
 export function tlsSecretDecision(input: {
   data: Readonly<Record<string, string>> | undefined;
   caPem: string;
+  /** The gateway CA the Secret must carry as `gateway-ca.crt`; undefined: no such key. */
+  gatewayCaPem?: string | undefined;
   namespace: string;
   runtime: string;
   now: number;
@@ -32,7 +38,9 @@ export function tlsSecretDecision(input: {
   if (!keyMatchesCertificate(cert, key)) return { action: 'issue', reason: 'key does not match the certificate' };
   if (needsRenewal(cert, input.caPem, new Date(input.now))) return { action: 'issue', reason: 'renewal due' };
   const renewAt = renewalTime(cert)?.getTime() ?? input.now;
-  return { action: 'keep', recheckAfterMs: Math.min(MAX_TLS_RECHECK_MS, Math.max(MIN_TLS_RECHECK_MS, renewAt - input.now)) };
+  const recheckAfterMs = Math.min(MAX_TLS_RECHECK_MS, Math.max(MIN_TLS_RECHECK_MS, renewAt - input.now));
+  if (input.data?.[TLS_SECRET_KEYS.gatewayCa] !== input.gatewayCaPem) return { action: 'update-gateway-ca', reason: 'gateway-ca.crt differs', recheckAfterMs };
+  return { action: 'keep', recheckAfterMs };
 }
 
 /** A Secret's `data` (base64) decoded as UTF-8 text. */

@@ -112,6 +112,31 @@ describe('runtimeWorkload', () => {
     expect(Object.keys(env(server))).not.toContain('KRT_TLS_DIR');
   });
 
+  it('sets no gateway env without a gateway: the template (and its hash) is what it was', () => {
+    const workload = runtimeWorkload(runtime(), config);
+    for (const name of [CONTAINERS.runtimed, CONTAINERS.runtimeServer]) {
+      expect(Object.keys(env(container(workload, name)))).not.toEqual(expect.arrayContaining(['KRT_GATEWAY_HOST']));
+      expect(Object.keys(env(container(workload, name)))).not.toEqual(expect.arrayContaining(['KRT_GATEWAY_CA_FILE']));
+    }
+    expect(workload.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(runtimeWorkload(runtime(), { ...config }).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]);
+  });
+
+  it('tells runtimed the gateway host, and the gateway CA file in its TLS mount when there is a CA; the Runtime Server gets neither', () => {
+    const withCa = runtimeWorkload(runtime(), { ...config, gateway: { host: 'runtime-gateway.kruntimes.svc:8443', caPem: 'GATEWAY CA' } });
+    expect(env(container(withCa, CONTAINERS.runtimed))).toMatchObject({ KRT_GATEWAY_HOST: 'runtime-gateway.kruntimes.svc:8443', KRT_GATEWAY_CA_FILE: `${RUNTIMED_TLS_MOUNT_PATH}/gateway-ca.crt` });
+    const hostOnly = runtimeWorkload(runtime(), { ...config, gateway: { host: 'gw.example.com' } });
+    expect(env(container(hostOnly, CONTAINERS.runtimed)).KRT_GATEWAY_HOST).toBe('gw.example.com');
+    expect(Object.keys(env(container(hostOnly, CONTAINERS.runtimed)))).not.toContain('KRT_GATEWAY_CA_FILE');
+    for (const workload of [withCa, hostOnly]) {
+      expect(Object.keys(env(container(workload, CONTAINERS.runtimeServer))).filter((name) => name.startsWith('KRT_GATEWAY'))).toEqual([]);
+    }
+    // The CA's content is in the Secret, not the template: another CA does not roll the Pods.
+    const hash = (caPem: string): string | undefined =>
+      runtimeWorkload(runtime(), { ...config, gateway: { host: 'gw', caPem } }).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+    expect(hash('CA 1')).toBe(hash('CA 2'));
+    expect(hash('CA 1')).not.toBe(runtimeWorkload(runtime(), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]);
+  });
+
   it('shares one workspace emptyDir between both containers and gives both the downward-API env', () => {
     const workload = runtimeWorkload(runtime({ runs: 4 }), config);
     const workspace = workload.deployment.spec.template.spec.volumes.find((v) => v.emptyDir !== undefined);
@@ -189,6 +214,12 @@ describe('runtimedTlsSecret', () => {
     expect(secret.type).toBe('kubernetes.io/tls');
     const decoded = Object.fromEntries(Object.entries(secret.data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
     expect(decoded).toEqual({ 'ca.crt': 'CA', 'tls.crt': 'CERT', 'tls.key': 'KEY' });
+  });
+
+  it('carries the gateway CA as gateway-ca.crt only when given one', () => {
+    const decode = (data: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    expect(decode(runtimedTlsSecret(runtime(), { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY', gatewayCaPem: 'GW' }).data)).toEqual({ 'ca.crt': 'CA', 'tls.crt': 'CERT', 'tls.key': 'KEY', 'gateway-ca.crt': 'GW' });
+    expect(Object.keys(runtimedTlsSecret(runtime(), { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY', gatewayCaPem: undefined }).data)).not.toContain('gateway-ca.crt');
   });
 });
 

@@ -20,8 +20,11 @@ export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/servic
 const WORKSPACE_VOLUME = 'workspace';
 const RUNTIMED_TOKEN_VOLUME = 'runtimed-api-access';
 const RUNTIMED_TLS_VOLUME = 'runtimed-tls';
-/** Keys of the `<runtime>-runtimed-tls` Secret (type kubernetes.io/tls plus the CA). */
-export const TLS_SECRET_KEYS = { ca: 'ca.crt', cert: 'tls.crt', key: 'tls.key' } as const;
+/**
+ * Keys of the `<runtime>-runtimed-tls` Secret (type kubernetes.io/tls plus the CA), and the
+ * gateway's CA when the controller-manager is given one (published as the endpoint's caBundle).
+ */
+export const TLS_SECRET_KEYS = { ca: 'ca.crt', cert: 'tls.crt', key: 'tls.key', gatewayCa: 'gateway-ca.crt' } as const;
 /** Like the kubelet's kube-api-access volume: an hour, refreshed by the kubelet before expiry. */
 const TOKEN_EXPIRATION_SECONDS = 3607;
 
@@ -42,6 +45,9 @@ export const ENV = {
   /** runtimed dials it; the Runtime Server listens on it (runtime-server-core reads KRT_LISTEN). */
   runtimeServerAddress: 'KRT_RUNTIME_SERVER',
   runtimeServerListen: 'KRT_LISTEN',
+  /** Where Runs' status.endpoint points, and the file of the CA it carries as caBundle. */
+  gatewayHost: 'KRT_GATEWAY_HOST',
+  gatewayCaFile: 'KRT_GATEWAY_CA_FILE',
 } as const;
 
 /**
@@ -64,6 +70,17 @@ export interface WorkloadConfig {
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** Time runtimed has after SIGTERM to stop code and release registrations. */
   terminationGracePeriodSeconds?: number;
+  /**
+   * The runtime-gateway that function Runs' `status.endpoint` points at (`host[:port]`) and
+   * its CA (PEM, kept in the runtimed TLS Secret as `gateway-ca.crt`, published as caBundle).
+   * Unset: runtimed's own default host and no caBundle.
+   */
+  gateway?: GatewayEndpointConfig;
+}
+
+export interface GatewayEndpointConfig {
+  host: string;
+  caPem?: string;
 }
 
 export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = DEFAULTS.cancelGracePeriodSeconds + 20;
@@ -174,6 +191,8 @@ export interface RuntimedTlsMaterial {
   caPem: string;
   certPem: string;
   keyPem: string;
+  /** The gateway's CA (WorkloadConfig.gateway.caPem); no `gateway-ca.crt` key when undefined. */
+  gatewayCaPem?: string | undefined;
 }
 
 /**
@@ -188,7 +207,12 @@ export function runtimedTlsSecret(runtime: Pick<Runtime, 'metadata'>, tls: Runti
     kind: 'Secret',
     metadata: { name: runtimedTlsSecretName(name), namespace: runtime.metadata.namespace ?? '', labels: workloadLabels(name), ownerReferences: [ownerReference(runtime)] },
     type: 'kubernetes.io/tls',
-    data: { [TLS_SECRET_KEYS.ca]: base64(tls.caPem), [TLS_SECRET_KEYS.cert]: base64(tls.certPem), [TLS_SECRET_KEYS.key]: base64(tls.keyPem) },
+    data: {
+      [TLS_SECRET_KEYS.ca]: base64(tls.caPem),
+      [TLS_SECRET_KEYS.cert]: base64(tls.certPem),
+      [TLS_SECRET_KEYS.key]: base64(tls.keyPem),
+      ...(tls.gatewayCaPem === undefined ? {} : { [TLS_SECRET_KEYS.gatewayCa]: base64(tls.gatewayCaPem) }),
+    },
   };
 }
 
@@ -244,6 +268,7 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       { name: ENV.tlsDir, value: RUNTIMED_TLS_MOUNT_PATH },
       { name: ENV.runsPerPod, value: String(runtime.spec.runs ?? DEFAULTS.runsPerPod) },
       { name: ENV.runtimeServerAddress, value: address },
+      ...gatewayEnv(config.gateway),
     ],
     ports: [
       { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
@@ -332,6 +357,19 @@ export function podCapacity(pod: PodWithContainers): number | undefined {
   const value = pod.spec?.containers.find((c) => c.name === CONTAINERS.runtimed)?.env?.find((e) => e.name === ENV.runsPerPod)?.value;
   const parsed = Number(value);
   return value !== undefined && Number.isInteger(parsed) && parsed >= 0 ? parsed : undefined;
+}
+
+/**
+ * runtimed's gateway settings: only when configured, so that a Pod template without them is
+ * exactly what it was (same spec hash, no roll). The CA is a file of the mounted TLS Secret;
+ * its content is not in the template (a changed CA rewrites the Secret, not the Deployment).
+ */
+function gatewayEnv(gateway: GatewayEndpointConfig | undefined): ContainerEnvVar[] {
+  if (gateway === undefined) return [];
+  return [
+    { name: ENV.gatewayHost, value: gateway.host },
+    ...(gateway.caPem === undefined ? [] : [{ name: ENV.gatewayCaFile, value: `${RUNTIMED_TLS_MOUNT_PATH}/${TLS_SECRET_KEYS.gatewayCa}` }]),
+  ];
 }
 
 function fieldEnv(name: string, fieldPath: string): ContainerEnvVar {
