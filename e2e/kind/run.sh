@@ -70,7 +70,8 @@ openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/gw.ke
 openssl req -new -key "$work/gw.key" -subj "/CN=runtime-gateway" -out "$work/gw.csr"
 printf 'subjectAltName=DNS:localhost,DNS:runtime-gateway.%s.svc,DNS:runtime-gateway.%s.svc.cluster.local\nextendedKeyUsage=serverAuth\n' "$system" "$system" > "$work/gw.ext"
 openssl x509 -req -in "$work/gw.csr" -CA "$work/gw-ca.crt" -CAkey "$work/gw-ca.key" -CAcreateserial -days 30 -extfile "$work/gw.ext" -out "$work/gw.crt"
-kubectl -n "$system" create secret tls runtime-gateway-tls --cert="$work/gw.crt" --key="$work/gw.key"
+kubectl -n "$system" create secret generic runtime-gateway-tls --type=kubernetes.io/tls \
+  --from-file=tls.crt="$work/gw.crt" --from-file=tls.key="$work/gw.key" --from-file=ca.crt="$work/gw-ca.crt"
 "$helm" install kruntimes "$root/deploy/charts/kruntimes" --namespace "$system" --wait --timeout 5m \
   --set global.image.tag="$tag" \
   --set "runtimes.namespaces={$demo}" \

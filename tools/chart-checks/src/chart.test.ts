@@ -23,7 +23,7 @@ interface Container {
   image: string;
   args?: string[];
   securityContext?: Record<string, unknown>;
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpec {
   serviceAccountName?: string;
@@ -129,6 +129,22 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     }
   });
 
+  it("points Run endpoints at the gateway: the controller-manager gets its host and only the ca.crt of its TLS Secret, when there is one", () => {
+    const spec = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager'));
+    const container = spec.containers[0];
+    const gatewayArgs = (container?.args ?? []).filter((arg) => arg.startsWith('--gateway-'));
+    const volume = spec.volumes?.find((v) => v.name === 'gateway-ca');
+    if (!gatewayEnabled) {
+      expect(gatewayArgs).toEqual([]);
+      expect(volume).toBeUndefined();
+      return;
+    }
+    expect(gatewayArgs).toEqual([`--gateway-host=runtime-gateway.${NAMESPACE}.svc`, '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt']);
+    // Never the key: one item only.
+    expect(volume?.secret).toMatchObject({ secretName: variant === 'existing Secrets' ? 'my-gateway-tls' : 'runtime-gateway-tls', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
+    expect(container?.volumeMounts).toContainEqual({ name: 'gateway-ca', mountPath: '/var/run/kruntimes/gateway-ca', readOnly: true });
+  });
+
   it('creates cert-manager objects only when asked to', () => {
     const certificates = objects.filter((o) => o.kind === 'Certificate').map((o) => o.metadata.name).sort();
     expect(certificates).toEqual(variant === 'cert-manager' ? ['kruntimes-internal-ca', 'runtime-gateway-ca', 'runtime-gateway-tls'] : []);
@@ -232,6 +248,20 @@ describe('global.watchNamespace', () => {
   });
 });
 
+describe('controllerManager.gatewayEndpoint', () => {
+  const gatewayArgs = async (set: string[]): Promise<string[]> =>
+    (podSpec(get(await renderChart(helm, NAMESPACE, set), 'Deployment', 'kruntimes-controller-manager')).containers[0]?.args ?? []).filter((arg) => arg.startsWith('--gateway-'));
+
+  it.each<[string, string[], string[]]>([
+    ['a gateway Service port other than 443 is in the host', ['gateway.service.port=8443'], [`--gateway-host=runtime-gateway.${NAMESPACE}.svc:8443`, '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt']],
+    ['a host of its own wins', ['controllerManager.gatewayEndpoint.host=gw.example.com'], ['--gateway-host=gw.example.com', '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt']],
+    ['caBundle=false mounts and passes no CA', ['controllerManager.gatewayEndpoint.caBundle=false'], [`--gateway-host=runtime-gateway.${NAMESPACE}.svc`]],
+    ['an external gateway without the chart\'s', ['gateway.enabled=false', 'controllerManager.gatewayEndpoint.host=gw.example.com:9443'], ['--gateway-host=gw.example.com:9443']],
+  ])('%s', async (_what, set, expected) => {
+    expect(await gatewayArgs(set)).toEqual(expected);
+  });
+});
+
 describe('images', () => {
   it('take the tag from the chart appVersion by default, and a digest wins over a tag', async () => {
     const digest = `sha256:${'a'.repeat(64)}`;
@@ -267,6 +297,7 @@ describe('values.schema.json rejects bad values', () => {
     ['a bad ServiceMonitor interval', ['global.serviceMonitor.interval=often'], '/global/serviceMonitor/interval'],
     ['a leader lease of zero seconds', ['staleRecovery.leaderElection.leaseDurationSeconds=0'], '/staleRecovery/leaderElection/leaseDurationSeconds'],
     ['a bad CPU quantity', ['scheduler.resources.requests.cpu=lots'], '/scheduler/resources/requests/cpu'],
+    ['a gateway endpoint host that is a URL', ['controllerManager.gatewayEndpoint.host=https://gw.example.com'], '/controllerManager/gatewayEndpoint/host'],
   ])('%s', async (_what, set, message) => {
     const result = await runHelm(helm, ['template', RELEASE, CHART_DIR, '--namespace', NAMESPACE, ...set.flatMap((value) => ['--set', value])]);
     expect(result.code).not.toBe(0);

@@ -4,7 +4,7 @@ import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiException, AuthorizationV1Api, CoordinationV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, AuthorizationV1Api, CoordinationV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { Cluster, LOOPBACK, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
@@ -40,6 +40,7 @@ const applied: KubeObject[] = [];
 const children: ChildProcess[] = [];
 const metricsUrl = new Map<Service, string>();
 let gatewayPort = 0;
+let gatewayCaPem = '';
 
 function containerArgs(name: Service): string[] {
   const deployment = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === name);
@@ -106,7 +107,13 @@ beforeAll(async () => {
   const caDir = await mkdtemp(join(dir, 'internal-ca-'));
   await writeFile(join(caDir, 'ca.crt'), ca.certPem);
   await writeFile(join(caDir, 'ca.key'), ca.keyPem);
-  const managerArgs = local('kruntimes-controller-manager', managerMetrics, []).map((arg) => (arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg));
+  // The gateway's serving certificate below is issued by the same test CA: it is also the gateway CA.
+  const gatewayCaFile = join(dir, 'gateway-ca.crt');
+  await writeFile(gatewayCaFile, ca.certPem);
+  const managerArgs = local('kruntimes-controller-manager', managerMetrics, []).map((arg) =>
+    arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg.startsWith('--gateway-ca-file=') ? `--gateway-ca-file=${gatewayCaFile}` : arg,
+  );
+  gatewayCaPem = ca.certPem;
   await start('kruntimes-controller-manager', [...managerArgs, `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`]);
   metricsUrl.set('kruntimes-controller-manager', `http://${LOOPBACK}:${String(managerMetrics)}/metrics`);
 
@@ -184,6 +191,15 @@ it("the controller-manager makes a Runtime's TLS Secret and Deployment with the 
   };
   await waitFor('Secret rt-runtimed-tls', () => exists('Secret', 'v1', 'rt-runtimed-tls'), WAIT);
   await waitFor('Deployment rt', () => exists('Deployment', 'apps/v1', 'rt'), WAIT);
+  // Run endpoints point at the chart's gateway and carry its CA: the flags the chart passes reach the Runtime's objects.
+  const secret = await core.readNamespacedSecret({ namespace: namespace.name, name: 'rt-runtimed-tls' });
+  expect(Buffer.from(secret.data?.['gateway-ca.crt'] ?? '', 'base64').toString('utf8')).toBe(gatewayCaPem);
+  const deployment = await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace: namespace.name, name: 'rt' });
+  const env = deployment.spec?.template.spec?.containers.find((c) => c.name === 'runtimed')?.env ?? [];
+  expect(env.filter((e) => e.name.startsWith('KRT_GATEWAY')).map((e) => [e.name, e.value])).toEqual([
+    ['KRT_GATEWAY_HOST', `runtime-gateway.${namespace.name}.svc`],
+    ['KRT_GATEWAY_CA_FILE', '/var/run/kruntimes/tls/gateway-ca.crt'],
+  ]);
   expect((await logOf('kruntimes-controller-manager')).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
 });
 
