@@ -29,6 +29,9 @@ const IMAGES = { runtimed: 'kruntimes/runtimed:dev', python: 'kruntimes/runtime-
 const STOP_GRACE_MS = 10_000;
 const READY_TIMEOUT_MS = 120_000;
 
+/** Room on each demo Pod for the README tour's own Runs beside the demo's. */
+export const DEMO_RUNS_PER_POD = 4;
+
 export const DEMO_PYTHON = `def handle(event, context):
     name = event.get("name", "world") if isinstance(event, dict) else "world"
     return {"greeting": f"Hello, {name}!", "language": "python"}
@@ -241,7 +244,7 @@ export async function up(options: UpOptions): Promise<number> {
       await createIfMissing(() =>
         objects.createNamespacedCustomObject({
           group: API_GROUP, version: API_VERSION, namespace: DEMO_NAMESPACE, plural: RUNTIME_PLURAL,
-          body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Runtime', metadata: { name: demo.runtime }, spec: { language: demo.language } },
+          body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Runtime', metadata: { name: demo.runtime }, spec: { language: demo.language, runs: DEMO_RUNS_PER_POD } },
         }),
       );
       await createIfMissing(() =>
