@@ -38,10 +38,8 @@ import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
-import { call } from './https-client.ts';
-import type { HttpAnswer } from './https-client.ts';
-import { testCa, testServerCert } from './test-pki.ts';
-import type { TestCert } from './test-pki.ts';
+import { call, testCa, testServerCert } from '@kruntimes/testing';
+import type { HttpAnswer, TestCert } from '@kruntimes/testing';
 
 export const WAIT = { timeoutMs: 90_000, intervalMs: 100 };
 export const USERS = ['admin', 'alice', 'bob'] as const;

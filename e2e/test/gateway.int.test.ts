@@ -2,8 +2,8 @@ import { Agent } from 'node:https';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
-import { call } from '../src/https-client.ts';
-import type { HttpAnswer } from '../src/https-client.ts';
+import { call } from '@kruntimes/testing';
+import type { HttpAnswer } from '@kruntimes/testing';
 import { listeningSockets, plaintextRequestWithToken, processesOfGroups } from '../src/listening-ports.ts';
 import { System } from '../src/system.ts';
 

@@ -27,7 +27,7 @@ import { createChannel, createClient } from 'nice-grpc';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the full-system environment of the integration tests, reused as is
 import { System } from '../../../e2e/src/system.ts';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- its HTTPS client, reused as is
-import { call } from '../../../e2e/src/https-client.ts';
+import { call } from '@kruntimes/testing';
 
 const COUNT = Number(process.argv[2] ?? 500);
 /** Function Runs invoked in parallel in the second measurement (one stream each: one invocation in flight per Run). */

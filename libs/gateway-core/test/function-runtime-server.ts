@@ -4,7 +4,7 @@ import { METADATA_KEYS, runtimedV1 } from '@kruntimes/proto';
 import { ServerCredentials } from '@grpc/grpc-js';
 import { ServerError, Status, createServer } from 'nice-grpc';
 import type { CallContext, Server } from 'nice-grpc';
-import type { TestCert } from './test-pki.ts';
+import type { TestCert } from '@kruntimes/testing';
 
 export interface ReceivedCall {
   request: runtimedV1.InvokeFunctionRequest;

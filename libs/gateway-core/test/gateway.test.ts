@@ -11,9 +11,8 @@ import { pino } from 'pino';
 import { Gateway, startMetricsServer } from '../src/index.ts';
 import type { MetricsServer, UpstreamResolver } from '../src/index.ts';
 import { KrtFailure, TestFunctionRuntime } from './function-runtime-server.ts';
-import { call } from './https-client.ts';
-import { testCa, testServerCert } from './test-pki.ts';
-import type { TestCert } from './test-pki.ts';
+import { call, testCa, testServerCert } from '@kruntimes/testing';
+import type { TestCert } from '@kruntimes/testing';
 
 const UID = '2c24c1f0-9f8f-4f80-82d5-3dd16a12d1e6';
 const NS = 'demo';

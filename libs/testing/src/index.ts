@@ -10,3 +10,5 @@ export * from './wait.ts';
 export * from './grpc-failure.ts';
 export * from './runtime-server-process.ts';
 export * from './processes.ts';
+export * from './https-client.ts';
+export * from './test-pki.ts';

@@ -8,7 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { invokeFunction } from '@kruntimes/sdk';
-import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml } from '@kruntimes/testing';
+import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerCert } from '@kruntimes/testing';
 import { parse, stringify } from 'yaml';
 import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
 import { environmentProcesses, formatSocket, listeningSocketsOf, stillListening, terminate } from './dev-processes.ts';
@@ -18,7 +18,6 @@ import { httpsStatus } from './dev-https.ts';
 import { readState, stateFile, writeState } from './dev-state.ts';
 import type { DevComponent, DevState } from './dev-state.ts';
 import { ensureInternalCa } from './internal-ca.ts';
-import { loopbackServingCert, servingCa } from './serving-pki.ts';
 
 export const DEMO_NAMESPACE = 'demo';
 export const DEMO_INVOKER = 'demo-invoker';
@@ -148,8 +147,9 @@ export async function up(options: UpOptions): Promise<number> {
     await ensureInternalCa(internalCaDir);
     const gatewayDir = join(dir, 'gateway');
     await mkdir(gatewayDir, { recursive: true, mode: 0o700 });
-    const gatewayCa = await servingCa('kruntimes local gateway CA', gatewayDir);
-    const serving = await loopbackServingCert(gatewayCa, gatewayDir);
+    // Valid for 30 days: a dev cluster may stay up for a while.
+    const gatewayCa = await testCa('kruntimes local gateway CA', { validityDays: 30 });
+    const serving = await testServerCert(gatewayCa, { dns: ['localhost'], ips: ['127.0.0.1'] }, { validityDays: 30 });
     const files = { ca: join(gatewayDir, 'ca.crt'), cert: join(gatewayDir, 'tls.crt'), key: join(gatewayDir, 'tls.key') };
     await writeFile(files.ca, gatewayCa.certPem);
     await writeFile(files.cert, serving.certPem);
