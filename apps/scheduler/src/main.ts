@@ -8,11 +8,10 @@
 //   --workers N                    Runtimes placed in parallel (default 2)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, runWhileLeading } from '@kruntimes/controller-runtime';
+import { LeaderElector, runWhileLeading, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -47,21 +46,8 @@ try {
   const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
   const metrics = new SchedulerMetrics();
   if (values['metrics-address'] !== undefined) {
-    const address = values['metrics-address'];
-    const colon = address.lastIndexOf(':');
-    const server = createServer((request, response) => {
-      if (request.url !== '/metrics') {
-        response.statusCode = 404;
-        response.end();
-        return;
-      }
-      response.setHeader('content-type', 'text/plain; version=0.0.4');
-      response.end(metrics.render());
-    });
-    server.listen(Number(address.slice(colon + 1)), address.slice(0, colon) || undefined, () => {
-      logger.info({ address: server.address() }, 'metrics listening');
-    });
-    server.unref();
+    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
+    logger.info({ address: endpoint.address }, 'metrics listening');
   }
   const elector = new LeaderElector({
     kubeConfig,

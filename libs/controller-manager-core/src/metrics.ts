@@ -1,6 +1,3 @@
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { RUN_PHASES } from '@kruntimes/api';
 import type { RunPhase } from '@kruntimes/api';
 import { countByPhase, holdsCapacity, phaseMetricLabel } from '@kruntimes/run-state';
@@ -79,59 +76,6 @@ export class ManagerMetrics {
   render(): string {
     return renderManagerMetrics(this.#source?.());
   }
-}
-
-export interface MetricsEndpoint {
-  address: AddressInfo;
-  close(): Promise<void>;
-}
-
-/**
- * Serves `GET /metrics` (plaintext) on `HOST:PORT`. Any request carrying an Authorization
- * header is refused with 400 (shared contract): nothing here takes a credential, and one
- * sent by mistake must go no further.
- */
-export async function startMetricsEndpoint(address: string, render: () => string): Promise<MetricsEndpoint> {
-  const { host, port } = parseListenAddress(address);
-  const server = createServer((request, response) => {
-    if (request.headers.authorization !== undefined) {
-      response.writeHead(400, { 'content-type': 'text/plain' }).end('metrics take no Authorization header\n');
-      return;
-    }
-    const path = (request.url ?? '').split('?')[0];
-    if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-      return;
-    }
-    response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(render());
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return { address: server.address() as AddressInfo, close: () => closeServer(server) };
-}
-
-/** `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (every interface). */
-export function parseListenAddress(address: string): { host: string | undefined; port: number } {
-  const colon = address.lastIndexOf(':');
-  const port = Number(address.slice(colon + 1));
-  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535 || address.slice(colon + 1) === '') throw new Error(`--metrics-address must be HOST:PORT, not ${JSON.stringify(address)}`);
-  const host = address.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  return { host: host === '' ? undefined : host, port };
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.close((error) => {
-      if (error === undefined) resolve();
-      else reject(error);
-    });
-    server.closeAllConnections();
-  });
 }
 
 function labelKey(namespace: string, runtime: string): string {

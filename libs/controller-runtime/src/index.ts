@@ -11,3 +11,5 @@ export { objectKey, splitObjectKey } from './object-key.ts';
 export type { ReadonlyDeep } from './object-key.ts';
 export { isPodReady, serviceEndpoints } from './service-endpoints.ts';
 export type { ServiceEndpoint } from './service-endpoints.ts';
+export { parseListenAddress, startMetricsEndpoint } from './metrics-endpoint.ts';
+export type { MetricsEndpoint } from './metrics-endpoint.ts';
