@@ -17,13 +17,11 @@
 //                                         (Runtime Pods' KRT_GATEWAY_HOST; default: runtimed's own)
 //   --gateway-ca-file FILE                PEM certificate(s) of the gateway's CA, read at start; copied as
 //                                         gateway-ca.crt into each runtimed TLS Secret, published as caBundle
-import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, runWhileLeading, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME, ManagerMetrics, validateGatewayCaPem, validateGatewayHost } from '@kruntimes/controller-manager-core';
 import type { ControllerManagerOptions } from '@kruntimes/controller-manager-core';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
@@ -100,30 +98,17 @@ try {
   const kubeConfig = new KubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
-  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
-  const elector = new LeaderElector({
+  const exitCode = await runLeaderElectedProcess({
+    component: 'the controllers',
     kubeConfig,
     namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
     leaseName: values['lease-name'],
-    identity,
     logger,
     leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds'], 1),
     renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds'], 1),
     retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds'], 1),
-  });
-  // An object, not a let: the flag flips in a signal handler while run() awaits.
-  const state = { stopping: false };
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down');
-    state.stopping = true;
-    elector.stop();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  await elector.run({
-    onStartedLeading: async (signal) => {
-      logger.info({ identity }, 'leading: starting the controllers');
-      const manager = new ControllerManager({
+    create: () =>
+      new ControllerManager({
         kubeConfig,
         ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
         logger,
@@ -137,12 +122,9 @@ try {
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,
         metrics,
-      });
-      await runWhileLeading(signal, manager);
-    },
+      }),
   });
-  if (!state.stopping) logger.error('lost the controller-manager lease; exiting');
-  process.exit(state.stopping ? 0 : 1);
+  process.exit(exitCode);
 } catch (error) {
   logger.fatal({ err: error }, 'controller-manager failed');
   process.exitCode = 1;

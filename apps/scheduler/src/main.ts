@@ -7,11 +7,9 @@
 //   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
 //   --workers N                    Runtimes placed in parallel (default 2)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, runWhileLeading, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -43,49 +41,30 @@ try {
   const kubeConfig = new KubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
-  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
   const metrics = new SchedulerMetrics();
   if (values['metrics-address'] !== undefined) {
     const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
     logger.info({ address: endpoint.address }, 'metrics listening');
   }
-  const elector = new LeaderElector({
+  const exitCode = await runLeaderElectedProcess({
+    component: 'the scheduler',
     kubeConfig,
     namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
     leaseName: values['lease-name'],
-    identity,
     logger,
     leaseDurationSeconds: positive('lease-duration-seconds', values['lease-duration-seconds']),
     renewDeadlineSeconds: positive('renew-deadline-seconds', values['renew-deadline-seconds']),
     retryPeriodSeconds: positive('retry-period-seconds', values['retry-period-seconds']),
-  });
-  // An object, not a let: the flag flips in a signal handler while run() awaits.
-  const state = { stopping: false };
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down');
-    state.stopping = true;
-    elector.stop();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  logger.info({ identity }, 'campaigning for the scheduler lease');
-  await elector.run({
-    onStartedLeading: async (signal) => {
-      logger.info({ identity }, 'leading: starting the scheduler');
-      const scheduler = new Scheduler({
+    create: () =>
+      new Scheduler({
         kubeConfig,
         ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
         logger,
         metrics,
         workers: positive('workers', values.workers),
-      });
-      await runWhileLeading(signal, scheduler);
-    },
+      }),
   });
-  // Like kube-scheduler: a replica that lost the Lease exits and restarts as a candidate,
-  // so no state of its leading term survives into the next one.
-  if (!state.stopping) logger.error('lost the scheduler lease; exiting');
-  process.exit(state.stopping ? 0 : 1);
+  process.exit(exitCode);
 } catch (error) {
   logger.fatal({ err: error }, 'scheduler failed');
   process.exitCode = 1;

@@ -8,11 +8,9 @@
 //   --resync SECONDS               look at every Run again this often (default 300; 0: never)
 //   --workers N                    Runs reconciled in parallel (default 2)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, runWhileLeading, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -47,49 +45,31 @@ try {
   const kubeConfig = new KubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
-  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
   const metrics = new RecoveryMetrics();
   if (values['metrics-address'] !== undefined) {
     const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
     logger.info({ address: endpoint.address }, 'metrics listening');
   }
-  const elector = new LeaderElector({
+  const exitCode = await runLeaderElectedProcess({
+    component: 'stale-recovery',
     kubeConfig,
     namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
     leaseName: values['lease-name'],
-    identity,
     logger,
     leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds']),
     renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds']),
     retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds']),
-  });
-  // An object, not a let: the flag flips in a signal handler while run() awaits.
-  const state = { stopping: false };
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down');
-    state.stopping = true;
-    elector.stop();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  logger.info({ identity }, 'campaigning for the stale-recovery lease');
-  await elector.run({
-    onStartedLeading: async (signal) => {
-      logger.info({ identity }, 'leading: starting stale-recovery');
-      const recovery = new StaleRecovery({
+    create: () =>
+      new StaleRecovery({
         kubeConfig,
         ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
         logger,
         metrics,
         workers: number('workers', values.workers),
         resyncMs: number('resync', values.resync, true) * 1000,
-      });
-      await runWhileLeading(signal, recovery);
-    },
+      }),
   });
-  // Like the scheduler: a replica that lost the Lease exits and restarts as a candidate.
-  if (!state.stopping) logger.error('lost the stale-recovery lease; exiting');
-  process.exit(state.stopping ? 0 : 1);
+  process.exit(exitCode);
 } catch (error) {
   logger.fatal({ err: error }, 'stale-recovery failed');
   process.exitCode = 1;

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { ApiException, CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import type { KubeConfig, V1Lease, V1LeaseSpec } from '@kubernetes/client-node';
 import type { ControllerLogger } from './controller.ts';
@@ -218,4 +220,43 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+export interface LeaderElectedProcessOptions extends Omit<LeaderElectionOptions, 'identity' | 'logger'> {
+  /** The service's name in log lines, e.g. `the scheduler`. */
+  component: string;
+  logger: ControllerLogger & { info(object: object, message: string): void };
+  /** Builds a fresh component for each leadership term. */
+  create: () => LeaderComponent;
+}
+
+/**
+ * The life of a leader-elected service process (scheduler, stale-recovery,
+ * controller-manager): campaigns under a unique identity, runs a fresh component for the
+ * term it leads, and stops on SIGTERM or SIGINT. Resolves with the process's exit code:
+ * 0 after a signal, 1 when the Lease was lost. Like kube-scheduler, a replica that lost
+ * the Lease exits and restarts as a candidate, so no state of its term survives into the next.
+ */
+export async function runLeaderElectedProcess(options: LeaderElectedProcessOptions): Promise<number> {
+  const { component, logger, create, ...election } = options;
+  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
+  const elector = new LeaderElector({ ...election, identity, logger });
+  // An object, not a let: the flag flips in a signal handler while run() awaits.
+  const state = { stopping: false };
+  const stop = (signal: NodeJS.Signals): void => {
+    logger.info({ signal }, 'shutting down');
+    state.stopping = true;
+    elector.stop();
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  logger.info({ identity }, `campaigning for the ${options.leaseName} lease`);
+  await elector.run({
+    onStartedLeading: async (signal) => {
+      logger.info({ identity }, `leading: starting ${component}`);
+      await runWhileLeading(signal, create());
+    },
+  });
+  if (!state.stopping) logger.error({ identity }, `lost the ${options.leaseName} lease; exiting`);
+  return state.stopping ? 0 : 1;
 }
