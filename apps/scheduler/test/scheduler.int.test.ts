@@ -84,6 +84,9 @@ test('a Runtime of 3 x 2: 6 of 7 Runs bound, the 7th waits with NoCapacity until
   expect(observer.overcommits).toEqual([]);
   expect(observer.maxHeld).toBe(2);
   expect(observer.doubleBound()).toEqual([]);
+  // The test may read run-7's new status before the scheduler has processed the answer
+  // to its own write (where it counts the bind): wait, bounded, for that count.
+  await waitFor('the scheduler to count its 7th bind', () => Promise.resolve(started.metrics.binds >= 7 ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
   expect(started.metrics.binds).toBe(7);
   expect(started.metrics.render()).toContain('kruntimes_scheduler_pending_runs 0');
   expect(logger.errors).toEqual([]);
