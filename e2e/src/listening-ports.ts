@@ -90,7 +90,13 @@ export interface PlaintextAttempt {
  * One plaintext HTTP/1.1 request carrying `Authorization: Bearer <token>`, written raw on
  * a TCP connection; resolves with whatever came back before the server closed or `timeoutMs`.
  */
-export async function plaintextRequestWithToken(host: string, port: number, token: string, request: { method: string; path: string }, timeoutMs = 3_000): Promise<PlaintextAttempt> {
+export async function plaintextRequestWithToken(
+  host: string,
+  port: number,
+  token: string,
+  request: { method: string; path: string },
+  timeoutMs = 3_000,
+): Promise<PlaintextAttempt> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     const socket = connect({ host, port });

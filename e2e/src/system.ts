@@ -177,7 +177,10 @@ export class System {
     const started: Stoppable[] = [];
     try {
       // runtimed runs as the namespace's default ServiceAccount (the workload's serviceAccountName).
-      await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
+      await rbac.createNamespacedRole({
+        namespace: ns,
+        body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
+      });
       await rbac.createNamespacedRoleBinding({
         namespace: ns,
         body: {
@@ -194,7 +197,10 @@ export class System {
           stateDir: join(dir, 'node'),
           namespaces: [ns],
           images: {
-            'kruntimes/runtimed': { entrypoint: [node, join(REPO_ROOT, 'apps/runtimed/src/main.ts')], ...(options.podEnv === undefined ? {} : { env: options.podEnv }) },
+            'kruntimes/runtimed': {
+              entrypoint: [node, join(REPO_ROOT, 'apps/runtimed/src/main.ts')],
+              ...(options.podEnv === undefined ? {} : { env: options.podEnv }),
+            },
             'kruntimes/runtime-server-python': { entrypoint: [node, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
             'kruntimes/runtime-server-bash': { entrypoint: [node, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
           },
@@ -315,9 +321,15 @@ export class System {
   async secrets(): Promise<string[]> {
     const entries = await readdir(join(this.dir, 'node'), { withFileTypes: true, recursive: true }).catch(() => []);
     const projected = await Promise.all(
-      entries.filter((entry) => entry.isFile() && entry.name === 'token').map((entry) => readFile(join(entry.parentPath, entry.name), 'utf8').catch(() => '')),
+      entries
+        .filter((entry) => entry.isFile() && entry.name === 'token')
+        .map((entry) => readFile(join(entry.parentPath, entry.name), 'utf8').catch(() => '')),
     );
-    return [...USERS.map((user) => this.token(user)), ...serviceAccountTokens, ...projected.map((token) => token.trim()).filter((token) => token.length > 0)];
+    return [
+      ...USERS.map((user) => this.token(user)),
+      ...serviceAccountTokens,
+      ...projected.map((token) => token.trim()).filter((token) => token.length > 0),
+    ];
   }
 
   /** Lets `user` get Runs in this namespace (all, or only `runName`): what invoking needs. */
@@ -325,11 +337,25 @@ export class System {
     const name = `get-runs-${user}-${runName ?? 'all'}`;
     await this.rbac.createNamespacedRole({
       namespace: this.name,
-      body: { metadata: { name }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'], ...(runName === undefined ? {} : { resourceNames: [runName] }) }] },
+      body: {
+        metadata: { name },
+        rules: [
+          {
+            apiGroups: [API_GROUP],
+            resources: [RUN_PLURAL],
+            verbs: ['get'],
+            ...(runName === undefined ? {} : { resourceNames: [runName] }),
+          },
+        ],
+      },
     });
     await this.rbac.createNamespacedRoleBinding({
       namespace: this.name,
-      body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }] },
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+        subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }],
+      },
     });
   }
 
@@ -342,20 +368,28 @@ export class System {
 
   async createRuntime(name: string, spec: Partial<RuntimeSpec> & Pick<RuntimeSpec, 'language'>): Promise<Runtime> {
     const body: Runtime = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Runtime', metadata: { name }, spec: { ...spec } };
-    return (await this.objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUNTIME_PLURAL, body })) as Runtime;
+    return (await this.objects.createNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUNTIME_PLURAL,
+      body,
+    })) as Runtime;
   }
 
   /** Resolves once `count` Pods of the Runtime are Ready (runtimed serving). */
   async waitRuntimeReady(runtime: string, count = 1): Promise<V1Pod[]> {
-    return this.#explained(waitFor(
-      `${count} ready Pods of Runtime ${runtime}`,
-      async () => {
-        const pods = (await this.core.listNamespacedPod({ namespace: this.name, labelSelector: podLabelSelector(runtime) })).items;
-        const ready = pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined && isPodReady(pod));
-        return ready.length >= count ? ready : undefined;
-      },
-      WAIT,
-    ));
+    return this.#explained(
+      waitFor(
+        `${count} ready Pods of Runtime ${runtime}`,
+        async () => {
+          const pods = (await this.core.listNamespacedPod({ namespace: this.name, labelSelector: podLabelSelector(runtime) })).items;
+          const ready = pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined && isPodReady(pod));
+          return ready.length >= count ? ready : undefined;
+        },
+        WAIT,
+      ),
+    );
   }
 
   /** A failed wait says what the system looked like (Runs, Pods, log tails). */
@@ -376,11 +410,23 @@ export class System {
       metadata: { name },
       spec: { runtime, source: { inline: source }, mode: { function: { handler } }, ...spec },
     };
-    return (await this.objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, body })) as Run;
+    return (await this.objects.createNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      body,
+    })) as Run;
   }
 
   async getRun(name: string): Promise<Run> {
-    return (await this.objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name })) as Run;
+    return (await this.objects.getNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      name,
+    })) as Run;
   }
 
   async waitForRun(name: string, what: string, predicate: (run: Run) => boolean, timeoutMs = WAIT.timeoutMs): Promise<Run> {
@@ -404,7 +450,9 @@ export class System {
           const run = await this.getRun(name);
           const phase = run.status?.phase;
           if (phase === 'Failed' || phase === 'Cancelled' || phase === 'Succeeded' || phase === 'Interrupted') {
-            ended.abort(new Error(`Run ${name} ended ${phase} (${run.status?.reason ?? ''}: ${run.status?.message ?? ''}) instead of becoming Ready`));
+            ended.abort(
+              new Error(`Run ${name} ended ${phase} (${run.status?.reason ?? ''}: ${run.status?.message ?? ''}) instead of becoming Ready`),
+            );
           }
           return phase === 'Ready' ? run : undefined;
         },
@@ -424,7 +472,13 @@ export class System {
 
   async deleteRun(name: string): Promise<void> {
     try {
-      await this.objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name });
+      await this.objects.deleteNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: this.name,
+        plural: RUN_PLURAL,
+        name,
+      });
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 404)) throw error;
     }
@@ -472,12 +526,24 @@ export class System {
   /** What a failed wait needs to be understood: every Run, every Pod, and the tail of every log. */
   async diagnose(tailLines = 15): Promise<string> {
     const out: string[] = [];
-    const runs = ((await this.objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL })) as { items: Run[] }).items;
+    const runs = (
+      (await this.objects.listNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: this.name,
+        plural: RUN_PLURAL,
+      })) as { items: Run[] }
+    ).items;
     for (const run of runs) {
-      out.push(`Run ${run.metadata.name ?? ''}: ${run.status?.phase ?? 'Pending'} ${run.status?.reason ?? ''} ${run.status?.message ?? ''} pod=${run.status?.assignedPod ?? ''}`);
+      out.push(
+        `Run ${run.metadata.name ?? ''}: ${run.status?.phase ?? 'Pending'} ${run.status?.reason ?? ''} ${run.status?.message ?? ''} pod=${run.status?.assignedPod ?? ''}`,
+      );
     }
     for (const pod of (await this.core.listNamespacedPod({ namespace: this.name })).items) {
-      const containers = (pod.status?.containerStatuses ?? []).map((c) => `${c.name}:${c.ready ? 'ready' : 'not-ready'}:${Object.keys(c.state ?? {}).join('')}${c.state?.waiting?.reason === undefined ? '' : `(${c.state.waiting.reason} ${c.state.waiting.message ?? ''})`}:restarts=${c.restartCount}`);
+      const containers = (pod.status?.containerStatuses ?? []).map(
+        (c) =>
+          `${c.name}:${c.ready ? 'ready' : 'not-ready'}:${Object.keys(c.state ?? {}).join('')}${c.state?.waiting?.reason === undefined ? '' : `(${c.state.waiting.reason} ${c.state.waiting.message ?? ''})`}:restarts=${c.restartCount}`,
+      );
       out.push(`Pod ${pod.metadata?.name ?? ''}: ${pod.status?.phase ?? ''} ip=${pod.status?.podIP ?? ''} ${containers.join(' ')}`);
     }
     for (const { file, text } of await this.logs()) {
@@ -522,9 +588,15 @@ async function serviceAccountToken(cluster: Cluster, namespace: string, name: st
   await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map((rule) => ({ ...rule })) } });
   await rbac.createNamespacedRoleBinding({
     namespace,
-    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace }] },
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
   });
-  const token = (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+  const token =
+    (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status
+      ?.token ?? '';
   serviceAccountTokens.push(token);
   return token;
 }
@@ -561,7 +633,11 @@ async function startGateway(cluster: Cluster, namespace: string, dir: string, in
   await writeFile(files.key, serving.keyPem, { mode: 0o600 });
   await writeFile(files.internalCa, internalCaPem);
   const token = await serviceAccountToken(cluster, namespace, 'runtime-gateway', GATEWAY_RBAC_RULES);
-  await writeFile(files.kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: `${namespace}-runtime-gateway`, token }), { mode: 0o600 });
+  await writeFile(
+    files.kubeconfig,
+    kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: `${namespace}-runtime-gateway`, token }),
+    { mode: 0o600 },
+  );
   const [port = 0, metricsPort = 0] = await freePorts(2);
   const log = openSync(files.log, 'a');
   let child;
@@ -570,16 +646,26 @@ async function startGateway(cluster: Cluster, namespace: string, dir: string, in
       process.execPath,
       [
         join(REPO_ROOT, 'apps/runtime-gateway/src/main.ts'),
-        '--listen', `127.0.0.1:${port}`,
-        '--tls-cert-file', files.cert,
-        '--tls-key-file', files.key,
-        '--runtimed-ca-file', files.internalCa,
-        '--resolve', 'endpoints',
-        '--namespace', namespace,
-        '--kubeconfig', files.kubeconfig,
-        '--metrics-address', `127.0.0.1:${metricsPort}`,
-        '--drain-seconds', '15',
-        '--log-level', 'debug',
+        '--listen',
+        `127.0.0.1:${port}`,
+        '--tls-cert-file',
+        files.cert,
+        '--tls-key-file',
+        files.key,
+        '--runtimed-ca-file',
+        files.internalCa,
+        '--resolve',
+        'endpoints',
+        '--namespace',
+        namespace,
+        '--kubeconfig',
+        files.kubeconfig,
+        '--metrics-address',
+        `127.0.0.1:${metricsPort}`,
+        '--drain-seconds',
+        '15',
+        '--log-level',
+        'debug',
       ],
       { detached: true, stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' } },
     );
@@ -589,7 +675,11 @@ async function startGateway(cluster: Cluster, namespace: string, dir: string, in
   const pid = child.pid;
   if (pid === undefined) throw new Error('cannot start the runtime-gateway');
   child.on('error', () => undefined);
-  const exited = new Promise<number | null>((resolve) => { child.once('exit', (code) => { resolve(code); }); });
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      resolve(code);
+    });
+  });
   child.unref();
   const gateway: GatewayProcess = {
     pid,
@@ -605,12 +695,15 @@ async function startGateway(cluster: Cluster, namespace: string, dir: string, in
   };
   gatewayCas.set(gateway, ca);
   let exitCode: number | null | undefined;
-  void exited.then((code) => { exitCode = code; });
+  void exited.then((code) => {
+    exitCode = code;
+  });
   try {
     await waitFor(
       'the runtime-gateway answering HTTPS',
       async () => {
-        if (exitCode !== undefined) throw new Error(`the runtime-gateway exited (${String(exitCode)}):\n${await readFile(files.log, 'utf8')}`);
+        if (exitCode !== undefined)
+          throw new Error(`the runtime-gateway exited (${String(exitCode)}):\n${await readFile(files.log, 'utf8')}`);
         try {
           const answer = await call(`${gateway.url}/healthz-probe`, { ca: ca.certPem, method: 'GET' });
           return answer.status === 404 ? true : undefined;
@@ -632,7 +725,14 @@ async function stopProcess(pid: number, exited: Promise<unknown>): Promise<void>
   if (!groupAlive(pid)) return;
   signalGroup(pid, 'SIGTERM');
   let timer: NodeJS.Timeout | undefined;
-  const killed = await Promise.race([exited.then(() => false), new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(true); }, 8_000); })]);
+  const killed = await Promise.race([
+    exited.then(() => false),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => {
+        resolve(true);
+      }, 8_000);
+    }),
+  ]);
   clearTimeout(timer);
   if (killed) {
     signalGroup(pid, 'SIGKILL');

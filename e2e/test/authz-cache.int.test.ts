@@ -59,7 +59,10 @@ test('repeated invokes within the TTL send no review; after the TTL one is sent 
   // Revoke: the cached allow may serve until its TTL ends, never longer.
   const revokedAt = Date.now();
   await system.rbac.deleteNamespacedRoleBinding({ namespace: system.name, name: 'get-runs-bob-fn' });
-  await waitFor('bob refused after the RoleBinding was deleted', async () => ((await invokeAsBob()) === 403 ? true : undefined), { timeoutMs: TTL_MS + 10_000, intervalMs: 1_000 });
+  await waitFor('bob refused after the RoleBinding was deleted', async () => ((await invokeAsBob()) === 403 ? true : undefined), {
+    timeoutMs: TTL_MS + 10_000,
+    intervalMs: 1_000,
+  });
   const tookMs = Date.now() - revokedAt;
   expect(tookMs).toBeLessThanOrEqual(TTL_MS + 2_000);
 }, 150_000);

@@ -24,14 +24,22 @@ interface Command {
 
 function mainCommand(extra: string[]): Command {
   expect(program).toBe('node');
-  const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', ...scriptArgs.map((arg) => (arg.includes('/') ? join(REPO_ROOT, arg) : arg)), ...extra], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--no-warnings=ExperimentalWarning', ...scriptArgs.map((arg) => (arg.includes('/') ? join(REPO_ROOT, arg) : arg)), ...extra],
+    {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => { resolve(code); }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      resolve(code);
+    }),
+  );
   if (child.pid === undefined) throw new Error('cannot start the main command');
   return { output: () => output, exited, pid: child.pid };
 }
@@ -51,7 +59,11 @@ function processesOf(dir: string): string[] {
       if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
       const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (environ.includes(`KRT_DEV_DIR=${dir}`) || environ.some((v) => v.startsWith(`KRUNTIMES_CONTAINER_ROOT=${dir}/`)) || cmdline.includes(`${dir}/`)) {
+      if (
+        environ.includes(`KRT_DEV_DIR=${dir}`) ||
+        environ.some((v) => v.startsWith(`KRUNTIMES_CONTAINER_ROOT=${dir}/`)) ||
+        cmdline.includes(`${dir}/`)
+      ) {
         found.push(`${entry} ${cmdline.replaceAll('\0', ' ').slice(0, 120)}`);
       }
     } catch {
@@ -68,7 +80,12 @@ function listening(): Set<string> {
     const [, local, , state] = line.trim().split(/\s+/);
     if (local === undefined || state !== '0A') continue;
     const [ip = '', port = ''] = local.split(':');
-    sockets.add(`${(ip.match(/../g) ?? []).map((byte) => parseInt(byte, 16)).reverse().join('.')}:${String(parseInt(port, 16))}`);
+    sockets.add(
+      `${(ip.match(/../g) ?? [])
+        .map((byte) => parseInt(byte, 16))
+        .reverse()
+        .join('.')}:${String(parseInt(port, 16))}`,
+    );
   }
   return sockets;
 }
@@ -81,7 +98,11 @@ function printedPorts(output: string): string[] {
 
 /** Nothing of `dir` runs and nothing listens on the ports it printed (bounded: a dying process takes a moment). */
 async function expectNothingLeft(dir: string, ports: string[]): Promise<void> {
-  await waitFor('no process and no listening port left', () => Promise.resolve(processesOf(dir).length === 0 && ports.every((port) => !listening().has(port)) ? true : undefined), { timeoutMs: 5_000, intervalMs: 100 }).catch(() => undefined);
+  await waitFor(
+    'no process and no listening port left',
+    () => Promise.resolve(processesOf(dir).length === 0 && ports.every((port) => !listening().has(port)) ? true : undefined),
+    { timeoutMs: 5_000, intervalMs: 100 },
+  ).catch(() => undefined);
   expect(processesOf(dir)).toEqual([]);
   expect(ports.filter((port) => listening().has(port))).toEqual([]);
 }
@@ -99,58 +120,81 @@ afterEach(async () => {
 const PYTHON_RESULT = '{"greeting":"Hello, kruntimes!","language":"python"}';
 const BASH_RESULT = '{"echo":{"message":"hello from bash"},"language":"bash"}';
 
-test('the main command in one-shot mode prints both invocation results, exits 0 and leaves nothing behind', async () => {
-  const started = performance.now();
-  const command = mainCommand(['--once', '--dir', dir]);
-  const code = await command.exited;
-  const output = command.output();
-  expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining(PYTHON_RESULT) as string });
-  expect(output).toContain(BASH_RESULT);
-  expect(output).toContain('as ServiceAccount demo/demo-invoker');
-  expect(output).toContain('stopped: no process and no listening port left');
-  const ports = printedPorts(output);
-  expect(ports.length).toBeGreaterThanOrEqual(5);
-  await expectNothingLeft(dir, ports);
-  process.stdout.write(`[bench] dev up --once (cached binaries): ${String(Math.round(performance.now() - started))} ms in all; ${/\[dev\s+(\S+)\] invoked through/.exec(output)?.[1] ?? '?'} until both results\n`);
-}, TIMEOUT_MS);
+test(
+  'the main command in one-shot mode prints both invocation results, exits 0 and leaves nothing behind',
+  async () => {
+    const started = performance.now();
+    const command = mainCommand(['--once', '--dir', dir]);
+    const code = await command.exited;
+    const output = command.output();
+    expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining(PYTHON_RESULT) as string });
+    expect(output).toContain(BASH_RESULT);
+    expect(output).toContain('as ServiceAccount demo/demo-invoker');
+    expect(output).toContain('stopped: no process and no listening port left');
+    const ports = printedPorts(output);
+    expect(ports.length).toBeGreaterThanOrEqual(5);
+    await expectNothingLeft(dir, ports);
+    process.stdout.write(
+      `[bench] dev up --once (cached binaries): ${String(Math.round(performance.now() - started))} ms in all; ${/\[dev\s+(\S+)\] invoked through/.exec(output)?.[1] ?? '?'} until both results\n`,
+    );
+  },
+  TIMEOUT_MS,
+);
 
-test('without --once it keeps running; krt dev status and env describe it; krt dev down stops everything', async () => {
-  const command = mainCommand(['--dir', dir]);
-  await waitFor('the ready line', () => {
-    if (command.output().includes('failed:')) throw new Error(command.output());
-    return Promise.resolve(command.output().includes('ready: the local cluster keeps running') ? true : undefined);
-  }, { timeoutMs: 150_000, intervalMs: 200 });
-  expect(command.output()).toContain(PYTHON_RESULT);
-  const ports = printedPorts(command.output());
+test(
+  'without --once it keeps running; krt dev status and env describe it; krt dev down stops everything',
+  async () => {
+    const command = mainCommand(['--dir', dir]);
+    await waitFor(
+      'the ready line',
+      () => {
+        if (command.output().includes('failed:')) throw new Error(command.output());
+        return Promise.resolve(command.output().includes('ready: the local cluster keeps running') ? true : undefined);
+      },
+      { timeoutMs: 150_000, intervalMs: 200 },
+    );
+    expect(command.output()).toContain(PYTHON_RESULT);
+    const ports = printedPorts(command.output());
 
-  const status = krt(['dev', 'status', '--dir', dir]);
-  expect(status.code).toBe(0);
-  for (const component of ['kube-apiserver', 'local-node', 'scheduler', 'controller-manager', 'stale-recovery', 'runtime-gateway']) expect(status.output).toContain(component);
-  expect(status.output).toMatch(/runtime-gateway\s+serving https:\/\/127\.0\.0\.1:\d+/);
-  const env = krt(['dev', 'env', '--dir', dir]);
-  expect(env.code).toBe(0);
-  expect(env.output).toContain(`export KUBECONFIG=${join(dir, 'admin.kubeconfig')}`);
-  expect(env.output).toMatch(/export KRT_GATEWAY_URL=https:\/\/127\.0\.0\.1:\d+/);
-  const logs = krt(['dev', 'logs', 'runtime-gateway', '--dir', dir]);
-  expect(logs.code).toBe(0);
-  expect(logs.output).toContain('gateway listening');
+    const status = krt(['dev', 'status', '--dir', dir]);
+    expect(status.code).toBe(0);
+    for (const component of ['kube-apiserver', 'local-node', 'scheduler', 'controller-manager', 'stale-recovery', 'runtime-gateway'])
+      expect(status.output).toContain(component);
+    expect(status.output).toMatch(/runtime-gateway\s+serving https:\/\/127\.0\.0\.1:\d+/);
+    const env = krt(['dev', 'env', '--dir', dir]);
+    expect(env.code).toBe(0);
+    expect(env.output).toContain(`export KUBECONFIG=${join(dir, 'admin.kubeconfig')}`);
+    expect(env.output).toMatch(/export KRT_GATEWAY_URL=https:\/\/127\.0\.0\.1:\d+/);
+    const logs = krt(['dev', 'logs', 'runtime-gateway', '--dir', dir]);
+    expect(logs.code).toBe(0);
+    expect(logs.output).toContain('gateway listening');
 
-  const down = krt(['dev', 'down', '--dir', dir]);
-  expect(down).toEqual({ code: 0, output: expect.stringContaining('no process left') as string });
-  expect(await command.exited).toBe(0);
-  await expectNothingLeft(dir, ports);
-  expect(krt(['dev', 'status', '--dir', dir]).code).toBe(3);
-}, TIMEOUT_MS);
+    const down = krt(['dev', 'down', '--dir', dir]);
+    expect(down).toEqual({ code: 0, output: expect.stringContaining('no process left') as string });
+    expect(await command.exited).toBe(0);
+    await expectNothingLeft(dir, ports);
+    expect(krt(['dev', 'status', '--dir', dir]).code).toBe(3);
+  },
+  TIMEOUT_MS,
+);
 
-test('Ctrl-C (SIGINT) stops everything and leaves nothing behind', async () => {
-  const command = mainCommand(['--dir', dir]);
-  await waitFor('the ready line', () => {
-    if (command.output().includes('failed:')) throw new Error(command.output());
-    return Promise.resolve(command.output().includes('ready: the local cluster keeps running') ? true : undefined);
-  }, { timeoutMs: 150_000, intervalMs: 200 });
-  const ports = printedPorts(command.output());
-  process.kill(command.pid, 'SIGINT');
-  expect(await command.exited).toBe(0);
-  expect(command.output()).toContain('SIGINT: stopping everything');
-  await expectNothingLeft(dir, ports);
-}, TIMEOUT_MS);
+test(
+  'Ctrl-C (SIGINT) stops everything and leaves nothing behind',
+  async () => {
+    const command = mainCommand(['--dir', dir]);
+    await waitFor(
+      'the ready line',
+      () => {
+        if (command.output().includes('failed:')) throw new Error(command.output());
+        return Promise.resolve(command.output().includes('ready: the local cluster keeps running') ? true : undefined);
+      },
+      { timeoutMs: 150_000, intervalMs: 200 },
+    );
+    const ports = printedPorts(command.output());
+    process.kill(command.pid, 'SIGINT');
+    expect(await command.exited).toBe(0);
+    expect(command.output()).toContain('SIGINT: stopping everything');
+    await expectNothingLeft(dir, ports);
+  },
+  TIMEOUT_MS,
+);

@@ -47,12 +47,23 @@ afterAll(async () => {
 
 const uidOf = (run: Run): string => run.metadata.uid ?? '';
 
-test('a Python and a Bash function, each on its own Runtime Pod, invoked through the gateway with the caller\'s own token', async () => {
+test("a Python and a Bash function, each on its own Runtime Pod, invoked through the gateway with the caller's own token", async () => {
   const token = system.token('alice');
-  const py = await system.invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"n":1}', headers: { [INVOCATION_ID_HEADER]: 'e2e-py-1' } });
+  const py = await system.invoke({
+    runtime: 'py',
+    uid: uidOf(python),
+    token,
+    body: '{"n":1}',
+    headers: { [INVOCATION_ID_HEADER]: 'e2e-py-1' },
+  });
   expect(py.status).toBe(200);
   expect(py.headers[INVOCATION_ID_HEADER]).toBe('e2e-py-1');
-  expect(py.json).toMatchObject({ invocationId: 'e2e-py-1', result: { echo: { n: 1 }, invocation: 'e2e-py-1' }, outputs: { lang: 'python' }, attempt: 1 });
+  expect(py.json).toMatchObject({
+    invocationId: 'e2e-py-1',
+    result: { echo: { n: 1 }, invocation: 'e2e-py-1' },
+    outputs: { lang: 'python' },
+    attempt: 1,
+  });
 
   const sh = await system.invoke({ runtime: 'sh', uid: uidOf(bash), token, body: '{"n":2}', route: 'runs' });
   expect(sh.status).toBe(200);
@@ -64,7 +75,8 @@ test('a Python and a Bash function, each on its own Runtime Pod, invoked through
   expect(python.status?.assignedPodUID).not.toBe(bash.status?.assignedPodUID);
 });
 
-const errorOf = (answer: HttpAnswer): { code: string; source: string } | undefined => (answer.json as { error?: { code: string; source: string } } | undefined)?.error;
+const errorOf = (answer: HttpAnswer): { code: string; source: string } | undefined =>
+  (answer.json as { error?: { code: string; source: string } } | undefined)?.error;
 
 test('the gateway spreads invokes over the ready runtimed Pods of a Runtime (round-robin); a non-owner forwards to the owner', async () => {
   await system.waitRuntimeReady('py2', 2);
@@ -96,7 +108,12 @@ test('refused at the gateway: 401 without a token, 415, 400 on bad JSON and a ba
     ['no token', { runtime: 'py', uid }, 401, 'Unauthenticated'],
     ['text/plain', { runtime: 'py', uid, token, headers: { 'content-type': 'text/plain' } }, 415, 'UnsupportedMediaType'],
     ['invalid JSON', { runtime: 'py', uid, token, body: '{"a":' }, 400, 'InvalidRequest'],
-    ['a bad invocation ID', { runtime: 'py', uid, token, headers: { [INVOCATION_ID_HEADER]: 'x'.repeat(129) } }, 400, 'InvalidInvocationId'],
+    [
+      'a bad invocation ID',
+      { runtime: 'py', uid, token, headers: { [INVOCATION_ID_HEADER]: 'x'.repeat(129) } },
+      400,
+      'InvalidInvocationId',
+    ],
     ['1 MiB + 1 byte', { runtime: 'py', uid, token, body: tooBig }, 413, 'PayloadTooLarge'],
     ['1 MiB + 1 byte, chunked', { runtime: 'py', uid, token, body: tooBig, chunked: true }, 413, 'PayloadTooLarge'],
     ['a malformed UID', { runtime: 'py', uid: 'not-a-uid', token }, 400, 'InvalidRequest'],
@@ -136,7 +153,8 @@ test('the gateway certificate is rotated under traffic: new connections get the 
     const traffic = { stop: false };
     const onOld: HttpAnswer[] = [];
     const busy = (async () => {
-      for (let i = 1; i <= 2_000 && !traffic.stop; i += 1) onOld.push(await call(url, { ca: gateway.caPem, headers, body: `{"i":${i}}`, agent }));
+      for (let i = 1; i <= 2_000 && !traffic.stop; i += 1)
+        onOld.push(await call(url, { ca: gateway.caPem, headers, body: `{"i":${i}}`, agent }));
     })();
     const newFingerprint = await system.rotateGatewayCertificate();
     expect(newFingerprint).not.toBe(oldFingerprint);
@@ -150,7 +168,11 @@ test('the gateway certificate is rotated under traffic: new connections get the 
     );
     expect(fresh.status).toBe(200);
     const beforeStop = onOld.length;
-    await waitFor('the old connection to serve more requests after the rotation', () => Promise.resolve(onOld.length >= beforeStop + 3 ? true : undefined), { timeoutMs: 20_000, intervalMs: 50 });
+    await waitFor(
+      'the old connection to serve more requests after the rotation',
+      () => Promise.resolve(onOld.length >= beforeStop + 3 ? true : undefined),
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
     traffic.stop = true;
     await busy;
     expect(onOld.length).toBeGreaterThan(3);
@@ -179,11 +201,15 @@ test('no port of any component serves a plaintext HTTP request carrying a token'
   const served: string[] = [];
   for (const address of ports) {
     const [host = '', port = ''] = address.split(/:(?=\d+$)/);
-    for (const request of [{ method: 'GET', path: '/metrics' }, { method: 'POST', path: `/v1/namespaces/${system.name}/runtimes/py/functions/${uidOf(python)}:invoke` }]) {
+    for (const request of [
+      { method: 'GET', path: '/metrics' },
+      { method: 'POST', path: `/v1/namespaces/${system.name}/runtimes/py/functions/${uidOf(python)}:invoke` },
+    ]) {
       const attempt = await plaintextRequestWithToken(host, Number(port), token, request);
       // Refused: the connection closed, or a non-HTTP/1 answer (a TLS alert, an HTTP/2
       // GOAWAY), or an HTTP error status. Served: any HTTP/1 status below 400.
-      if (attempt.status !== undefined && attempt.status < 400) served.push(`${address} ${request.method} ${request.path}: ${attempt.response.slice(0, 200)}`);
+      if (attempt.status !== undefined && attempt.status < 400)
+        served.push(`${address} ${request.method} ${request.path}: ${attempt.response.slice(0, 200)}`);
     }
   }
   expect(served).toEqual([]);
@@ -200,7 +226,14 @@ test('the gateway logs one access line per request with its invocation ID and Ru
     },
     { timeoutMs: 10_000, intervalMs: 100 },
   );
-  expect(JSON.parse(line.line)).toMatchObject({ msg: 'request', method: 'POST', status: 200, runUID: uidOf(python), namespace: system.name, runtime: 'py' });
+  expect(JSON.parse(line.line)).toMatchObject({
+    msg: 'request',
+    method: 'POST',
+    status: 200,
+    runUID: uidOf(python),
+    namespace: system.name,
+    runtime: 'py',
+  });
 });
 
 test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, then exits 0', async () => {
@@ -208,10 +241,12 @@ test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, t
   if (gateway === undefined) throw new Error('no gateway');
   const token = system.token('alice');
   const state = { answeredAt: 0, exitedAt: 0 };
-  const inflight = system.invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"sleep":3}', headers: { [INVOCATION_ID_HEADER]: 'drained' } }).then((answer) => {
-    state.answeredAt = performance.now();
-    return answer;
-  });
+  const inflight = system
+    .invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"sleep":3}', headers: { [INVOCATION_ID_HEADER]: 'drained' } })
+    .then((answer) => {
+      state.answeredAt = performance.now();
+      return answer;
+    });
   const exited = gateway.exited.then((code) => {
     state.exitedAt = performance.now();
     return code;

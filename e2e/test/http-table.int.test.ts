@@ -37,7 +37,9 @@ beforeAll(async () => {
   system = await System.start({ prefix: 'e2e-http-table' });
   // Room for three Runs on one Pod (fn, other, again): a fourth stays Pending (not Ready).
   await system.createRuntime('py', { language: 'python', runs: 3 });
-  await system.createFunctionRun('fn', 'py', PYTHON, 'main:handle', { mode: { function: { handler: 'main:handle', invocationTimeoutSeconds: 2 } } });
+  await system.createFunctionRun('fn', 'py', PYTHON, 'main:handle', {
+    mode: { function: { handler: 'main:handle', invocationTimeoutSeconds: 2 } },
+  });
   await system.createFunctionRun('other', 'py', PYTHON, 'main:handle');
   fn = await system.waitReady('fn');
   await system.waitReady('other');
@@ -108,7 +110,10 @@ test('503 for a Run that is not Ready (no capacity left, still Pending)', async 
 test('429 for an overlapping invocation, 504 past invocationTimeoutSeconds, 500 with source function when the handler raises', async () => {
   const marker = join(scratch, 'slow.started');
   const slow = invokeAs('alice', fn, { sleep: 1.5, marker });
-  await waitFor('the first invocation in flight', async () => ((await pathExists(marker)) ? true : undefined), { timeoutMs: 10_000, intervalMs: 20 });
+  await waitFor('the first invocation in flight', async () => ((await pathExists(marker)) ? true : undefined), {
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
   const overlapping = await invokeAs('alice', fn, {});
   expect(overlapping.status).toBe(429);
   expect(errorOf(overlapping)).toMatchObject({ code: 'InvocationInFlight', source: 'platform' });

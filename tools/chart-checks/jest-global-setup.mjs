@@ -15,5 +15,6 @@ export default function buildHelm() {
     process.stderr.write('[helm] flock(1) not found; building without a lock\n');
     result = spawnSync(script, [], options);
   }
-  if (result.error !== undefined || result.status !== 0) throw new Error(`${script} failed: ${result.error?.message ?? `exit code ${result.status}`}`);
+  if (result.error !== undefined || result.status !== 0)
+    throw new Error(`${script} failed: ${result.error?.message ?? `exit code ${result.status}`}`);
 }

@@ -22,7 +22,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
-import { ControllerManager, DEFAULT_FINISHED_RUNS_PER_RUNTIME, ManagerMetrics, validateGatewayCaPem, validateGatewayHost } from '@kruntimes/controller-manager-core';
+import {
+  ControllerManager,
+  DEFAULT_FINISHED_RUNS_PER_RUNTIME,
+  ManagerMetrics,
+  validateGatewayCaPem,
+  validateGatewayHost,
+} from '@kruntimes/controller-manager-core';
 import type { ControllerManagerOptions } from '@kruntimes/controller-manager-core';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
@@ -51,11 +57,16 @@ const { values } = parseArgs({
   strict: true,
 });
 
-const logger = pino({ name: 'controller-manager', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
+const logger = pino({
+  name: 'controller-manager',
+  level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info',
+  redact: ['*.authorization', '*.token'],
+});
 
 function number(flag: string, value: string, minimum: number): number {
   const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed < minimum) throw new Error(`--${flag} must be a number >= ${minimum}, not ${JSON.stringify(value)}`);
+  if (!Number.isFinite(parsed) || parsed < minimum)
+    throw new Error(`--${flag} must be a number >= ${minimum}, not ${JSON.stringify(value)}`);
   return parsed;
 }
 
@@ -70,7 +81,10 @@ async function internalCa(dir: string | undefined): Promise<{ certPem: string; k
 }
 
 /** --gateway-host and --gateway-ca-file, checked before leader election like the CA. */
-async function gatewayEndpoint(host: string | undefined, caFile: string | undefined): Promise<ControllerManagerOptions['workload']['gateway']> {
+async function gatewayEndpoint(
+  host: string | undefined,
+  caFile: string | undefined,
+): Promise<ControllerManagerOptions['workload']['gateway']> {
   if (host === undefined) {
     if (caFile !== undefined) throw new Error('--gateway-ca-file needs --gateway-host: the CA is of the gateway that host names');
     return undefined;
@@ -94,7 +108,8 @@ try {
     const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
     logger.info({ address: endpoint.address }, 'metrics listening');
   }
-  if (listen !== 'loopback' && listen !== 'podIP') throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
+  if (listen !== 'loopback' && listen !== 'podIP')
+    throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
   const kubeConfig = new KubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);

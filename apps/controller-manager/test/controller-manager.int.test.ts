@@ -5,7 +5,17 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, LABELS, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_REASONS, RUNTIMED_TLS_MOUNT_PATH, runtimedTlsSecretName } from '@kruntimes/api';
+import {
+  API_GROUP,
+  API_VERSION,
+  CONDITION_TYPES,
+  LABELS,
+  RUN_PLURAL,
+  RUNTIME_PLURAL,
+  RUNTIME_REASONS,
+  RUNTIMED_TLS_MOUNT_PATH,
+  runtimedTlsSecretName,
+} from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
@@ -17,7 +27,13 @@ import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { CONTAINERS, podLabelSelector } from '@kruntimes/runtime-workload';
 import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { createCertificateAuthority, identityOfCertificate, issueWorkloadCertificate, needsRenewal, runtimeIdentity } from '@kruntimes/workload-pki';
+import {
+  createCertificateAuthority,
+  identityOfCertificate,
+  issueWorkloadCertificate,
+  needsRenewal,
+  runtimeIdentity,
+} from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 
 const cluster = Cluster.fromEnvironment();
@@ -58,7 +74,12 @@ afterEach(async () => {
   await namespace.delete();
 });
 
-async function start(options: { withNode: boolean; finishedRunsPerRuntime?: number; ca?: CertificateAuthority; gateway?: { host: string; caPem?: string } }): Promise<void> {
+async function start(options: {
+  withNode: boolean;
+  finishedRunsPerRuntime?: number;
+  ca?: CertificateAuthority;
+  gateway?: { host: string; caPem?: string };
+}): Promise<void> {
   if (options.withNode) {
     node = new LocalNode(
       admin,
@@ -104,16 +125,31 @@ async function serviceAccountKubeConfig(name: string): Promise<KubeConfig> {
     if (!(error instanceof ApiException && error.code === 404)) throw error;
   }
   await core.createNamespacedServiceAccount({ namespace: namespace.name, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name }, rules: CONTROLLER_MANAGER_RULES.map((rule) => ({ ...rule })) } });
+  await rbac.createNamespacedRole({
+    namespace: namespace.name,
+    body: { metadata: { name }, rules: CONTROLLER_MANAGER_RULES.map((rule) => ({ ...rule })) },
+  });
   await rbac.createNamespacedRoleBinding({
     namespace: namespace.name,
-    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace: namespace.name }] },
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace: namespace.name }],
+    },
   });
   return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token: await tokenOf(name) });
 }
 
 async function tokenOf(serviceAccount: string): Promise<string> {
-  return (await core.createNamespacedServiceAccountToken({ namespace: namespace.name, name: serviceAccount, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+  return (
+    (
+      await core.createNamespacedServiceAccountToken({
+        namespace: namespace.name,
+        name: serviceAccount,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      })
+    ).status?.token ?? ''
+  );
 }
 
 const custom = (plural: string) => ({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural });
@@ -140,7 +176,12 @@ async function readyPods(runtime: string, count: number, accept: (pod: V1Pod) =>
 }
 
 async function createRun(name: string, spec: Partial<RunSpec> = {}): Promise<void> {
-  const body: Run = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name }, spec: { runtime: 'gc', source: { inline: 'echo hi' }, mode: { task: {} }, ...spec } };
+  const body: Run = {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name },
+    spec: { runtime: 'gc', source: { inline: 'echo hi' }, mode: { task: {} }, ...spec },
+  };
   await objects.createNamespacedCustomObject({ ...custom(RUN_PLURAL), body });
 }
 
@@ -166,43 +207,74 @@ test('a Runtime of 3 replicas x 2 Runs: Deployment and Service it owns, 3 ready 
   await start({ withNode: true });
   const runtime = await createRuntime('shell', { replicas: 3, runs: 2 });
 
-  const deployment = await waitFor('the Deployment', () => apps.readNamespacedDeployment({ namespace: namespace.name, name: 'shell' }), WAIT);
+  const deployment = await waitFor(
+    'the Deployment',
+    () => apps.readNamespacedDeployment({ namespace: namespace.name, name: 'shell' }),
+    WAIT,
+  );
   // The controller creates the Service after the Deployment: wait for it too.
   const service = await waitFor('the Service', () => core.readNamespacedService({ namespace: namespace.name, name: 'shell' }), WAIT);
   for (const owned of [deployment, service]) {
-    expect(owned.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Runtime', name: 'shell', uid: runtime.metadata.uid, controller: true })]);
+    expect(owned.metadata?.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'Runtime', name: 'shell', uid: runtime.metadata.uid, controller: true }),
+    ]);
   }
-  expect(service.spec?.ports?.map((p) => [p.name, p.port, p.targetPort])).toEqual([['grpc', 7443, 'grpc'], ['peer', 7444, 'peer']]);
+  expect(service.spec?.ports?.map((p) => [p.name, p.port, p.targetPort])).toEqual([
+    ['grpc', 7443, 'grpc'],
+    ['peer', 7444, 'peer'],
+  ]);
 
   const pods = await readyPods('shell', 3);
   expect(new Set(pods.map((p) => p.status?.podIP)).size).toBe(3);
   for (const pod of pods) {
     expect(pod.spec?.automountServiceAccountToken).toBe(false);
-    expect(pod.status?.containerStatuses?.map((c) => [c.name, c.ready]).sort()).toEqual([[CONTAINERS.runtimeServer, true], [CONTAINERS.runtimed, true]]);
+    expect(pod.status?.containerStatuses?.map((c) => [c.name, c.ready]).sort()).toEqual([
+      [CONTAINERS.runtimeServer, true],
+      [CONTAINERS.runtimed, true],
+    ]);
     // The token is in runtimed's container and nowhere in the Runtime Server's.
     const runtimedLog = node!.logFile(namespace.name, pod.metadata?.name ?? '', CONTAINERS.runtimed);
     expect(await readFile(runtimedLog, 'utf8')).toContain('service-account token present: yes');
     // The TLS Secret is mounted at KRT_TLS_DIR in runtimed's container only.
     expect(await readFile(runtimedLog, 'utf8')).toContain('TLS certificate present: yes');
     const podDir = dirname(runtimedLog).replace(`${stateDir}/logs/`, `${stateDir}/pods/`);
-    expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimed, 'root/var/run/secrets/kubernetes.io/serviceaccount/token'))).toBe(true);
+    expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimed, 'root/var/run/secrets/kubernetes.io/serviceaccount/token'))).toBe(
+      true,
+    );
     expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimeServer, 'root/var/run/secrets'))).toBe(false);
     expect(existsSync(join(podDir, 'containers', CONTAINERS.runtimeServer, 'root/var/run/kruntimes'))).toBe(false);
   }
 
-  const status = await waitFor('Runtime status: 3 ready, capacity 6, rolled out', async () => {
-    const current = (await getRuntime('shell')).status;
-    const progressing = current?.conditions?.find((c) => c.type === CONDITION_TYPES.progressing);
-    return current?.readyPods === 3 && current.totalCapacity === 6 && progressing?.reason === RUNTIME_REASONS.rolledOut ? current : undefined;
-  }, WAIT);
+  const status = await waitFor(
+    'Runtime status: 3 ready, capacity 6, rolled out',
+    async () => {
+      const current = (await getRuntime('shell')).status;
+      const progressing = current?.conditions?.find((c) => c.type === CONDITION_TYPES.progressing);
+      return current?.readyPods === 3 && current.totalCapacity === 6 && progressing?.reason === RUNTIME_REASONS.rolledOut
+        ? current
+        : undefined;
+    },
+    WAIT,
+  );
   expect(status).toMatchObject({ replicas: 3, usedCapacity: 0, observedGeneration: 1 });
-  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)).toMatchObject({ status: 'True', reason: RUNTIME_REASONS.podsReady });
+  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)).toMatchObject({
+    status: 'True',
+    reason: RUNTIME_REASONS.podsReady,
+  });
 
   // Updating the Runtime rolls the Deployment: every Pod is replaced by one with the new spec.
-  await objects.patchNamespacedCustomObject({ ...custom(RUNTIME_PLURAL), name: 'shell', body: [{ op: 'replace', path: '/spec/runs', value: 3 }] });
+  await objects.patchNamespacedCustomObject({
+    ...custom(RUNTIME_PLURAL),
+    name: 'shell',
+    body: [{ op: 'replace', path: '/spec/runs', value: 3 }],
+  });
   const rolled = await readyPods('shell', 3, (pod) => env(pod, CONTAINERS.runtimed, 'KRT_RUNS_PER_POD') === '3');
   expect(rolled.map((p) => p.metadata?.uid)).not.toEqual(expect.arrayContaining(pods.map((p) => p.metadata?.uid)));
-  await waitFor('Runtime status: capacity 9', async () => ((await getRuntime('shell')).status?.totalCapacity === 9 ? true : undefined), WAIT);
+  await waitFor(
+    'Runtime status: capacity 9',
+    async () => ((await getRuntime('shell')).status?.totalCapacity === 9 ? true : undefined),
+    WAIT,
+  );
   expect(errors).toEqual([]);
 });
 
@@ -233,13 +305,21 @@ test('TTL cleanup and completed-Run GC delete only finished Runs', async () => {
       await act(name, [bind, claim, succeed]);
     }
 
-    await waitFor('only the two newest finished Runs and the active ones left', async () => {
-      const names = ((await objects.listNamespacedCustomObject(custom(RUN_PLURAL))) as { items: Run[] }).items.map((r) => r.metadata.name).sort();
-      return JSON.stringify(names) === JSON.stringify(['hist-3', 'hist-4', 'pending', 'running']) ? names : undefined;
-    }, WAIT);
+    await waitFor(
+      'only the two newest finished Runs and the active ones left',
+      async () => {
+        const names = ((await objects.listNamespacedCustomObject(custom(RUN_PLURAL))) as { items: Run[] }).items
+          .map((r) => r.metadata.name)
+          .sort();
+        return JSON.stringify(names) === JSON.stringify(['hist-3', 'hist-4', 'pending', 'running']) ? names : undefined;
+      },
+      WAIT,
+    );
     // Past the TTL of everything that has one: the active Runs are still there.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const left = ((await objects.listNamespacedCustomObject(custom(RUN_PLURAL))) as { items: Run[] }).items.map((r) => r.metadata.name).sort();
+    const left = ((await objects.listNamespacedCustomObject(custom(RUN_PLURAL))) as { items: Run[] }).items
+      .map((r) => r.metadata.name)
+      .sort();
     expect(left).toEqual(['hist-3', 'hist-4', 'pending', 'running']);
     expect(deleted.sort()).toEqual(['hist-1:Succeeded', 'hist-2:Succeeded', 'ttl-done:Succeeded']);
     expect(errors).toEqual([]);
@@ -255,14 +335,24 @@ test('a Runtime whose name is taken by a Deployment it does not own adopts nothi
     namespace: namespace.name,
     body: {
       metadata: { name: 'taken' },
-      spec: { replicas: 0, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'main', image: 'example.com/app' }] } } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'main', image: 'example.com/app' }] } },
+      },
     },
   });
   await createRuntime('taken', { replicas: 1 });
-  const status = await waitFor('the conflict in the Runtime status', async () => {
-    const current = (await getRuntime('taken')).status;
-    return current?.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.reason === RUNTIME_REASONS.invalidSpec ? current : undefined;
-  }, WAIT);
+  const status = await waitFor(
+    'the conflict in the Runtime status',
+    async () => {
+      const current = (await getRuntime('taken')).status;
+      return current?.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.reason === RUNTIME_REASONS.invalidSpec
+        ? current
+        : undefined;
+    },
+    WAIT,
+  );
   expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain('Deployment');
   expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain('not controlled by this Runtime');
   const deployment = await apps.readNamespacedDeployment({ namespace: namespace.name, name: 'taken' });
@@ -288,11 +378,19 @@ function secretText(secret: V1Secret, key: string): string {
 
 /** Waits until the Runtime's Deployment has `replicas`: proof that a reconcile ran after the change. */
 async function setReplicasAndWait(runtime: string, replicas: number): Promise<void> {
-  await objects.patchNamespacedCustomObject({ ...custom(RUNTIME_PLURAL), name: runtime, body: [{ op: 'replace', path: '/spec/replicas', value: replicas }] });
-  await waitFor(`Deployment ${runtime} with ${replicas} replicas`, async () => {
-    const deployment = await apps.readNamespacedDeployment({ namespace: namespace.name, name: runtime });
-    return deployment.spec?.replicas === replicas ? true : undefined;
-  }, WAIT);
+  await objects.patchNamespacedCustomObject({
+    ...custom(RUNTIME_PLURAL),
+    name: runtime,
+    body: [{ op: 'replace', path: '/spec/replicas', value: replicas }],
+  });
+  await waitFor(
+    `Deployment ${runtime} with ${replicas} replicas`,
+    async () => {
+      const deployment = await apps.readNamespacedDeployment({ namespace: namespace.name, name: runtime });
+      return deployment.spec?.replicas === replicas ? true : undefined;
+    },
+    WAIT,
+  );
 }
 
 test('a new Runtime gets its runtimed TLS Secret (contract SANs and identity, chained to the CA) before its Deployment; resyncs never rewrite it; it goes with the Runtime', async () => {
@@ -301,9 +399,13 @@ test('a new Runtime gets its runtimed TLS Secret (contract SANs and identity, ch
   const deployment = await waitFor('the Deployment', () => apps.readNamespacedDeployment({ namespace: namespace.name, name: 'tls' }), WAIT);
   const secret = await readSecret(runtimedTlsSecretName('tls'));
   if (secret === undefined) throw new Error('the Deployment exists but the TLS Secret does not');
-  expect(Date.parse(String(secret.metadata?.creationTimestamp))).toBeLessThanOrEqual(Date.parse(String(deployment.metadata?.creationTimestamp)));
+  expect(Date.parse(String(secret.metadata?.creationTimestamp))).toBeLessThanOrEqual(
+    Date.parse(String(deployment.metadata?.creationTimestamp)),
+  );
   expect(secret.type).toBe('kubernetes.io/tls');
-  expect(secret.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Runtime', name: 'tls', uid: runtime.metadata.uid, controller: true })]);
+  expect(secret.metadata?.ownerReferences).toEqual([
+    expect.objectContaining({ kind: 'Runtime', name: 'tls', uid: runtime.metadata.uid, controller: true }),
+  ]);
   expect(secret.metadata?.labels).toEqual(deployment.metadata?.labels);
   expect(secret.metadata?.labels?.[LABELS.runtime]).toBe('tls');
   expect(Object.keys(secret.data ?? {}).sort()).toEqual(['ca.crt', 'tls.crt', 'tls.key']);
@@ -313,7 +415,11 @@ test('a new Runtime gets its runtimed TLS Secret (contract SANs and identity, ch
   const ca = new X509Certificate(internalCa.certPem);
   expect(cert.checkIssued(ca)).toBe(true);
   expect(cert.verify(ca.publicKey)).toBe(true);
-  expect(cert.subjectAltName?.split(', ').sort()).toEqual([`DNS:tls.${namespace.name}.svc`, `DNS:tls.${namespace.name}.svc.cluster.local`, `URI:spiffe://kruntimes.io/ns/${namespace.name}/runtime/tls`]);
+  expect(cert.subjectAltName?.split(', ').sort()).toEqual([
+    `DNS:tls.${namespace.name}.svc`,
+    `DNS:tls.${namespace.name}.svc.cluster.local`,
+    `URI:spiffe://kruntimes.io/ns/${namespace.name}/runtime/tls`,
+  ]);
   expect(identityOfCertificate(cert.toString())).toBe(runtimeIdentity(namespace.name, 'tls'));
   expect([...cert.keyUsage].sort()).toEqual(['1.3.6.1.5.5.7.3.1', '1.3.6.1.5.5.7.3.2']);
   expect(cert.validToDate.getTime() - cert.validFromDate.getTime()).toBe(30 * 86_400_000 + 5 * 60_000);
@@ -329,7 +435,11 @@ test('a new Runtime gets its runtimed TLS Secret (contract SANs and identity, ch
 
   // Deleting the Runtime garbage-collects the Secret (kube-controller-manager, by the owner reference).
   await objects.deleteNamespacedCustomObject({ ...custom(RUNTIME_PLURAL), name: 'tls' });
-  await waitFor('the TLS Secret collected', async () => ((await readSecret(runtimedTlsSecretName('tls'))) === undefined ? true : undefined), WAIT);
+  await waitFor(
+    'the TLS Secret collected',
+    async () => ((await readSecret(runtimedTlsSecretName('tls'))) === undefined ? true : undefined),
+    WAIT,
+  );
   expect(errors).toEqual([]);
 });
 
@@ -340,17 +450,33 @@ test('a certificate near its expiry, or from another CA, is reissued; a Secret t
   const first = await waitFor('the TLS Secret', () => readSecret(name), WAIT);
 
   // Put in a certificate with a sixth of its 30 days left, as if it had been issued 25 days ago.
-  const old = await issueWorkloadCertificate(internalCa, { namespace: namespace.name, runtime: 'renew', now: new Date(Date.now() - 25 * 86_400_000) });
+  const old = await issueWorkloadCertificate(internalCa, {
+    namespace: namespace.name,
+    runtime: 'renew',
+    now: new Date(Date.now() - 25 * 86_400_000),
+  });
   expect(needsRenewal(old.certPem, internalCa.certPem, new Date())).toBe(true);
   const replaced = await core.replaceNamespacedSecret({
     namespace: namespace.name,
     name,
-    body: { metadata: first.metadata ?? {}, type: 'kubernetes.io/tls', data: { ...first.data, 'tls.crt': Buffer.from(old.certPem).toString('base64'), 'tls.key': Buffer.from(old.keyPem).toString('base64') } },
+    body: {
+      metadata: first.metadata ?? {},
+      type: 'kubernetes.io/tls',
+      data: {
+        ...first.data,
+        'tls.crt': Buffer.from(old.certPem).toString('base64'),
+        'tls.key': Buffer.from(old.keyPem).toString('base64'),
+      },
+    },
   });
-  const renewed = await waitFor('the certificate renewed', async () => {
-    const current = await readSecret(name);
-    return current !== undefined && current.metadata?.resourceVersion !== replaced.metadata?.resourceVersion ? current : undefined;
-  }, WAIT);
+  const renewed = await waitFor(
+    'the certificate renewed',
+    async () => {
+      const current = await readSecret(name);
+      return current !== undefined && current.metadata?.resourceVersion !== replaced.metadata?.resourceVersion ? current : undefined;
+    },
+    WAIT,
+  );
   const renewedPem = secretText(renewed, 'tls.crt');
   expect(renewedPem).not.toBe(old.certPem);
   expect(needsRenewal(renewedPem, internalCa.certPem, new Date())).toBe(false);
@@ -361,26 +487,41 @@ test('a certificate near its expiry, or from another CA, is reissued; a Secret t
   await manager?.stop();
   const rotated = await createCertificateAuthority();
   await start({ withNode: false, ca: rotated });
-  const reissued = await waitFor('the certificate reissued by the new CA', async () => {
-    const current = await readSecret(name);
-    return current !== undefined && secretText(current, 'ca.crt') === rotated.certPem ? current : undefined;
-  }, WAIT);
+  const reissued = await waitFor(
+    'the certificate reissued by the new CA',
+    async () => {
+      const current = await readSecret(name);
+      return current !== undefined && secretText(current, 'ca.crt') === rotated.certPem ? current : undefined;
+    },
+    WAIT,
+  );
   expect(new X509Certificate(secretText(reissued, 'tls.crt')).checkIssued(new X509Certificate(rotated.certPem))).toBe(true);
 
   // A Secret of that name that the Runtime does not own: nothing is created, the status says why.
-  await core.createNamespacedSecret({ namespace: namespace.name, body: { metadata: { name: runtimedTlsSecretName('squatted') }, type: 'Opaque', data: { x: 'eA==' } } });
+  await core.createNamespacedSecret({
+    namespace: namespace.name,
+    body: { metadata: { name: runtimedTlsSecretName('squatted') }, type: 'Opaque', data: { x: 'eA==' } },
+  });
   await createRuntime('squatted', { replicas: 1 });
-  const status = await waitFor('the conflict in the Runtime status', async () => {
-    const current = (await getRuntime('squatted')).status;
-    return current?.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.reason === RUNTIME_REASONS.invalidSpec ? current : undefined;
-  }, WAIT);
-  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain(`Secret ${namespace.name}/squatted-runtimed-tls exists and is not controlled by this Runtime`);
+  const status = await waitFor(
+    'the conflict in the Runtime status',
+    async () => {
+      const current = (await getRuntime('squatted')).status;
+      return current?.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.reason === RUNTIME_REASONS.invalidSpec
+        ? current
+        : undefined;
+    },
+    WAIT,
+  );
+  expect(status.conditions?.find((c) => c.type === CONDITION_TYPES.available)?.message).toContain(
+    `Secret ${namespace.name}/squatted-runtimed-tls exists and is not controlled by this Runtime`,
+  );
   await expect(apps.readNamespacedDeployment({ namespace: namespace.name, name: 'squatted' })).rejects.toMatchObject({ code: 404 });
   expect((await readSecret(runtimedTlsSecretName('squatted')))?.data).toEqual({ x: 'eA==' });
   expect(errors).toEqual([]);
 });
 
-test("with a gateway: the TLS Secret carries its CA as gateway-ca.crt and the Pod template tells runtimed the host and the file; only a changed gateway CA rewrites the Secret, keeping the certificate", async () => {
+test('with a gateway: the TLS Secret carries its CA as gateway-ca.crt and the Pod template tells runtimed the host and the file; only a changed gateway CA rewrites the Secret, keeping the certificate', async () => {
   const gatewayCa = await createCertificateAuthority();
   const host = 'runtime-gateway.kruntimes-system.svc:8443';
   await start({ withNode: false, gateway: { host, caPem: gatewayCa.certPem } });
@@ -393,9 +534,15 @@ test("with a gateway: the TLS Secret carries its CA as gateway-ca.crt and the Po
   expect(secretText(secret, 'gateway-ca.crt')).toBe(gatewayCa.certPem);
   expect(secretText(secret, 'ca.crt')).toBe(internalCa.certPem);
   const runtimedEnv = (d: typeof deployment): Record<string, string | undefined> =>
-    Object.fromEntries((d.spec?.template.spec?.containers.find((c) => c.name === CONTAINERS.runtimed)?.env ?? []).map((e) => [e.name, e.value]));
-  expect(runtimedEnv(deployment)).toMatchObject({ KRT_GATEWAY_HOST: host, KRT_GATEWAY_CA_FILE: `${RUNTIMED_TLS_MOUNT_PATH}/gateway-ca.crt` });
-  const serverEnv = deployment.spec?.template.spec?.containers.find((c) => c.name === CONTAINERS.runtimeServer)?.env?.map((e) => e.name) ?? [];
+    Object.fromEntries(
+      (d.spec?.template.spec?.containers.find((c) => c.name === CONTAINERS.runtimed)?.env ?? []).map((e) => [e.name, e.value]),
+    );
+  expect(runtimedEnv(deployment)).toMatchObject({
+    KRT_GATEWAY_HOST: host,
+    KRT_GATEWAY_CA_FILE: `${RUNTIMED_TLS_MOUNT_PATH}/gateway-ca.crt`,
+  });
+  const serverEnv =
+    deployment.spec?.template.spec?.containers.find((c) => c.name === CONTAINERS.runtimeServer)?.env?.map((e) => e.name) ?? [];
   expect(serverEnv.filter((n) => n.startsWith('KRT_GATEWAY'))).toEqual([]);
 
   // A fresh controller-manager with the same gateway: reconciles, never a write of the Secret.
@@ -408,24 +555,36 @@ test("with a gateway: the TLS Secret carries its CA as gateway-ca.crt and the Po
   await manager?.stop();
   const rotated = await createCertificateAuthority();
   await start({ withNode: false, gateway: { host, caPem: rotated.certPem } });
-  const updated = await waitFor('gateway-ca.crt rewritten', async () => {
-    const current = await readSecret(name);
-    return current !== undefined && secretText(current, 'gateway-ca.crt') === rotated.certPem ? current : undefined;
-  }, WAIT);
+  const updated = await waitFor(
+    'gateway-ca.crt rewritten',
+    async () => {
+      const current = await readSecret(name);
+      return current !== undefined && secretText(current, 'gateway-ca.crt') === rotated.certPem ? current : undefined;
+    },
+    WAIT,
+  );
   for (const key of ['ca.crt', 'tls.crt', 'tls.key']) expect(secretText(updated, key)).toBe(secretText(secret, key));
 
   // No gateway any more: the key goes and the template is the one without it.
   await manager?.stop();
   await start({ withNode: false });
-  const without = await waitFor('gateway-ca.crt removed', async () => {
-    const current = await readSecret(name);
-    return current !== undefined && current.data?.['gateway-ca.crt'] === undefined ? current : undefined;
-  }, WAIT);
+  const without = await waitFor(
+    'gateway-ca.crt removed',
+    async () => {
+      const current = await readSecret(name);
+      return current !== undefined && current.data?.['gateway-ca.crt'] === undefined ? current : undefined;
+    },
+    WAIT,
+  );
   expect(secretText(without, 'tls.crt')).toBe(secretText(secret, 'tls.crt'));
-  const plain = await waitFor('the Deployment without gateway env', async () => {
-    const current = await apps.readNamespacedDeployment({ namespace: namespace.name, name: 'gw' });
-    return Object.keys(runtimedEnv(current)).some((n) => n.startsWith('KRT_GATEWAY')) ? undefined : current;
-  }, WAIT);
+  const plain = await waitFor(
+    'the Deployment without gateway env',
+    async () => {
+      const current = await apps.readNamespacedDeployment({ namespace: namespace.name, name: 'gw' });
+      return Object.keys(runtimedEnv(current)).some((n) => n.startsWith('KRT_GATEWAY')) ? undefined : current;
+    },
+    WAIT,
+  );
   expect(plain.spec?.replicas).toBe(1);
   expect(errors).toEqual([]);
 });

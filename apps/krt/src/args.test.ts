@@ -6,19 +6,71 @@ describe('parseCommandLine', () => {
   const cases: [string, string[], CommandLine][] = [
     ['get one Run', ['get', 'r1'], { command: { name: 'get', run: 'r1', output: 'table' }, global: {} }],
     ['get all Runs, wide', ['get', '-o', 'wide'], { command: { name: 'get', output: 'wide' }, global: {} }],
-    ['get as json with global flags first', ['-n', 'ns', '--kubeconfig', '/k', 'get', 'r1', '-o', 'json'], { command: { name: 'get', run: 'r1', output: 'json' }, global: { namespace: 'ns', kubeconfig: '/k' } }],
-    ['get yaml with --namespace=', ['get', 'r1', '--namespace=team', '-oyaml'], { command: { name: 'get', run: 'r1', output: 'yaml' }, global: { namespace: 'team' } }],
-    ['wait ready, default timeout', ['wait', 'r1', '--for', 'ready'], { command: { name: 'wait', run: 'r1', target: 'ready', timeoutMs: DEFAULT_WAIT_TIMEOUT_MS }, global: {} }],
-    ['wait done with timeout', ['wait', 'r1', '--for=done', '--timeout', '1m30s'], { command: { name: 'wait', run: 'r1', target: 'finished', timeoutMs: 90_000 }, global: {} }],
-    ['invoke without payload', ['invoke', 'fn'], { command: { name: 'invoke', run: 'fn', input: { kind: 'none' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
-    ['invoke with --data', ['invoke', 'fn', '--data', '{"a":1}'], { command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '{"a":1}' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
-    ['invoke with a negative number as --data=', ['invoke', 'fn', '--data=-1'], { command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '-1' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} }],
-    ['invoke from a file', ['invoke', 'fn', '-f', 'p.json', '--timeout', '5s'], { command: { name: 'invoke', run: 'fn', input: { kind: 'file', path: 'p.json' }, timeoutMs: 5000 }, global: {} }],
-    ['invoke from stdin with an invocation ID', ['invoke', 'fn', '-f', '-', '--invocation-id', 'id-1'], { command: { name: 'invoke', run: 'fn', input: { kind: 'stdin' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS, invocationId: 'id-1' }, global: {} }],
+    [
+      'get as json with global flags first',
+      ['-n', 'ns', '--kubeconfig', '/k', 'get', 'r1', '-o', 'json'],
+      { command: { name: 'get', run: 'r1', output: 'json' }, global: { namespace: 'ns', kubeconfig: '/k' } },
+    ],
+    [
+      'get yaml with --namespace=',
+      ['get', 'r1', '--namespace=team', '-oyaml'],
+      { command: { name: 'get', run: 'r1', output: 'yaml' }, global: { namespace: 'team' } },
+    ],
+    [
+      'wait ready, default timeout',
+      ['wait', 'r1', '--for', 'ready'],
+      { command: { name: 'wait', run: 'r1', target: 'ready', timeoutMs: DEFAULT_WAIT_TIMEOUT_MS }, global: {} },
+    ],
+    [
+      'wait done with timeout',
+      ['wait', 'r1', '--for=done', '--timeout', '1m30s'],
+      { command: { name: 'wait', run: 'r1', target: 'finished', timeoutMs: 90_000 }, global: {} },
+    ],
+    [
+      'invoke without payload',
+      ['invoke', 'fn'],
+      { command: { name: 'invoke', run: 'fn', input: { kind: 'none' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} },
+    ],
+    [
+      'invoke with --data',
+      ['invoke', 'fn', '--data', '{"a":1}'],
+      {
+        command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '{"a":1}' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS },
+        global: {},
+      },
+    ],
+    [
+      'invoke with a negative number as --data=',
+      ['invoke', 'fn', '--data=-1'],
+      { command: { name: 'invoke', run: 'fn', input: { kind: 'data', json: '-1' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS }, global: {} },
+    ],
+    [
+      'invoke from a file',
+      ['invoke', 'fn', '-f', 'p.json', '--timeout', '5s'],
+      { command: { name: 'invoke', run: 'fn', input: { kind: 'file', path: 'p.json' }, timeoutMs: 5000 }, global: {} },
+    ],
+    [
+      'invoke from stdin with an invocation ID',
+      ['invoke', 'fn', '-f', '-', '--invocation-id', 'id-1'],
+      {
+        command: { name: 'invoke', run: 'fn', input: { kind: 'stdin' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS, invocationId: 'id-1' },
+        global: {},
+      },
+    ],
     [
       'invoke through another gateway address',
       ['invoke', 'fn', '--gateway', 'https://127.0.0.1:8443/', '--gateway-ca', 'ca.crt'],
-      { command: { name: 'invoke', run: 'fn', input: { kind: 'none' }, timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS, gateway: 'https://127.0.0.1:8443', gatewayCaFile: 'ca.crt' }, global: {} },
+      {
+        command: {
+          name: 'invoke',
+          run: 'fn',
+          input: { kind: 'none' },
+          timeoutMs: DEFAULT_INVOKE_TIMEOUT_MS,
+          gateway: 'https://127.0.0.1:8443',
+          gatewayCaFile: 'ca.crt',
+        },
+        global: {},
+      },
     ],
     ['retry', ['retry', 'r1'], { command: { name: 'retry', run: 'r1' }, global: {} }],
     ['cancel', ['cancel', 'r1', '-n', 'ns'], { command: { name: 'cancel', run: 'r1' }, global: { namespace: 'ns' } }],

@@ -22,7 +22,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       return EXIT.ok;
     }
     const kubeConfig = loadKubeConfig(global.kubeconfig);
-    const ctx: CommandContext = { kubeConfig, runs: new RunApi(kubeConfig, resolveNamespace(kubeConfig, global.namespace)), io, now: Date.now };
+    const ctx: CommandContext = {
+      kubeConfig,
+      runs: new RunApi(kubeConfig, resolveNamespace(kubeConfig, global.namespace)),
+      io,
+      now: Date.now,
+    };
     switch (command.name) {
       case 'get':
         return await getCommand(ctx, command);

@@ -53,18 +53,29 @@ describe('exit codes', () => {
 
   it('maps the other errors', () => {
     expect(exitCodeFor(new CliError(EXIT.notFound, 'x'))).toBe(3);
-    expect(exitCodeFor(new InvocationTransportError({ kind: 'tls', requestMayHaveBeenSent: false, invocationId: 'i', message: 'm' }))).toBe(5);
+    expect(exitCodeFor(new InvocationTransportError({ kind: 'tls', requestMayHaveBeenSent: false, invocationId: 'i', message: 'm' }))).toBe(
+      5,
+    );
     expect(exitCodeFor(new Error('boom'))).toBe(5);
   });
 
   it('describes errors in one line, never with client-node headers', () => {
-    const api = new ApiException(403, 'HTTP-Code: 403 ... Headers: {"authorization":"x"}', JSON.stringify({ kind: 'Status', message: 'runs "r" is forbidden' }), {});
+    const api = new ApiException(
+      403,
+      'HTTP-Code: 403 ... Headers: {"authorization":"x"}',
+      JSON.stringify({ kind: 'Status', message: 'runs "r" is forbidden' }),
+      {},
+    );
     expect(describeError(api)).toBe('the API server answered HTTP 403: runs "r" is forbidden');
-    expect(describeError(new InvocationError({ code: 'FunctionFailed', message: 'ValueError', invocationId: 'i-1', httpStatus: 500, source: 'function' }))).toBe(
-      'FunctionFailed (function, HTTP 500): ValueError [invocation i-1]',
-    );
-    expect(describeError(new InvocationTransportError({ kind: 'timeout', requestMayHaveBeenSent: true, invocationId: 'i-2', message: 'no answer' }))).toMatch(
-      /may have been sent/,
-    );
+    expect(
+      describeError(
+        new InvocationError({ code: 'FunctionFailed', message: 'ValueError', invocationId: 'i-1', httpStatus: 500, source: 'function' }),
+      ),
+    ).toBe('FunctionFailed (function, HTTP 500): ValueError [invocation i-1]');
+    expect(
+      describeError(
+        new InvocationTransportError({ kind: 'timeout', requestMayHaveBeenSent: true, invocationId: 'i-2', message: 'no answer' }),
+      ),
+    ).toMatch(/may have been sent/);
   });
 });

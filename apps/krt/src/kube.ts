@@ -10,9 +10,12 @@ export function loadKubeConfig(path: string | undefined): KubeConfig {
     if (path === undefined) config.loadFromDefault();
     else config.loadFromFile(path);
   } catch (error) {
-    throw new CliError(EXIT.usage, `cannot read the kubeconfig${path === undefined ? '' : ` ${path}`}: ${(error as Error).message}`, { cause: error });
+    throw new CliError(EXIT.usage, `cannot read the kubeconfig${path === undefined ? '' : ` ${path}`}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
-  if (config.getCurrentCluster() === null) throw usageError(`the kubeconfig${path === undefined ? '' : ` ${path}`} has no current context with a cluster`);
+  if (config.getCurrentCluster() === null)
+    throw usageError(`the kubeconfig${path === undefined ? '' : ` ${path}`} has no current context with a cluster`);
   return config;
 }
 
@@ -34,7 +37,9 @@ export async function bearerToken(config: KubeConfig): Promise<string> {
   try {
     await config.applyToHTTPSOptions(options);
   } catch (error) {
-    throw new CliError(EXIT.unauthorized, `cannot get credentials of kubeconfig user "${user?.name ?? ''}": ${(error as Error).message}`, { cause: error });
+    throw new CliError(EXIT.unauthorized, `cannot get credentials of kubeconfig user "${user?.name ?? ''}": ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const header = options.headers.Authorization ?? '';
   const token = header.startsWith('Bearer ') ? header.slice('Bearer '.length).trim() : '';
@@ -81,7 +86,10 @@ export class RunApi {
   /** JSON merge patch of the main resource. */
   async patch(name: string, body: object): Promise<Run> {
     try {
-      return (await this.#api.patchNamespacedCustomObject({ ...this.#target(), name, body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))) as Run;
+      return (await this.#api.patchNamespacedCustomObject(
+        { ...this.#target(), name, body },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      )) as Run;
     } catch (error) {
       throw this.#notFound(error, name);
     }

@@ -28,12 +28,27 @@ describe('age', () => {
 });
 
 describe('formatRuns', () => {
-  const ready = run('fn', { status: { phase: 'Ready', attempt: 1, assignedPod: 'pod-a', reason: 'FunctionRegistered', endpoint: { protocol: 'HTTPS', url: 'https://gw/x' } } });
-  const pending = run('task-1', { spec: { runtime: 'sh', source: { inline: 'x' }, mode: { task: {} }, parentRunRef: { name: 'task-0', uid: 'u' } } });
+  const ready = run('fn', {
+    status: {
+      phase: 'Ready',
+      attempt: 1,
+      assignedPod: 'pod-a',
+      reason: 'FunctionRegistered',
+      endpoint: { protocol: 'HTTPS', url: 'https://gw/x' },
+    },
+  });
+  const pending = run('task-1', {
+    spec: { runtime: 'sh', source: { inline: 'x' }, mode: { task: {} }, parentRunRef: { name: 'task-0', uid: 'u' } },
+  });
 
   it('prints a table: phase Pending when there is no status yet', () => {
     expect(formatRuns([ready, pending], 'table', NOW)).toBe(
-      ['NAME     PHASE     MODE       RUNTIME   ATTEMPT   AGE', 'fn       Ready     function   py        1         2m', 'task-1   Pending   task       sh        -         2m', ''].join('\n'),
+      [
+        'NAME     PHASE     MODE       RUNTIME   ATTEMPT   AGE',
+        'fn       Ready     function   py        1         2m',
+        'task-1   Pending   task       sh        -         2m',
+        '',
+      ].join('\n'),
     );
   });
 

@@ -46,8 +46,23 @@ export class GatewayStub {
     try {
       const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
       await run('openssl', [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-        '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=krt-test-gateway', '-addext', 'subjectAltName=IP:127.0.0.1',
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=krt-test-gateway',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
       ]);
       pems = await Promise.all([readFile(cert, 'utf8'), readFile(key, 'utf8')]);
     } finally {

@@ -30,7 +30,10 @@ beforeAll(async () => {
   system = await System.start({ prefix: 'krt-e2e' });
   await system.rbac.createNamespacedRole({
     namespace: system.name,
-    body: { metadata: { name: 'run-reader' }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch'] }] },
+    body: {
+      metadata: { name: 'run-reader' },
+      rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch'] }],
+    },
   });
   await system.rbac.createNamespacedRoleBinding({
     namespace: system.name,
@@ -41,7 +44,11 @@ beforeAll(async () => {
     },
   });
   kubeconfig = join(system.dir, 'alice.kubeconfig');
-  await writeFile(kubeconfig, kubeconfigYaml({ server: system.cluster.info.server, caPem: system.cluster.info.caPem, user: 'alice', token: system.token('alice') }), { mode: 0o600 });
+  await writeFile(
+    kubeconfig,
+    kubeconfigYaml({ server: system.cluster.info.server, caPem: system.cluster.info.caPem, user: 'alice', token: system.token('alice') }),
+    { mode: 0o600 },
+  );
   gatewayCa = join(system.dir, 'gateway-ca.crt');
   await writeFile(gatewayCa, system.gateway?.caPem ?? '');
   await system.createRuntime('py', { language: 'python' });
@@ -53,7 +60,10 @@ afterAll(async () => {
 });
 
 async function krt(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, '--kubeconfig', kubeconfig, '-n', system.name, ...args], { env: { ...process.env, KUBECONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, '--kubeconfig', kubeconfig, '-n', system.name, ...args], {
+    env: { ...process.env, KUBECONFIG: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -81,7 +91,9 @@ test('krt wait, then krt invoke through the gateway: result on stdout, a functio
   const failed = await krt(['invoke', 'echo', '--data', '{"fail":true}', ...gateway]);
   expect(failed.code).toBe(1);
   expect(failed.stdout).toBe('');
-  expect(failed.stderr).toMatch(/^error: FunctionFailed \(function, HTTP 500\): [\s\S]*ValueError: asked to fail\n \[invocation [0-9a-f-]{36}\]\n$/);
+  expect(failed.stderr).toMatch(
+    /^error: FunctionFailed \(function, HTTP 500\): [\s\S]*ValueError: asked to fail\n \[invocation [0-9a-f-]{36}\]\n$/,
+  );
 
   // The token krt sent reached no component's log.
   expect(await system.logLinesContaining([system.token('alice')])).toEqual([]);

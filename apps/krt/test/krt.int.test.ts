@@ -44,7 +44,10 @@ beforeEach(async () => {
   };
   await rbac.createNamespacedRole({
     namespace: namespace.name,
-    body: { metadata: { name: 'run-user' }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] }] },
+    body: {
+      metadata: { name: 'run-user' },
+      rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] }],
+    },
   });
   await rbac.createNamespacedRoleBinding({
     namespace: namespace.name,
@@ -93,17 +96,40 @@ async function createRun(name: string, spec: Partial<RunSpec> = {}): Promise<Run
     metadata: { name },
     spec: { runtime: 'sh', source: { inline: 'echo hi' }, mode: { task: {} }, ...spec },
   };
-  return (await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural: RUN_PLURAL, body })) as Run;
+  return (await objects.createNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: namespace.name,
+    plural: RUN_PLURAL,
+    body,
+  })) as Run;
 }
 
-const FUNCTION: Partial<RunSpec> = { runtime: 'py', source: { inline: 'def h(e, c):\n  return e\n' }, mode: { function: { handler: 'h' } } };
+const FUNCTION: Partial<RunSpec> = {
+  runtime: 'py',
+  source: { inline: 'def h(e, c):\n  return e\n' },
+  mode: { function: { handler: 'h' } },
+};
 
 async function getRun(name: string): Promise<Run> {
-  return (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural: RUN_PLURAL, name })) as Run;
+  return (await objects.getNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: namespace.name,
+    plural: RUN_PLURAL,
+    name,
+  })) as Run;
 }
 
 async function listRuns(): Promise<Run[]> {
-  return ((await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural: RUN_PLURAL })) as { items: Run[] }).items;
+  return (
+    (await objects.listNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: namespace.name,
+      plural: RUN_PLURAL,
+    })) as { items: Run[] }
+  ).items;
 }
 
 /** Plays the platform: one status write through the state machine, as admin. */
@@ -191,7 +217,11 @@ describe('krt wait', () => {
 
 describe('krt retry', () => {
   test('a finished Run is retried as a new Run with parentRunRef and the same spec', async () => {
-    const original = await createRun('job', { env: [{ name: 'K', value: 'V' }], timeout: '5m', retryPolicy: { maxAttempts: 2, retrySafe: true } });
+    const original = await createRun('job', {
+      env: [{ name: 'K', value: 'V' }],
+      timeout: '5m',
+      retryPolicy: { maxAttempts: 2, retrySafe: true },
+    });
     await fail('job');
     const retried = await krt(['retry', 'job']);
     expect(retried.code).toBe(0);
@@ -260,7 +290,10 @@ describe('krt bad inputs', () => {
     await createRun('task');
     expect(await krt(['invoke', 'task'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/is a task Run/) as unknown });
     await createRun('fn', FUNCTION);
-    expect(await krt(['invoke', 'fn'])).toMatchObject({ code: 5, stderr: expect.stringMatching(/does not accept invocations now \(phase Pending/) as unknown });
+    expect(await krt(['invoke', 'fn'])).toMatchObject({
+      code: 5,
+      stderr: expect.stringMatching(/does not accept invocations now \(phase Pending/) as unknown,
+    });
   });
 });
 
@@ -296,7 +329,9 @@ describe('krt invoke against an HTTPS server answering like the gateway', () => 
     const ok = await krt(['invoke', 'fn', '--data', '{"x":1}', '--invocation-id', 'inv-42']);
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toEqual({ got: { x: 1 } });
-    expect(ok.stderr).toMatch(/^invocation inv-42 \(attempt 1\) ok\noutputs: \{"rows":"3"\}\n\[function stdout\] hello from the handler\n$/);
+    expect(ok.stderr).toMatch(
+      /^invocation inv-42 \(attempt 1\) ok\noutputs: \{"rows":"3"\}\n\[function stdout\] hello from the handler\n$/,
+    );
     const [request] = gateway.requests;
     expect(request?.url).toBe(`/v1/namespaces/${namespace.name}/runtimes/py/functions/${run.metadata.uid ?? ''}:invoke`);
     expect(request?.headers.authorization).toBe(`Bearer ${cluster.user('alice').token}`);
@@ -319,19 +354,26 @@ describe('krt invoke against an HTTPS server answering like the gateway', () => 
   ] as const)('%s (HTTP %d, %s from the %s) is exit %d', async (_name, status, code, source, exit) => {
     await readyFunction('fn');
     gateway.answer = (request, response) => {
-      json(response, status, { invocationId: request.headers['x-kruntime-invocation-id'], error: { code, message: `said ${code}`, source } });
+      json(response, status, {
+        invocationId: request.headers['x-kruntime-invocation-id'],
+        error: { code, message: `said ${code}`, source },
+      });
     };
     const failed = await krt(['invoke', 'fn']);
     expect(failed.code).toBe(exit);
     expect(failed.stdout).toBe('');
-    expect(failed.stderr).toMatch(new RegExp(`^error: ${code} \\(${source}, HTTP ${status}\\): said ${code} \\[invocation [0-9a-f-]{36}\\]\\n$`));
+    expect(failed.stderr).toMatch(
+      new RegExp(`^error: ${code} \\(${source}, HTTP ${status}\\): said ${code} \\[invocation [0-9a-f-]{36}\\]\\n$`),
+    );
   });
 
-  test('--gateway and --gateway-ca reach the gateway at another address (a port-forward) with the Run\'s own path', async () => {
+  test("--gateway and --gateway-ca reach the gateway at another address (a port-forward) with the Run's own path", async () => {
     const run = await createRun('fn', FUNCTION);
     await start('fn');
     // The published endpoint names the in-cluster gateway, which this machine cannot reach.
-    const published = gateway.url(namespace.name, run.metadata.uid ?? '').replace(/^https:\/\/[^/]+/, 'https://runtime-gateway.kruntimes-system.svc');
+    const published = gateway
+      .url(namespace.name, run.metadata.uid ?? '')
+      .replace(/^https:\/\/[^/]+/, 'https://runtime-gateway.kruntimes-system.svc');
     await act('fn', 'runtimed', { type: 'Registered', endpoint: { protocol: 'HTTPS', url: published } });
     gateway.answer = (request, response) => {
       json(response, 200, { invocationId: request.headers['x-kruntime-invocation-id'], result: 'pong', outputs: {}, attempt: 1 });

@@ -43,25 +43,30 @@ interface Summary {
 
 /** `count` invocations split over `streams` parallel sequential streams; `one(stream, i)` is one invocation. */
 async function measure(count: number, streams: number, one: (stream: number, i: number) => Promise<void>): Promise<Summary> {
-  await Promise.all(Array.from({ length: streams }, async (_, stream) => {
-    for (let i = 0; i < WARMUP; i += 1) await one(stream, -1 - i);
-  }));
+  await Promise.all(
+    Array.from({ length: streams }, async (_, stream) => {
+      for (let i = 0; i < WARMUP; i += 1) await one(stream, -1 - i);
+    }),
+  );
   const latencies: number[] = [];
   const started = performance.now();
-  await Promise.all(Array.from({ length: streams }, async (_, stream) => {
-    for (let i = stream; i < count; i += streams) {
-      const t0 = performance.now();
-      await one(stream, i);
-      latencies.push(performance.now() - t0);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: streams }, async (_, stream) => {
+      for (let i = stream; i < count; i += streams) {
+        const t0 = performance.now();
+        await one(stream, i);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
   return { p50: pct(50), p99: pct(99), perSecond: count / seconds };
 }
 
-const line = (what: string, s: Summary): string => `  ${what}: p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, ${s.perSecond.toFixed(0)} invocations/s`;
+const line = (what: string, s: Summary): string =>
+  `  ${what}: p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, ${s.perSecond.toFixed(0)} invocations/s`;
 const ratios = (gateway: Summary, direct: Summary): string =>
   `  ratio gateway / direct: p50 ${(gateway.p50 / direct.p50).toFixed(2)}x, p99 ${(gateway.p99 / direct.p99).toFixed(2)}x, throughput ${(gateway.perSecond / direct.perSecond).toFixed(2)}x`;
 
@@ -86,7 +91,12 @@ try {
   const viaGateway = async (stream: number, i: number): Promise<void> => {
     const agent = agents[stream];
     if (agent === undefined) throw new Error(`no stream ${stream}`);
-    const answer = await call(urls[stream] ?? '', { ca: gateway.caPem, headers: { ...headers, 'x-kruntime-invocation-id': `bench-${stream}-${i}` }, body: '{}', agent });
+    const answer = await call(urls[stream] ?? '', {
+      ca: gateway.caPem,
+      headers: { ...headers, 'x-kruntime-invocation-id': `bench-${stream}-${i}` },
+      body: '{}',
+      agent,
+    });
     if (answer.status !== 200) throw new Error(`gateway answered ${answer.status}: ${answer.body}`);
   };
 
@@ -96,9 +106,16 @@ try {
   await writeFile(join(workdir, 'main.py'), HANDLER);
   const channel = createChannel(`${pod.status?.podIP ?? ''}:${DEFAULTS.runtimeServerPort}`);
   const client = createClient(runtimeServerV1.RuntimeServerDefinition, channel);
-  const registrations = await Promise.all(runs.map(() => client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })));
+  const registrations = await Promise.all(
+    runs.map(() => client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })),
+  );
   const direct = async (stream: number, i: number): Promise<void> => {
-    await client.invokeFunction({ registrationId: registrations[stream]?.registrationId ?? '', invocationId: `direct-${stream}-${i}`, payload: Buffer.from('{}'), timeout: durationFromMillis(10_000) });
+    await client.invokeFunction({
+      registrationId: registrations[stream]?.registrationId ?? '',
+      invocationId: `direct-${stream}-${i}`,
+      payload: Buffer.from('{}'),
+      timeout: durationFromMillis(10_000),
+    });
   };
 
   const sequentialGateway = await measure(COUNT, 1, viaGateway);
@@ -107,18 +124,27 @@ try {
   const parallelDirect = await measure(COUNT, STREAMS, direct);
   // The gateway's own share (its overhead histogram: total minus the upstream call), warm-ups included.
   const exposition = await (await fetch(gateway.metricsUrl)).text();
-  const sample = (name: string): number => Number(new RegExp(`^${name}\\{route="functions"\\} (\\S+)$`, 'm').exec(exposition)?.[1] ?? Number.NaN);
+  const sample = (name: string): number =>
+    Number(new RegExp(`^${name}\\{route="functions"\\} (\\S+)$`, 'm').exec(exposition)?.[1] ?? Number.NaN);
   const overheadMs = (sample('kruntimes_gateway_overhead_seconds_sum') / sample('kruntimes_gateway_overhead_seconds_count')) * 1000;
   for (const agent of agents) agent.destroy();
   for (const registration of registrations) await client.unregisterFunction({ registrationId: registration.registrationId });
   channel.close();
 
-  process.stdout.write(`empty Python handler, ${COUNT} invocations per measurement (after ${WARMUP} warm-up per stream), one Runtime Pod\n`);
-  process.stdout.write('gateway = HTTPS keep-alive -> gateway -> runtimed (TLS gRPC, token reviewed, cached) -> Runtime Server; direct = Runtime Server gRPC\n');
+  process.stdout.write(
+    `empty Python handler, ${COUNT} invocations per measurement (after ${WARMUP} warm-up per stream), one Runtime Pod\n`,
+  );
+  process.stdout.write(
+    'gateway = HTTPS keep-alive -> gateway -> runtimed (TLS gRPC, token reviewed, cached) -> Runtime Server; direct = Runtime Server gRPC\n',
+  );
   process.stdout.write('1 stream (sequential, one Run):\n');
-  process.stdout.write(`${line('gateway', sequentialGateway)}\n${line('direct ', sequentialDirect)}\n${ratios(sequentialGateway, sequentialDirect)}\n`);
+  process.stdout.write(
+    `${line('gateway', sequentialGateway)}\n${line('direct ', sequentialDirect)}\n${ratios(sequentialGateway, sequentialDirect)}\n`,
+  );
   process.stdout.write(`${STREAMS} streams (one Run each, in parallel):\n`);
-  process.stdout.write(`${line('gateway', parallelGateway)}\n${line('direct ', parallelDirect)}\n${ratios(parallelGateway, parallelDirect)}\n`);
+  process.stdout.write(
+    `${line('gateway', parallelGateway)}\n${line('direct ', parallelDirect)}\n${ratios(parallelGateway, parallelDirect)}\n`,
+  );
   process.stdout.write(`the gateway's own time per invoke (its overhead histogram, mean): ${overheadMs.toFixed(2)} ms\n`);
 } finally {
   await system?.stop();

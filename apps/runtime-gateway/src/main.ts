@@ -42,7 +42,8 @@ const logger = pino({
 function hostPort(flag: string, value: string): { host: string; port: number } {
   const colon = value.lastIndexOf(':');
   const port = Number(value.slice(colon + 1));
-  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--${flag} must be HOST:PORT, not ${JSON.stringify(value)}`);
+  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new Error(`--${flag} must be HOST:PORT, not ${JSON.stringify(value)}`);
   return { host: value.slice(0, colon).replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port };
 }
 
@@ -66,7 +67,11 @@ try {
       const kubeConfig = new KubeConfig();
       if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
       else kubeConfig.loadFromFile(values.kubeconfig);
-      const endpoints = new EndpointsResolver({ kubeConfig, logger, ...(values.namespace === undefined ? {} : { namespace: values.namespace }) });
+      const endpoints = new EndpointsResolver({
+        kubeConfig,
+        logger,
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+      });
       resolver = endpoints;
       await endpoints.start();
       break;

@@ -32,13 +32,29 @@ export class BashAdapter implements LanguageAdapter {
     const script = resolve(spec.workdir, parsed.script);
     try {
       await execFileAsync('bash', ['--noprofile', '--norc', '-n', script], { timeout: 10_000 });
-      await execFileAsync('bash', ['--noprofile', '--norc', '-c', 'source -- "$1" </dev/null >/dev/null 2>&1; declare -F -- "$2" >/dev/null', 'krt-check', script, parsed.fn], {
-        cwd: spec.workdir,
-        timeout: 10_000,
-      });
+      await execFileAsync(
+        'bash',
+        [
+          '--noprofile',
+          '--norc',
+          '-c',
+          'source -- "$1" </dev/null >/dev/null 2>&1; declare -F -- "$2" >/dev/null',
+          'krt-check',
+          script,
+          parsed.fn,
+        ],
+        {
+          cwd: spec.workdir,
+          timeout: 10_000,
+        },
+      );
     } catch (error) {
       const stderr = (error as { stderr?: string }).stderr?.trim() ?? '';
-      throw new KruntimesError('FunctionFailed', `cannot load handler ${spec.handler}: ${stderr === '' ? `${parsed.script} does not define ${parsed.fn}` : stderr}`, { cause: error });
+      throw new KruntimesError(
+        'FunctionFailed',
+        `cannot load handler ${spec.handler}: ${stderr === '' ? `${parsed.script} does not define ${parsed.fn}` : stderr}`,
+        { cause: error },
+      );
     }
     return new BashFunction(spec, script, parsed.fn);
   }

@@ -63,8 +63,12 @@ export class BashFunction implements LoadedFunction {
     // One byte over the bound is enough to know the result is too large.
     const stdout = new BoundedCapture(BOUNDS.resultBytes + 1);
     const stderr = new BoundedCapture(BOUNDS.capturedStreamBytes);
-    child.stdout.on('data', (chunk: Buffer) => { stdout.write(chunk); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr.write(chunk); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout.write(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr.write(chunk);
+    });
     // A handler that never reads stdin closes it early: EPIPE is not an error here.
     child.stdin.on('error', () => undefined);
     child.stdin.end(request.payload);
@@ -75,7 +79,9 @@ export class BashFunction implements LoadedFunction {
       signalGroup(child, 'SIGKILL');
     }, request.timeoutMs);
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
-      child.once('close', (c, s) => { resolve([c, s]); });
+      child.once('close', (c, s) => {
+        resolve([c, s]);
+      });
     });
     clearTimeout(timer);
     this.#running = undefined;
@@ -87,7 +93,10 @@ export class BashFunction implements LoadedFunction {
     if (code !== 0) {
       request.logger.info({ stderr: err }, 'failed invocation output');
       const tail = err.data.slice(-2048).trim();
-      throw new KruntimesError('FunctionFailed', `handler ${this.#handler} exited with ${signal ?? `code ${code ?? 'unknown'}`}${tail === '' ? '' : `: ${tail}`}`);
+      throw new KruntimesError(
+        'FunctionFailed',
+        `handler ${this.#handler} exited with ${signal ?? `code ${code ?? 'unknown'}`}${tail === '' ? '' : `: ${tail}`}`,
+      );
     }
     const out = stdout.result();
     if (out.totalBytes > BOUNDS.resultBytes) {
@@ -96,7 +105,11 @@ export class BashFunction implements LoadedFunction {
     return {
       result: toJsonResult(out.data),
       outputs: await readOutputsDir(outputsDir),
-      stdout: { data: out.data.slice(0, BOUNDS.capturedStreamBytes), truncated: out.totalBytes > BOUNDS.capturedStreamBytes, totalBytes: out.totalBytes },
+      stdout: {
+        data: out.data.slice(0, BOUNDS.capturedStreamBytes),
+        truncated: out.totalBytes > BOUNDS.capturedStreamBytes,
+        totalBytes: out.totalBytes,
+      },
       stderr: err,
     };
   }
@@ -126,7 +139,8 @@ async function readOutputsDir(dir: string): Promise<Record<string, string>> {
     try {
       const buffer = Buffer.alloc(BOUNDS.outputValueBytes + 1);
       const { bytesRead } = await file.read(buffer, 0, buffer.byteLength, 0);
-      if (bytesRead > BOUNDS.outputValueBytes) throw new KruntimesError('FunctionOutputInvalid', `output ${name} exceeds ${BOUNDS.outputValueBytes} bytes`);
+      if (bytesRead > BOUNDS.outputValueBytes)
+        throw new KruntimesError('FunctionOutputInvalid', `output ${name} exceeds ${BOUNDS.outputValueBytes} bytes`);
       outputs[name] = buffer.subarray(0, bytesRead).toString('utf8');
     } finally {
       await file.close();

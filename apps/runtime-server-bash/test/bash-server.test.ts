@@ -35,7 +35,6 @@ echo "children started"
 wait
 `;
 
-
 describe('runtime-server-bash', () => {
   let server: ServerProcess;
   let workdir: string;
@@ -66,14 +65,18 @@ describe('runtime-server-bash', () => {
     const run = randomUUID();
     const { registrationId } = await register('echo_json', 1, run);
     expect((await register('echo_json', 1, run)).registrationId).toBe(registrationId);
-    expect(await failure((o) => server.client.registerFunction({ runUid: run, attempt: 1, workdir, handler: 'text', env: {} }, o))).toMatchObject({
+    expect(
+      await failure((o) => server.client.registerFunction({ runUid: run, attempt: 1, workdir, handler: 'text', env: {} }, o)),
+    ).toMatchObject({
       code: 'RegistrationConflict',
     });
     const request = invokeRequest(registrationId, { a: 1 });
     const response = await server.client.invokeFunction(request);
     expect(parse(response.result)).toEqual({ payload: { a: 1 }, id: request.invocationId });
     expect(response.outputs).toEqual({ out: 'v1' });
-    expect(await failure((o) => server.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'missing', env: {} }, o))).toMatchObject({
+    expect(
+      await failure((o) => server.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'missing', env: {} }, o)),
+    ).toMatchObject({
       code: 'FunctionFailed',
     });
     expect(await server.client.unregisterFunction({ registrationId })).toEqual({ found: true });
@@ -106,7 +109,15 @@ describe('runtime-server-bash', () => {
 
   it('executes a task with logs, exit status and outputs, and cancels a spawning one completely', async () => {
     const events: runtimeServerV1.ExecuteEvent[] = [];
-    for await (const event of server.client.execute({ executionId: 'sh-1', runUid: randomUUID(), attempt: 1, workdir, entrypoint: 'task.sh', args: ['A'], env: {} })) {
+    for await (const event of server.client.execute({
+      executionId: 'sh-1',
+      runUid: randomUUID(),
+      attempt: 1,
+      workdir,
+      entrypoint: 'task.sh',
+      args: ['A'],
+      env: {},
+    })) {
       events.push(event);
     }
     const logs = events.flatMap((e) => (e.event?.$case === 'log' ? [e.event.log] : []));
@@ -117,11 +128,23 @@ describe('runtime-server-bash', () => {
       ]),
     );
     const last = events.at(-1)?.event;
-    expect(last?.$case === 'exited' && last.exited).toMatchObject({ reason: ExitReason.EXIT_REASON_COMPLETED, exitCode: 4, outputs: { answer: '42' } });
+    expect(last?.$case === 'exited' && last.exited).toMatchObject({
+      reason: ExitReason.EXIT_REASON_COMPLETED,
+      exitCode: 4,
+      outputs: { answer: '42' },
+    });
 
     const pidFile = join(workdir, 'pids.txt');
     let exited: runtimeServerV1.ExecutionExited | undefined;
-    for await (const event of server.client.execute({ executionId: 'sh-2', runUid: randomUUID(), attempt: 1, workdir, entrypoint: 'spawner.sh', args: [pidFile], env: {} })) {
+    for await (const event of server.client.execute({
+      executionId: 'sh-2',
+      runUid: randomUUID(),
+      attempt: 1,
+      workdir,
+      entrypoint: 'spawner.sh',
+      args: [pidFile],
+      env: {},
+    })) {
       if (event.event?.$case === 'log' && event.event.log.text === 'children started') {
         await server.client.cancelExecution({ executionId: 'sh-2', gracePeriod: durationFromMillis(500) });
       }
@@ -137,7 +160,13 @@ describe('runtime-server-bash', () => {
     const socketDir = mkdtempSync(join(tmpdir(), 'krt-sock-'));
     const onSocket = await startServerProcess(MAIN, {}, `unix:${join(socketDir, 'runtime-server.sock')}`);
     try {
-      const { registrationId } = await onSocket.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'text', env: {} });
+      const { registrationId } = await onSocket.client.registerFunction({
+        runUid: randomUUID(),
+        attempt: 1,
+        workdir,
+        handler: 'text',
+        env: {},
+      });
       expect(parse((await onSocket.client.invokeFunction(invokeRequest(registrationId, null))).result)).toBe('plain text');
     } finally {
       await onSocket.stop();

@@ -1,7 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { KruntimesError } from '@kruntimes/errors';
-import type { FunctionConfig, FunctionEvents, FunctionSpec, LanguageAdapter, LoadedFunction, TaskCommand } from '@kruntimes/runtime-server-core';
+import type {
+  FunctionConfig,
+  FunctionEvents,
+  FunctionSpec,
+  LanguageAdapter,
+  LoadedFunction,
+  TaskCommand,
+} from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
 import { PythonFunction } from './python-function.ts';
 

@@ -4,13 +4,7 @@ import type { Readable, Writable } from 'node:stream';
 import { BOUNDS, OUTPUT_KEY_PATTERN } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { LineSplitter, baseEnv, exited, signalGroup } from '@kruntimes/runtime-server-core';
-import type {
-  FunctionEvents,
-  FunctionSpec,
-  InvocationRequest,
-  InvocationResult,
-  LoadedFunction,
-} from '@kruntimes/runtime-server-core';
+import type { FunctionEvents, FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
 import { JsonLineReader } from './worker-protocol.ts';
 import type { ReadyMessage, ResponseMessage } from './worker-protocol.ts';
@@ -83,9 +77,13 @@ export class PythonFunction implements LoadedFunction {
     worker.requests.write(`${JSON.stringify({ id: request.invocationId, payload: request.payload, deadline: request.deadline / 1000 })}\n`);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => { resolve('timeout'); }, request.timeoutMs);
+      timer = setTimeout(() => {
+        resolve('timeout');
+      }, request.timeoutMs);
     });
-    const outcome = await Promise.race([response, timeout]).finally(() => { clearTimeout(timer); });
+    const outcome = await Promise.race([response, timeout]).finally(() => {
+      clearTimeout(timer);
+    });
     if (outcome === 'timeout') {
       request.logger.warn({ timeoutMs: request.timeoutMs }, 'invocation timed out; restarting the worker');
       await this.#restart(worker);
@@ -152,14 +150,21 @@ export class PythonFunction implements LoadedFunction {
       }
     });
     // Writes to a worker that just died fail with EPIPE; the exit handler reports it.
-    worker.requests.on('error', (error) => { logger.debug({ err: error }, 'worker request pipe error'); });
-    for (const [stream, name] of [[child.stdout, 'stdout'], [child.stderr, 'stderr']] as const) {
+    worker.requests.on('error', (error) => {
+      logger.debug({ err: error }, 'worker request pipe error');
+    });
+    for (const [stream, name] of [
+      [child.stdout, 'stdout'],
+      [child.stderr, 'stderr'],
+    ] as const) {
       const splitter = new LineSplitter(WORKER_LOG_LINE_BYTES);
       stream?.on('data', (chunk: Buffer) => {
         for (const line of splitter.push(chunk)) logger.info({ stream: name, truncated: line.truncated }, line.text);
       });
     }
-    child.on('error', (error) => { this.#died(worker, `cannot start ${this.#options.python}: ${error.message}`); });
+    child.on('error', (error) => {
+      this.#died(worker, `cannot start ${this.#options.python}: ${error.message}`);
+    });
     child.on('exit', (code, signal) => {
       this.#died(worker, `python worker exited (${signal === null ? `code ${code ?? 'unknown'}` : `signal ${signal}`})`);
     });

@@ -65,7 +65,6 @@ print("children started", flush=True)
 time.sleep(300)
 `;
 
-
 describe('runtime-server-python', () => {
   let server: ServerProcess;
   let workdir: string;
@@ -94,7 +93,9 @@ describe('runtime-server-python', () => {
     expect(first.created).toBe(true);
     expect(await register(run, 1, 'handlers:count')).toEqual({ registrationId: first.registrationId, created: false });
 
-    const conflict = await failure((o) => server.client.registerFunction({ runUid: run, attempt: 1, workdir, handler: 'handlers:sleep', env: {} }, o));
+    const conflict = await failure((o) =>
+      server.client.registerFunction({ runUid: run, attempt: 1, workdir, handler: 'handlers:sleep', env: {} }, o),
+    );
     expect(conflict).toMatchObject({ status: Status.ALREADY_EXISTS, code: 'RegistrationConflict', source: 'platform' });
 
     const second = await register(run, 2, 'handlers:count');
@@ -102,18 +103,25 @@ describe('runtime-server-python', () => {
     const old = await failure((o) => server.client.functionStatus({ registrationId: first.registrationId }, o));
     expect(old).toMatchObject({ status: Status.NOT_FOUND, code: 'RegistrationNotFound' });
     const oldInvoke = await failure((o) =>
-      server.client.invokeFunction({ registrationId: first.registrationId, invocationId: 'i-1', payload: json(1), timeout: durationFromMillis(1000) }, o),
+      server.client.invokeFunction(
+        { registrationId: first.registrationId, invocationId: 'i-1', payload: json(1), timeout: durationFromMillis(1000) },
+        o,
+      ),
     );
     expect(oldInvoke.code).toBe('RegistrationNotFound');
 
-    const stale = await failure((o) => server.client.registerFunction({ runUid: run, attempt: 1, workdir, handler: 'handlers:count', env: {} }, o));
+    const stale = await failure((o) =>
+      server.client.registerFunction({ runUid: run, attempt: 1, workdir, handler: 'handlers:count', env: {} }, o),
+    );
     expect(stale).toMatchObject({ status: Status.FAILED_PRECONDITION, code: 'StaleAttempt' });
 
     expect(await server.client.unregisterFunction({ registrationId: second.registrationId })).toEqual({ found: true });
     expect(await server.client.unregisterFunction({ registrationId: second.registrationId })).toEqual({ found: false });
     expect(await server.client.unregisterFunction({ registrationId: 'never-existed' })).toEqual({ found: false });
 
-    const missing = await failure((o) => server.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'handlers:nope', env: {} }, o));
+    const missing = await failure((o) =>
+      server.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'handlers:nope', env: {} }, o),
+    );
     expect(missing).toMatchObject({ status: Status.UNKNOWN, code: 'FunctionFailed', source: 'function' });
     expect(missing.message).toContain('no function');
   });
@@ -149,7 +157,10 @@ describe('runtime-server-python', () => {
         for (let i = 0; i < 100 && (await server.client.functionStatus({ registrationId })).inFlight === 0; i += 1) {
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
-        await server.client.invokeFunction({ registrationId, invocationId: 'overlap', payload: json({ seconds: 0 }), timeout: durationFromMillis(5000) }, o);
+        await server.client.invokeFunction(
+          { registrationId, invocationId: 'overlap', payload: json({ seconds: 0 }), timeout: durationFromMillis(5000) },
+          o,
+        );
       } finally {
         await slow;
       }
@@ -161,7 +172,10 @@ describe('runtime-server-python', () => {
   it('kills a handler that sleeps past its timeout and serves the next invocation', async () => {
     const { registrationId } = await register(randomUUID(), 1, 'handlers:sleep');
     const timedOut = await failure((o) =>
-      server.client.invokeFunction({ registrationId, invocationId: 't-1', payload: json({ seconds: 60 }), timeout: durationFromMillis(500) }, o),
+      server.client.invokeFunction(
+        { registrationId, invocationId: 't-1', payload: json({ seconds: 60 }), timeout: durationFromMillis(500) },
+        o,
+      ),
     );
     expect(timedOut).toMatchObject({ status: Status.DEADLINE_EXCEEDED, code: 'InvocationTimeout' });
     expect(parse((await invoke(registrationId, { seconds: 0 })).result)).toBe('slept');
@@ -177,7 +191,10 @@ describe('runtime-server-python', () => {
     const run = randomUUID();
     const failed = await register(run, 1, 'handlers:fail');
     const raised = await failure((o) =>
-      server.client.invokeFunction({ registrationId: failed.registrationId, invocationId: 'f-1', payload: json(null), timeout: durationFromMillis(5000) }, o),
+      server.client.invokeFunction(
+        { registrationId: failed.registrationId, invocationId: 'f-1', payload: json(null), timeout: durationFromMillis(5000) },
+        o,
+      ),
     );
     expect(raised).toMatchObject({ status: Status.UNKNOWN, code: 'FunctionFailed', source: 'function' });
     expect(raised.message).toContain('ValueError: handler says no');
@@ -190,7 +207,10 @@ describe('runtime-server-python', () => {
 
     const huge = await register(randomUUID(), 1, 'handlers:huge');
     const tooLarge = await failure((o) =>
-      server.client.invokeFunction({ registrationId: huge.registrationId, invocationId: 'h-1', payload: json(null), timeout: durationFromMillis(5000) }, o),
+      server.client.invokeFunction(
+        { registrationId: huge.registrationId, invocationId: 'h-1', payload: json(null), timeout: durationFromMillis(5000) },
+        o,
+      ),
     );
     expect(tooLarge).toMatchObject({ status: Status.UNKNOWN, code: 'FunctionOutputInvalid' });
     expect(tooLarge.message).toContain('at most 1048576');
@@ -203,7 +223,10 @@ describe('runtime-server-python', () => {
     const run = randomUUID();
     const crashing = await register(run, 1, 'handlers:crash');
     const lost = await failure((o) =>
-      server.client.invokeFunction({ registrationId: crashing.registrationId, invocationId: 'c-1', payload: json(null), timeout: durationFromMillis(5000) }, o),
+      server.client.invokeFunction(
+        { registrationId: crashing.registrationId, invocationId: 'c-1', payload: json(null), timeout: durationFromMillis(5000) },
+        o,
+      ),
     );
     expect(lost).toMatchObject({ status: Status.UNAVAILABLE, code: 'RegistrationLost' });
     const status = await server.client.functionStatus({ registrationId: crashing.registrationId });
@@ -256,11 +279,21 @@ describe('runtime-server-python', () => {
 
   it('cancels a task and leaves none of its processes behind', async () => {
     const pidFile = join(workdir, 'pids.txt');
-    const stream = server.client.execute({ executionId: 'task-2', runUid: randomUUID(), attempt: 1, workdir, entrypoint: 'spawner.py', args: [pidFile], env: {} });
+    const stream = server.client.execute({
+      executionId: 'task-2',
+      runUid: randomUUID(),
+      attempt: 1,
+      workdir,
+      entrypoint: 'spawner.py',
+      args: [pidFile],
+      env: {},
+    });
     let exited: runtimeServerV1.ExecutionExited | undefined;
     for await (const event of stream) {
       if (event.event?.$case === 'log' && event.event.log.text === 'children started') {
-        expect(await server.client.cancelExecution({ executionId: 'task-2', gracePeriod: durationFromMillis(500) })).toEqual({ found: true });
+        expect(await server.client.cancelExecution({ executionId: 'task-2', gracePeriod: durationFromMillis(500) })).toEqual({
+          found: true,
+        });
       }
       if (event.event?.$case === 'exited') exited = event.event.exited;
     }

@@ -43,7 +43,11 @@ try {
 
   const ready = await measure(RUNS, async (i) => {
     const name = `fn-${i}`;
-    await current.createRun(name, { runtime: 'rt', source: { inline: 'def handle(event, context):\n    return event\n' }, mode: { function: { handler: 'main:handle' } } });
+    await current.createRun(name, {
+      runtime: 'rt',
+      source: { inline: 'def handle(event, context):\n    return event\n' },
+      mode: { function: { handler: 'main:handle' } },
+    });
     const start = performance.now();
     await current.bind(name, python);
     await until(name, 'Ready');
@@ -61,9 +65,14 @@ try {
     return performance.now() - start;
   });
 
-  const pct = (samples: number[], p: number): string => (samples[Math.min(samples.length - 1, Math.floor((p / 100) * samples.length))] ?? Number.NaN).toFixed(0);
-  process.stdout.write(`bind -> Ready, Python function (${RUNS} Runs): p50 ${pct(ready, 50)} ms, p90 ${pct(ready, 90)} ms, max ${pct(ready, 100)} ms\n`);
-  process.stdout.write(`bind -> Succeeded, Bash task (${RUNS} Runs): p50 ${pct(tasks, 50)} ms, p90 ${pct(tasks, 90)} ms, max ${pct(tasks, 100)} ms\n`);
+  const pct = (samples: number[], p: number): string =>
+    (samples[Math.min(samples.length - 1, Math.floor((p / 100) * samples.length))] ?? Number.NaN).toFixed(0);
+  process.stdout.write(
+    `bind -> Ready, Python function (${RUNS} Runs): p50 ${pct(ready, 50)} ms, p90 ${pct(ready, 90)} ms, max ${pct(ready, 100)} ms\n`,
+  );
+  process.stdout.write(
+    `bind -> Succeeded, Bash task (${RUNS} Runs): p50 ${pct(tasks, 50)} ms, p90 ${pct(tasks, 90)} ms, max ${pct(tasks, 100)} ms\n`,
+  );
   process.stdout.write(`ratio Ready / Succeeded at p50: ${(Number(pct(ready, 50)) / Number(pct(tasks, 50))).toFixed(2)}\n`);
 } finally {
   await env?.stop();

@@ -18,19 +18,24 @@ try {
   kubeConfig.loadFromCluster(config.containerRoot === '' ? undefined : config.containerRoot);
   // Served on the Pod IP like the gRPC port; KRT_METRICS_PORT=0 turns it off.
   const prometheus = config.metricsPort === 0 ? undefined : await startPrometheusMetrics(config.pod.ip, config.metricsPort);
-  const runtimed = await startRuntimed({ config, kubeConfig, logger: logger.child({ pod: config.pod.name }), metrics: prometheus?.metrics ?? NO_METRICS });
+  const runtimed = await startRuntimed({
+    config,
+    kubeConfig,
+    logger: logger.child({ pod: config.pod.name }),
+    metrics: prometheus?.metrics ?? NO_METRICS,
+  });
   const stop = (signal: NodeJS.Signals): void => {
     logger.info({ signal }, 'shutting down');
     runtimed
       .stop()
       .then(() => prometheus?.shutdown())
       .then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -49,8 +49,14 @@ function gatewayClient(pod: V1Pod, port: number = DEFAULTS.runtimedGrpcPort): Cl
 
 /** A runtimed peer: mTLS to the peer port with a workload certificate. */
 function peerClient(pod: V1Pod, certificate: { certPem: string; keyPem: string }): Client<runtimedV1.FunctionRuntimeDefinition> {
-  const credentials = ChannelCredentials.createSsl(Buffer.from(env.tls.caPem), Buffer.from(certificate.keyPem), Buffer.from(certificate.certPem));
-  const channel = createChannel(`${pod.status?.podIP ?? ''}:${DEFAULTS.runtimedPeerPort}`, credentials, { 'grpc.ssl_target_name_override': `rt.${env.name}.svc` });
+  const credentials = ChannelCredentials.createSsl(
+    Buffer.from(env.tls.caPem),
+    Buffer.from(certificate.keyPem),
+    Buffer.from(certificate.certPem),
+  );
+  const channel = createChannel(`${pod.status?.podIP ?? ''}:${DEFAULTS.runtimedPeerPort}`, credentials, {
+    'grpc.ssl_target_name_override': `rt.${env.name}.svc`,
+  });
   channels.push(channel);
   return createClient(runtimedV1.FunctionRuntimeDefinition, channel);
 }
@@ -82,7 +88,9 @@ async function readyFunction(name: string, handler: string, fn: Partial<Function
 }
 
 async function invocationLogs(pod: string, invocationId: string): Promise<Record<string, unknown>[]> {
-  return (await env.logs(pod, 'runtimed')).filter((line) => line.invocationId === invocationId && (line.msg === 'invocation served' || line.msg === 'invocation failed'));
+  return (await env.logs(pod, 'runtimed')).filter(
+    (line) => line.invocationId === invocationId && (line.msg === 'invocation served' || line.msg === 'invocation failed'),
+  );
 }
 
 beforeAll(async () => {
@@ -91,10 +99,17 @@ beforeAll(async () => {
   [owner, other] = await Promise.all([env.createRuntimePod('python-0', 'python'), env.createRuntimePod('python-1', 'python')]);
   // bob may get the namespace's Runs; alice may not.
   const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace: env.name, body: { metadata: { name: 'run-reader' }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] }] } });
+  await rbac.createNamespacedRole({
+    namespace: env.name,
+    body: { metadata: { name: 'run-reader' }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] }] },
+  });
   await rbac.createNamespacedRoleBinding({
     namespace: env.name,
-    body: { metadata: { name: 'bob-reads-runs' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-reader' }, subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }] },
+    body: {
+      metadata: { name: 'bob-reads-runs' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-reader' },
+      subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }],
+    },
   });
 });
 
@@ -110,19 +125,30 @@ test('a Ready function is invoked on its owner directly, and through another Pod
   const direct = await gatewayClient(owner).invokeFunction(request(run, { n: 1 }, 'direct-1'), { metadata: bearer('bob') });
   expect(JSON.parse(direct.result.toString('utf8'))).toEqual({ echo: { n: 1 } });
   expect(direct).toMatchObject({ invocationId: 'direct-1', attempt: 1, outputs: { invocation: 'direct-1' } });
-  expect(await invocationLogs('python-0', 'direct-1')).toEqual([expect.objectContaining({ port: 'grpc', route: 'local', code: 'OK', attempt: 1 })]);
+  expect(await invocationLogs('python-0', 'direct-1')).toEqual([
+    expect.objectContaining({ port: 'grpc', route: 'local', code: 'OK', attempt: 1 }),
+  ]);
 
   const proxied = await gatewayClient(other).invokeFunction(request(run, { n: 2 }, 'proxied-1'), { metadata: bearer('bob') });
   expect(JSON.parse(proxied.result.toString('utf8'))).toEqual({ echo: { n: 2 } });
   expect(proxied).toMatchObject({ invocationId: 'proxied-1', attempt: 1 });
   // The receiving Pod forwarded once; the owner served it once, from the peer port.
-  expect(await invocationLogs('python-1', 'proxied-1')).toEqual([expect.objectContaining({ port: 'grpc', route: 'forwarded', owner: 'python-0', code: 'OK' })]);
-  expect(await invocationLogs('python-0', 'proxied-1')).toEqual([expect.objectContaining({ port: 'peer', route: 'local', fromPod: 'python-1', code: 'OK' })]);
+  expect(await invocationLogs('python-1', 'proxied-1')).toEqual([
+    expect.objectContaining({ port: 'grpc', route: 'forwarded', owner: 'python-0', code: 'OK' }),
+  ]);
+  expect(await invocationLogs('python-0', 'proxied-1')).toEqual([
+    expect.objectContaining({ port: 'peer', route: 'local', fromPod: 'python-1', code: 'OK' }),
+  ]);
 });
 
 test('unknown UID and the UID of a deleted Run whose name was re-created: 404', async () => {
   const client = gatewayClient(owner);
-  const unknown = await failure((o) => client.invokeFunction({ ...request({ metadata: { uid: randomUUID() } } as Run, null), invocationId: 'unknown-1' }, { ...o, metadata: bearer('bob') }));
+  const unknown = await failure((o) =>
+    client.invokeFunction(
+      { ...request({ metadata: { uid: randomUUID() } } as Run, null), invocationId: 'unknown-1' },
+      { ...o, metadata: bearer('bob') },
+    ),
+  );
   expect(unknown).toMatchObject({ code: 'RunNotFound', source: 'platform' });
 
   const first = await readyFunction('reused', 'main:echo');
@@ -142,7 +168,13 @@ test('callers: 401 without a token and with a garbage token, 403 without RBAC on
   expect(none).toMatchObject({ code: 'Unauthenticated', source: 'platform' });
   let trailer = Metadata();
   const garbage = await failure((o) =>
-    client.invokeFunction(request(run, null, 'garbage-token'), { metadata: Metadata({ authorization: 'Bearer not-a-token' }), onTrailer: (t) => { trailer = t; o.onTrailer(t); } }),
+    client.invokeFunction(request(run, null, 'garbage-token'), {
+      metadata: Metadata({ authorization: 'Bearer not-a-token' }),
+      onTrailer: (t) => {
+        trailer = t;
+        o.onTrailer(t);
+      },
+    }),
   );
   expect(garbage).toMatchObject({ code: 'Unauthenticated' });
   expect(trailer.get(METADATA_KEYS.invocationId)).toBe('garbage-token');
@@ -158,12 +190,19 @@ test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504
   const client = gatewayClient(owner);
   const marker = join(scratch, 'slow-1.started');
   const first = client.invokeFunction(request(sleeper, { seconds: 2, marker }, 'slow-1'), { metadata: bearer('bob') });
-  await waitFor('the first invocation to be in flight', async () => ((await pathExists(marker)) ? true : undefined), { timeoutMs: 10_000, intervalMs: 20 });
-  const second = await failure((o) => gatewayClient(other).invokeFunction(request(sleeper, { seconds: 0 }, 'slow-2'), { ...o, metadata: bearer('bob') }));
+  await waitFor('the first invocation to be in flight', async () => ((await pathExists(marker)) ? true : undefined), {
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+  const second = await failure((o) =>
+    gatewayClient(other).invokeFunction(request(sleeper, { seconds: 0 }, 'slow-2'), { ...o, metadata: bearer('bob') }),
+  );
   expect(second).toMatchObject({ code: 'InvocationInFlight', source: 'platform' });
   expect(JSON.parse((await first).result.toString('utf8'))).toBe('slept');
 
-  const timedOut = await failure((o) => client.invokeFunction(request(sleeper, { seconds: 30 }, 'too-slow'), { ...o, metadata: bearer('bob') }));
+  const timedOut = await failure((o) =>
+    client.invokeFunction(request(sleeper, { seconds: 30 }, 'too-slow'), { ...o, metadata: bearer('bob') }),
+  );
   expect(timedOut).toMatchObject({ code: 'InvocationTimeout', source: 'platform' });
 
   const failing = await readyFunction('failing', 'main:fail');
@@ -171,12 +210,18 @@ test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504
   expect(failed).toMatchObject({ code: 'FunctionFailed', source: 'function' });
   expect(failed.message).toContain('the handler refuses');
   // The owner's answer crosses the hop unchanged.
-  const failedViaPeer = await failure((o) => gatewayClient(other).invokeFunction(request(failing, null), { ...o, metadata: bearer('bob') }));
+  const failedViaPeer = await failure((o) =>
+    gatewayClient(other).invokeFunction(request(failing, null), { ...o, metadata: bearer('bob') }),
+  );
   expect(failedViaPeer).toMatchObject({ code: 'FunctionFailed', source: 'function' });
 });
 
 test('a Run that is not Ready yet: 503 RunNotReady', async () => {
-  const pending = await env.createRun('not-yet', { runtime: 'rt', source: { inline: FUNCTIONS }, mode: { function: { handler: 'main:echo' } } });
+  const pending = await env.createRun('not-yet', {
+    runtime: 'rt',
+    source: { inline: FUNCTIONS },
+    mode: { function: { handler: 'main:echo' } },
+  });
   const refused = await failure((o) => gatewayClient(owner).invokeFunction(request(pending, null), { ...o, metadata: bearer('bob') }));
   expect(refused).toMatchObject({ code: 'RunNotReady' });
 });
@@ -185,22 +230,40 @@ test('the owner Pod stops answering: 503 OwnerUnavailable from its peer and an O
   const run = await readyFunction('stranded', 'main:echo', {}, other);
   env.node.freezePod(env.name, 'python-1');
   try {
-    await waitFor('python-1 not Ready', async () => {
-      const pod = await env.core.readNamespacedPod({ namespace: env.name, name: 'python-1' });
-      return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') === true ? true : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
+    await waitFor(
+      'python-1 not Ready',
+      async () => {
+        const pod = await env.core.readNamespacedPod({ namespace: env.name, name: 'python-1' });
+        return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'False') === true ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     const client = gatewayClient(owner);
     const refused = await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
     expect(refused).toMatchObject({ code: 'OwnerUnavailable' });
-    const events = await waitFor('the OwnerUnreachable Event', async () => {
-      const list = await env.core.listNamespacedEvent({ namespace: env.name, fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}` });
-      const found = list.items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable);
-      return found.length > 0 ? found : undefined;
-    }, { timeoutMs: 10_000, intervalMs: 100 });
-    expect(events[0]).toMatchObject({ type: 'Warning', source: { component: 'runtimed' }, involvedObject: { kind: 'Run', name: 'stranded' } });
+    const events = await waitFor(
+      'the OwnerUnreachable Event',
+      async () => {
+        const list = await env.core.listNamespacedEvent({
+          namespace: env.name,
+          fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}`,
+        });
+        const found = list.items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable);
+        return found.length > 0 ? found : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+    expect(events[0]).toMatchObject({
+      type: 'Warning',
+      source: { component: 'runtimed' },
+      involvedObject: { kind: 'Run', name: 'stranded' },
+    });
     // A second refusal within 30 s records no second Event.
     await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
-    const again = await env.core.listNamespacedEvent({ namespace: env.name, fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}` });
+    const again = await env.core.listNamespacedEvent({
+      namespace: env.name,
+      fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}`,
+    });
     expect(again.items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable)).toHaveLength(1);
   } finally {
     env.node.thawPod(env.name, 'python-1');
@@ -220,11 +283,14 @@ test('the owner Pod is lost and its processes killed: 503 OwnerUnavailable from 
   expect(await invocationLogs('python-0', 'after-loss')).toEqual([expect.objectContaining({ route: 'refused', code: 'OwnerUnavailable' })]);
 });
 
-test('peer port: a wrong expected attempt is EpochMismatch; another Runtime\'s certificate is refused; a hop on the gateway port is refused', async () => {
+test("peer port: a wrong expected attempt is EpochMismatch; another Runtime's certificate is refused; a hop on the gateway port is refused", async () => {
   const run = await readyFunction('fenced', 'main:echo');
   const ours = await issueWorkloadCertificate(env.tls.ca, { namespace: env.name, runtime: 'rt' });
   const theirs = await issueWorkloadCertificate(env.tls.ca, { namespace: env.name, runtime: 'other' });
-  const hop = (expectedAttempt: number) => ({ ...request(run, null), peerHop: { expectedAttempt, expectedPodUid: owner.metadata?.uid ?? '', fromPod: 'test' } });
+  const hop = (expectedAttempt: number) => ({
+    ...request(run, null),
+    peerHop: { expectedAttempt, expectedPodUid: owner.metadata?.uid ?? '', fromPod: 'test' },
+  });
 
   const served = await peerClient(owner, ours).invokeFunction(hop(1), { metadata: bearer('bob') });
   expect(served.attempt).toBe(1);
@@ -234,14 +300,22 @@ test('peer port: a wrong expected attempt is EpochMismatch; another Runtime\'s c
   expect(foreign).toMatchObject({ code: 'Forbidden' });
   const hopOnGatewayPort = await failure((o) => gatewayClient(owner).invokeFunction(hop(1), { ...o, metadata: bearer('bob') }));
   expect(hopOnGatewayPort).toMatchObject({ code: 'InvalidRequest' });
-  const directOnPeerPort = await failure((o) => peerClient(owner, ours).invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
+  const directOnPeerPort = await failure((o) =>
+    peerClient(owner, ours).invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }),
+  );
   expect(directOnPeerPort).toMatchObject({ code: 'InvalidRequest' });
 });
 
 test('no plaintext: the gRPC and peer ports refuse it; the health port is plaintext and refuses credentials; metrics refuse an Authorization header', async () => {
   const run = await readyFunction('plain', 'main:echo');
   for (const port of [DEFAULTS.runtimedGrpcPort, DEFAULTS.runtimedPeerPort]) {
-    const refused = await failure((o) => plaintextClient(owner, port).invokeFunction(request(run, null), { ...o, metadata: bearer('bob'), signal: AbortSignal.timeout(10_000) }));
+    const refused = await failure((o) =>
+      plaintextClient(owner, port).invokeFunction(request(run, null), {
+        ...o,
+        metadata: bearer('bob'),
+        signal: AbortSignal.timeout(10_000),
+      }),
+    );
     expect(refused.code).toBeUndefined();
   }
   const healthChannel = createChannel(`${owner.status?.podIP ?? ''}:${DEFAULTS.runtimedHealthPort}`);
@@ -252,7 +326,8 @@ test('no plaintext: the gRPC and peer ports refuse it; the health port is plaint
   expect(withToken).toMatchObject({ code: 'InvalidRequest' });
 
   // Two hops from bob to the owner: the second is answered from the owner's authz cache.
-  for (const id of ['metrics-1', 'metrics-2']) await gatewayClient(other).invokeFunction(request(run, null, id), { metadata: bearer('bob') });
+  for (const id of ['metrics-1', 'metrics-2'])
+    await gatewayClient(other).invokeFunction(request(run, null, id), { metadata: bearer('bob') });
   const metrics = `http://${owner.status?.podIP ?? ''}:9464/metrics`;
   expect((await fetch(metrics, { headers: { authorization: `Bearer ${token('bob')}` } })).status).toBe(400);
   const text = await (await fetch(metrics)).text();
@@ -261,7 +336,9 @@ test('no plaintext: the gRPC and peer ports refuse it; the health port is plaint
   expect(text).toMatch(/kruntimes_runtimed_invocations_total\{port="peer",route="local",code="OK"\} [1-9]/);
   // The owner's per-function series of this Run (the peer hops were served there).
   const name = run.metadata.name ?? '';
-  expect(text).toMatch(new RegExp(`^kruntimes_function_invocations_total\\{namespace="[^"]+",runtime="[^"]+",run="${name}",code="OK"\\} [1-9]`, 'm'));
+  expect(text).toMatch(
+    new RegExp(`^kruntimes_function_invocations_total\\{namespace="[^"]+",runtime="[^"]+",run="${name}",code="OK"\\} [1-9]`, 'm'),
+  );
   expect(text).toMatch(new RegExp(`^kruntimes_function_invocation_duration_seconds_count\\{[^}]*run="${name}"\\} [1-9]`, 'm'));
   expect(text).toMatch(new RegExp(`^kruntimes_function_inflight\\{[^}]*run="${name}"\\} 0$`, 'm'));
   expect(text).toMatch(new RegExp(`^kruntimes_function_idle_seconds\\{[^}]*run="${name}"\\} [0-9.e+-]+$`, 'm'));

@@ -13,7 +13,11 @@ import { createChannel, createClient } from 'nice-grpc';
 import { GATEWAY_HOST, RUNTIME_SERVER_PORT, RuntimeEnvironment } from './runtime-pods.ts';
 
 /** Runs a command with optional stdin; rejects with its stderr on a non-zero exit. */
-function execFileAsync(file: string, args: string[], options: { timeout: number; input?: string }): Promise<{ stdout: string; stderr: string }> {
+function execFileAsync(
+  file: string,
+  args: string[],
+  options: { timeout: number; input?: string },
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = execFile(file, args, { timeout: options.timeout }, (error, stdout, stderr) => {
       if (error === null) resolve({ stdout, stderr });
@@ -63,7 +67,10 @@ test('a function Run goes Scheduled -> Running -> Ready with its endpoint and Re
     attempt: 1,
     assignedPod: 'python-0',
     assignedPodUID: pod.metadata?.uid,
-    endpoint: { protocol: 'HTTPS', url: `https://${GATEWAY_HOST}/v1/namespaces/${env.name}/runtimes/rt/functions/${run.metadata.uid ?? ''}:invoke` },
+    endpoint: {
+      protocol: 'HTTPS',
+      url: `https://${GATEWAY_HOST}/v1/namespaces/${env.name}/runtimes/rt/functions/${run.metadata.uid ?? ''}:invoke`,
+    },
   });
   expect(run.status?.startTime).toBeDefined();
   expect(findCondition(run.status?.conditions, 'Ready')).toMatchObject({ status: 'True', reason: 'FunctionRegistered' });
@@ -72,7 +79,11 @@ test('a function Run goes Scheduled -> Running -> Ready with its endpoint and Re
   await env.patchRunSpec('cancel-me', { cancelRequested: true });
   const cancelled = await env.waitForRun('cancel-me', 'Cancelled', (r) => phase(r) === 'Cancelled');
   expect(findCondition(cancelled.status?.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'Cancelled' });
-  const final = await env.waitForRun('cancel-me', 'finalizer released', (r) => !(r.metadata.finalizers ?? []).includes(REGISTRATION_CLEANUP_FINALIZER));
+  const final = await env.waitForRun(
+    'cancel-me',
+    'finalizer released',
+    (r) => !(r.metadata.finalizers ?? []).includes(REGISTRATION_CLEANUP_FINALIZER),
+  );
   expect(phase(final)).toBe('Cancelled');
   const serverLogs = await env.logs('python-0', 'runtime-server');
   expect(serverLogs.filter((l) => l.msg === 'unregistered' && l.runUid === run.metadata.uid)).toHaveLength(1);
@@ -132,7 +143,10 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
   const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({
     namespace: env.name,
-    body: { metadata: { name: 'run-user' }, rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] }] },
+    body: {
+      metadata: { name: 'run-user' },
+      rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] }],
+    },
   });
   await rbac.createNamespacedRoleBinding({
     namespace: env.name,
@@ -146,7 +160,10 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
   try {
     const kubeconfig = (await env.cluster.writeKubeconfigs(dir)).alice ?? '';
     const kubectl = (args: string[], input?: string) =>
-      execFileAsync('kubectl', ['--kubeconfig', kubeconfig, '--namespace', env.name, ...args], { timeout: 90_000, ...(input === undefined ? {} : { input }) });
+      execFileAsync('kubectl', ['--kubeconfig', kubeconfig, '--namespace', env.name, ...args], {
+        timeout: 90_000,
+        ...(input === undefined ? {} : { input }),
+      });
     const manifest = JSON.stringify({
       apiVersion: 'kruntimes.io/v1alpha1',
       kind: 'Run',
@@ -155,7 +172,9 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
     });
     await kubectl(['create', '-f', '-'], manifest);
     // alice may not touch status: the test plays the scheduler with its own rights.
-    await expect(kubectl(['patch', 'run', 'by-kubectl', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready"}}'])).rejects.toThrow(/forbidden/);
+    await expect(
+      kubectl(['patch', 'run', 'by-kubectl', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready"}}']),
+    ).rejects.toThrow(/forbidden/);
     await env.bind('by-kubectl', pod);
     const { stdout } = await kubectl(['wait', '--for=condition=Ready', 'run/by-kubectl', '--timeout=60s']);
     expect(stdout).toContain('condition met');
@@ -174,7 +193,8 @@ test('runtimed renews a Lease for its Pod and exports its metrics for Prometheus
   const response = await fetch(`http://${pod.status?.podIP ?? ''}:9464/metrics`);
   expect(response.status).toBe(200);
   const text = await response.text();
-  const value = (series: string): number => Number(new RegExp(`^${series.replaceAll(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const value = (series: string): number =>
+    Number(new RegExp(`^${series.replaceAll(/[{}"]/g, '\\$&')} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
   // Every Run of this file registered once; the broken one failed twice.
   expect(value('kruntimes_runtimed_registrations_total{outcome="registered"}')).toBeGreaterThanOrEqual(5);
   expect(value('kruntimes_runtimed_registrations_total{outcome="failed"}')).toBe(2);
@@ -193,13 +213,24 @@ test('deleting a function Run with an invocation in flight lets that invocation 
   const registrationId = String(registration?.registrationId);
   const server = createClient(runtimeServerV1.RuntimeServerDefinition, createChannel(`${pod.status?.podIP ?? ''}:${RUNTIME_SERVER_PORT}`));
   // What the dataplane will do: one invocation, in flight while the Run is deleted.
-  const invocation = server.invokeFunction({ registrationId, invocationId: 'in-flight', payload: Buffer.from('{"seconds": 2}'), timeout: durationFromMillis(30_000) });
-  await waitFor('the invocation to be in flight', async () => ((await server.functionStatus({ registrationId })).inFlight === 1 ? true : undefined), { timeoutMs: 10_000, intervalMs: 20 });
+  const invocation = server.invokeFunction({
+    registrationId,
+    invocationId: 'in-flight',
+    payload: Buffer.from('{"seconds": 2}'),
+    timeout: durationFromMillis(30_000),
+  });
+  await waitFor(
+    'the invocation to be in flight',
+    async () => ((await server.functionStatus({ registrationId })).inFlight === 1 ? true : undefined),
+    { timeoutMs: 10_000, intervalMs: 20 },
+  );
   await env.deleteRun('busy');
   const response = await invocation;
   expect(JSON.parse(Buffer.from(response.result).toString('utf8'))).toBe('slept');
   await env.waitForRunGone('busy');
-  const steps = (await env.logs('python-0', 'runtimed')).filter((l) => l.runUID === uid && (typeof l.step === 'string' || typeof l.inFlight === 'number')).map((l) => l.step ?? 'waiting');
+  const steps = (await env.logs('python-0', 'runtimed'))
+    .filter((l) => l.runUID === uid && (typeof l.step === 'string' || typeof l.inFlight === 'number'))
+    .map((l) => l.step ?? 'waiting');
   expect(steps[0]).toBe('waiting');
   expect(steps.filter((s) => s !== 'waiting')).toEqual(['unregistered', 'workspace-removed', 'finalizer-removed']);
 });

@@ -48,7 +48,10 @@ test('runtimed killed in the middle of a registration and restarted: exactly one
   });
   await env.bind('slow', pod);
   // The module is being imported: RegisterFunction is in flight.
-  await waitFor('the import to begin', async () => ((await readFile(importLog, 'utf8').catch(() => '')) === '' ? undefined : true), { timeoutMs: 30_000, intervalMs: 50 });
+  await waitFor('the import to begin', async () => ((await readFile(importLog, 'utf8').catch(() => '')) === '' ? undefined : true), {
+    timeoutMs: 30_000,
+    intervalMs: 50,
+  });
   expect(phase(await env.getRun('slow'))).toBe('Running');
   const runtimedPid = (await env.logs('python-0', 'runtimed')).find((l) => l.msg === 'runtimed started')?.pid;
   env.node.crashContainer(env.name, 'python-0', 'runtimed', 'SIGKILL');
@@ -57,7 +60,9 @@ test('runtimed killed in the middle of a registration and restarted: exactly one
   expect(ready.status).toMatchObject({ attempt: 1, assignedPodUID: pod.metadata?.uid });
   expect(await readFile(importLog, 'utf8')).toBe('imported\n');
   const runtimedLogs = await env.logs('python-0', 'runtimed');
-  const registrations = runtimedLogs.filter((l) => l.runUID === ready.metadata.uid && typeof l.registrationId === 'string' && typeof l.created === 'boolean');
+  const registrations = runtimedLogs.filter(
+    (l) => l.runUID === ready.metadata.uid && typeof l.registrationId === 'string' && typeof l.created === 'boolean',
+  );
   // The restarted process (another pid) got the registration the first one started.
   expect(registrations).toHaveLength(1);
   expect(registrations[0]).toMatchObject({ created: false });
@@ -134,7 +139,12 @@ test('a fatal Runtime Server error makes the Run not ready and enters registrati
   const registrationId = await registrationIdOf(created.metadata.uid ?? '');
   // The handler kills its worker: the registration fails fatally in the Runtime Server.
   await expect(
-    runtimeServer(pod).invokeFunction({ registrationId, invocationId: 'crash-1', payload: Buffer.from('null'), timeout: durationFromMillis(10_000) }),
+    runtimeServer(pod).invokeFunction({
+      registrationId,
+      invocationId: 'crash-1',
+      payload: Buffer.from('null'),
+      timeout: durationFromMillis(10_000),
+    }),
   ).rejects.toThrow();
   const requeued = await env.waitForRun('crashy', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
   expect(requeued.status?.message).toContain('the registration failed');
@@ -147,7 +157,11 @@ test('a fatal Runtime Server error makes the Run not ready and enters registrati
 });
 
 test('after a restart runtimed converges: a Ready function keeps its one registration, and a cancel then completes', async () => {
-  const created = await env.createRun('survivor', { runtime: 'rt', source: { inline: CRASHING }, mode: { function: { handler: 'main:crash' } } });
+  const created = await env.createRun('survivor', {
+    runtime: 'rt',
+    source: { inline: CRASHING },
+    mode: { function: { handler: 'main:crash' } },
+  });
   await env.bind('survivor', pod);
   await env.waitForRun('survivor', 'Ready', (r) => phase(r) === 'Ready');
   const uid = created.metadata.uid ?? '';
@@ -156,7 +170,10 @@ test('after a restart runtimed converges: a Ready function keeps its one registr
   // The restarted runtimed re-lists, finds the Ready Run and asks for the same attempt: same ID.
   await waitFor(
     'the restarted runtimed to take the registration over',
-    async () => ((await env.logs('python-0', 'runtimed')).some((l) => l.runUID === uid && l.registrationId === registrationId && l.created === false) ? true : undefined),
+    async () =>
+      (await env.logs('python-0', 'runtimed')).some((l) => l.runUID === uid && l.registrationId === registrationId && l.created === false)
+        ? true
+        : undefined,
     { timeoutMs: 30_000, intervalMs: 200 },
   );
   await env.patchRunSpec('survivor', { cancelRequested: true });
@@ -186,11 +203,19 @@ test('a restarted Runtime Server lost the registration: the Run leaves Ready and
 
 test('two writers racing on one Run: the loser gets a 409, re-reads, re-checks its epoch and applies its change on top', async () => {
   let conflicts = 0;
-  const runs = new RunClient(env.admin, { onConflict: () => { conflicts += 1; } });
+  const runs = new RunClient(env.admin, {
+    onConflict: () => {
+      conflicts += 1;
+    },
+  });
   const ownerPod = { metadata: { name: 'owner', uid: '0f0f0f0f-0000-4000-8000-000000000004' } };
   for (let i = 0; i < 10 && conflicts === 0; i += 1) {
     const name = `race-${i}`;
-    const created = await env.createRun(name, { runtime: 'nobody-runs-this', source: { inline: 'x' }, mode: { function: { handler: 'main:f' } } });
+    const created = await env.createRun(name, {
+      runtime: 'nobody-runs-this',
+      source: { inline: 'x' },
+      mode: { function: { handler: 'main:f' } },
+    });
     await env.bind(name, ownerPod);
     const epoch = { namespace: env.name, name, uid: created.metadata.uid ?? '', attempt: 1, podUID: ownerPod.metadata.uid };
     // Both read the same resourceVersion; the API server accepts one write and refuses the other.

@@ -58,7 +58,10 @@ export class RuntimeEnvironment {
     const admin = cluster.kubeConfig();
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
     const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
+    await rbac.createNamespacedRole({
+      namespace: namespace.name,
+      body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
+    });
     await rbac.createNamespacedRoleBinding({
       namespace: namespace.name,
       body: {
@@ -70,7 +73,13 @@ export class RuntimeEnvironment {
     const stateDir = await mkdtemp(join(tmpdir(), 'runtimed-test-'));
     const localNode = new LocalNode(
       admin,
-      { nodeName: namespace.name, stateDir, namespaces: [namespace.name], images: IMAGES, crashLoopBackoff: { initialMs: 100, maxMs: 1_000 } },
+      {
+        nodeName: namespace.name,
+        stateDir,
+        namespaces: [namespace.name],
+        images: IMAGES,
+        crashLoopBackoff: { initialMs: 100, maxMs: 1_000 },
+      },
       { deleteNodeOnStop: true },
     );
     await localNode.start();
@@ -88,7 +97,12 @@ export class RuntimeEnvironment {
   }
 
   /** A Runtime Pod as the Runtime's Deployment would make it; resolves once it is Ready. */
-  async createRuntimePod(podName: string, language: RuntimeLanguage, runtime = 'rt', extraEnv: Record<string, string> = {}): Promise<V1Pod> {
+  async createRuntimePod(
+    podName: string,
+    language: RuntimeLanguage,
+    runtime = 'rt',
+    extraEnv: Record<string, string> = {},
+  ): Promise<V1Pod> {
     const fieldEnv = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const workspaces = { name: 'workspaces', mountPath: '/var/lib/kruntimes/workspaces' };
     // The workload certificate, as the Runtime's Pod template mounts it (KRT_TLS_DIR's default).
@@ -99,7 +113,10 @@ export class RuntimeEnvironment {
       body: {
         metadata: { name: podName, labels: { 'kruntimes.io/runtime': runtime } },
         spec: {
-          volumes: [{ name: 'workspaces', emptyDir: {} }, { name: 'runtimed-tls', secret: { secretName: runtimedTlsSecretName(runtime) } }],
+          volumes: [
+            { name: 'workspaces', emptyDir: {} },
+            { name: 'runtimed-tls', secret: { secretName: runtimedTlsSecretName(runtime) } },
+          ],
           terminationGracePeriodSeconds: 5,
           containers: [
             {
@@ -176,7 +193,13 @@ export class RuntimeEnvironment {
   }
 
   async getRun(name: string): Promise<Run> {
-    return (await this.objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name })) as Run;
+    return (await this.objects.getNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      name,
+    })) as Run;
   }
 
   async patchRunSpec(name: string, spec: Partial<RunSpec>): Promise<void> {
@@ -192,13 +215,24 @@ export class RuntimeEnvironment {
   }
 
   async deleteRun(name: string): Promise<void> {
-    await this.objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name });
+    await this.objects.deleteNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      name,
+    });
   }
 
   /** What the scheduler does: Pending -> Scheduled on the Pod, through the state machine. */
   async bind(name: string, pod: V1Pod): Promise<Run> {
     const run = await this.getRun(name);
-    const result = transition({ run, event: { type: 'Bind', pod: pod.metadata?.name ?? '', podUID: pod.metadata?.uid ?? '' }, writer: 'scheduler', now: new Date().toISOString() });
+    const result = transition({
+      run,
+      event: { type: 'Bind', pod: pod.metadata?.name ?? '', podUID: pod.metadata?.uid ?? '' },
+      writer: 'scheduler',
+      now: new Date().toISOString(),
+    });
     if (!result.ok) throw result.error;
     return (await this.objects.replaceNamespacedCustomObjectStatus({
       group: API_GROUP,
@@ -241,7 +275,10 @@ export class RuntimeEnvironment {
   async waitForTime(time: string): Promise<void> {
     const at = Date.parse(time);
     if (Number.isNaN(at)) throw new Error(`not a time: ${time}`);
-    await waitFor(`time ${time}`, () => Promise.resolve(Date.now() >= at ? true : undefined), { timeoutMs: Math.max(0, at - Date.now()) + 5_000, intervalMs: 100 });
+    await waitFor(`time ${time}`, () => Promise.resolve(Date.now() >= at ? true : undefined), {
+      timeoutMs: Math.max(0, at - Date.now()) + 5_000,
+      intervalMs: 100,
+    });
   }
 
   /** The JSON log lines of one container of a Pod, parsed. */

@@ -71,7 +71,10 @@ test('a cancelled task Run is stopped with its whole process group, then Cancell
     'the task to write its PIDs',
     async () => {
       const text = await readFile(pidFile, 'utf8').catch(() => '');
-      const numbers = text.split('\n').filter((l) => l !== '').map(Number);
+      const numbers = text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map(Number);
       return numbers.length === 2 ? numbers : undefined;
     },
     { timeoutMs: 30_000, intervalMs: 100 },
@@ -96,7 +99,10 @@ test('deleting a running task Run stops its execution: no process is left behind
   const pids = await waitFor(
     'the task to write its PIDs',
     async () => {
-      const numbers = (await readFile(pidFile, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map(Number);
+      const numbers = (await readFile(pidFile, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter((l) => l !== '')
+        .map(Number);
       return numbers.length === 2 ? numbers : undefined;
     },
     { timeoutMs: 30_000, intervalMs: 100 },
@@ -117,7 +123,10 @@ test('a task Run still running at spec.timeout after startTime is stopped and en
 
 test('task durations are exported by outcome', async () => {
   const text = await (await fetch(`http://${pod.status?.podIP ?? ''}:9464/metrics`)).text();
-  const count = (outcome: string): number => Number(new RegExp(`^kruntimes_runtimed_task_duration_seconds_count\\{outcome="${outcome}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN);
+  const count = (outcome: string): number =>
+    Number(
+      new RegExp(`^kruntimes_runtimed_task_duration_seconds_count\\{outcome="${outcome}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN,
+    );
   // The Runs above: one success, two failed attempts, one cancel, one timeout (the deleted one was released).
   expect(count('succeeded')).toBe(1);
   expect(count('failed')).toBe(2);
@@ -140,7 +149,10 @@ test('runtimed killed during a task: the Runtime Server stops it, and the restar
     return waitFor(
       `${name} to write its PIDs`,
       async () => {
-        const numbers = (await readFile(pidFile, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '').map(Number);
+        const numbers = (await readFile(pidFile, 'utf8').catch(() => ''))
+          .split('\n')
+          .filter((l) => l !== '')
+          .map(Number);
         return numbers.length === 2 ? numbers : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 100 },

@@ -55,7 +55,10 @@ try {
   const bindNs = (await cluster.createNamespace({ prefix: 'bench-bind', waitForDefaultServiceAccount: true })).name;
   const fnNs = (await cluster.createNamespace({ prefix: 'bench-fn', waitForDefaultServiceAccount: true })).name;
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace: fnNs, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
+  await rbac.createNamespacedRole({
+    namespace: fnNs,
+    body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
+  });
   await rbac.createNamespacedRoleBinding({
     namespace: fnNs,
     body: {
@@ -65,16 +68,20 @@ try {
     },
   });
 
-  const node = new LocalNode(admin, {
-    nodeName: 'bench',
-    stateDir,
-    namespaces: [bindNs, fnNs],
-    images: {
-      'kruntimes/fake-runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/scheduler/test/fixtures/fake-runtimed.ts')] },
-      'kruntimes/runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtimed/src/main.ts')] },
-      'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
+  const node = new LocalNode(
+    admin,
+    {
+      nodeName: 'bench',
+      stateDir,
+      namespaces: [bindNs, fnNs],
+      images: {
+        'kruntimes/fake-runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/scheduler/test/fixtures/fake-runtimed.ts')] },
+        'kruntimes/runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtimed/src/main.ts')] },
+        'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
+      },
     },
-  }, { deleteNodeOnStop: true });
+    { deleteNodeOnStop: true },
+  );
   await node.start();
   cleanup.push(() => node.stop({ graceMs: 2_000 }));
 
@@ -96,14 +103,23 @@ try {
     });
   };
   const createRuntime = async (namespace: string, name: string, spec: Partial<RuntimeSpec>): Promise<void> => {
-    const body: Runtime = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name }, spec: { language: 'python', ...spec } };
+    const body: Runtime = {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Runtime',
+      metadata: { name },
+      spec: { language: 'python', ...spec },
+    };
     await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUNTIME_PLURAL, body });
   };
   const readyPods = (namespace: string, runtime: string, count: number): Promise<true> =>
-    waitFor(`${count} ready Pods of ${runtime}`, async () => {
-      const pods = (await core.listNamespacedPod({ namespace, labelSelector: podLabelSelector(runtime) })).items;
-      return pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined && isPodReady(pod)).length === count ? true : undefined;
-    }, WAIT);
+    waitFor(
+      `${count} ready Pods of ${runtime}`,
+      async () => {
+        const pods = (await core.listNamespacedPod({ namespace, labelSelector: podLabelSelector(runtime) })).items;
+        return pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined && isPodReady(pod)).length === count ? true : undefined;
+      },
+      WAIT,
+    );
   const createRun = async (namespace: string, name: string, runtime: string, fn: boolean): Promise<void> => {
     const body: Run = {
       apiVersion: 'kruntimes.io/v1alpha1',
@@ -148,7 +164,18 @@ try {
     );
     await scheduler.stop();
     await objects.deleteCollectionNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL });
-    await waitFor('Runs deleted', async () => ((await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL })) as { items: unknown[] }).items.length === 0 ? true : undefined, WAIT);
+    await waitFor(
+      'Runs deleted',
+      async () =>
+        (
+          (await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL })) as {
+            items: unknown[];
+          }
+        ).items.length === 0
+          ? true
+          : undefined,
+      WAIT,
+    );
     return RUNS / seconds;
   };
   const serial = await bindRound('backlog', false, 1);
@@ -183,17 +210,24 @@ try {
     await watcher.until(() => !watcher.phase.has(name), 60_000);
   }
   latencies.sort((a, b) => a - b);
-  const at = (q: number): string => `${(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN).toFixed(0)} ms`;
+  const at = (q: number): string =>
+    `${(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN).toFixed(0)} ms`;
   log(`function create -> Ready on warm Pods (${FUNCTION_RUNS} Runs, one at a time): p50 ${at(0.5)}, p99 ${at(0.99)}, max ${at(1)}`);
   if (errors.length > 0) log(`errors logged by controllers: ${errors.length}\n${errors.slice(0, 5).join('\n')}`);
 } finally {
-  for (const step of cleanup.reverse()) await step().catch((error: unknown) => { log(`cleanup failed: ${String(error)}`); });
+  for (const step of cleanup.reverse())
+    await step().catch((error: unknown) => {
+      log(`cleanup failed: ${String(error)}`);
+    });
   await controlPlane.stop();
   await rm(stateDir, { recursive: true, force: true });
 }
 
 /** The newest phase of every Run of a namespace, and when each (name, phase) was first seen. */
-async function watchPhases(kubeConfig: KubeConfig, namespace: string): Promise<{
+async function watchPhases(
+  kubeConfig: KubeConfig,
+  namespace: string,
+): Promise<{
   phase: Map<string, string>;
   seenAt: Map<string, number>;
   until: (predicate: () => boolean, timeoutMs: number) => Promise<void>;
@@ -218,7 +252,8 @@ async function watchPhases(kubeConfig: KubeConfig, namespace: string): Promise<{
     },
     (error: unknown) => {
       // stop() aborts the request, which reports an AbortError here: not a failure.
-      if (!stopped && error !== undefined && error !== null) errors.push(`watch: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
+      if (!stopped && error !== undefined && error !== null)
+        errors.push(`watch: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
     },
   );
   return {
@@ -226,7 +261,9 @@ async function watchPhases(kubeConfig: KubeConfig, namespace: string): Promise<{
     seenAt,
     until: (predicate, timeoutMs) =>
       new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => { reject(new Error(`timed out after ${timeoutMs} ms`)); }, timeoutMs);
+        const timer = setTimeout(() => {
+          reject(new Error(`timed out after ${timeoutMs} ms`));
+        }, timeoutMs);
         const check = (): void => {
           if (predicate()) {
             clearTimeout(timer);

@@ -29,7 +29,11 @@ const { values } = parseArgs({
   strict: true,
 });
 
-const logger = pino({ name: 'scheduler', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
+const logger = pino({
+  name: 'scheduler',
+  level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info',
+  redact: ['*.authorization', '*.token'],
+});
 
 function positive(flag: string, value: string): number {
   const parsed = Number(value);

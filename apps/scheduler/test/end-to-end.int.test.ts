@@ -32,7 +32,11 @@ test('end to end with the real runtimed: 3 x 2 Python Runtime, 7 function Runs, 
   await waitFor('Runtime capacity 6', async () => ((await env.getRuntime('py')).status?.totalCapacity === 6 ? true : undefined), WAIT);
   observer = await env.observeRuns(2);
   const logger = recordingLogger();
-  scheduler = new Scheduler({ kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES), namespace: env.name, logger });
+  scheduler = new Scheduler({
+    kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
+    namespace: env.name,
+    logger,
+  });
   await scheduler.start();
 
   for (let i = 1; i <= 7; i += 1) {
@@ -44,7 +48,9 @@ test('end to end with the real runtimed: 3 x 2 Python Runtime, 7 function Runs, 
       const runs = await env.listRuns();
       const ready = runs.filter((run) => phase(run) === 'Ready').length;
       const seventh = runs.find((run) => run.metadata.name === 'fn-7');
-      return ready === 6 && seventh !== undefined && phase(seventh) === 'Pending' && seventh.status?.reason === RUN_REASONS.noCapacity ? true : undefined;
+      return ready === 6 && seventh !== undefined && phase(seventh) === 'Pending' && seventh.status?.reason === RUN_REASONS.noCapacity
+        ? true
+        : undefined;
     },
     WAIT,
   );

@@ -38,9 +38,16 @@ export async function serviceAccountToken(namespace: string, name: string, rules
   await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map((rule) => ({ ...rule })) } });
   await rbac.createNamespacedRoleBinding({
     namespace,
-    body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [{ kind: 'ServiceAccount', name, namespace }] },
+    body: {
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
   });
-  return (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+  return (
+    (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status
+      ?.token ?? ''
+  );
 }
 
 /** The same, as a KubeConfig. */
@@ -70,7 +77,14 @@ export class Environment {
   readonly internalCa: CertificateAuthority;
   readonly #stateDir: string;
 
-  private constructor(namespace: TestNamespace, node: LocalNode, manager: ControllerManager, stateDir: string, logger: ReturnType<typeof recordingLogger>, internalCa: CertificateAuthority) {
+  private constructor(
+    namespace: TestNamespace,
+    node: LocalNode,
+    manager: ControllerManager,
+    stateDir: string,
+    logger: ReturnType<typeof recordingLogger>,
+    internalCa: CertificateAuthority,
+  ) {
     this.namespace = namespace;
     this.internalCa = internalCa;
     this.logger = logger;
@@ -83,12 +97,18 @@ export class Environment {
    * `runtimed: 'real'` runs the real runtimed (apps/runtimed) with the RBAC it needs, for
    * end-to-end checks; the default stand-in only serves health, and the test drives Runs.
    */
-  static async start(prefix: string, options: { finishedRunsPerRuntime?: number; runtimed?: 'fake' | 'real'; runtimedEnv?: Record<string, string> } = {}): Promise<Environment> {
+  static async start(
+    prefix: string,
+    options: { finishedRunsPerRuntime?: number; runtimed?: 'fake' | 'real'; runtimedEnv?: Record<string, string> } = {},
+  ): Promise<Environment> {
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
     const real = options.runtimed === 'real';
     if (real) {
       const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-      await rbac.createNamespacedRole({ namespace: namespace.name, body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) } });
+      await rbac.createNamespacedRole({
+        namespace: namespace.name,
+        body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
+      });
       await rbac.createNamespacedRoleBinding({
         namespace: namespace.name,
         body: {
@@ -108,7 +128,10 @@ export class Environment {
         images: {
           // runtimedEnv: the image's ENV (e.g. a short KRT_LEASE_DURATION_SECONDS), which the Pod template does not set.
           'kruntimes/runtimed': {
-            entrypoint: [process.execPath, join(REPO_ROOT, real ? 'apps/runtimed/src/main.ts' : 'apps/scheduler/test/fixtures/fake-runtimed.ts')],
+            entrypoint: [
+              process.execPath,
+              join(REPO_ROOT, real ? 'apps/runtimed/src/main.ts' : 'apps/scheduler/test/fixtures/fake-runtimed.ts'),
+            ],
             ...(options.runtimedEnv === undefined ? {} : { env: options.runtimedEnv }),
           },
           'kruntimes/runtime-server-bash': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
@@ -152,11 +175,23 @@ export class Environment {
 
   async createRuntime(name: string, spec: Partial<RuntimeSpec>): Promise<void> {
     const body: Runtime = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name }, spec: { language: 'bash', ...spec } };
-    await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUNTIME_PLURAL, body });
+    await objects.createNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUNTIME_PLURAL,
+      body,
+    });
   }
 
   async getRuntime(name: string): Promise<Runtime> {
-    return (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUNTIME_PLURAL, name })) as Runtime;
+    return (await objects.getNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUNTIME_PLURAL,
+      name,
+    })) as Runtime;
   }
 
   async createRun(name: string, runtime: string, spec: Partial<RunSpec> = {}): Promise<Run> {
@@ -166,15 +201,31 @@ export class Environment {
       metadata: { name },
       spec: { runtime, source: { inline: 'echo hi' }, mode: { task: {} }, ...spec },
     };
-    return (await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, body })) as Run;
+    return (await objects.createNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      body,
+    })) as Run;
   }
 
   async getRun(name: string): Promise<Run> {
-    return (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL, name })) as Run;
+    return (await objects.getNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+      name,
+    })) as Run;
   }
 
   async listRuns(): Promise<Run[]> {
-    return ((await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL })) as { items: Run[] }).items;
+    return (
+      (await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL })) as {
+        items: Run[];
+      }
+    ).items;
   }
 
   /** Plays another writer (runtimed, stale-recovery): one fenced status write through the state machine. */
@@ -205,16 +256,25 @@ export class Environment {
   }
 
   async waitForRun(name: string, what: string, predicate: (run: Run) => boolean): Promise<Run> {
-    return waitFor(`Run ${name}: ${what}`, async () => {
-      const run = await this.getRun(name);
-      return predicate(run) ? run : undefined;
-    }, WAIT);
+    return waitFor(
+      `Run ${name}: ${what}`,
+      async () => {
+        const run = await this.getRun(name);
+        return predicate(run) ? run : undefined;
+      },
+      WAIT,
+    );
   }
 
   /** Watches the namespace's Runs and records every state it ever saw (see RunObserver). */
   async observeRuns(capacityPerPod: number): Promise<RunObserver> {
     const observer = new RunObserver(capacityPerPod);
-    const list = (await objects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: this.name, plural: RUN_PLURAL })) as {
+    const list = (await objects.listNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: this.name,
+      plural: RUN_PLURAL,
+    })) as {
       items: Run[];
       metadata: { resourceVersion: string };
     };
@@ -222,12 +282,16 @@ export class Environment {
     const request = await new Watch(admin).watch(
       `/apis/${API_GROUP}/${API_VERSION}/namespaces/${this.name}/${RUN_PLURAL}`,
       { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: false },
-      (type: string, object: Run) => { observer.apply(type, object); },
+      (type: string, object: Run) => {
+        observer.apply(type, object);
+      },
       (error: unknown) => {
         if (error !== undefined && error !== null && !observer.stopped) observer.watchErrors.push(error);
       },
     );
-    observer.abort = () => { request.abort(); };
+    observer.abort = () => {
+      request.abort();
+    };
     return observer;
   }
 }
@@ -271,7 +335,8 @@ export class RunObserver {
     }
     for (const [podUID, count] of held) {
       this.maxHeld = Math.max(this.maxHeld, count);
-      if (count > this.capacityPerPod) this.overcommits.push(`${podUID} held ${count} after ${type} ${name}@${run.metadata.resourceVersion ?? ''}`);
+      if (count > this.capacityPerPod)
+        this.overcommits.push(`${podUID} held ${count} after ${type} ${name}@${run.metadata.resourceVersion ?? ''}`);
     }
   }
 

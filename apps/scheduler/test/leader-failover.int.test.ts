@@ -44,12 +44,18 @@ function startReplica(name: string, kubeconfig: string): void {
     process.execPath,
     [
       join(REPO_ROOT, 'apps/scheduler/src/main.ts'),
-      '--kubeconfig', kubeconfig,
-      '--namespace', env.name,
-      '--lease-namespace', env.name,
-      '--lease-duration-seconds', '3',
-      '--renew-deadline-seconds', '2',
-      '--retry-period-seconds', '0.5',
+      '--kubeconfig',
+      kubeconfig,
+      '--namespace',
+      env.name,
+      '--lease-namespace',
+      env.name,
+      '--lease-duration-seconds',
+      '3',
+      '--renew-deadline-seconds',
+      '2',
+      '--retry-period-seconds',
+      '0.5',
     ],
     { env: { ...process.env, POD_NAME: name }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -75,7 +81,9 @@ test(`two scheduler replicas: killing the leader in the middle of ${RUNS} Runs l
   // Both replicas run as the scheduler's ServiceAccount with exactly its rules (Lease included).
   const kubeconfig = join(dir, 'scheduler.kubeconfig');
   const token = await serviceAccountToken(env.name, 'scheduler', SCHEDULER_RULES);
-  await writeFile(kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'scheduler', token }), { mode: 0o600 });
+  await writeFile(kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'scheduler', token }), {
+    mode: 0o600,
+  });
   startReplica('scheduler-a', kubeconfig);
   startReplica('scheduler-b', kubeconfig);
   const first = await waitFor('a leader', leaseHolder, WAIT);

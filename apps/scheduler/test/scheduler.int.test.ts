@@ -24,7 +24,11 @@ afterEach(async () => {
 });
 
 async function startScheduler(): Promise<Scheduler> {
-  scheduler = new Scheduler({ kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES), namespace: env.name, logger });
+  scheduler = new Scheduler({
+    kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
+    namespace: env.name,
+    logger,
+  });
   await scheduler.start();
   return scheduler;
 }
@@ -56,10 +60,14 @@ test('a Runtime of 3 x 2: 6 of 7 Runs bound, the 7th waits with NoCapacity until
     expect(pods.map((p) => [p.metadata?.name, p.metadata?.uid])).toContainEqual([run.status?.assignedPod, run.status?.assignedPodUID]);
   }
   // The Runtime's status counts the same capacity.
-  await waitFor('Runtime status 6/6', async () => {
-    const status = (await env.getRuntime('shell')).status;
-    return status?.totalCapacity === 6 && status.usedCapacity === 6 && status.readyPods === 3 ? status : undefined;
-  }, WAIT);
+  await waitFor(
+    'Runtime status 6/6',
+    async () => {
+      const status = (await env.getRuntime('shell')).status;
+      return status?.totalCapacity === 6 && status.usedCapacity === 6 && status.readyPods === 3 ? status : undefined;
+    },
+    WAIT,
+  );
 
   // Waiting is not polling: once the last events (the Runtime's status write) are
   // delivered, nothing changes, and no placement pass runs at all.
@@ -86,7 +94,10 @@ test('a Runtime of 3 x 2: 6 of 7 Runs bound, the 7th waits with NoCapacity until
   expect(observer.doubleBound()).toEqual([]);
   // The test may read run-7's new status before the scheduler has processed the answer
   // to its own write (where it counts the bind): wait, bounded, for that count.
-  await waitFor('the scheduler to count its 7th bind', () => Promise.resolve(started.metrics.binds >= 7 ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
+  await waitFor('the scheduler to count its 7th bind', () => Promise.resolve(started.metrics.binds >= 7 ? true : undefined), {
+    timeoutMs: 10_000,
+    intervalMs: 50,
+  });
   expect(started.metrics.binds).toBe(7);
   expect(started.metrics.render()).toContain('kruntimes_scheduler_pending_runs 0');
   expect(logger.errors).toEqual([]);
@@ -100,7 +111,11 @@ test('Unschedulable reasons, placement as soon as Pods appear, cancel before ass
 
   await env.createRun('orphan', 'missing');
   await env.createRun('waiting', 'empty');
-  await env.waitForRun('orphan', 'RuntimeNotFound', (run) => phase(run) === 'Pending' && run.status?.reason === RUN_REASONS.runtimeNotFound);
+  await env.waitForRun(
+    'orphan',
+    'RuntimeNotFound',
+    (run) => phase(run) === 'Pending' && run.status?.reason === RUN_REASONS.runtimeNotFound,
+  );
   await env.waitForRun('waiting', 'NoReadyPods', (run) => phase(run) === 'Pending' && run.status?.reason === RUN_REASONS.noReadyPods);
 
   // Cancelled before assignment: ends at once, never bound.
@@ -130,7 +145,12 @@ test('Unschedulable reasons, placement as soon as Pods appear, cancel before ass
 
   // Requeued with a 3 s backoff (the test plays runtimed after a failed attempt): bound again, not before notBefore.
   await env.act('waiting', 'runtimed', { type: 'Claim' });
-  const requeued = await env.act('waiting', 'runtimed', { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 3, message: 'attempt failed' });
+  const requeued = await env.act('waiting', 'runtimed', {
+    type: 'Requeue',
+    cause: 'attemptFailed',
+    backoffSeconds: 3,
+    message: 'attempt failed',
+  });
   const notBefore = Date.parse(requeued.status?.notBefore ?? '');
   const rebound = await env.waitForRun('waiting', 'bound again', (run) => phase(run) === 'Scheduled');
   expect(Date.now()).toBeGreaterThanOrEqual(notBefore);

@@ -31,7 +31,11 @@ const { values } = parseArgs({
   strict: true,
 });
 
-const logger = pino({ name: 'stale-recovery', level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info', redact: ['*.authorization', '*.token'] });
+const logger = pino({
+  name: 'stale-recovery',
+  level: values['log-level'] ?? process.env.KRT_LOG_LEVEL ?? 'info',
+  redact: ['*.authorization', '*.token'],
+});
 
 function number(flag: string, value: string, allowZero = false): number {
   const parsed = Number(value);

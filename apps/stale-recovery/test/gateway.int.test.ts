@@ -42,7 +42,8 @@ afterAll(async () => {
   await system.stop();
 });
 
-const readyTrue = (run: Run): boolean => currentPhase(run) === 'Ready' && findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.status === 'True';
+const readyTrue = (run: Run): boolean =>
+  currentPhase(run) === 'Ready' && findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.status === 'True';
 const attemptOf = (answer: HttpAnswer): unknown => (answer.json as { attempt?: unknown } | undefined)?.attempt;
 
 async function invoke(runtime: string, run: Run): Promise<HttpAnswer> {
@@ -51,10 +52,14 @@ async function invoke(runtime: string, run: Run): Promise<HttpAnswer> {
 
 /** Invokes until one answers `status` (caches of the gateway and runtimed follow the Run a moment later). */
 async function invokeUntil(runtime: string, run: Run, status: number): Promise<HttpAnswer> {
-  return waitFor(`an invoke of ${run.metadata.name ?? ''} answered ${String(status)}`, async () => {
-    const answer = await invoke(runtime, run);
-    return answer.status === status ? answer : undefined;
-  }, WAIT);
+  return waitFor(
+    `an invoke of ${run.metadata.name ?? ''} answered ${String(status)}`,
+    async () => {
+      const answer = await invoke(runtime, run);
+      return answer.status === status ? answer : undefined;
+    },
+    WAIT,
+  );
 }
 
 async function functionOn(runtime: string, name: string): Promise<Run> {
@@ -65,46 +70,66 @@ async function functionOn(runtime: string, name: string): Promise<Run> {
 }
 
 async function invocationsServedBy(pod: string, podUID: string): Promise<number> {
-  const text = await readFile(join(system.node.config.stateDir, 'logs', `${system.name}_${pod}_${podUID}`, 'runtime-server.log'), 'utf8').catch(() => '');
-  return text.split('\n').filter((line) => line.includes('"msg":"invocation succeeded"') || line.includes('"msg":"invocation failed"')).length;
+  const text = await readFile(
+    join(system.node.config.stateDir, 'logs', `${system.name}_${pod}_${podUID}`, 'runtime-server.log'),
+    'utf8',
+  ).catch(() => '');
+  return text.split('\n').filter((line) => line.includes('"msg":"invocation succeeded"') || line.includes('"msg":"invocation failed"'))
+    .length;
 }
 
-test('(a) the owner Pod is deleted: invokes succeed again once attempt 2 is Ready, at the same URL', async () => {
-  const first = await functionOn('ga', 'fn-ga');
-  expect(attemptOf(await invokeUntil('ga', first, 200))).toBe(1);
-  await system.core.deleteNamespacedPod({ namespace: system.name, name: first.status?.assignedPod ?? '' });
-  const second = await system.waitForRun('fn-ga', 'Ready at attempt 2', (run) => readyTrue(run) && run.status?.attempt === 2);
-  expect(second.status?.endpoint?.url).toBe(first.status?.endpoint?.url);
-  expect(attemptOf(await invokeUntil('ga', second, 200))).toBe(2);
-}, TEST_TIMEOUT_MS);
+test(
+  '(a) the owner Pod is deleted: invokes succeed again once attempt 2 is Ready, at the same URL',
+  async () => {
+    const first = await functionOn('ga', 'fn-ga');
+    expect(attemptOf(await invokeUntil('ga', first, 200))).toBe(1);
+    await system.core.deleteNamespacedPod({ namespace: system.name, name: first.status?.assignedPod ?? '' });
+    const second = await system.waitForRun('fn-ga', 'Ready at attempt 2', (run) => readyTrue(run) && run.status?.attempt === 2);
+    expect(second.status?.endpoint?.url).toBe(first.status?.endpoint?.url);
+    expect(attemptOf(await invokeUntil('ga', second, 200))).toBe(2);
+  },
+  TEST_TIMEOUT_MS,
+);
 
-test('(b) a frozen owner: invokes get 503 while it is Recovering, and succeed at the same attempt once it is thawed', async () => {
-  const first = await functionOn('gb', 'fn-gb');
-  const pod = first.status?.assignedPod ?? '';
-  expect((await invokeUntil('gb', first, 200)).status).toBe(200);
-  system.node.freezePod(system.name, pod);
-  await system.waitForRun('fn-gb', 'Recovering', (run) => findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.reason === 'Recovering');
-  const refused = await invokeUntil('gb', first, 503);
-  expect((refused.json as { error?: { source?: string } } | undefined)?.error?.source).toBe('platform');
-  system.node.thawPod(system.name, pod);
-  await system.waitForRun('fn-gb', 'Ready=True again', readyTrue);
-  expect(attemptOf(await invokeUntil('gb', first, 200))).toBe(1);
-}, TEST_TIMEOUT_MS);
+test(
+  '(b) a frozen owner: invokes get 503 while it is Recovering, and succeed at the same attempt once it is thawed',
+  async () => {
+    const first = await functionOn('gb', 'fn-gb');
+    const pod = first.status?.assignedPod ?? '';
+    expect((await invokeUntil('gb', first, 200)).status).toBe(200);
+    system.node.freezePod(system.name, pod);
+    await system.waitForRun(
+      'fn-gb',
+      'Recovering',
+      (run) => findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.reason === 'Recovering',
+    );
+    const refused = await invokeUntil('gb', first, 503);
+    expect((refused.json as { error?: { source?: string } } | undefined)?.error?.source).toBe('platform');
+    system.node.thawPod(system.name, pod);
+    await system.waitForRun('fn-gb', 'Ready=True again', readyTrue);
+    expect(attemptOf(await invokeUntil('gb', first, 200))).toBe(1);
+  },
+  TEST_TIMEOUT_MS,
+);
 
-test('(c) a zombie (Pod object force-deleted, processes running) receives no invocation, directly or by a peer hop; the new owner serves them', async () => {
-  const first = await functionOn('gc', 'fn-gc');
-  const pod = first.status?.assignedPod ?? '';
-  const podUID = first.status?.assignedPodUID ?? '';
-  await invokeUntil('gc', first, 200);
-  const zombie = await system.node.forceDeletePod(system.name, pod);
-  const before = await invocationsServedBy(pod, zombie);
-  const second = await system.waitForRun('fn-gc', 'Ready at attempt 2', (run) => readyTrue(run) && run.status?.attempt === 2);
-  expect(attemptOf(await invokeUntil('gc', second, 200))).toBe(2);
-  for (let i = 0; i < 5; i += 1) {
-    const answer = await invoke('gc', second);
-    expect({ i, status: answer.status, attempt: attemptOf(answer) }).toEqual({ i, status: 200, attempt: 2 });
-  }
-  expect(await invocationsServedBy(pod, zombie)).toBe(before);
-  expect(zombie).toBe(podUID);
-  await system.node.killZombie(zombie).catch(() => undefined);
-}, TEST_TIMEOUT_MS);
+test(
+  '(c) a zombie (Pod object force-deleted, processes running) receives no invocation, directly or by a peer hop; the new owner serves them',
+  async () => {
+    const first = await functionOn('gc', 'fn-gc');
+    const pod = first.status?.assignedPod ?? '';
+    const podUID = first.status?.assignedPodUID ?? '';
+    await invokeUntil('gc', first, 200);
+    const zombie = await system.node.forceDeletePod(system.name, pod);
+    const before = await invocationsServedBy(pod, zombie);
+    const second = await system.waitForRun('fn-gc', 'Ready at attempt 2', (run) => readyTrue(run) && run.status?.attempt === 2);
+    expect(attemptOf(await invokeUntil('gc', second, 200))).toBe(2);
+    for (let i = 0; i < 5; i += 1) {
+      const answer = await invoke('gc', second);
+      expect({ i, status: answer.status, attempt: attemptOf(answer) }).toEqual({ i, status: 200, attempt: 2 });
+    }
+    expect(await invocationsServedBy(pod, zombie)).toBe(before);
+    expect(zombie).toBe(podUID);
+    await system.node.killZombie(zombie).catch(() => undefined);
+  },
+  TEST_TIMEOUT_MS,
+);

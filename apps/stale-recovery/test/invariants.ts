@@ -65,7 +65,9 @@ export class RecoveryObserver {
     const request = await new Watch(admin).watch(
       `/apis/${API_GROUP}/${API_VERSION}/namespaces/${namespace}/${RUN_PLURAL}`,
       { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: false },
-      (type: string, run: Run) => { this.apply(type, run); },
+      (type: string, run: Run) => {
+        this.apply(type, run);
+      },
       (error: unknown) => {
         if (this.#stopped) return;
         if (error !== undefined && error !== null) this.watchErrors.push(error);
@@ -74,7 +76,9 @@ export class RecoveryObserver {
         this.#watch(namespace).catch((restartError: unknown) => this.watchErrors.push(restartError));
       },
     );
-    this.#abort = () => { request.abort(); };
+    this.#abort = () => {
+      request.abort();
+    };
   }
 
   apply(type: string, run: Run): void {
@@ -86,7 +90,8 @@ export class RecoveryObserver {
     const attempt = status.attempt ?? 0;
     const attempts = this.attempts.get(uid) ?? [];
     const previousAttempt = attempts.at(-1);
-    if (previousAttempt !== undefined && attempt < previousAttempt) this.violations.push(`${name}: attempt went back from ${String(previousAttempt)} to ${String(attempt)}`);
+    if (previousAttempt !== undefined && attempt < previousAttempt)
+      this.violations.push(`${name}: attempt went back from ${String(previousAttempt)} to ${String(attempt)}`);
     if (previousAttempt !== attempt) attempts.push(attempt);
     this.attempts.set(uid, attempts);
 
@@ -99,7 +104,9 @@ export class RecoveryObserver {
     } else if (!sameEpoch(last.epoch, epoch)) {
       // A different epoch is legal only after the old assignment was cleared (the requeue after the fence).
       if (last.epoch !== undefined && !last.clearedSince) {
-        this.violations.push(`${name}: epoch ${JSON.stringify(last.epoch)} replaced by ${JSON.stringify(epoch)} without a requeue in between`);
+        this.violations.push(
+          `${name}: epoch ${JSON.stringify(last.epoch)} replaced by ${JSON.stringify(epoch)} without a requeue in between`,
+        );
       }
       last.epoch = epoch;
       last.clearedSince = false;
@@ -116,11 +123,15 @@ export class RecoveryObserver {
     for (const r of this.current.values()) {
       const podUID = r.status?.assignedPodUID;
       const cleanup = r.metadata.finalizers?.includes(REGISTRATION_CLEANUP_FINALIZER) === true;
-      if (podUID !== undefined && holdsCapacity(currentPhase(r), cleanup)) held.set(podUID, { count: (held.get(podUID)?.count ?? 0) + 1, runtime: r.spec.runtime });
+      if (podUID !== undefined && holdsCapacity(currentPhase(r), cleanup))
+        held.set(podUID, { count: (held.get(podUID)?.count ?? 0) + 1, runtime: r.spec.runtime });
     }
     for (const [podUID, { count, runtime }] of held) {
       const capacity = this.capacity.get(runtime) ?? 1;
-      if (count > capacity) this.violations.push(`Pod ${podUID} held ${String(count)} Runs (capacity ${String(capacity)}) after ${type} ${name}@${run.metadata.resourceVersion ?? ''}`);
+      if (count > capacity)
+        this.violations.push(
+          `Pod ${podUID} held ${String(count)} Runs (capacity ${String(capacity)}) after ${type} ${name}@${run.metadata.resourceVersion ?? ''}`,
+        );
     }
   }
 
@@ -129,7 +140,9 @@ export class RecoveryObserver {
     return [...this.current.values()]
       .filter((run) => {
         const phase = currentPhase(run);
-        return !isTerminal(phase) && !(phase === 'Ready' && findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.status === 'True');
+        return (
+          !isTerminal(phase) && !(phase === 'Ready' && findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.status === 'True')
+        );
       })
       .map((run) => run.metadata.name ?? '');
   }
@@ -156,7 +169,11 @@ interface LogLine {
  * log of the node (the log directory is `<ns>_<pod>_<podUID>`), limited to Pods whose
  * processes still run (`livePodUIDs`: Pods of the API plus known zombies).
  */
-export async function liveRegistrations(stateDir: string, namespace: string, livePodUIDs: ReadonlySet<string>): Promise<Map<string, string[]>> {
+export async function liveRegistrations(
+  stateDir: string,
+  namespace: string,
+  livePodUIDs: ReadonlySet<string>,
+): Promise<Map<string, string[]>> {
   const byRun = new Map<string, string[]>();
   const logs = join(stateDir, 'logs');
   for (const dir of await readdir(logs).catch(() => [])) {

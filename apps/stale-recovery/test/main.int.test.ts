@@ -50,7 +50,13 @@ afterAll(async () => {
 
 async function getRun(name: string): Promise<Run | undefined> {
   try {
-    return (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural: RUN_PLURAL, name })) as Run;
+    return (await objects.getNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: namespace.name,
+      plural: RUN_PLURAL,
+      name,
+    })) as Run;
   } catch (error) {
     if (error instanceof ApiException && error.code === 404) return undefined;
     throw error;
@@ -62,7 +68,14 @@ async function act(name: string, writer: WriterRole, event: RunEvent): Promise<v
   if (run === undefined) throw new Error(`no Run ${name}`);
   const result = transition({ run, event, writer, now: new Date().toISOString() });
   if (!result.ok) throw result.error;
-  await objects.replaceNamespacedCustomObjectStatus({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural: RUN_PLURAL, name, body: { ...run, status: result.status } });
+  await objects.replaceNamespacedCustomObjectStatus({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: namespace.name,
+    plural: RUN_PLURAL,
+    name,
+    body: { ...run, status: result.status },
+  });
 }
 
 /** A Run bound to and claimed by the owner of a Pod UID that does not exist. */
@@ -72,7 +85,12 @@ async function claimedByGhost(name: string, spec: Partial<RunSpec>, finalizers: 
     version: API_VERSION,
     namespace: namespace.name,
     plural: RUN_PLURAL,
-    body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Run', metadata: { name, finalizers }, spec: { runtime: 'gone', source: { inline: 'x' }, mode: { task: {} }, ...spec } },
+    body: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'Run',
+      metadata: { name, finalizers },
+      spec: { runtime: 'gone', source: { inline: 'x' }, mode: { task: {} }, ...spec },
+    },
   });
   await act(name, 'scheduler', { type: 'Bind', ...GHOST });
   await act(name, 'runtimed', { type: 'Claim' });
@@ -83,8 +101,12 @@ function get(url: string, headers: Record<string, string> = {}): Promise<{ statu
     const req = request(url, { headers }, (response) => {
       let body = '';
       response.setEncoding('utf8');
-      response.on('data', (chunk: string) => { body += chunk; });
-      response.on('end', () => { resolve({ status: response.statusCode ?? 0, body }); });
+      response.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      response.on('end', () => {
+        resolve({ status: response.statusCode ?? 0, body });
+      });
     });
     req.on('error', reject);
     req.end();
@@ -96,11 +118,19 @@ test('main.ts: leads with its own Lease, recovers Runs of a vanished Pod, serves
   await claimedByGhost('lost-fn', fn, [REGISTRATION_CLEANUP_FINALIZER]);
   await claimedByGhost('lost-task', {});
   await claimedByGhost('deleted-fn', fn, [REGISTRATION_CLEANUP_FINALIZER]);
-  await objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural: RUN_PLURAL, name: 'deleted-fn' });
+  await objects.deleteNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: namespace.name,
+    plural: RUN_PLURAL,
+    name: 'deleted-fn',
+  });
 
   const kubeconfig = join(dir, 'stale-recovery.kubeconfig');
   const token = await serviceAccountToken(namespace.name, 'stale-recovery', STALE_RECOVERY_RULES);
-  await writeFile(kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'stale-recovery', token }), { mode: 0o600 });
+  await writeFile(kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'stale-recovery', token }), {
+    mode: 0o600,
+  });
   const [port] = await freePorts(1);
   const logFile = join(dir, 'stale-recovery.log');
   const log = createWriteStream(logFile);
@@ -108,13 +138,20 @@ test('main.ts: leads with its own Lease, recovers Runs of a vanished Pod, serves
     process.execPath,
     [
       join(REPO_ROOT, 'apps/stale-recovery/src/main.ts'),
-      '--kubeconfig', kubeconfig,
-      '--namespace', namespace.name,
-      '--lease-namespace', namespace.name,
-      '--lease-duration-seconds', '3',
-      '--renew-deadline-seconds', '2',
-      '--retry-period-seconds', '0.5',
-      '--metrics-address', `127.0.0.1:${String(port)}`,
+      '--kubeconfig',
+      kubeconfig,
+      '--namespace',
+      namespace.name,
+      '--lease-namespace',
+      namespace.name,
+      '--lease-duration-seconds',
+      '3',
+      '--renew-deadline-seconds',
+      '2',
+      '--retry-period-seconds',
+      '0.5',
+      '--metrics-address',
+      `127.0.0.1:${String(port)}`,
     ],
     { env: { ...process.env, POD_NAME: 'stale-recovery-0' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -122,26 +159,40 @@ test('main.ts: leads with its own Lease, recovers Runs of a vanished Pod, serves
   process_.stdout.pipe(log);
   process_.stderr.pipe(log);
 
-  await waitFor('the leader Lease held by the process', async () => {
-    try {
-      const lease = await admin.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: namespace.name, name: STALE_RECOVERY_LEASE_NAME });
-      return lease.spec?.holderIdentity?.startsWith('stale-recovery-0_') === true ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, WAIT);
+  await waitFor(
+    'the leader Lease held by the process',
+    async () => {
+      try {
+        const lease = await admin
+          .makeApiClient(CoordinationV1Api)
+          .readNamespacedLease({ namespace: namespace.name, name: STALE_RECOVERY_LEASE_NAME });
+        return lease.spec?.holderIdentity?.startsWith('stale-recovery-0_') === true ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    WAIT,
+  );
 
   // A function is always retried; a task that is not retrySafe cannot be; a deleted function's finalizer goes.
-  const requeued = await waitFor('lost-fn requeued', async () => {
-    const run = await getRun('lost-fn');
-    return run !== undefined && currentPhase(run) === 'Pending' && run.status?.attempt === 2 ? run : undefined;
-  }, WAIT);
+  const requeued = await waitFor(
+    'lost-fn requeued',
+    async () => {
+      const run = await getRun('lost-fn');
+      return run !== undefined && currentPhase(run) === 'Pending' && run.status?.attempt === 2 ? run : undefined;
+    },
+    WAIT,
+  );
   expect(requeued.status).toMatchObject({ reason: 'RetryBackoff' });
   expect(requeued.status?.assignedPodUID).toBeUndefined();
-  const interrupted = await waitFor('lost-task Interrupted', async () => {
-    const run = await getRun('lost-task');
-    return run !== undefined && currentPhase(run) === 'Interrupted' ? run : undefined;
-  }, WAIT);
+  const interrupted = await waitFor(
+    'lost-task Interrupted',
+    async () => {
+      const run = await getRun('lost-task');
+      return run !== undefined && currentPhase(run) === 'Interrupted' ? run : undefined;
+    },
+    WAIT,
+  );
   expect(interrupted.status).toMatchObject({ reason: 'OwnerLost', attempt: 1 });
   await waitFor('deleted-fn gone (finalizer removed)', async () => ((await getRun('deleted-fn')) === undefined ? true : undefined), WAIT);
 
@@ -154,9 +205,16 @@ test('main.ts: leads with its own Lease, recovers Runs of a vanished Pod, serves
   expect(metrics.body).toContain('# TYPE kruntimes_recovery_status_write_conflicts_total counter');
   expect((await get(`http://127.0.0.1:${String(port)}/metrics`, { authorization: 'Bearer x' })).status).toBe(400);
 
-  const exited = new Promise<number | null>((resolve) => process_.once('exit', (code) => { resolve(code); }));
+  const exited = new Promise<number | null>((resolve) =>
+    process_.once('exit', (code) => {
+      resolve(code);
+    }),
+  );
   process_.kill('SIGTERM');
   expect(await exited).toBe(0);
-  const lines = (await readFile(logFile, 'utf8')).split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { level: number; msg: string });
+  const lines = (await readFile(logFile, 'utf8'))
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string });
   expect(lines.filter((line) => line.level >= 50)).toEqual([]);
 }, 180_000);

@@ -102,7 +102,9 @@ describe('AccessReviewer cache', () => {
 
   it('does not cache failures: the next call reviews again', async () => {
     let fail = true;
-    const { calls, reviewer, metrics } = setup(() => (fail ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve('allowed')));
+    const { calls, reviewer, metrics } = setup(() =>
+      fail ? Promise.reject(new Error('connect ECONNREFUSED')) : Promise.resolve('allowed'),
+    );
     expect(await codeOf(reviewer.authorize(request()))).toBe('Internal');
     fail = false;
     expect(await codeOf(reviewer.authorize(request()))).toBe('ok');

@@ -57,7 +57,8 @@ export class AccessReviewer {
     this.#now = options.now ?? Date.now;
     this.#metrics = options.metrics ?? NO_AUTHZ_METRICS;
     this.#review =
-      options.review ?? selfSubjectAccessReviewer(options.kubeConfig, options.reviewTimeoutMs === undefined ? {} : { timeoutMs: options.reviewTimeoutMs });
+      options.review ??
+      selfSubjectAccessReviewer(options.kubeConfig, options.reviewTimeoutMs === undefined ? {} : { timeoutMs: options.reviewTimeoutMs });
   }
 
   /** Resolves when allowed; throws KruntimesError Unauthenticated, Forbidden or Internal. */
@@ -109,7 +110,9 @@ function enforce(decision: ReviewDecision, request: AccessRequest): void {
     case 'allowed':
       return;
     case 'denied':
-      throw new KruntimesError('Forbidden', `the caller may not get ${RUN_PLURAL}.${API_GROUP} ${request.namespace}/${request.name}`, { terminal: true });
+      throw new KruntimesError('Forbidden', `the caller may not get ${RUN_PLURAL}.${API_GROUP} ${request.namespace}/${request.name}`, {
+        terminal: true,
+      });
     case 'unauthenticated':
       throw new KruntimesError('Unauthenticated', 'the API server rejected the bearer token', { terminal: true });
   }

@@ -69,7 +69,9 @@ async function grantGetRuns(subject: { kind: 'User'; name: string } | { kind: 'S
     body: {
       metadata: { name: `${subject.name}-reads-runs` },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-reader' },
-      subjects: [subject.kind === 'User' ? { apiGroup: 'rbac.authorization.k8s.io', ...subject } : { ...subject, namespace: namespace.name }],
+      subjects: [
+        subject.kind === 'User' ? { apiGroup: 'rbac.authorization.k8s.io', ...subject } : { ...subject, namespace: namespace.name },
+      ],
     },
   });
 }
@@ -77,7 +79,11 @@ async function grantGetRuns(subject: { kind: 'User'; name: string } | { kind: 'S
 /** What the API server says right now (no cache), waited for: RBAC reaches the authorizer through an informer. */
 async function serverSays(token: string, expected: ErrorCode | 'ok'): Promise<void> {
   const uncached = new AccessReviewer({ kubeConfig: admin, maxTtlMs: 0 });
-  await waitFor(`the API server answers ${expected}`, async () => ((await codeOf(uncached.authorize(access(token)))) === expected ? true : undefined), WAIT);
+  await waitFor(
+    `the API server answers ${expected}`,
+    async () => ((await codeOf(uncached.authorize(access(token)))) === expected ? true : undefined),
+    WAIT,
+  );
 }
 
 test('alice is Forbidden without RBAC and allowed once a RoleBinding grants get on runs; bob stays Forbidden', async () => {

@@ -22,14 +22,30 @@ describe('ttlDecision', () => {
   it.each<[string, CollectableRun, ReturnType<typeof ttlDecision>]>([
     ['no TTL', run('a', 'Succeeded', { completionTime: '2026-12-02T11:00:00Z' }), { action: 'keep' }],
     ['expired', run('a', 'Succeeded', { completionTime: '2026-12-02T11:59:00Z', ttlSecondsAfterFinished: 60 }), { action: 'delete' }],
-    ['TTL 0 deletes at once', run('a', 'Failed', { completionTime: '2026-12-02T12:00:00Z', ttlSecondsAfterFinished: 0 }), { action: 'delete' }],
-    ['not yet', run('a', 'Cancelled', { completionTime: '2026-12-02T11:59:30Z', ttlSecondsAfterFinished: 60 }), { action: 'wait', afterMs: 30_000 }],
+    [
+      'TTL 0 deletes at once',
+      run('a', 'Failed', { completionTime: '2026-12-02T12:00:00Z', ttlSecondsAfterFinished: 0 }),
+      { action: 'delete' },
+    ],
+    [
+      'not yet',
+      run('a', 'Cancelled', { completionTime: '2026-12-02T11:59:30Z', ttlSecondsAfterFinished: 60 }),
+      { action: 'wait', afterMs: 30_000 },
+    ],
     ['an active Run with an expired TTL is never deleted', run('a', 'Running', { ttlSecondsAfterFinished: 0 }), { action: 'keep' }],
     ['nor a Ready function Run', run('a', 'Ready', { ttlSecondsAfterFinished: 0 }), { action: 'keep' }],
     ['nor a Pending one', run('a', 'Pending', { ttlSecondsAfterFinished: 0 }), { action: 'keep' }],
     ['nor one waiting for input', run('a', 'WaitingInput', { ttlSecondsAfterFinished: 0 }), { action: 'keep' }],
-    ['a Run already being deleted', run('a', 'Succeeded', { completionTime: '2026-12-02T11:00:00Z', ttlSecondsAfterFinished: 0, deleting: true }), { action: 'keep' }],
-    ['a finished Run without completionTime counts from its creation', run('a', 'Interrupted', { ttlSecondsAfterFinished: 3600 }), { action: 'delete' }],
+    [
+      'a Run already being deleted',
+      run('a', 'Succeeded', { completionTime: '2026-12-02T11:00:00Z', ttlSecondsAfterFinished: 0, deleting: true }),
+      { action: 'keep' },
+    ],
+    [
+      'a finished Run without completionTime counts from its creation',
+      run('a', 'Interrupted', { ttlSecondsAfterFinished: 3600 }),
+      { action: 'delete' },
+    ],
   ])('%s', (_name, candidate, expected) => {
     expect(ttlDecision(candidate, NOW)).toEqual(expected);
   });

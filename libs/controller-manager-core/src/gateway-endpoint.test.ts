@@ -14,9 +14,12 @@ describe('validateGatewayHost', () => {
     expect(validateGatewayHost(host)).toBe(host);
   });
 
-  it.each(['', 'https://gw.example.com', 'GW.example.com', 'gw:0', 'gw:70000', 'gw:', '-gw', 'gw/path', '[::1]:443'])('refuses %j with the flag in the message', (host) => {
-    expect(() => validateGatewayHost(host)).toThrow(/^--gateway-host .* is not HOST or HOST:PORT/);
-  });
+  it.each(['', 'https://gw.example.com', 'GW.example.com', 'gw:0', 'gw:70000', 'gw:', '-gw', 'gw/path', '[::1]:443'])(
+    'refuses %j with the flag in the message',
+    (host) => {
+      expect(() => validateGatewayHost(host)).toThrow(/^--gateway-host .* is not HOST or HOST:PORT/);
+    },
+  );
 });
 
 describe('validateGatewayCaPem', () => {
@@ -30,7 +33,11 @@ describe('validateGatewayCaPem', () => {
     ['an empty file', () => '', /^f: no PEM certificate in it$/],
     ['text', () => 'not a certificate\n', /no PEM certificate/],
     ['a private key beside the certificate', () => `${first.certPem}${first.keyPem}`, /PEM block 2 is a PRIVATE KEY, not a CERTIFICATE/],
-    ['a broken certificate', () => '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n', /PEM block 1 is not an X\.509 certificate/],
+    [
+      'a broken certificate',
+      () => '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n',
+      /PEM block 1 is not an X\.509 certificate/,
+    ],
   ])('refuses %s', (_what, pem, message) => {
     expect(() => validateGatewayCaPem(pem(), 'f')).toThrow(message);
   });

@@ -12,7 +12,11 @@ export function validateGatewayHost(host: string, source = '--gateway-host'): st
   const match = HOST_PORT.exec(host);
   const port = match?.[2] === undefined ? undefined : Number(match[2]);
   if (match === null || (port !== undefined && (port < 1 || port > 65_535))) {
-    throw new KruntimesError('InvalidRequest', `${source} ${JSON.stringify(host)} is not HOST or HOST:PORT (lower-case DNS name or IPv4 address, port 1-65535)`, { terminal: true });
+    throw new KruntimesError(
+      'InvalidRequest',
+      `${source} ${JSON.stringify(host)} is not HOST or HOST:PORT (lower-case DNS name or IPv4 address, port 1-65535)`,
+      { terminal: true },
+    );
   }
   return host;
 }
@@ -29,11 +33,15 @@ export function validateGatewayCaPem(pem: string, source = '--gateway-ca-file'):
   const problem = (why: string): KruntimesError => new KruntimesError('InvalidRequest', `${source}: ${why}`, { terminal: true });
   if (blocks.length === 0) throw problem('no PEM certificate in it');
   for (const [index, block] of blocks.entries()) {
-    if (block[1] !== 'CERTIFICATE') throw problem(`PEM block ${index + 1} is a ${block[1] ?? ''}, not a CERTIFICATE (only certificates may be published as caBundle)`);
+    if (block[1] !== 'CERTIFICATE')
+      throw problem(`PEM block ${index + 1} is a ${block[1] ?? ''}, not a CERTIFICATE (only certificates may be published as caBundle)`);
     try {
       new X509Certificate(block[0]);
     } catch (error) {
-      throw new KruntimesError('InvalidRequest', `${source}: PEM block ${index + 1} is not an X.509 certificate`, { terminal: true, cause: error });
+      throw new KruntimesError('InvalidRequest', `${source}: PEM block ${index + 1} is not an X.509 certificate`, {
+        terminal: true,
+        cause: error,
+      });
     }
   }
   return pem;

@@ -1,11 +1,29 @@
 import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL, RUNTIME_KIND, RUNTIME_PLURAL, runtimedTlsSecretName } from '@kruntimes/api';
+import {
+  API_GROUP,
+  API_VERSION,
+  LABELS,
+  REGISTRATION_CLEANUP_FINALIZER,
+  RUN_PLURAL,
+  RUNTIME_KIND,
+  RUNTIME_PLURAL,
+  runtimedTlsSecretName,
+} from '@kruntimes/api';
 import type { Run, RunPhase, Runtime, RuntimeStatus } from '@kruntimes/api';
 import { Controller, SharedInformer, isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
-import { MANAGED_BY, RUNTIME_COMPONENT, SPEC_HASH_ANNOTATION, TLS_SECRET_KEYS, podCapacity, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
+import {
+  MANAGED_BY,
+  RUNTIME_COMPONENT,
+  SPEC_HASH_ANNOTATION,
+  TLS_SECRET_KEYS,
+  podCapacity,
+  runtimedTlsSecret,
+  runtimeWorkload,
+  workloadProblems,
+} from '@kruntimes/runtime-workload';
 import type { Deployment, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
 import { issueWorkloadCertificate, validateCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -83,20 +101,39 @@ export class ControllerManager {
     const apps = this.#apps;
     const core = this.#core;
     const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
-    const customList = <T extends KubernetesObject>(plural: string) => (): Promise<KubernetesListObject<T>> =>
-      (namespace === undefined
-        ? custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural })
-        : custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural })) as Promise<KubernetesListObject<T>>;
+    const customList =
+      <T extends KubernetesObject>(plural: string) =>
+      (): Promise<KubernetesListObject<T>> =>
+        (namespace === undefined
+          ? custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural })
+          : custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural })) as Promise<
+          KubernetesListObject<T>
+        >;
     const podSelector = `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`;
     const ownedSelector = `${LABELS.managedBy}=${MANAGED_BY}`;
-    this.#runtimes = new SharedInformer({ name: 'runtimes', kubeConfig, path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUNTIME_PLURAL}`, list: customList<RuntimeObject>(RUNTIME_PLURAL), logger });
-    this.#runs = new SharedInformer({ name: 'runs', kubeConfig, path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_PLURAL}`, list: customList<RunObject>(RUN_PLURAL), logger });
+    this.#runtimes = new SharedInformer({
+      name: 'runtimes',
+      kubeConfig,
+      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUNTIME_PLURAL}`,
+      list: customList<RuntimeObject>(RUNTIME_PLURAL),
+      logger,
+    });
+    this.#runs = new SharedInformer({
+      name: 'runs',
+      kubeConfig,
+      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_PLURAL}`,
+      list: customList<RunObject>(RUN_PLURAL),
+      logger,
+    });
     this.#pods = new SharedInformer({
       name: 'runtime-pods',
       kubeConfig,
       path: `/api/v1${prefix}/pods`,
       labelSelector: podSelector,
-      list: () => (namespace === undefined ? core.listPodForAllNamespaces({ labelSelector: podSelector }) : core.listNamespacedPod({ namespace, labelSelector: podSelector })),
+      list: () =>
+        namespace === undefined
+          ? core.listPodForAllNamespaces({ labelSelector: podSelector })
+          : core.listNamespacedPod({ namespace, labelSelector: podSelector }),
       logger,
     });
     this.#deployments = new SharedInformer({
@@ -116,7 +153,9 @@ export class ControllerManager {
       path: `/api/v1${prefix}/services`,
       labelSelector: ownedSelector,
       list: () =>
-        namespace === undefined ? core.listServiceForAllNamespaces({ labelSelector: ownedSelector }) : core.listNamespacedService({ namespace, labelSelector: ownedSelector }),
+        namespace === undefined
+          ? core.listServiceForAllNamespaces({ labelSelector: ownedSelector })
+          : core.listNamespacedService({ namespace, labelSelector: ownedSelector }),
       logger,
     });
     // Only the Secrets this controller-manager made (managed-by label): never the namespace's others.
@@ -126,7 +165,9 @@ export class ControllerManager {
       path: `/api/v1${prefix}/secrets`,
       labelSelector: ownedSelector,
       list: () =>
-        namespace === undefined ? core.listSecretForAllNamespaces({ labelSelector: ownedSelector }) : core.listNamespacedSecret({ namespace, labelSelector: ownedSelector }),
+        namespace === undefined
+          ? core.listSecretForAllNamespaces({ labelSelector: ownedSelector })
+          : core.listNamespacedSecret({ namespace, labelSelector: ownedSelector }),
       logger,
     });
 
@@ -137,24 +178,42 @@ export class ControllerManager {
     this.#controllers = [runtimeController, ttlController, historyController];
 
     const runtimeOfRun = (run: ReadonlyDeep<RunObject>): string => `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
-    this.#runtimes.enqueueTo((key) => { runtimeController.enqueue(key); });
-    this.#runs.enqueueTo((key) => { runtimeController.enqueue(key); }, runtimeOfRun);
-    this.#runs.enqueueTo((key) => { historyController.enqueue(key); }, runtimeOfRun);
-    this.#runs.enqueueTo((key) => { ttlController.enqueue(key); });
+    this.#runtimes.enqueueTo((key) => {
+      runtimeController.enqueue(key);
+    });
+    this.#runs.enqueueTo((key) => {
+      runtimeController.enqueue(key);
+    }, runtimeOfRun);
+    this.#runs.enqueueTo((key) => {
+      historyController.enqueue(key);
+    }, runtimeOfRun);
+    this.#runs.enqueueTo((key) => {
+      ttlController.enqueue(key);
+    });
     this.#pods.enqueueTo(
-      (key) => { runtimeController.enqueue(key); },
+      (key) => {
+        runtimeController.enqueue(key);
+      },
       (pod) => {
         const runtime = pod.metadata?.labels?.[LABELS.runtime];
         return runtime === undefined ? undefined : `${pod.metadata?.namespace ?? ''}/${runtime}`;
       },
     );
     const ownerKey = (object: ReadonlyDeep<V1Deployment> | ReadonlyDeep<V1Service> | ReadonlyDeep<V1Secret>): string | undefined => {
-      const owner = object.metadata?.ownerReferences?.find((ref) => ref.controller === true && ref.kind === RUNTIME_KIND && ref.apiVersion === `${API_GROUP}/${API_VERSION}`);
+      const owner = object.metadata?.ownerReferences?.find(
+        (ref) => ref.controller === true && ref.kind === RUNTIME_KIND && ref.apiVersion === `${API_GROUP}/${API_VERSION}`,
+      );
       return owner === undefined ? undefined : `${object.metadata?.namespace ?? ''}/${owner.name}`;
     };
-    this.#deployments.enqueueTo((key) => { runtimeController.enqueue(key); }, ownerKey);
-    this.#services.enqueueTo((key) => { runtimeController.enqueue(key); }, ownerKey);
-    this.#secrets.enqueueTo((key) => { runtimeController.enqueue(key); }, ownerKey);
+    this.#deployments.enqueueTo((key) => {
+      runtimeController.enqueue(key);
+    }, ownerKey);
+    this.#services.enqueueTo((key) => {
+      runtimeController.enqueue(key);
+    }, ownerKey);
+    this.#secrets.enqueueTo((key) => {
+      runtimeController.enqueue(key);
+    }, ownerKey);
   }
 
   async start(): Promise<void> {
@@ -172,13 +231,30 @@ export class ControllerManager {
   /** What the metrics need, read from the caches only. */
   metricsSnapshot(): ManagerMetricsSnapshot {
     return {
-      runtimes: this.#runtimes.list().map((runtime) => ({ namespace: runtime.metadata.namespace ?? '', name: runtime.metadata.name ?? '', runsPerPod: runtime.spec.runs })),
-      runs: this.#runs.list().map((run) => ({ namespace: run.metadata.namespace ?? '', runtime: run.spec.runtime, phase: phaseOf(run), cleanupPending: cleanupPending(run) })),
+      runtimes: this.#runtimes.list().map((runtime) => ({
+        namespace: runtime.metadata.namespace ?? '',
+        name: runtime.metadata.name ?? '',
+        runsPerPod: runtime.spec.runs,
+      })),
+      runs: this.#runs.list().map((run) => ({
+        namespace: run.metadata.namespace ?? '',
+        runtime: run.spec.runtime,
+        phase: phaseOf(run),
+        cleanupPending: cleanupPending(run),
+      })),
       pods: this.#pods.list().flatMap((pod) => {
         const runtime = pod.metadata?.labels?.[LABELS.runtime];
         return runtime === undefined
           ? []
-          : [{ namespace: pod.metadata?.namespace ?? '', runtime, ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined, capacity: podCapacity(pod) }];
+          : [
+              {
+                namespace: pod.metadata?.namespace ?? '',
+                runtime,
+                ready: isPodReady(pod),
+                deleting: pod.metadata?.deletionTimestamp !== undefined,
+                capacity: podCapacity(pod),
+              },
+            ];
       }),
     };
   }
@@ -217,13 +293,16 @@ export class ControllerManager {
     const pods = this.#pods.list(namespace).filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name);
     const runsHoldingCapacity = this.#runs
       .list(namespace)
-      .filter((run) => run.spec.runtime === name && holdsCapacity(phaseOf(run), cleanupPending(run)))
-      .length;
+      .filter((run) => run.spec.runtime === name && holdsCapacity(phaseOf(run), cleanupPending(run))).length;
     const status = runtimeStatus({
       generation: runtime.metadata.generation,
       runsPerPod: runtime.spec.runs,
       previous: runtime.status,
-      pods: pods.map((pod) => ({ ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined, capacity: podCapacity(pod) })),
+      pods: pods.map((pod) => ({
+        ready: isPodReady(pod),
+        deleting: pod.metadata?.deletionTimestamp !== undefined,
+        capacity: podCapacity(pod),
+      })),
       runsHoldingCapacity,
       rollout,
       problems,
@@ -251,11 +330,19 @@ export class ControllerManager {
       const gatewayCaPem = this.#options.workload.gateway?.caPem;
       const decision = tlsSecretDecision({ data, caPem: ca.certPem, gatewayCaPem, namespace, runtime: runtime.metadata.name ?? '', now });
       if (decision.action === 'keep') return { recheckAfterMs: decision.recheckAfterMs };
-      if (existing.type !== 'kubernetes.io/tls') return { conflict: `Secret ${namespace}/${name} has type ${existing.type ?? ''}, not kubernetes.io/tls; delete it to have it recreated` };
+      if (existing.type !== 'kubernetes.io/tls')
+        return {
+          conflict: `Secret ${namespace}/${name} has type ${existing.type ?? ''}, not kubernetes.io/tls; delete it to have it recreated`,
+        };
       // Only the gateway CA differs: the certificate stays (the decision checked it is sound).
       const desired =
         decision.action === 'update-gateway-ca' && data !== undefined
-          ? runtimedTlsSecret(runtime, { caPem: ca.certPem, certPem: data[TLS_SECRET_KEYS.cert] ?? '', keyPem: data[TLS_SECRET_KEYS.key] ?? '', gatewayCaPem })
+          ? runtimedTlsSecret(runtime, {
+              caPem: ca.certPem,
+              certPem: data[TLS_SECRET_KEYS.cert] ?? '',
+              keyPem: data[TLS_SECRET_KEYS.key] ?? '',
+              gatewayCaPem,
+            })
           : await this.#tlsSecret(runtime, now);
       await staleIsFine(
         this.#options.logger,
@@ -263,7 +350,10 @@ export class ControllerManager {
         this.#core.replaceNamespacedSecret({
           namespace,
           name,
-          body: asClientSecret({ ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' } }),
+          body: asClientSecret({
+            ...desired,
+            metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' },
+          }),
         }),
       );
       this.#options.logger.debug(
@@ -290,8 +380,17 @@ export class ControllerManager {
 
   async #tlsSecret(runtime: Runtime, now: number): Promise<Secret> {
     const ca = this.#options.internalCa;
-    const issued = await issueWorkloadCertificate(ca, { namespace: runtime.metadata.namespace ?? '', runtime: runtime.metadata.name ?? '', now: new Date(now) });
-    return runtimedTlsSecret(runtime, { caPem: ca.certPem, certPem: issued.certPem, keyPem: issued.keyPem, gatewayCaPem: this.#options.workload.gateway?.caPem });
+    const issued = await issueWorkloadCertificate(ca, {
+      namespace: runtime.metadata.namespace ?? '',
+      runtime: runtime.metadata.name ?? '',
+      now: new Date(now),
+    });
+    return runtimedTlsSecret(runtime, {
+      caPem: ca.certPem,
+      certPem: issued.certPem,
+      keyPem: issued.keyPem,
+      gatewayCaPem: this.#options.workload.gateway?.caPem,
+    });
   }
 
   async #ensureDeployment(runtime: Runtime, desired: Deployment): Promise<{ rollout?: RolloutView; conflict?: string }> {
@@ -321,7 +420,10 @@ export class ControllerManager {
         this.#apps.replaceNamespacedDeployment({
           namespace,
           name,
-          body: asClientDeployment({ ...desired, metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' } }),
+          body: asClientDeployment({
+            ...desired,
+            metadata: { ...desired.metadata, resourceVersion: existing.metadata?.resourceVersion ?? '' },
+          }),
         }),
       );
     }
@@ -383,7 +485,13 @@ export class ControllerManager {
         namespace,
         plural: RUNTIME_PLURAL,
         name,
-        body: { apiVersion: runtime.apiVersion, kind: runtime.kind, metadata: { name, namespace, uid, resourceVersion }, spec: runtime.spec, status },
+        body: {
+          apiVersion: runtime.apiVersion,
+          kind: runtime.kind,
+          metadata: { name, namespace, uid, resourceVersion },
+          spec: runtime.spec,
+          status,
+        },
       }),
     );
   }

@@ -14,7 +14,11 @@ function series(text: string): Map<string, number> {
   return out;
 }
 
-const pod = (runtime: string, ready: boolean, extra: { deleting?: boolean; capacity?: number } = {}): ManagerMetricsSnapshot['pods'][number] => ({
+const pod = (
+  runtime: string,
+  ready: boolean,
+  extra: { deleting?: boolean; capacity?: number } = {},
+): ManagerMetricsSnapshot['pods'][number] => ({
   namespace: 'ns',
   runtime,
   ready,
@@ -49,7 +53,8 @@ describe('renderManagerMetrics', () => {
     expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="ready"}')).toBe(1);
     expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="running"}')).toBe(1);
     expect(values.get('kruntimes_runs{namespace="other",runtime="missing",phase="pending"}')).toBe(1);
-    for (const phase of RUN_PHASES) expect(values.has(`kruntimes_runs{namespace="ns",runtime="py",phase="${phaseMetricLabel(phase)}"}`)).toBe(true);
+    for (const phase of RUN_PHASES)
+      expect(values.has(`kruntimes_runs{namespace="ns",runtime="py",phase="${phaseMetricLabel(phase)}"}`)).toBe(true);
     const total = [...values].filter(([name]) => name.startsWith('kruntimes_runs{namespace="ns"')).reduce((sum, [, v]) => sum + v, 0);
     expect(total).toBe(6);
   });
@@ -68,7 +73,12 @@ describe('renderManagerMetrics', () => {
 
   it('declares every family, with no series when nothing is cached (a replica that does not lead)', () => {
     const empty = renderManagerMetrics(undefined);
-    for (const name of ['kruntimes_runs', 'kruntimes_runtime_capacity_total', 'kruntimes_runtime_capacity_used', 'kruntimes_runtime_ready_pods']) {
+    for (const name of [
+      'kruntimes_runs',
+      'kruntimes_runtime_capacity_total',
+      'kruntimes_runtime_capacity_used',
+      'kruntimes_runtime_ready_pods',
+    ]) {
       expect(empty).toContain(`# TYPE ${name} gauge\n`);
       expect(text).toContain(`# TYPE ${name} gauge\n`);
     }
@@ -105,5 +115,4 @@ describe('the metrics endpoint', () => {
       await endpoint.close();
     }
   });
-
 });

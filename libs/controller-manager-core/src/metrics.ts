@@ -42,19 +42,37 @@ export function renderManagerMetrics(snapshot: ManagerMetricsSnapshot | undefine
     pods.set(key, [...(pods.get(key) ?? []), pod]);
   }
 
-  const lines = ['# HELP kruntimes_runs Runs by namespace, Runtime and phase (from the controller-manager\'s cache).', '# TYPE kruntimes_runs gauge'];
+  const lines = [
+    "# HELP kruntimes_runs Runs by namespace, Runtime and phase (from the controller-manager's cache).",
+    '# TYPE kruntimes_runs gauge',
+  ];
   for (const entry of [...runs.values()].sort(byLabels)) {
     const counts = countByPhase(entry.phases);
-    for (const phase of RUN_PHASES) lines.push(`kruntimes_runs{${labels({ namespace: entry.namespace, runtime: entry.runtime, phase: phaseMetricLabel(phase) })}} ${counts[phase]}`);
+    for (const phase of RUN_PHASES)
+      lines.push(
+        `kruntimes_runs{${labels({ namespace: entry.namespace, runtime: entry.runtime, phase: phaseMetricLabel(phase) })}} ${counts[phase]}`,
+      );
   }
-  const runtimes = [...(snapshot?.runtimes ?? [])].map((r) => ({ namespace: r.namespace, runtime: r.name, runsPerPod: r.runsPerPod })).sort(byLabels);
+  const runtimes = [...(snapshot?.runtimes ?? [])]
+    .map((r) => ({ namespace: r.namespace, runtime: r.name, runsPerPod: r.runsPerPod }))
+    .sort(byLabels);
   const perRuntime = runtimes.map((r) => {
     const key = labelKey(r.namespace, r.runtime);
-    return { labels: labels({ namespace: r.namespace, runtime: r.runtime }), used: used.get(key) ?? 0, ...runtimeCapacity(pods.get(key) ?? [], r.runsPerPod) };
+    return {
+      labels: labels({ namespace: r.namespace, runtime: r.runtime }),
+      used: used.get(key) ?? 0,
+      ...runtimeCapacity(pods.get(key) ?? [], r.runsPerPod),
+    };
   });
-  lines.push('# HELP kruntimes_runtime_capacity_total Run capacity of the ready, non-deleting Pods of a Runtime.', '# TYPE kruntimes_runtime_capacity_total gauge');
+  lines.push(
+    '# HELP kruntimes_runtime_capacity_total Run capacity of the ready, non-deleting Pods of a Runtime.',
+    '# TYPE kruntimes_runtime_capacity_total gauge',
+  );
   for (const r of perRuntime) lines.push(`kruntimes_runtime_capacity_total{${r.labels}} ${r.totalCapacity}`);
-  lines.push('# HELP kruntimes_runtime_capacity_used Runs of a Runtime that hold a unit of capacity (may exceed the total during a roll or a Pod loss).', '# TYPE kruntimes_runtime_capacity_used gauge');
+  lines.push(
+    '# HELP kruntimes_runtime_capacity_used Runs of a Runtime that hold a unit of capacity (may exceed the total during a roll or a Pod loss).',
+    '# TYPE kruntimes_runtime_capacity_used gauge',
+  );
   for (const r of perRuntime) lines.push(`kruntimes_runtime_capacity_used{${r.labels}} ${r.used}`);
   lines.push('# HELP kruntimes_runtime_ready_pods Ready, non-deleting Pods of a Runtime.', '# TYPE kruntimes_runtime_ready_pods gauge');
   for (const r of perRuntime) lines.push(`kruntimes_runtime_ready_pods{${r.labels}} ${r.readyPods}`);

@@ -45,13 +45,28 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
 
   if (input.problems.length > 0) {
     const message = input.problems.join('; ');
-    conditions = setCondition(conditions, { type: CONDITION_TYPES.available, status: 'False', reason: RUNTIME_REASONS.invalidSpec, message }, input.now, input.generation);
-    conditions = setCondition(conditions, { type: CONDITION_TYPES.progressing, status: 'False', reason: RUNTIME_REASONS.invalidSpec, message }, input.now, input.generation);
+    conditions = setCondition(
+      conditions,
+      { type: CONDITION_TYPES.available, status: 'False', reason: RUNTIME_REASONS.invalidSpec, message },
+      input.now,
+      input.generation,
+    );
+    conditions = setCondition(
+      conditions,
+      { type: CONDITION_TYPES.progressing, status: 'False', reason: RUNTIME_REASONS.invalidSpec, message },
+      input.now,
+      input.generation,
+    );
   } else {
     conditions = setCondition(
       conditions,
       readyPods > 0
-        ? { type: CONDITION_TYPES.available, status: 'True', reason: RUNTIME_REASONS.podsReady, message: `${readyPods} of ${live.length} Pods ready` }
+        ? {
+            type: CONDITION_TYPES.available,
+            status: 'True',
+            reason: RUNTIME_REASONS.podsReady,
+            message: `${readyPods} of ${live.length} Pods ready`,
+          }
         : { type: CONDITION_TYPES.available, status: 'False', reason: RUNTIME_REASONS.noPodsReady, message: 'no Runtime Pod is ready' },
       input.now,
       input.generation,
@@ -59,7 +74,12 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
     conditions = setCondition(
       conditions,
       rolledOut(input.rollout)
-        ? { type: CONDITION_TYPES.progressing, status: 'False', reason: RUNTIME_REASONS.rolledOut, message: 'every Pod runs the current spec' }
+        ? {
+            type: CONDITION_TYPES.progressing,
+            status: 'False',
+            reason: RUNTIME_REASONS.rolledOut,
+            message: 'every Pod runs the current spec',
+          }
         : { type: CONDITION_TYPES.progressing, status: 'True', reason: RUNTIME_REASONS.rollingOut, message: rolloutMessage(input.rollout) },
       input.now,
       input.generation,
@@ -80,7 +100,10 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
  * Ready Pods and the capacity the scheduler can bind to: ready, non-deleting Pods only,
  * each with its own capacity (`runsPerPod` when unknown). Shared by the status and the metrics.
  */
-export function runtimeCapacity(pods: readonly RuntimePodView[], runsPerPod: number | undefined): { readyPods: number; totalCapacity: number } {
+export function runtimeCapacity(
+  pods: readonly RuntimePodView[],
+  runsPerPod: number | undefined,
+): { readyPods: number; totalCapacity: number } {
   const ready = pods.filter((pod) => !pod.deleting && pod.ready);
   const perPod = runsPerPod ?? DEFAULTS.runsPerPod;
   return { readyPods: ready.length, totalCapacity: ready.reduce((sum, pod) => sum + (pod.capacity ?? perPod), 0) };

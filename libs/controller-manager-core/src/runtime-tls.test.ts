@@ -11,7 +11,10 @@ let other: WorkloadCertificate;
 let old: WorkloadCertificate;
 
 beforeAll(async () => {
-  [ca, otherCa] = await Promise.all([createCertificateAuthority({ now: new Date(NOW) }), createCertificateAuthority({ now: new Date(NOW) })]);
+  [ca, otherCa] = await Promise.all([
+    createCertificateAuthority({ now: new Date(NOW) }),
+    createCertificateAuthority({ now: new Date(NOW) }),
+  ]);
   [fresh, other, old] = await Promise.all([
     issueWorkloadCertificate(ca, { namespace: 'ns', runtime: 'rt', now: new Date(NOW) }),
     issueWorkloadCertificate(ca, { namespace: 'ns', runtime: 'other', now: new Date(NOW) }),
@@ -20,12 +23,14 @@ beforeAll(async () => {
   ]);
 });
 
-const data = (cert: () => WorkloadCertificate, overrides: Record<string, string> = {}) => (): Record<string, string> => ({
-  'ca.crt': ca.certPem,
-  'tls.crt': cert().certPem,
-  'tls.key': cert().keyPem,
-  ...overrides,
-});
+const data =
+  (cert: () => WorkloadCertificate, overrides: Record<string, string> = {}) =>
+  (): Record<string, string> => ({
+    'ca.crt': ca.certPem,
+    'tls.crt': cert().certPem,
+    'tls.key': cert().keyPem,
+    ...overrides,
+  });
 
 describe('tlsSecretDecision', () => {
   it.each<[string, () => Record<string, string> | undefined, string | undefined]>([

@@ -34,12 +34,14 @@ export function tlsSecretDecision(input: {
   const key = input.data?.[TLS_SECRET_KEYS.key];
   if (ca === undefined || cert === undefined || key === undefined) return { action: 'issue', reason: 'missing keys' };
   if (ca !== input.caPem) return { action: 'issue', reason: 'the internal CA changed' };
-  if (identityOfCertificate(cert) !== runtimeIdentity(input.namespace, input.runtime)) return { action: 'issue', reason: 'certificate of another identity' };
+  if (identityOfCertificate(cert) !== runtimeIdentity(input.namespace, input.runtime))
+    return { action: 'issue', reason: 'certificate of another identity' };
   if (!keyMatchesCertificate(cert, key)) return { action: 'issue', reason: 'key does not match the certificate' };
   if (needsRenewal(cert, input.caPem, new Date(input.now))) return { action: 'issue', reason: 'renewal due' };
   const renewAt = renewalTime(cert)?.getTime() ?? input.now;
   const recheckAfterMs = Math.min(MAX_TLS_RECHECK_MS, Math.max(MIN_TLS_RECHECK_MS, renewAt - input.now));
-  if (input.data?.[TLS_SECRET_KEYS.gatewayCa] !== input.gatewayCaPem) return { action: 'update-gateway-ca', reason: 'gateway-ca.crt differs', recheckAfterMs };
+  if (input.data?.[TLS_SECRET_KEYS.gatewayCa] !== input.gatewayCaPem)
+    return { action: 'update-gateway-ca', reason: 'gateway-ca.crt differs', recheckAfterMs };
   return { action: 'keep', recheckAfterMs };
 }
 

@@ -79,7 +79,10 @@ export class Controller {
         this.queue.forget(key);
         this.#logger.error({ controller: this.name, key, err: error, code: error.code }, 'reconcile failed terminally; not requeued');
       } else {
-        this.#logger.error({ controller: this.name, key, err: error, failures: this.queue.failures(key) + 1 }, 'reconcile failed; requeued with backoff');
+        this.#logger.error(
+          { controller: this.name, key, err: error, failures: this.queue.failures(key) + 1 },
+          'reconcile failed; requeued with backoff',
+        );
         this.queue.addRateLimited(key);
       }
     } finally {

@@ -60,9 +60,18 @@ export class SharedInformer<T extends KubernetesObject> {
   /** Handlers run synchronously on the watch's delivery path: enqueue, don't work. */
   addEventHandler(handler: InformerEventHandler<T>): void {
     const { add, update, delete: remove } = handler;
-    if (add !== undefined) this.#informer.on('add', (object) => { add(object as ReadonlyDeep<T>); });
-    if (update !== undefined) this.#informer.on('update', (object) => { update(object as ReadonlyDeep<T>); });
-    if (remove !== undefined) this.#informer.on('delete', (object) => { remove(object as ReadonlyDeep<T>); });
+    if (add !== undefined)
+      this.#informer.on('add', (object) => {
+        add(object as ReadonlyDeep<T>);
+      });
+    if (update !== undefined)
+      this.#informer.on('update', (object) => {
+        update(object as ReadonlyDeep<T>);
+      });
+    if (remove !== undefined)
+      this.#informer.on('delete', (object) => {
+        remove(object as ReadonlyDeep<T>);
+      });
   }
 
   /** Enqueue the key of every added, updated and deleted object (mapped by `keyOf`). */

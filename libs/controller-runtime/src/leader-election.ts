@@ -42,7 +42,8 @@ export class LeaderElector {
   constructor(options: LeaderElectionOptions) {
     const leaseDurationSeconds = options.leaseDurationSeconds ?? 15;
     const renewDeadlineSeconds = options.renewDeadlineSeconds ?? 10;
-    if (renewDeadlineSeconds >= leaseDurationSeconds) throw new RangeError('renewDeadlineSeconds must be shorter than leaseDurationSeconds');
+    if (renewDeadlineSeconds >= leaseDurationSeconds)
+      throw new RangeError('renewDeadlineSeconds must be shorter than leaseDurationSeconds');
     this.#options = {
       namespace: options.namespace,
       leaseName: options.leaseName,
@@ -140,11 +141,11 @@ export class LeaderElector {
     if (held && !mine && !expired) return false;
 
     const next = leaseUpdate(lease, {
-        holderIdentity: identity,
-        leaseDurationSeconds,
-        renewTime: now,
-        acquireTime: mine ? (spec.acquireTime ?? now) : now,
-        leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+      holderIdentity: identity,
+      leaseDurationSeconds,
+      renewTime: now,
+      acquireTime: mine ? (spec.acquireTime ?? now) : now,
+      leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     });
     try {
       await this.#api.replaceNamespacedLease({ name: leaseName, namespace, body: next });
@@ -171,7 +172,12 @@ export class LeaderElector {
       await this.#api.replaceNamespacedLease({
         name: leaseName,
         namespace,
-        body: leaseUpdate(lease, { holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(), leaseTransitions: lease.spec.leaseTransitions ?? 0 }),
+        body: leaseUpdate(lease, {
+          holderIdentity: '',
+          leaseDurationSeconds: 1,
+          renewTime: new V1MicroTime(),
+          leaseTransitions: lease.spec.leaseTransitions ?? 0,
+        }),
       });
     } catch (error) {
       // Not releasing only delays the next leader by one lease duration.
@@ -193,7 +199,13 @@ export interface LeaderComponent {
 export async function runWhileLeading(signal: AbortSignal, component: LeaderComponent): Promise<void> {
   const termEnded = new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
-    signal.addEventListener('abort', () => { resolve(); }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        resolve();
+      },
+      { once: true },
+    );
   });
   await Promise.race([component.start(), termEnded]);
   await termEnded;

@@ -16,7 +16,10 @@ describe('the metrics endpoint', () => {
       await refused.text();
       expect(scrapes).toBe(1);
 
-      for (const [path, method] of [['/other', 'GET'], ['/metrics', 'POST']] as const) {
+      for (const [path, method] of [
+        ['/other', 'GET'],
+        ['/metrics', 'POST'],
+      ] as const) {
         const other = await fetch(`${base}${path}`, { method });
         expect(other.status).toBe(404);
         await other.text();

@@ -43,7 +43,8 @@ export async function startMetricsEndpoint(address: string, render: () => string
 export function parseListenAddress(address: string): { host: string | undefined; port: number } {
   const colon = address.lastIndexOf(':');
   const port = Number(address.slice(colon + 1));
-  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535 || address.slice(colon + 1) === '') throw new Error(`--metrics-address must be HOST:PORT, not ${JSON.stringify(address)}`);
+  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65_535 || address.slice(colon + 1) === '')
+    throw new Error(`--metrics-address must be HOST:PORT, not ${JSON.stringify(address)}`);
   const host = address.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
   return { host: host === '' ? undefined : host, port };
 }

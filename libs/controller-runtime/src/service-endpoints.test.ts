@@ -12,7 +12,10 @@ const service: V1Service = {
   },
 };
 
-function pod(name: string, overrides: { ready?: boolean; ip?: string; namespace?: string; labels?: Record<string, string>; deleting?: boolean } = {}): V1Pod {
+function pod(
+  name: string,
+  overrides: { ready?: boolean; ip?: string; namespace?: string; labels?: Record<string, string>; deleting?: boolean } = {},
+): V1Pod {
   return {
     metadata: {
       name,
@@ -31,7 +34,9 @@ function pod(name: string, overrides: { ready?: boolean; ip?: string; namespace?
 
 describe('serviceEndpoints', () => {
   it('lists a ready, matching Pod with its resolved ports', () => {
-    expect(serviceEndpoints(service, [pod('a')])).toEqual([{ podName: 'a', podUID: 'uid-a', ip: '127.0.0.2', ports: { grpc: 7443, peer: 9000 } }]);
+    expect(serviceEndpoints(service, [pod('a')])).toEqual([
+      { podName: 'a', podUID: 'uid-a', ip: '127.0.0.2', ports: { grpc: 7443, peer: 9000 } },
+    ]);
   });
 
   it.each([

@@ -46,11 +46,15 @@ test('an informer fills its cache and drives a controller through add, update an
     name: 'runs',
     logger,
     reconcile: (key) => {
-      seen.push(`${key}:${informer.get(key.split('/')[1] ?? '', namespace.name)?.spec.cancelRequested === true ? 'cancel' : informer.get(key.split('/')[1] ?? '', namespace.name) === undefined ? 'gone' : 'present'}`);
+      seen.push(
+        `${key}:${informer.get(key.split('/')[1] ?? '', namespace.name)?.spec.cancelRequested === true ? 'cancel' : informer.get(key.split('/')[1] ?? '', namespace.name) === undefined ? 'gone' : 'present'}`,
+      );
       return Promise.resolve(undefined);
     },
   });
-  informer.enqueueTo((key) => { controller.enqueue(key); });
+  informer.enqueueTo((key) => {
+    controller.enqueue(key);
+  });
   controller.start();
   try {
     await informer.start();

@@ -16,7 +16,15 @@ async function eventually(predicate: () => boolean, what: string, attempts = 200
 
 test('exactly one of two candidates leads; the other takes over when the leader stops', async () => {
   const namespace = await cluster.createNamespace({ prefix: 'leader' });
-  const options = { kubeConfig: cluster.kubeConfig(), namespace: namespace.name, leaseName: 'scheduler', logger, leaseDurationSeconds: 3, renewDeadlineSeconds: 2, retryPeriodSeconds: 0.2 };
+  const options = {
+    kubeConfig: cluster.kubeConfig(),
+    namespace: namespace.name,
+    leaseName: 'scheduler',
+    logger,
+    leaseDurationSeconds: 3,
+    renewDeadlineSeconds: 2,
+    retryPeriodSeconds: 0.2,
+  };
   const a = new LeaderElector({ ...options, identity: 'a' });
   const b = new LeaderElector({ ...options, identity: 'b' });
   const leading = new Set<string>();
@@ -37,7 +45,10 @@ test('exactly one of two candidates leads; the other takes over when the leader 
   a.stop(); // releases the Lease
   await runA;
   await eventually(() => leading.has('b'), 'b to take over');
-  const lease = await cluster.kubeConfig().makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'scheduler', namespace: namespace.name });
+  const lease = await cluster
+    .kubeConfig()
+    .makeApiClient(CoordinationV1Api)
+    .readNamespacedLease({ name: 'scheduler', namespace: namespace.name });
   expect(lease.spec?.holderIdentity).toBe('b');
   expect(lease.spec?.leaseTransitions).toBe(1);
   b.stop();
@@ -53,11 +64,27 @@ test('a Lease whose holder keeps renewing is never taken over; one that stops re
   // A "ghost" leader (a frozen process elsewhere) whose renewals this test writes itself.
   await api.createNamespacedLease({
     namespace: namespace.name,
-    body: { metadata: { name: 'controller', namespace: namespace.name }, spec: { holderIdentity: 'ghost', leaseDurationSeconds, renewTime: new V1MicroTime(), leaseTransitions: 0 } },
+    body: {
+      metadata: { name: 'controller', namespace: namespace.name },
+      spec: { holderIdentity: 'ghost', leaseDurationSeconds, renewTime: new V1MicroTime(), leaseTransitions: 0 },
+    },
   });
-  const candidate = new LeaderElector({ kubeConfig: cluster.kubeConfig(), namespace: namespace.name, leaseName: 'controller', identity: 'candidate', logger, leaseDurationSeconds, renewDeadlineSeconds: 1, retryPeriodSeconds: 0.2 });
+  const candidate = new LeaderElector({
+    kubeConfig: cluster.kubeConfig(),
+    namespace: namespace.name,
+    leaseName: 'controller',
+    identity: 'candidate',
+    logger,
+    leaseDurationSeconds,
+    renewDeadlineSeconds: 1,
+    retryPeriodSeconds: 0.2,
+  });
   let leading = false;
-  const running = candidate.run({ onStartedLeading: () => { leading = true; } });
+  const running = candidate.run({
+    onStartedLeading: () => {
+      leading = true;
+    },
+  });
   for (let i = 0; i < 8; i += 1) {
     const lease = await api.readNamespacedLease({ name: 'controller', namespace: namespace.name });
     lease.spec = Object.assign(lease.spec ?? {}, { renewTime: new V1MicroTime() });

@@ -8,9 +8,16 @@ export const conditionsSchema: JsonSchema = array(
   object(
     'A condition with Kubernetes semantics: lastTransitionTime moves only when status flips.',
     {
-      type: string('Condition type, e.g. Ready.', { maxLength: 316, pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$' }),
+      type: string('Condition type, e.g. Ready.', {
+        maxLength: 316,
+        pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+      }),
       status: string('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
-      reason: string('CamelCase reason for the last transition.', { minLength: 1, maxLength: 1024, pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$' }),
+      reason: string('CamelCase reason for the last transition.', {
+        minLength: 1,
+        maxLength: 1024,
+        pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+      }),
       message: string('Human-readable detail.', { maxLength: BOUNDS.messageBytes }),
       lastTransitionTime: dateTime('When status last changed.'),
       observedGeneration: integer('metadata.generation the condition was set for.', { minimum: 0 }),

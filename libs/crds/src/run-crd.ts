@@ -19,18 +19,7 @@ import {
 } from '@kruntimes/api';
 import { TERMINAL_PHASES } from '@kruntimes/run-state';
 import { conditionsSchema } from './conditions-schema.ts';
-import {
-  array,
-  boolean,
-  celStringList,
-  dateTime,
-  immutableOptional,
-  immutableRequired,
-  int32,
-  integer,
-  object,
-  string,
-} from './schema.ts';
+import { array, boolean, celStringList, dateTime, immutableOptional, immutableRequired, int32, integer, object, string } from './schema.ts';
 import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
 
 /** Base64 length of the largest PEM bundle allowed. */
@@ -51,7 +40,10 @@ const source = object(
   },
   {
     'x-kubernetes-validations': [
-      { rule: 'has(self.inline) != has(self.configMapKeyRef)', message: 'exactly one of source.inline and source.configMapKeyRef must be set' },
+      {
+        rule: 'has(self.inline) != has(self.configMapKeyRef)',
+        message: 'exactly one of source.inline and source.configMapKeyRef must be set',
+      },
     ],
   },
 );
@@ -84,7 +76,9 @@ const mode = object(
     ),
   },
   {
-    'x-kubernetes-validations': [{ rule: 'has(self.task) != has(self.function)', message: 'exactly one of mode.task and mode.function must be set' }],
+    'x-kubernetes-validations': [
+      { rule: 'has(self.task) != has(self.function)', message: 'exactly one of mode.task and mode.function must be set' },
+    ],
   },
 );
 
@@ -106,15 +100,27 @@ const spec = object(
       ),
       { maxItems: BOUNDS.envCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
     ),
-    timeout: string('Maximum lifetime from status.startTime, e.g. 90s, 10m, 1h30m.', { pattern: DURATION_PATTERN, minLength: 2, maxLength: 24 }),
+    timeout: string('Maximum lifetime from status.startTime, e.g. 90s, 10m, 1h30m.', {
+      pattern: DURATION_PATTERN,
+      minLength: 2,
+      maxLength: 24,
+    }),
     retryPolicy: object('Retries of failed attempts.', {
-      maxAttempts: int32('Attempts in all, counting the first.', { minimum: 1, maximum: BOUNDS.maxAttempts, default: DEFAULTS.maxAttempts }),
+      maxAttempts: int32('Attempts in all, counting the first.', {
+        minimum: 1,
+        maximum: BOUNDS.maxAttempts,
+        default: DEFAULTS.maxAttempts,
+      }),
       initialBackoffSeconds: int32('Backoff before the second attempt; doubles each attempt.', {
         minimum: 0,
         maximum: BOUNDS.maxBackoffSeconds,
         default: DEFAULTS.initialBackoffSeconds,
       }),
-      maxBackoffSeconds: int32('Upper bound of the backoff.', { minimum: 0, maximum: BOUNDS.maxBackoffSeconds, default: DEFAULTS.maxBackoffSeconds }),
+      maxBackoffSeconds: int32('Upper bound of the backoff.', {
+        minimum: 0,
+        maximum: BOUNDS.maxBackoffSeconds,
+        default: DEFAULTS.maxBackoffSeconds,
+      }),
       retrySafe: boolean(
         'The task may run again after its owner was lost without proof of what it did. Function registration is always retried.',
         { default: false },
@@ -159,7 +165,10 @@ const status = object(
     mode: string('task or function, copied from spec for printing.', { enum: ['task', 'function'] }),
     conditions: conditionsSchema,
     attempt: int32('Attempt number, counting from 1. Never decreases.', { minimum: 0 }),
-    assignedPod: string('Runtime Pod that owns the current attempt.', { pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: BOUNDS.dnsSubdomainBytes }),
+    assignedPod: string('Runtime Pod that owns the current attempt.', {
+      pattern: DNS1123_SUBDOMAIN_PATTERN,
+      maxLength: BOUNDS.dnsSubdomainBytes,
+    }),
     assignedPodUID: string('UID of assignedPod; set and cleared with it.', { minLength: 1, maxLength: 36 }),
     endpoint: object(
       'Where a Ready function is invoked. Stable across recovery: check phase or the Ready condition, not its presence.',
@@ -191,7 +200,10 @@ const status = object(
   },
   {
     'x-kubernetes-validations': [
-      { rule: 'has(self.assignedPod) == has(self.assignedPodUID)', message: 'status.assignedPod and status.assignedPodUID are set and cleared together' },
+      {
+        rule: 'has(self.assignedPod) == has(self.assignedPodUID)',
+        message: 'status.assignedPod and status.assignedPodUID are set and cleared together',
+      },
       {
         rule: '!has(oldSelf.attempt) || (has(self.attempt) && self.attempt >= oldSelf.attempt)',
         message: 'status.attempt may not decrease',
@@ -232,13 +244,17 @@ export function runCrd(): CustomResourceDefinition {
             { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
           ],
           schema: {
-            openAPIV3Schema: object('A unit of work on a Runtime: a task run once, or a function invoked many times.', {
-              apiVersion: string('API version.'),
-              kind: string('Kind.'),
-              metadata: { type: 'object' },
-              spec,
-              status,
-            }, { required: ['spec'] }) satisfies JsonSchema,
+            openAPIV3Schema: object(
+              'A unit of work on a Runtime: a task run once, or a function invoked many times.',
+              {
+                apiVersion: string('API version.'),
+                kind: string('Kind.'),
+                metadata: { type: 'object' },
+                spec,
+                status,
+              },
+              { required: ['spec'] },
+            ) satisfies JsonSchema,
           },
         },
       ],

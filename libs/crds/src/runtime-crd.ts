@@ -26,7 +26,8 @@ const quantities: JsonSchema = {
   },
 };
 
-const port = (description: string, fallback: number): JsonSchema => int32(description, { minimum: 1024, maximum: 65535, default: fallback });
+const port = (description: string, fallback: number): JsonSchema =>
+  int32(description, { minimum: 1024, maximum: 65535, default: fallback });
 
 const spec = object(
   'A pool of Runtime Pods for one language.',
@@ -34,7 +35,11 @@ const spec = object(
     language: string('Language of the Runtime Server.', { enum: RUNTIME_LANGUAGES }),
     image: string('Runtime Server image; defaults to the image installed for the language.', { maxLength: 1024 }),
     replicas: int32('Number of Runtime Pods.', { minimum: 0, maximum: 1000, default: DEFAULTS.replicas }),
-    runs: int32('Run capacity of one Pod: task executions plus registered functions.', { minimum: 1, maximum: 256, default: DEFAULTS.runsPerPod }),
+    runs: int32('Run capacity of one Pod: task executions plus registered functions.', {
+      minimum: 1,
+      maximum: 256,
+      default: DEFAULTS.runsPerPod,
+    }),
     ports: object('Ports of runtimed.', {
       grpc: port('Dedicated gRPC port used by the runtime gateway.', DEFAULTS.runtimedGrpcPort),
       peer: port('Port for peer hops between runtimed instances.', DEFAULTS.runtimedPeerPort),
@@ -45,7 +50,10 @@ const spec = object(
   {
     required: ['language'],
     'x-kubernetes-validations': [
-      { rule: '!has(self.ports) || !has(self.ports.grpc) || !has(self.ports.peer) || self.ports.grpc != self.ports.peer', message: 'ports.grpc and ports.peer must differ' },
+      {
+        rule: '!has(self.ports) || !has(self.ports.grpc) || !has(self.ports.peer) || self.ports.grpc != self.ports.peer',
+        message: 'ports.grpc and ports.peer must differ',
+      },
     ],
   },
 );
@@ -67,7 +75,13 @@ export function runtimeCrd(): CustomResourceDefinition {
     spec: {
       group: API_GROUP,
       scope: 'Namespaced',
-      names: { kind: RUNTIME_KIND, plural: RUNTIME_PLURAL, singular: RUNTIME_SINGULAR, shortNames: RUNTIME_SHORT_NAMES, categories: CRD_CATEGORIES },
+      names: {
+        kind: RUNTIME_KIND,
+        plural: RUNTIME_PLURAL,
+        singular: RUNTIME_SINGULAR,
+        shortNames: RUNTIME_SHORT_NAMES,
+        categories: CRD_CATEGORIES,
+      },
       versions: [
         {
           name: API_VERSION,
@@ -82,13 +96,17 @@ export function runtimeCrd(): CustomResourceDefinition {
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
           schema: {
-            openAPIV3Schema: object('A pool of Runtime Pods that run Runs of one language.', {
-              apiVersion: string('API version.'),
-              kind: string('Kind.'),
-              metadata: { type: 'object' },
-              spec,
-              status,
-            }, { required: ['spec'] }),
+            openAPIV3Schema: object(
+              'A pool of Runtime Pods that run Runs of one language.',
+              {
+                apiVersion: string('API version.'),
+                kind: string('Kind.'),
+                metadata: { type: 'object' },
+                spec,
+                status,
+              },
+              { required: ['spec'] },
+            ),
           },
         },
       ],

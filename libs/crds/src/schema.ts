@@ -37,7 +37,12 @@ export interface JsonSchema {
 type Extra = Omit<JsonSchema, 'type'>;
 
 export const string = (description: string, extra: Extra = {}): JsonSchema => ({ type: 'string', description, ...extra });
-export const integer = (description: string, extra: Extra = {}): JsonSchema => ({ type: 'integer', format: 'int64', description, ...extra });
+export const integer = (description: string, extra: Extra = {}): JsonSchema => ({
+  type: 'integer',
+  format: 'int64',
+  description,
+  ...extra,
+});
 export const int32 = (description: string, extra: Extra = {}): JsonSchema => ({ type: 'integer', format: 'int32', description, ...extra });
 export const boolean = (description: string, extra: Extra = {}): JsonSchema => ({ type: 'boolean', description, ...extra });
 export const dateTime = (description: string): JsonSchema => ({ type: 'string', format: 'date-time', description });
@@ -70,7 +75,12 @@ export function immutableOptional(field: string): CelRule {
 }
 
 export function immutableRequired(field: string): CelRule {
-  return { rule: `self.${field} == oldSelf.${field}`, message: `spec.${field} is immutable`, fieldPath: `.${field}`, reason: 'FieldValueForbidden' };
+  return {
+    rule: `self.${field} == oldSelf.${field}`,
+    message: `spec.${field} is immutable`,
+    fieldPath: `.${field}`,
+    reason: 'FieldValueForbidden',
+  };
 }
 
 export interface PrinterColumn {

@@ -21,9 +21,7 @@ export interface OwnerEvidence {
 
 export type FenceProof = 'podGone' | 'podDeletingAndUnrouted' | 'ownerConfirmedRelease';
 
-export type FenceDecision =
-  | { fenced: true; proof: FenceProof }
-  | { fenced: false; suspect: boolean; waitingFor: string };
+export type FenceDecision = { fenced: true; proof: FenceProof } | { fenced: false; suspect: boolean; waitingFor: string };
 
 /**
  * The fence (ARCHITECTURE §5): a new attempt may start only once one of three proofs holds.
@@ -38,7 +36,9 @@ export function decideFence(epoch: OwnershipEpoch, evidence: OwnerEvidence): Fen
   }
   if (evidence.podDeleting && !evidence.podInServiceEndpoints) return { fenced: true, proof: 'podDeletingAndUnrouted' };
   if (evidence.podDeleting) return { fenced: false, suspect: true, waitingFor: 'the deleting Pod to leave the Service endpoints' };
-  if (evidence.leaseExpired) return { fenced: false, suspect: true, waitingFor: 'the Pod to be deleted or its owner to confirm the release' };
-  if (evidence.ownerStoppedReporting === true) return { fenced: false, suspect: true, waitingFor: 'the owner to hold the Run again or confirm its release' };
+  if (evidence.leaseExpired)
+    return { fenced: false, suspect: true, waitingFor: 'the Pod to be deleted or its owner to confirm the release' };
+  if (evidence.ownerStoppedReporting === true)
+    return { fenced: false, suspect: true, waitingFor: 'the owner to hold the Run again or confirm its release' };
   return { fenced: false, suspect: false, waitingFor: 'evidence that the owner is lost' };
 }

@@ -42,7 +42,9 @@ describe('checkOwnership', () => {
 describe('verifyPeerExpectation', () => {
   const served = { runUID: 'run-1', attempt: 2, podUID: 'uid-1' };
   it('accepts the exact epoch', () => {
-    expect(() => { verifyPeerExpectation(served, served); }).not.toThrow();
+    expect(() => {
+      verifyPeerExpectation(served, served);
+    }).not.toThrow();
   });
   it.each([
     [{ ...served, runUID: 'run-2' }, 'runUID'],
@@ -61,18 +63,44 @@ describe('verifyPeerExpectation', () => {
 });
 
 describe('decideFence', () => {
-  const alive: OwnerEvidence = { podExists: true, podDeleting: false, podInServiceEndpoints: true, ownerConfirmedRelease: undefined, leaseExpired: false };
+  const alive: OwnerEvidence = {
+    podExists: true,
+    podDeleting: false,
+    podInServiceEndpoints: true,
+    ownerConfirmedRelease: undefined,
+    leaseExpired: false,
+  };
   it.each([
     ['the Pod UID is gone', { ...alive, podExists: false }, { fenced: true, proof: 'podGone' }],
     ['the owner confirmed this epoch', { ...alive, ownerConfirmedRelease: epoch }, { fenced: true, proof: 'ownerConfirmedRelease' }],
-    ['the Pod is deleting and unrouted', { ...alive, podDeleting: true, podInServiceEndpoints: false }, { fenced: true, proof: 'podDeletingAndUnrouted' }],
+    [
+      'the Pod is deleting and unrouted',
+      { ...alive, podDeleting: true, podInServiceEndpoints: false },
+      { fenced: true, proof: 'podDeletingAndUnrouted' },
+    ],
     ['the Pod is deleting but still routed', { ...alive, podDeleting: true }, { fenced: false, suspect: true }],
     ['only the Lease expired (a frozen Pod may come back)', { ...alive, leaseExpired: true }, { fenced: false, suspect: true }],
-    ['a Lease expired and the Pod is unrouted but not deleting', { ...alive, leaseExpired: true, podInServiceEndpoints: false }, { fenced: false, suspect: true }],
-    ['the owner confirmed an older attempt', { ...alive, ownerConfirmedRelease: { ...epoch, attempt: 1 } }, { fenced: false, suspect: false }],
-    ['the owner confirmed for another Pod UID', { ...alive, ownerConfirmedRelease: { ...epoch, podUID: 'uid-0' } }, { fenced: false, suspect: false }],
+    [
+      'a Lease expired and the Pod is unrouted but not deleting',
+      { ...alive, leaseExpired: true, podInServiceEndpoints: false },
+      { fenced: false, suspect: true },
+    ],
+    [
+      'the owner confirmed an older attempt',
+      { ...alive, ownerConfirmedRelease: { ...epoch, attempt: 1 } },
+      { fenced: false, suspect: false },
+    ],
+    [
+      'the owner confirmed for another Pod UID',
+      { ...alive, ownerConfirmedRelease: { ...epoch, podUID: 'uid-0' } },
+      { fenced: false, suspect: false },
+    ],
     ['the owner renews its Lease but stopped listing the Run', { ...alive, ownerStoppedReporting: true }, { fenced: false, suspect: true }],
-    ['the owner stopped listing the Run and confirmed its release', { ...alive, ownerStoppedReporting: true, ownerConfirmedRelease: epoch }, { fenced: true, proof: 'ownerConfirmedRelease' }],
+    [
+      'the owner stopped listing the Run and confirmed its release',
+      { ...alive, ownerStoppedReporting: true, ownerConfirmedRelease: epoch },
+      { fenced: true, proof: 'ownerConfirmedRelease' },
+    ],
     ['nothing is wrong', alive, { fenced: false, suspect: false }],
   ] as const)('%s', (_name, evidence, expected) => {
     expect(decideFence(epoch, evidence)).toMatchObject(expected);

@@ -29,12 +29,15 @@ describe('readBoundedBody', () => {
     expect(result.body?.length).toBe(total);
   });
 
-  it.each([[[LIMIT + 1]], [[LIMIT, 1]], [[1, LIMIT]], [[LIMIT, 1, LIMIT * 10]]])('chunks %j: PayloadTooLarge, and it stops reading', async (chunks) => {
-    const result = await feed(chunks);
-    expect(result.error).toBeInstanceOf(KruntimesError);
-    expect((result.error as KruntimesError).code).toBe('PayloadTooLarge');
-    expect(result.listenersLeft).toBe(0);
-  });
+  it.each([[[LIMIT + 1]], [[LIMIT, 1]], [[1, LIMIT]], [[LIMIT, 1, LIMIT * 10]]])(
+    'chunks %j: PayloadTooLarge, and it stops reading',
+    async (chunks) => {
+      const result = await feed(chunks);
+      expect(result.error).toBeInstanceOf(KruntimesError);
+      expect((result.error as KruntimesError).code).toBe('PayloadTooLarge');
+      expect(result.listenersLeft).toBe(0);
+    },
+  );
 
   it('a stream closed before its end is an error', async () => {
     const stream = new PassThrough();

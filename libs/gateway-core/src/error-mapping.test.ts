@@ -20,7 +20,12 @@ describe('a failed InvokeFunction as HTTP', () => {
     ['RegistrationLost', GRPC_STATUS.UNAVAILABLE, 503, 'platform'],
     ['InvocationTimeout', GRPC_STATUS.DEADLINE_EXCEEDED, 504, 'platform'],
   ] as [ErrorCode, number, number, string][])('trailer %s (gRPC %d) -> HTTP %d from the %s', (code, status, http, source) => {
-    expect(httpErrorOfGrpcFailure({ status, details: 'why', errorCode: code, errorSource: ERROR_CODES[code].source })).toEqual({ status: http, code, source, message: 'why' });
+    expect(httpErrorOfGrpcFailure({ status, details: 'why', errorCode: code, errorSource: ERROR_CODES[code].source })).toEqual({
+      status: http,
+      code,
+      source,
+      message: 'why',
+    });
   });
 
   // No trailer (a transport failure, a peer of another version): the conservative reading.
@@ -47,12 +52,16 @@ describe('a failed InvokeFunction as HTTP', () => {
   });
 
   it('the source comes from the trailer when it is a known one, else from the table', () => {
-    expect(httpErrorOfGrpcFailure({ status: GRPC_STATUS.UNKNOWN, details: 'x', errorCode: 'FunctionFailed', errorSource: 'bogus' }).source).toBe('function');
+    expect(
+      httpErrorOfGrpcFailure({ status: GRPC_STATUS.UNKNOWN, details: 'x', errorCode: 'FunctionFailed', errorSource: 'bogus' }).source,
+    ).toBe('function');
     expect(httpErrorOfGrpcFailure({ status: GRPC_STATUS.UNKNOWN, details: 'x', errorCode: 'FunctionFailed' }).source).toBe('function');
   });
 
   it('an empty message becomes the summary of the code', () => {
-    expect(httpErrorOfGrpcFailure({ status: GRPC_STATUS.UNAVAILABLE, details: '', errorCode: 'RunNotReady' }).message).toBe(ERROR_CODES.RunNotReady.summary);
+    expect(httpErrorOfGrpcFailure({ status: GRPC_STATUS.UNAVAILABLE, details: '', errorCode: 'RunNotReady' }).message).toBe(
+      ERROR_CODES.RunNotReady.summary,
+    );
   });
 
   it.each([
@@ -60,7 +69,7 @@ describe('a failed InvokeFunction as HTTP', () => {
     ['MethodNotAllowed', 405],
     ['UnsupportedMediaType', 415],
     ['InvalidInvocationId', 400],
-  ] as [ErrorCode, number][])('the gateway\'s own %s is HTTP %d', (code, http) => {
+  ] as [ErrorCode, number][])("the gateway's own %s is HTTP %d", (code, http) => {
     expect(httpErrorOf(code, 'm').status).toBe(http);
   });
 });

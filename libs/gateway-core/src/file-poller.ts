@@ -23,7 +23,9 @@ export class FilePoller {
   }
 
   start(intervalMs: number): void {
-    this.#timer = setInterval(() => { void this.check(); }, intervalMs);
+    this.#timer = setInterval(() => {
+      void this.check();
+    }, intervalMs);
     this.#timer.unref();
   }
 

@@ -124,7 +124,9 @@ async function connect(channel: Channel, timeoutMs: number, signal: AbortSignal)
     if (state === connectivityState.READY) return true;
     if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN || signal.aborted) return false;
     const changed = await new Promise<boolean>((resolve) => {
-      channel.watchConnectivityState(state, deadline, (error) => { resolve(error === undefined); });
+      channel.watchConnectivityState(state, deadline, (error) => {
+        resolve(error === undefined);
+      });
     });
     if (!changed) return false;
   }
@@ -159,7 +161,12 @@ export class Forwarder {
   async forward(request: ForwardRequest): Promise<ForwardResult> {
     const addresses = await this.#resolver.resolve(request.namespace, request.runtime);
     if (addresses.length === 0) {
-      return { ok: false, upstreamSeconds: undefined, upstream: undefined, error: httpErrorOf('RunNotReady', `no ready runtimed serves Runtime ${request.namespace}/${request.runtime}`) };
+      return {
+        ok: false,
+        upstreamSeconds: undefined,
+        upstream: undefined,
+        error: httpErrorOf('RunNotReady', `no ready runtimed serves Runtime ${request.namespace}/${request.runtime}`),
+      };
     }
     const serverName = runtimedServerName(request.namespace, request.runtime);
     const failed: string[] = [];
@@ -167,7 +174,12 @@ export class Forwarder {
       let entry = this.#pool.acquire(upstream.address, serverName, false);
       try {
         let ready = await connect(entry.channel, this.#connectTimeoutMs, request.signal);
-        if (!ready && entry.uses > 1 && !request.signal.aborted && entry.channel.getConnectivityState(false) === connectivityState.TRANSIENT_FAILURE) {
+        if (
+          !ready &&
+          entry.uses > 1 &&
+          !request.signal.aborted &&
+          entry.channel.getConnectivityState(false) === connectivityState.TRANSIENT_FAILURE
+        ) {
           // A channel remembered in failure may only be backing off: one fresh dial.
           this.#pool.release(entry);
           entry = this.#pool.acquire(upstream.address, serverName, true);
@@ -179,7 +191,10 @@ export class Forwarder {
       }
       if (request.signal.aborted) break;
       failed.push(upstream.address);
-      this.#logger.warn({ upstream: upstream.address, pod: upstream.pod, invocationId: request.invocationId }, 'could not connect to runtimed; nothing was sent');
+      this.#logger.warn(
+        { upstream: upstream.address, pod: upstream.pod, invocationId: request.invocationId },
+        'could not connect to runtimed; nothing was sent',
+      );
     }
     return {
       ok: false,
@@ -195,7 +210,9 @@ export class Forwarder {
     if (request.traceparent !== undefined) metadata.set('traceparent', request.traceparent);
     if (request.tracestate !== undefined) metadata.set('tracestate', request.tracestate);
     const deadline = new AbortController();
-    const timer = setTimeout(() => { deadline.abort(); }, request.timeoutMs + DEADLINE_MARGIN_MS);
+    const timer = setTimeout(() => {
+      deadline.abort();
+    }, request.timeoutMs + DEADLINE_MARGIN_MS);
     const signal = AbortSignal.any([deadline.signal, request.signal]);
     let trailer: Metadata | undefined;
     const started = performance.now();
@@ -210,7 +227,13 @@ export class Forwarder {
           timeout: durationFromMillis(request.timeoutMs),
           peerHop: undefined,
         },
-        { metadata, signal, onTrailer: (received) => { trailer = received; } },
+        {
+          metadata,
+          signal,
+          onTrailer: (received) => {
+            trailer = received;
+          },
+        },
       );
       return { ok: true, response, upstreamSeconds: (performance.now() - started) / 1000, upstream };
     } catch (error) {
@@ -224,11 +247,21 @@ export class Forwarder {
           ok: false,
           upstreamSeconds,
           upstream,
-          error: httpErrorOfGrpcFailure({ status: error.code, details: error.details, errorCode: text(METADATA_KEYS.errorCode), errorSource: text(METADATA_KEYS.errorSource) }),
+          error: httpErrorOfGrpcFailure({
+            status: error.code,
+            details: error.details,
+            errorCode: text(METADATA_KEYS.errorCode),
+            errorSource: text(METADATA_KEYS.errorSource),
+          }),
         };
       }
       if (deadline.signal.aborted) {
-        return { ok: false, upstreamSeconds, upstream, error: httpErrorOf('InvocationTimeout', `no answer from runtimed within ${request.timeoutMs + DEADLINE_MARGIN_MS} ms`) };
+        return {
+          ok: false,
+          upstreamSeconds,
+          upstream,
+          error: httpErrorOf('InvocationTimeout', `no answer from runtimed within ${request.timeoutMs + DEADLINE_MARGIN_MS} ms`),
+        };
       }
       if (request.signal.aborted) {
         return { ok: false, upstreamSeconds, upstream, error: httpErrorOf('Internal', 'the client closed the request') };

@@ -165,7 +165,9 @@ export class Gateway {
         this.#certificate = certificate;
         this.#logger.info({ certificate: certificate.fingerprint256, notAfter: certificate.validTo }, 'serving certificate reloaded');
       },
-      (error) => { this.#logger.warn({ err: error }, 'serving certificate not reloaded (retrying)'); },
+      (error) => {
+        this.#logger.warn({ err: error }, 'serving certificate not reloaded (retrying)');
+      },
     );
     const ca = new FilePoller(
       [this.#options.runtimedCaFile],
@@ -175,7 +177,9 @@ export class Gateway {
         this.#forwarder.setCa(pem);
         this.#logger.info('runtimed CA reloaded');
       },
-      (error) => { this.#logger.warn({ err: error }, 'runtimed CA not reloaded (retrying)'); },
+      (error) => {
+        this.#logger.warn({ err: error }, 'runtimed CA not reloaded (retrying)');
+      },
     );
     for (const poller of [serving, ca]) {
       poller.start(interval);
@@ -190,16 +194,23 @@ export class Gateway {
   async stop(options: { drainMs?: number } = {}): Promise<void> {
     this.#draining = true;
     for (const poller of this.#pollers) poller.stop();
-    const closed = new Promise<void>((resolve) => { this.server.close(() => { resolve(); }); });
+    const closed = new Promise<void>((resolve) => {
+      this.server.close(() => {
+        resolve();
+      });
+    });
     this.server.closeIdleConnections();
     if (this.#inflight > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         new Promise<void>((resolve) => this.#idle.push(resolve)),
-        new Promise<void>((resolve) => { timer = setTimeout(resolve, options.drainMs ?? 30_000); }),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, options.drainMs ?? 30_000);
+        }),
       ]);
       clearTimeout(timer);
-      if (this.#inflight > 0) this.#logger.warn({ inflight: this.#inflight }, 'drain bound reached; closing connections with requests in flight');
+      if (this.#inflight > 0)
+        this.#logger.warn({ inflight: this.#inflight }, 'drain bound reached; closing connections with requests in flight');
     }
     this.server.closeAllConnections();
     await closed;
@@ -229,9 +240,13 @@ export class Gateway {
           status,
           durationMs: Math.round(seconds * 1_000_000) / 1000,
           invocationId: state.invocationId,
-          ...(state.target === undefined ? {} : { namespace: state.target.namespace, runtime: state.target.runtime, runUID: state.target.uid }),
+          ...(state.target === undefined
+            ? {}
+            : { namespace: state.target.namespace, runtime: state.target.runtime, runUID: state.target.uid }),
           ...(state.code === undefined ? {} : { code: state.code }),
-          ...(state.upstream === undefined ? {} : { upstream: state.upstream, upstreamMs: Math.round((state.upstreamSeconds ?? 0) * 1_000_000) / 1000 }),
+          ...(state.upstream === undefined
+            ? {}
+            : { upstream: state.upstream, upstreamMs: Math.round((state.upstreamSeconds ?? 0) * 1_000_000) / 1000 }),
         },
         'request',
       );
@@ -271,7 +286,9 @@ export class Gateway {
       const body = await readBoundedBody(request, this.#bodyLimit);
       parseJsonBody(body);
       const abort = new AbortController();
-      const onClose = (): void => { if (!response.writableFinished) abort.abort(); };
+      const onClose = (): void => {
+        if (!response.writableFinished) abort.abort();
+      };
       response.once('close', onClose);
       const result = await this.#forwarder.forward({
         namespace: match.target.namespace,
@@ -342,11 +359,17 @@ export class Gateway {
    */
   #discardRest(request: Request): void {
     if (request.complete) return;
-    const timer = setTimeout(() => { request.socket.destroy(); }, DISCARD_BOUND_MS);
+    const timer = setTimeout(() => {
+      request.socket.destroy();
+    }, DISCARD_BOUND_MS);
     timer.unref();
     request.removeAllListeners('data');
-    request.once('end', () => { clearTimeout(timer); });
-    request.once('close', () => { clearTimeout(timer); });
+    request.once('end', () => {
+      clearTimeout(timer);
+    });
+    request.once('close', () => {
+      clearTimeout(timer);
+    });
     request.resume();
   }
 
@@ -357,7 +380,9 @@ export class Gateway {
     if (this.#draining) response.setHeader('connection', 'close');
     if (isHttpError(body)) {
       state.code = body.code;
-      response.status(body.status).json({ invocationId: state.invocationId, error: { code: body.code, message: body.message, source: body.source } });
+      response
+        .status(body.status)
+        .json({ invocationId: state.invocationId, error: { code: body.code, message: body.message, source: body.source } });
       return;
     }
     response.status(200).json(body);

@@ -30,7 +30,10 @@ describe('parseInvokePath', () => {
     [`/v1/namespaces/demo/runtimes/python/runs/${UID}:invoke`, 'runs'],
     [`/v1/namespaces/a/runtimes/b-1/functions/${UID}:invoke`, 'functions'],
   ])('%s is an invoke of route %s', (path, route) => {
-    expect(parseInvokePath(path)).toEqual({ kind: 'invoke', target: { namespace: path.split('/')[3], runtime: path.split('/')[5], uid: UID, route } });
+    expect(parseInvokePath(path)).toEqual({
+      kind: 'invoke',
+      target: { namespace: path.split('/')[3], runtime: path.split('/')[5], uid: UID, route },
+    });
   });
 
   it.each([
@@ -93,7 +96,11 @@ describe('request headers', () => {
     ['application/jsonx', 'UnsupportedMediaType'],
     ['multipart/form-data', 'UnsupportedMediaType'],
   ])('Content-Type %j -> %s', (header, code) => {
-    expect(codeOf(() => { checkContentType(header); })).toBe(code);
+    expect(
+      codeOf(() => {
+        checkContentType(header);
+      }),
+    ).toBe(code);
   });
 
   it.each([
@@ -105,7 +112,11 @@ describe('request headers', () => {
     ['-1', 'InvalidRequest'],
     ['abc', 'InvalidRequest'],
   ])('Content-Length %j -> %s', (header, code) => {
-    expect(codeOf(() => { checkContentLength(header, BOUNDS.requestBodyBytes); })).toBe(code);
+    expect(
+      codeOf(() => {
+        checkContentLength(header, BOUNDS.requestBodyBytes);
+      }),
+    ).toBe(code);
   });
 
   it.each([

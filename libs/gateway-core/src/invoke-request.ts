@@ -57,7 +57,8 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/;
 
 /** The bearer token of an Authorization header; Unauthenticated when absent or not a bearer token. */
 export function bearerToken(header: string | undefined): string {
-  if (header === undefined || header === '') throw new KruntimesError('Unauthenticated', 'a bearer token is required (Authorization: Bearer <token>)');
+  if (header === undefined || header === '')
+    throw new KruntimesError('Unauthenticated', 'a bearer token is required (Authorization: Bearer <token>)');
   const match = BEARER.exec(header);
   if (match?.[1] === undefined) throw new KruntimesError('Unauthenticated', 'the Authorization header is not a bearer token');
   return match[1];
@@ -96,7 +97,10 @@ export function invocationTimeoutMs(header: string | undefined): number {
   if (header === undefined) return DEFAULTS.invocationTimeoutSeconds * 1000;
   const seconds = /^\d+(\.\d{1,3})?$/.test(header) ? Number(header) : Number.NaN;
   if (!(seconds > 0 && seconds <= BOUNDS.maxInvocationTimeoutSeconds)) {
-    throw new KruntimesError('InvalidRequest', `${TIMEOUT_HEADER} must be a number of seconds in (0, ${BOUNDS.maxInvocationTimeoutSeconds}]`);
+    throw new KruntimesError(
+      'InvalidRequest',
+      `${TIMEOUT_HEADER} must be a number of seconds in (0, ${BOUNDS.maxInvocationTimeoutSeconds}]`,
+    );
   }
   return Math.round(seconds * 1000);
 }
@@ -124,7 +128,10 @@ const TRACESTATE = /^[\x20-\x2b\x2d-\x7e]*(,[\x20-\x2b\x2d-\x7e]*){0,31}$/;
  * The W3C trace context to pass through, validated as the spec says a receiver must:
  * an invalid traceparent is dropped (with its tracestate), never an error.
  */
-export function traceContext(traceparent: string | undefined, tracestate: string | undefined): { traceparent?: string; tracestate?: string } {
+export function traceContext(
+  traceparent: string | undefined,
+  tracestate: string | undefined,
+): { traceparent?: string; tracestate?: string } {
   if (traceparent === undefined) return {};
   const match = TRACEPARENT.exec(traceparent);
   if (match === null) return {};

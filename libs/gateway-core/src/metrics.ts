@@ -50,7 +50,9 @@ export async function startMetricsServer(host: string, port: number): Promise<Me
   const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   const provider = new MeterProvider({ readers: [exporter] });
   const meter = provider.getMeter('kruntimes.gateway');
-  const requests = meter.createCounter('kruntimes.gateway.requests', { description: 'HTTP requests answered by the gateway, by route and status code' });
+  const requests = meter.createCounter('kruntimes.gateway.requests', {
+    description: 'HTTP requests answered by the gateway, by route and status code',
+  });
   // Named with the unit: this exporter appends no unit suffix.
   const duration = meter.createHistogram('kruntimes.gateway.request.duration.seconds', {
     description: 'Duration of HTTP requests, from the request to the end of the response',
@@ -86,7 +88,9 @@ export async function startMetricsServer(host: string, port: number): Promise<Me
   return {
     address: server.address() as AddressInfo,
     metrics: {
-      requestStarted: () => { inflight.add(1); },
+      requestStarted: () => {
+        inflight.add(1);
+      },
       requestFinished: (route, status, seconds, upstreamSeconds) => {
         inflight.add(-1);
         requests.add(1, { route, code: String(status) });
@@ -96,7 +100,9 @@ export async function startMetricsServer(host: string, port: number): Promise<Me
     },
     shutdown: async () => {
       await new Promise<void>((resolve) => {
-        server.close(() => { resolve(); });
+        server.close(() => {
+          resolve();
+        });
         server.closeAllConnections();
       });
       await provider.shutdown();

@@ -9,6 +9,4 @@ export interface PolicyRule {
  * else: the Runtimes' Services and Pods (list and watch, for its cache). In `dns` mode it
  * needs no API access at all. It never reads Runs or Secrets and never writes.
  */
-export const GATEWAY_RBAC_RULES: readonly PolicyRule[] = [
-  { apiGroups: [''], resources: ['services', 'pods'], verbs: ['list', 'watch'] },
-];
+export const GATEWAY_RBAC_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['services', 'pods'], verbs: ['list', 'watch'] }];

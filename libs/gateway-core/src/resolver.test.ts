@@ -18,7 +18,7 @@ describe('DnsResolver', () => {
   };
 
   it.each([
-    ['the Service\'s named grpc port from its SRV record', { '_grpc._tcp.py.demo.svc.cluster.local': 9443 }, 'py.demo.svc:9443'],
+    ["the Service's named grpc port from its SRV record", { '_grpc._tcp.py.demo.svc.cluster.local': 9443 }, 'py.demo.svc:9443'],
     ['the default port without an SRV record', {}, 'py.demo.svc:7443'],
     ['the default port when the lookup fails', { '_grpc._tcp.py.demo.svc.cluster.local': new Error('ETIMEOUT') }, 'py.demo.svc:7443'],
   ])('%s', async (_what, answers, address) => {

@@ -97,7 +97,10 @@ export class EndpointsResolver implements UpstreamResolver {
       kubeConfig,
       path: `/api/v1${prefix}/services`,
       labelSelector,
-      list: () => (namespace === undefined ? core.listServiceForAllNamespaces({ labelSelector }) : core.listNamespacedService({ namespace, labelSelector })),
+      list: () =>
+        namespace === undefined
+          ? core.listServiceForAllNamespaces({ labelSelector })
+          : core.listNamespacedService({ namespace, labelSelector }),
       logger,
     });
     this.#pods = new SharedInformer<V1Pod>({
@@ -105,7 +108,8 @@ export class EndpointsResolver implements UpstreamResolver {
       kubeConfig,
       path: `/api/v1${prefix}/pods`,
       labelSelector,
-      list: () => (namespace === undefined ? core.listPodForAllNamespaces({ labelSelector }) : core.listNamespacedPod({ namespace, labelSelector })),
+      list: () =>
+        namespace === undefined ? core.listPodForAllNamespaces({ labelSelector }) : core.listNamespacedPod({ namespace, labelSelector }),
       logger,
     });
   }

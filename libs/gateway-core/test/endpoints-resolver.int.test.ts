@@ -17,12 +17,26 @@ let resolver: EndpointsResolver;
 async function gatewayKubeConfig(ns: string) {
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'gateway' } } });
-  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'gateway' }, rules: GATEWAY_RBAC_RULES.map((rule) => ({ ...rule })) } });
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: { metadata: { name: 'gateway' }, rules: GATEWAY_RBAC_RULES.map((rule) => ({ ...rule })) },
+  });
   await rbac.createNamespacedRoleBinding({
     namespace: ns,
-    body: { metadata: { name: 'gateway' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'gateway' }, subjects: [{ kind: 'ServiceAccount', name: 'gateway', namespace: ns }] },
+    body: {
+      metadata: { name: 'gateway' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'gateway' },
+      subjects: [{ kind: 'ServiceAccount', name: 'gateway', namespace: ns }],
+    },
   });
-  const token = (await core.createNamespacedServiceAccountToken({ namespace: ns, name: 'gateway', body: { spec: { audiences: [], expirationSeconds: 600 } } })).status?.token ?? '';
+  const token =
+    (
+      await core.createNamespacedServiceAccountToken({
+        namespace: ns,
+        name: 'gateway',
+        body: { spec: { audiences: [], expirationSeconds: 600 } },
+      })
+    ).status?.token ?? '';
   return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'gateway', token });
 }
 
@@ -30,7 +44,10 @@ async function gatewayKubeConfig(ns: string) {
 async function pod(name: string, ip: string, ready: boolean, labels: Record<string, string> = LABELS): Promise<V1Pod> {
   const created = await core.createNamespacedPod({
     namespace: namespace.name,
-    body: { metadata: { name, labels }, spec: { containers: [{ name: 'runtimed', image: 'kruntimes/runtimed:dev', ports: [{ name: 'grpc', containerPort: 7443 }] }] } },
+    body: {
+      metadata: { name, labels },
+      spec: { containers: [{ name: 'runtimed', image: 'kruntimes/runtimed:dev', ports: [{ name: 'grpc', containerPort: 7443 }] }] },
+    },
   });
   created.status = { phase: 'Running', podIP: ip, podIPs: [{ ip }], conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] };
   return core.replaceNamespacedPodStatus({ namespace: namespace.name, name, body: created });
@@ -42,14 +59,24 @@ beforeAll(async () => {
     namespace: namespace.name,
     body: {
       metadata: { name: 'py', labels: LABELS },
-      spec: { selector: LABELS, ports: [{ name: 'grpc', port: 7443, targetPort: 'grpc' }, { name: 'peer', port: 7444, targetPort: 'peer' }] },
+      spec: {
+        selector: LABELS,
+        ports: [
+          { name: 'grpc', port: 7443, targetPort: 'grpc' },
+          { name: 'peer', port: 7444, targetPort: 'peer' },
+        ],
+      },
     },
   });
   await pod('py-a', '127.0.0.201', true);
   await pod('py-b', '127.0.0.202', true);
   await pod('py-c', '127.0.0.203', false);
   await pod('other', '127.0.0.204', true, { ...LABELS, 'kruntimes.io/runtime': 'other' });
-  resolver = new EndpointsResolver({ kubeConfig: await gatewayKubeConfig(namespace.name), namespace: namespace.name, logger: pino({ level: 'silent' }) });
+  resolver = new EndpointsResolver({
+    kubeConfig: await gatewayKubeConfig(namespace.name),
+    namespace: namespace.name,
+    logger: pino({ level: 'silent' }),
+  });
   await resolver.start();
 });
 
@@ -58,7 +85,7 @@ afterAll(async () => {
   await namespace.delete();
 });
 
-test('the ready Pods of the Runtime\'s Service, on its grpc port, rotated round-robin', async () => {
+test("the ready Pods of the Runtime's Service, on its grpc port, rotated round-robin", async () => {
   const first = await resolver.resolve(namespace.name, 'py');
   expect(first.map((u) => u.address).sort()).toEqual(['127.0.0.201:7443', '127.0.0.202:7443']);
   const second = await resolver.resolve(namespace.name, 'py');
@@ -66,7 +93,7 @@ test('the ready Pods of the Runtime\'s Service, on its grpc port, rotated round-
   expect(second.map((u) => u.pod).sort()).toEqual(['py-a', 'py-b']);
 });
 
-test('no Service, no endpoint (the other Runtime\'s Pod is not borrowed)', async () => {
+test("no Service, no endpoint (the other Runtime's Pod is not borrowed)", async () => {
   expect(await resolver.resolve(namespace.name, 'missing')).toEqual([]);
   expect(await resolver.resolve(namespace.name, 'other')).toEqual([]);
 });
@@ -75,7 +102,11 @@ test('the cache follows readiness and deletion from the watch', async () => {
   const c = await core.readNamespacedPod({ namespace: namespace.name, name: 'py-c' });
   c.status = { phase: 'Running', podIP: '127.0.0.203', podIPs: [{ ip: '127.0.0.203' }], conditions: [{ type: 'Ready', status: 'True' }] };
   await core.replaceNamespacedPodStatus({ namespace: namespace.name, name: 'py-c', body: c });
-  await waitFor('py-c to become an endpoint', async () => ((await resolver.resolve(namespace.name, 'py')).length === 3 ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
+  await waitFor(
+    'py-c to become an endpoint',
+    async () => ((await resolver.resolve(namespace.name, 'py')).length === 3 ? true : undefined),
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
   await core.deleteNamespacedPod({ namespace: namespace.name, name: 'py-a', gracePeriodSeconds: 0 });
   await waitFor(
     'py-a to leave the endpoints',

@@ -11,7 +11,10 @@ export interface ReceivedCall {
   metadata: Record<string, string>;
 }
 
-export type Behaviour = (request: runtimedV1.InvokeFunctionRequest, context: CallContext) => Promise<Partial<runtimedV1.InvokeFunctionResponse>>;
+export type Behaviour = (
+  request: runtimedV1.InvokeFunctionRequest,
+  context: CallContext,
+) => Promise<Partial<runtimedV1.InvokeFunctionResponse>>;
 
 /** Thrown by a behaviour: answered with the kruntimes trailers, as runtimed does. */
 export class KrtFailure extends Error {

@@ -49,7 +49,14 @@ beforeAll(async () => {
   const port = await runtimed.listen(await testServerCert(upstreamCa, { dns: [`${RUNTIME}.${NS}.svc`] }));
   upstreams = [`127.0.0.1:${port}`];
   metrics = await startMetricsServer('127.0.0.1', 0);
-  const logger = pino({ level: 'info' }, { write: (line: string) => { logLines.push(line); } });
+  const logger = pino(
+    { level: 'info' },
+    {
+      write: (line: string) => {
+        logLines.push(line);
+      },
+    },
+  );
   gateway = await Gateway.start({
     host: '127.0.0.1',
     port: 0,
@@ -78,7 +85,9 @@ beforeEach(() => {
   upstreams = [`127.0.0.1:${runtimed.port}`];
 });
 
-const invoke = (options: { path?: string; headers?: Record<string, string>; body?: string | Buffer; method?: string; chunked?: boolean } = {}) => {
+const invoke = (
+  options: { path?: string; headers?: Record<string, string>; body?: string | Buffer; method?: string; chunked?: boolean } = {},
+) => {
   const body = options.body ?? (options.method === undefined || options.method === 'POST' ? '{"x":1}' : undefined);
   return call(`${base}${options.path ?? PATH}`, {
     ca: gatewayCa.certPem,
@@ -91,21 +100,45 @@ const invoke = (options: { path?: string; headers?: Record<string, string>; body
 
 describe('invoke', () => {
   it('forwards body, token, IDs and trace context, and answers the result', async () => {
-    runtimed.behaviour = (request) => Promise.resolve({ result: request.payload, outputs: { k: 'v' }, attempt: 2, stdout: { data: 'out', truncated: false, totalBytes: 3 } });
+    runtimed.behaviour = (request) =>
+      Promise.resolve({
+        result: request.payload,
+        outputs: { k: 'v' },
+        attempt: 2,
+        stdout: { data: 'out', truncated: false, totalBytes: 3 },
+      });
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-    const answer = await invoke({ headers: { ...HEADERS, [INVOCATION_ID_HEADER]: 'inv-1', traceparent, tracestate: 'a=1' }, body: '{"hello":"world"}' });
+    const answer = await invoke({
+      headers: { ...HEADERS, [INVOCATION_ID_HEADER]: 'inv-1', traceparent, tracestate: 'a=1' },
+      body: '{"hello":"world"}',
+    });
     expect(answer.status).toBe(200);
     expect(answer.headers[INVOCATION_ID_HEADER]).toBe('inv-1');
-    expect(answer.json).toEqual({ invocationId: 'inv-1', result: { hello: 'world' }, outputs: { k: 'v' }, stdout: { data: 'out', truncated: false, totalBytes: 3 }, attempt: 2 });
+    expect(answer.json).toEqual({
+      invocationId: 'inv-1',
+      result: { hello: 'world' },
+      outputs: { k: 'v' },
+      stdout: { data: 'out', truncated: false, totalBytes: 3 },
+      attempt: 2,
+    });
     const [received] = runtimed.calls;
-    expect(received?.request).toMatchObject({ namespace: NS, runtime: RUNTIME, runUid: UID, invocationId: 'inv-1', timeout: { seconds: 60, nanos: 0 } });
+    expect(received?.request).toMatchObject({
+      namespace: NS,
+      runtime: RUNTIME,
+      runUid: UID,
+      invocationId: 'inv-1',
+      timeout: { seconds: 60, nanos: 0 },
+    });
     expect(received?.request.peerHop).toBeUndefined();
     expect(received?.request.payload.toString()).toBe('{"hello":"world"}');
     expect(received?.metadata).toMatchObject({ authorization: `Bearer ${TOKEN}`, traceparent, tracestate: 'a=1' });
   });
 
   it('accepts the runs/ alias, a timeout header, and generates an invocation ID when none is sent', async () => {
-    const answer = await invoke({ path: `/v1/namespaces/${NS}/runtimes/${RUNTIME}/runs/${UID}:invoke`, headers: { ...HEADERS, 'x-kruntime-timeout-seconds': '2.5' } });
+    const answer = await invoke({
+      path: `/v1/namespaces/${NS}/runtimes/${RUNTIME}/runs/${UID}:invoke`,
+      headers: { ...HEADERS, 'x-kruntime-timeout-seconds': '2.5' },
+    });
     expect(answer.status).toBe(200);
     const id = answer.headers[INVOCATION_ID_HEADER];
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
@@ -167,27 +200,42 @@ describe('refused before forwarding', () => {
     ['too large', String(1024 * 1024 + 1), HEADERS, /^HTTP\/1\.1 413 /],
     ['without a token', '2', { 'content-type': 'application/json' }, /^HTTP\/1\.1 401 /],
     ['acceptable', '2', HEADERS, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /],
-  ])('Expect: 100-continue, %s: the client is told to send its body only when the rest is acceptable', async (_what, length, headers, expected) => {
-    const socket = tlsConnect({ host: '127.0.0.1', port: gateway.address.port, ca: gatewayCa.certPem });
-    const received: Buffer[] = [];
-    socket.on('data', (chunk: Buffer) => {
-      received.push(chunk);
-      // Like a client: the body goes out only after 100 Continue.
-      if (Buffer.concat(received).toString().startsWith('HTTP/1.1 100 Continue\r\n\r\n') && length === '2') socket.write('{}');
-    });
-    await new Promise<void>((resolve, reject) => {
-      socket.once('secureConnect', resolve);
-      socket.once('error', reject);
-    });
-    const lines = [`POST ${PATH} HTTP/1.1`, 'Host: 127.0.0.1', 'Expect: 100-continue', `Content-Length: ${length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''];
-    socket.write(lines.join('\r\n'));
-    const text = await waitFor('a final answer', () => {
-      const all = Buffer.concat(received).toString();
-      return Promise.resolve(/HTTP\/1\.1 [2-5]\d\d [^\r]*\r\n[\s\S]*\r\n\r\n\{/.test(all) ? all : undefined);
-    }, { timeoutMs: 10_000, intervalMs: 10 });
-    socket.destroy();
-    expect(text).toMatch(expected);
-  });
+  ])(
+    'Expect: 100-continue, %s: the client is told to send its body only when the rest is acceptable',
+    async (_what, length, headers, expected) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port: gateway.address.port, ca: gatewayCa.certPem });
+      const received: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => {
+        received.push(chunk);
+        // Like a client: the body goes out only after 100 Continue.
+        if (Buffer.concat(received).toString().startsWith('HTTP/1.1 100 Continue\r\n\r\n') && length === '2') socket.write('{}');
+      });
+      await new Promise<void>((resolve, reject) => {
+        socket.once('secureConnect', resolve);
+        socket.once('error', reject);
+      });
+      const lines = [
+        `POST ${PATH} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        'Expect: 100-continue',
+        `Content-Length: ${length}`,
+        ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+        '',
+        '',
+      ];
+      socket.write(lines.join('\r\n'));
+      const text = await waitFor(
+        'a final answer',
+        () => {
+          const all = Buffer.concat(received).toString();
+          return Promise.resolve(/HTTP\/1\.1 [2-5]\d\d [^\r]*\r\n[\s\S]*\r\n\r\n\{/.test(all) ? all : undefined);
+        },
+        { timeoutMs: 10_000, intervalMs: 10 },
+      );
+      socket.destroy();
+      expect(text).toMatch(expected);
+    },
+  );
 
   it('a 405 says which method is allowed', async () => {
     expect((await invoke({ method: 'GET' })).headers.allow).toBe('POST');
@@ -196,7 +244,13 @@ describe('refused before forwarding', () => {
   it('a keep-alive connection still serves after a 413', async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: gatewayCa.certPem });
     try {
-      const tooBig = await call(`${base}${PATH}`, { ca: gatewayCa.certPem, headers: HEADERS, body: Buffer.alloc(1024 * 1024 + 10, 0x20), chunked: true, agent });
+      const tooBig = await call(`${base}${PATH}`, {
+        ca: gatewayCa.certPem,
+        headers: HEADERS,
+        body: Buffer.alloc(1024 * 1024 + 10, 0x20),
+        chunked: true,
+        agent,
+      });
       expect(tooBig.status).toBe(413);
       const next = await call(`${base}${PATH}`, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}', agent });
       expect(next.status).toBe(200);
@@ -344,8 +398,12 @@ describe('metrics and logs', () => {
     new Promise((resolve, reject) => {
       const req = httpRequest(`http://127.0.0.1:${metrics.address.port}/metrics`, { headers }, (res) => {
         let body = '';
-        res.on('data', (chunk: Buffer) => { body += chunk.toString(); });
-        res.on('end', () => { resolve({ status: res.statusCode ?? 0, body }); });
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body });
+        });
       });
       req.on('error', reject);
       req.end();
@@ -370,11 +428,24 @@ describe('metrics and logs', () => {
 
   it('a client that goes away mid-body is logged as 499, not as an error', async () => {
     logLines.length = 0;
-    const req = httpsRequest(`${base}${PATH}`, { method: 'POST', ca: gatewayCa.certPem, agent: false, headers: { ...HEADERS, 'content-length': '100' } });
-    const closed = new Promise<void>((resolve) => { req.on('close', () => { resolve(); }); });
+    const req = httpsRequest(`${base}${PATH}`, {
+      method: 'POST',
+      ca: gatewayCa.certPem,
+      agent: false,
+      headers: { ...HEADERS, 'content-length': '100' },
+    });
+    const closed = new Promise<void>((resolve) => {
+      req.on('close', () => {
+        resolve();
+      });
+    });
     req.on('error', () => undefined);
     req.write('{"x":');
-    await waitFor('the gateway to be reading the body', async () => ((await scrape()).body.includes('kruntimes_gateway_inflight_requests 1') ? true : undefined), { timeoutMs: 10_000, intervalMs: 10 });
+    await waitFor(
+      'the gateway to be reading the body',
+      async () => ((await scrape()).body.includes('kruntimes_gateway_inflight_requests 1') ? true : undefined),
+      { timeoutMs: 10_000, intervalMs: 10 },
+    );
     req.destroy();
     await closed;
     const line = await waitFor(
@@ -391,7 +462,15 @@ describe('metrics and logs', () => {
     await invoke({ headers: { ...HEADERS, [INVOCATION_ID_HEADER]: 'inv-log' } });
     const lines = logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ method: 'POST', path: PATH, status: 200, invocationId: 'inv-log', runUID: UID, namespace: NS, runtime: RUNTIME });
+    expect(lines[0]).toMatchObject({
+      method: 'POST',
+      path: PATH,
+      status: 200,
+      invocationId: 'inv-log',
+      runUID: UID,
+      namespace: NS,
+      runtime: RUNTIME,
+    });
     expect(typeof lines[0]?.durationMs).toBe('number');
     expect(logLines.join('\n')).not.toContain(TOKEN);
   });
@@ -414,9 +493,17 @@ describe('shutdown', () => {
     const other = await startAnother();
     const url = `https://127.0.0.1:${other.address.port}${PATH}`;
     const gate: { release?: () => void } = {};
-    runtimed.behaviour = () => new Promise((resolve) => { gate.release = () => { resolve({ result: Buffer.from('"done"') }); }; });
+    runtimed.behaviour = () =>
+      new Promise((resolve) => {
+        gate.release = () => {
+          resolve({ result: Buffer.from('"done"') });
+        };
+      });
     const inflight = call(url, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}' });
-    await waitFor('the call to reach runtimed', () => Promise.resolve(gate.release === undefined ? undefined : true), { timeoutMs: 10_000, intervalMs: 10 });
+    await waitFor('the call to reach runtimed', () => Promise.resolve(gate.release === undefined ? undefined : true), {
+      timeoutMs: 10_000,
+      intervalMs: 10,
+    });
     const stopping = other.stop({ drainMs: 20_000 });
     await expect(call(url, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}' })).rejects.toThrow(/ECONNREFUSED/);
     gate.release?.();
@@ -430,7 +517,10 @@ describe('shutdown', () => {
     const other = await startAnother();
     runtimed.behaviour = () => new Promise(() => undefined);
     const inflight = call(`https://127.0.0.1:${other.address.port}${PATH}`, { ca: gatewayCa.certPem, headers: HEADERS, body: '{}' });
-    await waitFor('the call to reach runtimed', () => Promise.resolve(runtimed.calls.length === 1 ? true : undefined), { timeoutMs: 10_000, intervalMs: 10 });
+    await waitFor('the call to reach runtimed', () => Promise.resolve(runtimed.calls.length === 1 ? true : undefined), {
+      timeoutMs: 10_000,
+      intervalMs: 10,
+    });
     await other.stop({ drainMs: 200 });
     await expect(inflight).rejects.toThrow();
   });

@@ -5,7 +5,12 @@ const t0 = '2026-01-01T00:00:00Z';
 const t1 = '2026-01-01T00:01:00Z';
 
 describe('setCondition', () => {
-  const ready = (status: 'True' | 'False', reason: string): Parameters<typeof setCondition>[1] => ({ type: 'Ready', status, reason, message: reason });
+  const ready = (status: 'True' | 'False', reason: string): Parameters<typeof setCondition>[1] => ({
+    type: 'Ready',
+    status,
+    reason,
+    message: reason,
+  });
 
   it('adds a missing condition with lastTransitionTime = now and observedGeneration', () => {
     expect(setCondition(undefined, ready('False', 'Scheduled'), t0, 3)).toEqual([

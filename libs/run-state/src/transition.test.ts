@@ -127,7 +127,10 @@ describe('every (phase, event, writer) combination', () => {
     for (const phase of RUN_PHASES) {
       const outcomes = matrix
         .filter(([p]) => p === phase)
-        .map(([, eventType, writer]) => transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok);
+        .map(
+          ([, eventType, writer]) =>
+            transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok,
+        );
       expect(outcomes).toContain(false);
       if (['Pending', 'Scheduled', 'Running', 'Ready'].includes(phase)) expect(outcomes).toContain(true);
     }
@@ -137,7 +140,10 @@ describe('every (phase, event, writer) combination', () => {
     for (const phase of ['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Interrupted', 'WaitingInput'] as const) {
       const successes = matrix
         .filter(([p]) => p === phase)
-        .filter(([, eventType, writer]) => transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok);
+        .filter(
+          ([, eventType, writer]) =>
+            transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok,
+        );
       expect(successes).toEqual([]);
     }
   });
@@ -146,7 +152,13 @@ describe('every (phase, event, writer) combination', () => {
 describe('scheduler', () => {
   it('binds a Run with no status yet: assignment, attempt 1, Ready=False Scheduled', () => {
     const status = expectOk(transition({ run: makeRun(undefined), event: samples.Bind.event, writer: 'scheduler', now: NOW }));
-    expect(status).toMatchObject({ phase: 'Scheduled', assignedPod: 'pod-b', assignedPodUID: 'pod-uid-b', attempt: 1, reason: 'Scheduled' });
+    expect(status).toMatchObject({
+      phase: 'Scheduled',
+      assignedPod: 'pod-b',
+      assignedPodUID: 'pod-uid-b',
+      attempt: 1,
+      reason: 'Scheduled',
+    });
     expect(status.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason: 'Scheduled', lastTransitionTime: NOW });
   });
 
@@ -171,9 +183,19 @@ describe('scheduler', () => {
   });
 
   it('cancels before assignment only when cancel was requested', () => {
-    const status = expectOk(transition({ run: makeRun('Pending', { cancelRequested: true }), event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }));
+    const status = expectOk(
+      transition({
+        run: makeRun('Pending', { cancelRequested: true }),
+        event: samples.CancelBeforeAssignment.event,
+        writer: 'scheduler',
+        now: NOW,
+      }),
+    );
     expect(status).toMatchObject({ phase: 'Cancelled', reason: 'CancelledBeforeStart', completionTime: NOW });
-    expectRefused(transition({ run: makeRun('Pending'), event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }), 'precondition');
+    expectRefused(
+      transition({ run: makeRun('Pending'), event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }),
+      'precondition',
+    );
   });
 });
 
@@ -186,24 +208,40 @@ describe('runtimed', () => {
   });
 
   it('keeps the first startTime across attempts', () => {
-    const status = expectOk(transition({ run: makeRun('Scheduled', {}, { startTime: EARLIER }), event: { type: 'Claim' }, writer: 'runtimed', now: NOW }));
+    const status = expectOk(
+      transition({ run: makeRun('Scheduled', {}, { startTime: EARLIER }), event: { type: 'Claim' }, writer: 'runtimed', now: NOW }),
+    );
     expect(status.startTime).toBe(EARLIER);
   });
 
   it('registers a function: Ready=True FunctionRegistered with the endpoint', () => {
-    const status = expectOk(transition({ run: makeRun('Running', functionMode), event: samples.Registered.event, writer: 'runtimed', now: NOW }));
-    expect(status).toMatchObject({ phase: 'Ready', reason: 'FunctionRegistered', endpoint: { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' } });
+    const status = expectOk(
+      transition({ run: makeRun('Running', functionMode), event: samples.Registered.event, writer: 'runtimed', now: NOW }),
+    );
+    expect(status).toMatchObject({
+      phase: 'Ready',
+      reason: 'FunctionRegistered',
+      endpoint: { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' },
+    });
     expect(status.conditions?.[0]).toMatchObject({ status: 'True', lastTransitionTime: NOW });
   });
 
   it.each([
     ['a task', makeRun('Running'), samples.Registered.event, 'precondition'],
     ['a cancelled function', makeRun('Running', { ...functionMode, cancelRequested: true }), samples.Registered.event, 'precondition'],
-    ['an endpoint URL over the bound', makeRun('Running', functionMode), { type: 'Registered', endpoint: { protocol: 'HTTPS', url: `https://${'x'.repeat(BOUNDS.endpointUrlBytes)}` } } as const, 'bounds'],
+    [
+      'an endpoint URL over the bound',
+      makeRun('Running', functionMode),
+      { type: 'Registered', endpoint: { protocol: 'HTTPS', url: `https://${'x'.repeat(BOUNDS.endpointUrlBytes)}` } } as const,
+      'bounds',
+    ],
     [
       'a CA bundle over the bound',
       makeRun('Running', functionMode),
-      { type: 'Registered', endpoint: { protocol: 'HTTPS', url: 'https://gw', caBundle: Buffer.alloc(BOUNDS.caBundleBytes + 1).toString('base64') } } as const,
+      {
+        type: 'Registered',
+        endpoint: { protocol: 'HTTPS', url: 'https://gw', caBundle: Buffer.alloc(BOUNDS.caBundleBytes + 1).toString('base64') },
+      } as const,
       'bounds',
     ],
   ] as const)('refuses to register %s', (_name, run, event, refusal) => {
@@ -236,20 +274,35 @@ describe('runtimed', () => {
   });
 
   it('times out with IdleTimeout', () => {
-    const status = expectOk(transition({ run: makeRun('Ready', functionMode), event: { type: 'TimedOut', reason: 'IdleTimeout', message: 'idle' }, writer: 'runtimed', now: NOW }));
+    const status = expectOk(
+      transition({
+        run: makeRun('Ready', functionMode),
+        event: { type: 'TimedOut', reason: 'IdleTimeout', message: 'idle' },
+        writer: 'runtimed',
+        now: NOW,
+      }),
+    );
     expect(status).toMatchObject({ phase: 'Timeout', reason: 'IdleTimeout' });
   });
 
   it('cancels only when cancel was requested', () => {
     expectRefused(transition({ run: makeRun('Running'), event: samples.Cancelled.event, writer: 'runtimed', now: NOW }), 'precondition');
-    const status = expectOk(transition({ run: makeRun('Scheduled', { cancelRequested: true }), event: samples.Cancelled.event, writer: 'runtimed', now: NOW }));
+    const status = expectOk(
+      transition({ run: makeRun('Scheduled', { cancelRequested: true }), event: samples.Cancelled.event, writer: 'runtimed', now: NOW }),
+    );
     expect(status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
   });
 
   it('requeues its own failed attempt: Pending, attempt + 1, assignment cleared, notBefore after the backoff', () => {
     const run = makeRun('Running', { retryPolicy: { maxAttempts: 3 } }, { startTime: EARLIER });
     const status = expectOk(transition({ run, event: samples.Requeue.event, writer: 'runtimed', now: NOW }));
-    expect(status).toMatchObject({ phase: 'Pending', attempt: 2, notBefore: '2026-06-01T12:00:10.000Z', reason: 'RetryBackoff', startTime: EARLIER });
+    expect(status).toMatchObject({
+      phase: 'Pending',
+      attempt: 2,
+      notBefore: '2026-06-01T12:00:10.000Z',
+      reason: 'RetryBackoff',
+      startTime: EARLIER,
+    });
     expect(status).not.toHaveProperty('assignedPod');
     expect(status).not.toHaveProperty('assignedPodUID');
   });
@@ -258,7 +311,12 @@ describe('runtimed', () => {
     ['no attempts are left', makeRun('Running', { retryPolicy: { maxAttempts: 1 } }), samples.Requeue.event, 'precondition'],
     ['cancel was requested', makeRun('Running', { cancelRequested: true }), samples.Requeue.event, 'precondition'],
     ['the backoff is negative', makeRun('Running'), { ...samples.Requeue.event, backoffSeconds: -1 } as RunEvent, 'precondition'],
-    ['runtimed claims a lost owner', makeRun('Running', functionMode), { type: 'Requeue', cause: 'ownerLost', backoffSeconds: 0, message: '' } as const, 'wrongWriter'],
+    [
+      'runtimed claims a lost owner',
+      makeRun('Running', functionMode),
+      { type: 'Requeue', cause: 'ownerLost', backoffSeconds: 0, message: '' } as const,
+      'wrongWriter',
+    ],
   ] as const)('refuses to requeue when %s', (_name, run, event, refusal) => {
     expectRefused(transition({ run, event, writer: 'runtimed', now: NOW }), refusal);
   });
@@ -268,7 +326,9 @@ describe('stale-recovery', () => {
   const ownerLost: RunEvent = { type: 'Requeue', cause: 'ownerLost', backoffSeconds: 0, message: 'owner Pod gone' };
 
   it('marks a Run recovering without changing its phase', () => {
-    const status = expectOk(transition({ run: makeRun('Ready', functionMode), event: samples.MarkRecovering.event, writer: 'stale-recovery', now: NOW }));
+    const status = expectOk(
+      transition({ run: makeRun('Ready', functionMode), event: samples.MarkRecovering.event, writer: 'stale-recovery', now: NOW }),
+    );
     expect(status).toMatchObject({ phase: 'Ready', reason: 'Recovering' });
     expect(status.conditions?.[0]?.status).toBe('False');
   });
@@ -290,7 +350,9 @@ describe('stale-recovery', () => {
     ['Running', {}, 'False', 'Executing'],
     ['Scheduled', {}, 'False', 'Scheduled'],
   ] as const)('Recovered restores what a %s Run says (%o)', (phase, spec, ready, reason) => {
-    const recovering = expectOk(transition({ run: makeRun(phase, spec), event: samples.MarkRecovering.event, writer: 'stale-recovery', now: EARLIER }));
+    const recovering = expectOk(
+      transition({ run: makeRun(phase, spec), event: samples.MarkRecovering.event, writer: 'stale-recovery', now: EARLIER }),
+    );
     const run = { ...makeRun(phase, spec), status: recovering };
     const status = expectOk(transition({ run, event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }));
     expect(status).toMatchObject({ phase, reason });
@@ -298,18 +360,35 @@ describe('stale-recovery', () => {
   });
 
   it('Recovered never overwrites a reason the owner wrote', () => {
-    const lost = expectOk(transition({ run: makeRun('Ready', functionMode), event: samples.RegistrationLost.event, writer: 'runtimed', now: NOW }));
-    expectRefused(transition({ run: { ...makeRun('Running', functionMode), status: lost }, event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }), 'precondition');
-    expectRefused(transition({ run: makeRun('Ready'), event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }), 'precondition');
+    const lost = expectOk(
+      transition({ run: makeRun('Ready', functionMode), event: samples.RegistrationLost.event, writer: 'runtimed', now: NOW }),
+    );
+    expectRefused(
+      transition({
+        run: { ...makeRun('Running', functionMode), status: lost },
+        event: samples.Recovered.event,
+        writer: 'stale-recovery',
+        now: NOW,
+      }),
+      'precondition',
+    );
+    expectRefused(
+      transition({ run: makeRun('Ready'), event: samples.Recovered.event, writer: 'stale-recovery', now: NOW }),
+      'precondition',
+    );
   });
 
   it('interrupts and fails', () => {
-    expect(expectOk(transition({ run: makeRun('Running'), event: samples.Interrupted.event, writer: 'stale-recovery', now: NOW }))).toMatchObject({
+    expect(
+      expectOk(transition({ run: makeRun('Running'), event: samples.Interrupted.event, writer: 'stale-recovery', now: NOW })),
+    ).toMatchObject({
       phase: 'Interrupted',
       reason: 'OwnerLost',
       completionTime: NOW,
     });
     const exhausted: RunEvent = { type: 'Failed', reason: 'RetriesExhausted', message: '3 attempts' };
-    expect(expectOk(transition({ run: makeRun('Ready', functionMode), event: exhausted, writer: 'stale-recovery', now: NOW })).reason).toBe('RetriesExhausted');
+    expect(expectOk(transition({ run: makeRun('Ready', functionMode), event: exhausted, writer: 'stale-recovery', now: NOW })).reason).toBe(
+      'RetriesExhausted',
+    );
   });
 });

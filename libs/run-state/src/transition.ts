@@ -1,12 +1,4 @@
-import {
-  BOUNDS,
-  CONDITION_TYPES,
-  RUN_REASONS,
-  boundedMessage,
-  runModeKind,
-  utf8ByteLength,
-  validateOutputs,
-} from '@kruntimes/api';
+import { BOUNDS, CONDITION_TYPES, RUN_REASONS, boundedMessage, runModeKind, utf8ByteLength, validateOutputs } from '@kruntimes/api';
 import type { Run, RunEndpoint, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { classify } from './classification.ts';
@@ -18,10 +10,7 @@ export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery';
 
 export type UnschedulableReason = typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity;
 export type FailureReason =
-  | typeof RUN_REASONS.failed
-  | typeof RUN_REASONS.nonZeroExit
-  | typeof RUN_REASONS.registrationFailed
-  | typeof RUN_REASONS.retriesExhausted;
+  typeof RUN_REASONS.failed | typeof RUN_REASONS.nonZeroExit | typeof RUN_REASONS.registrationFailed | typeof RUN_REASONS.retriesExhausted;
 export type TimeoutReason = typeof RUN_REASONS.timeout | typeof RUN_REASONS.idleTimeout;
 export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.cancelUnconfirmed;
 
@@ -262,7 +251,12 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
       const notBefore = new Date(Date.parse(now) + event.backoffSeconds * 1000).toISOString();
       return {
         ok: true,
-        status: withReady({ ...rest, phase: 'Pending', attempt: decision.nextAttempt, notBefore }, false, RUN_REASONS.retryBackoff, event.message),
+        status: withReady(
+          { ...rest, phase: 'Pending', attempt: decision.nextAttempt, notBefore },
+          false,
+          RUN_REASONS.retryBackoff,
+          event.message,
+        ),
       };
     }
 
@@ -272,7 +266,8 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
     case 'Recovered': {
       // Only undoes MarkRecovering: any other reason was written by the owner and stays.
       const readyReason = previous.conditions?.find((c) => c.type === CONDITION_TYPES.ready)?.reason;
-      if (readyReason !== undefined && readyReason !== RUN_REASONS.recovering) return refuse('precondition', `the Run is ${readyReason}, not Recovering`);
+      if (readyReason !== undefined && readyReason !== RUN_REASONS.recovering)
+        return refuse('precondition', `the Run is ${readyReason}, not Recovering`);
       if (phase === 'Ready') {
         if (mode !== 'function') return refuse('precondition', 'only function Runs are Ready');
         return { ok: true, status: withReady({ ...previous, phase }, true, RUN_REASONS.functionRegistered, event.message) };

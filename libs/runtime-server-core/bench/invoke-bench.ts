@@ -25,7 +25,9 @@ const child = spawn(process.execPath, [join(root, 'apps', `runtime-server-${lang
 });
 try {
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error('server did not start')); }, 20_000);
+    const timer = setTimeout(() => {
+      reject(new Error('server did not start'));
+    }, 20_000);
     createInterface({ input: child.stdout }).on('line', (line) => {
       const entry = JSON.parse(line) as { msg?: string; port?: number };
       if (entry.msg === 'runtime server listening' && entry.port !== undefined) {
@@ -49,7 +51,9 @@ try {
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => (latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0).toFixed(2);
-  console.log(`${language}: ${count} sequential invocations of an empty handler: p50 ${pct(50)} ms, p99 ${pct(99)} ms, ${(count / seconds).toFixed(0)} invocations/s`);
+  console.log(
+    `${language}: ${count} sequential invocations of an empty handler: p50 ${pct(50)} ms, p99 ${pct(99)} ms, ${(count / seconds).toFixed(0)} invocations/s`,
+  );
   channel.close();
 } finally {
   child.kill('SIGTERM');

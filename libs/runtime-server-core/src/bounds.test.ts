@@ -20,12 +20,47 @@ describe('BoundedCapture', () => {
 
 describe('LineSplitter', () => {
   it.each<[string, string[], { text: string; truncated: boolean }[]]>([
-    ['splits lines across chunks', ['a\nb', 'c\n'], [{ text: 'a', truncated: false }, { text: 'bc', truncated: false }]],
-    ['keeps an unterminated last line', ['a\nb'], [{ text: 'a', truncated: false }, { text: 'b', truncated: false }]],
+    [
+      'splits lines across chunks',
+      ['a\nb', 'c\n'],
+      [
+        { text: 'a', truncated: false },
+        { text: 'bc', truncated: false },
+      ],
+    ],
+    [
+      'keeps an unterminated last line',
+      ['a\nb'],
+      [
+        { text: 'a', truncated: false },
+        { text: 'b', truncated: false },
+      ],
+    ],
     ['strips CR of CRLF', ['a\r\n'], [{ text: 'a', truncated: false }]],
-    ['keeps empty lines', ['\n\n'], [{ text: '', truncated: false }, { text: '', truncated: false }]],
-    ['cuts a long line and skips to its newline', ['0123456789', 'abc\nok\n'], [{ text: '01234', truncated: true }, { text: 'ok', truncated: false }]],
-    ['cuts a long line ending in the same chunk', ['0123456789\nok'], [{ text: '01234', truncated: true }, { text: 'ok', truncated: false }]],
+    [
+      'keeps empty lines',
+      ['\n\n'],
+      [
+        { text: '', truncated: false },
+        { text: '', truncated: false },
+      ],
+    ],
+    [
+      'cuts a long line and skips to its newline',
+      ['0123456789', 'abc\nok\n'],
+      [
+        { text: '01234', truncated: true },
+        { text: 'ok', truncated: false },
+      ],
+    ],
+    [
+      'cuts a long line ending in the same chunk',
+      ['0123456789\nok'],
+      [
+        { text: '01234', truncated: true },
+        { text: 'ok', truncated: false },
+      ],
+    ],
     ['drops the rest of an unterminated long line', ['0123456789'], [{ text: '01234', truncated: true }]],
   ])('%s', (_name, chunks, expected) => {
     const splitter = new LineSplitter(5);
@@ -41,7 +76,11 @@ describe('parseOutputs', () => {
     ['an array', '[]', { outputs: {}, error: 'outputs file must hold a JSON object of strings' }],
     ['a number value', '{"a":1}', { outputs: {}, error: 'outputs values must be strings' }],
     ['a bad key', '{"1a":"x"}', { outputs: {}, error: /key must match/ }],
-    ['too many', JSON.stringify(Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']))), { outputs: {}, error: /17 outputs/ }],
+    [
+      'too many',
+      JSON.stringify(Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']))),
+      { outputs: {}, error: /17 outputs/ },
+    ],
     ['a value over the bound', JSON.stringify({ a: 'x'.repeat(4097) }), { outputs: {}, error: /exceeds 4096 bytes/ }],
   ])('%s', (_name, text, expected) => {
     const parsed = parseOutputs(text);

@@ -38,7 +38,13 @@ export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed
 
 export type ExecutionEvent =
   | { readonly kind: 'started'; readonly pid: number; readonly time: number }
-  | { readonly kind: 'log'; readonly stream: 'stdout' | 'stderr'; readonly text: string; readonly truncated: boolean; readonly time: number }
+  | {
+      readonly kind: 'log';
+      readonly stream: 'stdout' | 'stderr';
+      readonly text: string;
+      readonly truncated: boolean;
+      readonly time: number;
+    }
   | {
       readonly kind: 'exited';
       readonly reason: ExitReason;
@@ -151,7 +157,9 @@ export class ExecutionService {
       stopping: undefined,
     };
     const spawnError = await new Promise<Error | undefined>((resolve) => {
-      child.once('spawn', () => { resolve(undefined); });
+      child.once('spawn', () => {
+        resolve(undefined);
+      });
       child.once('error', resolve);
     });
     if (spawnError !== undefined || child.pid === undefined) {
@@ -162,12 +170,16 @@ export class ExecutionService {
     logger.info({ pid: child.pid, entrypoint: request.entrypoint }, 'execution started');
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
-    const pipesClosed = Promise.all([
-      this.#pipeLines(child.stdout, 'stdout', queue),
-      this.#pipeLines(child.stderr, 'stderr', queue),
-    ]);
-    const timer = request.timeoutMs === undefined ? undefined : setTimeout(() => { this.#stop(running, 'timed_out', undefined); }, request.timeoutMs);
-    const onAbort = (): void => { this.#stop(running, 'cancelled', undefined); };
+    const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
+    const timer =
+      request.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            this.#stop(running, 'timed_out', undefined);
+          }, request.timeoutMs);
+    const onAbort = (): void => {
+      this.#stop(running, 'cancelled', undefined);
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
 
@@ -300,7 +312,9 @@ export function parseOutputs(text: string): { outputs: Record<string, string>; e
 async function withTimeout(promise: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => { resolve('timeout'); }, ms);
+    timer = setTimeout(() => {
+      resolve('timeout');
+    }, ms);
   });
   const outcome = await Promise.race([promise.then(() => 'done' as const), expired]);
   clearTimeout(timer);

@@ -13,7 +13,11 @@ export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 /** Resolves when the child has exited (immediately when it already has). */
 export function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => { resolve(); }));
+  return new Promise((resolve) =>
+    child.once('exit', () => {
+      resolve();
+    }),
+  );
 }
 
 /**

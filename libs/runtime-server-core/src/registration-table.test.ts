@@ -106,7 +106,11 @@ describe('RegistrationTable.register', () => {
     expect(next).not.toBe(old);
     expect(codeOf(() => table.get(old))).toBe('RegistrationNotFound');
     expect(codeOf(() => table.beginInvocation(old, 'i'))).toBe('RegistrationNotFound');
-    expect(codeOf(() => { table.markReady(old); })).toBe('RegistrationNotFound');
+    expect(
+      codeOf(() => {
+        table.markReady(old);
+      }),
+    ).toBe('RegistrationNotFound');
     expect(table.unregister(old)).toBeUndefined();
     expect(table.get(next).state).toBe('starting');
     expect(table.size).toBe(1);

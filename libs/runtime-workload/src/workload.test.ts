@@ -46,9 +46,20 @@ describe('runtimeWorkload', () => {
     for (const object of [deployment, service]) {
       expect(object.metadata).toMatchObject({ name: 'python', namespace: 'team-a' });
       expect(object.metadata.ownerReferences).toEqual([
-        { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', name: 'python', uid: '6f1c2a34-0000-4000-8000-000000000001', controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: 'kruntimes.io/v1alpha1',
+          kind: 'Runtime',
+          name: 'python',
+          uid: '6f1c2a34-0000-4000-8000-000000000001',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ]);
-      expect(object.metadata.labels).toMatchObject({ [LABELS.runtime]: 'python', [LABELS.partOf]: 'kruntimes', [LABELS.managedBy]: 'kruntimes-controller-manager' });
+      expect(object.metadata.labels).toMatchObject({
+        [LABELS.runtime]: 'python',
+        [LABELS.partOf]: 'kruntimes',
+        [LABELS.managedBy]: 'kruntimes-controller-manager',
+      });
     }
     const selector = { [LABELS.runtime]: 'python', [LABELS.component]: 'runtime' };
     expect(deployment.spec.replicas).toBe(3);
@@ -75,7 +86,11 @@ describe('runtimeWorkload', () => {
       { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
     ]);
     expect(runtimed.readinessProbe?.grpc).toEqual({ port: DEFAULTS.runtimedHealthPort });
-    expect(env(runtimed)).toMatchObject({ KRT_GRPC_PORT: String(grpc), KRT_PEER_PORT: String(peer), KRT_HEALTH_PORT: String(DEFAULTS.runtimedHealthPort) });
+    expect(env(runtimed)).toMatchObject({
+      KRT_GRPC_PORT: String(grpc),
+      KRT_PEER_PORT: String(peer),
+      KRT_HEALTH_PORT: String(DEFAULTS.runtimedHealthPort),
+    });
   });
 
   it.each([
@@ -96,8 +111,14 @@ describe('runtimeWorkload', () => {
     const mountsOf = (name: string): string[] => container(workload, name).volumeMounts.map((m) => m.name);
     expect(mountsOf(CONTAINERS.runtimed)).toContain(tokenVolume?.name);
     expect(mountsOf(CONTAINERS.runtimeServer)).not.toContain(tokenVolume?.name);
-    expect(container(workload, CONTAINERS.runtimed).volumeMounts).toContainEqual({ name: tokenVolume?.name, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true });
-    expect(runtimeWorkload(runtime({ serviceAccountName: 'custom' }), config).deployment.spec.template.spec.serviceAccountName).toBe('custom');
+    expect(container(workload, CONTAINERS.runtimed).volumeMounts).toContainEqual({
+      name: tokenVolume?.name,
+      mountPath: SERVICE_ACCOUNT_MOUNT_PATH,
+      readOnly: true,
+    });
+    expect(runtimeWorkload(runtime({ serviceAccountName: 'custom' }), config).deployment.spec.template.spec.serviceAccountName).toBe(
+      'custom',
+    );
   });
 
   it('mounts the runtimed TLS Secret read-only into runtimed only, and tells runtimed where', () => {
@@ -118,12 +139,17 @@ describe('runtimeWorkload', () => {
       expect(Object.keys(env(container(workload, name)))).not.toEqual(expect.arrayContaining(['KRT_GATEWAY_HOST']));
       expect(Object.keys(env(container(workload, name)))).not.toEqual(expect.arrayContaining(['KRT_GATEWAY_CA_FILE']));
     }
-    expect(workload.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(runtimeWorkload(runtime(), { ...config }).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]);
+    expect(workload.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(
+      runtimeWorkload(runtime(), { ...config }).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION],
+    );
   });
 
   it('tells runtimed the gateway host, and the gateway CA file in its TLS mount when there is a CA; the Runtime Server gets neither', () => {
     const withCa = runtimeWorkload(runtime(), { ...config, gateway: { host: 'runtime-gateway.kruntimes.svc:8443', caPem: 'GATEWAY CA' } });
-    expect(env(container(withCa, CONTAINERS.runtimed))).toMatchObject({ KRT_GATEWAY_HOST: 'runtime-gateway.kruntimes.svc:8443', KRT_GATEWAY_CA_FILE: `${RUNTIMED_TLS_MOUNT_PATH}/gateway-ca.crt` });
+    expect(env(container(withCa, CONTAINERS.runtimed))).toMatchObject({
+      KRT_GATEWAY_HOST: 'runtime-gateway.kruntimes.svc:8443',
+      KRT_GATEWAY_CA_FILE: `${RUNTIMED_TLS_MOUNT_PATH}/gateway-ca.crt`,
+    });
     const hostOnly = runtimeWorkload(runtime(), { ...config, gateway: { host: 'gw.example.com' } });
     expect(env(container(hostOnly, CONTAINERS.runtimed)).KRT_GATEWAY_HOST).toBe('gw.example.com');
     expect(Object.keys(env(container(hostOnly, CONTAINERS.runtimed)))).not.toContain('KRT_GATEWAY_CA_FILE');
@@ -170,7 +196,8 @@ describe('runtimeWorkload', () => {
   });
 
   it('is deterministic, and its spec hash changes exactly when the workload changes', () => {
-    const hash = (spec: Partial<Runtime['spec']>): string | undefined => runtimeWorkload(runtime(spec), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION];
+    const hash = (spec: Partial<Runtime['spec']>): string | undefined =>
+      runtimeWorkload(runtime(spec), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION];
     expect(hash({ runs: 2 })).toBe(hash({ runs: 2 }));
     expect(hash({ runs: 2 })).not.toBe(hash({ runs: 3 }));
     expect(hash({ image: 'a' })).not.toBe(hash({ image: 'b' }));
@@ -217,9 +244,17 @@ describe('runtimedTlsSecret', () => {
   });
 
   it('carries the gateway CA as gateway-ca.crt only when given one', () => {
-    const decode = (data: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-    expect(decode(runtimedTlsSecret(runtime(), { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY', gatewayCaPem: 'GW' }).data)).toEqual({ 'ca.crt': 'CA', 'tls.crt': 'CERT', 'tls.key': 'KEY', 'gateway-ca.crt': 'GW' });
-    expect(Object.keys(runtimedTlsSecret(runtime(), { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY', gatewayCaPem: undefined }).data)).not.toContain('gateway-ca.crt');
+    const decode = (data: Record<string, string>): Record<string, string> =>
+      Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    expect(decode(runtimedTlsSecret(runtime(), { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY', gatewayCaPem: 'GW' }).data)).toEqual({
+      'ca.crt': 'CA',
+      'tls.crt': 'CERT',
+      'tls.key': 'KEY',
+      'gateway-ca.crt': 'GW',
+    });
+    expect(
+      Object.keys(runtimedTlsSecret(runtime(), { caPem: 'CA', certPem: 'CERT', keyPem: 'KEY', gatewayCaPem: undefined }).data),
+    ).not.toContain('gateway-ca.crt');
   });
 });
 

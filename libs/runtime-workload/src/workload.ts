@@ -118,12 +118,17 @@ export function workloadProblems(runtime: Pick<Runtime, 'metadata' | 'spec'>): s
   const problems: string[] = [];
   const name = workloadName(runtime);
   if (name.length > 63 || !DNS1035_LABEL.test(name)) {
-    problems.push(`the Runtime's name ${JSON.stringify(name)} must be a DNS-1035 label (at most 63 characters, starting with a letter) to name its Service`);
+    problems.push(
+      `the Runtime's name ${JSON.stringify(name)} must be a DNS-1035 label (at most 63 characters, starting with a letter) to name its Service`,
+    );
   }
   const { grpc, peer } = runtimePorts(runtime);
   if (grpc === peer) problems.push(`ports.grpc and ports.peer are both ${grpc}`);
   // Both containers share one network namespace: runtimed's ports must not take the Runtime Server's.
-  for (const [field, port] of [['grpc', grpc], ['peer', peer]] as const) {
+  for (const [field, port] of [
+    ['grpc', grpc],
+    ['peer', peer],
+  ] as const) {
     if (port === DEFAULTS.runtimeServerPort) problems.push(`ports.${field} ${port} is the Runtime Server's port`);
     if (port === DEFAULTS.runtimedHealthPort) problems.push(`ports.${field} ${port} is runtimed's health port`);
   }
@@ -205,7 +210,12 @@ export function runtimedTlsSecret(runtime: Pick<Runtime, 'metadata'>, tls: Runti
   return {
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: runtimedTlsSecretName(name), namespace: runtime.metadata.namespace ?? '', labels: workloadLabels(name), ownerReferences: [ownerReference(runtime)] },
+    metadata: {
+      name: runtimedTlsSecretName(name),
+      namespace: runtime.metadata.namespace ?? '',
+      labels: workloadLabels(name),
+      ownerReferences: [ownerReference(runtime)],
+    },
     type: 'kubernetes.io/tls',
     data: {
       [TLS_SECRET_KEYS.ca]: base64(tls.caPem),
@@ -345,7 +355,9 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
 
 /** The part of a Pod that `podCapacity` reads (a client-node V1Pod, cached or not, fits). */
 export interface PodWithContainers {
-  readonly spec?: { readonly containers: readonly { readonly name: string; readonly env?: readonly { readonly name: string; readonly value?: string }[] }[] };
+  readonly spec?: {
+    readonly containers: readonly { readonly name: string; readonly env?: readonly { readonly name: string; readonly value?: string }[] }[];
+  };
 }
 
 /**

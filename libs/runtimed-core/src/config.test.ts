@@ -33,7 +33,11 @@ test('identity from the downward API and defaults for everything else', () => {
 });
 
 test.each([
-  ['missing identity', {}, /POD_NAME is required.*POD_NAMESPACE is required.*POD_UID is required.*POD_IP is required.*RUNTIME_NAME is required/],
+  [
+    'missing identity',
+    {},
+    /POD_NAME is required.*POD_NAMESPACE is required.*POD_UID is required.*POD_IP is required.*RUNTIME_NAME is required/,
+  ],
   ['bad language', { ...IDENTITY, RUNTIME_LANGUAGE: 'ruby' }, /RUNTIME_LANGUAGE="ruby" is not one of python, bash/],
   ['bad UID', { ...IDENTITY, POD_UID: 'x' }, /POD_UID="x" is not a Pod UID/],
   ['bad port', { ...IDENTITY, KRT_GRPC_PORT: '70000' }, /KRT_GRPC_PORT="70000" is not an integer/],
@@ -49,7 +53,16 @@ test.each([
 });
 
 test('ports and the TLS directory from the environment', () => {
-  expect(loadConfig({ ...IDENTITY, KRT_GRPC_PORT: '8443', KRT_PEER_PORT: '8444', KRT_HEALTH_PORT: '8445', KRT_TLS_DIR: '/etc/tls', KRT_METRICS_PORT: '0' })).toMatchObject({
+  expect(
+    loadConfig({
+      ...IDENTITY,
+      KRT_GRPC_PORT: '8443',
+      KRT_PEER_PORT: '8444',
+      KRT_HEALTH_PORT: '8445',
+      KRT_TLS_DIR: '/etc/tls',
+      KRT_METRICS_PORT: '0',
+    }),
+  ).toMatchObject({
     grpcPort: 8443,
     peerPort: 8444,
     healthPort: 8445,
@@ -64,5 +77,7 @@ test('function endpoint: the canonical gateway path with the Run UID; caBundle o
     protocol: 'HTTPS',
     url: `https://gw.example:8443/v1/namespaces/demo/runtimes/python/functions/${IDENTITY.POD_UID}:invoke`,
   });
-  expect(functionEndpoint('gw', target, '-----BEGIN CERTIFICATE-----\n').caBundle).toBe(Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64'));
+  expect(functionEndpoint('gw', target, '-----BEGIN CERTIFICATE-----\n').caBundle).toBe(
+    Buffer.from('-----BEGIN CERTIFICATE-----\n').toString('base64'),
+  );
 });

@@ -94,7 +94,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     ip: required('POD_IP', (value) => value.length > 0, 'an IP address (downward API status.podIP)'),
   };
   const runtime = required('RUNTIME_NAME', isDns1123Label, 'a Runtime name');
-  const language = required('RUNTIME_LANGUAGE', (value) => (RUNTIME_LANGUAGES as readonly string[]).includes(value), `one of ${RUNTIME_LANGUAGES.join(', ')}`);
+  const language = required(
+    'RUNTIME_LANGUAGE',
+    (value) => (RUNTIME_LANGUAGES as readonly string[]).includes(value),
+    `one of ${RUNTIME_LANGUAGES.join(', ')}`,
+  );
   const workspaceDir = optional('KRT_WORKSPACE_DIR') ?? DEFAULT_WORKSPACE_DIR;
   if (!workspaceDir.startsWith('/')) problems.push(`KRT_WORKSPACE_DIR=${JSON.stringify(workspaceDir)} is not an absolute path`);
   const leaseDurationSeconds = integer('KRT_LEASE_DURATION_SECONDS', DEFAULTS.leaseDurationSeconds, 2, 3600);
@@ -107,13 +111,19 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
   const healthPort = integer('KRT_HEALTH_PORT', DEFAULTS.runtimedHealthPort, 1, 65_535);
   const metricsPort = integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535);
   // All of them listen on the Pod IP: two on one port would fail at bind time, less clearly.
-  const ports = [['KRT_GRPC_PORT', grpcPort], ['KRT_PEER_PORT', peerPort], ['KRT_HEALTH_PORT', healthPort], ['KRT_METRICS_PORT', metricsPort]] as const;
+  const ports = [
+    ['KRT_GRPC_PORT', grpcPort],
+    ['KRT_PEER_PORT', peerPort],
+    ['KRT_HEALTH_PORT', healthPort],
+    ['KRT_METRICS_PORT', metricsPort],
+  ] as const;
   for (const [index, [name, port]] of ports.entries()) {
     const clash = ports.slice(0, index).find(([, other]) => other === port && port !== 0);
     if (clash !== undefined) problems.push(`${name} and ${clash[0]} are both ${port}`);
   }
   const gatewayHost = optional('KRT_GATEWAY_HOST') ?? DEFAULT_GATEWAY_HOST;
-  if (!/^[a-z0-9.-]+(?::\d{1,5})?$/.test(gatewayHost)) problems.push(`KRT_GATEWAY_HOST=${JSON.stringify(gatewayHost)} is not host or host:port`);
+  if (!/^[a-z0-9.-]+(?::\d{1,5})?$/.test(gatewayHost))
+    problems.push(`KRT_GATEWAY_HOST=${JSON.stringify(gatewayHost)} is not host or host:port`);
 
   const config: RuntimedConfig = {
     pod,
@@ -134,6 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     logLevel: optional('KRT_LOG_LEVEL') ?? 'info',
     containerRoot: optional('KRUNTIMES_CONTAINER_ROOT') ?? '',
   };
-  if (problems.length > 0) throw new KruntimesError('InvalidRequest', `invalid runtimed configuration: ${problems.join('; ')}`, { terminal: true });
+  if (problems.length > 0)
+    throw new KruntimesError('InvalidRequest', `invalid runtimed configuration: ${problems.join('; ')}`, { terminal: true });
   return config;
 }

@@ -17,7 +17,11 @@ function live(uid: string, attempt: number | undefined, podUID: string | undefin
 
 test.each([
   ['the same epoch', live(UID, 2, POD), undefined],
-  ['a recreated Run of that name', live('44444444-4444-4444-8444-444444444444', 2, POD), 'the name now holds Run 44444444-4444-4444-8444-444444444444'],
+  [
+    'a recreated Run of that name',
+    live('44444444-4444-4444-8444-444444444444', 2, POD),
+    'the name now holds Run 44444444-4444-4444-8444-444444444444',
+  ],
   ['another Pod', live(UID, 2, '22222222-2222-4222-8222-222222222222'), 'assigned to Pod 22222222-2222-4222-8222-222222222222'],
   ['no assignment (requeued)', live(UID, 3, undefined), 'assigned to Pod (none)'],
   ['a later attempt on this Pod', live(UID, 3, POD), 'now at attempt 3'],

@@ -81,7 +81,12 @@ describe('FunctionMetrics', () => {
     text = metrics.render();
     expect(text).not.toContain('run="a"');
     // Every family is still declared.
-    for (const name of ['kruntimes_function_invocations_total counter', 'kruntimes_function_invocation_duration_seconds histogram', 'kruntimes_function_inflight gauge', 'kruntimes_function_idle_seconds gauge']) {
+    for (const name of [
+      'kruntimes_function_invocations_total counter',
+      'kruntimes_function_invocation_duration_seconds histogram',
+      'kruntimes_function_inflight gauge',
+      'kruntimes_function_idle_seconds gauge',
+    ]) {
       expect(text).toContain(`# TYPE ${name}\n`);
     }
     // Back again (same name, e.g. a new Run): counters start from zero.

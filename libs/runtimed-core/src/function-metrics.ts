@@ -104,17 +104,34 @@ export class FunctionMetrics implements FunctionInvocationHooks {
       inflight: 'kruntimes_function_inflight',
       idle: 'kruntimes_function_idle_seconds',
     };
-    const lines = [`# HELP ${name.invocations} Invocations served by this runtimed as the owner, by code (OK or the kruntimes error code).`, `# TYPE ${name.invocations} counter`];
-    for (const s of runs) for (const [code, n] of [...s.codes].sort(([a], [b]) => a.localeCompare(b))) lines.push(`${name.invocations}{${labels({ ...s.labels, code })}} ${n}`);
-    lines.push(`# HELP ${name.duration} Duration of invocations served by this runtimed as the owner.`, `# TYPE ${name.duration} histogram`);
+    const lines = [
+      `# HELP ${name.invocations} Invocations served by this runtimed as the owner, by code (OK or the kruntimes error code).`,
+      `# TYPE ${name.invocations} counter`,
+    ];
+    for (const s of runs)
+      for (const [code, n] of [...s.codes].sort(([a], [b]) => a.localeCompare(b)))
+        lines.push(`${name.invocations}{${labels({ ...s.labels, code })}} ${n}`);
+    lines.push(
+      `# HELP ${name.duration} Duration of invocations served by this runtimed as the owner.`,
+      `# TYPE ${name.duration} histogram`,
+    );
     for (const s of runs) {
       if (s.count === 0) continue;
-      INVOCATION_BUCKETS_SECONDS.forEach((bound, i) => lines.push(`${name.duration}_bucket{${labels({ ...s.labels, le: String(bound) })}} ${s.buckets[i] ?? 0}`));
-      lines.push(`${name.duration}_bucket{${labels({ ...s.labels, le: '+Inf' })}} ${s.count}`, `${name.duration}_sum{${labels(s.labels)}} ${s.sum}`, `${name.duration}_count{${labels(s.labels)}} ${s.count}`);
+      INVOCATION_BUCKETS_SECONDS.forEach((bound, i) =>
+        lines.push(`${name.duration}_bucket{${labels({ ...s.labels, le: String(bound) })}} ${s.buckets[i] ?? 0}`),
+      );
+      lines.push(
+        `${name.duration}_bucket{${labels({ ...s.labels, le: '+Inf' })}} ${s.count}`,
+        `${name.duration}_sum{${labels(s.labels)}} ${s.sum}`,
+        `${name.duration}_count{${labels(s.labels)}} ${s.count}`,
+      );
     }
     lines.push(`# HELP ${name.inflight} Invocations of a function Run in flight on this runtimed.`, `# TYPE ${name.inflight} gauge`);
     for (const s of runs) lines.push(`${name.inflight}{${labels(s.labels)}} ${s.inflight}`);
-    lines.push(`# HELP ${name.idle} Seconds since the last invocation of a function Run ended (or since it became Ready); 0 while one is in flight.`, `# TYPE ${name.idle} gauge`);
+    lines.push(
+      `# HELP ${name.idle} Seconds since the last invocation of a function Run ended (or since it became Ready); 0 while one is in flight.`,
+      `# TYPE ${name.idle} gauge`,
+    );
     for (const s of runs) {
       const since = Math.max(s.lastEndedMs ?? 0, held.get(key(s.labels))?.readySinceMs ?? s.firstSeenMs);
       lines.push(`${name.idle}{${labels(s.labels)}} ${s.inflight > 0 ? 0 : Math.max(0, (now - since) / 1000)}`);

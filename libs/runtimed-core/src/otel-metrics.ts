@@ -44,7 +44,9 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
     if (errors.length > 0) throw new AggregateError(errors, 'metrics collection failed');
     return serializer.serialize(resourceMetrics) + functions.render();
   };
-  const server = createServer((request, response) => { serveMetrics(render, request, response); });
+  const server = createServer((request, response) => {
+    serveMetrics(render, request, response);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -54,35 +56,61 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   });
   const provider = new MeterProvider({ readers: [exporter] });
   const meter = provider.getMeter('kruntimes.runtimed');
-  const registrations = meter.createCounter('kruntimes.runtimed.registrations', { description: 'RegisterFunction calls by runtimed, by outcome' });
+  const registrations = meter.createCounter('kruntimes.runtimed.registrations', {
+    description: 'RegisterFunction calls by runtimed, by outcome',
+  });
   // Named with its unit: this exporter does not append Prometheus unit suffixes.
   const taskDuration = meter.createHistogram('kruntimes.runtimed.task.duration.seconds', {
     description: 'Duration of task executions, by outcome',
     unit: 's',
     advice: { explicitBucketBoundaries: [0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14_400] },
   });
-  const conflicts = meter.createCounter('kruntimes.runtimed.status_write_conflicts', { description: 'Run writes that lost a resourceVersion race (409) and were retried' });
+  const conflicts = meter.createCounter('kruntimes.runtimed.status_write_conflicts', {
+    description: 'Run writes that lost a resourceVersion race (409) and were retried',
+  });
   // Exported from the start (at 0), so that a rate() over it never starts from absence.
   conflicts.add(0);
   const leaseRenewals = meter.createCounter('kruntimes.runtimed.lease_renewals', { description: 'Pod Lease renewals, by result' });
-  const invocations = meter.createCounter('kruntimes.runtimed.invocations', { description: 'FunctionRuntime calls by port, route and outcome code' });
-  const authzCache = meter.createCounter('kruntimes.authz.cache_requests', { description: 'Authorization decisions asked of the cache, by result' });
+  const invocations = meter.createCounter('kruntimes.runtimed.invocations', {
+    description: 'FunctionRuntime calls by port, route and outcome code',
+  });
+  const authzCache = meter.createCounter('kruntimes.authz.cache_requests', {
+    description: 'Authorization decisions asked of the cache, by result',
+  });
   const authzReviews = meter.createCounter('kruntimes.authz.reviews', { description: 'SelfSubjectAccessReviews sent, by outcome' });
-  const activeFunctions = meter.createObservableGauge('kruntimes.runtimed.active_functions', { description: 'Functions registered by this runtimed' });
+  const activeFunctions = meter.createObservableGauge('kruntimes.runtimed.active_functions', {
+    description: 'Functions registered by this runtimed',
+  });
   return {
     port: (server.address() as AddressInfo).port,
     metrics: {
-      registration: (outcome) => { registrations.add(1, { outcome }); },
-      taskFinished: (outcome, seconds) => { taskDuration.record(seconds, { outcome }); },
-      statusConflict: () => { conflicts.add(1); },
-      leaseRenewal: (ok) => { leaseRenewals.add(1, { result: ok ? 'ok' : 'error' }); },
-      invocation: (outcome) => { invocations.add(1, { port: outcome.port, route: outcome.route, code: outcome.code }); },
+      registration: (outcome) => {
+        registrations.add(1, { outcome });
+      },
+      taskFinished: (outcome, seconds) => {
+        taskDuration.record(seconds, { outcome });
+      },
+      statusConflict: () => {
+        conflicts.add(1);
+      },
+      leaseRenewal: (ok) => {
+        leaseRenewals.add(1, { result: ok ? 'ok' : 'error' });
+      },
+      invocation: (outcome) => {
+        invocations.add(1, { port: outcome.port, route: outcome.route, code: outcome.code });
+      },
       authz: {
-        cacheRequest: (result) => { authzCache.add(1, { result }); },
-        review: (outcome) => { authzReviews.add(1, { outcome }); },
+        cacheRequest: (result) => {
+          authzCache.add(1, { result });
+        },
+        review: (outcome) => {
+          authzReviews.add(1, { outcome });
+        },
       },
       observeActiveFunctions: (count) => {
-        activeFunctions.addCallback((result) => { result.observe(count()); });
+        activeFunctions.addCallback((result) => {
+          result.observe(count());
+        });
       },
       functions,
     },
@@ -104,14 +132,21 @@ function serveMetrics(render: () => Promise<string>, request: IncomingMessage, r
     return;
   }
   render().then(
-    (text) => { response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(request.method === 'HEAD' ? undefined : text); },
-    (error: unknown) => { response.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to export metrics: ${String(error)}\n`); },
+    (text) => {
+      response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(request.method === 'HEAD' ? undefined : text);
+    },
+    (error: unknown) => {
+      response.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to export metrics: ${String(error)}\n`);
+    },
   );
 }
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.close((error) => { if (error === undefined) resolve(); else reject(error); });
+    server.close((error) => {
+      if (error === undefined) resolve();
+      else reject(error);
+    });
     server.closeAllConnections();
   });
 }

@@ -63,7 +63,12 @@ const cases: [string, Run | undefined, LocalRun | undefined, RunAction['type']][
   ['cancel while Ready', run({ phase: 'Ready', pod: POD, mode: 'function', cancel: true }), local(), 'cancel'],
   ['lifetime over', run({ phase: 'Ready', pod: POD, mode: 'function', timeout: '10s', startedSecondsAgo: 11 }), local(), 'expire'],
   ['lifetime left', run({ phase: 'Ready', pod: POD, mode: 'function', timeout: '10s', startedSecondsAgo: 9 }), local(), 'watch'],
-  ['cancel wins over lifetime', run({ phase: 'Running', pod: POD, cancel: true, timeout: '1s', startedSecondsAgo: 5 }), undefined, 'cancel'],
+  [
+    'cancel wins over lifetime',
+    run({ phase: 'Running', pod: POD, cancel: true, timeout: '1s', startedSecondsAgo: 5 }),
+    undefined,
+    'cancel',
+  ],
   ['deleting with finalizer', run({ phase: 'Ready', pod: POD, mode: 'function', deleting: true, finalizer: true }), local(), 'finalize'],
   ['deleting without finalizer', run({ phase: 'Running', pod: POD, deleting: true }), undefined, 'ignore'],
   ['terminal with finalizer', run({ phase: 'Cancelled', pod: POD, mode: 'function', finalizer: true }), undefined, 'removeFinalizer'],

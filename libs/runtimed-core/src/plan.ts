@@ -48,13 +48,17 @@ export interface PlanInput {
  * object, so a decision taken on a stale cache can only lead to a refused write.
  */
 export function planRun({ run, podUID, runtime, local, nowMs }: PlanInput): RunAction {
-  if (run === undefined) return local === undefined ? { type: 'ignore', why: 'the Run is gone' } : { type: 'release', why: 'the Run is gone' };
+  if (run === undefined)
+    return local === undefined ? { type: 'ignore', why: 'the Run is gone' } : { type: 'release', why: 'the Run is gone' };
   if (run.spec.runtime !== runtime) return { type: 'ignore', why: `the Run belongs to Runtime ${run.spec.runtime}` };
 
   const status = run.status ?? {};
   const mine = status.assignedPodUID === podUID;
   if (local !== undefined && (local.uid !== run.metadata.uid || !mine || local.attempt !== status.attempt)) {
-    return { type: 'release', why: local.uid === run.metadata.uid ? 'the Run moved to another attempt or Pod' : 'the name now holds another Run' };
+    return {
+      type: 'release',
+      why: local.uid === run.metadata.uid ? 'the Run moved to another attempt or Pod' : 'the name now holds another Run',
+    };
   }
   if (!mine) return { type: 'ignore', why: 'the Run is not assigned to this Pod' };
 
@@ -100,7 +104,12 @@ export function remainingLifetimeMs(run: ReadonlyDeep<Pick<Run, 'spec' | 'status
  * Runtime Server's own last-activity clock (no status write per invocation). Undefined
  * when the Run has no idle timeout; never expires while an invocation is in flight.
  */
-export function remainingIdleMs(idleTimeoutSeconds: number | undefined, lastActivity: Date | undefined, inFlight: number, nowMs: number): number | undefined {
+export function remainingIdleMs(
+  idleTimeoutSeconds: number | undefined,
+  lastActivity: Date | undefined,
+  inFlight: number,
+  nowMs: number,
+): number | undefined {
   if (idleTimeoutSeconds === undefined || lastActivity === undefined) return undefined;
   if (inFlight > 0) return idleTimeoutSeconds * 1000;
   return lastActivity.getTime() + idleTimeoutSeconds * 1000 - nowMs;

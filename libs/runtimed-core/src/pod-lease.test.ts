@@ -4,16 +4,25 @@ import { MAX_RELEASED_RUNS, ReleasedRuns, leaseRunAnnotations } from './pod-leas
 describe('Pod Lease run report', () => {
   it('encodes held and released epochs as JSON arrays of {uid, attempt}', () => {
     const annotations = leaseRunAnnotations({
-      held: [{ uid: 'a', attempt: 1 }, { uid: 'b', attempt: 3 }],
+      held: [
+        { uid: 'a', attempt: 1 },
+        { uid: 'b', attempt: 3 },
+      ],
       released: [{ uid: 'c', attempt: 2 }],
     });
     expect(Object.keys(annotations).sort()).toEqual([LEASE_ANNOTATIONS.heldRuns, LEASE_ANNOTATIONS.releasedRuns].sort());
-    expect(JSON.parse(annotations[LEASE_ANNOTATIONS.heldRuns] ?? '')).toEqual([{ uid: 'a', attempt: 1 }, { uid: 'b', attempt: 3 }]);
+    expect(JSON.parse(annotations[LEASE_ANNOTATIONS.heldRuns] ?? '')).toEqual([
+      { uid: 'a', attempt: 1 },
+      { uid: 'b', attempt: 3 },
+    ]);
     expect(annotations[LEASE_ANNOTATIONS.releasedRuns]).toBe('[{"uid":"c","attempt":2}]');
   });
 
   it('writes empty arrays when nothing is held or released (an owner that holds nothing says so)', () => {
-    expect(leaseRunAnnotations({ held: [], released: [] })).toEqual({ [LEASE_ANNOTATIONS.heldRuns]: '[]', [LEASE_ANNOTATIONS.releasedRuns]: '[]' });
+    expect(leaseRunAnnotations({ held: [], released: [] })).toEqual({
+      [LEASE_ANNOTATIONS.heldRuns]: '[]',
+      [LEASE_ANNOTATIONS.releasedRuns]: '[]',
+    });
   });
 
   it('carries only uid and attempt, whatever else the refs hold', () => {
@@ -37,8 +46,16 @@ describe('ReleasedRuns', () => {
     log.add({ uid: 'b', attempt: 1 });
     log.add({ uid: 'a', attempt: 2 });
     log.add({ uid: 'a', attempt: 1 });
-    expect(log.list()).toEqual([{ uid: 'b', attempt: 1 }, { uid: 'a', attempt: 2 }, { uid: 'a', attempt: 1 }]);
+    expect(log.list()).toEqual([
+      { uid: 'b', attempt: 1 },
+      { uid: 'a', attempt: 2 },
+      { uid: 'a', attempt: 1 },
+    ]);
     log.add({ uid: 'c', attempt: 1 });
-    expect(log.list()).toEqual([{ uid: 'a', attempt: 2 }, { uid: 'a', attempt: 1 }, { uid: 'c', attempt: 1 }]);
+    expect(log.list()).toEqual([
+      { uid: 'a', attempt: 2 },
+      { uid: 'a', attempt: 1 },
+      { uid: 'c', attempt: 1 },
+    ]);
   });
 });

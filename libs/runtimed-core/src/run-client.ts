@@ -18,7 +18,11 @@ export class NotOwnerError extends KruntimesError {
   readonly gone: boolean;
 
   constructor(epoch: Epoch, detail: string, gone = false) {
-    super('EpochMismatch', `Run ${epoch.namespace}/${epoch.name} attempt ${epoch.attempt} is no longer owned by Pod ${epoch.podUID}: ${detail}`, { terminal: true });
+    super(
+      'EpochMismatch',
+      `Run ${epoch.namespace}/${epoch.name} attempt ${epoch.attempt} is no longer owned by Pod ${epoch.podUID}: ${detail}`,
+      { terminal: true },
+    );
     this.name = 'NotOwnerError';
     this.gone = gone;
   }
@@ -61,7 +65,13 @@ export class RunClient {
 
   async get(namespace: string, name: string): Promise<Run | undefined> {
     try {
-      return (await this.#api.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, name })) as Run;
+      return (await this.#api.getNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_PLURAL,
+        name,
+      })) as Run;
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw error;
@@ -101,11 +111,15 @@ export class RunClient {
    * on the live phase being one of `phases`.
    */
   async addFinalizer(epoch: Epoch, phases: readonly RunPhase[]): Promise<void> {
-    await this.#fenced(epoch, async (run) => {
-      const finalizers = run.metadata.finalizers ?? [];
-      if (finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
-      return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: [...finalizers, REGISTRATION_CLEANUP_FINALIZER] } });
-    }, phases);
+    await this.#fenced(
+      epoch,
+      async (run) => {
+        const finalizers = run.metadata.finalizers ?? [];
+        if (finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
+        return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: [...finalizers, REGISTRATION_CLEANUP_FINALIZER] } });
+      },
+      phases,
+    );
   }
 
   /**
@@ -121,7 +135,10 @@ export class RunClient {
         const finalizers = run.metadata.finalizers ?? [];
         removed = finalizers.includes(REGISTRATION_CLEANUP_FINALIZER);
         if (!removed) return run;
-        return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: finalizers.filter((f) => f !== REGISTRATION_CLEANUP_FINALIZER) } });
+        return this.#replace(epoch, {
+          ...run,
+          metadata: { ...run.metadata, finalizers: finalizers.filter((f) => f !== REGISTRATION_CLEANUP_FINALIZER) },
+        });
       });
     } catch (error) {
       // Removing our finalizer may let the API server delete the object before we re-read it.
@@ -156,7 +173,9 @@ export class RunClient {
         if (!(error instanceof ApiException && error.code === 409)) throw error;
         this.#hooks.onConflict?.();
         if (attempt >= MAX_CONFLICT_RETRIES) {
-          throw new KruntimesError('Conflict', `Run ${epoch.namespace}/${epoch.name} kept changing during ${attempt + 1} writes`, { cause: error });
+          throw new KruntimesError('Conflict', `Run ${epoch.namespace}/${epoch.name} kept changing during ${attempt + 1} writes`, {
+            cause: error,
+          });
         }
       }
     }

@@ -147,14 +147,26 @@ export class RunReconciler {
     }
   };
 
-  async #act(action: Exclude<RunAction, { type: 'ignore' | 'release' }>, key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger): Promise<ReconcileResult | undefined> {
+  async #act(
+    action: Exclude<RunAction, { type: 'ignore' | 'release' }>,
+    key: string,
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    log: Logger,
+  ): Promise<ReconcileResult | undefined> {
     switch (action.type) {
       case 'claim': {
         const claimed = await this.#o.runs.transition(epoch, { type: 'Claim' });
         log.info({ mode: runModeKind(plain<RunSpec>(run.spec)) }, 'claimed');
         // Go on from the object just written instead of waiting for its watch event
         // (safe: every step re-checks the live Run before it creates anything).
-        const next = planRun({ run: claimed, podUID: this.#o.podUID, runtime: this.#o.runtime, local: this.#local.get(key), nowMs: this.#now() });
+        const next = planRun({
+          run: claimed,
+          podUID: this.#o.podUID,
+          runtime: this.#o.runtime,
+          local: this.#local.get(key),
+          nowMs: this.#now(),
+        });
         return next.type === 'register' || next.type === 'execute' ? this.#act(next, key, claimed, epoch, log) : undefined;
       }
       case 'register':
@@ -170,7 +182,11 @@ export class RunReconciler {
         return undefined;
       case 'expire':
         await this.#stop(key, run, epoch, log, 'expire');
-        await this.#o.runs.transition(epoch, { type: 'TimedOut', reason: RUN_REASONS.timeout, message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime` });
+        await this.#o.runs.transition(epoch, {
+          type: 'TimedOut',
+          reason: RUN_REASONS.timeout,
+          message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime`,
+        });
         log.info('lifetime timeout');
         return undefined;
       case 'finalize':
@@ -208,23 +224,47 @@ export class RunReconciler {
       return undefined;
     }
     state.registrationId = registrationId;
-    const endpoint = functionEndpoint(this.#o.gatewayHost, { namespace: epoch.namespace, runtime: this.#o.runtime, runUID: epoch.uid }, this.#o.gatewayCaPem);
+    const endpoint = functionEndpoint(
+      this.#o.gatewayHost,
+      { namespace: epoch.namespace, runtime: this.#o.runtime, runUID: epoch.uid },
+      this.#o.gatewayCaPem,
+    );
     await this.#o.runs.transition(epoch, { type: 'Registered', endpoint });
     log.info({ endpoint: endpoint.url }, 'function registered; Ready');
     return { requeueAfterMs: FUNCTION_POLL_MS };
   }
 
   /** RegisterFunction for this epoch: same attempt and configuration give the same ID. */
-  async #registerIdempotently(run: ReadonlyDeep<Run>, epoch: Epoch, handler: string, log: Logger): Promise<{ registrationId: string; created: boolean }> {
+  async #registerIdempotently(
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    handler: string,
+    log: Logger,
+  ): Promise<{ registrationId: string; created: boolean }> {
     const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
     log.info({ workdir }, 'registering');
-    const response = await this.#o.server.register({ runUid: epoch.uid, attempt: epoch.attempt, workdir, handler, env: runEnv(run, this.#o.runtime, epoch.attempt) });
+    const response = await this.#o.server.register({
+      runUid: epoch.uid,
+      attempt: epoch.attempt,
+      workdir,
+      handler,
+      env: runEnv(run, this.#o.runtime, epoch.attempt),
+    });
     this.#o.metrics.registration(response.created ? 'registered' : 'reused');
-    log.info({ registrationId: response.registrationId, created: response.created }, response.created ? 'registered' : 'registration already existed (same attempt and configuration)');
+    log.info(
+      { registrationId: response.registrationId, created: response.created },
+      response.created ? 'registered' : 'registration already existed (same attempt and configuration)',
+    );
     return response;
   }
 
-  async #watch(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
+  async #watch(
+    key: string,
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    log: Logger,
+    lifetimeRemainingMs: number | undefined,
+  ): Promise<ReconcileResult | undefined> {
     const fn = run.spec.mode.function;
     if (fn === undefined) return undefined;
     const state = this.#track(key, epoch, 'function');
@@ -249,7 +289,13 @@ export class RunReconciler {
       throw error;
     }
     if (status.state === RegistrationState.REGISTRATION_STATE_FAILED) {
-      return this.#registrationLost(key, run, epoch, log, `the registration failed: ${status.fatalError?.message ?? 'fatal Runtime Server error'}`);
+      return this.#registrationLost(
+        key,
+        run,
+        epoch,
+        log,
+        `the registration failed: ${status.fatalError?.message ?? 'fatal Runtime Server error'}`,
+      );
     }
     const idleRemainingMs = remainingIdleMs(fn.idleTimeoutSeconds, status.lastActivity, status.inFlight, this.#now());
     if (idleRemainingMs !== undefined && idleRemainingMs <= 0) {
@@ -282,7 +328,14 @@ export class RunReconciler {
    * engine decide between another attempt (back to Pending through the scheduler, so
    * capacity is free during the backoff) and Failed.
    */
-  async #attemptFailed(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, message: string, options: { exitCode?: number; interrupted?: boolean } = {}): Promise<void> {
+  async #attemptFailed(
+    key: string,
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    log: Logger,
+    message: string,
+    options: { exitCode?: number; interrupted?: boolean } = {},
+  ): Promise<void> {
     const spec = plain<RunSpec>(run.spec);
     const mode = runModeKind(spec);
     // An execution cut short by the platform (runtimed restarted, the Runtime Server
@@ -294,20 +347,35 @@ export class RunReconciler {
     await this.#cleanUp(key, run, epoch, log, false);
     await this.#o.runs.removeFinalizer(epoch);
     if (decision.retry) {
-      await this.#o.runs.transition(epoch, { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: decision.backoffSeconds, message: `attempt ${epoch.attempt}: ${message}` });
+      await this.#o.runs.transition(epoch, {
+        type: 'Requeue',
+        cause: 'attemptFailed',
+        backoffSeconds: decision.backoffSeconds,
+        message: `attempt ${epoch.attempt}: ${message}`,
+      });
       log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
       return;
     }
     if (decision.why === 'notRetrySafe') {
       // The execution was lost, not finished: nothing proves what the task did.
-      await this.#o.runs.transition(epoch, { type: 'Interrupted', reason: RUN_REASONS.ownerLost, message: `not retried: the task is not retrySafe: ${message}` });
+      await this.#o.runs.transition(epoch, {
+        type: 'Interrupted',
+        reason: RUN_REASONS.ownerLost,
+        message: `not retried: the task is not retrySafe: ${message}`,
+      });
       log.info({ why: decision.why }, 'interrupted; not retried');
       return;
     }
     const { exitCode } = options;
-    const reason = mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
+    const reason =
+      mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
     const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
-    await this.#o.runs.transition(epoch, { type: 'Failed', reason, message: `${why}: ${message}`, ...(exitCode === undefined ? {} : { exitCode }) });
+    await this.#o.runs.transition(epoch, {
+      type: 'Failed',
+      reason,
+      message: `${why}: ${message}`,
+      ...(exitCode === undefined ? {} : { exitCode }),
+    });
     log.info({ reason, why: decision.why }, 'failed; not retried');
   }
 
@@ -322,7 +390,8 @@ export class RunReconciler {
     const fn = run.spec.mode.function;
     if (state?.registrationId !== undefined && fn !== undefined) {
       const inFlight = await this.#inFlight(state.registrationId);
-      const waitUntil = Date.parse(run.metadata.deletionTimestamp ?? '') + (fn.invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000;
+      const waitUntil =
+        Date.parse(run.metadata.deletionTimestamp ?? '') + (fn.invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000;
       if (inFlight > 0 && this.#now() < waitUntil) {
         log.info({ inFlight }, 'deleting: waiting for the in-flight invocation');
         return { requeueAfterMs: IN_FLIGHT_POLL_MS };
@@ -346,7 +415,13 @@ export class RunReconciler {
 
   // ------------------------------------------------------------------ tasks
 
-  async #execute(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
+  async #execute(
+    key: string,
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    log: Logger,
+    lifetimeRemainingMs: number | undefined,
+  ): Promise<ReconcileResult | undefined> {
     const existing = this.#local.get(key);
     if (existing?.execution !== undefined) {
       return lifetimeRemainingMs === undefined ? undefined : { requeueAfterMs: Math.max(0, lifetimeRemainingMs) };
@@ -361,7 +436,9 @@ export class RunReconciler {
       // This attempt's workspace exists but no execution does: runtimed restarted while
       // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
       // did is unknown, so the attempt failed (retried only within the user's policy).
-      await this.#attemptFailed(key, run, epoch, log, 'runtimed restarted during the execution, which the Runtime Server then stopped', { interrupted: true });
+      await this.#attemptFailed(key, run, epoch, log, 'runtimed restarted during the execution, which the Runtime Server then stopped', {
+        interrupted: true,
+      });
       return undefined;
     }
     const workdir = await this.#o.workspaces.prepare(run, epoch.attempt, this.#o.language, this.#o.readConfigMap);
@@ -374,7 +451,15 @@ export class RunReconciler {
   }
 
   /** Runs in the background (not in a reconcile worker): a task may run for hours. */
-  async #runExecution(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, workdir: string, execution: Execution, lifetimeRemainingMs: number | undefined): Promise<void> {
+  async #runExecution(
+    key: string,
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    log: Logger,
+    workdir: string,
+    execution: Execution,
+    lifetimeRemainingMs: number | undefined,
+  ): Promise<void> {
     const started = this.#now();
     let exited: runtimeServerV1.ExecutionExited | undefined;
     let failure: unknown;
@@ -400,7 +485,14 @@ export class RunReconciler {
             break;
           case 'log':
             // The task's output goes to structured logs, never into Run status.
-            log.info({ stream: event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDERR ? 'stderr' : 'stdout', line: event.log.text, truncated: event.log.truncated || undefined }, 'task output');
+            log.info(
+              {
+                stream: event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDERR ? 'stderr' : 'stdout',
+                line: event.log.text,
+                truncated: event.log.truncated || undefined,
+              },
+              'task output',
+            );
             break;
           case 'exited':
             exited = event.exited;
@@ -416,7 +508,10 @@ export class RunReconciler {
     try {
       if (execution.stoppedFor !== undefined) {
         // Whoever stopped it writes the outcome (Cancelled, Timeout) or nothing (released).
-        this.#o.metrics.taskFinished(execution.stoppedFor === 'cancel' ? 'cancelled' : execution.stoppedFor === 'expire' ? 'timeout' : 'released', seconds);
+        this.#o.metrics.taskFinished(
+          execution.stoppedFor === 'cancel' ? 'cancelled' : execution.stoppedFor === 'expire' ? 'timeout' : 'released',
+          seconds,
+        );
         return;
       }
       await this.#taskEnded(key, run, epoch, log, exited, failure, seconds);
@@ -434,14 +529,38 @@ export class RunReconciler {
     }
   }
 
-  async #taskEnded(key: string, run: ReadonlyDeep<Run>, epoch: Epoch, log: Logger, exited: runtimeServerV1.ExecutionExited | undefined, failure: unknown, seconds: number): Promise<void> {
+  async #taskEnded(
+    key: string,
+    run: ReadonlyDeep<Run>,
+    epoch: Epoch,
+    log: Logger,
+    exited: runtimeServerV1.ExecutionExited | undefined,
+    failure: unknown,
+    seconds: number,
+  ): Promise<void> {
     if (exited === undefined) {
       log.warn({ err: failure }, 'the execution stream ended without an exit');
       this.#o.metrics.taskFinished('failed', seconds);
-      await this.#attemptFailed(key, run, epoch, log, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`, { interrupted: true });
+      await this.#attemptFailed(
+        key,
+        run,
+        epoch,
+        log,
+        `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`,
+        { interrupted: true },
+      );
       return;
     }
-    log.info({ reason: exited.reason, exitCode: exited.exitCode, signal: exited.signal || undefined, outputsError: exited.outputsError || undefined, seconds }, 'task exited');
+    log.info(
+      {
+        reason: exited.reason,
+        exitCode: exited.exitCode,
+        signal: exited.signal || undefined,
+        outputsError: exited.outputsError || undefined,
+        seconds,
+      },
+      'task exited',
+    );
     switch (exited.reason) {
       case ExitReason.EXIT_REASON_COMPLETED:
         if (exited.exitCode === 0) {
@@ -459,7 +578,11 @@ export class RunReconciler {
       case ExitReason.EXIT_REASON_TIMED_OUT:
         this.#o.metrics.taskFinished('timeout', seconds);
         await this.#o.workspaces.remove(epoch.uid);
-        await this.#o.runs.transition(epoch, { type: 'TimedOut', reason: RUN_REASONS.timeout, message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime` });
+        await this.#o.runs.transition(epoch, {
+          type: 'TimedOut',
+          reason: RUN_REASONS.timeout,
+          message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime`,
+        });
         this.#local.delete(key);
         this.#released.add(epoch);
         return;
@@ -471,7 +594,9 @@ export class RunReconciler {
       case ExitReason.EXIT_REASON_UNSPECIFIED:
       case ExitReason.UNRECOGNIZED:
         this.#o.metrics.taskFinished('failed', seconds);
-        await this.#attemptFailed(key, run, epoch, log, `the execution ended unexpectedly (${exited.message || String(exited.reason)})`, { interrupted: true });
+        await this.#attemptFailed(key, run, epoch, log, `the execution ended unexpectedly (${exited.message || String(exited.reason)})`, {
+          interrupted: true,
+        });
         return;
     }
   }
@@ -500,7 +625,12 @@ export class RunReconciler {
     const state = this.#local.get(key);
     const fn = run.spec.mode.function;
     let registrationId = state?.registrationId;
-    if (discover && registrationId === undefined && fn !== undefined && (await pathExists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))) {
+    if (
+      discover &&
+      registrationId === undefined &&
+      fn !== undefined &&
+      (await pathExists(await this.#o.workspaces.attemptDir(epoch.uid, epoch.attempt)))
+    ) {
       try {
         ({ registrationId } = await this.#registerIdempotently(run, epoch, fn.handler, log));
       } catch (error) {

@@ -61,7 +61,9 @@ export class RuntimeServerClient {
   readonly #health: Client<healthV1.HealthDefinition>;
 
   constructor(address: string) {
-    this.#channel = createChannel(address.startsWith('unix:') && !address.startsWith('unix://') ? `unix://${address.slice('unix:'.length)}` : address);
+    this.#channel = createChannel(
+      address.startsWith('unix:') && !address.startsWith('unix://') ? `unix://${address.slice('unix:'.length)}` : address,
+    );
     this.#client = createClient(runtimeServerV1.RuntimeServerDefinition, this.#channel);
     this.#health = createClient(healthV1.HealthDefinition, this.#channel);
   }
@@ -71,7 +73,10 @@ export class RuntimeServerClient {
   }
 
   async serving(signal?: AbortSignal): Promise<boolean> {
-    const response = await this.#health.check({ service: runtimeServerV1.RuntimeServerDefinition.fullName }, signal === undefined ? {} : { signal });
+    const response = await this.#health.check(
+      { service: runtimeServerV1.RuntimeServerDefinition.fullName },
+      signal === undefined ? {} : { signal },
+    );
     return response.status === healthV1.HealthCheckResponse_ServingStatus.SERVING;
   }
 
@@ -98,8 +103,18 @@ export class RuntimeServerClient {
     let trailer = Metadata();
     try {
       return await this.#client.invokeFunction(
-        { registrationId: request.registrationId, invocationId: request.invocationId, payload: Buffer.from(request.payload.buffer, request.payload.byteOffset, request.payload.byteLength), timeout: durationFromMillis(request.timeoutMs) },
-        { signal: AbortSignal.any([signal, deadline]), onTrailer: (t) => { trailer = t; } },
+        {
+          registrationId: request.registrationId,
+          invocationId: request.invocationId,
+          payload: Buffer.from(request.payload.buffer, request.payload.byteOffset, request.payload.byteLength),
+          timeout: durationFromMillis(request.timeoutMs),
+        },
+        {
+          signal: AbortSignal.any([signal, deadline]),
+          onTrailer: (t) => {
+            trailer = t;
+          },
+        },
       );
     } catch (error) {
       if (deadline.aborted && !signal.aborted) {
@@ -132,7 +147,12 @@ export class RuntimeServerClient {
           gracePeriod: durationFromMillis(request.gracePeriodMs),
           ...(request.timeoutMs === undefined ? {} : { timeout: durationFromMillis(request.timeoutMs) }),
         },
-        { signal, onTrailer: (t) => { trailer = t; } },
+        {
+          signal,
+          onTrailer: (t) => {
+            trailer = t;
+          },
+        },
       );
     } catch (error) {
       throw toRuntimeServerError(error, trailer);
@@ -142,7 +162,11 @@ export class RuntimeServerClient {
   async #call<T>(call: (options: { onTrailer: (trailer: Metadata) => void }) => Promise<T>): Promise<T> {
     let trailer = Metadata();
     try {
-      return await call({ onTrailer: (t) => { trailer = t; } });
+      return await call({
+        onTrailer: (t) => {
+          trailer = t;
+        },
+      });
     } catch (error) {
       throw toRuntimeServerError(error, trailer);
     }
@@ -165,4 +189,10 @@ export function isDefiniteRegistrationFailure(error: unknown): error is RuntimeS
   return error instanceof RuntimeServerError && error.answered && DEFINITE_REGISTRATION_FAILURES.has(error.code);
 }
 
-const DEFINITE_REGISTRATION_FAILURES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['FunctionFailed', 'FunctionOutputInvalid', 'RegistrationConflict', 'StaleAttempt', 'InvalidRequest']);
+const DEFINITE_REGISTRATION_FAILURES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'FunctionFailed',
+  'FunctionOutputInvalid',
+  'RegistrationConflict',
+  'StaleAttempt',
+  'InvalidRequest',
+]);

@@ -62,21 +62,37 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   const { pod } = config;
   const customObjects = kubeConfig.makeApiClient(CustomObjectsApi);
   const core = kubeConfig.makeApiClient(CoreV1Api);
-  const gatewayCaPem = config.gatewayCaFile === undefined ? undefined : await readFile(join(config.containerRoot, config.gatewayCaFile), 'utf8');
+  const gatewayCaPem =
+    config.gatewayCaFile === undefined ? undefined : await readFile(join(config.containerRoot, config.gatewayCaFile), 'utf8');
   const server = new RuntimeServerClient(config.runtimeServerAddress);
-  const runs = new RunClient(kubeConfig, { onConflict: () => { metrics.statusConflict(); } });
+  const runs = new RunClient(kubeConfig, {
+    onConflict: () => {
+      metrics.statusConflict();
+    },
+  });
 
   const informer = new SharedInformer<RunObject>({
     name: 'runs',
     kubeConfig,
     path: `/apis/${API_GROUP}/${API_VERSION}/namespaces/${pod.namespace}/${RUN_PLURAL}`,
-    list: () => customObjects.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: pod.namespace, plural: RUN_PLURAL }) as Promise<KubernetesListObject<RunObject>>,
+    list: () =>
+      customObjects.listNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: pod.namespace,
+        plural: RUN_PLURAL,
+      }) as Promise<KubernetesListObject<RunObject>>,
     logger,
   });
   const peers = new PeerPods(kubeConfig, pod.namespace, config.runtime, logger);
   // The reconciler re-enqueues a key when a background execution ends; the controller
   // that owns the queue is created right after it.
-  const controller: Controller = new Controller({ name: 'runs', reconcile: (key, signal) => reconciler.reconcile(key, signal), logger, workers: options.workers ?? 4 });
+  const controller: Controller = new Controller({
+    name: 'runs',
+    reconcile: (key, signal) => reconciler.reconcile(key, signal),
+    logger,
+    workers: options.workers ?? 4,
+  });
   const reconciler = new RunReconciler({
     podUID: pod.uid,
     podName: pod.name,
@@ -98,7 +114,9 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     },
     logger,
     metrics,
-    enqueue: (key) => { controller.enqueue(key); },
+    enqueue: (key) => {
+      controller.enqueue(key);
+    },
   });
   // Per-function series exist only for the function Runs this process holds (bounded by its capacity).
   metrics.functions.observeHeld(() =>
@@ -112,7 +130,9 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   // Only Runs of this Runtime (client-side: Runs carry spec.runtime, not a label), plus
   // any Run this process holds state for, whatever it says now.
   informer.enqueueTo(
-    (key) => { controller.enqueue(key); },
+    (key) => {
+      controller.enqueue(key);
+    },
     (run) => (run.spec.runtime === config.runtime || reconciler.localKeys().includes(objectKey(run)) ? objectKey(run) : undefined),
   );
 
@@ -155,7 +175,9 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
       server,
       authorizer: new AccessReviewer({ kubeConfig, metrics: metrics.authz }),
       forwarder,
-      ownerUnreachable: (run, message) => { ownerEvents.report(run, message); },
+      ownerUnreachable: (run, message) => {
+        ownerEvents.report(run, message);
+      },
       metrics,
       logger,
     },
@@ -169,13 +191,18 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     durationSeconds: config.leaseDurationSeconds,
     renewSeconds: config.leaseRenewSeconds,
     logger,
-    onRenewed: (ok) => { metrics.leaseRenewal(ok); },
+    onRenewed: (ok) => {
+      metrics.leaseRenewal(ok);
+    },
     runs: () => reconciler.leaseReport(),
   });
   await lease.start();
   controller.start();
   await Promise.all([informer.start(), peers.start()]);
-  logger.info({ pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, peerPort, healthPort, runtimeServer: config.runtimeServerAddress }, 'runtimed started');
+  logger.info(
+    { pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, peerPort, healthPort, runtimeServer: config.runtimeServerAddress },
+    'runtimed started',
+  );
 
   return {
     grpcPort,

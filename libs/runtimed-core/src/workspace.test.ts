@@ -9,12 +9,24 @@ const run = (source: Run['spec']['source']): Run => ({
   apiVersion: 'kruntimes.io/v1alpha1',
   kind: 'Run',
   metadata: { name: 'r', namespace: 'ns', uid: UID },
-  spec: { runtime: 'rt', source, mode: { task: {} }, env: [{ name: 'A', value: '1' }, { name: 'KRT_ATTEMPT', value: 'spoofed' }] },
+  spec: {
+    runtime: 'rt',
+    source,
+    mode: { task: {} },
+    env: [
+      { name: 'A', value: '1' },
+      { name: 'KRT_ATTEMPT', value: 'spoofed' },
+    ],
+  },
 });
 
 let root: string;
-beforeEach(async () => { root = await mkdtemp(join(tmpdir(), 'ws-')); });
-afterEach(async () => { await rm(root, { recursive: true, force: true }); });
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'ws-'));
+});
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
 
 test('the attempt workspace is a pure function of UID and attempt and holds the source as the entrypoint', async () => {
   const workspaces = new Workspaces(join(root, 'workspaces'));
@@ -30,7 +42,9 @@ test('the attempt workspace is a pure function of UID and attempt and holds the 
 
 test('a ConfigMap source is read through the injected reader', async () => {
   const workspaces = new Workspaces(root);
-  const dir = await workspaces.prepare(run({ configMapKeyRef: { name: 'src', key: 'main.sh' } }), 1, 'bash', (ns, name, key) => Promise.resolve(`echo ${ns}/${name}/${key}`));
+  const dir = await workspaces.prepare(run({ configMapKeyRef: { name: 'src', key: 'main.sh' } }), 1, 'bash', (ns, name, key) =>
+    Promise.resolve(`echo ${ns}/${name}/${key}`),
+  );
   expect(await readFile(join(dir, 'main.sh'), 'utf8')).toBe('echo ns/src/main.sh');
 });
 

@@ -83,7 +83,8 @@ async function sourceText(run: ReadonlyDeep<Run>, readConfigMap: ConfigMapReader
 
 /** A UID is a fixed-format token; anything else must not become a path. */
 function safeSegment(value: string): string {
-  if (!/^[0-9a-z-]{1,64}$/.test(value)) throw new KruntimesError('InvalidRequest', `not a safe path segment: ${JSON.stringify(value)}`, { terminal: true });
+  if (!/^[0-9a-z-]{1,64}$/.test(value))
+    throw new KruntimesError('InvalidRequest', `not a safe path segment: ${JSON.stringify(value)}`, { terminal: true });
   return value;
 }
 
@@ -98,4 +99,3 @@ export function runEnv(run: ReadonlyDeep<Run>, runtime: string, attempt: number)
   env.KRT_ATTEMPT = String(attempt);
   return env;
 }
-

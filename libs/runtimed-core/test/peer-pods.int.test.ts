@@ -11,7 +11,10 @@ const WAIT = { timeoutMs: 30_000, intervalMs: 100 };
 async function createPod(namespace: string, name: string, runtime: string): Promise<string> {
   const pod = await core.createNamespacedPod({
     namespace,
-    body: { metadata: { name, labels: { [LABELS.runtime]: runtime } }, spec: { containers: [{ name: 'runtimed', image: 'kruntimes/runtimed' }] } },
+    body: {
+      metadata: { name, labels: { [LABELS.runtime]: runtime } },
+      spec: { containers: [{ name: 'runtimed', image: 'kruntimes/runtimed' }] },
+    },
   });
   return pod.metadata?.uid ?? '';
 }

@@ -7,12 +7,54 @@ describe('AssumeCache', () => {
     ['counts a bind the cache still shows at the fenced version', () => undefined, '10', [['run', 'pod']]],
     ['drops it once the cache shows any other version (at or after the fenced write)', () => undefined, '11', []],
     ['drops it once the Run is gone from the cache', () => undefined, undefined, []],
-    ['drops it when the write was refused', (cache) => { cache.forget('run'); }, '10', []],
-    ['drops it on a watch update with another version', (cache) => { cache.observe('run', '11'); }, '10', []],
-    ['keeps it on a watch event of the fenced version itself', (cache) => { cache.observe('run', '10'); }, '10', [['run', 'pod']]],
-    ['drops it when the Run is deleted', (cache) => { cache.deleted('run'); }, '10', []],
-    ['keeps an uncertain write until it expires', (cache) => { cache.uncertain('run', NOW + 1); }, '10', [['run', 'pod']]],
-    ['drops an uncertain write once it expired', (cache) => { cache.uncertain('run', NOW); }, '10', []],
+    [
+      'drops it when the write was refused',
+      (cache) => {
+        cache.forget('run');
+      },
+      '10',
+      [],
+    ],
+    [
+      'drops it on a watch update with another version',
+      (cache) => {
+        cache.observe('run', '11');
+      },
+      '10',
+      [],
+    ],
+    [
+      'keeps it on a watch event of the fenced version itself',
+      (cache) => {
+        cache.observe('run', '10');
+      },
+      '10',
+      [['run', 'pod']],
+    ],
+    [
+      'drops it when the Run is deleted',
+      (cache) => {
+        cache.deleted('run');
+      },
+      '10',
+      [],
+    ],
+    [
+      'keeps an uncertain write until it expires',
+      (cache) => {
+        cache.uncertain('run', NOW + 1);
+      },
+      '10',
+      [['run', 'pod']],
+    ],
+    [
+      'drops an uncertain write once it expired',
+      (cache) => {
+        cache.uncertain('run', NOW);
+      },
+      '10',
+      [],
+    ],
   ])('%s', (_name, act, cachedVersion, expected) => {
     const cache = new AssumeCache();
     cache.assume('ns/python', 'run', 'pod', '10');

@@ -51,7 +51,11 @@ export class AssumeCache {
    * `cachedVersion` gives the cache's current resourceVersion of a Run (undefined: not
    * in the cache).
    */
-  snapshot(group: string, cachedVersion: (runUID: string) => string | undefined, nowMs: number): { assumed: Map<string, string>; nextExpiryMs: number | undefined } {
+  snapshot(
+    group: string,
+    cachedVersion: (runUID: string) => string | undefined,
+    nowMs: number,
+  ): { assumed: Map<string, string>; nextExpiryMs: number | undefined } {
     const assumed = new Map<string, string>();
     let nextExpiryMs: number | undefined;
     for (const [runUID, entry] of this.#entries) {

@@ -45,7 +45,7 @@ export class SchedulerMetrics {
       '# HELP kruntimes_scheduler_passes_total Placement passes over one Runtime.',
       '# TYPE kruntimes_scheduler_passes_total counter',
       `kruntimes_scheduler_passes_total ${this.passes}`,
-      ...histogram('kruntimes_scheduler_bind_latency_seconds', 'Time from a Run\'s creation to its successful bind.', this.bindLatency),
+      ...histogram('kruntimes_scheduler_bind_latency_seconds', "Time from a Run's creation to its successful bind.", this.bindLatency),
       ...histogram('kruntimes_scheduler_bind_write_seconds', 'Duration of the fenced bind status write.', this.bindWrite),
     ];
     return `${lines.join('\n')}\n`;

@@ -59,7 +59,11 @@ describe('planPlacement', () => {
       {
         runsPerPod: 1,
         pods: [pod('p1')],
-        runs: [run('b', 'Pending', undefined, { creationTimestamp: '2026-12-02T11:00:05Z' }), run('c'), run('a', 'Pending', undefined, { creationTimestamp: '2026-12-02T11:00:05Z' })],
+        runs: [
+          run('b', 'Pending', undefined, { creationTimestamp: '2026-12-02T11:00:05Z' }),
+          run('c'),
+          run('a', 'Pending', undefined, { creationTimestamp: '2026-12-02T11:00:05Z' }),
+        ],
       },
       ['bind c->p1', 'NoCapacity a', 'NoCapacity b'],
       2,
@@ -68,14 +72,25 @@ describe('planPlacement', () => {
       'Runs that hold capacity are counted; Runs that do not are not',
       {
         pods: [pod('p1'), pod('p2')],
-        runs: [run('s', 'Scheduled', 'p1'), run('r', 'Running', 'p1'), run('f', 'Ready', 'p2'), run('done', 'Succeeded', 'p2'), run('w', 'WaitingInput'), run('new')],
+        runs: [
+          run('s', 'Scheduled', 'p1'),
+          run('r', 'Running', 'p1'),
+          run('f', 'Ready', 'p2'),
+          run('done', 'Succeeded', 'p2'),
+          run('w', 'WaitingInput'),
+          run('new'),
+        ],
       },
       ['bind new->p2'],
       0,
     ],
     [
       'a finished Run still carrying the registration-cleanup finalizer keeps its unit',
-      { runsPerPod: 1, pods: [pod('p1')], runs: [run('old', 'Cancelled', 'p1', { holdsCapacity: holdsCapacity('Cancelled', true) }), run('new')] },
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('old', 'Cancelled', 'p1', { holdsCapacity: holdsCapacity('Cancelled', true) }), run('new')],
+      },
       ['NoCapacity new'],
       1,
     ],
@@ -95,7 +110,10 @@ describe('planPlacement', () => {
     ['the Runtime does not exist', { runtimeExists: false, pods: [pod('p1')], runs: [run('a')] }, ['RuntimeNotFound a'], 1],
     [
       'the same reason is not written twice',
-      { runtimeExists: false, runs: [run('a', 'Pending', undefined, { reason: 'RuntimeNotFound' }), run('b', 'Pending', undefined, { reason: 'NoCapacity' })] },
+      {
+        runtimeExists: false,
+        runs: [run('a', 'Pending', undefined, { reason: 'RuntimeNotFound' }), run('b', 'Pending', undefined, { reason: 'NoCapacity' })],
+      },
       ['RuntimeNotFound b'],
       2,
     ],
@@ -110,7 +128,10 @@ describe('planPlacement', () => {
       {
         runsPerPod: 1,
         pods: [pod('p1')],
-        runs: [run('backoff', 'Pending', undefined, { creationTimestamp: '2026-12-02T10:00:00Z', notBefore: '2026-12-02T12:00:30Z' }), run('young')],
+        runs: [
+          run('backoff', 'Pending', undefined, { creationTimestamp: '2026-12-02T10:00:00Z', notBefore: '2026-12-02T12:00:30Z' }),
+          run('young'),
+        ],
       },
       ['bind young->p1'],
       1,
@@ -123,7 +144,11 @@ describe('planPlacement', () => {
     ],
     [
       "each Pod's own capacity wins over the Runtime's (a roll of spec.runs in progress)",
-      { runsPerPod: 3, pods: [pod('old', { capacity: 1 }), pod('new', { capacity: 3 })], runs: [run('x', 'Running', 'old'), run('a'), run('b'), run('c'), run('d')] },
+      {
+        runsPerPod: 3,
+        pods: [pod('old', { capacity: 1 }), pod('new', { capacity: 3 })],
+        runs: [run('x', 'Running', 'old'), run('a'), run('b'), run('c'), run('d')],
+      },
       ['bind a->new', 'bind b->new', 'bind c->new', 'NoCapacity d'],
       1,
     ],
@@ -144,7 +169,10 @@ describe('planPlacement', () => {
     const plan = planPlacement(
       input({
         pods: [pod('p1')],
-        runs: [run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:00:30Z' }), run('b', 'Pending', undefined, { notBefore: '2026-12-02T12:00:10Z' })],
+        runs: [
+          run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:00:30Z' }),
+          run('b', 'Pending', undefined, { notBefore: '2026-12-02T12:00:10Z' }),
+        ],
       }),
     );
     expect(plan.decisions).toEqual([]);
@@ -165,7 +193,10 @@ describe('planPlacement', () => {
           for (const r of runs) if (r.assignedPodUID !== undefined) load.set(r.assignedPodUID, (load.get(r.assignedPodUID) ?? 0) + 1);
           for (const d of plan.decisions) if (d.action === 'bind') load.set(d.pod.uid, (load.get(d.pod.uid) ?? 0) + 1);
           const binds = plan.decisions.filter((d) => d.action === 'bind').length;
-          const room = ['uid-p1', 'uid-p2'].reduce((sum, uid) => sum + Math.max(0, runsPerPod - runs.filter((r) => r.assignedPodUID === uid).length), 0);
+          const room = ['uid-p1', 'uid-p2'].reduce(
+            (sum, uid) => sum + Math.max(0, runsPerPod - runs.filter((r) => r.assignedPodUID === uid).length),
+            0,
+          );
           expect(binds).toBe(Math.min(pending, room));
           for (const [uid, count] of load) {
             const before = runs.filter((r) => r.assignedPodUID === uid).length;

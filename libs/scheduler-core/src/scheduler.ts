@@ -68,10 +68,14 @@ export class Scheduler {
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const custom = this.#custom;
     const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
-    const customList = <T extends KubernetesObject>(plural: string) => (): Promise<KubernetesListObject<T>> =>
-      (namespace === undefined
-        ? custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural })
-        : custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural })) as Promise<KubernetesListObject<T>>;
+    const customList =
+      <T extends KubernetesObject>(plural: string) =>
+      (): Promise<KubernetesListObject<T>> =>
+        (namespace === undefined
+          ? custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural })
+          : custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural })) as Promise<
+          KubernetesListObject<T>
+        >;
     this.#runs = new SharedInformer<RunObject>({
       name: 'runs',
       kubeConfig,
@@ -198,7 +202,10 @@ export class Scheduler {
     if (!result.ok) {
       // The plan was made from this very object, so a refusal is a bug in the plan.
       // Retrying cannot help; the Run's next change enqueues its Runtime again.
-      this.#options.logger.error({ run: objectKey(run), err: result.error, action: decision.action }, 'the state machine refused the planned write');
+      this.#options.logger.error(
+        { run: objectKey(run), err: result.error, action: decision.action },
+        'the state machine refused the planned write',
+      );
       return;
     }
     const uid = run.metadata.uid ?? '';

@@ -23,7 +23,13 @@ describe('errorFromResponse', () => {
   it.each(rows)('a %s body keeps its code, status, source and message', (code, source) => {
     const status = ERROR_CODES[code].http;
     const error = errorFromResponse(status, JSON.stringify({ invocationId: 'id-9', error: { code, message: 'why', source } }), 'id-mine');
-    expect({ code: error.code, httpStatus: error.httpStatus, source: error.source, invocationId: error.invocationId, message: error.message }).toEqual({
+    expect({
+      code: error.code,
+      httpStatus: error.httpStatus,
+      source: error.source,
+      invocationId: error.invocationId,
+      message: error.message,
+    }).toEqual({
       code,
       httpStatus: status,
       source,

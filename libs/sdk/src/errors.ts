@@ -42,7 +42,13 @@ export class InvocationTransportError extends Error {
   readonly requestMayHaveBeenSent: boolean;
   readonly invocationId: string;
 
-  constructor(fields: { kind: TransportFailureKind; requestMayHaveBeenSent: boolean; invocationId: string; message: string; cause?: unknown }) {
+  constructor(fields: {
+    kind: TransportFailureKind;
+    requestMayHaveBeenSent: boolean;
+    invocationId: string;
+    message: string;
+    cause?: unknown;
+  }) {
     super(fields.message, fields.cause === undefined ? undefined : { cause: fields.cause });
     this.name = 'InvocationTransportError';
     this.kind = fields.kind;
@@ -99,7 +105,9 @@ export function errorFromResponse(status: number, bodyText: string, invocationId
   const code = isErrorCode(error.code) ? error.code : codeForHttpStatus(status);
   const source = error.source === 'function' || error.source === 'platform' ? error.source : ERROR_CODES[code].source;
   const message =
-    typeof error.message === 'string' && error.message !== '' ? error.message : `gateway answered HTTP ${status} (${ERROR_CODES[code].summary})`;
+    typeof error.message === 'string' && error.message !== ''
+      ? error.message
+      : `gateway answered HTTP ${status} (${ERROR_CODES[code].summary})`;
   return new InvocationError({ code, message, invocationId: id, httpStatus: status, source });
 }
 

@@ -54,10 +54,21 @@ describe('invokeFunction against an HTTPS server answering like the gateway', ()
   it('posts the payload with the token, content type and invocation ID, and returns the result', async () => {
     handler.current = succeed;
     const answer = await invokeFunction(options({ invocationId: 'inv-1' }));
-    expect(answer).toEqual({ invocationId: 'inv-1', result: { echo: { n: 1 } }, outputs: { k: 'v' }, stdout: 'out\n', attempt: 2, status: 200 });
+    expect(answer).toEqual({
+      invocationId: 'inv-1',
+      result: { echo: { n: 1 } },
+      outputs: { k: 'v' },
+      stdout: 'out\n',
+      attempt: 2,
+      status: 200,
+    });
     const [request] = stub.requests;
     expect(request).toMatchObject({ method: 'POST', url: '/v1/namespaces/ns/runtimes/py/functions/uid-1:invoke', body: '{"n":1}' });
-    expect(request?.headers).toMatchObject({ authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-kruntime-invocation-id': 'inv-1' });
+    expect(request?.headers).toMatchObject({
+      authorization: `Bearer ${TOKEN}`,
+      'content-type': 'application/json',
+      'x-kruntime-invocation-id': 'inv-1',
+    });
   });
 
   it('generates a UUID invocation ID when none is given', async () => {
@@ -73,21 +84,28 @@ describe('invokeFunction against an HTTPS server answering like the gateway', ()
     expect(stub.requests[0]?.body).toBe('[1, 2,  3]');
   });
 
-  it.each(
-    (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].http >= 400),
-  )('maps a gateway %s answer to an InvocationError', async (code) => {
-    const spec = ERROR_CODES[code];
-    handler.current = (request, response) => {
-      json(response, request, spec.http, { invocationId: request.headers['x-kruntime-invocation-id'], error: { code, message: `m-${code}`, source: spec.source } });
-    };
-    const error = await failure(invokeFunction(options({ invocationId: 'inv-e' })));
-    expect(error).toBeInstanceOf(InvocationError);
-    expect(error).toMatchObject({ code, httpStatus: spec.http, source: spec.source, invocationId: 'inv-e', message: `m-${code}` });
-  });
+  it.each((Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].http >= 400))(
+    'maps a gateway %s answer to an InvocationError',
+    async (code) => {
+      const spec = ERROR_CODES[code];
+      handler.current = (request, response) => {
+        json(response, request, spec.http, {
+          invocationId: request.headers['x-kruntime-invocation-id'],
+          error: { code, message: `m-${code}`, source: spec.source },
+        });
+      };
+      const error = await failure(invokeFunction(options({ invocationId: 'inv-e' })));
+      expect(error).toBeInstanceOf(InvocationError);
+      expect(error).toMatchObject({ code, httpStatus: spec.http, source: spec.source, invocationId: 'inv-e', message: `m-${code}` });
+    },
+  );
 
   it('a function error says so', async () => {
     handler.current = (request, response) => {
-      json(response, request, 500, { invocationId: 'x', error: { code: 'FunctionFailed', message: 'ZeroDivisionError', source: 'function' } });
+      json(response, request, 500, {
+        invocationId: 'x',
+        error: { code: 'FunctionFailed', message: 'ZeroDivisionError', source: 'function' },
+      });
     };
     const error = await failure(invokeFunction(options()));
     expect(error).toMatchObject({ code: 'FunctionFailed', source: 'function', httpStatus: 500 });
@@ -143,7 +161,10 @@ describe('invokeFunction against an HTTPS server answering like the gateway', ()
       controller.abort();
     }, 100);
     expect(await pending).toMatchObject({ kind: 'aborted' });
-    expect(await failure(invokeFunction(options({ signal: AbortSignal.abort() })))).toMatchObject({ kind: 'aborted', requestMayHaveBeenSent: false });
+    expect(await failure(invokeFunction(options({ signal: AbortSignal.abort() })))).toMatchObject({
+      kind: 'aborted',
+      requestMayHaveBeenSent: false,
+    });
   });
 });
 

@@ -38,7 +38,10 @@ export interface InvocationResult {
 export const INVOKE_DEFAULT_TIMEOUT_MS = (DEFAULTS.invocationTimeoutSeconds + 10) * 1000;
 
 /** result + outputs + two captured streams, JSON-escaped (up to 6 bytes per byte), with room to spare. */
-const MAX_RESPONSE_BYTES = 6 * (BOUNDS.resultBytes + 2 * BOUNDS.capturedStreamBytes) + BOUNDS.outputCount * (BOUNDS.outputKeyBytes + 6 * BOUNDS.outputValueBytes) + 64 * 1024;
+const MAX_RESPONSE_BYTES =
+  6 * (BOUNDS.resultBytes + 2 * BOUNDS.capturedStreamBytes) +
+  BOUNDS.outputCount * (BOUNDS.outputKeyBytes + 6 * BOUNDS.outputValueBytes) +
+  64 * 1024;
 
 interface Prepared {
   url: URL;
@@ -66,8 +69,10 @@ export function prepareInvocation(options: InvokeOptions): Prepared {
     throw refuse('InvalidRequest', 'endpoint URL is not a URL');
   }
   if (url.protocol !== 'https:') throw refuse('InvalidRequest', `endpoint URL must be https, not ${url.protocol}`);
-  if (Buffer.byteLength(options.url) > BOUNDS.endpointUrlBytes) throw refuse('InvalidRequest', `endpoint URL is over ${BOUNDS.endpointUrlBytes} bytes`);
-  if (!/^[\x21-\x7e]+$/.test(options.token)) throw refuse('InvalidRequest', 'the bearer token is empty or has characters a header cannot carry');
+  if (Buffer.byteLength(options.url) > BOUNDS.endpointUrlBytes)
+    throw refuse('InvalidRequest', `endpoint URL is over ${BOUNDS.endpointUrlBytes} bytes`);
+  if (!/^[\x21-\x7e]+$/.test(options.token))
+    throw refuse('InvalidRequest', 'the bearer token is empty or has characters a header cannot carry');
 
   let body: Buffer;
   if (options.payload instanceof Uint8Array) {
@@ -118,7 +123,12 @@ function payloadTooLarge(bytes: number): string {
 export async function invokeFunction(options: InvokeOptions): Promise<InvocationResult> {
   const prepared = prepareInvocation(options);
   if (options.signal?.aborted === true) {
-    throw new InvocationTransportError({ kind: 'aborted', requestMayHaveBeenSent: false, invocationId: prepared.invocationId, message: 'invocation aborted before it was sent' });
+    throw new InvocationTransportError({
+      kind: 'aborted',
+      requestMayHaveBeenSent: false,
+      invocationId: prepared.invocationId,
+      message: 'invocation aborted before it was sent',
+    });
   }
   const { url, body, ca, invocationId } = prepared;
   const timeoutMs = options.timeoutMs ?? INVOKE_DEFAULT_TIMEOUT_MS;
@@ -130,7 +140,15 @@ export async function invokeFunction(options: InvokeOptions): Promise<Invocation
       if (settled) return;
       settled = true;
       cleanup();
-      reject(new InvocationTransportError({ kind, requestMayHaveBeenSent: secured, invocationId, message, ...(cause === undefined ? {} : { cause }) }));
+      reject(
+        new InvocationTransportError({
+          kind,
+          requestMayHaveBeenSent: secured,
+          invocationId,
+          message,
+          ...(cause === undefined ? {} : { cause }),
+        }),
+      );
     };
 
     const req = httpsRequest({
@@ -226,7 +244,8 @@ export function resultFromResponse(status: number, text: string, invocationId: s
   if (!isRecord(body)) throw malformed('a body that is not a JSON object');
   if (!('result' in body)) throw malformed('no result');
   const outputs = body.outputs ?? {};
-  if (!isRecord(outputs) || !Object.values(outputs).every((value) => typeof value === 'string')) throw malformed('outputs that are not strings');
+  if (!isRecord(outputs) || !Object.values(outputs).every((value) => typeof value === 'string'))
+    throw malformed('outputs that are not strings');
   const attempt = body.attempt;
   if (typeof attempt !== 'number' || !Number.isInteger(attempt)) throw malformed('no attempt');
   const result: InvocationResult = {
@@ -243,7 +262,10 @@ export function resultFromResponse(status: number, text: string, invocationId: s
 
 function isTlsError(error: NodeJS.ErrnoException): boolean {
   const code = error.code ?? '';
-  return /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_OSSL_)/.test(code) || /certificate|SSL|TLS/i.test(error.message);
+  return (
+    /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_|ERR_OSSL_)/.test(code) ||
+    /certificate|SSL|TLS/i.test(error.message)
+  );
 }
 
 function kindText(kind: TransportFailureKind): string {

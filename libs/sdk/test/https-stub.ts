@@ -20,9 +20,23 @@ export async function selfSignedCertificate(commonName = 'kruntimes-sdk-test'): 
   try {
     const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
     await run('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-keyout', key, '-out', cert, '-days', '1', '-subj', `/CN=${commonName}`,
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${commonName}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
     ]);
     return { certPem: await readFile(cert, 'utf8'), keyPem: await readFile(key, 'utf8') };
   } finally {
@@ -58,7 +72,12 @@ export class HttpsStub {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+        const recorded = {
+          method: req.method ?? '',
+          url: req.url ?? '',
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        };
         requests.push(recorded);
         handler.current(recorded, res);
       });

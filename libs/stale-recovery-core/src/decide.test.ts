@@ -3,7 +3,13 @@ import { decideRecovery } from './decide.ts';
 import type { RecoveryAction, RunFacts } from './decide.ts';
 
 const epoch: OwnershipEpoch = { attempt: 1, pod: 'rt-abc', podUID: 'pod-uid-1' };
-const alive: OwnerEvidence = { podExists: true, podDeleting: false, podInServiceEndpoints: true, ownerConfirmedRelease: undefined, leaseExpired: false };
+const alive: OwnerEvidence = {
+  podExists: true,
+  podDeleting: false,
+  podInServiceEndpoints: true,
+  ownerConfirmedRelease: undefined,
+  leaseExpired: false,
+};
 const gone: OwnerEvidence = { ...alive, podExists: false, podInServiceEndpoints: false };
 const released: OwnerEvidence = { ...alive, ownerConfirmedRelease: epoch };
 const deletingUnrouted: OwnerEvidence = { ...alive, podDeleting: true, podInServiceEndpoints: false };
@@ -43,7 +49,12 @@ const table: [string, RunFacts, OwnerEvidence, Expected][] = [
   ['function, Pod gone: requeue attempt 2', fn, gone, { type: 'requeue', cause: 'podGone', nextAttempt: 2, backoffSeconds: 5 }],
   ['function, Pod deleting and unrouted: requeue', recovering(fn), deletingUnrouted, { type: 'requeue', cause: 'podDeletingAndUnrouted' }],
   ['function, owner confirmed the release: requeue', fn, released, { type: 'requeue', cause: 'ownerConfirmedRelease' }],
-  ['function in Running (registering) and Pod gone: requeue', { ...fn, phase: 'Running', readyReason: 'Registering' }, gone, { type: 'requeue' }],
+  [
+    'function in Running (registering) and Pod gone: requeue',
+    { ...fn, phase: 'Running', readyReason: 'Registering' },
+    gone,
+    { type: 'requeue' },
+  ],
   // fenced tasks
   ['task not retrySafe, Pod gone: Interrupted OwnerLost', task, gone, { type: 'interrupt', reason: 'OwnerLost', cause: 'podGone' }],
   ['retrySafe task, Pod gone: requeue', safeTask, gone, { type: 'requeue', nextAttempt: 2 }],
@@ -53,19 +64,49 @@ const table: [string, RunFacts, OwnerEvidence, Expected][] = [
   ['retrySafe task with maxAttempts 1: Failed', { ...safeTask, retryPolicy: { retrySafe: true, maxAttempts: 1 } }, gone, { type: 'fail' }],
   // cancel while the owner is lost
   ['cancel requested, Pod gone: Cancelled', { ...task, cancelRequested: true }, gone, { type: 'cancel', cause: 'podGone' }],
-  ['cancel requested, owner confirmed: Cancelled', { ...fn, cancelRequested: true }, released, { type: 'cancel', cause: 'ownerConfirmedRelease' }],
-  ['cancel requested, Pod only deleting and unrouted: Interrupted CancelUnconfirmed', { ...fn, cancelRequested: true }, deletingUnrouted, { type: 'interrupt', reason: 'CancelUnconfirmed' }],
-  ['cancel requested, Lease expired only: mark Recovering, no verdict yet', { ...fn, cancelRequested: true }, expired, { type: 'markRecovering' }],
+  [
+    'cancel requested, owner confirmed: Cancelled',
+    { ...fn, cancelRequested: true },
+    released,
+    { type: 'cancel', cause: 'ownerConfirmedRelease' },
+  ],
+  [
+    'cancel requested, Pod only deleting and unrouted: Interrupted CancelUnconfirmed',
+    { ...fn, cancelRequested: true },
+    deletingUnrouted,
+    { type: 'interrupt', reason: 'CancelUnconfirmed' },
+  ],
+  [
+    'cancel requested, Lease expired only: mark Recovering, no verdict yet',
+    { ...fn, cancelRequested: true },
+    expired,
+    { type: 'markRecovering' },
+  ],
   // deletion and the finalizer
   ['deleting, owner alive: the owner finalizes', { ...fn, deleting: true }, alive, { type: 'none' }],
   ['deleting, Lease expired (not fenced): keep the finalizer', { ...fn, deleting: true }, expired, { type: 'none' }],
   ['deleting, Pod gone: remove the finalizer', { ...fn, deleting: true }, gone, { type: 'removeFinalizer', cause: 'podGone' }],
-  ['deleting, Pod deleting and unrouted: remove the finalizer', { ...fn, deleting: true }, deletingUnrouted, { type: 'removeFinalizer', cause: 'podDeletingAndUnrouted' }],
-  ['deleting, unassigned (requeued) with the finalizer: remove it', { ...fn, phase: 'Pending', deleting: true, epoch: undefined }, gone, { type: 'removeFinalizer', cause: 'unassigned' }],
+  [
+    'deleting, Pod deleting and unrouted: remove the finalizer',
+    { ...fn, deleting: true },
+    deletingUnrouted,
+    { type: 'removeFinalizer', cause: 'podDeletingAndUnrouted' },
+  ],
+  [
+    'deleting, unassigned (requeued) with the finalizer: remove it',
+    { ...fn, phase: 'Pending', deleting: true, epoch: undefined },
+    gone,
+    { type: 'removeFinalizer', cause: 'unassigned' },
+  ],
   ['deleting without the finalizer: nothing', { ...fn, deleting: true, cleanupFinalizer: false }, gone, { type: 'none' }],
   // not owned
   ['Pending without an owner', { ...fn, phase: 'Pending', epoch: undefined, cleanupFinalizer: false }, gone, { type: 'none' }],
-  ['terminal with the finalizer, Pod gone: remove it', { ...fn, phase: 'Interrupted' }, gone, { type: 'removeFinalizer', cause: 'podGone' }],
+  [
+    'terminal with the finalizer, Pod gone: remove it',
+    { ...fn, phase: 'Interrupted' },
+    gone,
+    { type: 'removeFinalizer', cause: 'podGone' },
+  ],
   ['terminal with the finalizer, owner alive (it cleans up itself)', { ...fn, phase: 'Cancelled' }, alive, { type: 'none' }],
   ['terminal without the finalizer', { ...task, phase: 'Succeeded' }, gone, { type: 'none' }],
   ['WaitingInput has no owner', { ...task, phase: 'WaitingInput' }, gone, { type: 'none' }],

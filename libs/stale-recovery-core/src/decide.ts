@@ -81,7 +81,9 @@ export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): Recovery
   const recovering = run.readyReason === RUN_REASONS.recovering;
   if (!fence.fenced) {
     if (!fence.suspect) {
-      return recovering ? { type: 'recovered', message: 'the owner renews its Lease and holds the Run again' } : { type: 'none', why: 'the owner is healthy' };
+      return recovering
+        ? { type: 'recovered', message: 'the owner renews its Lease and holds the Run again' }
+        : { type: 'none', why: 'the owner is healthy' };
     }
     const cause: Suspicion = evidence.podDeleting ? 'podDeleting' : evidence.leaseExpired ? 'leaseExpired' : 'ownerStoppedReporting';
     const message = `${SUSPICION_TEXT[cause]}; waiting for ${fence.waitingFor}`;
@@ -93,11 +95,27 @@ export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): Recovery
   if (run.cancelRequested) {
     // Only the owner's confirmation or the Pod's disappearance shows the code stopped.
     if (proof === 'podGone' || proof === 'ownerConfirmedRelease') return { type: 'cancel', cause: proof, message: `cancelled: ${text}` };
-    return { type: 'interrupt', cause: proof, reason: RUN_REASONS.cancelUnconfirmed, message: `cancel requested but never confirmed by the owner: ${text}` };
+    return {
+      type: 'interrupt',
+      cause: proof,
+      reason: RUN_REASONS.cancelUnconfirmed,
+      message: `cancel requested but never confirmed by the owner: ${text}`,
+    };
   }
-  const decision = decideRetry(run.mode, run.retryPolicy, epoch.attempt, classify(run.phase) === 'assigned' ? 'ownerLostBeforeStart' : 'ownerLost');
+  const decision = decideRetry(
+    run.mode,
+    run.retryPolicy,
+    epoch.attempt,
+    classify(run.phase) === 'assigned' ? 'ownerLostBeforeStart' : 'ownerLost',
+  );
   if (decision.retry) {
-    return { type: 'requeue', cause: proof, nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds, message: `owner lost: ${text}` };
+    return {
+      type: 'requeue',
+      cause: proof,
+      nextAttempt: decision.nextAttempt,
+      backoffSeconds: decision.backoffSeconds,
+      message: `owner lost: ${text}`,
+    };
   }
   if (decision.why === 'notRetrySafe') {
     return { type: 'interrupt', cause: proof, reason: RUN_REASONS.ownerLost, message: `owner lost and the task is not retrySafe: ${text}` };

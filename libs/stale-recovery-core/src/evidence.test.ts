@@ -28,7 +28,11 @@ describe('leaseState', () => {
 describe('ownerEvidence', () => {
   const base = { runUID: 'run', epoch, nowMs: NOW, ownerStoppedReporting: false };
   it('a missing Pod UID is podExists false (a same-name Pod of another UID is not looked up at all)', () => {
-    expect(ownerEvidence({ ...base, pod: undefined, lease: lease() })).toMatchObject({ podExists: false, leaseExpired: false, ownerStoppedReporting: false });
+    expect(ownerEvidence({ ...base, pod: undefined, lease: lease() })).toMatchObject({
+      podExists: false,
+      leaseExpired: false,
+      ownerStoppedReporting: false,
+    });
   });
   it('carries deletion, endpoints and Lease expiry', () => {
     expect(ownerEvidence({ ...base, pod: { deleting: true, inServiceEndpoints: false }, lease: lease({ renewTimeMs: 0 }) })).toMatchObject({
@@ -38,7 +42,7 @@ describe('ownerEvidence', () => {
       leaseExpired: true,
     });
   });
-  it('a release counts only for this exact epoch, in the owner\'s own Lease, when no longer held, and once the owner had its chance to write', () => {
+  it("a release counts only for this exact epoch, in the owner's own Lease, when no longer held, and once the owner had its chance to write", () => {
     const pod = { deleting: false, inServiceEndpoints: true };
     const settled = { ...base, ownerStoppedReporting: true, pod };
     const releasedLease = lease({ report: { held: [], released: [{ uid: 'run', attempt: 2 }] } });
@@ -46,13 +50,24 @@ describe('ownerEvidence', () => {
     expect(ownerEvidence({ ...settled, lease: { ...releasedLease, renewTimeMs: 0 } }).ownerConfirmedRelease).toEqual(epoch);
     // Just released: the owner writes its own outcome next.
     expect(ownerEvidence({ ...base, pod, lease: releasedLease }).ownerConfirmedRelease).toBeUndefined();
-    expect(ownerEvidence({ ...settled, lease: lease({ report: { held: [], released: [{ uid: 'run', attempt: 1 }] } }) }).ownerConfirmedRelease).toBeUndefined();
-    expect(ownerEvidence({ ...settled, lease: lease({ report: { held: [{ uid: 'run', attempt: 2 }], released: [{ uid: 'run', attempt: 2 }] } }) }).ownerConfirmedRelease).toBeUndefined();
-    expect(ownerEvidence({ ...settled, lease: { ...releasedLease, holderIdentity: 'someone-else' } }).ownerConfirmedRelease).toBeUndefined();
+    expect(
+      ownerEvidence({ ...settled, lease: lease({ report: { held: [], released: [{ uid: 'run', attempt: 1 }] } }) }).ownerConfirmedRelease,
+    ).toBeUndefined();
+    expect(
+      ownerEvidence({
+        ...settled,
+        lease: lease({ report: { held: [{ uid: 'run', attempt: 2 }], released: [{ uid: 'run', attempt: 2 }] } }),
+      }).ownerConfirmedRelease,
+    ).toBeUndefined();
+    expect(
+      ownerEvidence({ ...settled, lease: { ...releasedLease, holderIdentity: 'someone-else' } }).ownerConfirmedRelease,
+    ).toBeUndefined();
   });
   it('stopped reporting counts only while the Lease is fresh', () => {
     const pod = { deleting: false, inServiceEndpoints: true };
     expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: lease() }).ownerStoppedReporting).toBe(true);
-    expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: lease({ renewTimeMs: 0 }) }).ownerStoppedReporting).toBe(false);
+    expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: lease({ renewTimeMs: 0 }) }).ownerStoppedReporting).toBe(
+      false,
+    );
   });
 });

@@ -19,9 +19,7 @@ export interface LeaseFacts {
 
 export type LeaseState =
   /** No Lease of this Pod UID (none yet, or another Pod's): says nothing. */
-  | 'unknown'
-  | 'fresh'
-  | 'expired';
+  'unknown' | 'fresh' | 'expired';
 
 /** A Lease is this Pod's when its holder is the Pod UID; expired once renewTime + duration passed. */
 export function leaseState(lease: LeaseFacts | undefined, podUID: string, nowMs: number): LeaseState {
@@ -54,7 +52,10 @@ export function ownerEvidence({ runUID, epoch, pod, lease, nowMs, ownerStoppedRe
   const ownLease = state === 'unknown' ? undefined : lease;
   const settled = state === 'expired' || ownerStoppedReporting;
   const released =
-    settled && ownLease !== undefined && includesRef(ownLease.report.released, runUID, epoch.attempt) && !includesRef(ownLease.report.held, runUID, epoch.attempt);
+    settled &&
+    ownLease !== undefined &&
+    includesRef(ownLease.report.released, runUID, epoch.attempt) &&
+    !includesRef(ownLease.report.held, runUID, epoch.attempt);
   return {
     podExists: pod !== undefined,
     podDeleting: pod?.deleting === true,

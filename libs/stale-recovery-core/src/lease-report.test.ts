@@ -5,7 +5,14 @@ describe('Lease report decoding', () => {
   it.each([
     ['absent', undefined, undefined],
     ['empty list', '[]', []],
-    ['two refs', '[{"uid":"a","attempt":1},{"uid":"b","attempt":2}]', [{ uid: 'a', attempt: 1 }, { uid: 'b', attempt: 2 }]],
+    [
+      'two refs',
+      '[{"uid":"a","attempt":1},{"uid":"b","attempt":2}]',
+      [
+        { uid: 'a', attempt: 1 },
+        { uid: 'b', attempt: 2 },
+      ],
+    ],
     ['not JSON', '[{', undefined],
     ['not an array', '{"uid":"a"}', undefined],
     ['a malformed item', '[{"uid":"a","attempt":"1"}]', undefined],
@@ -16,7 +23,10 @@ describe('Lease report decoding', () => {
   });
 
   it('reads both annotations', () => {
-    expect(readLeaseReport({ [LEASE_ANNOTATIONS.heldRuns]: '[{"uid":"a","attempt":1}]' })).toEqual({ held: [{ uid: 'a', attempt: 1 }], released: undefined });
+    expect(readLeaseReport({ [LEASE_ANNOTATIONS.heldRuns]: '[{"uid":"a","attempt":1}]' })).toEqual({
+      held: [{ uid: 'a', attempt: 1 }],
+      released: undefined,
+    });
     expect(readLeaseReport(undefined)).toEqual({ held: undefined, released: undefined });
   });
 

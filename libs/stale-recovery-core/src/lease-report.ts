@@ -18,7 +18,10 @@ export interface LeaseReport {
  * empty held list is evidence that the owner dropped its Runs.
  */
 export function readLeaseReport(annotations: Readonly<Record<string, string>> | undefined): LeaseReport {
-  return { held: decodeRunRefs(annotations?.[LEASE_ANNOTATIONS.heldRuns]), released: decodeRunRefs(annotations?.[LEASE_ANNOTATIONS.releasedRuns]) };
+  return {
+    held: decodeRunRefs(annotations?.[LEASE_ANNOTATIONS.heldRuns]),
+    released: decodeRunRefs(annotations?.[LEASE_ANNOTATIONS.releasedRuns]),
+  };
 }
 
 export function decodeRunRefs(text: string | undefined): RunRef[] | undefined {

@@ -35,10 +35,12 @@ export class RecoveryMetrics {
     const lines = [
       '# HELP kruntimes_recoveries_total Recovery steps taken on Runs, by what caused them and what was written.',
       '# TYPE kruntimes_recoveries_total counter',
-      ...[...this.#recoveries].sort(([a], [b]) => a.localeCompare(b)).map(([key, count]) => {
-        const [cause = '', outcome = ''] = key.split('|');
-        return `kruntimes_recoveries_total{cause="${cause}",outcome="${outcome}"} ${String(count)}`;
-      }),
+      ...[...this.#recoveries]
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([key, count]) => {
+          const [cause = '', outcome = ''] = key.split('|');
+          return `kruntimes_recoveries_total{cause="${cause}",outcome="${outcome}"} ${String(count)}`;
+        }),
       `# HELP ${name} Time from the first suspicion of an owner to the proof of its fence.`,
       `# TYPE ${name} histogram`,
       ...FENCE_WAIT_BUCKETS_SECONDS.map((bound, i) => `${name}_bucket{le="${String(bound)}"} ${String(this.fenceWaitCounts[i] ?? 0)}`),

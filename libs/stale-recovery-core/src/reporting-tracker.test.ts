@@ -24,14 +24,14 @@ describe('ReportingTracker', () => {
     expect(tracker.observe('k', 4_000, false, 0)).toBe(true);
   });
 
-  it('renewals not later than the Run\'s last change do not count', () => {
+  it("renewals not later than the Run's last change do not count", () => {
     const tracker = new ReportingTracker({ renewals: 1, minGraceMs: 0 });
     expect(tracker.observe('k', 5_000, false, 5_000)).toBe(false);
     expect(tracker.size).toBe(0);
     expect(tracker.observe('k', 5_001, false, 5_000)).toBe(true);
   });
 
-  it('forgets a Run\'s epochs', () => {
+  it("forgets a Run's epochs", () => {
     const tracker = new ReportingTracker();
     tracker.observe('uid-1/1/pod', 1_000, false, 0);
     tracker.observe('uid-2/1/pod', 1_000, false, 0);

@@ -9,7 +9,7 @@ describe('runKeyOfEvent', () => {
   });
   it.each([
     ['an OwnerUnreachable Event on a Run', event(), 'ns/fn'],
-    ['the Event\'s namespace when the object names none', event({}, { namespace: undefined }), 'ns-of-event/fn'],
+    ["the Event's namespace when the object names none", event({}, { namespace: undefined }), 'ns-of-event/fn'],
     ['another reason', event({ reason: 'Scheduled' }), undefined],
     ['another kind', event({}, { kind: 'Pod' }), undefined],
     ['a Run of another API group', event({}, { apiVersion: 'example.com/v1' }), undefined],
@@ -48,7 +48,14 @@ describe('runFacts', () => {
   });
 
   it('a Run without status is Pending, unassigned', () => {
-    expect(runFacts({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'Run', metadata: { name: 't' }, spec: { runtime: 'rt', source: { inline: 'x' }, mode: { task: {} } } })).toMatchObject({
+    expect(
+      runFacts({
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Run',
+        metadata: { name: 't' },
+        spec: { runtime: 'rt', source: { inline: 'x' }, mode: { task: {} } },
+      }),
+    ).toMatchObject({
       phase: 'Pending',
       mode: 'task',
       deleting: false,

@@ -1,6 +1,17 @@
 import { ApiException, CoreV1Api, CoordinationV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { CoreV1Event, KubeConfig, KubernetesListObject, KubernetesObject, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, EVENT_REASONS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUN_KIND, RUN_PLURAL, RUN_REASONS, runModeKind } from '@kruntimes/api';
+import {
+  API_GROUP,
+  API_VERSION,
+  CONDITION_TYPES,
+  EVENT_REASONS,
+  LABELS,
+  REGISTRATION_CLEANUP_FINALIZER,
+  RUN_KIND,
+  RUN_PLURAL,
+  RUN_REASONS,
+  runModeKind,
+} from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Controller, SharedInformer, objectKey, serviceEndpoints, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
@@ -79,15 +90,24 @@ export class StaleRecovery {
     const core = kubeConfig.makeApiClient(CoreV1Api);
     const coordination = kubeConfig.makeApiClient(CoordinationV1Api);
     const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
-    const scoped = <T>(all: () => Promise<T>, one: (ns: string) => Promise<T>) => (): Promise<T> => (namespace === undefined ? all() : one(namespace));
+    const scoped =
+      <T>(all: () => Promise<T>, one: (ns: string) => Promise<T>) =>
+      (): Promise<T> =>
+        namespace === undefined ? all() : one(namespace);
 
     this.#runs = new SharedInformer<RunObject>({
       name: 'runs',
       kubeConfig,
       path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_PLURAL}`,
       list: scoped(
-        () => custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL }) as Promise<KubernetesListObject<RunObject>>,
-        (ns) => custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: ns, plural: RUN_PLURAL }) as Promise<KubernetesListObject<RunObject>>,
+        () =>
+          custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL }) as Promise<
+            KubernetesListObject<RunObject>
+          >,
+        (ns) =>
+          custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: ns, plural: RUN_PLURAL }) as Promise<
+            KubernetesListObject<RunObject>
+          >,
       ),
       logger,
     });
@@ -136,14 +156,23 @@ export class StaleRecovery {
       ),
       logger,
     });
-    this.#controller = new Controller({ name: 'stale-recovery', logger, workers: options.workers ?? 2, reconcile: (key) => this.reconcile(key) });
+    this.#controller = new Controller({
+      name: 'stale-recovery',
+      logger,
+      workers: options.workers ?? 2,
+      reconcile: (key) => this.reconcile(key),
+    });
 
     const enqueue = (key: string): void => {
       this.#controller.enqueue(key);
     };
     this.#runs.addEventHandler({
-      add: (run) => { enqueue(objectKey(run)); },
-      update: (run) => { enqueue(objectKey(run)); },
+      add: (run) => {
+        enqueue(objectKey(run));
+      },
+      update: (run) => {
+        enqueue(objectKey(run));
+      },
       delete: (run) => {
         this.#forgetRun(run.metadata.uid ?? '');
       },
@@ -227,7 +256,13 @@ export class StaleRecovery {
   async #act(namespace: string, name: string, uid: string): Promise<ReconcileResult | undefined> {
     let live: Run;
     try {
-      live = (await this.#custom.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, name })) as Run;
+      live = (await this.#custom.getNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_PLURAL,
+        name,
+      })) as Run;
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw error;
@@ -339,8 +374,17 @@ export class StaleRecovery {
     const lease = leaseFacts(this.#leases.get(epoch.pod, namespace));
     let stoppedReporting = false;
     const classOfPhase = classify(facts.phase);
-    if (lease?.report.held !== undefined && leaseState(lease, epoch.podUID, nowMs) === 'fresh' && (classOfPhase === 'executing' || classOfPhase === 'serving')) {
-      stoppedReporting = this.#tracker.observe(epochKey(uid, epoch), lease.renewTimeMs ?? 0, includesRef(lease.report.held, uid, epoch.attempt), lastChangeMs(run));
+    if (
+      lease?.report.held !== undefined &&
+      leaseState(lease, epoch.podUID, nowMs) === 'fresh' &&
+      (classOfPhase === 'executing' || classOfPhase === 'serving')
+    ) {
+      stoppedReporting = this.#tracker.observe(
+        epochKey(uid, epoch),
+        lease.renewTimeMs ?? 0,
+        includesRef(lease.report.held, uid, epoch.attempt),
+        lastChangeMs(run),
+      );
     }
     return ownerEvidence({ runUID: uid, epoch, pod: podFacts, lease, nowMs, ownerStoppedReporting: stoppedReporting });
   }
@@ -397,7 +441,12 @@ function fencedEvent(action: Extract<RecoveryAction, { type: 'requeue' | 'interr
 /** The Run an OwnerUnreachable Event is about (`namespace/name`), or undefined for any other object. */
 export function runKeyOfEvent(event: ReadonlyDeep<Pick<CoreV1Event, 'involvedObject' | 'metadata' | 'reason'>>): string | undefined {
   const involved = event.involvedObject;
-  if (event.reason !== EVENT_REASONS.ownerUnreachable || involved.kind !== RUN_KIND || involved.apiVersion?.startsWith(`${API_GROUP}/`) === false) return undefined;
+  if (
+    event.reason !== EVENT_REASONS.ownerUnreachable ||
+    involved.kind !== RUN_KIND ||
+    involved.apiVersion?.startsWith(`${API_GROUP}/`) === false
+  )
+    return undefined;
   const namespace = involved.namespace ?? event.metadata.namespace;
   if (involved.name === undefined || namespace === undefined) return undefined;
   return `${namespace}/${involved.name}`;

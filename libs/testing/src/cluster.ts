@@ -136,6 +136,11 @@ export class Cluster {
 
 /** `prefix-xxxxxx`: a DNS label (63 bytes) with 6 random hex characters. */
 export function namespaceName(prefix: string): string {
-  const clean = prefix.toLowerCase().replaceAll(/[^a-z0-9-]+/g, '-').replaceAll(/^-+|-+$/g, '').slice(0, 50) || 'test';
+  const clean =
+    prefix
+      .toLowerCase()
+      .replaceAll(/[^a-z0-9-]+/g, '-')
+      .replaceAll(/^-+|-+$/g, '')
+      .slice(0, 50) || 'test';
   return `${clean.replace(/-+$/, '')}-${randomBytes(3).toString('hex')}`;
 }

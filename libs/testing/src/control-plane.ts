@@ -111,10 +111,15 @@ export class ControlPlane {
       // kube-apiserver retries etcd until it answers; no need to wait for etcd in between.
       processes.apiserver = ManagedProcess.start(apiserverSpec(binDir, dir, pki, apiserverPort, etcdUrl), watchdog);
 
-      await waitReady(processes, async () => {
-        const res = await httpsGet(`${server}/readyz`, { caPem, token: admin.token, timeoutMs: 2_000 });
-        return res.status === 200 ? true : undefined;
-      }, 'kube-apiserver /readyz', remaining());
+      await waitReady(
+        processes,
+        async () => {
+          const res = await httpsGet(`${server}/readyz`, { caPem, token: admin.token, timeoutMs: 2_000 });
+          return res.status === 200 ? true : undefined;
+        },
+        'kube-apiserver /readyz',
+        remaining(),
+      );
       mark('kube-apiserver ready');
       log(`kube-apiserver ready at ${server} after ${timings['kube-apiserver ready']} ms`);
 
@@ -182,7 +187,9 @@ async function waitReady(processes: Processes, probe: () => Promise<true | undef
     if (error instanceof ControlPlaneError) throw error;
     // A timeout: blame the component being waited for, with its log.
     const culprit = processes.apiserver ?? processes.etcd;
-    throw culprit === undefined ? error : await culprit.failure(`not ready: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw culprit === undefined
+      ? error
+      : await culprit.failure(`not ready: ${error instanceof Error ? error.message : String(error)}`, error);
   } finally {
     abort.abort();
   }

@@ -51,7 +51,11 @@ export async function readCrdDirectory(dir: string): Promise<V1CustomResourceDef
  * Creates the CRDs, or replaces them if they exist (a long-running local cluster picks up
  * regenerated CRDs), and waits until the API server serves every one of them.
  */
-export async function installCrds(config: KubeConfig, crds: readonly V1CustomResourceDefinition[], options: { timeoutMs?: number } = {}): Promise<void> {
+export async function installCrds(
+  config: KubeConfig,
+  crds: readonly V1CustomResourceDefinition[],
+  options: { timeoutMs?: number } = {},
+): Promise<void> {
   const api = config.makeApiClient(ApiextensionsV1Api);
   const customObjects = config.makeApiClient(CustomObjectsApi);
   const waitOptions = { timeoutMs: options.timeoutMs ?? 30_000, intervalMs: 50 };

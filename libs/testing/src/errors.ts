@@ -11,7 +11,10 @@ export class ControlPlaneError extends Error {
 
   constructor(message: string, options: { component?: Component; logTail?: string; cause?: unknown } = {}) {
     const tail = options.logTail ?? '';
-    super(tail === '' ? message : `${message}\n--- last log lines ---\n${tail}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(
+      tail === '' ? message : `${message}\n--- last log lines ---\n${tail}`,
+      options.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'ControlPlaneError';
     this.component = options.component;
     this.logTail = tail;
@@ -26,7 +29,10 @@ export class WaitTimeoutError extends Error {
 
   constructor(description: string, attempts: number, elapsedMs: number, lastError: unknown) {
     const why = lastError === undefined ? '' : `: ${describe(lastError)}`;
-    super(`timed out after ${attempts} attempts in ${elapsedMs} ms waiting for ${description}${why}`, lastError === undefined ? undefined : { cause: lastError });
+    super(
+      `timed out after ${attempts} attempts in ${elapsedMs} ms waiting for ${description}${why}`,
+      lastError === undefined ? undefined : { cause: lastError },
+    );
     this.name = 'WaitTimeoutError';
     this.description = description;
     this.attempts = attempts;

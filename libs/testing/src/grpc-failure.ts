@@ -13,7 +13,11 @@ export interface CallFailure {
 export async function failure(call: (options: { onTrailer: (trailer: Metadata) => void }) => Promise<unknown>): Promise<CallFailure> {
   let trailer = Metadata();
   try {
-    await call({ onTrailer: (t) => { trailer = t; } });
+    await call({
+      onTrailer: (t) => {
+        trailer = t;
+      },
+    });
   } catch (error) {
     if (!(error instanceof ClientError)) throw error;
     return {

@@ -30,7 +30,9 @@ const fingerprints = new WeakMap<TLSSocket, string>();
 
 function remember(socket: TLSSocket): void {
   if (fingerprints.has(socket)) return;
-  const take = (): void => { fingerprints.set(socket, socket.getPeerX509Certificate()?.fingerprint256 ?? ''); };
+  const take = (): void => {
+    fingerprints.set(socket, socket.getPeerX509Certificate()?.fingerprint256 ?? '');
+  };
   if (socket.getPeerX509Certificate() !== undefined) take();
   else socket.once('secureConnect', take);
 }
@@ -41,23 +43,34 @@ export async function call(url: string, options: CallOptions): Promise<HttpAnswe
     const body = options.body === undefined ? undefined : Buffer.from(options.body);
     const headers: Record<string, string> = { ...options.headers };
     if (body !== undefined && options.chunked !== true) headers['content-length'] = String(body.length);
-    const req = request(url, { method: options.method ?? 'POST', ca: options.ca, headers, ...(options.agent === undefined ? { agent: false } : { agent: options.agent }) }, (res) => {
-      const fingerprint = fingerprints.get(res.socket as TLSSocket) ?? '';
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json, fingerprint });
-      });
-      res.on('error', reject);
+    const req = request(
+      url,
+      {
+        method: options.method ?? 'POST',
+        ca: options.ca,
+        headers,
+        ...(options.agent === undefined ? { agent: false } : { agent: options.agent }),
+      },
+      (res) => {
+        const fingerprint = fingerprints.get(res.socket as TLSSocket) ?? '';
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text, json, fingerprint });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('socket', (socket) => {
+      remember(socket as TLSSocket);
     });
-    req.on('socket', (socket) => { remember(socket as TLSSocket); });
     // An upload the server stopped reading may fail with EPIPE after the answer came.
     req.on('error', reject);
     if (body === undefined) {

@@ -104,7 +104,11 @@ export class ManagedProcess {
   async logTail(lines = 40): Promise<string> {
     try {
       const text = await readFile(this.logFile, 'utf8');
-      return text.split('\n').slice(-lines - 1).join('\n').trimEnd();
+      return text
+        .split('\n')
+        .slice(-lines - 1)
+        .join('\n')
+        .trimEnd();
     } catch (error) {
       return `(cannot read ${this.logFile}: ${error instanceof Error ? error.message : String(error)})`;
     }
@@ -120,7 +124,6 @@ export class ManagedProcess {
     });
   }
 }
-
 
 /**
  * Components get only what they need from the environment, so that a developer's

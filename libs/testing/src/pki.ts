@@ -81,8 +81,21 @@ export async function generatePki(dir: string, options: PkiOptions): Promise<Pki
     ]),
   );
   await openssl([
-    'req', '-x509', '-new', '-key', pki.servingKey, '-CA', pki.caCert, '-CAkey', pki.caKey,
-    '-out', pki.servingCert, '-days', days, '-config', servingConfig,
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    pki.servingKey,
+    '-CA',
+    pki.caCert,
+    '-CAkey',
+    pki.caKey,
+    '-out',
+    pki.servingCert,
+    '-days',
+    days,
+    '-config',
+    servingConfig,
   ]);
   return pki;
 }
@@ -116,6 +129,9 @@ async function openssl(args: string[]): Promise<void> {
     await run('openssl', args, { timeout: 30_000 });
   } catch (error) {
     const stderr = (error as { stderr?: unknown }).stderr;
-    throw new Error(`openssl ${args.slice(0, 2).join(' ')} failed${typeof stderr === 'string' && stderr !== '' ? `: ${stderr.trim()}` : ''}`, { cause: error });
+    throw new Error(
+      `openssl ${args.slice(0, 2).join(' ')} failed${typeof stderr === 'string' && stderr !== '' ? `: ${stderr.trim()}` : ''}`,
+      { cause: error },
+    );
   }
 }

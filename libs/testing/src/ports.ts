@@ -11,14 +11,16 @@ export const LOOPBACK = '127.0.0.1';
  */
 export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: count }, () =>
-      new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-        const server = createServer();
-        server.once('error', reject);
-        server.listen(0, LOOPBACK, () => {
-          resolve(server);
-        });
-      }),
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const server = createServer();
+          server.once('error', reject);
+          server.listen(0, LOOPBACK, () => {
+            resolve(server);
+          });
+        }),
     ),
   );
   const ports = servers.map((server) => {

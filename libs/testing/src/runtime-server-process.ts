@@ -27,7 +27,9 @@ export async function startServerProcess(mainTs: string, env: Record<string, str
   });
   const logs: string[] = [];
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error(`server did not start within 20 s:\n${logs.join('\n')}`)); }, 20_000);
+    const timer = setTimeout(() => {
+      reject(new Error(`server did not start within 20 s:\n${logs.join('\n')}`));
+    }, 20_000);
     createInterface({ input: child.stdout }).on('line', (line) => {
       logs.push(line);
       const entry = JSON.parse(line) as { msg?: string; port?: number };

@@ -23,30 +23,81 @@ export interface IssueOptions {
  * openssl CLI with explicit config files (as the harness does for the control plane).
  */
 export async function testCa(name = 'kruntimes-test-ca', options: IssueOptions = {}): Promise<TestCert> {
-  return issue(undefined, name, ['basicConstraints = critical, CA:TRUE', 'keyUsage = critical, keyCertSign, cRLSign, digitalSignature', 'subjectKeyIdentifier = hash'], options);
+  return issue(
+    undefined,
+    name,
+    ['basicConstraints = critical, CA:TRUE', 'keyUsage = critical, keyCertSign, cRLSign, digitalSignature', 'subjectKeyIdentifier = hash'],
+    options,
+  );
 }
 
 /** A serving certificate signed by `ca` for DNS names and IP addresses. */
-export async function testServerCert(ca: TestCert, names: { dns?: string[]; ips?: string[] }, options: IssueOptions = {}): Promise<TestCert> {
+export async function testServerCert(
+  ca: TestCert,
+  names: { dns?: string[]; ips?: string[] },
+  options: IssueOptions = {},
+): Promise<TestCert> {
   const san = [...(names.dns ?? []).map((dns) => `DNS:${dns}`), ...(names.ips ?? []).map((ip) => `IP:${ip}`)].join(', ');
-  return issue(ca, names.dns?.[0] ?? names.ips?.[0] ?? 'server', [
-    'basicConstraints = critical, CA:FALSE',
-    'keyUsage = critical, digitalSignature',
-    'extendedKeyUsage = serverAuth',
-    `subjectAltName = ${san}`,
-    'subjectKeyIdentifier = hash',
-    'authorityKeyIdentifier = keyid',
-  ], options);
+  return issue(
+    ca,
+    names.dns?.[0] ?? names.ips?.[0] ?? 'server',
+    [
+      'basicConstraints = critical, CA:FALSE',
+      'keyUsage = critical, digitalSignature',
+      'extendedKeyUsage = serverAuth',
+      `subjectAltName = ${san}`,
+      'subjectKeyIdentifier = hash',
+      'authorityKeyIdentifier = keyid',
+    ],
+    options,
+  );
 }
 
 async function issue(ca: TestCert | undefined, commonName: string, extensions: string[], options: IssueOptions): Promise<TestCert> {
   const dir = await mkdtemp(join(tmpdir(), 'test-pki-'));
   try {
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256', privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } });
-    const files = { key: join(dir, 'key.pem'), cert: join(dir, 'cert.pem'), config: join(dir, 'openssl.cnf'), caCert: join(dir, 'ca.pem'), caKey: join(dir, 'ca.key') };
+    const { privateKey } = generateKeyPairSync('ec', {
+      namedCurve: 'P-256',
+      privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    const files = {
+      key: join(dir, 'key.pem'),
+      cert: join(dir, 'cert.pem'),
+      config: join(dir, 'openssl.cnf'),
+      caCert: join(dir, 'ca.pem'),
+      caKey: join(dir, 'ca.key'),
+    };
     await writeFile(files.key, privateKey, { mode: 0o600 });
-    await writeFile(files.config, ['[req]', 'prompt = no', 'distinguished_name = dn', 'x509_extensions = ext', '[dn]', `CN = ${commonName}`, '[ext]', ...extensions, ''].join('\n'));
-    const args = ['req', '-x509', '-new', '-key', files.key, '-out', files.cert, '-days', String(options.validityDays ?? 2), '-config', files.config, '-set_serial', `0x${randomBytes(8).toString('hex')}`];
+    await writeFile(
+      files.config,
+      [
+        '[req]',
+        'prompt = no',
+        'distinguished_name = dn',
+        'x509_extensions = ext',
+        '[dn]',
+        `CN = ${commonName}`,
+        '[ext]',
+        ...extensions,
+        '',
+      ].join('\n'),
+    );
+    const args = [
+      'req',
+      '-x509',
+      '-new',
+      '-key',
+      files.key,
+      '-out',
+      files.cert,
+      '-days',
+      String(options.validityDays ?? 2),
+      '-config',
+      files.config,
+      '-set_serial',
+      `0x${randomBytes(8).toString('hex')}`,
+    ];
     if (ca !== undefined) {
       await writeFile(files.caCert, ca.certPem);
       await writeFile(files.caKey, ca.keyPem, { mode: 0o600 });

@@ -10,7 +10,13 @@ test('every user gets its own random token and the token file lists groups', () 
 });
 
 test.each([
-  [[{ name: 'a', groups: [] }, { name: 'a', groups: [] }], /duplicate user a/],
+  [
+    [
+      { name: 'a', groups: [] },
+      { name: 'a', groups: [] },
+    ],
+    /duplicate user a/,
+  ],
   [[{ name: 'a,b', groups: [] }], /token file cannot hold/],
   [[{ name: 'a', groups: ['x"y'] }], /token file cannot hold/],
 ])('rejects users the token file cannot represent: %j', (specs, error) => {

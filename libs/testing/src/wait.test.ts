@@ -3,7 +3,10 @@ import { waitFor } from './wait.ts';
 
 test('returns the first defined value', async () => {
   let calls = 0;
-  const value = await waitFor('the third call', () => Promise.resolve(++calls === 3 ? 'done' : undefined), { timeoutMs: 1_000, intervalMs: 1 });
+  const value = await waitFor('the third call', () => Promise.resolve(++calls === 3 ? 'done' : undefined), {
+    timeoutMs: 1_000,
+    intervalMs: 1,
+  });
   expect(value).toBe('done');
   expect(calls).toBe(3);
 });
@@ -32,5 +35,7 @@ test('is bounded in time', async () => {
 test('stops when aborted', async () => {
   const abort = new AbortController();
   abort.abort(new Error('process exited'));
-  await expect(waitFor('never', () => Promise.resolve(undefined), { timeoutMs: 1_000, signal: abort.signal })).rejects.toThrow('process exited');
+  await expect(waitFor('never', () => Promise.resolve(undefined), { timeoutMs: 1_000, signal: abort.signal })).rejects.toThrow(
+    'process exited',
+  );
 });

@@ -17,11 +17,7 @@ export interface WaitOptions {
  * attempts. A probe that throws counts as "not yet"; its error is reported if the wait
  * times out, so a refused connection or a 403 is visible in the failure.
  */
-export async function waitFor<T>(
-  description: string,
-  probe: () => Promise<T | undefined>,
-  options: WaitOptions,
-): Promise<T> {
+export async function waitFor<T>(description: string, probe: () => Promise<T | undefined>, options: WaitOptions): Promise<T> {
   const intervalMs = options.intervalMs ?? 100;
   const maxAttempts = options.maxAttempts ?? Math.ceil(options.timeoutMs / Math.max(intervalMs, 1)) + 1;
   const started = performance.now();

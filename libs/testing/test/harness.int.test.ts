@@ -16,13 +16,23 @@ test.each([
   ['alice', ['system:authenticated']],
   ['bob', ['system:authenticated']],
 ])('each kubeconfig authenticates as its own user: %s', async (user, groups) => {
-  const review = await cluster.kubeConfig(user).makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: new V1SelfSubjectReview() });
+  const review = await cluster
+    .kubeConfig(user)
+    .makeApiClient(AuthenticationV1Api)
+    .createSelfSubjectReview({ body: new V1SelfSubjectReview() });
   expect(review.status?.userInfo?.username).toBe(user);
   expect([...(review.status?.userInfo?.groups ?? [])].sort()).toEqual([...groups].sort());
 });
 
 test('users without a grant are forbidden', async () => {
-  const error = await cluster.kubeConfig('bob').makeApiClient(CoreV1Api).listNamespace().then(() => undefined, (e: unknown) => e);
+  const error = await cluster
+    .kubeConfig('bob')
+    .makeApiClient(CoreV1Api)
+    .listNamespace()
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   expect(error).toMatchObject({ code: 403 });
 });
 

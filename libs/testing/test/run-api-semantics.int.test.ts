@@ -60,7 +60,10 @@ describe('optimistic concurrency', () => {
 
     // The read-check-write every status writer does: re-read, then write succeeds.
     const fresh = await runs.get('r');
-    const written = await runs.replaceStatus({ ...fresh, status: { phase: 'Scheduled', attempt: 1, assignedPod: 'p', assignedPodUID: 'u' } });
+    const written = await runs.replaceStatus({
+      ...fresh,
+      status: { phase: 'Scheduled', attempt: 1, assignedPod: 'p', assignedPodUID: 'u' },
+    });
     expect(written.status?.phase).toBe('Scheduled');
   });
 });

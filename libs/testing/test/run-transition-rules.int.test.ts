@@ -28,18 +28,90 @@ async function changeSpec(change: (spec: RunSpec) => void, initial: Partial<RunS
 
 describe('spec is immutable after create', () => {
   const forbidden: [field: string, change: (spec: RunSpec) => void, message: string][] = [
-    ['runtime', (s) => { s.runtime = 'bash'; }, 'spec.runtime is immutable'],
-    ['source', (s) => { s.source = { inline: 'print("other")' }; }, 'spec.source is immutable'],
-    ['source kind', (s) => { s.source = { configMapKeyRef: { name: 'code', key: 'main.py' } }; }, 'spec.source is immutable'],
-    ['mode', (s) => { s.mode = { function: { handler: 'main:handle' } }; }, 'spec.mode is immutable'],
-    ['mode task args', (s) => { s.mode = { task: { args: ['b'] } }; }, 'spec.mode is immutable'],
-    ['env value', (s) => { s.env = [{ name: 'GREETING', value: 'bye' }]; }, 'spec.env is immutable'],
-    ['env removed', (s) => { delete s.env; }, 'spec.env is immutable'],
-    ['timeout', (s) => { s.timeout = '91s'; }, 'spec.timeout is immutable'],
-    ['timeout removed', (s) => { delete s.timeout; }, 'spec.timeout is immutable'],
-    ['retryPolicy', (s) => { s.retryPolicy = { maxAttempts: 3, retrySafe: false }; }, 'spec.retryPolicy is immutable'],
-    ['retryPolicy.retrySafe', (s) => { s.retryPolicy = { maxAttempts: 2, retrySafe: true }; }, 'spec.retryPolicy is immutable'],
-    ['parentRunRef added', (s) => { s.parentRunRef = { name: 'p', uid: '00000000-0000-0000-0000-000000000001' }; }, 'spec.parentRunRef is immutable'],
+    [
+      'runtime',
+      (s) => {
+        s.runtime = 'bash';
+      },
+      'spec.runtime is immutable',
+    ],
+    [
+      'source',
+      (s) => {
+        s.source = { inline: 'print("other")' };
+      },
+      'spec.source is immutable',
+    ],
+    [
+      'source kind',
+      (s) => {
+        s.source = { configMapKeyRef: { name: 'code', key: 'main.py' } };
+      },
+      'spec.source is immutable',
+    ],
+    [
+      'mode',
+      (s) => {
+        s.mode = { function: { handler: 'main:handle' } };
+      },
+      'spec.mode is immutable',
+    ],
+    [
+      'mode task args',
+      (s) => {
+        s.mode = { task: { args: ['b'] } };
+      },
+      'spec.mode is immutable',
+    ],
+    [
+      'env value',
+      (s) => {
+        s.env = [{ name: 'GREETING', value: 'bye' }];
+      },
+      'spec.env is immutable',
+    ],
+    [
+      'env removed',
+      (s) => {
+        delete s.env;
+      },
+      'spec.env is immutable',
+    ],
+    [
+      'timeout',
+      (s) => {
+        s.timeout = '91s';
+      },
+      'spec.timeout is immutable',
+    ],
+    [
+      'timeout removed',
+      (s) => {
+        delete s.timeout;
+      },
+      'spec.timeout is immutable',
+    ],
+    [
+      'retryPolicy',
+      (s) => {
+        s.retryPolicy = { maxAttempts: 3, retrySafe: false };
+      },
+      'spec.retryPolicy is immutable',
+    ],
+    [
+      'retryPolicy.retrySafe',
+      (s) => {
+        s.retryPolicy = { maxAttempts: 2, retrySafe: true };
+      },
+      'spec.retryPolicy is immutable',
+    ],
+    [
+      'parentRunRef added',
+      (s) => {
+        s.parentRunRef = { name: 'p', uid: '00000000-0000-0000-0000-000000000001' };
+      },
+      'spec.parentRunRef is immutable',
+    ],
   ];
 
   test.each(forbidden)('changing %s is rejected', async (_field, change, message) => {
@@ -57,7 +129,12 @@ describe('spec is immutable after create', () => {
   });
 
   test('changing ttlSecondsAfterFinished is accepted', async () => {
-    const updated = await changeSpec((s) => { s.ttlSecondsAfterFinished = 60; }, { ttlSecondsAfterFinished: 3600 });
+    const updated = await changeSpec(
+      (s) => {
+        s.ttlSecondsAfterFinished = 60;
+      },
+      { ttlSecondsAfterFinished: 3600 },
+    );
     expect(updated.spec.ttlSecondsAfterFinished).toBe(60);
     const removed = await runs.replace({ ...updated, spec: { ...updated.spec, ttlSecondsAfterFinished: 5 } });
     expect(removed.spec.ttlSecondsAfterFinished).toBe(5);
@@ -73,23 +150,42 @@ describe('spec is immutable after create', () => {
 
 describe('spec.cancelRequested may only go from false to true', () => {
   test('false -> true is accepted', async () => {
-    const run = await changeSpec((s) => { s.cancelRequested = true; }, { cancelRequested: false });
+    const run = await changeSpec(
+      (s) => {
+        s.cancelRequested = true;
+      },
+      { cancelRequested: false },
+    );
     expect(run.spec.cancelRequested).toBe(true);
   });
 
   test('absent (defaulted to false) -> true is accepted', async () => {
-    const run = await changeSpec((s) => { s.cancelRequested = true; });
+    const run = await changeSpec((s) => {
+      s.cancelRequested = true;
+    });
     expect(run.spec.cancelRequested).toBe(true);
   });
 
   test('true -> false is rejected', async () => {
-    const status = await rejection(changeSpec((s) => { s.cancelRequested = false; }, { cancelRequested: true }));
+    const status = await rejection(
+      changeSpec(
+        (s) => {
+          s.cancelRequested = false;
+        },
+        { cancelRequested: true },
+      ),
+    );
     expect(status.code).toBe(422);
     expect(status.message).toContain('spec.cancelRequested may only change from false to true');
   });
 
   test('true -> true is accepted', async () => {
-    const run = await changeSpec((s) => { s.ttlSecondsAfterFinished = 1; }, { cancelRequested: true });
+    const run = await changeSpec(
+      (s) => {
+        s.ttlSecondsAfterFinished = 1;
+      },
+      { cancelRequested: true },
+    );
     expect(run.spec.cancelRequested).toBe(true);
   });
 });
@@ -154,10 +250,16 @@ describe('status rules', () => {
       return prefix + 'a'.repeat(bytes - prefix.length);
     };
     await runs.create('r', taskSpec());
-    const rejected = await rejection(runs.updateStatus('r', { phase: 'Ready', attempt: 1, endpoint: { protocol: 'HTTPS', url: url(BOUNDS.endpointUrlBytes + 1) } }));
+    const rejected = await rejection(
+      runs.updateStatus('r', { phase: 'Ready', attempt: 1, endpoint: { protocol: 'HTTPS', url: url(BOUNDS.endpointUrlBytes + 1) } }),
+    );
     expect(rejected.code).toBe(422);
     expect(rejected.message).toContain('status.endpoint.url');
-    const accepted = await runs.updateStatus('r', { phase: 'Ready', attempt: 1, endpoint: { protocol: 'HTTPS', url: url(BOUNDS.endpointUrlBytes) } });
+    const accepted = await runs.updateStatus('r', {
+      phase: 'Ready',
+      attempt: 1,
+      endpoint: { protocol: 'HTTPS', url: url(BOUNDS.endpointUrlBytes) },
+    });
     expect(Buffer.byteLength(accepted.status?.endpoint?.url ?? '')).toBe(BOUNDS.endpointUrlBytes);
   });
 });

@@ -110,9 +110,7 @@ describe('issueWorkloadCertificate', () => {
     ['a certificate that is not PEM', { certPem: 'nope', keyPem: '' }],
     ['a key that is not PEM', { certPem: '', keyPem: 'nope' }],
   ])('refuses a CA with %s', async (_what, broken) => {
-    await expect(issueWorkloadCertificate({ ...ca, ...broken }, { namespace: 'n', runtime: 'r' })).rejects.toThrow(
-      TypeError,
-    );
+    await expect(issueWorkloadCertificate({ ...ca, ...broken }, { namespace: 'n', runtime: 'r' })).rejects.toThrow(TypeError);
   });
 });
 
@@ -227,9 +225,7 @@ describe('TLS with issued certificates', () => {
       const good = dial(client.certPem, client.keyPem);
       await once(good, 'secureConnect');
       expect(good.authorized).toBe(true);
-      expect(identityOfCertificate(good.getPeerX509Certificate()?.toString() ?? '')).toBe(
-        runtimeIdentity('ns', 'python'),
-      );
+      expect(identityOfCertificate(good.getPeerX509Certificate()?.toString() ?? '')).toBe(runtimeIdentity('ns', 'python'));
       let answer = '';
       for await (const chunk of good) answer += String(chunk);
       expect(answer).toBe(runtimeIdentity('ns', 'python'));

@@ -70,9 +70,7 @@ export function runtimeDnsNames(namespace: string, runtime: string): readonly st
 }
 
 /** A self-signed CA that may only issue leaf certificates (pathLen 0). */
-export async function createCertificateAuthority(
-  options: CertificateAuthorityOptions = {},
-): Promise<CertificateAuthority> {
+export async function createCertificateAuthority(options: CertificateAuthorityOptions = {}): Promise<CertificateAuthority> {
   const crypto = webCrypto();
   const now = options.now ?? new Date();
   const validityDays = options.validityDays ?? DEFAULT_CA_VALIDITY_DAYS;
@@ -215,9 +213,12 @@ export function validateCertificateAuthority(ca: CertificateAuthority, now: Date
   if (!cert.ca) throw new TypeError(`the internal CA certificate (${cert.subject}) is not a CA certificate (basicConstraints CA:FALSE)`);
   if (cert.publicKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') throw new TypeError('the internal CA key must be ECDSA P-256');
   if (now < cert.validFromDate || now >= cert.validToDate) {
-    throw new TypeError(`the internal CA certificate is valid from ${cert.validFromDate.toISOString()} to ${cert.validToDate.toISOString()}, not now`);
+    throw new TypeError(
+      `the internal CA certificate is valid from ${cert.validFromDate.toISOString()} to ${cert.validToDate.toISOString()}, not now`,
+    );
   }
-  if (!keyMatchesCertificate(ca.certPem, ca.keyPem)) throw new TypeError('the internal CA key is not the private key of the CA certificate');
+  if (!keyMatchesCertificate(ca.certPem, ca.keyPem))
+    throw new TypeError('the internal CA key is not the private key of the CA certificate');
 }
 
 function tryNodeCertificate(pem: string): NodeX509Certificate | undefined {

@@ -3,7 +3,16 @@
 // values.schema.json from src/values-schema.ts.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DASHBOARDS, DASHBOARD_DIR, RBAC_RULES_TEMPLATE, VALUES_SCHEMA_FILE, WORKSPACE_ROOT, renderDashboard, renderRbacRulesTemplate, renderValuesSchema } from '../src/index.ts';
+import {
+  DASHBOARDS,
+  DASHBOARD_DIR,
+  RBAC_RULES_TEMPLATE,
+  VALUES_SCHEMA_FILE,
+  WORKSPACE_ROOT,
+  renderDashboard,
+  renderRbacRulesTemplate,
+  renderValuesSchema,
+} from '../src/index.ts';
 
 function write(relative: string, content: string): void {
   const file = join(WORKSPACE_ROOT, relative);

@@ -11,7 +11,12 @@ import { CHART_DIR, WORKSPACE_ROOT, ensureHelm, runHelm } from './workspace.ts';
 
 const NAMESPACE = 'kruntimes-system';
 const RUNTIME_NAMESPACES = ['team-a', 'team-b'];
-const COMMON = [`runtimes.namespaces={${RUNTIME_NAMESPACES.join(',')}}`, 'global.serviceMonitor.enabled=true', 'global.networkPolicy.metricsNamespaces={monitoring}', 'gateway.networkPolicy.allowedNamespaces={agents}'];
+const COMMON = [
+  `runtimes.namespaces={${RUNTIME_NAMESPACES.join(',')}}`,
+  'global.serviceMonitor.enabled=true',
+  'global.networkPolicy.metricsNamespaces={monitoring}',
+  'gateway.networkPolicy.allowedNamespaces={agents}',
+];
 
 let helm = '';
 beforeAll(async () => {
@@ -30,14 +35,20 @@ interface PodSpec {
   automountServiceAccountToken?: boolean;
   securityContext?: Record<string, unknown>;
   containers: Container[];
-  volumes?: { name: string; secret?: { secretName: string; items?: { key: string; path: string }[] }; projected?: { sources: { secret?: { name: string; items?: { key: string; path: string }[] } }[] } }[];
+  volumes?: {
+    name: string;
+    secret?: { secretName: string; items?: { key: string; path: string }[] };
+    projected?: { sources: { secret?: { name: string; items?: { key: string; path: string }[] } }[] };
+  }[];
 }
 
 function podSpec(deployment: KubeObject): PodSpec {
   return (deployment.spec as { template: { spec: PodSpec } }).template.spec;
 }
 function find(objects: KubeObject[], kind: string, name: string, namespace?: string): KubeObject | undefined {
-  return objects.find((o) => o.kind === kind && o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace));
+  return objects.find(
+    (o) => o.kind === kind && o.metadata.name === name && (namespace === undefined || o.metadata.namespace === namespace),
+  );
 }
 function get(objects: KubeObject[], kind: string, name: string, namespace?: string): KubeObject {
   const object = find(objects, kind, name, namespace);
@@ -58,7 +69,14 @@ const APP_OF_DEPLOYMENT: Record<string, string> = {
 
 describe('helm lint', () => {
   it.each(Object.entries(VARIANTS))('passes with %s values', async (_name, set) => {
-    const result = await runHelm(helm, ['lint', CHART_DIR, '--strict', '--namespace', NAMESPACE, ...[...COMMON, ...set].flatMap((value) => ['--set', value])]);
+    const result = await runHelm(helm, [
+      'lint',
+      CHART_DIR,
+      '--strict',
+      '--namespace',
+      NAMESPACE,
+      ...[...COMMON, ...set].flatMap((value) => ['--set', value]),
+    ]);
     expect(result.stderr + result.stdout).toContain('0 chart(s) failed');
     expect(result.code).toBe(0);
   });
@@ -73,8 +91,17 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
   const deployments = (): KubeObject[] => objects.filter((o) => o.kind === 'Deployment');
 
   it('renders one Deployment per service, the gateway only when enabled', () => {
-    const expected = ['kruntimes-controller-manager', 'kruntimes-scheduler', 'kruntimes-stale-recovery', ...(gatewayEnabled ? ['runtime-gateway'] : [])];
-    expect(deployments().map((d) => d.metadata.name).sort()).toEqual(expected);
+    const expected = [
+      'kruntimes-controller-manager',
+      'kruntimes-scheduler',
+      'kruntimes-stale-recovery',
+      ...(gatewayEnabled ? ['runtime-gateway'] : []),
+    ];
+    expect(
+      deployments()
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).toEqual(expected);
     expect(find(objects, 'Service', 'runtime-gateway') !== undefined).toBe(gatewayEnabled);
     for (const d of deployments()) expect(d.metadata.namespace).toBe(NAMESPACE);
   });
@@ -103,7 +130,11 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
       for (const arg of podSpec(deployment).containers[0]?.args ?? []) {
         const flag = /^--([a-z0-9-]+)=/.exec(arg)?.[1];
         expect(flag).toBeDefined();
-        expect({ app, flag, declared: new RegExp(`^\\s+'?${flag ?? ''}'?: \\{ type: 'string'`, 'm').test(main) }).toEqual({ app, flag, declared: true });
+        expect({ app, flag, declared: new RegExp(`^\\s+'?${flag ?? ''}'?: \\{ type: 'string'`, 'm').test(main) }).toEqual({
+          app,
+          flag,
+          declared: true,
+        });
       }
     }
   });
@@ -114,13 +145,23 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     const secretVolumes = deployments().flatMap((d) =>
       (podSpec(d).volumes ?? []).flatMap((v) => [
         ...(v.secret === undefined ? [] : [{ deployment: d.metadata.name, name: v.secret.secretName, items: v.secret.items }]),
-        ...v.projected?.sources.flatMap((s) => (s.secret === undefined ? [] : [{ deployment: d.metadata.name, name: s.secret.name, items: s.secret.items }])) ?? [],
+        ...(v.projected?.sources.flatMap((s) =>
+          s.secret === undefined ? [] : [{ deployment: d.metadata.name, name: s.secret.name, items: s.secret.items }],
+        ) ?? []),
       ]),
     );
     const ca = secretVolumes.filter((v) => v.name === caSecret);
     expect(ca.map((v) => v.deployment).sort()).toEqual(['kruntimes-controller-manager', ...(gatewayEnabled ? ['runtime-gateway'] : [])]);
     expect(ca.find((v) => v.deployment === 'kruntimes-controller-manager')?.items).toEqual(
-      certManager ? [{ key: 'tls.crt', path: 'ca.crt' }, { key: 'tls.key', path: 'ca.key' }] : [{ key: 'ca.crt', path: 'ca.crt' }, { key: 'ca.key', path: 'ca.key' }],
+      certManager
+        ? [
+            { key: 'tls.crt', path: 'ca.crt' },
+            { key: 'tls.key', path: 'ca.key' },
+          ]
+        : [
+            { key: 'ca.crt', path: 'ca.crt' },
+            { key: 'ca.key', path: 'ca.key' },
+          ],
     );
     if (gatewayEnabled) {
       expect(ca.find((v) => v.deployment === 'runtime-gateway')?.items).toEqual([{ key: 'ca.crt', path: 'ca.crt' }]);
@@ -129,7 +170,7 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     }
   });
 
-  it("points Run endpoints at the gateway: the controller-manager gets its host and only the ca.crt of its TLS Secret, when there is one", () => {
+  it('points Run endpoints at the gateway: the controller-manager gets its host and only the ca.crt of its TLS Secret, when there is one', () => {
     const spec = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager'));
     const container = spec.containers[0];
     const gatewayArgs = (container?.args ?? []).filter((arg) => arg.startsWith('--gateway-'));
@@ -139,18 +180,33 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
       expect(volume).toBeUndefined();
       return;
     }
-    expect(gatewayArgs).toEqual([`--gateway-host=runtime-gateway.${NAMESPACE}.svc`, '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt']);
+    expect(gatewayArgs).toEqual([
+      `--gateway-host=runtime-gateway.${NAMESPACE}.svc`,
+      '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt',
+    ]);
     // Never the key: one item only.
-    expect(volume?.secret).toMatchObject({ secretName: variant === 'existing Secrets' ? 'my-gateway-tls' : 'runtime-gateway-tls', items: [{ key: 'ca.crt', path: 'ca.crt' }] });
+    expect(volume?.secret).toMatchObject({
+      secretName: variant === 'existing Secrets' ? 'my-gateway-tls' : 'runtime-gateway-tls',
+      items: [{ key: 'ca.crt', path: 'ca.crt' }],
+    });
     expect(container?.volumeMounts).toContainEqual({ name: 'gateway-ca', mountPath: '/var/run/kruntimes/gateway-ca', readOnly: true });
   });
 
   it('creates cert-manager objects only when asked to', () => {
-    const certificates = objects.filter((o) => o.kind === 'Certificate').map((o) => o.metadata.name).sort();
+    const certificates = objects
+      .filter((o) => o.kind === 'Certificate')
+      .map((o) => o.metadata.name)
+      .sort();
     expect(certificates).toEqual(variant === 'cert-manager' ? ['kruntimes-internal-ca', 'runtime-gateway-ca', 'runtime-gateway-tls'] : []);
     if (variant === 'cert-manager') {
-      expect(get(objects, 'Certificate', 'kruntimes-internal-ca').spec).toMatchObject({ isCA: true, secretName: 'kruntimes-internal-ca', privateKey: { algorithm: 'ECDSA', size: 256 } });
-      expect((get(objects, 'Certificate', 'runtime-gateway-tls').spec as { dnsNames: string[] }).dnsNames).toContain(`runtime-gateway.${NAMESPACE}.svc`);
+      expect(get(objects, 'Certificate', 'kruntimes-internal-ca').spec).toMatchObject({
+        isCA: true,
+        secretName: 'kruntimes-internal-ca',
+        privateKey: { algorithm: 'ECDSA', size: 256 },
+      });
+      expect((get(objects, 'Certificate', 'runtime-gateway-tls').spec as { dnsNames: string[] }).dnsNames).toContain(
+        `runtime-gateway.${NAMESPACE}.svc`,
+      );
     }
   });
 
@@ -167,13 +223,21 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
       expect(rulesOf(get(objects, 'Role', `${name}-leader-election`, NAMESPACE))).toEqual(namespaced);
       expect(namespaced.length).toBeGreaterThan(0);
       expect(get(objects, 'ClusterRoleBinding', name).subjects).toEqual([{ kind: 'ServiceAccount', name, namespace: NAMESPACE }]);
-      expect(get(objects, 'RoleBinding', `${name}-leader-election`, NAMESPACE).roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `${name}-leader-election` });
+      expect(get(objects, 'RoleBinding', `${name}-leader-election`, NAMESPACE).roleRef).toEqual({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name: `${name}-leader-election`,
+      });
     }
     expect(rulesOf(get(objects, 'ClusterRole', 'kruntimes-runtimed'))).toEqual(rules.runtimed);
   });
 
   it('gives the gateway no Kubernetes API access in dns mode (no RBAC, no token) and nothing on Secrets ever', () => {
-    expect(objects.filter((o) => o.metadata.name === 'runtime-gateway' && ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'].includes(o.kind))).toEqual([]);
+    expect(
+      objects.filter(
+        (o) => o.metadata.name === 'runtime-gateway' && ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'].includes(o.kind),
+      ),
+    ).toEqual([]);
     if (gatewayEnabled) {
       expect(podSpec(get(objects, 'Deployment', 'runtime-gateway')).automountServiceAccountToken).toBe(false);
       expect(get(objects, 'ServiceAccount', 'runtime-gateway').automountServiceAccountToken).toBe(false);
@@ -188,18 +252,27 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
         roleRef: { kind: 'ClusterRole', name: 'kruntimes-runtimed' },
         subjects: [{ kind: 'ServiceAccount', name: 'kruntimes-runtimed', namespace }],
       });
-      const policy = get(objects, 'NetworkPolicy', 'kruntimes-runtimed', namespace).spec as { ingress: { from: unknown[]; ports: { port: number }[] }[] };
-      const ports = policy.ingress.map((rule) => rule.ports.map((p) => p.port)).flat().sort();
+      const policy = get(objects, 'NetworkPolicy', 'kruntimes-runtimed', namespace).spec as {
+        ingress: { from: unknown[]; ports: { port: number }[] }[];
+      };
+      const ports = policy.ingress
+        .map((rule) => rule.ports.map((p) => p.port))
+        .flat()
+        .sort();
       // grpc only from the gateway (when there is one), peer only from Runtime Pods, metrics from Prometheus.
       expect(ports).toEqual(gatewayEnabled ? [7443, 7444, 9464] : [7444, 9464]);
       expect(get(objects, 'PodMonitor', 'kruntimes-runtimed', namespace)).toBeDefined();
     }
-    expect(objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'kruntimes-runtimed')).toHaveLength(RUNTIME_NAMESPACES.length);
+    expect(objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'kruntimes-runtimed')).toHaveLength(
+      RUNTIME_NAMESPACES.length,
+    );
   });
 
   it('opens the gateway only to the namespaces the values name', () => {
     if (!gatewayEnabled) return;
-    const spec = get(objects, 'NetworkPolicy', 'runtime-gateway', NAMESPACE).spec as { ingress: { from: { namespaceSelector: { matchExpressions: { values: string[] }[] } }[]; ports: { port: string }[] }[] };
+    const spec = get(objects, 'NetworkPolicy', 'runtime-gateway', NAMESPACE).spec as {
+      ingress: { from: { namespaceSelector: { matchExpressions: { values: string[] }[] } }[]; ports: { port: string }[] }[];
+    };
     expect(spec.ingress.map((rule) => [rule.ports[0]?.port, rule.from[0]?.namespaceSelector.matchExpressions[0]?.values])).toEqual([
       ['https', ['agents']],
       ['metrics', ['monitoring']],
@@ -207,18 +280,45 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
   });
 
   it('has a PodDisruptionBudget per service and ServiceMonitors for the services with metrics', () => {
-    expect(objects.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name).sort()).toEqual(deployments().map((d) => d.metadata.name).sort());
-    const monitored = ['kruntimes-controller-manager', 'kruntimes-scheduler', 'kruntimes-stale-recovery', ...(gatewayEnabled ? ['runtime-gateway'] : [])];
-    expect(objects.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name).sort()).toEqual(monitored);
+    expect(
+      objects
+        .filter((o) => o.kind === 'PodDisruptionBudget')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(
+      deployments()
+        .map((d) => d.metadata.name)
+        .sort(),
+    );
+    const monitored = [
+      'kruntimes-controller-manager',
+      'kruntimes-scheduler',
+      'kruntimes-stale-recovery',
+      ...(gatewayEnabled ? ['runtime-gateway'] : []),
+    ];
+    expect(
+      objects
+        .filter((o) => o.kind === 'ServiceMonitor')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(monitored);
     // The controller-manager's series name the Runtime's namespace themselves: that label wins over the target's.
-    const honoring = objects.filter((o) => o.kind === 'ServiceMonitor' && (o.spec as { endpoints: { honorLabels?: boolean }[] }).endpoints[0]?.honorLabels === true);
+    const honoring = objects.filter(
+      (o) => o.kind === 'ServiceMonitor' && (o.spec as { endpoints: { honorLabels?: boolean }[] }).endpoints[0]?.honorLabels === true,
+    );
     expect(honoring.map((o) => o.metadata.name)).toEqual(['kruntimes-controller-manager']);
   });
 
   it('ships the dashboards as ConfigMaps labelled grafana_dashboard', () => {
     const maps = objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
-    expect(maps.map((m) => Object.keys(m.data as object)).flat().sort()).toEqual(DASHBOARDS.map((d) => d.file).sort());
-    for (const map of maps) for (const json of Object.values(map.data as Record<string, string>)) expect(() => JSON.parse(json) as unknown).not.toThrow();
+    expect(
+      maps
+        .map((m) => Object.keys(m.data as object))
+        .flat()
+        .sort(),
+    ).toEqual(DASHBOARDS.map((d) => d.file).sort());
+    for (const map of maps)
+      for (const json of Object.values(map.data as Record<string, string>)) expect(() => JSON.parse(json) as unknown).not.toThrow();
   });
 });
 
@@ -242,7 +342,15 @@ describe('global.watchNamespace', () => {
   });
 
   it('refuses Runtime namespaces the services would not see', async () => {
-    const result = await runHelm(helm, ['template', RELEASE, CHART_DIR, '--set', 'global.watchNamespace=team-a', '--set', 'runtimes.namespaces={team-a,team-b}']);
+    const result = await runHelm(helm, [
+      'template',
+      RELEASE,
+      CHART_DIR,
+      '--set',
+      'global.watchNamespace=team-a',
+      '--set',
+      'runtimes.namespaces={team-a,team-b}',
+    ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('runtimes.namespaces must be exactly [team-a]');
   });
@@ -250,13 +358,31 @@ describe('global.watchNamespace', () => {
 
 describe('controllerManager.gatewayEndpoint', () => {
   const gatewayArgs = async (set: string[]): Promise<string[]> =>
-    (podSpec(get(await renderChart(helm, NAMESPACE, set), 'Deployment', 'kruntimes-controller-manager')).containers[0]?.args ?? []).filter((arg) => arg.startsWith('--gateway-'));
+    (podSpec(get(await renderChart(helm, NAMESPACE, set), 'Deployment', 'kruntimes-controller-manager')).containers[0]?.args ?? []).filter(
+      (arg) => arg.startsWith('--gateway-'),
+    );
 
   it.each<[string, string[], string[]]>([
-    ['a gateway Service port other than 443 is in the host', ['gateway.service.port=8443'], [`--gateway-host=runtime-gateway.${NAMESPACE}.svc:8443`, '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt']],
-    ['a host of its own wins', ['controllerManager.gatewayEndpoint.host=gw.example.com'], ['--gateway-host=gw.example.com', '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt']],
-    ['caBundle=false mounts and passes no CA', ['controllerManager.gatewayEndpoint.caBundle=false'], [`--gateway-host=runtime-gateway.${NAMESPACE}.svc`]],
-    ['an external gateway without the chart\'s', ['gateway.enabled=false', 'controllerManager.gatewayEndpoint.host=gw.example.com:9443'], ['--gateway-host=gw.example.com:9443']],
+    [
+      'a gateway Service port other than 443 is in the host',
+      ['gateway.service.port=8443'],
+      [`--gateway-host=runtime-gateway.${NAMESPACE}.svc:8443`, '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt'],
+    ],
+    [
+      'a host of its own wins',
+      ['controllerManager.gatewayEndpoint.host=gw.example.com'],
+      ['--gateway-host=gw.example.com', '--gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt'],
+    ],
+    [
+      'caBundle=false mounts and passes no CA',
+      ['controllerManager.gatewayEndpoint.caBundle=false'],
+      [`--gateway-host=runtime-gateway.${NAMESPACE}.svc`],
+    ],
+    [
+      "an external gateway without the chart's",
+      ['gateway.enabled=false', 'controllerManager.gatewayEndpoint.host=gw.example.com:9443'],
+      ['--gateway-host=gw.example.com:9443'],
+    ],
   ])('%s', async (_what, set, expected) => {
     expect(await gatewayArgs(set)).toEqual(expected);
   });
@@ -265,8 +391,15 @@ describe('controllerManager.gatewayEndpoint', () => {
 describe('images', () => {
   it('take the tag from the chart appVersion by default, and a digest wins over a tag', async () => {
     const digest = `sha256:${'a'.repeat(64)}`;
-    const objects = await renderChart(helm, NAMESPACE, ['scheduler.image.tag=9.9.9', `scheduler.image.digest=${digest}`, 'global.image.registry=registry.example.com/acme', `controllerManager.runtimeImages.python.digest=${digest}`]);
-    expect(podSpec(get(objects, 'Deployment', 'kruntimes-scheduler')).containers[0]?.image).toBe(`registry.example.com/acme/kruntimes/scheduler@${digest}`);
+    const objects = await renderChart(helm, NAMESPACE, [
+      'scheduler.image.tag=9.9.9',
+      `scheduler.image.digest=${digest}`,
+      'global.image.registry=registry.example.com/acme',
+      `controllerManager.runtimeImages.python.digest=${digest}`,
+    ]);
+    expect(podSpec(get(objects, 'Deployment', 'kruntimes-scheduler')).containers[0]?.image).toBe(
+      `registry.example.com/acme/kruntimes/scheduler@${digest}`,
+    );
     const manager = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager')).containers[0];
     expect(manager?.image).toBe('registry.example.com/acme/kruntimes/controller-manager:0.1.0');
     expect(manager?.args).toEqual(
@@ -290,16 +423,35 @@ describe('values.schema.json rejects bad values', () => {
     ['an unknown gateway resolve mode', ['gateway.resolveMode=endpointslices'], '/gateway/resolveMode'],
     ['no internal CA at all', ['global.internalCA.existingSecret='], '/global/internalCA/existingSecret'],
     ['both an existing gateway Secret and cert-manager', ['gateway.tls.certManager.enabled=true'], '/gateway/tls/existingSecret'],
-    ['an issuer kind cert-manager does not have', ['gateway.tls.certManager.issuerRef.kind=Vault'], '/gateway/tls/certManager/issuerRef/kind'],
+    [
+      'an issuer kind cert-manager does not have',
+      ['gateway.tls.certManager.issuerRef.kind=Vault'],
+      '/gateway/tls/certManager/issuerRef/kind',
+    ],
     ['a Runtime namespace that is not a DNS label', ['runtimes.namespaces={Team_A}'], '/runtimes/namespaces/0'],
     ['a watched namespace that is not a DNS label', ['global.watchNamespace=Team_A'], '/global/watchNamespace'],
     ['a port out of range', ['runtimes.ports.grpc=70000'], '/runtimes/ports/grpc'],
     ['a bad ServiceMonitor interval', ['global.serviceMonitor.interval=often'], '/global/serviceMonitor/interval'],
-    ['a leader lease of zero seconds', ['staleRecovery.leaderElection.leaseDurationSeconds=0'], '/staleRecovery/leaderElection/leaseDurationSeconds'],
+    [
+      'a leader lease of zero seconds',
+      ['staleRecovery.leaderElection.leaseDurationSeconds=0'],
+      '/staleRecovery/leaderElection/leaseDurationSeconds',
+    ],
     ['a bad CPU quantity', ['scheduler.resources.requests.cpu=lots'], '/scheduler/resources/requests/cpu'],
-    ['a gateway endpoint host that is a URL', ['controllerManager.gatewayEndpoint.host=https://gw.example.com'], '/controllerManager/gatewayEndpoint/host'],
+    [
+      'a gateway endpoint host that is a URL',
+      ['controllerManager.gatewayEndpoint.host=https://gw.example.com'],
+      '/controllerManager/gatewayEndpoint/host',
+    ],
   ])('%s', async (_what, set, message) => {
-    const result = await runHelm(helm, ['template', RELEASE, CHART_DIR, '--namespace', NAMESPACE, ...set.flatMap((value) => ['--set', value])]);
+    const result = await runHelm(helm, [
+      'template',
+      RELEASE,
+      CHART_DIR,
+      '--namespace',
+      NAMESPACE,
+      ...set.flatMap((value) => ['--set', value]),
+    ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain("values don't meet the specifications of the schema");
     expect(result.stderr).toContain(message);

@@ -12,7 +12,12 @@ export interface KubeObject {
 export const VARIANTS: Readonly<Record<string, readonly string[]>> = {
   default: [],
   'gateway disabled': ['gateway.enabled=false'],
-  'cert-manager': ['global.internalCA.existingSecret=', 'global.internalCA.certManager.enabled=true', 'gateway.tls.existingSecret=', 'gateway.tls.certManager.enabled=true'],
+  'cert-manager': [
+    'global.internalCA.existingSecret=',
+    'global.internalCA.certManager.enabled=true',
+    'gateway.tls.existingSecret=',
+    'gateway.tls.certManager.enabled=true',
+  ],
   'existing Secrets': ['global.internalCA.existingSecret=my-internal-ca', 'gateway.tls.existingSecret=my-gateway-tls'],
 };
 
@@ -25,7 +30,14 @@ export const RELEASE = 'kruntimes';
 
 /** `helm template` of the chart into objects; throws with helm's message when it fails. */
 export async function renderChart(helm: string, namespace: string, set: readonly string[]): Promise<KubeObject[]> {
-  const result = await runHelm(helm, ['template', RELEASE, CHART_DIR, '--namespace', namespace, ...set.flatMap((value) => ['--set', value])]);
+  const result = await runHelm(helm, [
+    'template',
+    RELEASE,
+    CHART_DIR,
+    '--namespace',
+    namespace,
+    ...set.flatMap((value) => ['--set', value]),
+  ]);
   if (result.code !== 0) throw new Error(`helm template failed: ${result.stderr}`);
   return parseAllDocuments(result.stdout)
     .map((document) => document.toJS() as KubeObject | null)

@@ -14,7 +14,9 @@ function grafanaExpressions(file: string): { where: string; expr: string }[] {
   };
   return [
     ...json.panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: `${file} / ${panel.title}`, expr: target.expr }))),
-    ...json.templating.list.filter((v) => v.type === 'query').map((v) => ({ where: `${file} / $${v.name}`, expr: variableSelector(v.definition ?? '') })),
+    ...json.templating.list
+      .filter((v) => v.type === 'query')
+      .map((v) => ({ where: `${file} / $${v.name}`, expr: variableSelector(v.definition ?? '') })),
   ];
 }
 
@@ -32,12 +34,15 @@ describe.each(DASHBOARDS.map((dashboard) => [dashboard.file, dashboard] as const
     expect(dashboard.variables.map((variable) => variable.name)).toEqual(expect.arrayContaining(['namespace', 'runtime']));
   });
 
-  it.each(grafanaExpressions(file).map(({ where, expr }) => [where, expr]))('%s parses as PromQL and uses only exported metrics', (_where, expr) => {
-    const parsed = parsePromQL(expr);
-    expect(parsed.errors).toEqual([]);
-    expect(parsed.metricNames.length).toBeGreaterThan(0);
-    expect(parsed.metricNames.map((name) => metricFamily(name, families)).filter((family) => !families.has(family))).toEqual([]);
-  });
+  it.each(grafanaExpressions(file).map(({ where, expr }) => [where, expr]))(
+    '%s parses as PromQL and uses only exported metrics',
+    (_where, expr) => {
+      const parsed = parsePromQL(expr);
+      expect(parsed.errors).toEqual([]);
+      expect(parsed.metricNames.length).toBeGreaterThan(0);
+      expect(parsed.metricNames.map((name) => metricFamily(name, families)).filter((family) => !families.has(family))).toEqual([]);
+    },
+  );
 });
 
 describe('the PromQL checks themselves', () => {
@@ -51,8 +56,13 @@ describe('the PromQL checks themselves', () => {
   });
 
   it('find the metric names, histogram series included', () => {
-    const parsed = parsePromQL('histogram_quantile(0.9, sum by (le) (rate(kruntimes_gateway_overhead_seconds_bucket[5m]))) / on() group_left sum(kruntimes_nope)');
+    const parsed = parsePromQL(
+      'histogram_quantile(0.9, sum by (le) (rate(kruntimes_gateway_overhead_seconds_bucket[5m]))) / on() group_left sum(kruntimes_nope)',
+    );
     expect(parsed.metricNames).toEqual(['kruntimes_gateway_overhead_seconds_bucket', 'kruntimes_nope']);
-    expect(parsed.metricNames.map((name) => metricFamily(name, families))).toEqual(['kruntimes_gateway_overhead_seconds', 'kruntimes_nope']);
+    expect(parsed.metricNames.map((name) => metricFamily(name, families))).toEqual([
+      'kruntimes_gateway_overhead_seconds',
+      'kruntimes_nope',
+    ]);
   });
 });

@@ -54,16 +54,32 @@ function quantiles(metric: string, selector: string, by = ''): Target[] {
 }
 
 // Every Runtime the controller-manager knows has capacity series, Pods or not.
-const namespaceVariable: Variable = { name: 'namespace', label: 'Namespace', query: 'label_values(kruntimes_runtime_capacity_total, namespace)' };
+const namespaceVariable: Variable = {
+  name: 'namespace',
+  label: 'Namespace',
+  query: 'label_values(kruntimes_runtime_capacity_total, namespace)',
+};
 const runtimeVariable: Variable = {
   name: 'runtime',
   label: 'Runtime',
   query: 'label_values(kruntimes_runtime_capacity_total{namespace=~"$namespace"}, runtime)',
 };
 // Function Runs held by some runtimed now (their series go when no runtimed holds them).
-const functionNamespaceVariable: Variable = { name: 'namespace', label: 'Namespace', query: 'label_values(kruntimes_function_inflight, namespace)' };
-const functionRuntimeVariable: Variable = { name: 'runtime', label: 'Runtime', query: 'label_values(kruntimes_function_inflight{namespace=~"$namespace"}, runtime)' };
-const runVariable: Variable = { name: 'run', label: 'Run', query: 'label_values(kruntimes_function_inflight{namespace=~"$namespace", runtime=~"$runtime"}, run)' };
+const functionNamespaceVariable: Variable = {
+  name: 'namespace',
+  label: 'Namespace',
+  query: 'label_values(kruntimes_function_inflight, namespace)',
+};
+const functionRuntimeVariable: Variable = {
+  name: 'runtime',
+  label: 'Runtime',
+  query: 'label_values(kruntimes_function_inflight{namespace=~"$namespace"}, runtime)',
+};
+const runVariable: Variable = {
+  name: 'run',
+  label: 'Run',
+  query: 'label_values(kruntimes_function_inflight{namespace=~"$namespace", runtime=~"$runtime"}, run)',
+};
 const FN = 'namespace=~"$namespace", runtime=~"$runtime", run=~"$run"';
 
 export const DASHBOARDS: readonly Dashboard[] = [
@@ -71,36 +87,68 @@ export const DASHBOARDS: readonly Dashboard[] = [
     uid: 'kruntimes-platform',
     file: 'platform.json',
     title: 'kruntimes / Platform',
-    description: 'Runs and capacity, scheduling, recovery, invocations through the gateway, authorization and status writes of the whole platform.',
+    description:
+      'Runs and capacity, scheduling, recovery, invocations through the gateway, authorization and status writes of the whole platform.',
     variables: [namespaceVariable, runtimeVariable],
     rows: [
       {
         title: 'Runs and capacity',
         panels: [
-          { title: 'Runs by phase', description: "Runs of the selected Runtimes by phase (the controller-manager leader's cache).", unit: 'short', targets: [{ expr: `sum by (phase) (kruntimes_runs{${RUNTIMED}})`, legend: '{{phase}}' }] },
+          {
+            title: 'Runs by phase',
+            description: "Runs of the selected Runtimes by phase (the controller-manager leader's cache).",
+            unit: 'short',
+            targets: [{ expr: `sum by (phase) (kruntimes_runs{${RUNTIMED}})`, legend: '{{phase}}' }],
+          },
           {
             title: 'Pending Runs per Runtime',
             description: 'Runs waiting to be bound to a Runtime Pod.',
             unit: 'short',
-            targets: [{ expr: `sum by (namespace, runtime) (kruntimes_runs{${RUNTIMED}, phase="pending"})`, legend: '{{namespace}}/{{runtime}}' }],
+            targets: [
+              { expr: `sum by (namespace, runtime) (kruntimes_runs{${RUNTIMED}, phase="pending"})`, legend: '{{namespace}}/{{runtime}}' },
+            ],
           },
           {
             title: 'Capacity used / total per Runtime',
-            description: 'Runs holding a unit of capacity, and the capacity of ready, non-deleting Pods (used may exceed total during a roll or a Pod loss).',
+            description:
+              'Runs holding a unit of capacity, and the capacity of ready, non-deleting Pods (used may exceed total during a roll or a Pod loss).',
             unit: 'short',
             targets: [
-              { expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_used{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} used' },
-              { expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_total{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} total' },
+              {
+                expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_used{${RUNTIMED}})`,
+                legend: '{{namespace}}/{{runtime}} used',
+              },
+              {
+                expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_total{${RUNTIMED}})`,
+                legend: '{{namespace}}/{{runtime}} total',
+              },
             ],
           },
-          { title: 'Ready Pods per Runtime', description: 'Ready, non-deleting Runtime Pods.', unit: 'short', targets: [{ expr: `sum by (namespace, runtime) (kruntimes_runtime_ready_pods{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}}' }] },
+          {
+            title: 'Ready Pods per Runtime',
+            description: 'Ready, non-deleting Runtime Pods.',
+            unit: 'short',
+            targets: [
+              { expr: `sum by (namespace, runtime) (kruntimes_runtime_ready_pods{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}}' },
+            ],
+          },
         ],
       },
       {
         title: 'Scheduling',
         panels: [
-          { title: 'Unbindable pending Runs', description: 'Pending Runs the scheduler could not bind in its last pass (leader only).', unit: 'short', targets: [{ expr: 'max(kruntimes_scheduler_pending_runs)', legend: 'pending' }] },
-          { title: 'Scheduling latency', description: "Time from a Run's creation to its bind.", unit: 's', targets: quantiles('kruntimes_scheduler_bind_latency_seconds', '') },
+          {
+            title: 'Unbindable pending Runs',
+            description: 'Pending Runs the scheduler could not bind in its last pass (leader only).',
+            unit: 'short',
+            targets: [{ expr: 'max(kruntimes_scheduler_pending_runs)', legend: 'pending' }],
+          },
+          {
+            title: 'Scheduling latency',
+            description: "Time from a Run's creation to its bind.",
+            unit: 's',
+            targets: quantiles('kruntimes_scheduler_bind_latency_seconds', ''),
+          },
           {
             title: 'Binds and bind conflicts',
             description: 'Runs bound per second, and bind writes refused with 409.',
@@ -115,20 +163,75 @@ export const DASHBOARDS: readonly Dashboard[] = [
       {
         title: 'Recovery',
         panels: [
-          { title: 'Recoveries by cause', description: 'Recovery steps stale-recovery took, by what caused them.', unit: 'ops', targets: [{ expr: `sum by (cause) (rate(kruntimes_recoveries_total[${RATE}]))`, legend: '{{cause}}' }] },
-          { title: 'Recoveries by outcome', description: 'What stale-recovery wrote.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_recoveries_total[${RATE}]))`, legend: '{{outcome}}' }] },
-          { title: 'Fence wait', description: 'From the first suspicion of an owner to the proof of its fence.', unit: 's', targets: quantiles('kruntimes_recovery_fence_wait_seconds', '') },
+          {
+            title: 'Recoveries by cause',
+            description: 'Recovery steps stale-recovery took, by what caused them.',
+            unit: 'ops',
+            targets: [{ expr: `sum by (cause) (rate(kruntimes_recoveries_total[${RATE}]))`, legend: '{{cause}}' }],
+          },
+          {
+            title: 'Recoveries by outcome',
+            description: 'What stale-recovery wrote.',
+            unit: 'ops',
+            targets: [{ expr: `sum by (outcome) (rate(kruntimes_recoveries_total[${RATE}]))`, legend: '{{outcome}}' }],
+          },
+          {
+            title: 'Fence wait',
+            description: 'From the first suspicion of an owner to the proof of its fence.',
+            unit: 's',
+            targets: quantiles('kruntimes_recovery_fence_wait_seconds', ''),
+          },
         ],
       },
       {
         title: 'Invocations',
         panels: [
-          { title: 'Gateway requests by code', description: 'HTTP responses of the gateway on the invoke routes, by status code.', unit: 'reqps', targets: [{ expr: `sum by (code) (rate(kruntimes_gateway_requests_total{route!="other"}[${RATE}]))`, legend: '{{code}}' }] },
-          { title: 'Invocations by code (runtimed)', description: 'FunctionRuntime calls that runtimed served itself (route local), by outcome code.', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`, legend: '{{code}}' }] },
-          { title: 'Invocations by route (runtimed)', description: 'Served locally, forwarded once to the owning peer, or refused.', unit: 'ops', targets: [{ expr: `sum by (route, port) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{route}} ({{port}})' }] },
-          { title: 'Gateway latency', description: 'Duration of invoke requests at the gateway.', unit: 's', targets: quantiles('kruntimes_gateway_request_duration_seconds', 'route!="other"') },
-          { title: 'Gateway overhead', description: 'Time the gateway itself added to a forwarded request (total minus the upstream call).', unit: 's', targets: quantiles('kruntimes_gateway_overhead_seconds', 'route!="other"') },
-          { title: 'Gateway in-flight requests', description: 'Requests being handled by the gateway replicas.', unit: 'short', targets: [{ expr: 'sum(kruntimes_gateway_inflight_requests)', legend: 'in flight' }] },
+          {
+            title: 'Gateway requests by code',
+            description: 'HTTP responses of the gateway on the invoke routes, by status code.',
+            unit: 'reqps',
+            targets: [{ expr: `sum by (code) (rate(kruntimes_gateway_requests_total{route!="other"}[${RATE}]))`, legend: '{{code}}' }],
+          },
+          {
+            title: 'Invocations by code (runtimed)',
+            description: 'FunctionRuntime calls that runtimed served itself (route local), by outcome code.',
+            unit: 'ops',
+            targets: [
+              {
+                expr: `sum by (code) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="local"}[${RATE}]))`,
+                legend: '{{code}}',
+              },
+            ],
+          },
+          {
+            title: 'Invocations by route (runtimed)',
+            description: 'Served locally, forwarded once to the owning peer, or refused.',
+            unit: 'ops',
+            targets: [
+              {
+                expr: `sum by (route, port) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}}[${RATE}]))`,
+                legend: '{{route}} ({{port}})',
+              },
+            ],
+          },
+          {
+            title: 'Gateway latency',
+            description: 'Duration of invoke requests at the gateway.',
+            unit: 's',
+            targets: quantiles('kruntimes_gateway_request_duration_seconds', 'route!="other"'),
+          },
+          {
+            title: 'Gateway overhead',
+            description: 'Time the gateway itself added to a forwarded request (total minus the upstream call).',
+            unit: 's',
+            targets: quantiles('kruntimes_gateway_overhead_seconds', 'route!="other"'),
+          },
+          {
+            title: 'Gateway in-flight requests',
+            description: 'Requests being handled by the gateway replicas.',
+            unit: 'short',
+            targets: [{ expr: 'sum(kruntimes_gateway_inflight_requests)', legend: 'in flight' }],
+          },
         ],
       },
       {
@@ -145,7 +248,12 @@ export const DASHBOARDS: readonly Dashboard[] = [
               },
             ],
           },
-          { title: 'SelfSubjectAccessReviews by outcome', description: 'Reviews sent to the API server.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_authz_reviews_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
+          {
+            title: 'SelfSubjectAccessReviews by outcome',
+            description: 'Reviews sent to the API server.',
+            unit: 'ops',
+            targets: [{ expr: `sum by (outcome) (rate(kruntimes_authz_reviews_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }],
+          },
         ],
       },
       {
@@ -161,14 +269,38 @@ export const DASHBOARDS: readonly Dashboard[] = [
               { expr: `sum(rate(kruntimes_recovery_status_write_conflicts_total[${RATE}]))`, legend: 'stale-recovery' },
             ],
           },
-          { title: 'Registered functions per Runtime', description: 'Functions registered by the runtimed of each Runtime.', unit: 'short', targets: [{ expr: `sum by (namespace, runtime) (kruntimes_runtimed_active_functions{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}}' }] },
-          { title: 'Registrations by outcome', description: 'RegisterFunction calls by runtimed.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
-          { title: 'Task duration', description: 'Duration of task executions, by outcome.', unit: 's', targets: quantiles('kruntimes_runtimed_task_duration_seconds', RUNTIMED, 'outcome') },
+          {
+            title: 'Registered functions per Runtime',
+            description: 'Functions registered by the runtimed of each Runtime.',
+            unit: 'short',
+            targets: [
+              {
+                expr: `sum by (namespace, runtime) (kruntimes_runtimed_active_functions{${RUNTIMED}})`,
+                legend: '{{namespace}}/{{runtime}}',
+              },
+            ],
+          },
+          {
+            title: 'Registrations by outcome',
+            description: 'RegisterFunction calls by runtimed.',
+            unit: 'ops',
+            targets: [
+              { expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' },
+            ],
+          },
+          {
+            title: 'Task duration',
+            description: 'Duration of task executions, by outcome.',
+            unit: 's',
+            targets: quantiles('kruntimes_runtimed_task_duration_seconds', RUNTIMED, 'outcome'),
+          },
           {
             title: 'Pod Lease renewals',
             description: "runtimed's Pod Lease renewals by result; errors make stale-recovery suspect the Pod.",
             unit: 'ops',
-            targets: [{ expr: `sum by (result) (rate(kruntimes_runtimed_lease_renewals_total{${RUNTIMED}}[${RATE}]))`, legend: '{{result}}' }],
+            targets: [
+              { expr: `sum by (result) (rate(kruntimes_runtimed_lease_renewals_total{${RUNTIMED}}[${RATE}]))`, legend: '{{result}}' },
+            ],
           },
         ],
       },
@@ -178,15 +310,41 @@ export const DASHBOARDS: readonly Dashboard[] = [
     uid: 'kruntimes-functions',
     file: 'functions.json',
     title: 'kruntimes / Functions',
-    description: 'Function Runs: invocations, errors, latency, in-flight and idle time per Run, as the owning runtimed serves them; forwarding and registrations per Runtime Pod.',
+    description:
+      'Function Runs: invocations, errors, latency, in-flight and idle time per Run, as the owning runtimed serves them; forwarding and registrations per Runtime Pod.',
     variables: [functionNamespaceVariable, functionRuntimeVariable, runVariable],
     rows: [
       {
         title: 'Invocations',
         panels: [
-          { title: 'Invocations per Run', description: 'Invocations served by the owning runtimed, all codes.', unit: 'ops', targets: [{ expr: `sum by (namespace, runtime, run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`, legend: '{{namespace}}/{{run}}' }] },
-          { title: 'Invocations by code', description: 'OK or the kruntimes error code (function and platform errors).', unit: 'ops', targets: [{ expr: `sum by (code) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`, legend: '{{code}}' }] },
-          { title: 'Errors per Run', description: 'Invocations that did not end OK, by Run and code.', unit: 'ops', targets: [{ expr: `sum by (run, code) (rate(kruntimes_function_invocations_total{${FN}, code!="OK"}[${RATE}]))`, legend: '{{run}} {{code}}' }] },
+          {
+            title: 'Invocations per Run',
+            description: 'Invocations served by the owning runtimed, all codes.',
+            unit: 'ops',
+            targets: [
+              {
+                expr: `sum by (namespace, runtime, run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`,
+                legend: '{{namespace}}/{{run}}',
+              },
+            ],
+          },
+          {
+            title: 'Invocations by code',
+            description: 'OK or the kruntimes error code (function and platform errors).',
+            unit: 'ops',
+            targets: [{ expr: `sum by (code) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`, legend: '{{code}}' }],
+          },
+          {
+            title: 'Errors per Run',
+            description: 'Invocations that did not end OK, by Run and code.',
+            unit: 'ops',
+            targets: [
+              {
+                expr: `sum by (run, code) (rate(kruntimes_function_invocations_total{${FN}, code!="OK"}[${RATE}]))`,
+                legend: '{{run}} {{code}}',
+              },
+            ],
+          },
           {
             title: 'Error ratio per Run',
             description: 'Share of invocations that did not end OK.',
@@ -203,8 +361,18 @@ export const DASHBOARDS: readonly Dashboard[] = [
       {
         title: 'Latency and load',
         panels: [
-          { title: 'Latency per Run', description: 'Duration of invocations at the owning runtimed (Runtime Server included).', unit: 's', targets: quantiles('kruntimes_function_invocation_duration_seconds', FN, 'run') },
-          { title: 'In-flight invocations', description: 'Invocations being served, per Run.', unit: 'short', targets: [{ expr: `sum by (run) (kruntimes_function_inflight{${FN}})`, legend: '{{run}}' }] },
+          {
+            title: 'Latency per Run',
+            description: 'Duration of invocations at the owning runtimed (Runtime Server included).',
+            unit: 's',
+            targets: quantiles('kruntimes_function_invocation_duration_seconds', FN, 'run'),
+          },
+          {
+            title: 'In-flight invocations',
+            description: 'Invocations being served, per Run.',
+            unit: 'short',
+            targets: [{ expr: `sum by (run) (kruntimes_function_inflight{${FN}})`, legend: '{{run}}' }],
+          },
           {
             title: 'Idle time',
             description: 'Seconds since the last invocation ended (or since the Run became Ready); 0 while one is in flight.',
@@ -216,9 +384,31 @@ export const DASHBOARDS: readonly Dashboard[] = [
       {
         title: 'Runtime Pods',
         panels: [
-          { title: 'Peer hops', description: 'Requests that reached a runtimed other than the owner and were forwarded once.', unit: 'ops', targets: [{ expr: `sum by (pod) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="forwarded"}[${RATE}]))`, legend: '{{pod}}' }] },
-          { title: 'Registered functions per Pod', description: 'Functions registered on each Runtime Pod.', unit: 'short', targets: [{ expr: `sum by (pod) (kruntimes_runtimed_active_functions{${RUNTIMED}})`, legend: '{{pod}}' }] },
-          { title: 'Registrations by outcome', description: 'RegisterFunction calls by runtimed.', unit: 'ops', targets: [{ expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' }] },
+          {
+            title: 'Peer hops',
+            description: 'Requests that reached a runtimed other than the owner and were forwarded once.',
+            unit: 'ops',
+            targets: [
+              {
+                expr: `sum by (pod) (rate(kruntimes_runtimed_invocations_total{${RUNTIMED}, route="forwarded"}[${RATE}]))`,
+                legend: '{{pod}}',
+              },
+            ],
+          },
+          {
+            title: 'Registered functions per Pod',
+            description: 'Functions registered on each Runtime Pod.',
+            unit: 'short',
+            targets: [{ expr: `sum by (pod) (kruntimes_runtimed_active_functions{${RUNTIMED}})`, legend: '{{pod}}' }],
+          },
+          {
+            title: 'Registrations by outcome',
+            description: 'RegisterFunction calls by runtimed.',
+            unit: 'ops',
+            targets: [
+              { expr: `sum by (outcome) (rate(kruntimes_runtimed_registrations_total{${RUNTIMED}}[${RATE}]))`, legend: '{{outcome}}' },
+            ],
+          },
         ],
       },
     ],
@@ -227,7 +417,9 @@ export const DASHBOARDS: readonly Dashboard[] = [
 
 /** Every PromQL expression of a dashboard (panel targets and variable queries' inner selectors). */
 export function expressions(dashboard: Dashboard): { where: string; expr: string }[] {
-  return dashboard.rows.flatMap((row) => row.panels.flatMap((panel) => panel.targets.map((target) => ({ where: `${dashboard.uid} / ${panel.title}`, expr: target.expr }))));
+  return dashboard.rows.flatMap((row) =>
+    row.panels.flatMap((panel) => panel.targets.map((target) => ({ where: `${dashboard.uid} / ${panel.title}`, expr: target.expr }))),
+  );
 }
 
 /** The selector inside a `label_values(selector, label)` variable query. */
@@ -262,7 +454,13 @@ export function renderDashboard(dashboard: Dashboard): string {
         gridPos: { x, y, w: width, h: 8 },
         fieldConfig: { defaults: { unit: panel.unit, ...(panel.unit === 'percentunit' ? { min: 0, max: 1 } : {}) }, overrides: [] },
         options: { legend: { displayMode: 'list', placement: 'bottom', showLegend: true }, tooltip: { mode: 'multi', sort: 'desc' } },
-        targets: panel.targets.map((target, t) => ({ refId: String.fromCodePoint(65 + t), datasource: DATASOURCE, expr: target.expr, legendFormat: target.legend, range: true })),
+        targets: panel.targets.map((target, t) => ({
+          refId: String.fromCodePoint(65 + t),
+          datasource: DATASOURCE,
+          expr: target.expr,
+          legendFormat: target.legend,
+          range: true,
+        })),
       });
     });
     y += 8;

@@ -5,7 +5,9 @@ import { WORKSPACE_ROOT } from './workspace.ts';
 /** Apps that run on the user's machine, not in a cluster. */
 const NOT_DEPLOYED = new Set(['krt']);
 const DOCKER_DIR = join(WORKSPACE_ROOT, 'deploy/docker');
-const deployable = readdirSync(join(WORKSPACE_ROOT, 'apps')).filter((app) => !NOT_DEPLOYED.has(app)).sort();
+const deployable = readdirSync(join(WORKSPACE_ROOT, 'apps'))
+  .filter((app) => !NOT_DEPLOYED.has(app))
+  .sort();
 
 function dockerfile(app: string): string {
   return readFileSync(join(DOCKER_DIR, `${app}.Dockerfile`), 'utf8');
@@ -13,7 +15,10 @@ function dockerfile(app: string): string {
 
 describe('Dockerfiles', () => {
   it('exist for every deployable app and for nothing else', () => {
-    const files = readdirSync(DOCKER_DIR).filter((file) => file.endsWith('.Dockerfile')).map((file) => file.replace(/\.Dockerfile$/, '')).sort();
+    const files = readdirSync(DOCKER_DIR)
+      .filter((file) => file.endsWith('.Dockerfile'))
+      .map((file) => file.replace(/\.Dockerfile$/, ''))
+      .sort();
     expect(files).toEqual(deployable);
   });
 
@@ -44,7 +49,9 @@ describe('Dockerfiles', () => {
   });
 
   it.each(deployable)('%s has an nx docker-build target', (app) => {
-    const project = JSON.parse(readFileSync(join(WORKSPACE_ROOT, 'apps', app, 'project.json'), 'utf8')) as { targets: Record<string, { command?: string }> };
+    const project = JSON.parse(readFileSync(join(WORKSPACE_ROOT, 'apps', app, 'project.json'), 'utf8')) as {
+      targets: Record<string, { command?: string }>;
+    };
     expect(project.targets['docker-build']?.command).toBe(`deploy/docker/build.sh ${app}`);
   });
 });

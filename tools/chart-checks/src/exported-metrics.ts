@@ -18,7 +18,8 @@ export function readExportedMetrics(workspaceRoot: string): ExportedMetric[] {
     .filter((line) => line !== '' && !line.startsWith('#'))
     .map((line) => {
       const [name = '', type = '', service = ''] = line.split(/\s+/);
-      if (type !== 'counter' && type !== 'gauge' && type !== 'histogram') throw new Error(`${EXPORTED_METRICS_FILE}: bad type in ${JSON.stringify(line)}`);
+      if (type !== 'counter' && type !== 'gauge' && type !== 'histogram')
+        throw new Error(`${EXPORTED_METRICS_FILE}: bad type in ${JSON.stringify(line)}`);
       return { name, type, service };
     });
 }

@@ -85,7 +85,10 @@ export function renderRbacRulesTemplate(rules: Record<RuleSetName, readonly Poli
   for (const name of RULE_SETS) {
     const { cluster, namespaced } = splitRules(name, rules[name]);
     out.push('', `{{- /* ${CONSTANT_NAMES[name]} */ -}}`);
-    for (const [scope, list] of [['cluster', cluster], ['namespaced', namespaced]] as const) {
+    for (const [scope, list] of [
+      ['cluster', cluster],
+      ['namespaced', namespaced],
+    ] as const) {
       out.push(`{{- define "kruntimes.rules.${name}.${scope}" -}}`);
       if (list.length > 0) out.push(list.map(ruleYaml).join('\n'));
       out.push('{{- end }}');

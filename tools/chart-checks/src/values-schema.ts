@@ -12,13 +12,27 @@ const bool = { type: 'boolean' };
 const dns1123Label = { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 };
 const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$' };
 const port = { type: 'integer', minimum: 1, maximum: 65535 };
-const strictObject = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', additionalProperties: false, ...(required.length > 0 ? { required } : {}), properties });
+const strictObject = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({
+  type: 'object',
+  additionalProperties: false,
+  ...(required.length > 0 ? { required } : {}),
+  properties,
+});
 // Subchart sections: their defaults live in the subchart's values.yaml, which `helm lint` does
 // not merge before validating, so nothing inside them can be required.
 const looseObject = (properties: Record<string, Schema>): Schema => strictObject(properties, []);
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } };
-const quantity = { anyOf: [{ type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$' }, { type: 'number', minimum: 0 }] };
-const resourceList = { type: 'object', additionalProperties: false, properties: { cpu: quantity, memory: quantity, 'ephemeral-storage': quantity } };
+const quantity = {
+  anyOf: [
+    { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$' },
+    { type: 'number', minimum: 0 },
+  ],
+};
+const resourceList = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { cpu: quantity, memory: quantity, 'ephemeral-storage': quantity },
+};
 const image = (pullPolicy: boolean): Schema =>
   strictObject(
     {
@@ -41,7 +55,21 @@ const service = (extra: Record<string, Schema>): Schema =>
         type: 'object',
         additionalProperties: false,
         required: ['enabled'],
-        properties: { enabled: bool, minAvailable: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern: '^[0-9]+%$' }] }, maxUnavailable: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', pattern: '^[0-9]+%$' }] } },
+        properties: {
+          enabled: bool,
+          minAvailable: {
+            anyOf: [
+              { type: 'integer', minimum: 0 },
+              { type: 'string', pattern: '^[0-9]+%$' },
+            ],
+          },
+          maxUnavailable: {
+            anyOf: [
+              { type: 'integer', minimum: 1 },
+              { type: 'string', pattern: '^[0-9]+%$' },
+            ],
+          },
+        },
       },
       podAnnotations: stringMap,
       priorityClassName: str,
@@ -55,14 +83,22 @@ const service = (extra: Record<string, Schema>): Schema =>
     [],
   );
 const leaderElection: Schema = {
-  ...looseObject({ leaseDurationSeconds: { type: 'integer', minimum: 2, maximum: 3600 }, renewDeadlineSeconds: { type: 'integer', minimum: 1, maximum: 3600 }, retryPeriodSeconds: { type: 'integer', minimum: 1, maximum: 3600 } }),
+  ...looseObject({
+    leaseDurationSeconds: { type: 'integer', minimum: 2, maximum: 3600 },
+    renewDeadlineSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+    retryPeriodSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+  }),
 };
 const schema: Schema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
   title: 'kruntimes chart values',
   ...strictObject({
     global: strictObject({
-      image: strictObject({ registry: { type: 'string', pattern: '^([a-z0-9][a-z0-9.:-]*(/[a-z0-9._-]+)*)?$' }, tag: { type: 'string', pattern: '^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$' }, pullPolicy: { type: 'string', enum: ['Always', 'IfNotPresent', 'Never'] } }),
+      image: strictObject({
+        registry: { type: 'string', pattern: '^([a-z0-9][a-z0-9.:-]*(/[a-z0-9._-]+)*)?$' },
+        tag: { type: 'string', pattern: '^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$' },
+        pullPolicy: { type: 'string', enum: ['Always', 'IfNotPresent', 'Never'] },
+      }),
       imagePullSecrets: { type: 'array', items: strictObject({ name: { type: 'string', minLength: 1 } }) },
       logLevel: { type: 'string', enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] },
       tracing: strictObject({ otlpEndpoint: { type: 'string', pattern: '^(https?://.+)?$' } }),
@@ -87,48 +123,63 @@ const schema: Schema = {
       metricsPort: port,
       healthProbeFrom: { type: 'array', items: { type: 'object' } },
     }),
-    dashboards: strictObject({ enabled: bool, namespace: { anyOf: [{ const: '' }, dns1123Label] }, labels: stringMap, annotations: stringMap }),
+    dashboards: strictObject({
+      enabled: bool,
+      namespace: { anyOf: [{ const: '' }, dns1123Label] },
+      labels: stringMap,
+      annotations: stringMap,
+    }),
     scheduler: service({ workers: { type: 'integer', minimum: 1, maximum: 64 }, leaderElection }),
-    staleRecovery: service({ leaderElection, workers: { type: 'integer', minimum: 1, maximum: 64 }, resyncSeconds: { type: 'integer', minimum: 0 } }),
-    controllerManager: service(
-      {
-        leaderElection,
-        runtimeImages: looseObject({ runtimed: image(false), python: image(false), bash: image(false) }),
-        runtimeServiceAccount: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' },
-        finishedRunsPerRuntime: { type: 'integer', minimum: 0 },
-        // What runtimed accepts as KRT_GATEWAY_HOST (the controller-manager checks it again at start).
-        gatewayEndpoint: looseObject({ host: { type: 'string', pattern: '^([a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?)?$' }, caBundle: bool }),
-      },
-    ),
+    staleRecovery: service({
+      leaderElection,
+      workers: { type: 'integer', minimum: 1, maximum: 64 },
+      resyncSeconds: { type: 'integer', minimum: 0 },
+    }),
+    controllerManager: service({
+      leaderElection,
+      runtimeImages: looseObject({ runtimed: image(false), python: image(false), bash: image(false) }),
+      runtimeServiceAccount: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' },
+      finishedRunsPerRuntime: { type: 'integer', minimum: 0 },
+      // What runtimed accepts as KRT_GATEWAY_HOST (the controller-manager checks it again at start).
+      gatewayEndpoint: looseObject({
+        host: { type: 'string', pattern: '^([a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?)?$' },
+        caBundle: bool,
+      }),
+    }),
     gateway: {
       // Disabled: nothing else of the gateway is read (the subchart is not loaded).
       if: { properties: { enabled: { const: false } } },
       then: { type: 'object', properties: { enabled: { const: false } } },
-      else: service(
-        {
-          enabled: bool,
-          resolveMode: { type: 'string', enum: ['dns', 'endpoints'] },
-          drainSeconds: { type: 'integer', minimum: 0, maximum: 3600 },
-          port,
-          service: looseObject({ port, annotations: stringMap }),
-          tls: {
-            ...looseObject({
-              existingSecret: { type: 'string', pattern: '^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$', maxLength: 253 },
-              certManager: looseObject({
-                enabled: bool,
-                issuerRef: looseObject({ name: str, kind: { type: 'string', enum: ['Issuer', 'ClusterIssuer'] }, group: { type: 'string', minLength: 1 } }),
-                dnsNames: { type: 'array', items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' } },
-                duration,
-                renewBefore: duration,
+      else: service({
+        enabled: bool,
+        resolveMode: { type: 'string', enum: ['dns', 'endpoints'] },
+        drainSeconds: { type: 'integer', minimum: 0, maximum: 3600 },
+        port,
+        service: looseObject({ port, annotations: stringMap }),
+        tls: {
+          ...looseObject({
+            existingSecret: { type: 'string', pattern: '^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$', maxLength: 253 },
+            certManager: looseObject({
+              enabled: bool,
+              issuerRef: looseObject({
+                name: str,
+                kind: { type: 'string', enum: ['Issuer', 'ClusterIssuer'] },
+                group: { type: 'string', minLength: 1 },
               }),
+              dnsNames: { type: 'array', items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' } },
+              duration,
+              renewBefore: duration,
             }),
-            if: { required: ['certManager'], properties: { certManager: { required: ['enabled'], properties: { enabled: { const: true } } } } },
-            then: { properties: { existingSecret: { const: '' } } },
-            else: { properties: { existingSecret: { minLength: 1 } } },
+          }),
+          if: {
+            required: ['certManager'],
+            properties: { certManager: { required: ['enabled'], properties: { enabled: { const: true } } } },
           },
-          networkPolicy: looseObject({ allowedNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label } }),
+          then: { properties: { existingSecret: { const: '' } } },
+          else: { properties: { existingSecret: { minLength: 1 } } },
         },
-      ),
+        networkPolicy: looseObject({ allowedNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label } }),
+      }),
     },
   }),
 };

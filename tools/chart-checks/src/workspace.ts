@@ -65,7 +65,13 @@ export async function runHelm(helm: string, args: string[]): Promise<HelmResult>
     const { stdout, stderr } = await execFileAsync(helm, args, {
       cwd: WORKSPACE_ROOT,
       maxBuffer: 64 * 1024 * 1024,
-      env: { PATH: process.env.PATH ?? '', HOME: scratch, HELM_CONFIG_HOME: join(scratch, 'config'), HELM_CACHE_HOME: join(scratch, 'cache'), HELM_DATA_HOME: join(scratch, 'data') },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: scratch,
+        HELM_CONFIG_HOME: join(scratch, 'config'),
+        HELM_CACHE_HOME: join(scratch, 'cache'),
+        HELM_DATA_HOME: join(scratch, 'data'),
+      },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {

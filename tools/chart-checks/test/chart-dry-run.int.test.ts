@@ -45,7 +45,8 @@ async function dryRunApply(object: KubeObject): Promise<string | undefined> {
     await objects.patch(object, undefined, 'All', 'chart-checks', true, PatchStrategy.ServerSideApply);
     return undefined;
   } catch (error) {
-    if (error instanceof ApiException) return `${object.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name}: ${String(error.code)} ${String(error.body)}`;
+    if (error instanceof ApiException)
+      return `${object.kind} ${object.metadata.namespace ?? ''}/${object.metadata.name}: ${String(error.code)} ${String(error.body)}`;
     throw error;
   }
 }
@@ -82,8 +83,18 @@ it("helm's own install, as a server-side dry run against the API server, succeed
   try {
     const { admin: kubeconfig = '' } = await cluster.writeKubeconfigs(dir);
     const result = await runHelm(helm, [
-      'install', RELEASE, CHART_DIR, '--dry-run=server', '--kubeconfig', kubeconfig, '--namespace', release.name,
-      '--set', `runtimes.namespaces={${runtimes.name}}`, '--set', `gateway.networkPolicy.allowedNamespaces={${runtimes.name}}`,
+      'install',
+      RELEASE,
+      CHART_DIR,
+      '--dry-run=server',
+      '--kubeconfig',
+      kubeconfig,
+      '--namespace',
+      release.name,
+      '--set',
+      `runtimes.namespaces={${runtimes.name}}`,
+      '--set',
+      `gateway.networkPolicy.allowedNamespaces={${runtimes.name}}`,
     ]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);

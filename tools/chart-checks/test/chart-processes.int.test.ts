@@ -4,7 +4,15 @@ import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiException, AppsV1Api, AuthorizationV1Api, CoordinationV1Api, CoreV1Api, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
+import {
+  ApiException,
+  AppsV1Api,
+  AuthorizationV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  PatchStrategy,
+} from '@kubernetes/client-node';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { Cluster, LOOPBACK, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
@@ -44,13 +52,21 @@ let gatewayCaPem = '';
 
 function containerArgs(name: Service): string[] {
   const deployment = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === name);
-  const args = (deployment?.spec as { template: { spec: { containers: { args?: string[] }[] } } } | undefined)?.template.spec.containers[0]?.args;
+  const args = (deployment?.spec as { template: { spec: { containers: { args?: string[] }[] } } } | undefined)?.template.spec.containers[0]
+    ?.args;
   if (args === undefined) throw new Error(`no Deployment ${name} rendered`);
   return args;
 }
 
 async function serviceAccountKubeconfig(name: string): Promise<string> {
-  const token = (await core.createNamespacedServiceAccountToken({ namespace: namespace.name, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status?.token ?? '';
+  const token =
+    (
+      await core.createNamespacedServiceAccountToken({
+        namespace: namespace.name,
+        name,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      })
+    ).status?.token ?? '';
   const file = join(dir, `${name}.kubeconfig`);
   await writeFile(file, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token }));
   return file;
@@ -85,7 +101,9 @@ beforeAll(async () => {
   // The services' own RBAC, for real (cluster-scoped objects are removed in afterAll).
   const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
   const names: readonly string[] = [...SERVICES, 'kruntimes-runtimed'];
-  for (const object of rendered.filter((o) => names.includes(o.metadata.name.replace(/-leader-election$/, '')) && rbacKinds.includes(o.kind))) {
+  for (const object of rendered.filter(
+    (o) => names.includes(o.metadata.name.replace(/-leader-election$/, '')) && rbacKinds.includes(o.kind),
+  )) {
     await objects.patch(object, undefined, undefined, 'chart-checks', true, PatchStrategy.ServerSideApply);
     applied.push(object);
   }
@@ -97,7 +115,10 @@ beforeAll(async () => {
       .map((arg) => (arg.startsWith('--metrics-address=') ? `--metrics-address=${LOOPBACK}:${String(port)}` : arg))
       .concat(extra);
 
-  for (const [service, port] of [['kruntimes-scheduler', schedulerMetrics], ['kruntimes-stale-recovery', recoveryMetrics]] as const) {
+  for (const [service, port] of [
+    ['kruntimes-scheduler', schedulerMetrics],
+    ['kruntimes-stale-recovery', recoveryMetrics],
+  ] as const) {
     await start(service, local(service, port, [`--kubeconfig=${await serviceAccountKubeconfig(service)}`]));
     metricsUrl.set(service, `http://${LOOPBACK}:${String(port)}/metrics`);
   }
@@ -111,10 +132,17 @@ beforeAll(async () => {
   const gatewayCaFile = join(dir, 'gateway-ca.crt');
   await writeFile(gatewayCaFile, ca.certPem);
   const managerArgs = local('kruntimes-controller-manager', managerMetrics, []).map((arg) =>
-    arg.startsWith('--internal-ca-dir=') ? `--internal-ca-dir=${caDir}` : arg.startsWith('--gateway-ca-file=') ? `--gateway-ca-file=${gatewayCaFile}` : arg,
+    arg.startsWith('--internal-ca-dir=')
+      ? `--internal-ca-dir=${caDir}`
+      : arg.startsWith('--gateway-ca-file=')
+        ? `--gateway-ca-file=${gatewayCaFile}`
+        : arg,
   );
   gatewayCaPem = ca.certPem;
-  await start('kruntimes-controller-manager', [...managerArgs, `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`]);
+  await start('kruntimes-controller-manager', [
+    ...managerArgs,
+    `--kubeconfig=${await serviceAccountKubeconfig('kruntimes-controller-manager')}`,
+  ]);
   metricsUrl.set('kruntimes-controller-manager', `http://${LOOPBACK}:${String(managerMetrics)}/metrics`);
 
   const serving = await issueWorkloadCertificate(ca, { namespace: namespace.name, runtime: 'gateway' });
@@ -140,7 +168,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const child of children) child.kill('SIGTERM');
-  await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve)))));
+  await Promise.all(
+    children.map((child) =>
+      child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve)),
+    ),
+  );
   for (const object of applied.filter((o) => o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')) {
     try {
       await objects.delete(object);
@@ -156,30 +188,38 @@ async function logOf(service: Service): Promise<string> {
   return readFile(join(dir, `${service}.log`), 'utf8').catch(() => '');
 }
 
-it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controller-manager'] as const)('%s leads with exactly the chart RBAC (its Lease in the release namespace)', async (service) => {
-  const leases = admin.makeApiClient(CoordinationV1Api);
-  const holder = await waitFor(
-    `Lease ${service} held`,
-    async () => {
-      try {
-        return (await leases.readNamespacedLease({ namespace: namespace.name, name: service })).spec?.holderIdentity ?? undefined;
-      } catch (error) {
-        if (error instanceof ApiException && error.code === 404) return undefined;
-        throw error;
-      }
-    },
-    WAIT,
-  ).catch(async (error: unknown) => {
-    throw new Error(`${String(error)}\n${await logOf(service)}`);
-  });
-  expect(holder).toMatch(new RegExp(`^${service}-0_`));
-  // Leading means its informers listed and watch everything they need; a refused call logs an error.
-  await new Promise((resolve) => setTimeout(resolve, 2_000));
-  expect((await logOf(service)).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
-});
+it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controller-manager'] as const)(
+  '%s leads with exactly the chart RBAC (its Lease in the release namespace)',
+  async (service) => {
+    const leases = admin.makeApiClient(CoordinationV1Api);
+    const holder = await waitFor(
+      `Lease ${service} held`,
+      async () => {
+        try {
+          return (await leases.readNamespacedLease({ namespace: namespace.name, name: service })).spec?.holderIdentity ?? undefined;
+        } catch (error) {
+          if (error instanceof ApiException && error.code === 404) return undefined;
+          throw error;
+        }
+      },
+      WAIT,
+    ).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}\n${await logOf(service)}`);
+    });
+    expect(holder).toMatch(new RegExp(`^${service}-0_`));
+    // Leading means its informers listed and watch everything they need; a refused call logs an error.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect((await logOf(service)).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
+  },
+);
 
 it("the controller-manager makes a Runtime's TLS Secret and Deployment with the chart RBAC", async () => {
-  await objects.create({ apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name: 'rt', namespace: namespace.name }, spec: { language: 'python' } });
+  await objects.create({
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Runtime',
+    metadata: { name: 'rt', namespace: namespace.name },
+    spec: { language: 'python' },
+  });
   const exists = async (kind: string, apiVersion: string, name: string): Promise<boolean | undefined> => {
     try {
       await objects.read({ apiVersion, kind, metadata: { name, namespace: namespace.name } });
@@ -200,12 +240,23 @@ it("the controller-manager makes a Runtime's TLS Secret and Deployment with the 
     ['KRT_GATEWAY_HOST', `runtime-gateway.${namespace.name}.svc`],
     ['KRT_GATEWAY_CA_FILE', '/var/run/kruntimes/tls/gateway-ca.crt'],
   ]);
-  expect((await logOf('kruntimes-controller-manager')).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);
+  expect(
+    (await logOf('kruntimes-controller-manager')).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden')),
+  ).toEqual([]);
 });
 
-async function allowed(serviceAccount: string, attributes: { verb: string; group: string; resource: string; namespace?: string }): Promise<boolean> {
+async function allowed(
+  serviceAccount: string,
+  attributes: { verb: string; group: string; resource: string; namespace?: string },
+): Promise<boolean> {
   const review = await admin.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
-    body: { spec: { user: `system:serviceaccount:${namespace.name}:${serviceAccount}`, groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace.name}`], resourceAttributes: attributes } },
+    body: {
+      spec: {
+        user: `system:serviceaccount:${namespace.name}:${serviceAccount}`,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace.name}`],
+        resourceAttributes: attributes,
+      },
+    },
   });
   return review.status?.allowed ?? false;
 }
@@ -215,15 +266,31 @@ it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace a
     for (const resource of rule.resources) {
       for (const verb of rule.verbs) {
         const [name, subresource] = resource.split('/');
-        const attributes = { verb, group: rule.apiGroups[0] ?? '', resource: name ?? '', ...(subresource === undefined ? {} : { subresource }) };
-        expect({ resource, verb, here: await allowed('kruntimes-runtimed', { ...attributes, namespace: namespace.name }) }).toEqual({ resource, verb, here: true });
-        expect({ resource, verb, elsewhere: await allowed('kruntimes-runtimed', { ...attributes, namespace: 'default' }) }).toEqual({ resource, verb, elsewhere: false });
+        const attributes = {
+          verb,
+          group: rule.apiGroups[0] ?? '',
+          resource: name ?? '',
+          ...(subresource === undefined ? {} : { subresource }),
+        };
+        expect({ resource, verb, here: await allowed('kruntimes-runtimed', { ...attributes, namespace: namespace.name }) }).toEqual({
+          resource,
+          verb,
+          here: true,
+        });
+        expect({ resource, verb, elsewhere: await allowed('kruntimes-runtimed', { ...attributes, namespace: 'default' }) }).toEqual({
+          resource,
+          verb,
+          elsewhere: false,
+        });
       }
     }
   }
   expect(await allowed('kruntimes-runtimed', { verb: 'get', group: '', resource: 'secrets', namespace: namespace.name })).toBe(false);
   for (const resource of ['secrets', 'pods', 'services', 'runs']) {
-    expect({ resource, gateway: await allowed('runtime-gateway', { verb: 'list', group: resource === 'runs' ? 'kruntimes.io' : '', resource }) }).toEqual({ resource, gateway: false });
+    expect({
+      resource,
+      gateway: await allowed('runtime-gateway', { verb: 'list', group: resource === 'runs' ? 'kruntimes.io' : '', resource }),
+    }).toEqual({ resource, gateway: false });
   }
 });
 
@@ -231,7 +298,14 @@ it('every exported metric family of the scheduler, stale-recovery, the controlle
   // One request through the gateway (no token: 401) gives its request counters a data point.
   const status = await new Promise<number>((resolve, reject) => {
     const req = request(
-      { host: LOOPBACK, port: gatewayPort, method: 'POST', path: `/v1/namespaces/${namespace.name}/runtimes/rt/functions/00000000-0000-4000-8000-000000000000:invoke`, rejectUnauthorized: false, headers: { 'content-type': 'application/json' } },
+      {
+        host: LOOPBACK,
+        port: gatewayPort,
+        method: 'POST',
+        path: `/v1/namespaces/${namespace.name}/runtimes/rt/functions/00000000-0000-4000-8000-000000000000:invoke`,
+        rejectUnauthorized: false,
+        headers: { 'content-type': 'application/json' },
+      },
       (response) => {
         response.resume();
         resolve(response.statusCode ?? 0);
@@ -260,7 +334,11 @@ it('every exported metric family of the scheduler, stale-recovery, the controlle
   // a request with credentials is refused.
   const managerUrl = metricsUrl.get('kruntimes-controller-manager') ?? '';
   const capacity = `kruntimes_runtime_capacity_total{namespace="${namespace.name}",runtime="rt"} `;
-  const managerText = await waitFor('the Runtime rt in the controller-manager metrics', async () => ((await scrape(managerUrl))?.includes(capacity) === true ? true : undefined), WAIT);
+  const managerText = await waitFor(
+    'the Runtime rt in the controller-manager metrics',
+    async () => ((await scrape(managerUrl))?.includes(capacity) === true ? true : undefined),
+    WAIT,
+  );
   expect(managerText).toBe(true);
   const refused = await fetch(managerUrl, { headers: { authorization: 'Bearer x' } });
   expect(refused.status).toBe(400);

@@ -24,7 +24,10 @@ async function fakeBuild(binaries: readonly string[]): Promise<{ script: string;
     await chmod(join(bin, name), 0o755);
   }
   const script = join(root, 'build.sh');
-  await writeFile(script, `#!/bin/sh\necho '[kube-binaries] etcd: building go.etcd.io/etcd/server/v3' >&2\nsleep 0.4\necho '[kube-binaries] etcd: built in 1s' >&2\necho ${bin}\n`);
+  await writeFile(
+    script,
+    `#!/bin/sh\necho '[kube-binaries] etcd: building go.etcd.io/etcd/server/v3' >&2\nsleep 0.4\necho '[kube-binaries] etcd: built in 1s' >&2\necho ${bin}\n`,
+  );
   await chmod(script, 0o755);
   return { script, bin };
 }
@@ -35,18 +38,27 @@ test('streams the build output and a phase/elapsed line while it runs; returns t
   const dir = await binariesWithProgress((line) => lines.push(line), { script, cacheRoot: join(root, 'cache'), tickMs: 100 });
   expect(dir).toBe(bin);
   expect(lines[0]).toMatch(/^\[kube-binaries\] etcd: building go\.etcd\.io\/etcd\/server\/v3 \(0s\)$/);
-  expect(lines).toContainEqual(expect.stringMatching(/^building the control-plane binaries: etcd: building go\.etcd\.io\/etcd\/server\/v3 \(elapsed 0s\)$/));
+  expect(lines).toContainEqual(
+    expect.stringMatching(/^building the control-plane binaries: etcd: building go\.etcd\.io\/etcd\/server\/v3 \(elapsed 0s\)$/),
+  );
   expect(lines.at(-1)).toMatch(/etcd: built in 1s/);
 });
 
 test('a missing binary in what build.sh printed is an error', async () => {
   const { script } = await fakeBuild(['etcd']);
-  await expect(binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000 })).rejects.toThrow(/(kube-apiserver|kube-controller-manager) is not an executable/);
+  await expect(binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000 })).rejects.toThrow(
+    /(kube-apiserver|kube-controller-manager) is not an executable/,
+  );
   // Both are missing; the checks run in parallel, so either may be reported first.
 });
 
 test('elapsed time', () => {
-  expect([formatElapsed(999), formatElapsed(59_000), formatElapsed(61_000), formatElapsed(600_000)]).toEqual(['0s', '59s', '1m01s', '10m00s']);
+  expect([formatElapsed(999), formatElapsed(59_000), formatElapsed(61_000), formatElapsed(600_000)]).toEqual([
+    '0s',
+    '59s',
+    '1m01s',
+    '10m00s',
+  ]);
 });
 
 test('a stop requested during the build ends the build', async () => {
@@ -56,6 +68,8 @@ test('a stop requested during the build ends the build', async () => {
   await chmod(script, 0o755);
   const stop = new AbortController();
   const building = binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000, signal: stop.signal });
-  setTimeout(() => { stop.abort(); }, 200);
+  setTimeout(() => {
+    stop.abort();
+  }, 200);
   await expect(building).rejects.toThrow(/failed \(SIGTERM\)/);
 });

@@ -23,7 +23,8 @@ export async function down(dir: string, out: Out): Promise<number> {
     process.kill(state.supervisorPid, 'SIGTERM');
     // The supervisor gives each component 10 s before SIGKILL; beyond a minute it is stuck.
     const deadline = performance.now() + 60_000;
-    while ((await processAlive(state.supervisorPid)) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    while ((await processAlive(state.supervisorPid)) && performance.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 200));
   }
   const leftovers = await environmentProcesses(dir, state === undefined ? [] : [state.supervisorPid, ...groups]);
   if (leftovers.length > 0) {
@@ -45,7 +46,9 @@ export async function down(dir: string, out: Out): Promise<number> {
   }
   // A supervisor that was killed could not remove it; everything it names is gone now.
   await rm(stateFile(dir), { force: true });
-  out(`stopped in ${formatElapsed(performance.now() - started)}: no process left${sockets.length > 0 ? `, none of ${String(sockets.length)} ports listening` : ''}`);
+  out(
+    `stopped in ${formatElapsed(performance.now() - started)}: no process left${sockets.length > 0 ? `, none of ${String(sockets.length)} ports listening` : ''}`,
+  );
   return 0;
 }
 
@@ -83,10 +86,14 @@ async function apiServerReady(server: string, kubeconfig: string): Promise<boole
   if (token === undefined || ca === undefined) return false;
   const { request } = await import('node:https');
   return new Promise((resolve) => {
-    const req = request(`${server}/readyz`, { ca: Buffer.from(ca, 'base64').toString(), headers: { authorization: `Bearer ${token}` }, timeout: 2_000 }, (response) => {
-      response.resume();
-      resolve(response.statusCode === 200);
-    });
+    const req = request(
+      `${server}/readyz`,
+      { ca: Buffer.from(ca, 'base64').toString(), headers: { authorization: `Bearer ${token}` }, timeout: 2_000 },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode === 200);
+      },
+    );
     req.on('timeout', () => req.destroy());
     req.on('error', () => {
       resolve(false);
@@ -104,13 +111,16 @@ export async function env(dir: string, out: Out): Promise<number> {
   out(`export KUBECONFIG=${state.kubeconfig}`);
   if (state.gatewayUrl !== undefined) out(`export KRT_GATEWAY_URL=${state.gatewayUrl}`);
   if (state.gatewayCaFile !== undefined) out(`export KRT_GATEWAY_CA_FILE=${state.gatewayCaFile}`);
-  if (state.invokerKubeconfig !== undefined) out(`# non-admin (get Runs in demo only), for krt invoke: krt --kubeconfig ${state.invokerKubeconfig} invoke RUN`);
+  if (state.invokerKubeconfig !== undefined)
+    out(`# non-admin (get Runs in demo only), for krt invoke: krt --kubeconfig ${state.invokerKubeconfig} invoke RUN`);
   return 0;
 }
 
 /** A component's log, or a Pod container's (`POD/CONTAINER` or `NAMESPACE/POD/CONTAINER`); no target: what there is. */
 export async function logs(dir: string, target: string | undefined, write: (text: string) => void): Promise<number> {
-  const components = (await readdir(join(dir, 'logs')).catch(() => [])).filter((file) => file.endsWith('.log')).map((file) => file.slice(0, -4));
+  const components = (await readdir(join(dir, 'logs')).catch(() => []))
+    .filter((file) => file.endsWith('.log'))
+    .map((file) => file.slice(0, -4));
   const state = await readState(dir);
   const nodeLogs = join(state?.nodeDir ?? join(dir, 'node'), 'logs');
   // The agent keeps container logs in <ns>_<pod>_<uid>/<container>.log.
@@ -121,7 +131,10 @@ export async function logs(dir: string, target: string | undefined, write: (text
       if (file.endsWith('.log')) containers.push({ namespace, pod, container: file.slice(0, -4), file: join(nodeLogs, podDir, file) });
     }
   }
-  const controlPlane = state?.controlPlaneDir === undefined ? [] : (await readdir(state.controlPlaneDir).catch(() => [])).filter((file) => file.endsWith('.log')).map((file) => file.slice(0, -4));
+  const controlPlane =
+    state?.controlPlaneDir === undefined
+      ? []
+      : (await readdir(state.controlPlaneDir).catch(() => [])).filter((file) => file.endsWith('.log')).map((file) => file.slice(0, -4));
   if (target === undefined) {
     write(`components: ${[...components, ...controlPlane].join(' ')}\n`);
     write(`containers (POD/CONTAINER):\n${containers.map((c) => `  ${c.namespace}/${c.pod}/${c.container}`).join('\n')}\n`);
@@ -133,7 +146,9 @@ export async function logs(dir: string, target: string | undefined, write: (text
   else {
     const parts = target.split('/');
     const matches = containers.filter((c) =>
-      parts.length === 3 ? c.namespace === parts[0] && c.pod === parts[1] && c.container === parts[2] : parts.length === 2 && c.pod === parts[0] && c.container === parts[1],
+      parts.length === 3
+        ? c.namespace === parts[0] && c.pod === parts[1] && c.container === parts[2]
+        : parts.length === 2 && c.pod === parts[0] && c.container === parts[1],
     );
     // A Pod replaced under the same name leaves older logs: the newest file is the one meant.
     file = matches.at(-1)?.file;

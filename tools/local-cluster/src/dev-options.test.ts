@@ -8,6 +8,9 @@ test('up is the default; --dir and --once', () => {
   expect(parseDevArgs(['logs', 'hello/runtimed'], '/d')).toEqual({ subcommand: 'logs', dir: '/d', once: false, target: 'hello/runtimed' });
 });
 
-test.each([[['bogus']], [['down', '--once']], [['status', 'extra']], [['logs', 'a', 'b']], [['up', '--dir', '']], [['up', '--nope']]])('usage errors: %j', (argv) => {
-  expect(() => parseDevArgs(argv, '/d')).toThrow(UsageError);
-});
+test.each([[['bogus']], [['down', '--once']], [['status', 'extra']], [['logs', 'a', 'b']], [['up', '--dir', '']], [['up', '--nope']]])(
+  'usage errors: %j',
+  (argv) => {
+    expect(() => parseDevArgs(argv, '/d')).toThrow(UsageError);
+  },
+);

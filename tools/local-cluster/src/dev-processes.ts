@@ -38,7 +38,7 @@ async function readOr(path: string): Promise<string> {
 /** This process and its ancestors: never counted as part of the environment they inspect. */
 async function selfAndAncestors(): Promise<Set<number>> {
   const found = new Set<number>();
-  for (let pid = process.pid; pid > 1 && !found.has(pid); ) {
+  for (let pid = process.pid; pid > 1 && !found.has(pid);) {
     found.add(pid);
     const info = await procInfo(pid);
     if (info === undefined) break;
@@ -140,7 +140,11 @@ export async function listeningSocketsOf(pids: readonly number[]): Promise<Liste
 /** Which of `sockets` something on this host still listens on (any process). */
 export async function stillListening(sockets: readonly ListeningSocket[]): Promise<ListeningSocket[]> {
   const table = await listeningTable();
-  return sockets.filter((socket) => table.some((entry) => entry.port === socket.port && (entry.host === socket.host || entry.host === '0.0.0.0' || entry.host.startsWith('[0000'))));
+  return sockets.filter((socket) =>
+    table.some(
+      (entry) => entry.port === socket.port && (entry.host === socket.host || entry.host === '0.0.0.0' || entry.host.startsWith('[0000')),
+    ),
+  );
 }
 
 export function formatSocket(socket: ListeningSocket): string {
@@ -174,7 +178,10 @@ export async function terminate(pids: readonly number[], graceMs: number): Promi
     }
   };
   for (const pid of pids) signal(pid, 'SIGTERM');
-  const alive = async (): Promise<number[]> => (await Promise.all(pids.map(async (pid) => ((await processAlive(pid)) ? pid : undefined)))).filter((pid): pid is number => pid !== undefined);
+  const alive = async (): Promise<number[]> =>
+    (await Promise.all(pids.map(async (pid) => ((await processAlive(pid)) ? pid : undefined)))).filter(
+      (pid): pid is number => pid !== undefined,
+    );
   const deadline = Date.now() + graceMs;
   let left = await alive();
   while (left.length > 0 && Date.now() < deadline) {

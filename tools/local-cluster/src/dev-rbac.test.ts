@@ -14,5 +14,8 @@ test('stale-recovery reads Pod Leases everywhere but writes only its own Lease, 
 });
 
 test('the gateway has no namespaced rules (no leader election)', () => {
-  expect(splitRules('runtime-gateway', SERVICE_RULES['runtime-gateway'])).toEqual({ cluster: SERVICE_RULES['runtime-gateway'], namespaced: [] });
+  expect(splitRules('runtime-gateway', SERVICE_RULES['runtime-gateway'])).toEqual({
+    cluster: SERVICE_RULES['runtime-gateway'],
+    namespaced: [],
+  });
 });

@@ -88,9 +88,14 @@ export async function installServiceRbac(admin: KubeConfig): Promise<void> {
     await ensure(() => rbac.createClusterRoleBinding({ body: { metadata: { name }, roleRef: ROLE_REF('ClusterRole', name), subjects } }));
     if (namespaced.length > 0) {
       const roleName = `${service}-leader-election`;
-      await ensure(() => rbac.createNamespacedRole({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: roleName }, rules: mutable(namespaced) } }));
       await ensure(() =>
-        rbac.createNamespacedRoleBinding({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: roleName }, roleRef: ROLE_REF('Role', roleName), subjects } }),
+        rbac.createNamespacedRole({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: roleName }, rules: mutable(namespaced) } }),
+      );
+      await ensure(() =>
+        rbac.createNamespacedRoleBinding({
+          namespace: SYSTEM_NAMESPACE,
+          body: { metadata: { name: roleName }, roleRef: ROLE_REF('Role', roleName), subjects },
+        }),
       );
     }
   }
@@ -116,7 +121,12 @@ export async function prepareRuntimeNamespace(admin: KubeConfig, namespace: stri
 }
 
 /** A ServiceAccount in `namespace` whose only right is `rules` there (a Role), e.g. the demo's invoker. */
-export async function namespacedServiceAccount(admin: KubeConfig, namespace: string, name: string, rules: readonly PolicyRule[]): Promise<void> {
+export async function namespacedServiceAccount(
+  admin: KubeConfig,
+  namespace: string,
+  name: string,
+  rules: readonly PolicyRule[],
+): Promise<void> {
   const core = admin.makeApiClient(CoreV1Api);
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   await ensure(() => core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }));
@@ -132,7 +142,8 @@ export async function namespacedServiceAccount(admin: KubeConfig, namespace: str
 /** A bound token of a ServiceAccount (TokenRequest; a day: the local cluster is for a working session). */
 export async function serviceAccountToken(admin: KubeConfig, namespace: string, name: string, expirationSeconds = 86_400): Promise<string> {
   const core = admin.makeApiClient(CoreV1Api);
-  const token = (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } })).status?.token;
+  const token = (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } }))
+    .status?.token;
   if (token === undefined || token === '') throw new Error(`no token for ServiceAccount ${namespace}/${name}`);
   return token;
 }

@@ -12,7 +12,14 @@ import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerC
 import { parse, stringify } from 'yaml';
 import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
 import { environmentProcesses, formatSocket, listeningSocketsOf, stillListening, terminate } from './dev-processes.ts';
-import { RUNTIMED_SERVICE_ACCOUNT, SYSTEM_NAMESPACE, installServiceRbac, namespacedServiceAccount, prepareRuntimeNamespace, serviceAccountToken } from './dev-rbac.ts';
+import {
+  RUNTIMED_SERVICE_ACCOUNT,
+  SYSTEM_NAMESPACE,
+  installServiceRbac,
+  namespacedServiceAccount,
+  prepareRuntimeNamespace,
+  serviceAccountToken,
+} from './dev-rbac.ts';
 import type { ServiceName } from './dev-rbac.ts';
 import { httpsStatus } from './dev-https.ts';
 import { readState, stateFile, writeState } from './dev-state.ts';
@@ -24,7 +31,11 @@ export const DEMO_INVOKER = 'demo-invoker';
 /** The line a supervisor (or a test) waits for: everything is up and the demo answered. */
 export const READY_LINE = 'ready: the local cluster keeps running';
 const NODE_NAME = 'krt-dev';
-const IMAGES = { runtimed: 'kruntimes/runtimed:dev', python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' } as const;
+const IMAGES = {
+  runtimed: 'kruntimes/runtimed:dev',
+  python: 'kruntimes/runtime-server-python:dev',
+  bash: 'kruntimes/runtime-server-bash:dev',
+} as const;
 const STOP_GRACE_MS = 10_000;
 const READY_TIMEOUT_MS = 120_000;
 
@@ -124,7 +135,12 @@ export async function up(options: UpOptions): Promise<number> {
     const binDir = await binariesWithProgress(say, { signal: stop.signal });
     checkStop();
     say('starting etcd, kube-apiserver and kube-controller-manager on loopback');
-    controlPlane = await ControlPlane.start({ binDir, tmpRoot: dir, crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')], log: say });
+    controlPlane = await ControlPlane.start({
+      binDir,
+      tmpRoot: dir,
+      crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')],
+      log: say,
+    });
     const cluster = controlPlane.cluster;
     const kubeconfigs = await cluster.writeKubeconfigs(dir);
     const adminKubeconfig = kubeconfigs.admin ?? join(dir, 'admin.kubeconfig');
@@ -137,7 +153,11 @@ export async function up(options: UpOptions): Promise<number> {
     const kubeconfigOf = async (service: ServiceName): Promise<string> => {
       const token = await serviceAccountToken(admin, SYSTEM_NAMESPACE, service);
       const path = join(dir, `${service}.kubeconfig`);
-      await writeFile(path, kubeconfigYaml({ server: controlPlane?.server ?? '', caPem: cluster.info.caPem, user: `${SYSTEM_NAMESPACE}:${service}`, token }), { mode: 0o600 });
+      await writeFile(
+        path,
+        kubeconfigYaml({ server: controlPlane?.server ?? '', caPem: cluster.info.caPem, user: `${SYSTEM_NAMESPACE}:${service}`, token }),
+        { mode: 0o600 },
+      );
       return path;
     };
     say(`CRDs and RBAC installed (a ServiceAccount per service in ${SYSTEM_NAMESPACE}, bound to its rules from the code)`);
@@ -182,7 +202,9 @@ export async function up(options: UpOptions): Promise<number> {
               entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtimed/src/main.ts')],
               env: { KRT_GATEWAY_HOST: `127.0.0.1:${String(gatewayPort)}`, KRT_GATEWAY_CA_FILE: hostPathInContainer(nodeDir, files.ca) },
             },
-            [IMAGES.python.split(':')[0] ?? '']: { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
+            [IMAGES.python.split(':')[0] ?? '']: {
+              entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')],
+            },
             [IMAGES.bash.split(':')[0] ?? '']: { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
           },
           crashLoopBackoff: { initialMs: 500, maxMs: 10_000 },
@@ -202,24 +224,40 @@ export async function up(options: UpOptions): Promise<number> {
     const leaseFlags = ['--lease-namespace', SYSTEM_NAMESPACE];
     await start('scheduler', 'apps/scheduler/src/main.ts', ['--kubeconfig', await kubeconfigOf('scheduler'), ...leaseFlags]);
     await start('controller-manager', 'apps/controller-manager/src/main.ts', [
-      '--kubeconfig', await kubeconfigOf('controller-manager'), ...leaseFlags,
-      '--internal-ca-dir', internalCaDir,
-      '--runtimed-image', IMAGES.runtimed,
-      '--python-image', IMAGES.python,
-      '--bash-image', IMAGES.bash,
-      '--runtime-service-account', RUNTIMED_SERVICE_ACCOUNT,
-      '--runtime-server-listen', 'podIP',
+      '--kubeconfig',
+      await kubeconfigOf('controller-manager'),
+      ...leaseFlags,
+      '--internal-ca-dir',
+      internalCaDir,
+      '--runtimed-image',
+      IMAGES.runtimed,
+      '--python-image',
+      IMAGES.python,
+      '--bash-image',
+      IMAGES.bash,
+      '--runtime-service-account',
+      RUNTIMED_SERVICE_ACCOUNT,
+      '--runtime-server-listen',
+      'podIP',
     ]);
     await start('stale-recovery', 'apps/stale-recovery/src/main.ts', ['--kubeconfig', await kubeconfigOf('stale-recovery'), ...leaseFlags]);
     const gateway = await start('runtime-gateway', 'apps/runtime-gateway/src/main.ts', [
-      '--listen', `127.0.0.1:${String(gatewayPort)}`,
-      '--tls-cert-file', files.cert,
-      '--tls-key-file', files.key,
-      '--runtimed-ca-file', join(internalCaDir, 'ca.crt'),
-      '--resolve', 'endpoints',
-      '--kubeconfig', await kubeconfigOf('runtime-gateway'),
-      '--metrics-address', `127.0.0.1:${String(gatewayMetricsPort)}`,
-      '--drain-seconds', '5',
+      '--listen',
+      `127.0.0.1:${String(gatewayPort)}`,
+      '--tls-cert-file',
+      files.cert,
+      '--tls-key-file',
+      files.key,
+      '--runtimed-ca-file',
+      join(internalCaDir, 'ca.crt'),
+      '--resolve',
+      'endpoints',
+      '--kubeconfig',
+      await kubeconfigOf('runtime-gateway'),
+      '--metrics-address',
+      `127.0.0.1:${String(gatewayMetricsPort)}`,
+      '--drain-seconds',
+      '5',
     ]);
     await waitUntil('the runtime-gateway answering HTTPS', stop.signal, 60_000, async () => {
       if (gateway.exitCode !== undefined) throw new Error(`the runtime-gateway exited (${String(gateway.exitCode)}); see ${gateway.log}`);
@@ -233,24 +271,54 @@ export async function up(options: UpOptions): Promise<number> {
 
     // The demo.
     await prepareRuntimeNamespace(admin, DEMO_NAMESPACE);
-    await namespacedServiceAccount(admin, DEMO_NAMESPACE, DEMO_INVOKER, [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] }]);
+    await namespacedServiceAccount(admin, DEMO_NAMESPACE, DEMO_INVOKER, [
+      { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] },
+    ]);
     const invokerToken = await serviceAccountToken(admin, DEMO_NAMESPACE, DEMO_INVOKER);
     const invokerKubeconfig = join(dir, `${DEMO_INVOKER}.kubeconfig`);
-    await writeFile(invokerKubeconfig, withNamespace(kubeconfigYaml({ server: controlPlane.server, caPem: cluster.info.caPem, user: `${DEMO_NAMESPACE}:${DEMO_INVOKER}`, token: invokerToken }), DEMO_NAMESPACE), { mode: 0o600 });
+    await writeFile(
+      invokerKubeconfig,
+      withNamespace(
+        kubeconfigYaml({
+          server: controlPlane.server,
+          caPem: cluster.info.caPem,
+          user: `${DEMO_NAMESPACE}:${DEMO_INVOKER}`,
+          token: invokerToken,
+        }),
+        DEMO_NAMESPACE,
+      ),
+      { mode: 0o600 },
+    );
     state.invokerKubeconfig = invokerKubeconfig;
     await writeState(state);
     const objects = admin.makeApiClient(CustomObjectsApi);
     for (const demo of DEMO) {
       await createIfMissing(() =>
         objects.createNamespacedCustomObject({
-          group: API_GROUP, version: API_VERSION, namespace: DEMO_NAMESPACE, plural: RUNTIME_PLURAL,
-          body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Runtime', metadata: { name: demo.runtime }, spec: { language: demo.language, runs: DEMO_RUNS_PER_POD } },
+          group: API_GROUP,
+          version: API_VERSION,
+          namespace: DEMO_NAMESPACE,
+          plural: RUNTIME_PLURAL,
+          body: {
+            apiVersion: `${API_GROUP}/${API_VERSION}`,
+            kind: 'Runtime',
+            metadata: { name: demo.runtime },
+            spec: { language: demo.language, runs: DEMO_RUNS_PER_POD },
+          },
         }),
       );
       await createIfMissing(() =>
         objects.createNamespacedCustomObject({
-          group: API_GROUP, version: API_VERSION, namespace: DEMO_NAMESPACE, plural: RUN_PLURAL,
-          body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Run', metadata: { name: demo.run }, spec: { runtime: demo.runtime, source: { inline: demo.source }, mode: { function: { handler: demo.handler } } } },
+          group: API_GROUP,
+          version: API_VERSION,
+          namespace: DEMO_NAMESPACE,
+          plural: RUN_PLURAL,
+          body: {
+            apiVersion: `${API_GROUP}/${API_VERSION}`,
+            kind: 'Run',
+            metadata: { name: demo.run },
+            spec: { runtime: demo.runtime, source: { inline: demo.source }, mode: { function: { handler: demo.handler } } },
+          },
         }),
       );
     }
@@ -260,13 +328,24 @@ export async function up(options: UpOptions): Promise<number> {
       const run = await waitReady(admin, demo.run, stop.signal, exitedEarly);
       const endpoint = run.status?.endpoint;
       if (endpoint === undefined) throw new Error(`Run ${demo.run} is Ready without an endpoint`);
-      const answer = await invokeFunction({ url: endpoint.url, ...(endpoint.caBundle === undefined ? {} : { caBundle: endpoint.caBundle }), token: invokerToken, payload: demo.payload, timeoutMs: 60_000 });
+      const answer = await invokeFunction({
+        url: endpoint.url,
+        ...(endpoint.caBundle === undefined ? {} : { caBundle: endpoint.caBundle }),
+        token: invokerToken,
+        payload: demo.payload,
+        timeoutMs: 60_000,
+      });
       results.push(`  ${demo.run} (${demo.language}) ${JSON.stringify(demo.payload)} -> ${JSON.stringify(answer.result)}`);
     }
     say(`invoked through ${gatewayUrl} as ServiceAccount ${DEMO_NAMESPACE}/${DEMO_INVOKER} (it may only get Runs in ${DEMO_NAMESPACE}):`);
     for (const line of results) out(line);
 
-    const listening = await listeningSocketsOf(await environmentProcesses(dir, running.map((component) => component.pid)));
+    const listening = await listeningSocketsOf(
+      await environmentProcesses(
+        dir,
+        running.map((component) => component.pid),
+      ),
+    );
     state.listening = listening.map(formatSocket);
     state.phase = 'ready';
     await writeState(state);
@@ -286,7 +365,15 @@ export async function up(options: UpOptions): Promise<number> {
     } else {
       say(`${READY_LINE} until Ctrl-C or \`krt dev down\` (state: ${stateFile(dir)})`);
       const died = await Promise.race([
-        new Promise<undefined>((resolve) => { stop.signal.addEventListener('abort', () => { resolve(undefined); }, { once: true }); }),
+        new Promise<undefined>((resolve) => {
+          stop.signal.addEventListener(
+            'abort',
+            () => {
+              resolve(undefined);
+            },
+            { once: true },
+          );
+        }),
         ...running.map(async (component) => component.exited.then(() => component)),
         controlPlane.anyExit().then((process) => ({ name: 'control plane', log: process.logFile, exitCode: null })),
       ]);
@@ -313,7 +400,13 @@ export async function up(options: UpOptions): Promise<number> {
 }
 
 /** Stops the services (gateway first), then the node agent (every Pod), then the control plane; checks nothing is left. */
-async function teardown(dir: string, running: Running[], controlPlane: ControlPlane | undefined, state: DevState, say: (line: string) => void): Promise<boolean> {
+async function teardown(
+  dir: string,
+  running: Running[],
+  controlPlane: ControlPlane | undefined,
+  state: DevState,
+  say: (line: string) => void,
+): Promise<boolean> {
   let clean = true;
   for (const component of [...running].reverse()) {
     const left = await terminate([component.pid], STOP_GRACE_MS);
@@ -329,16 +422,21 @@ async function teardown(dir: string, running: Running[], controlPlane: ControlPl
     say(`stopping the control plane: ${error instanceof Error ? error.message : String(error)}`);
   }
   // Whatever escaped its group (e.g. a Pod process of an agent that was killed).
-  const leftovers = await environmentProcesses(dir, running.map((component) => component.pid));
+  const leftovers = await environmentProcesses(
+    dir,
+    running.map((component) => component.pid),
+  );
   if (leftovers.length > 0) {
     say(`stopping ${String(leftovers.length)} leftover processes: ${leftovers.join(', ')}`);
     const survivors = await terminate(leftovers, 3_000);
     if (survivors.length > 0) clean = false;
   }
-  const listening = await stillListening((state.listening ?? []).flatMap((text) => {
-    const [host = '', port = ''] = text.split(/:(?=\d+$)/);
-    return [{ host, port: Number(port) }];
-  }));
+  const listening = await stillListening(
+    (state.listening ?? []).flatMap((text) => {
+      const [host = '', port = ''] = text.split(/:(?=\d+$)/);
+      return [{ host, port: Number(port) }];
+    }),
+  );
   if (listening.length > 0) {
     clean = false;
     say(`still listening after the stop: ${listening.map(formatSocket).join(' ')}`);
@@ -356,7 +454,12 @@ function spawnComponent(dir: string, name: string, script: string, args: string[
     const env: NodeJS.ProcessEnv = { ...process.env, KRT_DEV_DIR: dir };
     delete env.KUBECONFIG;
     // Its own process group: Ctrl-C reaches only the supervisor, which stops the components in order.
-    child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, script), ...args], { cwd: dir, detached: true, stdio: ['ignore', fd, fd], env });
+    child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, script), ...args], {
+      cwd: dir,
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env,
+    });
   } finally {
     closeSync(fd);
   }
@@ -396,11 +499,20 @@ async function waitReady(admin: KubeConfig, name: string, signal: AbortSignal, c
   try {
     await waitUntil(`Run ${name} to be Ready`, signal, READY_TIMEOUT_MS, async () => {
       check();
-      run = (await objects.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: DEMO_NAMESPACE, plural: RUN_PLURAL, name })) as Run;
+      run = (await objects.getNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: DEMO_NAMESPACE,
+        plural: RUN_PLURAL,
+        name,
+      })) as Run;
       const phase = run.status?.phase;
       for (const pod of (await core.listNamespacedPod({ namespace: DEMO_NAMESPACE })).items) {
         const crashing = (pod.status?.containerStatuses ?? []).find((container) => container.restartCount >= 3);
-        if (crashing !== undefined) throw new Error(`container ${crashing.name} of Pod ${pod.metadata?.name ?? ''} keeps crashing (\`krt dev logs ${pod.metadata?.name ?? ''}/${crashing.name}\`)`);
+        if (crashing !== undefined)
+          throw new Error(
+            `container ${crashing.name} of Pod ${pod.metadata?.name ?? ''} keeps crashing (\`krt dev logs ${pod.metadata?.name ?? ''}/${crashing.name}\`)`,
+          );
       }
       if (phase === 'Failed' || phase === 'Cancelled' || phase === 'Succeeded' || phase === 'Interrupted') {
         throw new Error(`Run ${name} ended ${phase} (${run.status?.reason ?? ''}: ${run.status?.message ?? ''}) instead of becoming Ready`);
@@ -409,7 +521,9 @@ async function waitReady(admin: KubeConfig, name: string, signal: AbortSignal, c
     });
   } catch (error) {
     if (signal.aborted) throw error;
-    throw new DevError(`${error instanceof Error ? error.message : String(error)} (last phase: ${run?.status?.phase ?? 'none'}; see \`krt dev logs\`)`);
+    throw new DevError(
+      `${error instanceof Error ? error.message : String(error)} (last phase: ${run?.status?.phase ?? 'none'}; see \`krt dev logs\`)`,
+    );
   }
   if (run === undefined) throw new Error(`Run ${name} not read`);
   return run;
@@ -442,12 +556,13 @@ function withNamespace(kubeconfig: string, namespace: string): string {
 /** What `up` needs from the host besides `npm ci`, each with what it is for. */
 async function missingPrerequisites(): Promise<string[]> {
   const needed: [string, string][] = [
-    ['openssl', 'openssl (the control plane\'s and the gateway\'s certificates)'],
+    ['openssl', "openssl (the control plane's and the gateway's certificates)"],
     ['python3', 'python3 (the Python Runtime Server)'],
     ['bash', 'bash (the Bash Runtime Server)'],
   ];
   // build.sh asks go for its version even when its cache is complete.
-  if ((process.env.KRT_KUBE_BIN_DIR ?? '') === '') needed.push(['go', 'go (tools/kube-binaries/build.sh builds the control-plane binaries; or set KRT_KUBE_BIN_DIR)']);
+  if ((process.env.KRT_KUBE_BIN_DIR ?? '') === '')
+    needed.push(['go', 'go (tools/kube-binaries/build.sh builds the control-plane binaries; or set KRT_KUBE_BIN_DIR)']);
   const found = await Promise.all(needed.map(async ([command]) => onPath(command)));
   return needed.filter((_, index) => found[index] !== true).map(([, what]) => what);
 }

@@ -16,7 +16,12 @@ async function main(): Promise<number> {
   switch (options.subcommand) {
     case 'up':
       // Loaded only here: the services' rule constants pull in much more than the other subcommands need.
-      return (await import('./dev-up.ts')).up({ dir: options.dir, dirFlag: options.dir !== resolve(defaultDir), once: options.once, out: line });
+      return (await import('./dev-up.ts')).up({
+        dir: options.dir,
+        dirFlag: options.dir !== resolve(defaultDir),
+        once: options.once,
+        out: line,
+      });
     case 'down':
       return down(options.dir, line);
     case 'status':

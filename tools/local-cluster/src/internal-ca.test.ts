@@ -22,8 +22,20 @@ test('makes the CA once (ca.key 0600) and returns the same one afterwards', asyn
 });
 
 test.each([
-  ['only ca.crt left', async (dir: string) => { await unlink(join(dir, 'ca.key')); }, /only one of/],
-  ['a broken key', async (dir: string) => { await writeFile(join(dir, 'ca.key'), 'nope'); }, /unusable/],
+  [
+    'only ca.crt left',
+    async (dir: string) => {
+      await unlink(join(dir, 'ca.key'));
+    },
+    /only one of/,
+  ],
+  [
+    'a broken key',
+    async (dir: string) => {
+      await writeFile(join(dir, 'ca.key'), 'nope');
+    },
+    /unusable/,
+  ],
 ])('refuses %s instead of replacing the CA', async (_what, damage, message) => {
   const dir = join(root, 'internal-ca');
   await ensureInternalCa(dir);

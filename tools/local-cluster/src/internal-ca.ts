@@ -26,7 +26,9 @@ export async function ensureInternalCa(dir: string): Promise<CertificateAuthorit
     return ca;
   }
   if (certPem !== undefined || keyPem !== undefined) {
-    throw new Error(`${dir} holds only one of ${INTERNAL_CA_FILES.cert} and ${INTERNAL_CA_FILES.key} (remove the directory to get a new CA)`);
+    throw new Error(
+      `${dir} holds only one of ${INTERNAL_CA_FILES.cert} and ${INTERNAL_CA_FILES.key} (remove the directory to get a new CA)`,
+    );
   }
   const ca = await createCertificateAuthority({ commonName: 'kruntimes local internal CA' });
   await mkdir(dir, { recursive: true, mode: 0o700 });

@@ -18,7 +18,8 @@ async function main(): Promise<number> {
   const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
     stopRequested = resolve;
   });
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => {
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const)
+    process.on(signal, () => {
       stopRequested(signal);
     });
   // Signal listeners do not keep Node running, and every child is unref'd.
@@ -26,7 +27,11 @@ async function main(): Promise<number> {
 
   try {
     const started = performance.now();
-    const controlPlane = await ControlPlane.start({ controllerManager: options.controllerManager, crdDirectories: options.crdDirectories, log });
+    const controlPlane = await ControlPlane.start({
+      controllerManager: options.controllerManager,
+      crdDirectories: options.crdDirectories,
+      log,
+    });
     try {
       const kubeconfigs = await controlPlane.cluster.writeKubeconfigs(options.dir);
       await writeFile(join(options.dir, 'cluster.json'), JSON.stringify(controlPlane.info, null, 2), { mode: 0o600 });

@@ -11,7 +11,12 @@ export function isConflict(error: unknown): boolean {
 }
 
 /** A ConfigMap's keys (data and binaryData) as bytes; undefined if it is missing and optional. */
-export async function configMapData(core: CoreV1Api, namespace: string, name: string, optional: boolean): Promise<Map<string, Buffer> | undefined> {
+export async function configMapData(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  optional: boolean,
+): Promise<Map<string, Buffer> | undefined> {
   let object: V1ConfigMap;
   try {
     object = await core.readNamespacedConfigMap({ namespace, name });
@@ -29,7 +34,12 @@ export async function configMapData(core: CoreV1Api, namespace: string, name: st
 }
 
 /** A Secret's keys as bytes (the API returns them base64-encoded); undefined if missing and optional. */
-export async function secretData(core: CoreV1Api, namespace: string, name: string, optional: boolean): Promise<Map<string, Buffer> | undefined> {
+export async function secretData(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  optional: boolean,
+): Promise<Map<string, Buffer> | undefined> {
   let object: V1Secret;
   try {
     object = await core.readNamespacedSecret({ namespace, name });

@@ -67,7 +67,11 @@ export async function containerEnv(context: EnvContext): Promise<Record<string, 
   return env;
 }
 
-async function envValue(variable: NonNullable<V1Container['env']>[number], context: EnvContext, defined: Record<string, string>): Promise<string | undefined> {
+async function envValue(
+  variable: NonNullable<V1Container['env']>[number],
+  context: EnvContext,
+  defined: Record<string, string>,
+): Promise<string | undefined> {
   const namespace = context.pod.metadata?.namespace ?? '';
   if (variable.valueFrom === undefined) return expand(variable.value ?? '', (name) => defined[name]);
   const from = variable.valueFrom;
@@ -82,7 +86,10 @@ async function envValue(variable: NonNullable<V1Container['env']>[number], conte
     const data = await secretData(context.core, namespace, ref.name ?? '', ref.optional ?? false);
     return keyValue(data, ref.key, ref.optional ?? false, `secret ${ref.name ?? ''}`);
   }
-  throw new ContainerConfigError('CreateContainerConfigError', `env ${variable.name}: only value, fieldRef, configMapKeyRef and secretKeyRef are supported`);
+  throw new ContainerConfigError(
+    'CreateContainerConfigError',
+    `env ${variable.name}: only value, fieldRef, configMapKeyRef and secretKeyRef are supported`,
+  );
 }
 
 function keyValue(data: Map<string, Buffer> | undefined, key: string, optional: boolean, what: string): string | undefined {

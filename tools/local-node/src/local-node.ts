@@ -72,7 +72,11 @@ export class LocalNode {
     this.#apiServer = { host: url.hostname, port: url.port === '' ? 443 : Number.parseInt(url.port, 10) };
     mkdirSync(config.stateDir, { recursive: true });
     this.#pool = new AddressPool(config.addressLockDir ?? join(tmpdir(), 'kruntimes-local-node', 'addresses'));
-    this.#registration = new NodeRegistration(kubeConfig, { nodeName: config.nodeName, leaseDurationSeconds: config.leaseDurationSeconds ?? 40, hostIP: HOST_IP });
+    this.#registration = new NodeRegistration(kubeConfig, {
+      nodeName: config.nodeName,
+      leaseDurationSeconds: config.leaseDurationSeconds ?? 40,
+      hostIP: HOST_IP,
+    });
     this.#controller = new Controller({ name: 'local-node', reconcile: (key) => this.#reconcile(key), logger: this.#logger, workers: 4 });
   }
 
@@ -101,7 +105,10 @@ export class LocalNode {
         if (this.#stopping) return;
         this.#logger.error({ err: error, namespace }, 'pod watch failed; restarting it');
         setTimeout(() => {
-          if (!this.#stopping) informer.start().catch((restartError: unknown) => { this.#logger.error({ err: restartError }, 'pod watch restart failed'); });
+          if (!this.#stopping)
+            informer.start().catch((restartError: unknown) => {
+              this.#logger.error({ err: restartError }, 'pod watch restart failed');
+            });
         }, INFORMER_RESTART_MS);
       });
       await informer.start();
@@ -140,7 +147,8 @@ export class LocalNode {
 
   /** Kills a container's processes (default SIGKILL); restartPolicy decides what happens next. */
   crashContainer(namespace: string, name: string, container: string, signal: NodeJS.Signals = 'SIGKILL'): void {
-    if (!this.#runtime(namespace, name).crash(container, signal)) throw new LocalNodeError(`container ${container} of ${namespace}/${name} is not running`);
+    if (!this.#runtime(namespace, name).crash(container, signal))
+      throw new LocalNodeError(`container ${container} of ${namespace}/${name} is not running`);
   }
 
   /** SIGSTOP to every process of the Pod: it stops answering, like a partitioned node. */
@@ -217,7 +225,11 @@ export class LocalNode {
         // Bound to this node by an earlier run of the agent, whose processes are gone
         // (the reaper killed them). Its address cannot move, so the Pod fails and its
         // controller replaces it, as after a node reboot with a lost sandbox.
-        await this.#patchStatus(pod, { phase: 'Failed', reason: 'NodeRestarted', message: `the local node agent ${this.nodeName} restarted; the Pod's processes are gone` });
+        await this.#patchStatus(pod, {
+          phase: 'Failed',
+          reason: 'NodeRestarted',
+          message: `the local node agent ${this.nodeName} restarted; the Pod's processes are gone`,
+        });
         return undefined;
       }
       runtime = new PodRuntime(pod, this.#pool.allocate(), {
@@ -264,7 +276,10 @@ export class LocalNode {
       await this.#core.createNamespacedPodBinding({
         namespace,
         name,
-        body: { metadata: { name, namespace, uid: pod.metadata?.uid ?? '' }, target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName } },
+        body: {
+          metadata: { name, namespace, uid: pod.metadata?.uid ?? '' },
+          target: { apiVersion: 'v1', kind: 'Node', name: this.nodeName },
+        },
       });
     } catch (error) {
       // Bound already (by us on a retry, or by another scheduler): nothing to do.

@@ -48,4 +48,3 @@ process.on('SIGINT', () => {
 await node.start();
 logger.info({ node: node.nodeName }, 'local node agent running');
 process.stdout.write(`ready ${node.nodeName}\n`);
-

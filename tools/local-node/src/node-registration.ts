@@ -31,7 +31,12 @@ export class NodeRegistration {
   }
 
   labels(): Record<string, string> {
-    return { 'kubernetes.io/hostname': this.nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': nodeArch(), 'kruntimes.io/local-node': 'true' };
+    return {
+      'kubernetes.io/hostname': this.nodeName,
+      'kubernetes.io/os': 'linux',
+      'kubernetes.io/arch': nodeArch(),
+      'kruntimes.io/local-node': 'true',
+    };
   }
 
   async register(onRenewError: (error: unknown) => void): Promise<void> {
@@ -68,7 +73,14 @@ export class NodeRegistration {
 
   async #postStatus(): Promise<void> {
     const now = new Date();
-    const condition = (type: string, status: string, reason: string, message: string): object => ({ type, status, reason, message, lastHeartbeatTime: now, lastTransitionTime: now });
+    const condition = (type: string, status: string, reason: string, message: string): object => ({
+      type,
+      status,
+      reason,
+      message,
+      lastHeartbeatTime: now,
+      lastTransitionTime: now,
+    });
     const resources = { cpu: String(cpus().length), memory: `${Math.floor(totalmem() / 1024)}Ki`, pods: String(MAX_PODS) };
     const body = {
       status: {
@@ -121,8 +133,11 @@ export class NodeRegistration {
       });
       return;
     }
-    await this.#coordination.replaceNamespacedLease({ namespace: LEASE_NAMESPACE, name: this.nodeName, // eslint-disable-next-line @typescript-eslint/no-misused-spread -- plain data: the client serialises fields, not prototypes
-      body: { ...lease, spec: { ...lease.spec, ...spec } } });
+    await this.#coordination.replaceNamespacedLease({
+      namespace: LEASE_NAMESPACE,
+      name: this.nodeName, // eslint-disable-next-line @typescript-eslint/no-misused-spread -- plain data: the client serialises fields, not prototypes
+      body: { ...lease, spec: { ...lease.spec, ...spec } },
+    });
   }
 }
 

@@ -1,7 +1,16 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CoreV1Api, V1Container, V1ContainerState, V1ContainerStatus, V1Pod, V1PodCondition, V1PodStatus, V1Probe } from '@kubernetes/client-node';
+import type {
+  CoreV1Api,
+  V1Container,
+  V1ContainerState,
+  V1ContainerStatus,
+  V1Pod,
+  V1PodCondition,
+  V1PodStatus,
+  V1Probe,
+} from '@kubernetes/client-node';
 import { backoffDelayMs, backoffResets } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { imageCommand } from './config.ts';
@@ -64,7 +73,16 @@ interface ContainerRuntime {
   cwd: string;
 }
 
-const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
+const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+};
 const KILL_WAIT_MS = 5_000;
 
 /** One Pod on this node: its address, volumes and container processes. */
@@ -135,7 +153,13 @@ export class PodRuntime {
   async ensureStarted(): Promise<void> {
     if (this.#prepared || this.#terminating) return;
     try {
-      const volumeDirs = await prepareVolumes({ core: this.#deps.core, pod: this.#pod, podIP: this.podIP, hostIP: this.#deps.hostIP, podDir: this.podDir });
+      const volumeDirs = await prepareVolumes({
+        core: this.#deps.core,
+        pod: this.#pod,
+        podIP: this.podIP,
+        hostIP: this.#deps.hostIP,
+        podDir: this.podDir,
+      });
       for (const container of this.#containers.values()) await this.#configure(container, volumeDirs);
     } catch (error) {
       const reason = error instanceof ContainerConfigError ? error.reason : 'CreateContainerError';
@@ -150,7 +174,8 @@ export class PodRuntime {
     const root = await prepareContainerRoot(this.podDir, container.spec, volumeDirs);
     const image = container.spec.image ?? '';
     const mapped = imageCommand(this.#deps.images, image);
-    if (mapped === undefined) throw new ContainerConfigError('ErrImagePull', `image ${image} has no local command in the local node's image mapping`);
+    if (mapped === undefined)
+      throw new ContainerConfigError('ErrImagePull', `image ${image} has no local command in the local node's image mapping`);
     container.env = await containerEnv({
       core: this.#deps.core,
       pod: this.#pod,
@@ -208,15 +233,33 @@ export class PodRuntime {
     };
     container.ready = false;
     container.state = { kind: 'terminated', terminated };
-    this.#deps.onEvent({ type: 'Exited', pod: this.key, uid: this.uid, container: container.spec.name, code: exit.code, signal: exit.signal });
+    this.#deps.onEvent({
+      type: 'Exited',
+      pod: this.key,
+      uid: this.uid,
+      container: container.spec.name,
+      code: exit.code,
+      signal: exit.signal,
+    });
     if (generation === container.generation && !this.#terminating && this.#shouldRestart(exitCode)) {
       if (backoffResets(this.#deps.backoff, finishedAt.getTime() - startedAt.getTime())) container.consecutiveFailures = 0;
       container.consecutiveFailures += 1;
       const delayMs = backoffDelayMs(this.#deps.backoff, container.consecutiveFailures);
       container.lastTerminated = terminated;
       container.restartCount += 1;
-      container.state = { kind: 'waiting', reason: 'CrashLoopBackOff', message: `back-off ${formatDuration(delayMs)} restarting failed container=${container.spec.name} pod=${this.key}(${this.uid})` };
-      this.#deps.onEvent({ type: 'BackOff', pod: this.key, uid: this.uid, container: container.spec.name, delayMs, restartCount: container.restartCount });
+      container.state = {
+        kind: 'waiting',
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${formatDuration(delayMs)} restarting failed container=${container.spec.name} pod=${this.key}(${this.uid})`,
+      };
+      this.#deps.onEvent({
+        type: 'BackOff',
+        pod: this.key,
+        uid: this.uid,
+        container: container.spec.name,
+        delayMs,
+        restartCount: container.restartCount,
+      });
       container.restartTimer = setTimeout(() => {
         container.restartTimer = undefined;
         this.#start(container);
@@ -245,7 +288,9 @@ export class PodRuntime {
     let successes = 0;
     let failures = 0;
     while (current()) {
-      const result = this.#frozen ? { ok: false as const, message: 'pod frozen' } : await runProbe(probe, { podIP: this.podIP, container: container.spec, env: container.env, cwd: container.cwd });
+      const result = this.#frozen
+        ? { ok: false as const, message: 'pod frozen' }
+        : await runProbe(probe, { podIP: this.podIP, container: container.spec, env: container.env, cwd: container.cwd });
       if (!current()) return;
       if (result.ok) {
         successes += 1;
@@ -255,14 +300,23 @@ export class PodRuntime {
         successes = 0;
       }
       if (kind === 'readiness') {
-        const ready = result.ok ? (container.ready || successes >= timing.successThreshold) : container.ready && failures < timing.failureThreshold;
+        const ready = result.ok
+          ? container.ready || successes >= timing.successThreshold
+          : container.ready && failures < timing.failureThreshold;
         if (ready !== container.ready) {
           container.ready = ready;
           this.#deps.onChange();
         }
       } else if (failures >= timing.failureThreshold) {
         // The kubelet kills a container that fails liveness and lets restartPolicy decide.
-        this.#deps.onEvent({ type: 'Failed', pod: this.key, uid: this.uid, container: container.spec.name, reason: 'Unhealthy', message: `Liveness probe failed: ${result.ok ? '' : result.message}` });
+        this.#deps.onEvent({
+          type: 'Failed',
+          pod: this.key,
+          uid: this.uid,
+          container: container.spec.name,
+          reason: 'Unhealthy',
+          message: `Liveness probe failed: ${result.ok ? '' : result.message}`,
+        });
         await this.#killContainer(container, this.#graceSeconds() * 1000);
         return;
       }
@@ -409,7 +463,13 @@ function toApiState(state: State): V1ContainerState {
 }
 
 function toApiTerminated(t: Terminated): NonNullable<V1ContainerState['terminated']> {
-  return { exitCode: t.exitCode, reason: t.reason, startedAt: t.startedAt, finishedAt: t.finishedAt, ...(t.signal === undefined ? {} : { signal: t.signal }) };
+  return {
+    exitCode: t.exitCode,
+    reason: t.reason,
+    startedAt: t.startedAt,
+    finishedAt: t.finishedAt,
+    ...(t.signal === undefined ? {} : { signal: t.signal }),
+  };
 }
 
 function formatDuration(ms: number): string {

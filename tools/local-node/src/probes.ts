@@ -18,7 +18,13 @@ export interface ProbeContext {
 }
 
 /** Kubelet defaults for a probe's timing fields. */
-export function probeTiming(probe: V1Probe): { initialDelayMs: number; periodMs: number; timeoutMs: number; successThreshold: number; failureThreshold: number } {
+export function probeTiming(probe: V1Probe): {
+  initialDelayMs: number;
+  periodMs: number;
+  timeoutMs: number;
+  successThreshold: number;
+  failureThreshold: number;
+} {
   return {
     initialDelayMs: (probe.initialDelaySeconds ?? 0) * 1000,
     periodMs: (probe.periodSeconds ?? 10) * 1000,
@@ -64,10 +70,24 @@ export function resolvePort(port: number | string, container: V1Container): numb
   return named.containerPort;
 }
 
-function httpProbe(target: { scheme: string; host: string; port: number; path: string; headers: Record<string, string>; timeoutMs: number }): Promise<ProbeResult> {
+function httpProbe(target: {
+  scheme: string;
+  host: string;
+  port: number;
+  path: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+}): Promise<ProbeResult> {
   assertLoopback(target.host, 'httpGet probe');
   return new Promise((resolve) => {
-    const options = { host: target.host, port: target.port, path: target.path, method: 'GET', headers: target.headers, timeout: target.timeoutMs };
+    const options = {
+      host: target.host,
+      port: target.port,
+      path: target.path,
+      method: 'GET',
+      headers: target.headers,
+      timeout: target.timeoutMs,
+    };
     const callback = (response: IncomingMessage): void => {
       const status = response.statusCode ?? 0;
       response.resume();
@@ -75,12 +95,16 @@ function httpProbe(target: { scheme: string; host: string; port: number; path: s
       resolve(status >= 200 && status < 400 ? { ok: true } : { ok: false, message: `HTTP probe failed with statuscode: ${status}` });
     };
     // Like the kubelet, an HTTPS probe does not verify the certificate.
-    const req = target.scheme === 'HTTPS' ? httpsRequest({ ...options, rejectUnauthorized: false }, callback) : httpRequest(options, callback);
+    const req =
+      target.scheme === 'HTTPS' ? httpsRequest({ ...options, rejectUnauthorized: false }, callback) : httpRequest(options, callback);
     req.on('timeout', () => {
       req.destroy(new Error(`timeout after ${target.timeoutMs} ms`));
     });
     req.on('error', (error) => {
-      resolve({ ok: false, message: `Get "${target.scheme.toLowerCase()}://${target.host}:${target.port}${target.path}": ${error.message}` });
+      resolve({
+        ok: false,
+        message: `Get "${target.scheme.toLowerCase()}://${target.host}:${target.port}${target.path}": ${error.message}`,
+      });
     });
     req.end();
   });
@@ -193,7 +217,11 @@ function execProbe(command: readonly string[], context: ProbeContext, timeoutMs:
     });
     child.once('exit', (code, signal) => {
       if (code === 0) resolve({ ok: true });
-      else resolve({ ok: false, message: signal === null ? `command exited with ${String(code)}` : `command killed by ${signal} (timeout ${timeoutMs} ms)` });
+      else
+        resolve({
+          ok: false,
+          message: signal === null ? `command exited with ${String(code)}` : `command killed by ${signal} (timeout ${timeoutMs} ms)`,
+        });
     });
   });
 }

@@ -19,7 +19,10 @@ export interface StartedProcess {
  * appended to `logFile`. A container is its whole process group: signals go to the group,
  * as a container runtime signals the whole container.
  */
-export function startProcessGroup(argv: readonly string[], options: { cwd: string; env: Record<string, string>; logFile: string }): StartedProcess {
+export function startProcessGroup(
+  argv: readonly string[],
+  options: { cwd: string; env: Record<string, string>; logFile: string },
+): StartedProcess {
   const [command, ...args] = argv;
   if (command === undefined) throw new LocalNodeError('empty command');
   mkdirSync(dirname(options.logFile), { recursive: true });
@@ -44,7 +47,6 @@ export function startProcessGroup(argv: readonly string[], options: { cwd: strin
     closeSync(fd);
   }
 }
-
 
 function appendLine(file: string, line: string): void {
   const fd = openSync(file, 'a');

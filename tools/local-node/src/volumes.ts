@@ -1,7 +1,15 @@
 import { chmod, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join, normalize } from 'node:path';
 import { pathExists } from '@kruntimes/host';
-import type { CoreV1Api, V1Container, V1DownwardAPIVolumeFile, V1KeyToPath, V1Pod, V1Volume, V1VolumeProjection } from '@kubernetes/client-node';
+import type {
+  CoreV1Api,
+  V1Container,
+  V1DownwardAPIVolumeFile,
+  V1KeyToPath,
+  V1Pod,
+  V1Volume,
+  V1VolumeProjection,
+} from '@kubernetes/client-node';
 import { configMapData, secretData } from './api-objects.ts';
 import { downwardField } from './downward.ts';
 import { ContainerConfigError } from './errors.ts';
@@ -68,10 +76,18 @@ async function fillVolume(volume: V1Volume, dir: string, context: VolumeContext)
     for (const source of volume.projected.sources ?? []) await fillProjection(source, dir, volume.projected.defaultMode, context);
     return;
   }
-  throw new ContainerConfigError('CreateContainerConfigError', `volume ${volume.name}: only emptyDir, secret, configMap, downwardAPI and projected volumes are supported by the local node`);
+  throw new ContainerConfigError(
+    'CreateContainerConfigError',
+    `volume ${volume.name}: only emptyDir, secret, configMap, downwardAPI and projected volumes are supported by the local node`,
+  );
 }
 
-async function fillProjection(source: V1VolumeProjection, dir: string, defaultMode: number | undefined, context: VolumeContext): Promise<void> {
+async function fillProjection(
+  source: V1VolumeProjection,
+  dir: string,
+  defaultMode: number | undefined,
+  context: VolumeContext,
+): Promise<void> {
   const namespace = context.pod.metadata?.namespace ?? '';
   if (source.serviceAccountToken !== undefined) {
     const token = await requestPodToken(context, source.serviceAccountToken.audience, source.serviceAccountToken.expirationSeconds);
@@ -85,7 +101,10 @@ async function fillProjection(source: V1VolumeProjection, dir: string, defaultMo
   } else if (source.downwardAPI !== undefined) {
     await writeDownward(dir, source.downwardAPI.items ?? [], defaultMode, context);
   } else {
-    throw new ContainerConfigError('CreateContainerConfigError', 'unsupported projected volume source (clusterTrustBundle, podCertificate)');
+    throw new ContainerConfigError(
+      'CreateContainerConfigError',
+      'unsupported projected volume source (clusterTrustBundle, podCertificate)',
+    );
   }
 }
 
@@ -94,7 +113,11 @@ async function fillProjection(source: V1VolumeProjection, dir: string, defaultMo
  * as the kubelet requests it for the projected `kube-api-access-*` volume: it stops
  * being valid when the Pod object is deleted.
  */
-async function requestPodToken(context: VolumeContext, audience: string | undefined, expirationSeconds: number | undefined): Promise<string> {
+async function requestPodToken(
+  context: VolumeContext,
+  audience: string | undefined,
+  expirationSeconds: number | undefined,
+): Promise<string> {
   const { pod } = context;
   const response = await context.core.createNamespacedServiceAccountToken({
     name: pod.spec?.serviceAccountName ?? 'default',
@@ -108,11 +131,18 @@ async function requestPodToken(context: VolumeContext, audience: string | undefi
     },
   });
   const token = response.status?.token;
-  if (token === undefined || token === '') throw new ContainerConfigError('CreateContainerConfigError', 'the TokenRequest returned no token');
+  if (token === undefined || token === '')
+    throw new ContainerConfigError('CreateContainerConfigError', 'the TokenRequest returned no token');
   return token;
 }
 
-async function writeKeys(dir: string, data: Map<string, Buffer> | undefined, items: V1KeyToPath[] | undefined, defaultMode: number | undefined, what: string): Promise<void> {
+async function writeKeys(
+  dir: string,
+  data: Map<string, Buffer> | undefined,
+  items: V1KeyToPath[] | undefined,
+  defaultMode: number | undefined,
+  what: string,
+): Promise<void> {
   if (data === undefined) return;
   const selected: V1KeyToPath[] = items ?? [...data.keys()].map((key) => ({ key, path: key }));
   for (const item of selected) {
@@ -122,9 +152,15 @@ async function writeKeys(dir: string, data: Map<string, Buffer> | undefined, ite
   }
 }
 
-async function writeDownward(dir: string, items: V1DownwardAPIVolumeFile[], defaultMode: number | undefined, context: VolumeContext): Promise<void> {
+async function writeDownward(
+  dir: string,
+  items: V1DownwardAPIVolumeFile[],
+  defaultMode: number | undefined,
+  context: VolumeContext,
+): Promise<void> {
   for (const item of items) {
-    if (item.fieldRef === undefined) throw new ContainerConfigError('CreateContainerConfigError', `downwardAPI ${item.path}: only fieldRef is supported`);
+    if (item.fieldRef === undefined)
+      throw new ContainerConfigError('CreateContainerConfigError', `downwardAPI ${item.path}: only fieldRef is supported`);
     const value = downwardField(context.pod, item.fieldRef.fieldPath, context.podIP, context.hostIP);
     await writeFileAt(dir, item.path, Buffer.from(value, 'utf8'), item.mode ?? defaultMode ?? DEFAULT_MODE);
   }
@@ -147,7 +183,11 @@ function insideDir(dir: string, relative: string): string {
 }
 
 /** Builds the container's root directory with one symlink per volumeMount; returns the root. */
-export async function prepareContainerRoot(podDir: string, container: V1Container, volumeDirs: ReadonlyMap<string, string>): Promise<string> {
+export async function prepareContainerRoot(
+  podDir: string,
+  container: V1Container,
+  volumeDirs: ReadonlyMap<string, string>,
+): Promise<string> {
   const root = join(podDir, 'containers', container.name, 'root');
   await rm(root, { recursive: true, force: true });
   await mkdir(root, { recursive: true });
@@ -155,7 +195,8 @@ export async function prepareContainerRoot(podDir: string, container: V1Containe
   const mounts = [...(container.volumeMounts ?? [])].sort((a, b) => a.mountPath.split('/').length - b.mountPath.split('/').length);
   for (const mount of mounts) {
     const volumeDir = volumeDirs.get(mount.name);
-    if (volumeDir === undefined) throw new ContainerConfigError('CreateContainerConfigError', `volumeMount ${mount.mountPath} names an unknown volume ${mount.name}`);
+    if (volumeDir === undefined)
+      throw new ContainerConfigError('CreateContainerConfigError', `volumeMount ${mount.mountPath} names an unknown volume ${mount.name}`);
     let target = volumeDir;
     if (mount.subPath !== undefined && mount.subPath !== '') {
       target = insideDir(volumeDir, mount.subPath);
@@ -168,4 +209,3 @@ export async function prepareContainerRoot(podDir: string, container: V1Containe
   }
   return root;
 }
-

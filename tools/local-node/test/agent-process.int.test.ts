@@ -33,7 +33,10 @@ afterEach(async () => {
 
 async function startAgent(): Promise<ChildProcess> {
   const user = cluster.user(ADMIN_USER);
-  await writeFile(join(dir, 'admin.kubeconfig'), kubeconfigYaml({ server: cluster.server, caPem: cluster.info.caPem, user: user.name, token: user.token }));
+  await writeFile(
+    join(dir, 'admin.kubeconfig'),
+    kubeconfigYaml({ server: cluster.server, caPem: cluster.info.caPem, user: user.name, token: user.token }),
+  );
   await writeFile(
     join(dir, 'node.json'),
     JSON.stringify({
@@ -47,7 +50,9 @@ async function startAgent(): Promise<ChildProcess> {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => { reject(new Error('the agent did not report ready within 30 s')); }, 30_000);
+    const timer = setTimeout(() => {
+      reject(new Error('the agent did not report ready within 30 s'));
+    }, 30_000);
     createInterface({ input: child.stdout }).on('line', (line) => {
       if (line.startsWith('ready ')) {
         clearTimeout(timer);

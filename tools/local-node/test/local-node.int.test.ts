@@ -104,13 +104,14 @@ async function readyPods(selector: string, count: number): Promise<V1Pod[]> {
     `${count} Ready Pods (${selector})`,
     async () => {
       const pods = (await core.listNamespacedPod({ namespace: namespace.name, labelSelector: selector })).items;
-      const ready = pods.filter((p) => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      const ready = pods.filter(
+        (p) => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      );
       return ready.length === count ? ready : undefined;
     },
     WAIT,
   );
 }
-
 
 test('a Deployment of 2 replicas: distinct 127.0.0.x, same port, Ready; deletion is graceful and replaced; readiness failure makes it NotReady', async () => {
   const labels = { app: 'echo' };
@@ -118,10 +119,17 @@ test('a Deployment of 2 replicas: distinct 127.0.0.x, same port, Ready; deletion
     namespace: namespace.name,
     body: {
       metadata: { name: 'echo' },
-      spec: { replicas: 2, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { terminationGracePeriodSeconds: 10, containers: [testServer() as never] } } },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { terminationGracePeriodSeconds: 10, containers: [testServer() as never] } },
+      },
     },
   });
-  await core.createNamespacedService({ namespace: namespace.name, body: { metadata: { name: 'echo' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 'http' }] } } });
+  await core.createNamespacedService({
+    namespace: namespace.name,
+    body: { metadata: { name: 'echo' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 'http' }] } },
+  });
 
   const pods = await readyPods('app=echo', 2);
   const ips = pods.map((p) => p.status?.podIP ?? '');
@@ -143,7 +151,9 @@ test('a Deployment of 2 replicas: distinct 127.0.0.x, same port, Ready; deletion
   const endpointIps = async (): Promise<string[]> => {
     const service = await core.readNamespacedService({ namespace: namespace.name, name: 'echo' });
     const current = (await core.listNamespacedPod({ namespace: namespace.name })).items;
-    return serviceEndpoints(service, current).map((endpoint) => `${endpoint.ip}:${String(endpoint.ports[''])}`).sort();
+    return serviceEndpoints(service, current)
+      .map((endpoint) => `${endpoint.ip}:${String(endpoint.ports[''])}`)
+      .sort();
   };
   expect(await endpointIps()).toEqual(ips.map((ip) => `${ip}:8080`).sort());
 
@@ -153,7 +163,10 @@ test('a Deployment of 2 replicas: distinct 127.0.0.x, same port, Ready; deletion
   await core.deleteNamespacedPod({ namespace: namespace.name, name: victim.metadata?.name ?? '' });
   await waitFor(
     'the deleted Pod to be gone',
-    async () => ((await core.listNamespacedPod({ namespace: namespace.name })).items.some((p) => p.metadata?.uid === victim.metadata?.uid) ? undefined : true),
+    async () =>
+      (await core.listNamespacedPod({ namespace: namespace.name })).items.some((p) => p.metadata?.uid === victim.metadata?.uid)
+        ? undefined
+        : true,
     WAIT,
   );
   expect(await readFile(victimLog, 'utf8')).toContain('received SIGTERM');

@@ -18,7 +18,10 @@ describe('module boundaries', () => {
   });
 
   it('a domain lib may import another domain lib', async () => {
-    const messages = await lintAs('libs/run-state/src/transition.ts', `import { BOUNDS } from '@kruntimes/api';\nexport const x = BOUNDS.messageBytes;\n`);
+    const messages = await lintAs(
+      'libs/run-state/src/transition.ts',
+      `import { BOUNDS } from '@kruntimes/api';\nexport const x = BOUNDS.messageBytes;\n`,
+    );
     expect(messages.filter((m) => m.startsWith('@nx/enforce-module-boundaries'))).toEqual([]);
   });
 });

@@ -17,8 +17,12 @@ describe('readPayload', () => {
   });
 
   it('reads a file, and says which one it could not read', async () => {
-    expect((await readPayload({ kind: 'file', path: 'p.json' }, noStdin, () => Promise.resolve(Buffer.from('"x"')))).toString()).toBe('"x"');
-    const error = await readPayload({ kind: 'file', path: '/nope.json' }, noStdin, () => Promise.reject(new Error('ENOENT'))).catch((e: unknown) => e);
+    expect((await readPayload({ kind: 'file', path: 'p.json' }, noStdin, () => Promise.resolve(Buffer.from('"x"')))).toString()).toBe(
+      '"x"',
+    );
+    const error = await readPayload({ kind: 'file', path: '/nope.json' }, noStdin, () => Promise.reject(new Error('ENOENT'))).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(CliError);
     expect((error as CliError).exitCode).toBe(2);
     expect((error as CliError).message).toMatch('/nope.json');
@@ -39,7 +43,13 @@ describe('notInvocable', () => {
     metadata: { name: 'fn' },
     spec: { runtime: 'py', source: { inline: 'x' }, mode: { function: { handler: 'h' } } },
   };
-  const readyCondition = { type: 'Ready', status: 'True' as const, reason: 'FunctionRegistered', message: '', lastTransitionTime: '2026-12-02T00:00:00Z' };
+  const readyCondition = {
+    type: 'Ready',
+    status: 'True' as const,
+    reason: 'FunctionRegistered',
+    message: '',
+    lastTransitionTime: '2026-12-02T00:00:00Z',
+  };
   const endpoint = { protocol: 'HTTPS' as const, url: 'https://gw/x' };
 
   it('accepts a Ready function Run with its Ready condition and an endpoint', () => {
@@ -50,7 +60,12 @@ describe('notInvocable', () => {
     ['a task Run', { ...base, spec: { ...base.spec, mode: { task: {} } } }, 2, /task Run/],
     ['a Pending Run', base, 5, /phase Pending/],
     ['a Ready Run without its condition', { ...base, status: { phase: 'Ready', endpoint } }, 5, /does not accept/],
-    ['a Ready Run being deleted', { ...base, metadata: { name: 'fn', deletionTimestamp: 'x' }, status: { phase: 'Ready', conditions: [readyCondition], endpoint } }, 5, /does not accept/],
+    [
+      'a Ready Run being deleted',
+      { ...base, metadata: { name: 'fn', deletionTimestamp: 'x' }, status: { phase: 'Ready', conditions: [readyCondition], endpoint } },
+      5,
+      /does not accept/,
+    ],
     ['a Ready Run without an endpoint', { ...base, status: { phase: 'Ready', conditions: [readyCondition] } }, 5, /does not accept/],
     ['a finished Run', { ...base, status: { phase: 'Cancelled', reason: 'Cancelled' } }, 5, /phase Cancelled, Cancelled/],
   ] as [string, Run, number, RegExp][])('refuses %s', (_name, run, exitCode, message) => {

@@ -16,7 +16,11 @@ export const DEFAULT_PAYLOAD = Buffer.from('{}');
  * The payload bytes of `krt invoke`: --data (checked to be JSON here, so that a typo is a
  * usage error), -f FILE, or - (stdin); the SDK checks size and JSON before sending.
  */
-export async function readPayload(input: InvokeInput, io: Pick<CliIo, 'stdin'>, read: (path: string) => Promise<Buffer> = readFile): Promise<Buffer> {
+export async function readPayload(
+  input: InvokeInput,
+  io: Pick<CliIo, 'stdin'>,
+  read: (path: string) => Promise<Buffer> = readFile,
+): Promise<Buffer> {
   switch (input.kind) {
     case 'none':
       return DEFAULT_PAYLOAD;
@@ -69,12 +73,16 @@ export function viaGateway(endpointUrl: string, gatewayOrigin: string | undefine
 /** Why the Run cannot be invoked now, or undefined when it can. */
 export function notInvocable(run: Run): { exitCode: ExitCode; message: string } | undefined {
   const name = run.metadata.name ?? '';
-  if (runModeKind(run.spec) === 'task') return { exitCode: EXIT.usage, message: `Run "${name}" is a task Run; only function Runs can be invoked` };
+  if (runModeKind(run.spec) === 'task')
+    return { exitCode: EXIT.usage, message: `Run "${name}" is a task Run; only function Runs can be invoked` };
   const phase = currentPhase(run);
   const ready = isConditionTrue(run.status?.conditions, CONDITION_TYPES.ready);
   if (!acceptsInvokes(phase, ready, run.metadata.deletionTimestamp !== undefined) || run.status?.endpoint === undefined) {
     const reason = run.status?.reason === undefined ? '' : `, ${run.status.reason}`;
-    return { exitCode: EXIT.unavailable, message: `Run "${name}" does not accept invocations now (phase ${phase}${reason}); see krt wait ${name} --for ready` };
+    return {
+      exitCode: EXIT.unavailable,
+      message: `Run "${name}" does not accept invocations now (phase ${phase}${reason}); see krt wait ${name} --for ready`,
+    };
   }
   return undefined;
 }
@@ -96,9 +104,11 @@ export async function invokeCommand(ctx: CommandContext, command: Extract<Comman
   let caBundle = endpoint.caBundle;
   if (command.gatewayCaFile !== undefined) {
     const path = command.gatewayCaFile;
-    caBundle = (await readFile(path).catch((error: unknown) => {
-      throw usageError(`cannot read --gateway-ca ${path}: ${(error as Error).message}`);
-    })).toString('base64');
+    caBundle = (
+      await readFile(path).catch((error: unknown) => {
+        throw usageError(`cannot read --gateway-ca ${path}: ${(error as Error).message}`);
+      })
+    ).toString('base64');
   }
   const answer = await invokeFunction({
     url: viaGateway(endpoint.url, command.gateway),

@@ -6,7 +6,15 @@ function finished(overrides: Partial<Run['spec']> = {}, name = 'job'): Run {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
     metadata: { name, uid: 'uid-1', namespace: 'ns', resourceVersion: '7', labels: { a: 'b' } },
-    spec: { runtime: 'sh', source: { inline: 'echo' }, mode: { task: { args: ['x'] } }, env: [{ name: 'K', value: 'V' }], timeout: '1m', retryPolicy: { maxAttempts: 2 }, ...overrides },
+    spec: {
+      runtime: 'sh',
+      source: { inline: 'echo' },
+      mode: { task: { args: ['x'] } },
+      env: [{ name: 'K', value: 'V' }],
+      timeout: '1m',
+      retryPolicy: { maxAttempts: 2 },
+      ...overrides,
+    },
     status: { phase: 'Failed', attempt: 2 },
   };
 }

@@ -25,13 +25,19 @@ export async function waitCommand(ctx: CommandContext, command: Extract<Command,
         ctx.io.stdout.write(`run/${command.run} ${phase}\n`);
         return EXIT.ok;
       case 'unreachable':
-        throw new CliError(EXIT.unavailable, `Run "${command.run}" finished (${phase}${run.status?.reason === undefined ? '' : `, ${run.status.reason}`}) and will never be ${wanted}`);
+        throw new CliError(
+          EXIT.unavailable,
+          `Run "${command.run}" finished (${phase}${run.status?.reason === undefined ? '' : `, ${run.status.reason}`}) and will never be ${wanted}`,
+        );
       case 'keepWaiting':
         break;
     }
     const remaining = deadline - ctx.now();
     if (remaining <= 0) {
-      throw new CliError(EXIT.unavailable, `timed out after ${command.timeoutMs} ms waiting for Run "${command.run}" to be ${wanted} (phase ${phase})`);
+      throw new CliError(
+        EXIT.unavailable,
+        `timed out after ${command.timeoutMs} ms waiting for Run "${command.run}" to be ${wanted} (phase ${phase})`,
+      );
     }
     const how = await ctx.runs.nextChange(command.run, run.metadata.resourceVersion ?? '', remaining);
     if (how === 'ended') await sleep(Math.min(REWATCH_PAUSE_MS, Math.max(0, deadline - ctx.now())));

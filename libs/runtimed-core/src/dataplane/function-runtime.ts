@@ -58,13 +58,21 @@ const DEFAULT_RECHECK_INTERVAL_MS = 100;
  * with the status of the error table and the krt-error-code / krt-error-source /
  * krt-invocation-id trailers.
  */
-export function functionRuntimeService(options: FunctionRuntimeOptions, port: DataplanePort): runtimedV1.FunctionRuntimeServiceImplementation {
+export function functionRuntimeService(
+  options: FunctionRuntimeOptions,
+  port: DataplanePort,
+): runtimedV1.FunctionRuntimeServiceImplementation {
   return {
     invokeFunction: (request, context) => invoke(options, port, request, context),
   };
 }
 
-async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: runtimedV1.InvokeFunctionRequest, context: CallContext): Promise<runtimedV1.InvokeFunctionResponse> {
+async function invoke(
+  o: FunctionRuntimeOptions,
+  port: DataplanePort,
+  request: runtimedV1.InvokeFunctionRequest,
+  context: CallContext,
+): Promise<runtimedV1.InvokeFunctionResponse> {
   const started = performance.now();
   const incoming: IncomingInvocation = {
     namespace: request.namespace,
@@ -81,7 +89,10 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
   try {
     validateInvocation(incoming, o.self, port);
     validId = true;
-    log = log.child({ invocationId: incoming.invocationId, ...(incoming.peerHop === undefined ? {} : { fromPod: incoming.peerHop.fromPod }) });
+    log = log.child({
+      invocationId: incoming.invocationId,
+      ...(incoming.peerHop === undefined ? {} : { fromPod: incoming.peerHop.fromPod }),
+    });
     const authorization = context.metadata.get(METADATA_KEYS.authorization);
     const token = bearerToken(authorization);
     // A cache that is still listing would answer 404 for a Run that exists.
@@ -94,7 +105,8 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
     route = decided.type;
     switch (decided.type) {
       case 'refuse': {
-        if (decided.ownerUnreachable && cached !== undefined) o.ownerUnreachable({ name: cached.metadata.name ?? '', uid: incoming.runUid }, decided.message);
+        if (decided.ownerUnreachable && cached !== undefined)
+          o.ownerUnreachable({ name: cached.metadata.name ?? '', uid: incoming.runUid }, decided.message);
         throw new KruntimesError(decided.code, decided.message);
       }
       case 'invoke': {
@@ -111,7 +123,14 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
         }
         ended('OK');
         finish(o, log, port, 'local', 'OK', started, { registrationId: decided.registrationId });
-        return { invocationId: response.invocationId, result: response.result, outputs: response.outputs, stdout: response.stdout, stderr: response.stderr, attempt: decided.attempt };
+        return {
+          invocationId: response.invocationId,
+          result: response.result,
+          outputs: response.outputs,
+          stdout: response.stdout,
+          stderr: response.stderr,
+          attempt: decided.attempt,
+        };
       }
       case 'forward': {
         log = log.child({ attempt: decided.attempt, owner: decided.owner.name });
@@ -120,7 +139,11 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
         const response = await o.forwarder.forward(
           decided.owner.ip,
           forwarded,
-          { authorization: authorization ?? '', traceparent: context.metadata.get('traceparent'), tracestate: context.metadata.get('tracestate') },
+          {
+            authorization: authorization ?? '',
+            traceparent: context.metadata.get('traceparent'),
+            tracestate: context.metadata.get('tracestate'),
+          },
           decided.timeoutMs + FORWARD_DEADLINE_MARGIN_MS,
           context.signal,
         );
@@ -138,7 +161,9 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
       log.error({ err: error }, 'unexpected error in the invoke path');
       typed = new KruntimesError('Internal', 'internal error');
     }
-    finish(o, log, port, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, started, { err: typed.message });
+    finish(o, log, port, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, started, {
+      err: typed.message,
+    });
     context.trailer.set(METADATA_KEYS.errorCode, typed.code);
     context.trailer.set(METADATA_KEYS.errorSource, typed.source);
     if (validId) context.trailer.set(METADATA_KEYS.invocationId, incoming.invocationId);
@@ -150,7 +175,11 @@ async function invoke(o: FunctionRuntimeOptions, port: DataplanePort, request: r
  * Routes from the caches; a decision that may only reflect a lagging watch is looked at
  * again every recheckIntervalMs for at most recheckWaitMs, then taken as final.
  */
-async function decide(o: FunctionRuntimeOptions, incoming: IncomingInvocation, signal: AbortSignal): Promise<Exclude<Route, { type: 'recheck' }>> {
+async function decide(
+  o: FunctionRuntimeOptions,
+  incoming: IncomingInvocation,
+  signal: AbortSignal,
+): Promise<Exclude<Route, { type: 'recheck' }>> {
   const deadline = performance.now() + (o.recheckWaitMs ?? DEFAULT_RECHECK_WAIT_MS);
   for (;;) {
     const final = performance.now() >= deadline;
@@ -171,16 +200,34 @@ async function decide(o: FunctionRuntimeOptions, incoming: IncomingInvocation, s
   }
 }
 
-async function invokeLocally(o: FunctionRuntimeOptions, incoming: IncomingInvocation, registrationId: string, timeoutMs: number, signal: AbortSignal): Promise<runtimeServerV1.InvokeFunctionResponse> {
+async function invokeLocally(
+  o: FunctionRuntimeOptions,
+  incoming: IncomingInvocation,
+  registrationId: string,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<runtimeServerV1.InvokeFunctionResponse> {
   try {
     return await o.server.invoke({ registrationId, invocationId: incoming.invocationId, payload: incoming.payload, timeoutMs }, signal);
   } catch (error) {
-    if (error instanceof RuntimeServerError) throw new KruntimesError(invocationErrorCode(error.code, error.answered), error.message, { cause: error });
+    if (error instanceof RuntimeServerError)
+      throw new KruntimesError(invocationErrorCode(error.code, error.answered), error.message, { cause: error });
     throw error;
   }
 }
 
-function finish(o: FunctionRuntimeOptions, log: Logger, port: DataplanePort, route: 'local' | 'forwarded' | 'refused', code: string, started: number, fields: Record<string, unknown>): void {
+function finish(
+  o: FunctionRuntimeOptions,
+  log: Logger,
+  port: DataplanePort,
+  route: 'local' | 'forwarded' | 'refused',
+  code: string,
+  started: number,
+  fields: Record<string, unknown>,
+): void {
   o.metrics.invocation({ port, route, code });
-  log.info({ route, code, durationMs: Math.round(performance.now() - started), ...fields }, code === 'OK' ? 'invocation served' : 'invocation failed');
+  log.info(
+    { route, code, durationMs: Math.round(performance.now() - started), ...fields },
+    code === 'OK' ? 'invocation served' : 'invocation failed',
+  );
 }

@@ -2,11 +2,51 @@ import { PerKeyInterval } from './owner-events.ts';
 
 test.each<[string, [string, number][], boolean[]]>([
   ['the first report of a Run', [['a', 0]], [true]],
-  ['again within 30 s', [['a', 0], ['a', 29_999]], [true, false]],
-  ['again after 30 s', [['a', 0], ['a', 30_000]], [true, true]],
-  ['a burst is one', [['a', 0], ['a', 1], ['a', 2], ['a', 3]], [true, false, false, false]],
-  ['other Runs are independent', [['a', 0], ['b', 1], ['a', 2]], [true, true, false]],
-  ['the interval counts from the last allowed report', [['a', 0], ['a', 20_000], ['a', 30_000], ['a', 50_000]], [true, false, true, false]],
+  [
+    'again within 30 s',
+    [
+      ['a', 0],
+      ['a', 29_999],
+    ],
+    [true, false],
+  ],
+  [
+    'again after 30 s',
+    [
+      ['a', 0],
+      ['a', 30_000],
+    ],
+    [true, true],
+  ],
+  [
+    'a burst is one',
+    [
+      ['a', 0],
+      ['a', 1],
+      ['a', 2],
+      ['a', 3],
+    ],
+    [true, false, false, false],
+  ],
+  [
+    'other Runs are independent',
+    [
+      ['a', 0],
+      ['b', 1],
+      ['a', 2],
+    ],
+    [true, true, false],
+  ],
+  [
+    'the interval counts from the last allowed report',
+    [
+      ['a', 0],
+      ['a', 20_000],
+      ['a', 30_000],
+      ['a', 50_000],
+    ],
+    [true, false, true, false],
+  ],
 ])('%s', (_name, calls, expected) => {
   const limit = new PerKeyInterval(30_000);
   expect(calls.map(([key, at]) => limit.allow(key, at))).toEqual(expected);

@@ -49,7 +49,13 @@ export class PeerForwarder {
    * sent) is OwnerUnavailable: the outcome may be unknown and it is never retried.
    * Aborting `signal` (the caller went away) rejects with the abort reason.
    */
-  async forward(ownerIp: string, request: runtimedV1.InvokeFunctionRequest, metadata: ForwardedMetadata, deadlineMs: number, signal: AbortSignal): Promise<runtimedV1.InvokeFunctionResponse> {
+  async forward(
+    ownerIp: string,
+    request: runtimedV1.InvokeFunctionRequest,
+    metadata: ForwardedMetadata,
+    deadlineMs: number,
+    signal: AbortSignal,
+  ): Promise<runtimedV1.InvokeFunctionResponse> {
     const client = this.#client(ownerIp);
     const outgoing = Metadata({ [METADATA_KEYS.authorization]: metadata.authorization });
     if (metadata.traceparent !== undefined) outgoing.set('traceparent', metadata.traceparent);
@@ -57,10 +63,17 @@ export class PeerForwarder {
     const deadline = AbortSignal.timeout(deadlineMs);
     let trailer = Metadata();
     try {
-      return await client.invokeFunction(request, { metadata: outgoing, signal: AbortSignal.any([signal, deadline]), onTrailer: (t) => { trailer = t; } });
+      return await client.invokeFunction(request, {
+        metadata: outgoing,
+        signal: AbortSignal.any([signal, deadline]),
+        onTrailer: (t) => {
+          trailer = t;
+        },
+      });
     } catch (error) {
       if (signal.aborted) throw error;
-      if (deadline.aborted) throw new KruntimesError('OwnerUnavailable', `the owner at ${ownerIp} did not answer within ${deadlineMs} ms`, { cause: error });
+      if (deadline.aborted)
+        throw new KruntimesError('OwnerUnavailable', `the owner at ${ownerIp} did not answer within ${deadlineMs} ms`, { cause: error });
       if (!(error instanceof ClientError)) throw error;
       const code = trailer.get(METADATA_KEYS.errorCode);
       if (code !== undefined) throw errorFromCode(code, error.details);

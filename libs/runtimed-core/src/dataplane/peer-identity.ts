@@ -14,7 +14,10 @@ import { pemOfDer } from './tls-material.ts';
  * grpc-js gives every intercepted call `getAuthContext()` (the verified peer
  * certificate). Attaching it to the credentials scopes it to the peer port.
  */
-export function peerIdentityInterceptor(expectedIdentity: string, onRefused: (peer: string, identity: string | undefined) => void): ServerInterceptor {
+export function peerIdentityInterceptor(
+  expectedIdentity: string,
+  onRefused: (peer: string, identity: string | undefined) => void,
+): ServerInterceptor {
   return (_method, call) => {
     const listener = new ServerListenerBuilder()
       .withOnReceiveMetadata((metadata, next) => {
@@ -28,9 +31,20 @@ export function peerIdentityInterceptor(expectedIdentity: string, onRefused: (pe
         const trailer = new Metadata();
         trailer.set(METADATA_KEYS.errorCode, 'Forbidden');
         trailer.set(METADATA_KEYS.errorSource, 'platform');
-        call.sendStatus({ code: status.PERMISSION_DENIED, details: 'the client certificate is not this Runtime\'s workload identity', metadata: trailer });
+        call.sendStatus({
+          code: status.PERMISSION_DENIED,
+          details: "the client certificate is not this Runtime's workload identity",
+          metadata: trailer,
+        });
       })
       .build();
-    return new ServerInterceptingCall(call, new ResponderBuilder().withStart((next) => { next(listener); }).build());
+    return new ServerInterceptingCall(
+      call,
+      new ResponderBuilder()
+        .withStart((next) => {
+          next(listener);
+        })
+        .build(),
+    );
   };
 }

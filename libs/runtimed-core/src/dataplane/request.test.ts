@@ -47,7 +47,11 @@ describe('validateInvocation', () => {
     ['a peer hop with attempt 0', { peerHop: { ...HOP, expectedAttempt: 0 } }, 'peer', 'InvalidRequest'],
     ['a peer hop without a Pod UID', { peerHop: { ...HOP, expectedPodUid: '' } }, 'peer', 'InvalidRequest'],
   ])('%s', (_name, change, port, expected) => {
-    expect(codeOf(() => { validateInvocation({ ...OK, ...change }, SELF, port); })).toBe(expected);
+    expect(
+      codeOf(() => {
+        validateInvocation({ ...OK, ...change }, SELF, port);
+      }),
+    ).toBe(expected);
   });
 });
 
@@ -67,7 +71,9 @@ describe('bearerToken', () => {
   });
 
   it('never echoes the credential in its message', () => {
-    expect(() => bearerToken('Token secret-value')).toThrow(expect.objectContaining({ message: expect.not.stringContaining('secret-value') as unknown }) as Error);
+    expect(() => bearerToken('Token secret-value')).toThrow(
+      expect.objectContaining({ message: expect.not.stringContaining('secret-value') as unknown }) as Error,
+    );
   });
 });
 

@@ -31,10 +31,14 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
  * Throws the KruntimesError to answer.
  */
 export function validateInvocation(request: IncomingInvocation, self: { namespace: string; runtime: string }, port: DataplanePort): void {
-  if (port === 'grpc' && request.peerHop !== undefined) throw new KruntimesError('InvalidRequest', 'a peer hop is accepted only on the peer port');
+  if (port === 'grpc' && request.peerHop !== undefined)
+    throw new KruntimesError('InvalidRequest', 'a peer hop is accepted only on the peer port');
   if (port === 'peer' && request.peerHop === undefined) throw new KruntimesError('InvalidRequest', 'the peer port serves only peer hops');
   if (request.namespace !== self.namespace || request.runtime !== self.runtime) {
-    throw new KruntimesError('InvalidRequest', `this runtimed serves Runtime ${self.namespace}/${self.runtime}, not ${request.namespace}/${request.runtime}`);
+    throw new KruntimesError(
+      'InvalidRequest',
+      `this runtimed serves Runtime ${self.namespace}/${self.runtime}, not ${request.namespace}/${request.runtime}`,
+    );
   }
   if (!isUid(request.runUid)) throw new KruntimesError('InvalidRequest', 'run_uid is not a Kubernetes UID');
   if (!isValidInvocationId(request.invocationId)) {
@@ -50,7 +54,8 @@ export function validateInvocation(request: IncomingInvocation, self: { namespac
       throw new KruntimesError('InvalidRequest', 'payload is not UTF-8 JSON', { cause: error });
     }
   }
-  if (request.timeoutMs !== undefined && request.timeoutMs <= 0) throw new KruntimesError('InvalidRequest', 'timeout must be positive when set');
+  if (request.timeoutMs !== undefined && request.timeoutMs <= 0)
+    throw new KruntimesError('InvalidRequest', 'timeout must be positive when set');
   const hop = request.peerHop;
   if (hop !== undefined && (hop.expectedAttempt < 1 || !isUid(hop.expectedPodUid))) {
     throw new KruntimesError('InvalidRequest', 'peer_hop needs expected_attempt >= 1 and expected_pod_uid');
@@ -65,7 +70,8 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
  * Unauthenticated (the message never echoes the value).
  */
 export function bearerToken(authorization: string | undefined): string {
-  if (authorization === undefined || authorization === '') throw new KruntimesError('Unauthenticated', 'no bearer token in the authorization metadata');
+  if (authorization === undefined || authorization === '')
+    throw new KruntimesError('Unauthenticated', 'no bearer token in the authorization metadata');
   const match = BEARER.exec(authorization);
   if (match?.[1] === undefined) throw new KruntimesError('Unauthenticated', 'the authorization metadata is not "Bearer <token>"');
   return match[1];

@@ -29,13 +29,29 @@ function run(shape: Shape = {}): Run {
     spec: {
       runtime: shape.runtime ?? 'python',
       source: { inline: 'x' },
-      mode: shape.task === true ? { task: {} } : { function: { handler: 'main:f', ...(shape.invocationTimeoutSeconds === undefined ? {} : { invocationTimeoutSeconds: shape.invocationTimeoutSeconds }) } },
+      mode:
+        shape.task === true
+          ? { task: {} }
+          : {
+              function: {
+                handler: 'main:f',
+                ...(shape.invocationTimeoutSeconds === undefined ? {} : { invocationTimeoutSeconds: shape.invocationTimeoutSeconds }),
+              },
+            },
     },
     status: {
       phase,
       attempt: shape.attempt ?? 2,
       ...(shape.pod === '' ? {} : { assignedPod: shape.pod === OTHER ? 'python-1' : 'python-0', assignedPodUID: shape.pod ?? SELF }),
-      conditions: [{ type: 'Ready', status: (shape.ready ?? phase === 'Ready') ? 'True' : 'False', reason: 'X', message: '', lastTransitionTime: '2026-12-02T12:00:00Z' }],
+      conditions: [
+        {
+          type: 'Ready',
+          status: (shape.ready ?? phase === 'Ready') ? 'True' : 'False',
+          reason: 'X',
+          message: '',
+          lastTransitionTime: '2026-12-02T12:00:00Z',
+        },
+      ],
     },
   };
 }
@@ -75,11 +91,19 @@ describe('routeInvocation: direct requests (gateway port)', () => {
     ['terminal', { run: run({ phase: 'Succeeded' }) }, refused('RunNotReady')],
     ['Ready with no assignment', { run: run({ pod: '' }) }, refused('RunNotReady')],
     ['owned here with the registration of the cached attempt', {}, invoke('reg-2')],
-    ['owned here: the smaller of request and Run timeouts', { requestTimeoutMs: 1_500, run: run({ invocationTimeoutSeconds: 3 }) }, invoke('reg-2', 1_500)],
+    [
+      'owned here: the smaller of request and Run timeouts',
+      { requestTimeoutMs: 1_500, run: run({ invocationTimeoutSeconds: 3 }) },
+      invoke('reg-2', 1_500),
+    ],
     ['owned here: the Run timeout when the request has none', { run: run({ invocationTimeoutSeconds: 3 }) }, invoke('reg-2', 3_000)],
     ['owned here, registration of another attempt only', { registrationFor: held({ 1: 'reg-1' }) }, recheck],
     ['owned here, no registration, last look', { registrationFor: held({}), final: true }, refused('RunNotReady')],
-    ['owned by a ready peer', { run: run({ pod: OTHER }), ownerPod: OWNER }, { type: 'forward', owner: OWNER, attempt: 2, timeoutMs: 60_000 }],
+    [
+      'owned by a ready peer',
+      { run: run({ pod: OTHER }), ownerPod: OWNER },
+      { type: 'forward', owner: OWNER, attempt: 2, timeoutMs: 60_000 },
+    ],
     ['owner Pod not in the cache', { run: run({ pod: OTHER }) }, recheck],
     ['owner Pod not in the cache, last look', { run: run({ pod: OTHER }), final: true }, refused('OwnerUnavailable', true)],
     ['owner Pod deleting', { run: run({ pod: OTHER }), ownerPod: { ...OWNER, deleting: true } }, refused('OwnerUnavailable', true)],
@@ -99,7 +123,11 @@ describe('routeInvocation: peer hops (this runtimed is the expected owner; never
     ['expects a newer attempt than this cache shows', { peerHop: hop(3) }, recheck],
     ['expects a newer attempt, last look', { peerHop: hop(3), final: true }, refused('EpochMismatch')],
     ['expects the attempt registered here that this cache shows on another Pod', { peerHop: hop(2), run: run({ pod: OTHER }) }, recheck],
-    ['cache shows another Pod, nothing held here', { peerHop: hop(2), run: run({ pod: OTHER }), registrationFor: held({}) }, refused('EpochMismatch')],
+    [
+      'cache shows another Pod, nothing held here',
+      { peerHop: hop(2), run: run({ pod: OTHER }), registrationFor: held({}) },
+      refused('EpochMismatch'),
+    ],
     ['cache shows another Pod, last look', { peerHop: hop(2), run: run({ pod: OTHER }), final: true }, refused('EpochMismatch')],
     ['registered here, not yet Ready in this cache', { peerHop: hop(2), run: run({ phase: 'Running' }) }, recheck],
     ['not Ready and nothing held', { peerHop: hop(2), run: run({ phase: 'Running' }), registrationFor: held({}) }, refused('RunNotReady')],

@@ -56,18 +56,27 @@ export function routeInvocation(input: RouteInput): Route {
   const attempt = status?.attempt ?? 0;
   const assigned = status?.assignedPodUID ?? '';
   const timeoutMs = effectiveTimeoutMs(input.requestTimeoutMs, fn.invocationTimeoutSeconds);
-  const notReady = (): Route => refuse('RunNotReady', `Run ${run.metadata.name ?? ''} is not ready (${phase}${run.metadata.deletionTimestamp === undefined ? '' : ', deleting'})`);
+  const notReady = (): Route =>
+    refuse(
+      'RunNotReady',
+      `Run ${run.metadata.name ?? ''} is not ready (${phase}${run.metadata.deletionTimestamp === undefined ? '' : ', deleting'})`,
+    );
 
   if (peerHop !== undefined) {
     // This runtimed is the owner the peer found in its cache.
-    if (peerHop.expectedPodUid !== self.podUID) return refuse('EpochMismatch', `the peer expects Pod ${peerHop.expectedPodUid}, this is Pod ${self.podUID}`);
+    if (peerHop.expectedPodUid !== self.podUID)
+      return refuse('EpochMismatch', `the peer expects Pod ${peerHop.expectedPodUid}, this is Pod ${self.podUID}`);
     const heldForExpected = input.registrationFor(peerHop.expectedAttempt) !== undefined;
     try {
-      verifyPeerExpectation({ runUID: input.runUid, attempt: peerHop.expectedAttempt, podUID: peerHop.expectedPodUid }, { runUID: input.runUid, attempt, podUID: assigned });
+      verifyPeerExpectation(
+        { runUID: input.runUid, attempt: peerHop.expectedAttempt, podUID: peerHop.expectedPodUid },
+        { runUID: input.runUid, attempt, podUID: assigned },
+      );
     } catch (error) {
       // The peer's watch may be ahead of this one: it names a newer attempt, or the one
       // this runtimed just registered.
-      if (!final && (heldForExpected || peerHop.expectedAttempt > attempt)) return { type: 'recheck', why: 'the peer expects an epoch this cache has not seen yet' };
+      if (!final && (heldForExpected || peerHop.expectedAttempt > attempt))
+        return { type: 'recheck', why: 'the peer expects an epoch this cache has not seen yet' };
       return refuse('EpochMismatch', error instanceof Error ? error.message : 'the peer expects another epoch');
     }
     if (!ready) return !final && heldForExpected ? { type: 'recheck', why: 'registered here, not yet Ready in this cache' } : notReady();

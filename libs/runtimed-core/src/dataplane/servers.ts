@@ -45,7 +45,10 @@ export async function startDataplaneServers(options: DataplaneServersOptions): P
   const started: Server[] = [];
   try {
     const health = createServer();
-    health.add(healthV1.HealthDefinition, healthService(() => options.serving()));
+    health.add(
+      healthV1.HealthDefinition,
+      healthService(() => options.serving()),
+    );
     started.push(health);
     const healthPort = await health.listen(`${host}:${options.healthPort}`);
 
@@ -58,9 +61,12 @@ export async function startDataplaneServers(options: DataplaneServersOptions): P
     peer.add(runtimedV1.FunctionRuntimeDefinition, functionRuntimeService(options.functionRuntime, 'peer'));
     started.push(peer);
     const refused = (from: string, identity: string | undefined): void => {
-      options.logger.warn({ peer: from, identity: identity ?? null }, 'refused a peer call: not this Runtime\'s workload identity');
+      options.logger.warn({ peer: from, identity: identity ?? null }, "refused a peer call: not this Runtime's workload identity");
     };
-    const peerPort = await peer.listen(`${host}:${options.peerPort}`, options.tls.serverCredentials(true, [peerIdentityInterceptor(options.identity, refused)]));
+    const peerPort = await peer.listen(
+      `${host}:${options.peerPort}`,
+      options.tls.serverCredentials(true, [peerIdentityInterceptor(options.identity, refused)]),
+    );
 
     return {
       grpcPort,

@@ -31,7 +31,11 @@ afterEach(async () => {
 /** Writes the three files the way a Secret volume update does: new files, then one rename each. */
 async function writeMaterial(ca: CertificateAuthority, runtime = 'rt', caPem = ca.certPem): Promise<void> {
   const leaf = await issueWorkloadCertificate(ca, { namespace: 'ns', runtime });
-  for (const [file, pem] of [['ca.crt', caPem], ['tls.crt', leaf.certPem], ['tls.key', leaf.keyPem]] as const) {
+  for (const [file, pem] of [
+    ['ca.crt', caPem],
+    ['tls.crt', leaf.certPem],
+    ['tls.key', leaf.keyPem],
+  ] as const) {
     await writeFile(join(dir, `${file}.new`), pem);
     await rename(join(dir, `${file}.new`), join(dir, file));
   }
@@ -47,8 +51,13 @@ async function material(): Promise<TlsMaterial> {
 
 async function healthServer(tls: TlsMaterial, mutual: boolean): Promise<number> {
   const server = createServer();
-  // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
-  server.add(healthV1.HealthDefinition, { check: async () => ({ status: healthV1.HealthCheckResponse_ServingStatus.SERVING }), watch: async function* () { /* unused */ } });
+  server.add(healthV1.HealthDefinition, {
+    // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
+    check: async () => ({ status: healthV1.HealthCheckResponse_ServingStatus.SERVING }),
+    watch: async function* () {
+      /* unused */
+    },
+  });
   servers.push(server);
   return server.listen('127.0.0.1:0', tls.serverCredentials(mutual, mutual ? [peerIdentityInterceptor(IDENTITY, () => undefined)] : []));
 }
@@ -97,12 +106,25 @@ test('new files: new connections get the new certificate (another CA here), and 
 });
 
 test.each([
-  ['a certificate of another Runtime', async (ca: CertificateAuthority) => { await writeMaterial(ca, 'other'); }],
-  ['a ca.crt that did not sign tls.crt', async (ca: CertificateAuthority) => { await writeMaterial(ca, 'rt', (await createCertificateAuthority()).certPem); }],
-  ['a key of another certificate', async (ca: CertificateAuthority) => {
-    await writeMaterial(ca);
-    await writeFile(join(dir, 'tls.key'), (await issueWorkloadCertificate(ca, { namespace: 'ns', runtime: 'rt' })).keyPem);
-  }],
+  [
+    'a certificate of another Runtime',
+    async (ca: CertificateAuthority) => {
+      await writeMaterial(ca, 'other');
+    },
+  ],
+  [
+    'a ca.crt that did not sign tls.crt',
+    async (ca: CertificateAuthority) => {
+      await writeMaterial(ca, 'rt', (await createCertificateAuthority()).certPem);
+    },
+  ],
+  [
+    'a key of another certificate',
+    async (ca: CertificateAuthority) => {
+      await writeMaterial(ca);
+      await writeFile(join(dir, 'tls.key'), (await issueWorkloadCertificate(ca, { namespace: 'ns', runtime: 'rt' })).keyPem);
+    },
+  ],
 ])('%s is not accepted; the previous version stays', async (_name, write) => {
   const ca = await createCertificateAuthority();
   await writeMaterial(ca);

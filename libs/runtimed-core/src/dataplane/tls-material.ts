@@ -83,7 +83,9 @@ export class TlsMaterial implements CertificateProvider {
 
   /** Re-reads the files if they changed; one check at a time. */
   check(): Promise<void> {
-    this.#checking ??= this.#check().finally(() => { this.#checking = undefined; });
+    this.#checking ??= this.#check().finally(() => {
+      this.#checking = undefined;
+    });
     return this.#checking;
   }
 
@@ -110,7 +112,10 @@ export class TlsMaterial implements CertificateProvider {
     }
     this.#lastProblem = '';
     const { ca, cert, key, version } = this.#current;
-    this.#options.logger.info({ version, identity: this.#current.identity, notAfter: new X509Certificate(cert).validTo }, 'workload certificate loaded');
+    this.#options.logger.info(
+      { version, identity: this.#current.identity, notAfter: new X509Certificate(cert).validTo },
+      'workload certificate loaded',
+    );
     for (const listener of this.#caListeners) listener({ caCertificate: ca });
     for (const listener of this.#identityListeners) listener({ certificate: cert, privateKey: key });
   }
@@ -137,7 +142,8 @@ export class TlsMaterial implements CertificateProvider {
   addIdentityCertificateListener(listener: IdentityListener): void {
     this.#identityListeners.add(listener);
     queueMicrotask(() => {
-      if (this.#current !== undefined && this.#identityListeners.has(listener)) listener({ certificate: this.#current.cert, privateKey: this.#current.key });
+      if (this.#current !== undefined && this.#identityListeners.has(listener))
+        listener({ certificate: this.#current.cert, privateKey: this.#current.key });
     });
   }
 
@@ -167,7 +173,9 @@ export class TlsMaterial implements CertificateProvider {
     return credentials.createSsl(snapshot.ca, snapshot.key, snapshot.cert, {
       checkServerIdentity: (_hostname, certificate) => {
         const identity = identityOfCertificate(pemOfDer(certificate.raw));
-        return identity === expectedIdentity ? undefined : new Error(`the peer's certificate identity ${identity ?? '(none)'} is not ${expectedIdentity}`);
+        return identity === expectedIdentity
+          ? undefined
+          : new Error(`the peer's certificate identity ${identity ?? '(none)'} is not ${expectedIdentity}`);
       },
     });
   }
