@@ -13,3 +13,5 @@ export { isPodReady, serviceEndpoints } from './service-endpoints.ts';
 export type { ServiceEndpoint } from './service-endpoints.ts';
 export { parseListenAddress, startMetricsEndpoint } from './metrics-endpoint.ts';
 export type { MetricsEndpoint } from './metrics-endpoint.ts';
+export { InformerFactory, watchPath, watchSpecKey } from './informer-factory.ts';
+export type { InformerFactoryOptions, WatchSpec } from './informer-factory.ts';

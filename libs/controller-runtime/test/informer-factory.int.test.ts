@@ -1,0 +1,77 @@
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import type { Run } from '@kruntimes/api';
+import { Cluster, waitFor } from '@kruntimes/testing';
+import { InformerFactory } from '../src/index.ts';
+import type { ControllerLogger } from '../src/index.ts';
+
+const cluster = Cluster.fromEnvironment();
+const logger: ControllerLogger = { error: () => undefined, debug: () => undefined };
+
+type RunObject = Run & KubernetesObject;
+
+test('one informer per watch: built-in and custom resources, namespace and selectors filtered on the server', async () => {
+  const namespace = await cluster.createNamespace({ prefix: 'informer-factory', waitForDefaultServiceAccount: true });
+  const other = await cluster.createNamespace({ prefix: 'informer-factory-other', waitForDefaultServiceAccount: true });
+  const kubeConfig = cluster.kubeConfig();
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const pod = (name: string, labels: Record<string, string>): V1Pod => ({
+    metadata: { name, labels },
+    spec: { containers: [{ name: 'c', image: 'none' }] },
+  });
+  for (const ns of [namespace.name, other.name]) {
+    await core.createNamespacedPod({ namespace: ns, body: pod('selected', { role: 'runtime' }) });
+    await core.createNamespacedPod({ namespace: ns, body: pod('unselected', { role: 'other' }) });
+  }
+  const runTarget = { group: 'kruntimes.io', version: 'v1alpha1', namespace: namespace.name, plural: 'runs' };
+  await custom.createNamespacedCustomObject({
+    ...runTarget,
+    body: {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name: 'r' },
+      spec: { runtime: 'python', source: { inline: 'print(1)' }, mode: { task: {} } },
+    },
+  });
+
+  const factory = new InformerFactory({ kubeConfig, logger });
+  const podSpec = { group: '', version: 'v1', plural: 'pods', namespace: namespace.name, labelSelector: 'role=runtime' };
+  const pods = factory.informer<V1Pod>(podSpec);
+  expect(factory.informer<V1Pod>({ ...podSpec, name: 'same-watch' })).toBe(pods);
+  const allPods = factory.informer<V1Pod>({ group: '', version: 'v1', plural: 'pods', labelSelector: 'role=runtime' });
+  const byName = factory.informer<V1Pod>({
+    group: '',
+    version: 'v1',
+    plural: 'pods',
+    namespace: namespace.name,
+    fieldSelector: 'metadata.name=unselected',
+  });
+  const runs = factory.informer<RunObject>({ group: 'kruntimes.io', version: 'v1alpha1', plural: 'runs', namespace: namespace.name });
+  try {
+    await factory.start();
+    expect(pods.hasSynced && allPods.hasSynced && byName.hasSynced && runs.hasSynced).toBe(true);
+    expect(pods.list().map((p) => p.metadata?.name)).toEqual(['selected']);
+    expect(
+      allPods
+        .list()
+        .map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`)
+        .sort(),
+    ).toEqual([`${namespace.name}/selected`, `${other.name}/selected`].sort());
+    expect(byName.list().map((p) => p.metadata?.name)).toEqual(['unselected']);
+    expect(runs.list().map((r) => r.metadata.name)).toEqual(['r']);
+
+    // The watch keeps following after the list, with the same server-side filters.
+    await core.createNamespacedPod({ namespace: namespace.name, body: pod('later', { role: 'runtime' }) });
+    await core.createNamespacedPod({ namespace: namespace.name, body: pod('later-other', { role: 'other' }) });
+    await waitFor('the watched Pod in the cache', () => Promise.resolve(pods.get('later', namespace.name)), { timeoutMs: 30_000 });
+    expect(pods.get('later-other', namespace.name)).toBeUndefined();
+  } finally {
+    await factory.stop();
+  }
+});
+
+test('a core resource without a lister is refused when asked for, not when first listed', () => {
+  const factory = new InformerFactory({ kubeConfig: cluster.kubeConfig(), logger });
+  expect(() => factory.informer({ group: '', version: 'v1', plural: 'nodes' })).toThrow(/no lister for core resource nodes/);
+});
