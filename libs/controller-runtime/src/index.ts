@@ -15,3 +15,5 @@ export { parseListenAddress, startMetricsEndpoint } from './metrics-endpoint.ts'
 export type { MetricsEndpoint } from './metrics-endpoint.ts';
 export { InformerFactory, watchPath, watchSpecKey } from './informer-factory.ts';
 export type { InformerFactoryOptions, WatchSpec } from './informer-factory.ts';
+export { ensureOwned, planOwned, specHashed } from './ensure-owned.ts';
+export type { ControllerOwner, DesiredObject, EnsureOwnedRequest, EnsureOwnedResult, OwnedPlan, OwnedRefusal } from './ensure-owned.ts';
