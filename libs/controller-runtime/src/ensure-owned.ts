@@ -26,6 +26,13 @@ export interface DesiredObject<T extends KubernetesObject> {
   build(current: ReadonlyDeep<T> | undefined): T | Promise<T>;
 }
 
+/** An object that names its kind and where it lives. */
+export interface IdentifiedObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; annotations?: Record<string, string> };
+}
+
 /** Why an object is left as it is: another controller's, or changed only by deleting it. */
 export type OwnedRefusal = 'NotControlled' | 'Immutable';
 
@@ -120,16 +127,18 @@ export async function ensureOwned<T extends KubernetesObject>(request: EnsureOwn
  * annotation differs is replaced. `merge` keeps what the API server fills in and never lets change (a Service's
  * clusterIP).
  */
-export function specHashed<
-  T extends KubernetesObject & { apiVersion: string; kind: string; metadata: { name: string; namespace: string } },
->(desired: T, annotation: string, merge: (desired: T, current: ReadonlyDeep<T>) => T = (object) => object): DesiredObject<T> {
+export function specHashed<T extends KubernetesObject>(
+  desired: T & IdentifiedObject,
+  annotation: string,
+  merge: (desired: T & IdentifiedObject, current: ReadonlyDeep<T>) => T = (object) => object,
+): DesiredObject<T> {
   const hash = desired.metadata.annotations?.[annotation];
   return {
     apiVersion: desired.apiVersion,
     kind: desired.kind,
     namespace: desired.metadata.namespace,
     name: desired.metadata.name,
-    upToDate: (current) => current.metadata.annotations?.[annotation] === hash,
+    upToDate: (current) => current.metadata?.annotations?.[annotation] === hash,
     build: (current) => (current === undefined ? desired : merge(desired, current)),
   };
 }

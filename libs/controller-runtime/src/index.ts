@@ -16,4 +16,12 @@ export type { MetricsEndpoint } from './metrics-endpoint.ts';
 export { InformerFactory, watchPath, watchSpecKey } from './informer-factory.ts';
 export type { InformerFactoryOptions, WatchSpec } from './informer-factory.ts';
 export { ensureOwned, planOwned, specHashed } from './ensure-owned.ts';
-export type { ControllerOwner, DesiredObject, EnsureOwnedRequest, EnsureOwnedResult, OwnedPlan, OwnedRefusal } from './ensure-owned.ts';
+export type {
+  ControllerOwner,
+  DesiredObject,
+  EnsureOwnedRequest,
+  EnsureOwnedResult,
+  IdentifiedObject,
+  OwnedPlan,
+  OwnedRefusal,
+} from './ensure-owned.ts';

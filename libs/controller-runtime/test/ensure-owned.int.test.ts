@@ -3,7 +3,7 @@ import type { V1ConfigMap, V1OwnerReference, V1Secret, V1Service, V1ServiceSpec 
 import { Cluster } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { ensureOwned, specHashed } from '../src/index.ts';
-import type { ControllerLogger, ControllerOwner, DesiredObject, EnsureOwnedResult, ReadonlyDeep } from '../src/index.ts';
+import type { ControllerLogger, ControllerOwner, DesiredObject, EnsureOwnedResult, IdentifiedObject, ReadonlyDeep } from '../src/index.ts';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
@@ -31,7 +31,7 @@ afterEach(async () => {
   await namespace.delete();
 });
 
-type Named<T> = T & { apiVersion: string; kind: string; metadata: { name: string; namespace: string } };
+type Named<T> = T & IdentifiedObject;
 
 function ownerReferences(): V1OwnerReference[] {
   return [{ apiVersion: 'v1', kind: owner.kind, name: owner.name, uid: owner.uid, controller: true }];
@@ -47,14 +47,20 @@ function service(hash: string, port: number): Named<V1Service> {
 }
 
 /** The clusterIP is allocated by the API server and never changes: a replacement keeps it. */
-function keepClusterIp(desired: Named<V1Service>, current: ReadonlyDeep<Named<V1Service>>): Named<V1Service> {
+function keepClusterIp(desired: Named<V1Service>, current: ReadonlyDeep<V1Service>): V1Service {
   const merged = structuredClone(desired);
   merged.spec = Object.assign(structuredClone(current.spec) as V1ServiceSpec, desired.spec);
   return merged;
 }
 
 async function ensureService(cached: V1Service | undefined, hash: string, port: number): Promise<EnsureOwnedResult> {
-  return ensureOwned<V1Service>({ client, logger, owner, cached, desired: specHashed(service(hash, port), HASH, keepClusterIp) });
+  return ensureOwned<V1Service>({
+    client,
+    logger,
+    owner,
+    cached,
+    desired: specHashed<V1Service>(service(hash, port), HASH, keepClusterIp),
+  });
 }
 
 test('creates what is missing, keeps what is up to date, replaces what changed (fenced on the version read), and keeps the clusterIP', async () => {
@@ -86,7 +92,7 @@ test("another's object is never adopted nor changed, whether the cache has it or
     namespace: namespace.name,
     body: { metadata: { name: 'taken', annotations: { [HASH]: 'theirs' } }, data: { mine: 'no' } },
   });
-  const desired = specHashed<Named<V1ConfigMap>>(
+  const desired = specHashed<V1ConfigMap>(
     {
       apiVersion: 'v1',
       kind: 'ConfigMap',

@@ -1,0 +1,92 @@
+import type { KubernetesObject, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
+import type { Run, RunPhase, Runtime } from '@kruntimes/api';
+import { isPodReady } from '@kruntimes/controller-runtime';
+import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
+import { currentPhase } from '@kruntimes/run-state';
+import { podCapacity } from '@kruntimes/runtime-workload';
+import type { CollectableRun } from './collection.ts';
+import type { ManagerMetricsSnapshot } from './metrics.ts';
+import type { RuntimePodView } from './runtime-status.ts';
+
+export type RunObject = Run & KubernetesObject;
+export type RuntimeObject = Runtime & KubernetesObject;
+
+/** The read-only caches every controller of the controller-manager reads. */
+export interface ManagerCaches {
+  runtimes: SharedInformer<RuntimeObject>;
+  runs: SharedInformer<RunObject>;
+  /** Runtime Pods only (component and runtime labels). */
+  pods: SharedInformer<V1Pod>;
+  /** Only what this controller-manager made (managed-by label): never a namespace's other objects. */
+  deployments: SharedInformer<V1Deployment>;
+  services: SharedInformer<V1Service>;
+  secrets: SharedInformer<V1Secret>;
+}
+
+export function phaseOf(run: ReadonlyDeep<RunObject>): RunPhase {
+  return currentPhase({ status: run.status?.phase === undefined ? {} : { phase: run.status.phase } });
+}
+
+export function cleanupPending(run: ReadonlyDeep<RunObject>): boolean {
+  return run.metadata.finalizers?.includes(REGISTRATION_CLEANUP_FINALIZER) === true;
+}
+
+export function collectable(run: ReadonlyDeep<RunObject>): CollectableRun {
+  // Custom objects are parsed JSON: timestamps are strings, whatever V1ObjectMeta says.
+  const meta = run.metadata as unknown as Run['metadata'];
+  return {
+    name: meta.name ?? '',
+    uid: meta.uid ?? '',
+    resourceVersion: meta.resourceVersion ?? '',
+    phase: phaseOf(run),
+    creationTimestamp: meta.creationTimestamp ?? '',
+    completionTime: run.status?.completionTime,
+    ttlSecondsAfterFinished: run.spec.ttlSecondsAfterFinished,
+    deleting: meta.deletionTimestamp !== undefined,
+  };
+}
+
+export function podView(pod: ReadonlyDeep<V1Pod>): RuntimePodView {
+  return { ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined, capacity: podCapacity(pod) };
+}
+
+/** The key of the Runtime a Run runs on. */
+export function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
+  return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
+}
+
+/** The key of the Runtime a Runtime Pod belongs to (its runtime label). */
+export function runtimeKeyOfPod(pod: ReadonlyDeep<V1Pod>): string | undefined {
+  const runtime = pod.metadata?.labels?.[LABELS.runtime];
+  return runtime === undefined ? undefined : `${pod.metadata?.namespace ?? ''}/${runtime}`;
+}
+
+/** The key of the Runtime that is the controller of an owned object. */
+export function runtimeKeyOfOwned(object: ReadonlyDeep<KubernetesObject>): string | undefined {
+  const owner = object.metadata?.ownerReferences?.find(
+    (ref) => ref.controller === true && ref.kind === RUNTIME_KIND && ref.apiVersion === `${API_GROUP}/${API_VERSION}`,
+  );
+  return owner === undefined ? undefined : `${object.metadata?.namespace ?? ''}/${owner.name}`;
+}
+
+/** What the metrics need, read from the caches only. */
+export function metricsSnapshot(caches: Pick<ManagerCaches, 'runtimes' | 'runs' | 'pods'>): ManagerMetricsSnapshot {
+  return {
+    runtimes: caches.runtimes.list().map((runtime) => ({
+      namespace: runtime.metadata.namespace ?? '',
+      name: runtime.metadata.name ?? '',
+      runsPerPod: runtime.spec.runs,
+    })),
+    runs: caches.runs.list().map((run) => ({
+      namespace: run.metadata.namespace ?? '',
+      runtime: run.spec.runtime,
+      phase: phaseOf(run),
+      cleanupPending: cleanupPending(run),
+    })),
+    pods: caches.pods.list().flatMap((pod) => {
+      const runtime = pod.metadata?.labels?.[LABELS.runtime];
+      return runtime === undefined ? [] : [{ namespace: pod.metadata?.namespace ?? '', runtime, ...podView(pod) }];
+    }),
+  };
+}

@@ -1,0 +1,83 @@
+import { ApiException } from '@kubernetes/client-node';
+import type { CustomObjectsApi } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import { splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReconcileResult } from '@kruntimes/controller-runtime';
+import { collectable } from './caches.ts';
+import type { ManagerCaches } from './caches.ts';
+import { historyToCollect, ttlDecision } from './collection.ts';
+import type { CollectableRun } from './collection.ts';
+
+export const DEFAULT_FINISHED_RUNS_PER_RUNTIME = 100;
+
+export interface RunCollectorOptions {
+  caches: Pick<ManagerCaches, 'runs'>;
+  custom: CustomObjectsApi;
+  logger: ControllerLogger;
+  /** Finished Runs kept per Runtime (newest first). */
+  finishedRunsPerRuntime: number;
+  now: () => number;
+}
+
+/**
+ * The finished-Run collection, two reconcilers over the Run cache:
+ * - `reconcileTtl` (key `namespace/run`): deletes a finished Run `ttlSecondsAfterFinished` after it finished;
+ * - `reconcileHistory` (key `namespace/runtime`): keeps the newest N finished Runs of each Runtime.
+ */
+export class RunCollector {
+  readonly #options: RunCollectorOptions;
+
+  constructor(options: RunCollectorOptions) {
+    this.#options = options;
+  }
+
+  async reconcileTtl(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const run = this.#options.caches.runs.get(name, namespace);
+    if (run === undefined) return undefined;
+    const view = collectable(run);
+    const decision = ttlDecision(view, this.#options.now());
+    switch (decision.action) {
+      case 'keep':
+        return undefined;
+      case 'wait':
+        return { requeueAfterMs: decision.afterMs };
+      case 'delete':
+        await this.#deleteRun(namespace, view);
+        return undefined;
+    }
+  }
+
+  async reconcileHistory(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const runs = this.#options.caches.runs
+      .list(namespace)
+      .filter((run) => run.spec.runtime === name)
+      .map(collectable);
+    for (const run of historyToCollect(runs, this.#options.finishedRunsPerRuntime)) await this.#deleteRun(namespace, run);
+    return undefined;
+  }
+
+  /**
+   * Deletes a Run preconditioned on the UID and resourceVersion the decision was made
+   * from: a Run that changed since (recreated under the same name, or any write at all)
+   * is not deleted, and its watch event brings it back for a new decision. Delete options
+   * go in the body; the API server ignores query options when a body is sent.
+   */
+  async #deleteRun(namespace: string, run: CollectableRun): Promise<void> {
+    try {
+      await this.#options.custom.deleteNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_PLURAL,
+        name: run.name,
+        body: { preconditions: { uid: run.uid, resourceVersion: run.resourceVersion }, propagationPolicy: 'Background' },
+      });
+      this.#options.logger.debug({ run: `${namespace}/${run.name}`, phase: run.phase }, 'deleted finished Run');
+    } catch (error) {
+      if (error instanceof ApiException && (error.code === 404 || error.code === 409)) return;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,247 @@
+import type { CustomObjectsApi, KubernetesObject, KubernetesObjectApi, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
+import { LABELS, RUNTIME_KIND, runtimedTlsSecretName } from '@kruntimes/api';
+import type { Runtime } from '@kruntimes/api';
+import { ensureOwned, specHashed, splitObjectKey } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  DesiredObject,
+  EnsureOwnedResult,
+  IdentifiedObject,
+  ReadonlyDeep,
+  ReconcileResult,
+} from '@kruntimes/controller-runtime';
+import { holdsCapacity } from '@kruntimes/run-state';
+import { SPEC_HASH_ANNOTATION, TLS_SECRET_KEYS, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
+import type { Deployment, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
+import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
+import type { CertificateAuthority } from '@kruntimes/workload-pki';
+import { cleanupPending, phaseOf, podView } from './caches.ts';
+import type { ManagerCaches } from './caches.ts';
+import { runtimeStatus, sameStatus } from './runtime-status.ts';
+import type { RolloutView } from './runtime-status.ts';
+import { rfc3339, writeRuntimeStatus } from './runtime-status-writer.ts';
+import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
+import type { TlsSecretDecision } from './runtime-tls.ts';
+
+export interface RuntimeReconcilerOptions {
+  caches: ManagerCaches;
+  objects: KubernetesObjectApi;
+  custom: CustomObjectsApi;
+  logger: ControllerLogger;
+  workload: WorkloadConfig;
+  internalCa: CertificateAuthority;
+  now: () => number;
+}
+
+/** What ensuring the workload found: why it cannot be (status problems), the rollout, when to look at it again. */
+interface WorkloadState {
+  problems: string[];
+  rollout: RolloutView | undefined;
+  recheckAfterMs: number | undefined;
+}
+
+/**
+ * The `runtime` controller (key `namespace/runtime`): the Runtime's TLS Secret (first), Deployment and Service, each
+ * through ensureOwned, then its status from the caches. It reads the caches and converges; the event that caused it
+ * does not matter.
+ */
+export class RuntimeReconciler {
+  readonly #options: RuntimeReconcilerOptions;
+  readonly #caches: ManagerCaches;
+
+  constructor(options: RuntimeReconcilerOptions) {
+    this.#options = options;
+    this.#caches = options.caches;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const cached = this.#caches.runtimes.get(name, namespace);
+    // Gone: its Deployment, Service and Secret go with it through their owner references.
+    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) return undefined;
+    const runtime = structuredClone(cached) as unknown as Runtime;
+
+    const workload = await this.#ensureWorkload(runtime);
+    const status = runtimeStatus({
+      generation: runtime.metadata.generation,
+      runsPerPod: runtime.spec.runs,
+      previous: runtime.status,
+      pods: this.#caches.pods
+        .list(namespace)
+        .filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name)
+        .map(podView),
+      runsHoldingCapacity: this.#caches.runs
+        .list(namespace)
+        .filter((run) => run.spec.runtime === name && holdsCapacity(phaseOf(run), cleanupPending(run))).length,
+      rollout: workload.rollout,
+      problems: workload.problems,
+      now: rfc3339(this.#options.now()),
+    });
+    if (!sameStatus(runtime.status, status)) await writeRuntimeStatus(this.#options.custom, this.#options.logger, runtime, status);
+    // Back at the certificate's renewal point (bounded), even if nothing else happens.
+    return workload.recheckAfterMs === undefined ? undefined : { requeueAfterMs: workload.recheckAfterMs };
+  }
+
+  async #ensureWorkload(runtime: Runtime): Promise<WorkloadState> {
+    const problems = workloadProblems(runtime);
+    if (problems.length > 0) return { problems, rollout: undefined, recheckAfterMs: undefined };
+    // The TLS Secret first: the Pods mount it and cannot start without it.
+    const tls = await this.#ensureTlsSecret(runtime);
+    if (tls.refused !== undefined) return { problems: [tls.refused], rollout: undefined, recheckAfterMs: tls.recheckAfterMs };
+
+    const desired = runtimeWorkload(runtime, this.#options.workload);
+    const { namespace, name } = desired.deployment.metadata;
+    const cachedDeployment = this.#caches.deployments.get(name, namespace);
+    const deployment = await this.#ensure(
+      runtime,
+      cachedDeployment,
+      specHashed(asClientDeployment(desired.deployment), SPEC_HASH_ANNOTATION),
+    );
+    const service = await this.#ensure(
+      runtime,
+      this.#caches.services.get(name, namespace),
+      specHashed(asClientService(desired.service), SPEC_HASH_ANNOTATION, (_, current) =>
+        // clusterIP(s) and IP families are immutable and allocated by the API server: keep them.
+        asClientService({ ...desired.service, spec: { ...structuredClone(current.spec), ...desired.service.spec } }),
+      ),
+    );
+    return {
+      problems: [deployment, service].flatMap((result) => (result.outcome === 'refused' ? [result.message] : [])),
+      // The rollout of the Deployment as cached, once it is there and ours (a changed template rolls it).
+      rollout:
+        cachedDeployment === undefined || deployment.outcome === 'refused'
+          ? undefined
+          : rolloutOf(cachedDeployment, desired.deployment.spec.replicas),
+      recheckAfterMs: tls.recheckAfterMs,
+    };
+  }
+
+  /**
+   * Keeps `<runtime>-runtimed-tls`: created with a fresh certificate when missing, reissued when tlsSecretDecision
+   * says so (renewal due, CA changed, broken contents), only its gateway CA rewritten when only that differs, left
+   * alone otherwise, so that a resync never rewrites it.
+   */
+  async #ensureTlsSecret(runtime: Runtime): Promise<{ refused?: string; recheckAfterMs: number | undefined }> {
+    const namespace = runtime.metadata.namespace ?? '';
+    const name = runtimedTlsSecretName(runtime.metadata.name ?? '');
+    const cached = this.#caches.secrets.get(name, namespace);
+    const now = this.#options.now();
+    // Decided once from the cached Secret, which is the current object ensureOwned compares and replaces.
+    const decision = cached === undefined ? undefined : this.#tlsDecision(runtime, cached, now);
+    const desired: DesiredObject<V1Secret> = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace,
+      name,
+      upToDate: () => decision?.action === 'keep',
+      immutable: (current) =>
+        current.type === 'kubernetes.io/tls'
+          ? undefined
+          : `Secret ${namespace}/${name} has type ${current.type ?? ''}, not kubernetes.io/tls; delete it to have it recreated`,
+      build: async (current) =>
+        asClientSecret(
+          decision?.action === 'update-gateway-ca' && current !== undefined
+            ? this.#sameCertificate(runtime, current)
+            : await this.#freshCertificate(runtime, now),
+        ),
+    };
+    const result = await this.#ensure(runtime, cached, desired);
+    const log = { runtime: `${namespace}/${runtime.metadata.name ?? ''}` };
+    switch (result.outcome) {
+      case 'refused':
+        return { refused: result.message, recheckAfterMs: undefined };
+      case 'unchanged':
+        return { recheckAfterMs: decision?.action === 'keep' ? decision.recheckAfterMs : undefined };
+      case 'created':
+        this.#options.logger.debug(log, 'issued the runtimed certificate');
+        break;
+      case 'replaced':
+        this.#options.logger.debug(
+          { ...log, reason: decision?.action === 'keep' ? undefined : decision?.reason },
+          decision?.action === 'update-gateway-ca'
+            ? 'rewrote the gateway CA of the runtimed TLS Secret'
+            : 'reissued the runtimed certificate',
+        );
+        break;
+      case 'exists':
+      case 'fenced':
+        break;
+    }
+    // Its watch event brings the written Secret back, and the decision sets the next recheck.
+    return { recheckAfterMs: undefined };
+  }
+
+  #tlsDecision(runtime: Runtime, secret: ReadonlyDeep<V1Secret>, now: number): TlsSecretDecision {
+    return tlsSecretDecision({
+      data: decodeSecretData(secret.data),
+      caPem: this.#options.internalCa.certPem,
+      gatewayCaPem: this.#options.workload.gateway?.caPem,
+      namespace: runtime.metadata.namespace ?? '',
+      runtime: runtime.metadata.name ?? '',
+      now,
+    });
+  }
+
+  /** The Secret with its certificate and key as they are (the decision checked they are sound), the CAs as configured. */
+  #sameCertificate(runtime: Runtime, current: ReadonlyDeep<V1Secret>): Secret {
+    const data = decodeSecretData(current.data) ?? {};
+    return runtimedTlsSecret(runtime, {
+      caPem: this.#options.internalCa.certPem,
+      certPem: data[TLS_SECRET_KEYS.cert] ?? '',
+      keyPem: data[TLS_SECRET_KEYS.key] ?? '',
+      gatewayCaPem: this.#options.workload.gateway?.caPem,
+    });
+  }
+
+  async #freshCertificate(runtime: Runtime, now: number): Promise<Secret> {
+    const ca = this.#options.internalCa;
+    const issued = await issueWorkloadCertificate(ca, {
+      namespace: runtime.metadata.namespace ?? '',
+      runtime: runtime.metadata.name ?? '',
+      now: new Date(now),
+    });
+    return runtimedTlsSecret(runtime, {
+      caPem: ca.certPem,
+      certPem: issued.certPem,
+      keyPem: issued.keyPem,
+      gatewayCaPem: this.#options.workload.gateway?.caPem,
+    });
+  }
+
+  #ensure<T extends KubernetesObject>(
+    runtime: Runtime,
+    cached: ReadonlyDeep<T> | undefined,
+    desired: DesiredObject<T>,
+  ): Promise<EnsureOwnedResult> {
+    const { objects: client, logger } = this.#options;
+    return ensureOwned({ client, logger, owner: { kind: RUNTIME_KIND, uid: runtime.metadata.uid ?? '' }, cached, desired });
+  }
+}
+
+function rolloutOf(deployment: ReadonlyDeep<V1Deployment>, desiredReplicas: number): RolloutView {
+  return {
+    generation: deployment.metadata?.generation ?? 0,
+    observedGeneration: deployment.status?.observedGeneration ?? 0,
+    replicas: deployment.status?.replicas ?? 0,
+    updatedReplicas: deployment.status?.updatedReplicas ?? 0,
+    availableReplicas: deployment.status?.availableReplicas ?? 0,
+    desiredReplicas,
+  };
+}
+
+/**
+ * The workload lib builds plain data with string timestamps (it may not import
+ * client-node); the typed APIs serialise plain data field by field, which is all this
+ * conversion claims.
+ */
+function asClientDeployment(object: Deployment): V1Deployment & IdentifiedObject {
+  return object as unknown as V1Deployment & IdentifiedObject;
+}
+
+function asClientService(object: Service): V1Service & IdentifiedObject {
+  return object as unknown as V1Service & IdentifiedObject;
+}
+
+function asClientSecret(object: Secret): V1Secret {
+  return object as unknown as V1Secret;
+}
