@@ -10,25 +10,15 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import type { Logger } from 'pino';
 import { BOUNDS, INVOCATION_ID_HEADER } from '@kruntimes/api';
-import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
+import { isKruntimesError } from '@kruntimes/errors';
+import type { runtimedV1 } from '@kruntimes/proto';
 import { readBoundedBody } from './body.ts';
 import { httpErrorOf } from './error-mapping.ts';
 import type { HttpError } from './error-mapping.ts';
 import { FilePoller } from './file-poller.ts';
 import { Forwarder } from './forwarder.ts';
-import {
-  TIMEOUT_HEADER,
-  bearerToken,
-  checkContentLength,
-  checkContentType,
-  invocationIdOf,
-  invocationTimeoutMs,
-  parseInvokePath,
-  parseJsonBody,
-  pathOf,
-  traceContext,
-} from './invoke-request.ts';
-import type { InvokeTarget } from './invoke-request.ts';
+import { parseInvoke, parseJsonBody, pathOf } from './invoke-request.ts';
+import type { InvokeRequest, InvokeTarget } from './invoke-request.ts';
 import { NO_METRICS } from './metrics.ts';
 import type { GatewayMetrics, RouteLabel } from './metrics.ts';
 import type { UpstreamResolver } from './resolver.ts';
@@ -52,9 +42,12 @@ export interface GatewayOptions {
 /** How long the rest of a refused (413) body is read and discarded before the connection is cut. */
 const DISCARD_BOUND_MS = 5_000;
 
+/** What the access line and the metrics of one request say, filled in as it goes. */
 interface RequestState {
+  path: string;
+  route: RouteLabel;
   invocationId: string;
-  target?: InvokeTarget;
+  target: InvokeTarget | undefined;
   code?: string;
   upstream?: string | undefined;
   upstreamSeconds?: number | undefined;
@@ -220,137 +213,96 @@ export class Gateway {
 
   async #handle(request: Request, response: Response): Promise<void> {
     const started = performance.now();
-    this.#inflight += 1;
-    this.#metrics.requestStarted();
     const path = pathOf(request.url);
-    const match = parseInvokePath(path);
-    const route: RouteLabel = match.kind === 'invoke' ? match.target.route : 'other';
-    const state: RequestState = { invocationId: randomUUID() };
-    let finished = false;
-    const finish = (): void => {
-      if (finished) return;
-      finished = true;
-      const seconds = (performance.now() - started) / 1000;
-      const status = response.writableFinished ? response.statusCode : 499;
-      this.#metrics.requestFinished(route, status, seconds, state.upstreamSeconds);
-      this.#logger.info(
-        {
-          method: request.method,
-          path,
-          status,
-          durationMs: Math.round(seconds * 1_000_000) / 1000,
-          invocationId: state.invocationId,
-          ...(state.target === undefined
-            ? {}
-            : { namespace: state.target.namespace, runtime: state.target.runtime, runUID: state.target.uid }),
-          ...(state.code === undefined ? {} : { code: state.code }),
-          ...(state.upstream === undefined
-            ? {}
-            : { upstream: state.upstream, upstreamMs: Math.round((state.upstreamSeconds ?? 0) * 1_000_000) / 1000 }),
-        },
-        'request',
-      );
-      this.#inflight -= 1;
-      if (this.#inflight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    const parsed = parseInvoke(request.method, path, request.headers, { bodyLimitBytes: this.#bodyLimit });
+    const state: RequestState = {
+      path,
+      route: parsed.ok ? parsed.request.target.route : (parsed.route ?? 'other'),
+      // Echoed in every answer: the client's when valid, else a new one.
+      invocationId: (parsed.ok ? parsed.request.invocationId : parsed.invocationId) ?? randomUUID(),
+      target: parsed.ok ? parsed.request.target : parsed.target,
     };
-    response.once('finish', finish);
-    response.once('close', finish);
-
-    const header = (name: string): string | undefined => {
-      const value = request.headers[name];
-      return Array.isArray(value) ? value.join(', ') : value;
-    };
+    this.#track(request, response, state, started);
     try {
-      // Echoed in every answer, so settled first: the client's when valid, else a new one.
-      const idError = (() => {
-        try {
-          state.invocationId = invocationIdOf(header(INVOCATION_ID_HEADER), randomUUID);
-          return undefined;
-        } catch (error) {
-          if (error instanceof KruntimesError) return error;
-          throw error;
-        }
-      })();
-      if (match.kind === 'unknown') throw new KruntimesError('RouteNotFound', `no route for ${request.method} ${path}`);
-      if (request.method !== 'POST') {
-        response.setHeader('allow', 'POST');
-        throw new KruntimesError('MethodNotAllowed', `${request.method} is not allowed here; use POST`);
-      }
-      if (match.kind === 'malformed') throw new KruntimesError('InvalidRequest', match.message);
-      state.target = match.target;
-      if (idError !== undefined) throw idError;
-      const token = bearerToken(header('authorization'));
-      checkContentType(header('content-type'));
-      checkContentLength(header('content-length'), this.#bodyLimit);
-      const timeoutMs = invocationTimeoutMs(header(TIMEOUT_HEADER));
-      const body = await readBoundedBody(request, this.#bodyLimit);
-      parseJsonBody(body);
-      const abort = new AbortController();
-      const onClose = (): void => {
-        if (!response.writableFinished) abort.abort();
-      };
-      response.once('close', onClose);
-      const result = await this.#forwarder.forward({
-        namespace: match.target.namespace,
-        runtime: match.target.runtime,
-        uid: match.target.uid,
-        invocationId: state.invocationId,
-        payload: body,
-        timeoutMs,
-        token,
-        ...traceContext(header('traceparent'), header('tracestate')),
-        signal: abort.signal,
-      });
-      response.off('close', onClose);
-      state.upstream = result.upstream;
-      state.upstreamSeconds = result.upstreamSeconds;
-      if (!result.ok) {
-        this.#send(response, state, result.error);
-        return;
-      }
-      const { response: answer } = result;
-      let value: unknown;
-      try {
-        value = answer.result.length === 0 ? null : JSON.parse(answer.result.toString('utf8'));
-      } catch {
-        this.#send(response, state, httpErrorOf('Internal', 'runtimed answered with a result that is not JSON'));
-        return;
-      }
-      this.#send(response, state, {
-        invocationId: state.invocationId,
-        result: value,
-        outputs: answer.outputs,
-        ...(answer.stdout === undefined ? {} : { stdout: answer.stdout }),
-        ...(answer.stderr === undefined ? {} : { stderr: answer.stderr }),
-        attempt: answer.attempt,
-      });
+      if (!parsed.ok) throw parsed.error;
+      await this.#invoke(request, response, state, parsed.request);
     } catch (error) {
       // The client went away (mid-body, or while waiting): nobody to answer; logged as 499.
       if (!isKruntimesError(error) && (request.destroyed || response.destroyed)) return;
       if (!isKruntimesError(error)) throw error;
+      if (error.code === 'MethodNotAllowed') response.setHeader('allow', 'POST');
       this.#send(response, state, httpErrorOf(error.code, error.message));
       if (error.code === 'PayloadTooLarge') this.#discardRest(request);
     }
   }
 
+  /** Counts the request in flight until its response ends, however it ends, and then records it once. */
+  #track(request: Request, response: Response, state: RequestState, started: number): void {
+    this.#inflight += 1;
+    this.#metrics.requestStarted();
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      this.#record(request, response, state, (performance.now() - started) / 1000);
+      this.#inflight -= 1;
+      if (this.#inflight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    };
+    response.once('finish', finish);
+    response.once('close', finish);
+  }
+
+  /** The one place a request is counted and logged: its metrics and its access line. */
+  #record(request: Request, response: Response, state: RequestState, seconds: number): void {
+    const status = response.writableFinished ? response.statusCode : 499;
+    this.#metrics.requestFinished(state.route, status, seconds, state.upstreamSeconds);
+    const { target, code, upstream } = state;
+    this.#logger.info(
+      {
+        method: request.method,
+        path: state.path,
+        status,
+        durationMs: milliseconds(seconds),
+        invocationId: state.invocationId,
+        ...(target === undefined ? {} : { namespace: target.namespace, runtime: target.runtime, runUID: target.uid }),
+        ...(code === undefined ? {} : { code }),
+        ...(upstream === undefined ? {} : { upstream, upstreamMs: milliseconds(state.upstreamSeconds ?? 0) }),
+      },
+      'request',
+    );
+  }
+
+  /** Reads the body (bounded), forwards it once to a runtimed of the Runtime and answers with what it said. */
+  async #invoke(request: Request, response: Response, state: RequestState, invoke: InvokeRequest): Promise<void> {
+    const body = await readBoundedBody(request, this.#bodyLimit);
+    parseJsonBody(body);
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!response.writableFinished) abort.abort();
+    };
+    response.once('close', onClose);
+    const { target, token, timeoutMs, traceparent, tracestate } = invoke;
+    const result = await this.#forwarder.forward({
+      namespace: target.namespace,
+      runtime: target.runtime,
+      uid: target.uid,
+      invocationId: state.invocationId,
+      payload: body,
+      timeoutMs,
+      token,
+      ...(traceparent === undefined ? {} : { traceparent }),
+      ...(tracestate === undefined ? {} : { tracestate }),
+      signal: abort.signal,
+    });
+    response.off('close', onClose);
+    state.upstream = result.upstream;
+    state.upstreamSeconds = result.upstreamSeconds;
+    this.#send(response, state, result.ok ? answerOf(state.invocationId, result.response) : result.error);
+  }
+
   /** Whether a request passes every check that does not need its body. */
   #acceptsHeaders(request: IncomingMessage): boolean {
-    const header = (name: string): string | undefined => {
-      const value = request.headers[name];
-      return Array.isArray(value) ? value.join(', ') : value;
-    };
-    try {
-      if (request.method !== 'POST' || parseInvokePath(pathOf(request.url ?? '')).kind !== 'invoke') return false;
-      invocationIdOf(header(INVOCATION_ID_HEADER), randomUUID);
-      bearerToken(header('authorization'));
-      checkContentType(header('content-type'));
-      checkContentLength(header('content-length'), this.#bodyLimit);
-      invocationTimeoutMs(header(TIMEOUT_HEADER));
-      return true;
-    } catch (error) {
-      if (isKruntimesError(error)) return false;
-      throw error;
-    }
+    return parseInvoke(request.method, pathOf(request.url ?? ''), request.headers, { bodyLimitBytes: this.#bodyLimit }).ok;
   }
 
   /**
@@ -391,4 +343,27 @@ export class Gateway {
 
 function isHttpError(body: HttpError | Record<string, unknown>): body is HttpError {
   return typeof body.status === 'number' && typeof body.code === 'string' && typeof body.source === 'string';
+}
+
+/** runtimed's answer as the client's JSON: the result parsed (empty is null), or Internal when it is not JSON. */
+function answerOf(invocationId: string, answer: runtimedV1.InvokeFunctionResponse): HttpError | Record<string, unknown> {
+  let result: unknown;
+  try {
+    result = answer.result.length === 0 ? null : JSON.parse(answer.result.toString('utf8'));
+  } catch {
+    return httpErrorOf('Internal', 'runtimed answered with a result that is not JSON');
+  }
+  return {
+    invocationId,
+    result,
+    outputs: answer.outputs,
+    ...(answer.stdout === undefined ? {} : { stdout: answer.stdout }),
+    ...(answer.stderr === undefined ? {} : { stderr: answer.stderr }),
+    attempt: answer.attempt,
+  };
+}
+
+/** Seconds as milliseconds with three decimals (microseconds) for the access line. */
+function milliseconds(seconds: number): number {
+  return Math.round(seconds * 1_000_000) / 1000;
 }

@@ -17,11 +17,12 @@ export {
   invocationIdOf,
   invocationTimeoutMs,
   isDns1035Label,
+  parseInvoke,
   parseInvokePath,
   parseJsonBody,
   pathOf,
   traceContext,
 } from './invoke-request.ts';
-export type { InvokeRoute, InvokeTarget, PathMatch } from './invoke-request.ts';
+export type { InvokeRequest, InvokeRoute, InvokeTarget, ParsedInvoke, PathMatch, RequestHeaders } from './invoke-request.ts';
 export { readBoundedBody } from './body.ts';
 export { GATEWAY_RBAC_RULES } from './rbac.ts';

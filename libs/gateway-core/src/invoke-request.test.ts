@@ -6,11 +6,13 @@ import {
   checkContentType,
   invocationIdOf,
   invocationTimeoutMs,
+  parseInvoke,
   parseInvokePath,
   parseJsonBody,
   pathOf,
   traceContext,
 } from './invoke-request.ts';
+import type { ParsedInvoke, RequestHeaders } from './invoke-request.ts';
 
 const UID = '2c24c1f0-9f8f-4f80-82d5-3dd16a12d1e6';
 
@@ -184,5 +186,105 @@ describe('traceContext', () => {
   it('passes a future version with extra fields', () => {
     const future = '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-ever';
     expect(traceContext(future, undefined)).toEqual({ traceparent: future });
+  });
+});
+
+describe('parseInvoke', () => {
+  const path = `/v1/namespaces/demo/runtimes/python/functions/${UID}:invoke`;
+  const target = { namespace: 'demo', runtime: 'python', uid: UID, route: 'functions' };
+  const valid: RequestHeaders = { authorization: 'Bearer t0k3n', 'content-type': 'application/json', 'content-length': '2' };
+  const limits = { bodyLimitBytes: 10 };
+  const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  /** What a refusal is: its code, the route label, whether the target is known, the echoed invocation ID. */
+  const refused = (code: string, route: string | undefined, withTarget: boolean, invocationId?: string) => ({
+    ok: false,
+    error: expect.objectContaining({ code }) as unknown,
+    route,
+    target: withTarget ? target : undefined,
+    invocationId,
+  });
+  const cases: [string, string, string, RequestHeaders, unknown][] = [
+    [
+      'valid, no invocation ID: the gateway makes one; the default timeout',
+      'POST',
+      path,
+      valid,
+      { ok: true, request: { target, invocationId: undefined, token: 't0k3n', timeoutMs: DEFAULTS.invocationTimeoutSeconds * 1000 } },
+    ],
+    [
+      "valid with the client's ID, a timeout and trace context",
+      'POST',
+      `/v1/namespaces/demo/runtimes/python/runs/${UID}:invoke`,
+      { ...valid, 'x-kruntime-invocation-id': 'inv-1', 'x-kruntime-timeout-seconds': '1.5', traceparent: TRACEPARENT, tracestate: 'a=b' },
+      {
+        ok: true,
+        request: {
+          target: { ...target, route: 'runs' },
+          invocationId: 'inv-1',
+          token: 't0k3n',
+          timeoutMs: 1500,
+          traceparent: TRACEPARENT,
+          tracestate: 'a=b',
+        },
+      },
+    ],
+    ['no route comes before the method', 'GET', '/v1/other', {}, refused('RouteNotFound', undefined, false)],
+    [
+      'the method on an invoke path: the route is known, the target not yet',
+      'GET',
+      path,
+      valid,
+      refused('MethodNotAllowed', 'functions', false),
+    ],
+    [
+      'a malformed path comes before a malformed invocation ID',
+      'POST',
+      '/v1/namespaces/Demo/runtimes/python/functions/x:invoke',
+      { ...valid, 'x-kruntime-invocation-id': '' },
+      refused('InvalidRequest', undefined, false),
+    ],
+    [
+      'a malformed invocation ID: a new one is echoed',
+      'POST',
+      path,
+      { ...valid, 'x-kruntime-invocation-id': '' },
+      refused('InvalidInvocationId', 'functions', true),
+    ],
+    [
+      "no token; the client's valid ID is echoed",
+      'POST',
+      path,
+      { ...valid, authorization: undefined, 'x-kruntime-invocation-id': 'inv-2' },
+      refused('Unauthenticated', 'functions', true, 'inv-2'),
+    ],
+    ['the token before the media type', 'POST', path, { 'content-type': 'text/plain' }, refused('Unauthenticated', 'functions', true)],
+    ['not JSON', 'POST', path, { ...valid, 'content-type': 'text/plain' }, refused('UnsupportedMediaType', 'functions', true)],
+    [
+      'a repeated header is read joined, as Node does',
+      'POST',
+      path,
+      { ...valid, 'content-type': ['application/json', 'text/plain'] },
+      refused('UnsupportedMediaType', 'functions', true),
+    ],
+    ['a length that is not a number', 'POST', path, { ...valid, 'content-length': 'ten' }, refused('InvalidRequest', 'functions', true)],
+    ['a declared length over the limit', 'POST', path, { ...valid, 'content-length': '11' }, refused('PayloadTooLarge', 'functions', true)],
+    [
+      'the length before the timeout',
+      'POST',
+      path,
+      { ...valid, 'content-length': '11', 'x-kruntime-timeout-seconds': '0' },
+      refused('PayloadTooLarge', 'functions', true),
+    ],
+    [
+      'a timeout out of bounds',
+      'POST',
+      path,
+      { ...valid, 'x-kruntime-timeout-seconds': '0' },
+      refused('InvalidRequest', 'functions', true),
+    ],
+  ];
+  it.each(cases)('%s', (_name, method, requestPath, headers, expected) => {
+    const parsed: ParsedInvoke = parseInvoke(method, requestPath, headers, limits);
+    expect(parsed).toEqual(expected);
   });
 });

@@ -1,4 +1,4 @@
-import { BOUNDS, DEFAULTS, isDns1123Label, isUid, isValidInvocationId } from '@kruntimes/api';
+import { BOUNDS, DEFAULTS, INVOCATION_ID_HEADER, isDns1123Label, isUid, isValidInvocationId } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 
 /** Optional request header: the caller's bound on the invocation, in seconds (decimal). */
@@ -46,6 +46,78 @@ export function parseInvokePath(path: string): PathMatch {
   return { kind: 'invoke', target: { namespace, runtime, uid, route: route === 'runs' ? 'runs' : 'functions' } };
 }
 
+/** Request headers as Node gives them (lower-case names; repeated ones as arrays). */
+export type RequestHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+/** An invoke request that passed every check that does not need its body. */
+export interface InvokeRequest {
+  target: InvokeTarget;
+  /** The client's invocation ID; undefined when it sent none (the gateway makes one). */
+  invocationId: string | undefined;
+  token: string;
+  timeoutMs: number;
+  traceparent?: string;
+  tracestate?: string;
+}
+
+export type ParsedInvoke =
+  | { ok: true; request: InvokeRequest }
+  | {
+      ok: false;
+      error: KruntimesError;
+      /** The route of an invoke path, whatever the method (the metrics label). */
+      route: InvokeRoute | undefined;
+      /** Known once the method and the path are valid (the access line names it). */
+      target: InvokeTarget | undefined;
+      /** The client's invocation ID when it is valid, so that even a refusal echoes it. */
+      invocationId: string | undefined;
+    };
+
+/**
+ * Everything about an invoke request that can be checked before its body, in the order that decides which error
+ * a request with several faults gets: no route (404), the method (405), a malformed path (400), the invocation ID
+ * (400), the bearer token (401), the media type (415), the declared length (400, 413), the timeout (400).
+ * The handler answers with it and the `Expect: 100-continue` check asks it, so both always agree.
+ */
+export function parseInvoke(
+  method: string | undefined,
+  path: string,
+  headers: RequestHeaders,
+  limits: { bodyLimitBytes: number },
+): ParsedInvoke {
+  const header = (name: string): string | undefined => {
+    const value = headers[name];
+    return typeof value === 'string' || value === undefined ? value : value.join(', ');
+  };
+  const match = parseInvokePath(path);
+  let invocationId: string | undefined;
+  let target: InvokeTarget | undefined;
+  try {
+    // Settled first, as it is echoed in every answer; a malformed one is reported only after the route checks.
+    let idError: KruntimesError | undefined;
+    const sentId = header(INVOCATION_ID_HEADER);
+    try {
+      invocationId = sentId === undefined ? undefined : checkInvocationId(sentId);
+    } catch (error) {
+      if (!(error instanceof KruntimesError)) throw error;
+      idError = error;
+    }
+    if (match.kind === 'unknown') throw new KruntimesError('RouteNotFound', `no route for ${method ?? ''} ${path}`);
+    if (method !== 'POST') throw new KruntimesError('MethodNotAllowed', `${method ?? ''} is not allowed here; use POST`);
+    if (match.kind === 'malformed') throw new KruntimesError('InvalidRequest', match.message);
+    target = match.target;
+    if (idError !== undefined) throw idError;
+    const token = bearerToken(header('authorization'));
+    checkContentType(header('content-type'));
+    checkContentLength(header('content-length'), limits.bodyLimitBytes);
+    const timeoutMs = invocationTimeoutMs(header(TIMEOUT_HEADER));
+    return { ok: true, request: { target, invocationId, token, timeoutMs, ...traceContext(header('traceparent'), header('tracestate')) } };
+  } catch (error) {
+    if (!(error instanceof KruntimesError)) throw error;
+    return { ok: false, error, route: match.kind === 'invoke' ? match.target.route : undefined, target, invocationId };
+  }
+}
+
 /** Only the path part of a request target (express's req.url may carry a query). */
 export function pathOf(url: string): string {
   const query = url.indexOf('?');
@@ -66,7 +138,11 @@ export function bearerToken(header: string | undefined): string {
 
 /** The client's invocation ID, or a generated one when it sent none; InvalidInvocationId when malformed. */
 export function invocationIdOf(header: string | undefined, generate: () => string): string {
-  if (header === undefined) return generate();
+  return header === undefined ? generate() : checkInvocationId(header);
+}
+
+/** The client's invocation ID as sent; InvalidInvocationId when malformed. */
+function checkInvocationId(header: string): string {
   if (!isValidInvocationId(header)) {
     throw new KruntimesError('InvalidInvocationId', `the invocation ID must be 1-${BOUNDS.invocationIdBytes} bytes of visible ASCII`);
   }
