@@ -60,60 +60,33 @@ export class ControllerManager {
     const { kubeConfig, namespace, logger } = options;
     this.#metrics = options.metrics;
     this.#informers = new InformerFactory({ kubeConfig, logger });
-    const watch = { namespace, group: API_GROUP, version: API_VERSION };
-    const owned = { namespace, labelSelector: OWNED_SELECTOR };
+    const kruntimes = { group: API_GROUP, version: API_VERSION, namespace };
+    const core = { group: '', version: 'v1', namespace };
+    const owned = { labelSelector: OWNED_SELECTOR };
     const caches: ManagerCaches = {
-      runtimes: this.#informers.informer<RuntimeObject>({ ...watch, plural: RUNTIME_PLURAL }),
-      runs: this.#informers.informer<RunObject>({ ...watch, plural: RUN_PLURAL }),
-      pods: this.#informers.informer<V1Pod>({
-        group: '',
-        version: 'v1',
-        plural: 'pods',
-        namespace,
-        labelSelector: RUNTIME_POD_SELECTOR,
-        name: 'runtime-pods',
-      }),
-      deployments: this.#informers.informer<V1Deployment>({ group: 'apps', version: 'v1', plural: 'deployments', ...owned }),
-      services: this.#informers.informer<V1Service>({ group: '', version: 'v1', plural: 'services', ...owned }),
-      secrets: this.#informers.informer<V1Secret>({ group: '', version: 'v1', plural: 'secrets', ...owned }),
+      runtimes: this.#informers.informer<RuntimeObject>({ ...kruntimes, plural: RUNTIME_PLURAL }),
+      runs: this.#informers.informer<RunObject>({ ...kruntimes, plural: RUN_PLURAL }),
+      pods: this.#informers.informer<V1Pod>({ ...core, plural: 'pods', labelSelector: RUNTIME_POD_SELECTOR, name: 'runtime-pods' }),
+      deployments: this.#informers.informer<V1Deployment>({ ...core, group: 'apps', plural: 'deployments', ...owned }),
+      services: this.#informers.informer<V1Service>({ ...core, plural: 'services', ...owned }),
+      secrets: this.#informers.informer<V1Secret>({ ...core, plural: 'secrets', ...owned }),
     };
     this.#caches = caches;
 
     const custom = kubeConfig.makeApiClient(CustomObjectsApi);
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
-    const runtimes = new RuntimeReconciler({
-      caches,
-      objects,
-      custom,
-      logger,
-      workload: options.workload,
-      internalCa: options.internalCa,
-      now,
-    });
-    const collector = new RunCollector({
-      caches,
-      custom,
-      logger,
-      finishedRunsPerRuntime: options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME,
-      now,
-    });
+    const { workload, internalCa } = options;
+    const runtimes = new RuntimeReconciler({ caches, objects, custom, logger, workload, internalCa, now });
+    const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
+    const collector = new RunCollector({ caches, custom, logger, finishedRunsPerRuntime, now });
     const workers = options.workers ?? 2;
-    const runtime = new Controller({ name: 'runtime', logger, workers, reconcile: (key) => runtimes.reconcile(key) });
-    const ttl = new Controller({ name: 'run-ttl', logger, workers, reconcile: (key) => collector.reconcileTtl(key) });
-    const history = new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) });
-    this.#controllers = [runtime, ttl, history];
-
-    const to = (controller: Controller) => (key: string) => {
-      controller.enqueue(key);
+    const controllers = {
+      runtime: new Controller({ name: 'runtime', logger, workers, reconcile: (key) => runtimes.reconcile(key) }),
+      ttl: new Controller({ name: 'run-ttl', logger, workers, reconcile: (key) => collector.reconcileTtl(key) }),
+      history: new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) }),
     };
-    caches.runtimes.enqueueTo(to(runtime));
-    caches.runs.enqueueTo(to(runtime), runtimeKeyOfRun);
-    caches.runs.enqueueTo(to(history), runtimeKeyOfRun);
-    caches.runs.enqueueTo(to(ttl));
-    caches.pods.enqueueTo(to(runtime), runtimeKeyOfPod);
-    caches.deployments.enqueueTo(to(runtime), runtimeKeyOfOwned);
-    caches.services.enqueueTo(to(runtime), runtimeKeyOfOwned);
-    caches.secrets.enqueueTo(to(runtime), runtimeKeyOfOwned);
+    this.#controllers = Object.values(controllers);
+    enqueueOnChange(caches, controllers);
   }
 
   async start(): Promise<void> {
@@ -132,6 +105,20 @@ export class ControllerManager {
   metricsSnapshot(): ManagerMetricsSnapshot {
     return metricsSnapshot(this.#caches);
   }
+}
+
+/** Which keys each change enqueues: Runs and Runtime Pods name their Runtime, owned objects their controller. */
+function enqueueOnChange(caches: ManagerCaches, controllers: Record<'runtime' | 'ttl' | 'history', Controller>): void {
+  const to = (controller: Controller) => (key: string) => {
+    controller.enqueue(key);
+  };
+  const { runtime, ttl, history } = controllers;
+  caches.runtimes.enqueueTo(to(runtime));
+  caches.runs.enqueueTo(to(runtime), runtimeKeyOfRun);
+  caches.runs.enqueueTo(to(history), runtimeKeyOfRun);
+  caches.runs.enqueueTo(to(ttl));
+  caches.pods.enqueueTo(to(runtime), runtimeKeyOfPod);
+  for (const owned of [caches.deployments, caches.services, caches.secrets]) owned.enqueueTo(to(runtime), runtimeKeyOfOwned);
 }
 
 /** Fails fast with what is wrong with the configured CA (expired, not a CA, wrong key), and with what runtimed would refuse, or publish as caBundle, in every Runtime Pod. */

@@ -205,15 +205,11 @@ export class Forwarder {
   }
 
   async #call(client: FunctionRuntimeClient, request: ForwardRequest, upstream: string): Promise<ForwardResult> {
-    const metadata = Metadata();
-    metadata.set(METADATA_KEYS.authorization, `Bearer ${request.token}`);
-    if (request.traceparent !== undefined) metadata.set('traceparent', request.traceparent);
-    if (request.tracestate !== undefined) metadata.set('tracestate', request.tracestate);
+    const deadlineMs = request.timeoutMs + DEADLINE_MARGIN_MS;
     const deadline = new AbortController();
     const timer = setTimeout(() => {
       deadline.abort();
-    }, request.timeoutMs + DEADLINE_MARGIN_MS);
-    const signal = AbortSignal.any([deadline.signal, request.signal]);
+    }, deadlineMs);
     let trailer: Metadata | undefined;
     const started = performance.now();
     try {
@@ -228,8 +224,8 @@ export class Forwarder {
           peerHop: undefined,
         },
         {
-          metadata,
-          signal,
+          metadata: invocationMetadata(request),
+          signal: AbortSignal.any([deadline.signal, request.signal]),
           onTrailer: (received) => {
             trailer = received;
           },
@@ -237,38 +233,50 @@ export class Forwarder {
       );
       return { ok: true, response, upstreamSeconds: (performance.now() - started) / 1000, upstream };
     } catch (error) {
-      const upstreamSeconds = (performance.now() - started) / 1000;
-      if (error instanceof ClientError) {
-        const text = (key: string): string | undefined => {
-          const value = trailer?.get(key);
-          return typeof value === 'string' ? value : undefined;
-        };
-        return {
-          ok: false,
-          upstreamSeconds,
-          upstream,
-          error: httpErrorOfGrpcFailure({
-            status: error.code,
-            details: error.details,
-            errorCode: text(METADATA_KEYS.errorCode),
-            errorSource: text(METADATA_KEYS.errorSource),
-          }),
-        };
-      }
-      if (deadline.signal.aborted) {
-        return {
-          ok: false,
-          upstreamSeconds,
-          upstream,
-          error: httpErrorOf('InvocationTimeout', `no answer from runtimed within ${request.timeoutMs + DEADLINE_MARGIN_MS} ms`),
-        };
-      }
-      if (request.signal.aborted) {
-        return { ok: false, upstreamSeconds, upstream, error: httpErrorOf('Internal', 'the client closed the request') };
-      }
-      throw error;
+      const failure = callFailure(error, trailer, {
+        deadlineMs,
+        deadlineExceeded: deadline.signal.aborted,
+        clientGone: request.signal.aborted,
+      });
+      if (failure === undefined) throw error;
+      return { ok: false, upstreamSeconds: (performance.now() - started) / 1000, upstream, error: failure };
     } finally {
       clearTimeout(timer);
     }
   }
+}
+
+/** The caller's token and trace context, as gRPC metadata of the call. */
+function invocationMetadata(request: ForwardRequest): Metadata {
+  const metadata = Metadata();
+  metadata.set(METADATA_KEYS.authorization, `Bearer ${request.token}`);
+  if (request.traceparent !== undefined) metadata.set('traceparent', request.traceparent);
+  if (request.tracestate !== undefined) metadata.set('tracestate', request.tracestate);
+  return metadata;
+}
+
+/**
+ * A failed call as the client's answer: runtimed's own (its code from the trailer), the gateway's deadline, or the
+ * client gone; undefined for an error that is none of these (rethrown).
+ */
+function callFailure(
+  error: unknown,
+  trailer: Metadata | undefined,
+  state: { deadlineMs: number; deadlineExceeded: boolean; clientGone: boolean },
+): HttpError | undefined {
+  if (error instanceof ClientError) {
+    const text = (key: string): string | undefined => {
+      const value = trailer?.get(key);
+      return typeof value === 'string' ? value : undefined;
+    };
+    return httpErrorOfGrpcFailure({
+      status: error.code,
+      details: error.details,
+      errorCode: text(METADATA_KEYS.errorCode),
+      errorSource: text(METADATA_KEYS.errorSource),
+    });
+  }
+  if (state.deadlineExceeded) return httpErrorOf('InvocationTimeout', `no answer from runtimed within ${state.deadlineMs} ms`);
+  if (state.clientGone) return httpErrorOf('Internal', 'the client closed the request');
+  return undefined;
 }
