@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DnsResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
 import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
+import { stopOnSignals } from '@kruntimes/host';
 import { pino } from 'pino';
 
 const { values } = parseArgs({
@@ -93,21 +94,11 @@ try {
     logger,
     ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
   });
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down: draining in-flight requests');
-    gateway
-      .stop({ drainMs: drainSeconds * 1000 })
-      .then(() => metrics?.shutdown())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  void stopOnSignals(logger, async () => {
+    logger.info({ drainSeconds }, 'draining in-flight requests');
+    await gateway.stop({ drainMs: drainSeconds * 1000 });
+    await metrics?.shutdown();
+  }).then((code) => process.exit(code));
 } catch (error) {
   logger.fatal({ err: error }, 'runtime-gateway failed to start');
   // Nothing may keep the process alive (the resolver's watches, the metrics listener).

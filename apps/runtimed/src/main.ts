@@ -1,6 +1,7 @@
 // runtimed: wiring only (logic in @kruntimes/runtimed-core). Configuration: environment
 // variables, see loadConfig in libs/runtimed-core/src/config.ts.
 import { KubeConfig } from '@kubernetes/client-node';
+import { stopOnSignals } from '@kruntimes/host';
 import { NO_METRICS, loadConfig, startPrometheusMetrics, startRuntimed } from '@kruntimes/runtimed-core';
 import { pino } from 'pino';
 
@@ -24,21 +25,10 @@ try {
     logger: logger.child({ pod: config.pod.name }),
     metrics: prometheus?.metrics ?? NO_METRICS,
   });
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down');
-    runtimed
-      .stop()
-      .then(() => prometheus?.shutdown())
-      .then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  void stopOnSignals(logger, async () => {
+    await runtimed.stop();
+    await prometheus?.shutdown();
+  }).then((code) => process.exit(code));
 } catch (error) {
   logger.fatal({ err: error }, 'runtimed failed to start');
   process.exitCode = 1;

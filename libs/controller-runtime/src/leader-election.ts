@@ -1,8 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
-import { ApiException, CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
-import type { KubeConfig, V1Lease, V1LeaseSpec } from '@kubernetes/client-node';
+import { ApiException, CoordinationV1Api, Observable, V1MicroTime } from '@kubernetes/client-node';
+import type { ConfigurationOptions, KubeConfig, RequestContext, ResponseContext, V1Lease } from '@kubernetes/client-node';
 import type { ControllerLogger } from './controller.ts';
+import { decideLeaseRound } from './lease-round.ts';
+import type { LeaseObservation } from './lease-round.ts';
+import { systemMonotonicClock } from './monotonic-clock.ts';
+import type { MonotonicClock } from './monotonic-clock.ts';
 
 export interface LeaderElectionOptions {
   kubeConfig: KubeConfig;
@@ -12,10 +14,17 @@ export interface LeaderElectionOptions {
   /** Unique per process, e.g. the Pod name plus a random suffix. */
   identity: string;
   logger: ControllerLogger;
+  /** How long candidates wait for a holder that stopped renewing. Default 15. */
   leaseDurationSeconds?: number;
-  /** A leader that cannot renew for this long stops leading (must be < lease duration). */
+  /**
+   * A leader whose renewals have not succeeded for this long stops leading, measured from
+   * the start of the last successful one (must be < lease duration). Default 10.
+   */
   renewDeadlineSeconds?: number;
+  /** Between rounds (must be < renew deadline). Default 2. */
   retryPeriodSeconds?: number;
+  /** Monotonic time and sleeps; the system's by default. */
+  clock?: MonotonicClock;
 }
 
 export interface LeaderCallbacks {
@@ -24,36 +33,41 @@ export interface LeaderCallbacks {
   onStoppedLeading?(): void;
 }
 
+type RoundOutcome = 'leading' | 'heldByOther' | 'failed';
+
 /**
  * Lease-based leader election with client-go's rules: a candidate takes the Lease only
  * when it is free or when its record has not changed for a full lease duration *as
- * observed locally*, so clocks of different machines are never compared. Writes carry
- * the resourceVersion, so two candidates can never both win one round.
+ * observed locally* (decideLeaseRound), so clocks of different machines are never
+ * compared. Writes carry the resourceVersion, so two candidates can never both win one
+ * round. A leader stops leading at the latest one renew deadline after the start of its
+ * last successful renewal, even while a Lease request still hangs: that is before any
+ * candidate can see its Lease expire.
  */
 export class LeaderElector {
-  readonly #options: Required<Omit<LeaderElectionOptions, 'kubeConfig' | 'logger'>> & Pick<LeaderElectionOptions, 'logger'>;
   readonly #api: CoordinationV1Api;
-  #observed: { record: string; at: number } | undefined;
-  /** Holder of the Lease as last read or written. */
-  #holder: string | undefined;
+  readonly #clock: MonotonicClock;
+  readonly #logger: ControllerLogger;
+  readonly #lease: { namespace: string; name: string; identity: string; leaseDurationSeconds: number };
+  readonly #renewDeadlineMs: number;
+  readonly #retryPeriodMs: number;
+  #observed: LeaseObservation | undefined;
   readonly #stopRequested = new AbortController();
   #leading: AbortController | undefined;
 
   constructor(options: LeaderElectionOptions) {
     const leaseDurationSeconds = options.leaseDurationSeconds ?? 15;
     const renewDeadlineSeconds = options.renewDeadlineSeconds ?? 10;
+    const retryPeriodSeconds = options.retryPeriodSeconds ?? 2;
     if (renewDeadlineSeconds >= leaseDurationSeconds)
       throw new RangeError('renewDeadlineSeconds must be shorter than leaseDurationSeconds');
-    this.#options = {
-      namespace: options.namespace,
-      leaseName: options.leaseName,
-      identity: options.identity,
-      logger: options.logger,
-      leaseDurationSeconds,
-      renewDeadlineSeconds,
-      retryPeriodSeconds: options.retryPeriodSeconds ?? 2,
-    };
+    if (retryPeriodSeconds >= renewDeadlineSeconds) throw new RangeError('retryPeriodSeconds must be shorter than renewDeadlineSeconds');
     this.#api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.#clock = options.clock ?? systemMonotonicClock;
+    this.#logger = options.logger;
+    this.#lease = { namespace: options.namespace, name: options.leaseName, identity: options.identity, leaseDurationSeconds };
+    this.#renewDeadlineMs = renewDeadlineSeconds * 1000;
+    this.#retryPeriodMs = retryPeriodSeconds * 1000;
   }
 
   get isLeader(): boolean {
@@ -62,29 +76,19 @@ export class LeaderElector {
 
   /** Campaigns until it leads, leads until it loses the Lease or `stop` is called. */
   async run(callbacks: LeaderCallbacks): Promise<void> {
-    const stop = this.#stopRequested.signal;
-    while (!this.#stopping()) {
-      if (!(await this.#tryAcquireOrRenew())) {
-        await sleep(this.#options.retryPeriodSeconds * 1000, stop);
-        continue;
-      }
-      this.#leading = new AbortController();
-      this.#options.logger.debug({ lease: this.#options.leaseName, identity: this.#options.identity }, 'started leading');
-      const work = Promise.resolve(callbacks.onStartedLeading(this.#leading.signal));
-      await this.#renewUntilLost(stop);
-      this.#leading.abort();
-      await work.catch((error: unknown) => {
-        this.#options.logger.error({ err: error }, 'leader work failed');
-      });
-      callbacks.onStoppedLeading?.();
-      if (this.#stopping()) await this.#release();
-      return;
-    }
-  }
-
-  /** A method, not `signal.aborted` inline: the flag flips while the loops await. */
-  #stopping(): boolean {
-    return this.#stopRequested.signal.aborted;
+    const acquiredAtMs = await this.#campaign();
+    if (acquiredAtMs === undefined) return;
+    const leading = new AbortController();
+    this.#leading = leading;
+    this.#logger.debug({ lease: this.#lease.name, identity: this.#lease.identity }, 'started leading');
+    const work = Promise.resolve(callbacks.onStartedLeading(leading.signal));
+    await this.#renewUntilLost(leading, acquiredAtMs);
+    leading.abort();
+    await work.catch((error: unknown) => {
+      this.#logger.error({ err: error }, 'leader work failed');
+    });
+    callbacks.onStoppedLeading?.();
+    if (this.#stopping()) await this.#release();
   }
 
   /** Stops campaigning or leading and releases the Lease if held. */
@@ -92,183 +96,158 @@ export class LeaderElector {
     this.#stopRequested.abort();
   }
 
-  async #renewUntilLost(stop: AbortSignal): Promise<void> {
-    let lastRenew = Date.now();
+  /** A method, not `signal.aborted` inline: the flag flips while the loops await. */
+  #stopping(): boolean {
+    return this.#stopRequested.signal.aborted;
+  }
+
+  /** Rounds until one takes the Lease: resolves with when that round started, or undefined once stopped. */
+  async #campaign(): Promise<number | undefined> {
     while (!this.#stopping()) {
-      await sleep(this.#options.retryPeriodSeconds * 1000, stop);
+      const startedMs = this.#clock.now();
+      if ((await this.#boundedRound(startedMs + this.#renewDeadlineMs)) === 'leading') return startedMs;
+      await this.#clock.sleep(this.#retryPeriodMs, this.#stopRequested.signal);
+    }
+    return undefined;
+  }
+
+  /** Renews every retry period until another candidate holds the Lease, the renew deadline passes, or stop. */
+  async #renewUntilLost(leading: AbortController, acquiredAtMs: number): Promise<void> {
+    let renewedAtMs = acquiredAtMs;
+    while (!this.#stopping()) {
+      const deadlineMs = renewedAtMs + this.#renewDeadlineMs;
+      await this.#clock.sleep(Math.max(0, Math.min(this.#retryPeriodMs, deadlineMs - this.#clock.now())), this.#stopRequested.signal);
       if (this.#stopping()) return;
-      if (await this.#tryAcquireOrRenew()) {
-        lastRenew = Date.now();
-      } else if (Date.now() - lastRenew > this.#options.renewDeadlineSeconds * 1000 || this.#holder !== this.#options.identity) {
-        this.#options.logger.error({ lease: this.#options.leaseName, identity: this.#options.identity }, 'lost leadership');
+      const startedMs = this.#clock.now();
+      const outcome = startedMs >= deadlineMs ? 'failed' : await this.#boundedRound(deadlineMs, leading);
+      if (outcome === 'leading') {
+        renewedAtMs = startedMs;
+      } else if (outcome === 'heldByOther' || leading.signal.aborted || this.#clock.now() >= deadlineMs) {
+        if (this.#stopping()) return;
+        const reason = outcome === 'heldByOther' ? 'another candidate holds the lease' : 'renew deadline passed';
+        this.#logger.error({ lease: this.#lease.name, identity: this.#lease.identity, reason }, 'lost leadership');
         return;
       }
     }
   }
 
-  /** One round: create, renew, or take over an expired Lease. False when someone else holds it. */
-  async #tryAcquireOrRenew(): Promise<boolean> {
-    const { namespace, leaseName, identity, leaseDurationSeconds } = this.#options;
-    // Lease times are MicroTime: a plain Date serialises with milliseconds, which the API server refuses.
-    const now = new V1MicroTime();
-    let lease: V1Lease;
+  /**
+   * One round whose requests are aborted by stop or at `deadlineMs`. At the deadline the
+   * leader's work is told first (`leading`), then the request still in flight is aborted,
+   * so a hung write never extends a term.
+   */
+  async #boundedRound(deadlineMs: number, leading?: AbortController): Promise<RoundOutcome> {
+    const deadline = this.#timer(deadlineMs - this.#clock.now(), () => leading?.abort());
     try {
-      lease = await this.#api.readNamespacedLease({ name: leaseName, namespace });
-    } catch (error) {
-      if (!(error instanceof ApiException) || error.code !== 404) return this.#roundFailed(error);
-      try {
-        await this.#api.createNamespacedLease({
-          namespace,
-          body: {
-            metadata: { name: leaseName, namespace },
-            spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
-          },
-        });
-        this.#holder = identity;
-        return true;
-      } catch (createError) {
-        return this.#roundFailed(createError);
-      }
+      return await this.#round(AbortSignal.any([deadline.signal, this.#stopRequested.signal]));
+    } finally {
+      deadline.cancel();
     }
+  }
 
-    const spec = lease.spec ?? {};
-    const record = JSON.stringify([spec.holderIdentity, spec.renewTime, spec.leaseTransitions]);
-    if (this.#observed?.record !== record) this.#observed = { record, at: Date.now() };
-    this.#holder = spec.holderIdentity ?? undefined;
-    const held = spec.holderIdentity !== undefined && spec.holderIdentity !== '';
-    const expired = Date.now() - this.#observed.at > (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
-    const mine = spec.holderIdentity === identity;
-    if (held && !mine && !expired) return false;
-
-    const next = leaseUpdate(lease, {
-      holderIdentity: identity,
-      leaseDurationSeconds,
-      renewTime: now,
-      acquireTime: mine ? (spec.acquireTime ?? now) : now,
-      leaseTransitions: mine ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
+  /** A signal that aborts `ms` from now by the clock, after `onDeadline` ran; `cancel` disarms it. */
+  #timer(ms: number, onDeadline: () => void = () => undefined): { signal: AbortSignal; cancel: () => void } {
+    const expired = new AbortController();
+    const cancelled = new AbortController();
+    void this.#clock.sleep(ms, cancelled.signal).then(() => {
+      if (cancelled.signal.aborted) return;
+      onDeadline();
+      expired.abort();
     });
+    return {
+      signal: expired.signal,
+      cancel: () => {
+        cancelled.abort();
+      },
+    };
+  }
+
+  /** Reads the Lease, lets decideLeaseRound choose, and writes what it chose. */
+  async #round(signal: AbortSignal): Promise<RoundOutcome> {
+    const { namespace, name, identity, leaseDurationSeconds } = this.#lease;
+    const options = abortedBy(signal);
+    let lease: V1Lease | undefined;
     try {
-      await this.#api.replaceNamespacedLease({ name: leaseName, namespace, body: next });
-      this.#holder = identity;
-      return true;
+      lease = await this.#api.readNamespacedLease({ name, namespace }, options);
     } catch (error) {
-      return this.#roundFailed(error);
+      if (!(error instanceof ApiException && error.code === 404)) return this.#roundFailed(error, signal);
+    }
+    const { action, observed } = decideLeaseRound({
+      identity,
+      leaseDurationSeconds,
+      current: lease?.spec,
+      observed: this.#observed,
+      nowMs: this.#clock.now(),
+      // MicroTime: a plain Date serialises with milliseconds, which the API server refuses.
+      writeTime: new V1MicroTime(),
+    });
+    this.#observed = observed;
+    try {
+      switch (action.type) {
+        case 'wait':
+          return 'heldByOther';
+        case 'create':
+          await this.#api.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: action.spec } }, options);
+          return 'leading';
+        case 'acquire':
+        case 'renew':
+          // The Lease as read, new spec: its resourceVersion fences the write.
+          await this.#api.replaceNamespacedLease(
+            { name, namespace, body: { metadata: lease?.metadata ?? {}, spec: action.spec } },
+            options,
+          );
+          if (action.type === 'acquire') this.#logger.debug({ lease: name, identity, from: action.from }, 'acquired the lease');
+          return 'leading';
+      }
+    } catch (error) {
+      return this.#roundFailed(error, signal);
     }
   }
 
-  #roundFailed(error: unknown): false {
-    // 409: another candidate wrote first; anything else: the API server is unreachable.
-    // Either way this round is lost and the next one decides.
+  #roundFailed(error: unknown, signal: AbortSignal): 'failed' {
+    // 409: another candidate wrote first; aborted: stop or the deadline, reported by the
+    // caller; anything else: the API server is unreachable. Either way the next round decides.
     const conflict = error instanceof ApiException && error.code === 409;
-    if (!conflict) this.#options.logger.error({ err: error, lease: this.#options.leaseName }, 'leader election round failed');
-    return false;
+    if (!conflict && !signal.aborted) this.#logger.error({ err: error, lease: this.#lease.name }, 'leader election round failed');
+    return 'failed';
   }
 
+  /** Hands the Lease over at once instead of after a lease duration; bounded by the renew deadline. */
   async #release(): Promise<void> {
-    const { namespace, leaseName, identity } = this.#options;
+    const { namespace, name, identity } = this.#lease;
+    const deadline = this.#timer(this.#renewDeadlineMs);
+    const options = abortedBy(deadline.signal);
     try {
-      const lease = await this.#api.readNamespacedLease({ name: leaseName, namespace });
+      const lease = await this.#api.readNamespacedLease({ name, namespace }, options);
       if (lease.spec?.holderIdentity !== identity) return;
-      await this.#api.replaceNamespacedLease({
-        name: leaseName,
-        namespace,
-        body: leaseUpdate(lease, {
-          holderIdentity: '',
-          leaseDurationSeconds: 1,
-          renewTime: new V1MicroTime(),
-          leaseTransitions: lease.spec.leaseTransitions ?? 0,
-        }),
-      });
+      const spec = {
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        renewTime: new V1MicroTime(),
+        leaseTransitions: lease.spec.leaseTransitions ?? 0,
+      };
+      await this.#api.replaceNamespacedLease({ name, namespace, body: { metadata: lease.metadata ?? {}, spec } }, options);
     } catch (error) {
       // Not releasing only delays the next leader by one lease duration.
-      this.#options.logger.error({ err: error, lease: leaseName }, 'could not release the lease');
+      this.#logger.error({ err: error, lease: name }, 'could not release the lease');
+    } finally {
+      deadline.cancel();
     }
   }
 }
 
-/** What a leader-elected process runs during its term. */
-export interface LeaderComponent {
-  start(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-/**
- * Runs `component` for exactly one leadership term: started when the term begins, stopped
- * when `signal` (from onStartedLeading) says it ended, even while start is still syncing.
- */
-export async function runWhileLeading(signal: AbortSignal, component: LeaderComponent): Promise<void> {
-  const termEnded = new Promise<void>((resolve) => {
-    if (signal.aborted) resolve();
-    signal.addEventListener(
-      'abort',
-      () => {
-        resolve();
+/** Per-request options that abort the request with `signal` (client-node has no signal parameter). */
+function abortedBy(signal: AbortSignal): ConfigurationOptions {
+  return {
+    middleware: [
+      {
+        pre: (context: RequestContext) => {
+          context.setSignal(signal);
+          return new Observable(Promise.resolve(context));
+        },
+        post: (context: ResponseContext) => new Observable(Promise.resolve(context)),
       },
-      { once: true },
-    );
-  });
-  await Promise.race([component.start(), termEnded]);
-  await termEnded;
-  await component.stop();
-}
-
-/** The Lease with a new spec, keeping its resourceVersion so that the write is fenced. */
-function leaseUpdate(lease: V1Lease, spec: V1LeaseSpec): V1Lease {
-  return { metadata: lease.metadata ?? {}, spec };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
-export interface LeaderElectedProcessOptions extends Omit<LeaderElectionOptions, 'identity' | 'logger'> {
-  /** The service's name in log lines, e.g. `the scheduler`. */
-  component: string;
-  logger: ControllerLogger & { info(object: object, message: string): void };
-  /** Builds a fresh component for each leadership term. */
-  create: () => LeaderComponent;
-}
-
-/**
- * The life of a leader-elected service process (scheduler, stale-recovery,
- * controller-manager): campaigns under a unique identity, runs a fresh component for the
- * term it leads, and stops on SIGTERM or SIGINT. Resolves with the process's exit code:
- * 0 after a signal, 1 when the Lease was lost. Like kube-scheduler, a replica that lost
- * the Lease exits and restarts as a candidate, so no state of its term survives into the next.
- */
-export async function runLeaderElectedProcess(options: LeaderElectedProcessOptions): Promise<number> {
-  const { component, logger, create, ...election } = options;
-  const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
-  const elector = new LeaderElector({ ...election, identity, logger });
-  // An object, not a let: the flag flips in a signal handler while run() awaits.
-  const state = { stopping: false };
-  const stop = (signal: NodeJS.Signals): void => {
-    logger.info({ signal }, 'shutting down');
-    state.stopping = true;
-    elector.stop();
+    ],
+    middlewareMergeStrategy: 'append',
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
-  logger.info({ identity }, `campaigning for the ${options.leaseName} lease`);
-  await elector.run({
-    onStartedLeading: async (signal) => {
-      logger.info({ identity }, `leading: starting ${component}`);
-      await runWhileLeading(signal, create());
-    },
-  });
-  if (!state.stopping) logger.error({ identity }, `lost the ${options.leaseName} lease; exiting`);
-  return state.stopping ? 0 : 1;
 }

@@ -1,2 +1,4 @@
 export { pathExists } from './paths.ts';
 export { groupAlive, signalGroup } from './process-group.ts';
+export { stopOnSignals } from './signals.ts';
+export type { SignalLogger } from './signals.ts';

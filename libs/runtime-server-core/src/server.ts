@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { DEFAULTS } from '@kruntimes/api';
+import { stopOnSignals } from '@kruntimes/host';
 import { healthV1, runtimeServerV1 } from '@kruntimes/proto';
 import { createServer } from 'nice-grpc';
 import { pino } from 'pino';
@@ -78,18 +79,7 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
       listen: values.listen ?? process.env.KRT_LISTEN ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
       logger,
     });
-    const stop = (signal: NodeJS.Signals): void => {
-      logger.info({ signal }, 'shutting down');
-      server.shutdown().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    void stopOnSignals(logger, () => server.shutdown()).then((code) => process.exit(code));
   } catch (error) {
     logger.fatal({ err: error }, 'runtime server failed to start');
     process.exitCode = 1;
