@@ -95,3 +95,9 @@ export const SCHEDULE_BOUNDS = {
   /** krt schedule trigger --id, bytes of visible ASCII. */
   triggerIdBytes: 128,
 } as const;
+
+/** An IANA zone name as the database spells it (`Area/Location`, `UTC`), not an offset like `+01:00`. */
+export const TIME_ZONE_PATTERN = '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$';
+
+/** Five fields of cron characters, or a macro: the shape only (the controller's parser names a wrong value). */
+export const SCHEDULE_SHAPE_PATTERN = '^(@[a-z]+|[0-9A-Za-z*/,-]+([ \\t]+[0-9A-Za-z*/,-]+){4})$';

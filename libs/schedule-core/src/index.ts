@@ -1,6 +1,6 @@
 export { dayMatches, parseCron } from './cron.ts';
 export type { Cron, CronParse } from './cron.ts';
-export { TIME_ZONE_PATTERN, dueTimes, instantsOf, nextScheduledTime, offsetAt, timeZoneProblem, wallTime } from './zoned-time.ts';
+export { dueTimes, instantsOf, nextScheduledTime, offsetAt, timeZoneProblem, wallTime } from './zoned-time.ts';
 export { MISSED_COUNT_LIMIT, decideSchedule } from './decide-schedule.ts';
 export type { ScheduleDecision, ScheduleProblem, ScheduleRunView, ScheduleView } from './decide-schedule.ts';
 export { runsToPrune } from './history.ts';

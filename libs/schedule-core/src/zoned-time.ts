@@ -1,3 +1,4 @@
+import { TIME_ZONE_PATTERN } from '@kruntimes/api';
 import { dayMatches } from './cron.ts';
 import type { Cron } from './cron.ts';
 
@@ -8,8 +9,6 @@ const SEARCH_YEARS = 30;
 
 const formats = new Map<string, Intl.DateTimeFormat>();
 
-/** Zone names as the IANA database spells them (`Area/Location`, `UTC`); no offsets like `+01:00`. */
-export const TIME_ZONE_PATTERN = '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$';
 const timeZoneName = new RegExp(TIME_ZONE_PATTERN);
 
 /** Why `zone` is not a zone of this process's database, or undefined when it is. */
