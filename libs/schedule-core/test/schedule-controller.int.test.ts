@@ -7,7 +7,7 @@ import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { Cluster, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { SCHEDULE_CONTROLLER_RULES, ScheduleController, ScheduleMetrics, rfc3339, scheduledRunName } from '@kruntimes/schedule-core';
+import { SCHEDULE_CONTROLLER_RULES, ScheduleController, ScheduleMetrics, rfc3339, scheduledRunName } from '../src/index.ts';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
@@ -242,7 +242,7 @@ it('Queue: one scheduled time waits behind a running Run (a later one is skipped
 
   // Finished: the held instant runs now, with the clock where it is.
   await act(running, succeed);
-  const released = await statusWhere('queueing', 'the queue released', (s) => s.status?.queuedAt === undefined && s.status.active === 1);
+  const released = await statusWhere('queueing', 'the queue released', (s) => s.status?.queuedAt === undefined && s.status?.active === 1);
   const queued = scheduledRunName('queueing', first + FIVE_MINUTES);
   expect(released.status?.lastRunRef?.name).toBe(queued);
   expect((await listRuns()).map((run) => run.metadata.name).sort()).toEqual([running, queued].sort());
