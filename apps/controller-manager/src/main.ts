@@ -1,4 +1,4 @@
-// controller-manager: wiring only (logic in @kruntimes/controller-manager-core).
+// controller-manager: wiring only (logic in @kruntimes/controller-manager-core and, for RunSchedules, @kruntimes/schedule-core).
 //   --kubeconfig PATH                     default: KUBECONFIG, then in-cluster
 //   --namespace NS                        watch one namespace (default: all)
 //   --lease-namespace NS                  default: POD_NAMESPACE, else kruntimes-system
@@ -30,6 +30,7 @@ import {
   validateGatewayHost,
 } from '@kruntimes/controller-manager-core';
 import type { ControllerManagerOptions } from '@kruntimes/controller-manager-core';
+import { ScheduleController, ScheduleMetrics } from '@kruntimes/schedule-core';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
 
@@ -104,8 +105,9 @@ try {
   const gateway = await gatewayEndpoint(values['gateway-host'], values['gateway-ca-file']);
   // Served by every replica; only the leader's caches give it series.
   const metrics = new ManagerMetrics();
+  const scheduleMetrics = new ScheduleMetrics();
   if (values['metrics-address'] !== undefined) {
-    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
+    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render() + scheduleMetrics.render());
     logger.info({ address: endpoint.address }, 'metrics listening');
   }
   if (listen !== 'loopback' && listen !== 'podIP')
@@ -122,8 +124,8 @@ try {
     leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds'], 1),
     renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds'], 1),
     retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds'], 1),
-    create: () =>
-      new ControllerManager({
+    create: () => {
+      const manager = new ControllerManager({
         kubeConfig,
         ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
         logger,
@@ -137,7 +139,23 @@ try {
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,
         metrics,
-      }),
+      });
+      const schedules = new ScheduleController({
+        kubeConfig,
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+        logger,
+        metrics: scheduleMetrics,
+      });
+      // One term, both controllers: started together, stopped together.
+      return {
+        start: async () => {
+          await Promise.all([manager.start(), schedules.start()]);
+        },
+        stop: async () => {
+          await Promise.all([manager.stop(), schedules.stop()]);
+        },
+      };
+    },
   });
   process.exit(exitCode);
 } catch (error) {

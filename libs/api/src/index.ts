@@ -3,3 +3,4 @@ export * from './constants.ts';
 export * from './phases.ts';
 export * from './types.ts';
 export * from './validation.ts';
+export * from './schedule.ts';

@@ -1,4 +1,5 @@
 import { API_GROUP, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { SCHEDULE_CONTROLLER_RULES } from '@kruntimes/schedule-core';
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -13,7 +14,8 @@ export interface PolicyRule {
  * status, read Runtime Pods, delete finished Runs (TTL and GC; never their status), keep
  * its leader Lease. No patch anywhere: every write is a create or an update fenced on the
  * cached resourceVersion. RBAC cannot narrow list/watch of Secrets by label; the informer
- * does (managed-by), and grant these rules only in the namespaces it manages.
+ * does (managed-by), and grant these rules only in the namespaces it manages. The schedule
+ * controller it also runs brings its own (RunSchedules, and creating their Runs).
  */
 export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUNTIME_PLURAL], verbs: ['get', 'list', 'watch'] },
@@ -25,4 +27,5 @@ export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  ...SCHEDULE_CONTROLLER_RULES,
 ];

@@ -87,3 +87,40 @@ describe('Run CRD (read from the committed YAML)', () => {
     expect(crd.spec.names.shortNames.length).toBeGreaterThan(0);
   });
 });
+
+describe('RunSchedule CRD (read from the committed YAML)', () => {
+  const crd = parse(committedYaml(allCrds().find((c) => c.metadata.name === 'runschedules.kruntimes.io')!)) as CustomResourceDefinition;
+  const version = crd.spec.versions[0]!;
+  const schema = version.schema.openAPIV3Schema;
+  const spec = schema.properties?.spec;
+
+  it('has the printer columns of kubectl get cronjobs', () => {
+    expect(version.additionalPrinterColumns.filter((c) => c.priority === undefined).map((c) => c.name.toUpperCase())).toEqual([
+      'SCHEDULE',
+      'TIMEZONE',
+      'SUSPEND',
+      'ACTIVE',
+      'LAST SCHEDULE',
+      'AGE',
+    ]);
+    expect(version.subresources.status).toEqual({});
+  });
+
+  it('checks the schedule shape, the zone name and its presence in the zone database with CEL', () => {
+    expect(rulesOf(spec?.properties?.schedule).map((r) => r.message)).toEqual([expect.stringContaining('five cron fields')]);
+    expect(rulesOf(spec?.properties?.timeZone).map((r) => r.rule)).toEqual([
+      expect.stringContaining('self.matches('),
+      "timestamp('2000-01-01T00:00:00Z').getHours(self) >= 0",
+    ]);
+    expect(rulesOf(schema).map((r) => r.rule)).toEqual(['self.metadata.name.size() <= 52']);
+  });
+
+  it('takes Skip or Queue, and a Run spec without cancelRequested or parentRunRef, with no immutability rules', () => {
+    expect(spec?.properties?.overlapPolicy?.enum).toEqual(['Skip', 'Queue']);
+    const template = spec?.properties?.runTemplate?.properties?.spec;
+    expect(template?.required).toEqual(['runtime', 'source', 'mode']);
+    expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['cancelRequested']));
+    expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['parentRunRef']));
+    expect(rulesOf(template)).toEqual([]);
+  });
+});

@@ -82,52 +82,66 @@ const mode = object(
   },
 );
 
+/** The fields a Run shares with a RunSchedule's runTemplate (what to run, not its lifecycle requests). */
+const templatedSpecProperties: Record<string, JsonSchema> = {
+  runtime: string('Name of the Runtime in this namespace.', { pattern: DNS1123_LABEL_PATTERN, maxLength: BOUNDS.dnsLabelBytes }),
+  source,
+  mode,
+  env: array(
+    'Environment variables of the program.',
+    object(
+      'One variable.',
+      {
+        name: string('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }),
+        value: string('Value.', { maxLength: BOUNDS.envValueBytes }),
+      },
+      { required: ['name', 'value'] },
+    ),
+    { maxItems: BOUNDS.envCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+  ),
+  timeout: string('Maximum lifetime from status.startTime, e.g. 90s, 10m, 1h30m.', {
+    pattern: DURATION_PATTERN,
+    minLength: 2,
+    maxLength: 24,
+  }),
+  retryPolicy: object('Retries of failed attempts.', {
+    maxAttempts: int32('Attempts in all, counting the first.', {
+      minimum: 1,
+      maximum: BOUNDS.maxAttempts,
+      default: DEFAULTS.maxAttempts,
+    }),
+    initialBackoffSeconds: int32('Backoff before the second attempt; doubles each attempt.', {
+      minimum: 0,
+      maximum: BOUNDS.maxBackoffSeconds,
+      default: DEFAULTS.initialBackoffSeconds,
+    }),
+    maxBackoffSeconds: int32('Upper bound of the backoff.', {
+      minimum: 0,
+      maximum: BOUNDS.maxBackoffSeconds,
+      default: DEFAULTS.maxBackoffSeconds,
+    }),
+    retrySafe: boolean(
+      'The task may run again after its owner was lost without proof of what it did. Function registration is always retried.',
+      { default: false },
+    ),
+  }),
+  ttlSecondsAfterFinished: integer('Delete the Run this long after it finished. Mutable.', { minimum: 0 }),
+};
+
+const RUN_SPEC_REQUIRED = ['runtime', 'source', 'mode'] as const;
+
+/** A Run spec as a RunSchedule's runTemplate holds it: mutable, without cancelRequested and parentRunRef. */
+export function runTemplateSpecSchema(): JsonSchema {
+  return object('The spec of every Run created (a Run spec without cancelRequested and parentRunRef).', templatedSpecProperties, {
+    required: RUN_SPEC_REQUIRED,
+  });
+}
+
 const spec = object(
   'What to run. Immutable after create except cancelRequested (false to true only) and ttlSecondsAfterFinished.',
   {
-    runtime: string('Name of the Runtime in this namespace.', { pattern: DNS1123_LABEL_PATTERN, maxLength: BOUNDS.dnsLabelBytes }),
-    source,
-    mode,
-    env: array(
-      'Environment variables of the program.',
-      object(
-        'One variable.',
-        {
-          name: string('Variable name.', { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 256 }),
-          value: string('Value.', { maxLength: BOUNDS.envValueBytes }),
-        },
-        { required: ['name', 'value'] },
-      ),
-      { maxItems: BOUNDS.envCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
-    ),
-    timeout: string('Maximum lifetime from status.startTime, e.g. 90s, 10m, 1h30m.', {
-      pattern: DURATION_PATTERN,
-      minLength: 2,
-      maxLength: 24,
-    }),
-    retryPolicy: object('Retries of failed attempts.', {
-      maxAttempts: int32('Attempts in all, counting the first.', {
-        minimum: 1,
-        maximum: BOUNDS.maxAttempts,
-        default: DEFAULTS.maxAttempts,
-      }),
-      initialBackoffSeconds: int32('Backoff before the second attempt; doubles each attempt.', {
-        minimum: 0,
-        maximum: BOUNDS.maxBackoffSeconds,
-        default: DEFAULTS.initialBackoffSeconds,
-      }),
-      maxBackoffSeconds: int32('Upper bound of the backoff.', {
-        minimum: 0,
-        maximum: BOUNDS.maxBackoffSeconds,
-        default: DEFAULTS.maxBackoffSeconds,
-      }),
-      retrySafe: boolean(
-        'The task may run again after its owner was lost without proof of what it did. Function registration is always retried.',
-        { default: false },
-      ),
-    }),
+    ...templatedSpecProperties,
     cancelRequested: boolean('Request cancellation. May only change from false to true.', { default: false }),
-    ttlSecondsAfterFinished: integer('Delete the Run this long after it finished. Mutable.', { minimum: 0 }),
     parentRunRef: object(
       'The finished Run this Run retries.',
       {
@@ -138,7 +152,7 @@ const spec = object(
     ),
   },
   {
-    required: ['runtime', 'source', 'mode'],
+    required: RUN_SPEC_REQUIRED,
     'x-kubernetes-validations': [
       immutableRequired('runtime'),
       immutableRequired('source'),

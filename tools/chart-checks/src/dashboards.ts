@@ -184,6 +184,37 @@ export const DASHBOARDS: readonly Dashboard[] = [
         ],
       },
       {
+        title: 'Schedules',
+        panels: [
+          {
+            title: 'Scheduled times: created, skipped, missed',
+            description:
+              'Per RunSchedule namespace: Runs created for a scheduled time, times skipped behind an active Run, times missed (controller down, suspended, past the starting deadline).',
+            unit: 'short',
+            targets: [
+              {
+                expr: `sum by (namespace) (increase(kruntimes_schedule_runs_created_total{namespace=~"$namespace"}[${RATE}]))`,
+                legend: '{{namespace}} created',
+              },
+              {
+                expr: `sum by (namespace) (increase(kruntimes_schedule_skipped_total{namespace=~"$namespace"}[${RATE}]))`,
+                legend: '{{namespace}} skipped',
+              },
+              {
+                expr: `sum by (namespace) (increase(kruntimes_schedule_missed_total{namespace=~"$namespace"}[${RATE}]))`,
+                legend: '{{namespace}} missed',
+              },
+            ],
+          },
+          {
+            title: 'Schedule lateness',
+            description: 'How late a scheduled Run was created after its scheduled time (a catch-up after downtime shows here).',
+            unit: 's',
+            targets: quantiles('kruntimes_schedule_lateness_seconds', ''),
+          },
+        ],
+      },
+      {
         title: 'Invocations',
         panels: [
           {

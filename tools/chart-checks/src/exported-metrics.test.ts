@@ -4,6 +4,7 @@ import { renderManagerMetrics } from '@kruntimes/controller-manager-core';
 import { startMetricsServer } from '@kruntimes/gateway-core';
 import { startPrometheusMetrics } from '@kruntimes/runtimed-core';
 import { SchedulerMetrics } from '@kruntimes/scheduler-core';
+import { ScheduleMetrics } from '@kruntimes/schedule-core';
 import { RecoveryMetrics } from '@kruntimes/stale-recovery-core';
 import { LOOPBACK, freePorts } from '@kruntimes/testing';
 import { EXPORTED_METRICS_FILE, familiesOfExposition, readExportedMetrics } from './exported-metrics.ts';
@@ -46,11 +47,13 @@ async function expositions(): Promise<Record<string, string>> {
     gateway.metrics.requestFinished('functions', 200, 0.01, 0.005);
     return {
       scheduler: scheduler.render(),
-      'controller-manager': renderManagerMetrics({
-        runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1 }],
-        runs: [{ namespace: 'ns', runtime: 'rt', phase: 'Pending', cleanupPending: false }],
-        pods: [],
-      }),
+      // Its endpoint serves both, as apps/controller-manager/src/main.ts wires them.
+      'controller-manager':
+        renderManagerMetrics({
+          runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1 }],
+          runs: [{ namespace: 'ns', runtime: 'rt', phase: 'Pending', cleanupPending: false }],
+          pods: [],
+        }) + new ScheduleMetrics().render(),
       'stale-recovery': recovery.render(),
       runtimed: await scrape(`http://${LOOPBACK}:${runtimedPort}/metrics`),
       'runtime-gateway': await scrape(`http://${LOOPBACK}:${gateway.address.port}/metrics`),

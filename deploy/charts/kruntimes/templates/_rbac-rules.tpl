@@ -48,6 +48,18 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get","list","watch"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["runschedules"]
+  verbs: ["get","list","watch"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["runschedules/status"]
+  verbs: ["update"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["runschedules/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["runs"]
+  verbs: ["get","list","watch","create","delete"]
 {{- end }}
 {{- define "kruntimes.rules.controllerManager.namespaced" -}}
 - apiGroups: ["coordination.k8s.io"]

@@ -1,0 +1,17 @@
+export { dayMatches, parseCron } from './cron.ts';
+export type { Cron, CronParse } from './cron.ts';
+export { dueTimes, instantsOf, nextScheduledTime, offsetAt, timeZoneProblem, wallTime } from './zoned-time.ts';
+export { MISSED_COUNT_LIMIT, decideSchedule } from './decide-schedule.ts';
+export type { ScheduleDecision, ScheduleProblem, ScheduleRunView, ScheduleView } from './decide-schedule.ts';
+export { runsToPrune } from './history.ts';
+export type { FinishedScheduleRun, HistoryLimits } from './history.ts';
+export { manualRunName, rfc3339, runName, scheduledAtOf, scheduledRun, scheduledRunName, triggerIdProblem } from './run-naming.ts';
+export type { RunOrigin } from './run-naming.ts';
+export { scheduleStatus } from './schedule-status.ts';
+export type { ScheduleStatusInput } from './schedule-status.ts';
+export { finishedScheduleRun, historyLimits, scheduleRunView, scheduleView } from './schedule-views.ts';
+export { LATENESS_BUCKETS_SECONDS, ScheduleMetrics } from './metrics.ts';
+export { DEFAULT_REQUEUE_CAP_MS, ScheduleController } from './schedule-controller.ts';
+export type { ScheduleControllerOptions } from './schedule-controller.ts';
+export { SCHEDULE_CONTROLLER_RULES } from './rbac.ts';
+export type { PolicyRule } from './rbac.ts';

@@ -1,0 +1,295 @@
+import { isDeepStrictEqual } from 'node:util';
+import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_SCHEDULE_PLURAL, SCHEDULE_REASONS } from '@kruntimes/api';
+import type { Run, RunSchedule, RunScheduleStatus, ScheduleReason } from '@kruntimes/api';
+import { Controller, SharedInformer, splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import { decideSchedule } from './decide-schedule.ts';
+import type { ScheduleRunView } from './decide-schedule.ts';
+import { runsToPrune } from './history.ts';
+import type { FinishedScheduleRun } from './history.ts';
+import type { ScheduleMetrics } from './metrics.ts';
+import { rfc3339, scheduledRun } from './run-naming.ts';
+import { scheduleStatus } from './schedule-status.ts';
+import { finishedScheduleRun, historyLimits, scheduleRunView, scheduleView } from './schedule-views.ts';
+
+type RunObject = Run & KubernetesObject;
+type ScheduleObject = RunSchedule & KubernetesObject;
+
+/** A wall clock that jumps (NTP, a resumed VM) is noticed within this, whatever the next instant. */
+export const DEFAULT_REQUEUE_CAP_MS = 60_000;
+/** How long a Run this controller created counts as active before the cache shows it. */
+const EXPECTATION_TTL_MS = 30_000;
+
+export interface ScheduleControllerOptions {
+  kubeConfig: KubeConfig;
+  /** Watch one namespace; all namespaces when undefined. */
+  namespace?: string;
+  logger: ControllerLogger;
+  /** The clock the schedules are evaluated on (tests move it); Date.now by default. */
+  now?: () => number;
+  metrics?: ScheduleMetrics;
+  workers?: number;
+  /** Longest wait before a schedule is evaluated again. */
+  requeueCapMs?: number;
+}
+
+/**
+ * The `run-schedule` controller (key `namespace/schedule`): creates each scheduled Run of a
+ * RunSchedule once, named from the schedule and the scheduled UTC instant so that a create
+ * meeting AlreadyExists is the duplicate check (two replicas racing create one Run); skips
+ * or queues behind an active Run; prunes finished Runs past the history limits; keeps the
+ * status. The decisions are decideSchedule's and runsToPrune's; this class reads the caches
+ * and writes. Run this only while holding the leader Lease.
+ */
+export class ScheduleController {
+  readonly #options: ScheduleControllerOptions;
+  readonly #custom: CustomObjectsApi;
+  readonly #schedules: SharedInformer<ScheduleObject>;
+  readonly #runs: SharedInformer<RunObject>;
+  readonly #controller: Controller;
+  readonly #now: () => number;
+  /** Runs created but not yet in the cache, per schedule key: they count as active meanwhile. */
+  readonly #expected = new Map<string, { run: ScheduleRunView; until: number }>();
+
+  constructor(options: ScheduleControllerOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    const { kubeConfig, namespace, logger } = options;
+    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#custom = custom;
+    const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
+    const list =
+      <T extends KubernetesObject>(plural: string, labelSelector?: string) =>
+      (): Promise<KubernetesListObject<T>> =>
+        (namespace === undefined
+          ? custom.listClusterCustomObject({
+              group: API_GROUP,
+              version: API_VERSION,
+              plural,
+              ...(labelSelector === undefined ? {} : { labelSelector }),
+            })
+          : custom.listNamespacedCustomObject({
+              group: API_GROUP,
+              version: API_VERSION,
+              namespace,
+              plural,
+              ...(labelSelector === undefined ? {} : { labelSelector }),
+            })) as Promise<KubernetesListObject<T>>;
+    this.#schedules = new SharedInformer({
+      name: 'runschedules',
+      kubeConfig,
+      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_SCHEDULE_PLURAL}`,
+      list: list<ScheduleObject>(RUN_SCHEDULE_PLURAL),
+      logger,
+    });
+    // Only Runs that name a schedule: the controller never needs the others.
+    this.#runs = new SharedInformer({
+      name: 'scheduled-runs',
+      kubeConfig,
+      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_PLURAL}`,
+      labelSelector: LABELS.schedule,
+      list: list<RunObject>(RUN_PLURAL, LABELS.schedule),
+      logger,
+    });
+    this.#controller = new Controller({
+      name: 'run-schedule',
+      logger,
+      workers: options.workers ?? 2,
+      reconcile: (key) => this.reconcile(key),
+    });
+    const enqueue = (key: string): void => {
+      this.#controller.enqueue(key);
+    };
+    this.#schedules.enqueueTo(enqueue);
+    this.#runs.enqueueTo(enqueue, (run) => {
+      const schedule = run.metadata.labels?.[LABELS.schedule];
+      return schedule === undefined ? undefined : `${run.metadata.namespace ?? ''}/${schedule}`;
+    });
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.#schedules.start(), this.#runs.start()]);
+    this.#controller.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#controller.stop();
+    await Promise.all([this.#schedules.stop(), this.#runs.stop()]);
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const cached = this.#schedules.get(name, namespace);
+    // Gone: its Runs go with it through their owner references.
+    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
+      this.#expected.delete(key);
+      return undefined;
+    }
+    const schedule = structuredClone(cached) as unknown as RunSchedule;
+    const owned = this.#runs
+      .list(namespace)
+      .filter((run) => controlledBy(run, schedule.metadata.uid))
+      .map((run) => structuredClone(run) as unknown as Run);
+    const now = this.#now();
+    const runs = this.#withExpected(key, owned.map(scheduleRunView), now);
+    const decision = decideSchedule(now, scheduleView(schedule), runs);
+
+    let problem: { reason: ScheduleReason; message: string } | undefined = decision.problem;
+    let created: { name: string; uid?: string } | undefined;
+    let recorded = decision;
+    if (decision.create !== undefined) {
+      const outcome = await this.#createRun(schedule, decision.create.scheduledAt);
+      if (outcome.taken !== undefined) {
+        problem = { reason: SCHEDULE_REASONS.runNameTaken, message: outcome.taken };
+        // Not acted on: the same instant is tried again until the name is free.
+        const { lastScheduledAt, queuedAt } = scheduleView(schedule);
+        recorded = { ...decision, lastScheduledAt, queuedAt, missed: 0 };
+      } else if (outcome.created !== undefined) {
+        created = outcome.created;
+        this.#expected.set(key, {
+          run: { name: created.name, scheduledAt: decision.create.scheduledAt, active: true },
+          until: now + EXPECTATION_TTL_MS,
+        });
+        this.#options.metrics?.count(namespace, name, 'created');
+        this.#options.metrics?.observeLateness((now - decision.create.scheduledAt) / 1000);
+        this.#options.logger.debug(
+          {
+            schedule: key,
+            run: created.name,
+            scheduledAt: rfc3339(decision.create.scheduledAt),
+            fromQueue: decision.create.fromQueue,
+            missed: decision.missed,
+          },
+          'created scheduled Run',
+        );
+      }
+    }
+    await this.#prune(
+      namespace,
+      owned.map(finishedScheduleRun).filter((run) => run !== undefined),
+      historyLimits(schedule),
+    );
+
+    const active =
+      runs.filter((run) => run.active).length + (created !== undefined && !runs.some((run) => run.name === created.name) ? 1 : 0);
+    const status = scheduleStatus({
+      previous: schedule.status,
+      generation: schedule.metadata.generation,
+      suspend: schedule.spec.suspend === true,
+      decision: recorded,
+      problem,
+      active,
+      created,
+      now,
+    });
+    if (!isDeepStrictEqual(schedule.status, status) && (await this.#writeStatus(schedule, status))) {
+      if (recorded.skip !== undefined) this.#options.metrics?.count(namespace, name, 'skipped');
+      this.#options.metrics?.count(namespace, name, 'missed', recorded.missed);
+    }
+    const cap = this.#options.requeueCapMs ?? DEFAULT_REQUEUE_CAP_MS;
+    return { requeueAfterMs: Math.min(decision.requeueAfterMs ?? cap, cap) };
+  }
+
+  /** The cached Runs, plus the one this controller created last if the cache has not shown it yet. */
+  #withExpected(key: string, cached: ScheduleRunView[], now: number): ScheduleRunView[] {
+    const expected = this.#expected.get(key);
+    if (expected === undefined) return cached;
+    if (cached.some((run) => run.name === expected.run.name) || expected.until <= now) {
+      this.#expected.delete(key);
+      return cached;
+    }
+    return [...cached, expected.run];
+  }
+
+  /**
+   * Creates the Run of one scheduled instant. AlreadyExists is the duplicate check: the Run
+   * is this schedule's (another replica, or an earlier attempt whose status write was lost),
+   * unless an object of another owner holds the name, which is reported, never adopted.
+   */
+  async #createRun(schedule: RunSchedule, scheduledAt: number): Promise<{ created?: { name: string; uid?: string }; taken?: string }> {
+    const body = scheduledRun(schedule, { scheduledAt });
+    const namespace = schedule.metadata.namespace ?? '';
+    const name = body.metadata.name ?? '';
+    try {
+      const created = (await this.#custom.createNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_PLURAL,
+        body,
+      })) as Run;
+      return { created: { name, ...(created.metadata.uid === undefined ? {} : { uid: created.metadata.uid }) } };
+    } catch (error) {
+      if (!(error instanceof ApiException && error.code === 409)) throw error;
+      const existing = (await this.#custom.getNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_PLURAL,
+        name,
+      })) as Run;
+      if (controlledBy(existing, schedule.metadata.uid)) return {};
+      return { taken: `Run ${namespace}/${name} exists and is not controlled by this RunSchedule; delete or rename it` };
+    }
+  }
+
+  /** Deletes finished Runs past the history limits, each preconditioned on the version pruning decided from. */
+  async #prune(namespace: string, finished: FinishedScheduleRun[], limits: ReturnType<typeof historyLimits>): Promise<void> {
+    for (const run of runsToPrune(finished, limits)) {
+      try {
+        await this.#custom.deleteNamespacedCustomObject({
+          group: API_GROUP,
+          version: API_VERSION,
+          namespace,
+          plural: RUN_PLURAL,
+          name: run.name,
+          body: { preconditions: { uid: run.uid, resourceVersion: run.resourceVersion }, propagationPolicy: 'Background' },
+        });
+      } catch (error) {
+        // Gone or changed since the cache read: its watch event brings a fresh decision.
+        if (error instanceof ApiException && (error.code === 404 || error.code === 409)) continue;
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * Replaces the status fenced on the cached resourceVersion. False when refused: a 409 means
+   * the cache was behind (the newer version's event reconciles again), a 404 that it is gone.
+   */
+  async #writeStatus(schedule: RunSchedule, status: RunScheduleStatus): Promise<boolean> {
+    const { name = '', namespace = '', uid, resourceVersion } = schedule.metadata;
+    try {
+      await this.#custom.replaceNamespacedCustomObjectStatus({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_SCHEDULE_PLURAL,
+        name,
+        body: {
+          apiVersion: schedule.apiVersion,
+          kind: schedule.kind,
+          metadata: { name, namespace, uid, resourceVersion },
+          spec: schedule.spec,
+          status,
+        },
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) {
+        this.#options.logger.debug(
+          { schedule: `${namespace}/${name}`, code: error.code },
+          'status write refused; the watch reconciles again',
+        );
+        return false;
+      }
+      throw error;
+    }
+  }
+}
+
+function controlledBy(object: ReadonlyDeep<KubernetesObject> | Run, uid: string | undefined): boolean {
+  return uid !== undefined && object.metadata?.ownerReferences?.some((ref) => ref.controller === true && ref.uid === uid) === true;
+}
