@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { WaitTarget } from '@kruntimes/run-state';
+import { triggerIdProblem } from '@kruntimes/schedule-core';
 import { parseDurationMs } from './duration.ts';
 import { usageError } from './exit-codes.ts';
 
@@ -12,7 +13,14 @@ export type Command =
   | { name: 'retry'; run: string }
   | { name: 'cancel'; run: string }
   | { name: 'delete'; run: string }
+  | ScheduleCommandLine
   | { name: 'help' };
+
+/** `krt schedule trigger|get|suspend|resume`. */
+export type ScheduleCommandLine =
+  | { name: 'schedule'; action: 'get'; schedule?: string; output: 'table' | 'json' | 'yaml' }
+  | { name: 'schedule'; action: 'trigger'; schedule: string; triggerId?: string }
+  | { name: 'schedule'; action: 'suspend' | 'resume'; schedule: string };
 
 /** Where `krt invoke` takes its payload from. */
 export type InvokeInput = { kind: 'data'; json: string } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'none' };
@@ -42,6 +50,7 @@ const OPTIONS = {
   'invocation-id': { type: 'string' },
   gateway: { type: 'string' },
   'gateway-ca': { type: 'string' },
+  id: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -53,6 +62,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   retry: [],
   cancel: [],
   delete: [],
+  schedule: ['id', 'output'],
 };
 
 function isCommandName(name: string): name is keyof typeof COMMAND_OPTIONS {
@@ -80,6 +90,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   for (const option of Object.keys(values) as OptionName[]) {
     if (!allowed.has(option)) throw usageError(`krt ${name} does not take --${option}`);
   }
+  if (name === 'schedule') return { command: scheduleCommandLine(rest, values), global };
   if (name === 'get') {
     if (rest.length > 1) throw usageError('krt get takes at most one Run name');
     const output = outputFormat(values.output);
@@ -114,6 +125,38 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     case 'cancel':
     case 'delete':
       return { command: { name, run }, global };
+  }
+}
+
+function scheduleCommandLine(rest: string[], values: { id?: string; output?: string }): ScheduleCommandLine {
+  const [action, schedule, extra] = rest;
+  if (extra !== undefined) throw usageError('krt schedule takes an action and at most one RunSchedule name');
+  if (action !== 'get' && values.output !== undefined) throw usageError(`krt schedule ${action ?? ''} does not take -o`);
+  if (action !== 'trigger' && values.id !== undefined) throw usageError(`krt schedule ${action ?? ''} does not take --id`);
+  switch (action) {
+    case 'get': {
+      const output = outputFormat(values.output);
+      if (output === 'wide') throw usageError('krt schedule get takes -o json or yaml');
+      return schedule === undefined
+        ? { name: 'schedule', action, output }
+        : { name: 'schedule', action, schedule: runName(schedule, 'RunSchedule'), output };
+    }
+    case 'trigger':
+    case 'suspend':
+    case 'resume': {
+      if (schedule === undefined) throw usageError(`krt schedule ${action} takes a RunSchedule name`);
+      if (action !== 'trigger') return { name: 'schedule', action, schedule: runName(schedule, 'RunSchedule') };
+      const command: ScheduleCommandLine = { name: 'schedule', action, schedule: runName(schedule, 'RunSchedule') };
+      if (values.id !== undefined) {
+        const problem = triggerIdProblem(values.id);
+        if (problem !== undefined) throw usageError(`--id: ${problem}`);
+        command.triggerId = values.id;
+      }
+      return command;
+    }
+    case undefined:
+    default:
+      throw usageError(`krt schedule needs an action: trigger, get, suspend or resume${action === undefined ? '' : `, not "${action}"`}`);
   }
 }
 
@@ -156,10 +199,10 @@ function nonEmpty(flag: string, value: string): string {
   return value;
 }
 
-/** A Run name is a DNS subdomain; checked here so that a typo is a usage error, not a 404. */
-function runName(value: string): string {
+/** A Run (or RunSchedule) name is a DNS subdomain; checked here so that a typo is a usage error, not a 404. */
+function runName(value: string, kind = 'Run'): string {
   if (value.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(value)) {
-    throw usageError(`"${value}" is not a valid Run name (lower-case letters, digits, '-' and '.')`);
+    throw usageError(`"${value}" is not a valid ${kind} name (lower-case letters, digits, '-' and '.')`);
   }
   return value;
 }
@@ -178,6 +221,10 @@ Usage:
   krt retry RUN                             create a new Run retrying a finished one
   krt cancel RUN                            request cancellation
   krt delete RUN                            delete a Run
+  krt schedule trigger SCHEDULE [--id ID]   a manual Run of a RunSchedule; the same --id again
+                                            is the same Run (a retried trigger never runs twice)
+  krt schedule get [SCHEDULE] [-o json|yaml]
+  krt schedule suspend|resume SCHEDULE      stop / restart creating scheduled Runs
   krt dev up|down|status|env|logs [...]     the local cluster with every service and a demo
                                             (from a clone of the repository; krt dev --help)
 

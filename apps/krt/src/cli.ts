@@ -6,6 +6,7 @@ import { devCommand } from './commands/dev.ts';
 import { getCommand } from './commands/get.ts';
 import { invokeCommand } from './commands/invoke.ts';
 import { retryCommand } from './commands/retry.ts';
+import { scheduleCommand } from './commands/schedule.ts';
 import { waitCommand } from './commands/wait.ts';
 import { CliError, EXIT, describeError, exitCodeFor } from './exit-codes.ts';
 import type { ExitCode } from './exit-codes.ts';
@@ -41,6 +42,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await cancelCommand(ctx, command);
       case 'delete':
         return await deleteCommand(ctx, command);
+      case 'schedule':
+        return await scheduleCommand(ctx, command);
     }
   } catch (error) {
     io.stderr.write(`error: ${describeError(error)}\n`);
