@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_SCHEDULE_PLURAL, SCHEDULE_REASONS } from '@kruntimes/api';
 import type { Run, RunSchedule, RunScheduleStatus, ScheduleReason } from '@kruntimes/api';
-import { Controller, SharedInformer, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
 import { decideSchedule } from './decide-schedule.ts';
 import type { ScheduleRunView } from './decide-schedule.ts';
 import { runsToPrune } from './history.ts';
@@ -59,40 +59,11 @@ export class ScheduleController {
     const { kubeConfig, namespace, logger } = options;
     const custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#custom = custom;
-    const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
-    const list =
-      <T extends KubernetesObject>(plural: string, labelSelector?: string) =>
-      (): Promise<KubernetesListObject<T>> =>
-        (namespace === undefined
-          ? custom.listClusterCustomObject({
-              group: API_GROUP,
-              version: API_VERSION,
-              plural,
-              ...(labelSelector === undefined ? {} : { labelSelector }),
-            })
-          : custom.listNamespacedCustomObject({
-              group: API_GROUP,
-              version: API_VERSION,
-              namespace,
-              plural,
-              ...(labelSelector === undefined ? {} : { labelSelector }),
-            })) as Promise<KubernetesListObject<T>>;
-    this.#schedules = new SharedInformer({
-      name: 'runschedules',
-      kubeConfig,
-      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_SCHEDULE_PLURAL}`,
-      list: list<ScheduleObject>(RUN_SCHEDULE_PLURAL),
-      logger,
-    });
+    const informers = new InformerFactory({ kubeConfig, logger });
+    const watch = { group: API_GROUP, version: API_VERSION, namespace };
+    this.#schedules = informers.informer<ScheduleObject>({ ...watch, plural: RUN_SCHEDULE_PLURAL });
     // Only Runs that name a schedule: the controller never needs the others.
-    this.#runs = new SharedInformer({
-      name: 'scheduled-runs',
-      kubeConfig,
-      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_PLURAL}`,
-      labelSelector: LABELS.schedule,
-      list: list<RunObject>(RUN_PLURAL, LABELS.schedule),
-      logger,
-    });
+    this.#runs = informers.informer<RunObject>({ ...watch, plural: RUN_PLURAL, labelSelector: LABELS.schedule, name: 'scheduled-runs' });
     this.#controller = new Controller({
       name: 'run-schedule',
       logger,
