@@ -25,6 +25,8 @@ const layers = {
   'type:util': ['type:util'],
   'type:generated': [],
   'type:testing': ['type:testing', 'type:runtime', 'type:data-access', 'type:domain', 'type:util', 'type:generated'],
+  // The full system of the end-to-end tests: the services and Runtime Pods through the local node agent (a tool).
+  'type:e2e': ['type:e2e', 'type:testing', 'type:tool', 'type:runtime', 'type:data-access', 'type:domain', 'type:util', 'type:generated'],
 };
 const pureTags = new Set(['type:domain', 'type:util']);
 
@@ -70,11 +72,18 @@ export default tseslint.config(
     },
   },
   {
-    // Tests of any project may use the test harness.
+    // Tests of any project may use the test harness and the full system.
     files: ['**/*.test.ts', '**/test/**/*.ts'],
     rules: {
-      '@nx/enforce-module-boundaries': ['error', moduleBoundaries(['type:testing'])],
+      '@nx/enforce-module-boundaries': ['error', moduleBoundaries(['type:testing', 'type:e2e'])],
       '@typescript-eslint/no-non-null-assertion': 'off',
+    },
+  },
+  {
+    // So may benchmarks: they start their own control plane (and system) like the integration tests.
+    files: ['**/bench/**/*.ts'],
+    rules: {
+      '@nx/enforce-module-boundaries': ['error', moduleBoundaries(['type:testing', 'type:e2e'])],
     },
   },
   {

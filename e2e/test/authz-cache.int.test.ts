@@ -1,7 +1,7 @@
 import type { Run } from '@kruntimes/api';
 import { DEFAULTS } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
-import { System } from '../src/system.ts';
+import { System } from '../src/index.ts';
 
 // The authorization cache seen from outside, through the gateway and a real runtimed:
 // the SelfSubjectAccessReviews runtimed sends are counted on its own /metrics.

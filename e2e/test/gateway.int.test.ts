@@ -4,8 +4,7 @@ import type { Run } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
 import { call } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
-import { listeningSockets, plaintextRequestWithToken, processesOfGroups } from '../src/listening-ports.ts';
-import { System } from '../src/system.ts';
+import { System, listeningSockets, plaintextRequestWithToken, processesOfGroups } from '../src/index.ts';
 
 const PYTHON = `
 import time

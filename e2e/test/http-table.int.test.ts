@@ -8,7 +8,7 @@ import { pathExists } from '@kruntimes/host';
 import { ApiException } from '@kubernetes/client-node';
 import { waitFor } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
-import { System } from '../src/system.ts';
+import { System } from '../src/index.ts';
 
 // The rows of the HTTP table (ARCHITECTURE §6) that runtimed decides, caused for real and
 // seen as the client sees them: through the HTTPS gateway, as HTTP status and JSON body.

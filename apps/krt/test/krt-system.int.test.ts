@@ -7,8 +7,7 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the full-system test environment of the integration project (gateway, runtimed, Runtime Pods)
-import { System } from '@kruntimes/e2e/src/system.ts';
+import { System } from '@kruntimes/e2e';
 import { REPO_ROOT, kubeconfigYaml } from '@kruntimes/testing';
 
 const MAIN = join(REPO_ROOT, 'apps/krt/src/main.ts');

@@ -21,13 +21,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULTS } from '@kruntimes/api';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the benchmark starts its own control plane with the test harness
-import { Cluster, ControlPlane, REPO_ROOT } from '@kruntimes/testing';
+import { System } from '@kruntimes/e2e';
+import { Cluster, ControlPlane, REPO_ROOT, call } from '@kruntimes/testing';
 import { createChannel, createClient } from 'nice-grpc';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the full-system environment of the integration tests, reused as is
-import { System } from '../../../e2e/src/system.ts';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- its HTTPS client, reused as is
-import { call } from '@kruntimes/testing';
 
 const COUNT = Number(process.argv[2] ?? 500);
 /** Function Runs invoked in parallel in the second measurement (one stream each: one invocation in flight per Run). */

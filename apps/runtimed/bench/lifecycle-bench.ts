@@ -13,7 +13,6 @@
  */
 import { join } from 'node:path';
 import type { Run, RunPhase } from '@kruntimes/api';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the benchmark starts its own control plane with the test harness
 import { Cluster, ControlPlane, REPO_ROOT } from '@kruntimes/testing';
 import { RuntimeEnvironment } from '../test/runtime-pods.ts';
 

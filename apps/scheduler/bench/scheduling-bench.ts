@@ -27,7 +27,6 @@ import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import type { RuntimeServerListenMode } from '@kruntimes/runtime-workload';
 import { LATENCY_BUCKETS_SECONDS, Scheduler } from '@kruntimes/scheduler-core';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the benchmark starts its own control plane with the test harness
 import { Cluster, ControlPlane, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 

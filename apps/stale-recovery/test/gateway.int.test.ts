@@ -4,11 +4,9 @@ import { CONDITION_TYPES } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, findCondition } from '@kruntimes/run-state';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
+import { System } from '@kruntimes/e2e';
 import { kubeConfigFor, waitFor } from '@kruntimes/testing';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the full-system environment of the e2e project (gateway, Runtime Pods, every controller)
-import { System } from '../../../e2e/src/system.ts';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the same answer type
-import type { HttpAnswer } from '../../../e2e/src/system.ts';
+import type { HttpAnswer } from '@kruntimes/testing';
 
 /**
  * Recovery seen from a caller: invokes through the real HTTPS gateway before, during and

@@ -1,6 +1,8 @@
 // `dev down|status|env|logs`: read the state directory of a running `dev up`.
 import { readdir, readFile, rm } from 'node:fs/promises';
+import { request } from 'node:https';
 import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { formatElapsed } from './dev-binaries.ts';
 import { environmentProcesses, parseSocket, processAlive, stillListening, terminate } from './dev-processes.ts';
 import type { ListeningSocket } from './dev-processes.ts';
@@ -79,12 +81,13 @@ export async function status(dir: string, out: Out): Promise<number> {
   return healthy ? 0 : 1;
 }
 
+/** `/readyz` of the API server answers 200 to the kubeconfig's user (its bearer token, its cluster's CA). */
 async function apiServerReady(server: string, kubeconfig: string): Promise<boolean> {
-  const text = await readFile(kubeconfig, 'utf8');
-  const token = /token: (\S+)/.exec(text)?.[1];
-  const ca = /certificate-authority-data: (\S+)/.exec(text)?.[1];
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfig);
+  const token = config.getCurrentUser()?.token;
+  const ca = config.getCurrentCluster()?.caData;
   if (token === undefined || ca === undefined) return false;
-  const { request } = await import('node:https');
   return new Promise((resolve) => {
     const req = request(
       `${server}/readyz`,

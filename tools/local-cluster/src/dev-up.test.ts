@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { hostPathInContainer } from './dev-up.ts';
+import { hostPathInContainer } from './dev-node-agent.ts';
 
 test('a host file as a container path lands on the host file under any container root of the node', () => {
   const nodeDir = '/home/me/repo/tmp/dev/node';

@@ -1,0 +1,88 @@
+// Access to the control plane inside one test namespace: least-privilege ServiceAccounts and the Roles a test grants.
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { kubeConfigFor } from '@kruntimes/testing';
+import type { Cluster } from '@kruntimes/testing';
+
+export interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+type Subject = { kind: 'ServiceAccount'; name: string; namespace: string } | { kind: 'User'; name: string; apiGroup: string };
+
+/**
+ * Every ServiceAccount token issued through this module, by any system of this test
+ * process: none may ever appear in a log.
+ */
+const issuedTokens: string[] = [];
+
+export function issuedServiceAccountTokens(): readonly string[] {
+  return issuedTokens;
+}
+
+export class NamespaceAccess {
+  readonly #cluster: Cluster;
+  readonly #namespace: string;
+  readonly #core: CoreV1Api;
+  readonly #rbac: RbacAuthorizationV1Api;
+
+  constructor(cluster: Cluster, namespace: string) {
+    this.#cluster = cluster;
+    this.#namespace = namespace;
+    const admin = cluster.kubeConfig();
+    this.#core = admin.makeApiClient(CoreV1Api);
+    this.#rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  }
+
+  /** A Role `name` with exactly `rules`, bound to `subject`. */
+  async grant(name: string, rules: readonly Rule[], subject: Subject): Promise<void> {
+    const namespace = this.#namespace;
+    await this.#rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map((rule) => ({ ...rule })) } });
+    await this.#rbac.createNamespacedRoleBinding({
+      namespace,
+      body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [subject] },
+    });
+  }
+
+  /** runtimed runs as the namespace's `default` ServiceAccount (the workload's serviceAccountName). */
+  async grantServiceAccount(serviceAccount: string, roleName: string, rules: readonly Rule[]): Promise<void> {
+    await this.grant(roleName, rules, { kind: 'ServiceAccount', name: serviceAccount, namespace: this.#namespace });
+  }
+
+  /** Lets `user` get Runs in this namespace (all, or only `runName`): what invoking needs. */
+  async grantGetRuns(user: string, runName?: string): Promise<void> {
+    const rule: Rule = {
+      apiGroups: [API_GROUP],
+      resources: [RUN_PLURAL],
+      verbs: ['get'],
+      ...(runName === undefined ? {} : { resourceNames: [runName] }),
+    };
+    await this.grant(`get-runs-${user}-${runName ?? 'all'}`, [rule], { kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' });
+  }
+
+  /** A new ServiceAccount `name` with exactly `rules`, as a token (valid for an hour). */
+  async serviceAccountToken(name: string, rules: readonly Rule[]): Promise<string> {
+    const namespace = this.#namespace;
+    await this.#core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+    await this.grantServiceAccount(name, name, rules);
+    const created = await this.#core.createNamespacedServiceAccountToken({
+      namespace,
+      name,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const token = created.status?.token ?? '';
+    issuedTokens.push(token);
+    return token;
+  }
+
+  /** The same ServiceAccount as a client configuration of the control plane. */
+  async serviceAccountKubeConfig(name: string, rules: readonly Rule[]): Promise<KubeConfig> {
+    const token = await this.serviceAccountToken(name, rules);
+    const { server, caPem } = this.#cluster.info;
+    return kubeConfigFor({ server, caPem, user: `${this.#namespace}-${name}`, token });
+  }
+}

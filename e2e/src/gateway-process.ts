@@ -1,0 +1,189 @@
+// The real runtime-gateway (`node apps/runtime-gateway/src/main.ts`) as a child process in its own process group.
+import { spawn } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { closeSync, openSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
+import { groupAlive, signalGroup } from '@kruntimes/host';
+import { REPO_ROOT, call, freePorts, kubeconfigYaml, testCa, testServerCert, waitFor } from '@kruntimes/testing';
+import type { Cluster, TestCert } from '@kruntimes/testing';
+import type { NamespaceAccess } from './access.ts';
+
+export interface GatewayProcess {
+  pid: number;
+  /** https://127.0.0.1:<port> */
+  url: string;
+  /** The CA that issued the gateway's serving certificate (what clients trust). */
+  caPem: string;
+  metricsUrl: string;
+  port: number;
+  metricsPort: number;
+  logFile: string;
+  certFile: string;
+  keyFile: string;
+  exited: Promise<number | null>;
+}
+
+export interface GatewayOptions {
+  cluster: Cluster;
+  namespace: string;
+  access: NamespaceAccess;
+  /** Its files (certificates, kubeconfig, `gateway.log`) go here. */
+  dir: string;
+  /** The CA of runtimed's serving certificates (the system's internal CA). */
+  internalCaPem: string;
+}
+
+interface GatewayFiles {
+  cert: string;
+  key: string;
+  internalCa: string;
+  kubeconfig: string;
+  log: string;
+}
+
+/** The CA of each gateway's serving certificate, kept to issue its next one. */
+const servingCas = new WeakMap<GatewayProcess, TestCert>();
+const STOP_GRACE_MS = 8_000;
+const ANSWER_TIMEOUT_MS = 30_000;
+
+function servingCertificate(ca: TestCert): Promise<TestCert> {
+  return testServerCert(ca, { dns: ['localhost'], ips: ['127.0.0.1'] });
+}
+
+/** A serving certificate for 127.0.0.1/localhost from a new test CA, runtimed's CA, and a kubeconfig of its own ServiceAccount. */
+async function writeGatewayFiles(options: GatewayOptions, ca: TestCert): Promise<GatewayFiles> {
+  const { cluster, namespace, dir } = options;
+  await mkdir(dir, { recursive: true });
+  const files: GatewayFiles = {
+    cert: join(dir, 'tls.crt'),
+    key: join(dir, 'tls.key'),
+    internalCa: join(dir, 'runtimed-ca.crt'),
+    kubeconfig: join(dir, 'gateway.kubeconfig'),
+    log: join(dir, 'gateway.log'),
+  };
+  const serving = await servingCertificate(ca);
+  await writeFile(files.cert, serving.certPem);
+  await writeFile(files.key, serving.keyPem, { mode: 0o600 });
+  await writeFile(files.internalCa, options.internalCaPem);
+  const token = await options.access.serviceAccountToken('runtime-gateway', GATEWAY_RBAC_RULES);
+  const { server, caPem } = cluster.info;
+  await writeFile(files.kubeconfig, kubeconfigYaml({ server, caPem, user: `${namespace}-runtime-gateway`, token }), { mode: 0o600 });
+  return files;
+}
+
+function gatewayArguments(files: GatewayFiles, namespace: string, port: number, metricsPort: number): string[] {
+  return [
+    join(REPO_ROOT, 'apps/runtime-gateway/src/main.ts'),
+    ...['--listen', `127.0.0.1:${port}`, '--tls-cert-file', files.cert, '--tls-key-file', files.key],
+    ...['--runtimed-ca-file', files.internalCa, '--resolve', 'endpoints', '--namespace', namespace, '--kubeconfig', files.kubeconfig],
+    ...['--metrics-address', `127.0.0.1:${metricsPort}`, '--drain-seconds', '15', '--log-level', 'debug'],
+  ];
+}
+
+/** Output to the log file; only PATH and HOME of this process's environment. */
+function spawnGateway(args: string[], logFile: string): { pid: number; exited: Promise<number | null> } {
+  const log = openSync(logFile, 'a');
+  let child;
+  try {
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+    child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
+  } finally {
+    closeSync(log);
+  }
+  const pid = child.pid;
+  if (pid === undefined) throw new Error('cannot start the runtime-gateway');
+  child.on('error', () => undefined);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      resolve(code);
+    });
+  });
+  child.unref();
+  return { pid, exited };
+}
+
+/** Resolves once the gateway answers HTTPS (404 on an unknown path); fails at once when it exits first. */
+async function waitAnswering(gateway: GatewayProcess): Promise<void> {
+  let exitCode: number | null | undefined;
+  void gateway.exited.then((code) => {
+    exitCode = code;
+  });
+  await waitFor(
+    'the runtime-gateway answering HTTPS',
+    async () => {
+      if (exitCode !== undefined)
+        throw new Error(`the runtime-gateway exited (${String(exitCode)}):\n${await readFile(gateway.logFile, 'utf8')}`);
+      try {
+        const answer = await call(`${gateway.url}/healthz-probe`, { ca: gateway.caPem, method: 'GET' });
+        return answer.status === 404 ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    { timeoutMs: ANSWER_TIMEOUT_MS, intervalMs: 100 },
+  );
+}
+
+/** The gateway with `--resolve endpoints`, HTTPS only; resolves once it answers. */
+export async function startGateway(options: GatewayOptions): Promise<GatewayProcess> {
+  const ca = await testCa(`gateway-ca-${options.namespace}`);
+  const files = await writeGatewayFiles(options, ca);
+  const [port = 0, metricsPort = 0] = await freePorts(2);
+  const { pid, exited } = spawnGateway(gatewayArguments(files, options.namespace, port, metricsPort), files.log);
+  const gateway: GatewayProcess = {
+    pid,
+    url: `https://127.0.0.1:${port}`,
+    caPem: ca.certPem,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    port,
+    metricsPort,
+    logFile: files.log,
+    certFile: files.cert,
+    keyFile: files.key,
+    exited,
+  };
+  servingCas.set(gateway, ca);
+  try {
+    await waitAnswering(gateway);
+  } catch (error) {
+    await stopGateway(gateway);
+    throw error;
+  }
+  return gateway;
+}
+
+/** SIGTERM to the process group, SIGKILL after a bound; resolves once it exited. */
+export async function stopGateway({ pid, exited }: GatewayProcess): Promise<void> {
+  if (!groupAlive(pid)) return;
+  signalGroup(pid, 'SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const killed = await Promise.race([
+    exited.then(() => false),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => {
+        resolve(true);
+      }, STOP_GRACE_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (killed) {
+    signalGroup(pid, 'SIGKILL');
+    await exited;
+  }
+}
+
+/**
+ * Replaces the gateway's serving certificate files (same CA, same names) and returns the
+ * new certificate's SHA-256 fingerprint; the gateway picks it up within its reload interval.
+ */
+export async function rotateServingCertificate(gateway: GatewayProcess): Promise<string> {
+  const ca = servingCas.get(gateway);
+  if (ca === undefined) throw new Error('a gateway this module did not start');
+  const next = await servingCertificate(ca);
+  // Key first: until the cert follows, the pair does not match and the gateway keeps the old one.
+  await writeFile(gateway.keyFile, next.keyPem, { mode: 0o600 });
+  await writeFile(gateway.certFile, next.certPem);
+  return new X509Certificate(next.certPem).fingerprint256;
+}

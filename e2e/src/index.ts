@@ -1,0 +1,11 @@
+export { System } from './system.ts';
+export type { SystemOptions } from './system-parts.ts';
+export type { Rule } from './access.ts';
+export { USERS } from './callers.ts';
+export type { InvokeOptions, InvokeRoute, UserName } from './callers.ts';
+export type { GatewayProcess } from './gateway-process.ts';
+export type { LogFile, RecordingLogger } from './logs.ts';
+export { WAIT } from './runs.ts';
+export type { Stoppable } from './services.ts';
+export { listeningSockets, plaintextRequestWithToken, processesOfGroups } from './listening-ports.ts';
+export type { ListeningSocket } from './listening-ports.ts';

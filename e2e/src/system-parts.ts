@@ -1,0 +1,64 @@
+// The parts of a system, started in order: control plane access, Runtime Pods, services, the gateway.
+import { join } from 'node:path';
+import type { LocalNode } from '@kruntimes/local-node';
+import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
+import type { Cluster, TestNamespace } from '@kruntimes/testing';
+import { NamespaceAccess } from './access.ts';
+import { startGateway, stopGateway } from './gateway-process.ts';
+import type { GatewayProcess } from './gateway-process.ts';
+import { RUNTIME_POD_STOP_GRACE_MS, startRuntimePods } from './runtime-pods.ts';
+import { startServices } from './services.ts';
+import type { Services, Stoppable } from './services.ts';
+
+export interface SystemOptions {
+  /** Readable part of the namespace name. */
+  prefix: string;
+  cluster?: Cluster;
+  /** Start stale-recovery in-process too (default false). */
+  staleRecovery?: boolean;
+  /** Start the gateway (default true). */
+  gateway?: boolean;
+  /** Extra environment of every runtimed container (an image ENV: the Pod's own env wins), e.g. short Lease durations. */
+  podEnv?: Record<string, string>;
+}
+
+export interface SystemParts extends Services {
+  cluster: Cluster;
+  namespace: TestNamespace;
+  access: NamespaceAccess;
+  node: LocalNode;
+  gateway: GatewayProcess | undefined;
+  dir: string;
+}
+
+/** Everything in start order, each pushed to `started` as soon as it runs. */
+export async function startSystemParts(
+  cluster: Cluster,
+  namespace: TestNamespace,
+  dir: string,
+  options: SystemOptions,
+  started: Stoppable[],
+): Promise<SystemParts> {
+  const ns = namespace.name;
+  const access = new NamespaceAccess(cluster, ns);
+  await access.grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES);
+  const node = await startRuntimePods(cluster.kubeConfig(), {
+    namespace: ns,
+    dir,
+    ...(options.podEnv === undefined ? {} : { podEnv: options.podEnv }),
+  });
+  started.push({ stop: () => node.stop({ graceMs: RUNTIME_POD_STOP_GRACE_MS }) });
+  const services = await startServices({
+    namespace: ns,
+    access,
+    logDir: join(dir, 'logs'),
+    staleRecovery: options.staleRecovery === true,
+    started,
+  });
+  const gateway =
+    options.gateway === false
+      ? undefined
+      : await startGateway({ cluster, namespace: ns, access, dir: join(dir, 'gateway'), internalCaPem: services.internalCa.certPem });
+  if (gateway !== undefined) started.push({ stop: () => stopGateway(gateway) });
+  return { ...services, cluster, namespace, access, node, gateway, dir };
+}
