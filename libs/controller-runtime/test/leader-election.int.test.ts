@@ -1,5 +1,5 @@
 import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
-import { Cluster } from '@kruntimes/testing';
+import { Cluster, StallingProxy } from '@kruntimes/testing';
 import { LeaderElector } from '../src/index.ts';
 import type { ControllerLogger } from '../src/index.ts';
 
@@ -97,5 +97,45 @@ test('a Lease whose holder keeps renewing is never taken over; one that stops re
   expect(lease.spec).toMatchObject({ holderIdentity: 'candidate', leaseTransitions: 1 });
   candidate.stop();
   await running;
+  await namespace.delete();
+});
+
+test('a leader whose Lease requests hang stops leading before another candidate starts, and its hung request is abandoned', async () => {
+  const namespace = await cluster.createNamespace({ prefix: 'leader-stall' });
+  const proxy = await StallingProxy.start(Number(new URL(cluster.server).port));
+  const options = {
+    namespace: namespace.name,
+    leaseName: 'stale-recovery',
+    logger,
+    leaseDurationSeconds: 3,
+    renewDeadlineSeconds: 2,
+    retryPeriodSeconds: 0.2,
+  };
+  const a = new LeaderElector({ ...options, kubeConfig: proxy.kubeConfig(cluster.kubeConfig()), identity: 'a' });
+  const b = new LeaderElector({ ...options, kubeConfig: cluster.kubeConfig(), identity: 'b' });
+  const events: string[] = [];
+  const callbacks = (id: string) => ({
+    onStartedLeading: (signal: AbortSignal) => {
+      events.push(`${id} started`);
+      signal.addEventListener('abort', () => events.push(`${id} stopped`));
+    },
+  });
+  const runA = a.run(callbacks('a'));
+  await eventually(() => a.isLeader, 'a to lead');
+  const runB = b.run(callbacks('b'));
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(events).toEqual(['a started']);
+
+  // From here every request of a's hangs: no answer, no error, no closed connection.
+  proxy.stall();
+  await eventually(() => events.includes('b started'), 'b to take over', 400);
+  expect(events).toEqual(['a started', 'a stopped', 'b started']);
+  expect(a.isLeader).toBe(false);
+  // run() returns although the proxy still holds a's last request: the deadline aborted it.
+  await runA;
+
+  b.stop();
+  await runB;
+  await proxy.close();
   await namespace.delete();
 });

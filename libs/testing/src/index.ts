@@ -12,3 +12,4 @@ export * from './runtime-server-process.ts';
 export * from './processes.ts';
 export * from './https-client.ts';
 export * from './test-pki.ts';
+export * from './stalling-proxy.ts';
