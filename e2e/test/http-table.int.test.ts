@@ -10,7 +10,7 @@ import { waitFor } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
 import { System } from '../src/index.ts';
 
-// The rows of the HTTP table (ARCHITECTURE §6) that runtimed decides, caused for real and
+// The rows of the HTTP table (under "Response" in docs/invoke-contract.md) that runtimed decides, caused for real and
 // seen as the client sees them: through the HTTPS gateway, as HTTP status and JSON body.
 // (401/400/413/415 at the gateway are in gateway.int.test.ts; a lost owner's 503 in
 // apps/stale-recovery/test/gateway.int.test.ts.)

@@ -34,7 +34,7 @@ interface CachedDecision {
 }
 
 /**
- * Authorizes callers of the dataplane (ARCHITECTURE §7): may the owner of this bearer
+ * Authorizes callers of the dataplane ("Request" in docs/invoke-contract.md): may the owner of this bearer
  * token `get` runs.kruntimes.io N in namespace NS? Asked through a SelfSubjectAccessReview
  * made with the caller's own token; the answer (allowed, denied or unauthenticated) is
  * cached per token hash and Run, at most maxTtlMs and never past the token's expiry.

@@ -1,4 +1,4 @@
-// AccessReviewer against the real API server (ARCHITECTURE §7): SelfSubjectAccessReview
+// AccessReviewer against the real API server ("Request" in docs/invoke-contract.md): SelfSubjectAccessReview
 // with the caller's own token, decisions cached at most maxTtlMs and never past the JWT exp.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';

@@ -2,7 +2,7 @@ import { ERROR_CODES, GRPC_STATUS, errorCodeForGrpcStatus, grpcStatusOf, httpSta
 import type { ErrorCode, GrpcStatusCode } from './error-codes.ts';
 import { KruntimesError, errorFromCode, isKruntimesError } from './kruntimes-error.ts';
 
-// ARCHITECTURE §6, the dataplane table, row by row.
+// the table under "Response" in docs/invoke-contract.md, row by row.
 const dataplane: [ErrorCode, number, 'platform' | 'function'][] = [
   ['InvalidRequest', 400, 'platform'],
   ['InvalidInvocationId', 400, 'platform'],

@@ -39,7 +39,7 @@ export interface ErrorCodeSpec {
 
 /**
  * The one table from stable error code to gRPC status and HTTP status
- * (ARCHITECTURE §6). The gateway maps runtimed's answers back through the same table,
+ * (the table under "Response" in docs/invoke-contract.md). The gateway maps runtimed's answers back through the same table,
  * using the code carried in gRPC metadata, so both sides always agree.
  */
 export const ERROR_CODES = {

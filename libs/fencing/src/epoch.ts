@@ -2,7 +2,7 @@ import type { RunStatus } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 
 /**
- * The ownership epoch of a Run (ARCHITECTURE §5): which attempt runs on which exact Pod.
+ * The ownership epoch of a Run ("Fencing" in docs/lifecycle.md): which attempt runs on which exact Pod.
  * A Pod name can be reused by a new Pod; its UID cannot, so the UID is what is compared.
  */
 export interface OwnershipEpoch {

@@ -24,7 +24,7 @@ export type FenceProof = 'podGone' | 'podDeletingAndUnrouted' | 'ownerConfirmedR
 export type FenceDecision = { fenced: true; proof: FenceProof } | { fenced: false; suspect: boolean; waitingFor: string };
 
 /**
- * The fence (ARCHITECTURE §5): a new attempt may start only once one of three proofs holds.
+ * The fence ("Fencing" in docs/lifecycle.md): a new attempt may start only once one of three proofs holds.
  * A stale Lease or a Pod that looks unready proves nothing: a frozen Pod can come back and
  * serve, so those only make the Run `suspect` (mark it Recovering, keep watching).
  */

@@ -3,7 +3,7 @@ import type { ErrorCode } from '@kruntimes/errors';
 import { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
 
 describe('a failed InvokeFunction as HTTP', () => {
-  // ARCHITECTURE §6, with the code runtimed sends in the krt-error-code trailer.
+  // The table under "Response" in docs/invoke-contract.md, with the code runtimed sends in the krt-error-code trailer.
   it.each([
     ['InvalidRequest', GRPC_STATUS.INVALID_ARGUMENT, 400, 'platform'],
     ['Unauthenticated', GRPC_STATUS.UNAUTHENTICATED, 401, 'platform'],

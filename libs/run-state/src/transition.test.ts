@@ -43,7 +43,7 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }>
   Interrupted: { event: { type: 'Interrupted', reason: 'OwnerLost', message: 'Pod gone' }, spec: {} },
 };
 
-// The specification of ARCHITECTURE §4, written out independently of TRANSITION_RULES.
+// The specification of docs/lifecycle.md, written out independently of TRANSITION_RULES.
 const ACTIVE_OWNED: RunPhase[] = ['Scheduled', 'Running', 'Ready'];
 const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }> = {
   Unschedulable: { writers: ['scheduler'], from: ['Pending'] },

@@ -5,7 +5,7 @@ import { classify } from './classification.ts';
 import { setCondition } from './conditions.ts';
 import { decideRetry } from './retry.ts';
 
-/** Who writes a Run's status (ARCHITECTURE §4). */
+/** Who writes a Run's status (docs/lifecycle.md). */
 export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery';
 
 export type UnschedulableReason = typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity;

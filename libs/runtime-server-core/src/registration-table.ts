@@ -56,7 +56,7 @@ export interface RegistrationTableOptions {
    * How many released (unregistered) Run UIDs keep their attempt remembered. A
    * released attempt may never register again: a delayed retry of RegisterFunction
    * arriving after the UnregisterFunction that fenced the epoch must not bring the
-   * function back (ARCHITECTURE §5). Bounded so that memory stays flat; runtimed's own
+   * function back ("Fencing" in docs/lifecycle.md). Bounded so that memory stays flat; runtimed's own
    * fencing covers the evicted ones.
    */
   readonly releasedCapacity?: number;
@@ -69,7 +69,7 @@ export function sameConfig(a: FunctionConfig, b: FunctionConfig): boolean {
 }
 
 /**
- * The registration table of one Runtime Server: every rule of ARCHITECTURE §8 and
+ * The registration table of one Runtime Server: every rule of `proto/kruntimes/runtimeserver/v1` and
  * nothing else. Pure (no processes, no I/O): time and IDs are injected. At most one
  * generation per Run UID exists at any moment, which is the local half of the
  * invariant "never two registrations serving one Run UID".

@@ -7,7 +7,7 @@ export interface EndpointTarget {
 }
 
 /**
- * The canonical invoke URL of a function Run (ARCHITECTURE §6): the gateway path for
+ * The canonical invoke URL of a function Run ("Request" in docs/invoke-contract.md): the gateway path for
  * namespace, Runtime and the immutable Run UID, so a deleted Run's name can never point
  * at a later Run. The caBundle is published when the gateway's CA is configured.
  */

@@ -1,7 +1,7 @@
 import type { Run } from '@kruntimes/api';
 import { checkOwnership } from '@kruntimes/fencing';
 
-/** The ownership epoch a write is fenced on (ARCHITECTURE §5). */
+/** The ownership epoch a write is fenced on ("Fencing" in docs/lifecycle.md). */
 export interface Epoch {
   namespace: string;
   name: string;

@@ -70,7 +70,7 @@ export interface PodLeaseOptions {
 }
 
 /**
- * The liveness Lease of one Runtime Pod (ARCHITECTURE §9): `coordination.k8s.io` Lease
+ * The liveness Lease of one Runtime Pod ("How recovery works" in docs/operations.md): `coordination.k8s.io` Lease
  * named after the Pod, held by the Pod UID (a reused Pod name never inherits it), owned
  * by the Pod (garbage-collected with it), renewed every `renewSeconds` for
  * `durationSeconds`. stale-recovery reads an expired one as evidence, never as proof.

@@ -52,7 +52,7 @@ export interface InvokeRequest {
 const INVOKE_DEADLINE_MARGIN_MS = 5_000;
 
 /**
- * The local Runtime Server (ARCHITECTURE §8) as runtimed uses it. Addresses are a
+ * The local Runtime Server ("Runtime Pods" in docs/architecture.md) as runtimed uses it. Addresses are a
  * loopback `host:port` or `unix:/abs/path` (dialled by nice-grpc as `unix:///abs/path`).
  */
 export class RuntimeServerClient {

@@ -3,7 +3,7 @@ import type { ErrorCode } from '@kruntimes/errors';
 import { codeForHttpStatus, errorFromResponse } from './errors.ts';
 
 describe('errorFromResponse', () => {
-  // Every dataplane row of ARCHITECTURE §6, as the gateway sends it.
+  // Every dataplane row of the table under "Response" in docs/invoke-contract.md, as the gateway sends it.
   const rows: [ErrorCode, 'platform' | 'function'][] = [
     ['InvalidRequest', 'platform'],
     ['InvalidInvocationId', 'platform'],

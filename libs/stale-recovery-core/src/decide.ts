@@ -53,7 +53,7 @@ const PROOF_TEXT: Record<FenceProof, string> = {
 
 /**
  * The whole of stale-recovery's judgement, pure: from what is known about a Run and the
- * evidence about its owner, the one action to take (ARCHITECTURE §4, §5, §9). The
+ * evidence about its owner, the one action to take (docs/lifecycle.md and "How recovery works" in docs/operations.md). The
  * reconciler gathers the evidence and performs the action as one fenced write.
  */
 export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): RecoveryAction {

@@ -34,7 +34,7 @@ export interface ControlPlaneOptions {
   log?: (line: string) => void;
 }
 
-/** Private range that nothing on the host serves (ARCHITECTURE §10). */
+/** Private range that nothing on the host serves ("The control plane for tests and by hand" in README.md). */
 const SERVICE_CLUSTER_IP_RANGE = '10.255.0.0/24';
 const SERVICE_IP = '10.255.0.1';
 const START_ATTEMPTS = 3;

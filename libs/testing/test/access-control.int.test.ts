@@ -1,4 +1,4 @@
-// Authorization as the dataplane will ask it (ARCHITECTURE §7): SelfSubjectAccessReview
+// Authorization as the dataplane will ask it ("Request" in docs/invoke-contract.md): SelfSubjectAccessReview
 // answers per user according to RBAC, and matches what the API server then enforces.
 import { AuthorizationV1Api, KubernetesObjectApi, V1SelfSubjectAccessReview } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';

@@ -1,4 +1,4 @@
-// Kubernetes API semantics the Run lifecycle depends on (ARCHITECTURE §4, §5), shown on
+// Kubernetes API semantics the Run lifecycle depends on (docs/lifecycle.md: "Who writes what", "Fencing"), shown on
 // the real API server with the generated Run CRD.
 import { Cluster } from '../src/index.ts';
 import type { TestNamespace } from '../src/index.ts';

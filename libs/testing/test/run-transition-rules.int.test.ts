@@ -1,4 +1,4 @@
-// Every CEL transition rule of the Run CRD (ARCHITECTURE §3), checked against the real
+// Every CEL transition rule of the Run CRD ("Who writes what" in docs/lifecycle.md), checked against the real
 // API server: each forbidden update is rejected and its allowed neighbour is accepted.
 import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
 import { BOUNDS } from '@kruntimes/api';

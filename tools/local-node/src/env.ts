@@ -17,7 +17,7 @@ export interface EnvContext {
   /** ENV of the mapped image. */
   imageEnv: Readonly<Record<string, string>>;
   containerRoot: string;
-  /** The loopback API server (ARCHITECTURE §10: never the ClusterIP). */
+  /** The loopback API server ("The control plane for tests and by hand" in README.md: never the ClusterIP). */
   apiServer: { host: string; port: number };
 }
 

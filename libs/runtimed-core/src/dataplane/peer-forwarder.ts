@@ -31,7 +31,7 @@ interface PeerChannel {
 const MAX_CHANNELS = 64;
 
 /**
- * Forwards an invocation once to the owner's peer port over mTLS (ARCHITECTURE §6). One
+ * Forwards an invocation once to the owner's peer port over mTLS ("Path of a request" in docs/invoke-contract.md). One
  * channel per owner address, rebuilt when the workload certificate changes. grpc-js
  * retries are off: a hop is never repeated, whatever failed.
  */

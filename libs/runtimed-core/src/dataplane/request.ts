@@ -25,7 +25,7 @@ export interface IncomingInvocation {
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * The first step of every call (ARCHITECTURE §6), before any credential is looked at:
+ * The first step of every call (docs/invoke-contract.md), before any credential is looked at:
  * the request must be for this runtimed's namespace and Runtime, well formed and within
  * the bounds, and a peer hop may arrive only on the peer port (and nothing else there).
  * Throws the KruntimesError to answer.

@@ -37,7 +37,7 @@ export type Route =
 const refuse = (code: ErrorCode, message: string, ownerUnreachable = false): Route => ({ type: 'refuse', code, message, ownerUnreachable });
 
 /**
- * Where one invocation goes, from the informer caches only (ARCHITECTURE §5-§6): an
+ * Where one invocation goes, from the informer caches only ("Path of a request" in docs/invoke-contract.md): an
  * unknown UID is 404; a Run that does not accept invokes (run-state decides) is 503;
  * the owner invokes only when it holds the registration of exactly the cached attempt;
  * a request from a peer is served only if it names exactly the epoch served here and is

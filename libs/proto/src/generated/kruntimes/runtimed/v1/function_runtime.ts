@@ -13,7 +13,8 @@ import { Duration } from "../../../google/protobuf/duration.ts";
 /**
  * FunctionRuntime: the invoke API of runtimed, called by runtime-gateway (through the
  * Runtime's Service, so any ready runtimed may receive it) and by a runtimed peer that
- * forwards to the owning runtimed (at most one hop). ARCHITECTURE.md sections 5-7.
+ * forwards to the owning runtimed (at most one hop). See "The invoke path" in
+ * docs/architecture.md and docs/invoke-contract.md.
  *
  * Credential. The caller's Kubernetes bearer token travels in request metadata as
  * `authorization: Bearer <token>`, exactly as the client sent it to the gateway. A
@@ -25,7 +26,7 @@ import { Duration } from "../../../google/protobuf/duration.ts";
  * Error model: as in kruntimes.runtimeserver.v1. A failed call ends with the gRPC
  * status from the kruntimes error table and trailing metadata `krt-error-code` (the
  * stable kruntimes code) and `krt-error-source` (`platform` | `function`). The gateway
- * turns the code into the HTTP status of ARCHITECTURE.md section 6 through the same
+ * turns the code into the HTTP status of the table under "Response" in docs/invoke-contract.md through the same
  * table, so e.g. InvocationInFlight (RESOURCE_EXHAUSTED) is 429 and RunNotReady and
  * OwnerUnavailable (both UNAVAILABLE) are 503. The invocation ID is echoed in the
  * response and, on failure, in trailing metadata `krt-invocation-id`.

@@ -14,7 +14,7 @@ import { Timestamp } from "../../../google/protobuf/timestamp.ts";
 /**
  * Runtime Server protocol: runtimed -> the local Runtime Server of its Runtime Pod
  * (runtime-server-python, runtime-server-bash). Internal; never exposed outside the Pod.
- * Semantics: ARCHITECTURE.md section 8 and "Runtime Server Boundary" of
+ * Semantics: the comments below and "Runtime Server Boundary" of
  * function-mode-lifecycle.zh.md.
  *
  * Transport: plaintext gRPC over a unix socket or a loopback address only. Anything
