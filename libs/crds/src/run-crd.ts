@@ -1,16 +1,11 @@
 import {
-  API_GROUP,
-  API_VERSION,
   BOUNDS,
-  CRD_CATEGORIES,
   DEFAULTS,
   DNS1123_LABEL_PATTERN,
   DNS1123_SUBDOMAIN_PATTERN,
   DURATION_PATTERN,
   ENDPOINT_PROTOCOLS,
-  LABELS,
   OUTPUT_KEY_PATTERN,
-  PART_OF,
   RUN_KIND,
   RUN_PHASES,
   RUN_PLURAL,
@@ -19,6 +14,7 @@ import {
 } from '@kruntimes/api';
 import { TERMINAL_PHASES } from '@kruntimes/run-state';
 import { conditionsSchema } from './conditions-schema.ts';
+import { namespacedCrd } from './crd.ts';
 import { array, boolean, celStringList, dateTime, immutableOptional, immutableRequired, int32, integer, object, string } from './schema.ts';
 import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
 
@@ -233,45 +229,23 @@ const status = object(
 );
 
 export function runCrd(): CustomResourceDefinition {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${RUN_PLURAL}.${API_GROUP}`, labels: { [LABELS.partOf]: PART_OF } },
-    spec: {
-      group: API_GROUP,
-      scope: 'Namespaced',
-      names: { kind: RUN_KIND, plural: RUN_PLURAL, singular: RUN_SINGULAR, shortNames: RUN_SHORT_NAMES, categories: CRD_CATEGORIES },
-      versions: [
-        {
-          name: API_VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-            { name: 'Mode', type: 'string', jsonPath: '.status.mode' },
-            { name: 'Runtime', type: 'string', jsonPath: '.spec.runtime' },
-            { name: 'Pod', type: 'string', jsonPath: '.status.assignedPod' },
-            { name: 'Attempt', type: 'integer', jsonPath: '.status.attempt' },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-            { name: 'Reason', type: 'string', jsonPath: '.status.reason', priority: 1 },
-            { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
-          ],
-          schema: {
-            openAPIV3Schema: object(
-              'A unit of work on a Runtime: a task run once, or a function invoked many times.',
-              {
-                apiVersion: string('API version.'),
-                kind: string('Kind.'),
-                metadata: { type: 'object' },
-                spec,
-                status,
-              },
-              { required: ['spec'] },
-            ) satisfies JsonSchema,
-          },
-        },
-      ],
-    },
-  };
+  return namespacedCrd({
+    kind: RUN_KIND,
+    plural: RUN_PLURAL,
+    singular: RUN_SINGULAR,
+    shortNames: RUN_SHORT_NAMES,
+    description: 'A unit of work on a Runtime: a task run once, or a function invoked many times.',
+    spec,
+    status,
+    printerColumns: [
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      { name: 'Mode', type: 'string', jsonPath: '.status.mode' },
+      { name: 'Runtime', type: 'string', jsonPath: '.spec.runtime' },
+      { name: 'Pod', type: 'string', jsonPath: '.status.assignedPod' },
+      { name: 'Attempt', type: 'integer', jsonPath: '.status.attempt' },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+      { name: 'Reason', type: 'string', jsonPath: '.status.reason', priority: 1 },
+      { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
+    ],
+  });
 }

@@ -1,11 +1,6 @@
 import {
-  API_GROUP,
-  API_VERSION,
   BOUNDS,
-  CRD_CATEGORIES,
-  LABELS,
   OVERLAP_POLICIES,
-  PART_OF,
   RUN_SCHEDULE_KIND,
   RUN_SCHEDULE_PLURAL,
   RUN_SCHEDULE_SHORT_NAMES,
@@ -16,6 +11,7 @@ import {
   TIME_ZONE_PATTERN,
 } from '@kruntimes/api';
 import { conditionsSchema } from './conditions-schema.ts';
+import { namespacedCrd } from './crd.ts';
 import { runTemplateSpecSchema } from './run-crd.ts';
 import { boolean, dateTime, int32, integer, object, string } from './schema.ts';
 import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
@@ -110,60 +106,30 @@ const status = object('Observed state, written only by the controller-manager.',
 });
 
 export function runScheduleCrd(): CustomResourceDefinition {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${RUN_SCHEDULE_PLURAL}.${API_GROUP}`, labels: { [LABELS.partOf]: PART_OF } },
-    spec: {
-      group: API_GROUP,
-      scope: 'Namespaced',
-      names: {
-        kind: RUN_SCHEDULE_KIND,
-        plural: RUN_SCHEDULE_PLURAL,
-        singular: RUN_SCHEDULE_SINGULAR,
-        shortNames: RUN_SCHEDULE_SHORT_NAMES,
-        categories: CRD_CATEGORIES,
+  return namespacedCrd({
+    kind: RUN_SCHEDULE_KIND,
+    plural: RUN_SCHEDULE_PLURAL,
+    singular: RUN_SCHEDULE_SINGULAR,
+    shortNames: RUN_SCHEDULE_SHORT_NAMES,
+    description: 'Creates Runs from a template on a cron schedule in an IANA time zone.',
+    spec,
+    status,
+    // As `kubectl get cronjobs` shows them.
+    printerColumns: [
+      { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
+      { name: 'Timezone', type: 'string', jsonPath: '.spec.timeZone' },
+      { name: 'Suspend', type: 'boolean', jsonPath: '.spec.suspend' },
+      { name: 'Active', type: 'integer', jsonPath: '.status.active' },
+      { name: 'Last Schedule', type: 'date', jsonPath: '.status.lastScheduledAt' },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+      { name: 'Next Run', type: 'string', jsonPath: '.status.nextRunAt', priority: 1 },
+      { name: 'Overlap', type: 'string', jsonPath: '.spec.overlapPolicy', priority: 1 },
+    ],
+    validations: [
+      {
+        rule: `self.metadata.name.size() <= ${SCHEDULE_BOUNDS.nameBytes}`,
+        message: `a RunSchedule name is at most ${SCHEDULE_BOUNDS.nameBytes} characters: its Run names add 11 and must stay within 63`,
       },
-      versions: [
-        {
-          name: API_VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          // As `kubectl get cronjobs` shows them.
-          additionalPrinterColumns: [
-            { name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' },
-            { name: 'Timezone', type: 'string', jsonPath: '.spec.timeZone' },
-            { name: 'Suspend', type: 'boolean', jsonPath: '.spec.suspend' },
-            { name: 'Active', type: 'integer', jsonPath: '.status.active' },
-            { name: 'Last Schedule', type: 'date', jsonPath: '.status.lastScheduledAt' },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-            { name: 'Next Run', type: 'string', jsonPath: '.status.nextRunAt', priority: 1 },
-            { name: 'Overlap', type: 'string', jsonPath: '.spec.overlapPolicy', priority: 1 },
-          ],
-          schema: {
-            openAPIV3Schema: object(
-              'Creates Runs from a template on a cron schedule in an IANA time zone.',
-              {
-                apiVersion: string('API version.'),
-                kind: string('Kind.'),
-                metadata: { type: 'object' },
-                spec,
-                status,
-              },
-              {
-                required: ['spec'],
-                'x-kubernetes-validations': [
-                  {
-                    rule: `self.metadata.name.size() <= ${SCHEDULE_BOUNDS.nameBytes}`,
-                    message: `a RunSchedule name is at most ${SCHEDULE_BOUNDS.nameBytes} characters: its Run names add 11 and must stay within 63`,
-                  },
-                ],
-              },
-            ) satisfies JsonSchema,
-          },
-        },
-      ],
-    },
-  };
+    ],
+  });
 }

@@ -1,10 +1,5 @@
 import {
-  API_GROUP,
-  API_VERSION,
-  CRD_CATEGORIES,
   DEFAULTS,
-  LABELS,
-  PART_OF,
   RUNTIME_KIND,
   RUNTIME_LANGUAGES,
   RUNTIME_PLURAL,
@@ -13,6 +8,7 @@ import {
   DNS1123_SUBDOMAIN_PATTERN,
 } from '@kruntimes/api';
 import { conditionsSchema } from './conditions-schema.ts';
+import { namespacedCrd } from './crd.ts';
 import { int32, integer, object, string } from './schema.ts';
 import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
 
@@ -68,48 +64,21 @@ const status = object('Observed state, written by the controller-manager.', {
 });
 
 export function runtimeCrd(): CustomResourceDefinition {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${RUNTIME_PLURAL}.${API_GROUP}`, labels: { [LABELS.partOf]: PART_OF } },
-    spec: {
-      group: API_GROUP,
-      scope: 'Namespaced',
-      names: {
-        kind: RUNTIME_KIND,
-        plural: RUNTIME_PLURAL,
-        singular: RUNTIME_SINGULAR,
-        shortNames: RUNTIME_SHORT_NAMES,
-        categories: CRD_CATEGORIES,
-      },
-      versions: [
-        {
-          name: API_VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' } },
-          additionalPrinterColumns: [
-            { name: 'Language', type: 'string', jsonPath: '.spec.language' },
-            { name: 'Ready', type: 'integer', jsonPath: '.status.readyPods' },
-            { name: 'Capacity', type: 'integer', jsonPath: '.status.totalCapacity' },
-            { name: 'Used', type: 'integer', jsonPath: '.status.usedCapacity' },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-          ],
-          schema: {
-            openAPIV3Schema: object(
-              'A pool of Runtime Pods that run Runs of one language.',
-              {
-                apiVersion: string('API version.'),
-                kind: string('Kind.'),
-                metadata: { type: 'object' },
-                spec,
-                status,
-              },
-              { required: ['spec'] },
-            ),
-          },
-        },
-      ],
-    },
-  };
+  return namespacedCrd({
+    kind: RUNTIME_KIND,
+    plural: RUNTIME_PLURAL,
+    singular: RUNTIME_SINGULAR,
+    shortNames: RUNTIME_SHORT_NAMES,
+    description: 'A pool of Runtime Pods that run Runs of one language.',
+    spec,
+    status,
+    subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' } },
+    printerColumns: [
+      { name: 'Language', type: 'string', jsonPath: '.spec.language' },
+      { name: 'Ready', type: 'integer', jsonPath: '.status.readyPods' },
+      { name: 'Capacity', type: 'integer', jsonPath: '.status.totalCapacity' },
+      { name: 'Used', type: 'integer', jsonPath: '.status.usedCapacity' },
+      { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+    ],
+  });
 }
