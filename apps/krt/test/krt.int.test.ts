@@ -10,9 +10,8 @@ import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntime
 import type { Run, RunSpec } from '@kruntimes/api';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, REPO_ROOT, kubeconfigYaml, waitFor } from '@kruntimes/testing';
-import type { TestNamespace } from '@kruntimes/testing';
-import { GatewayStub, json } from './gateway-stub.ts';
+import { Cluster, HttpsStub, REPO_ROOT, json, kubeconfigYaml, selfSignedCertificate, waitFor } from '@kruntimes/testing';
+import type { KeyPair, StubHandler, TestNamespace } from '@kruntimes/testing';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
@@ -298,9 +297,16 @@ describe('krt bad inputs', () => {
 });
 
 describe('krt invoke against an HTTPS server answering like the gateway', () => {
-  let gateway: GatewayStub;
+  const answer: { current: StubHandler } = { current: () => undefined };
+  let keys: KeyPair;
+  let gateway: HttpsStub;
+  const invokePath = (uid: string | undefined): string => `/v1/namespaces/${namespace.name}/runtimes/py/functions/${uid ?? ''}:invoke`;
+  beforeAll(async () => {
+    keys = await selfSignedCertificate();
+  });
   beforeEach(async () => {
-    gateway = await GatewayStub.start();
+    answer.current = () => undefined;
+    gateway = await HttpsStub.start(keys, answer);
   });
   afterEach(async () => {
     await gateway.close();
@@ -311,14 +317,14 @@ describe('krt invoke against an HTTPS server answering like the gateway', () => 
     await start(name);
     return act(name, 'runtimed', {
       type: 'Registered',
-      endpoint: { protocol: 'HTTPS', url: gateway.url(namespace.name, run.metadata.uid ?? ''), caBundle: gateway.caBundle },
+      endpoint: { protocol: 'HTTPS', url: gateway.url(invokePath(run.metadata.uid)), caBundle: gateway.caBundle },
     });
   }
 
   test('sends the payload with the user token to the endpoint, trusting its caBundle, and prints the result', async () => {
     const run = await readyFunction('fn');
-    gateway.answer = (request, response) => {
-      json(response, 200, {
+    answer.current = (request, response) => {
+      json(response, request, 200, {
         invocationId: request.headers['x-kruntime-invocation-id'],
         result: { got: JSON.parse(request.body) as unknown },
         outputs: { rows: '3' },
@@ -353,8 +359,8 @@ describe('krt invoke against an HTTPS server answering like the gateway', () => 
     ['an invocation timeout', 504, 'InvocationTimeout', 'platform', 5],
   ] as const)('%s (HTTP %d, %s from the %s) is exit %d', async (_name, status, code, source, exit) => {
     await readyFunction('fn');
-    gateway.answer = (request, response) => {
-      json(response, status, {
+    answer.current = (request, response) => {
+      json(response, request, status, {
         invocationId: request.headers['x-kruntime-invocation-id'],
         error: { code, message: `said ${code}`, source },
       });
@@ -371,29 +377,27 @@ describe('krt invoke against an HTTPS server answering like the gateway', () => 
     const run = await createRun('fn', FUNCTION);
     await start('fn');
     // The published endpoint names the in-cluster gateway, which this machine cannot reach.
-    const published = gateway
-      .url(namespace.name, run.metadata.uid ?? '')
-      .replace(/^https:\/\/[^/]+/, 'https://runtime-gateway.kruntimes-system.svc');
+    const published = gateway.url(invokePath(run.metadata.uid)).replace(/^https:\/\/[^/]+/, 'https://runtime-gateway.kruntimes-system.svc');
     await act('fn', 'runtimed', { type: 'Registered', endpoint: { protocol: 'HTTPS', url: published } });
-    gateway.answer = (request, response) => {
-      json(response, 200, { invocationId: request.headers['x-kruntime-invocation-id'], result: 'pong', outputs: {}, attempt: 1 });
+    answer.current = (request, response) => {
+      json(response, request, 200, { invocationId: request.headers['x-kruntime-invocation-id'], result: 'pong', outputs: {}, attempt: 1 });
     };
     const caFile = join(dir, 'gateway-ca.crt');
     await writeFile(caFile, Buffer.from(gateway.caBundle, 'base64'));
-    const origin = /^https:\/\/[^/]+/.exec(gateway.url(namespace.name, 'x'))?.[0] ?? '';
+    const origin = /^https:\/\/[^/]+/.exec(gateway.url(invokePath('x')))?.[0] ?? '';
     const ok = await krt(['invoke', 'fn', '--gateway', origin, '--gateway-ca', caFile]);
     expect(ok).toMatchObject({ code: 0, stdout: '"pong"\n' });
     expect(gateway.requests[0]?.url).toBe(new URL(published).pathname);
   });
 
   test('a gateway whose certificate does not chain to the caBundle is refused (exit 5), nothing sent', async () => {
-    const other = await GatewayStub.start();
+    const other = await HttpsStub.start(await selfSignedCertificate('someone-else'), answer);
     try {
       const run = await createRun('fn', FUNCTION);
       await start('fn');
       await act('fn', 'runtimed', {
         type: 'Registered',
-        endpoint: { protocol: 'HTTPS', url: gateway.url(namespace.name, run.metadata.uid ?? ''), caBundle: other.caBundle },
+        endpoint: { protocol: 'HTTPS', url: gateway.url(invokePath(run.metadata.uid)), caBundle: other.caBundle },
       });
       const refused = await krt(['invoke', 'fn']);
       expect(refused.code).toBe(5);

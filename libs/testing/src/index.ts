@@ -13,3 +13,4 @@ export * from './processes.ts';
 export * from './https-client.ts';
 export * from './test-pki.ts';
 export * from './stalling-proxy.ts';
+export * from './https-stub.ts';

@@ -1,4 +1,5 @@
-// A local HTTPS server that answers like the runtime-gateway, for the SDK's tests.
+// A local HTTPS server that answers like the runtime-gateway, for the tests of its clients
+// (the SDK, `krt invoke`) that do not need the whole system.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:https';
@@ -15,8 +16,8 @@ export interface KeyPair {
 }
 
 /** A self-signed ECDSA P-256 certificate for 127.0.0.1 and localhost (openssl CLI). */
-export async function selfSignedCertificate(commonName = 'kruntimes-sdk-test'): Promise<KeyPair> {
-  const dir = await mkdtemp(join(tmpdir(), 'sdk-cert-'));
+export async function selfSignedCertificate(commonName = 'kruntimes-test-gateway'): Promise<KeyPair> {
+  const dir = await mkdtemp(join(tmpdir(), 'krt-cert-'));
   try {
     const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
     await run('openssl', [
