@@ -1,8 +1,7 @@
 import { LABELS } from '@kruntimes/api';
-import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { SharedInformer, isPodReady } from '@kruntimes/controller-runtime';
-import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import { InformerFactory, isPodReady } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, SharedInformer } from '@kruntimes/controller-runtime';
 
 export interface PeerPod {
   name: string;
@@ -21,16 +20,24 @@ export interface PeerPod {
 export class PeerPods {
   readonly #informer: SharedInformer<V1Pod>;
 
-  constructor(kubeConfig: KubeConfig, namespace: string, runtime: string, logger: ControllerLogger) {
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    const labelSelector = `${LABELS.runtime}=${runtime}`;
-    this.#informer = new SharedInformer<V1Pod>({
+  /**
+   * With `informers`, the Pod informer is the factory's (started and stopped with the
+   * process's other watches); without, its own.
+   */
+  constructor(
+    kubeConfig: KubeConfig,
+    namespace: string,
+    runtime: string,
+    logger: ControllerLogger,
+    informers = new InformerFactory({ kubeConfig, logger }),
+  ) {
+    this.#informer = informers.informer<V1Pod>({
+      group: '',
+      version: 'v1',
+      plural: 'pods',
+      namespace,
+      labelSelector: `${LABELS.runtime}=${runtime}`,
       name: 'pods',
-      kubeConfig,
-      path: `/api/v1/namespaces/${namespace}/pods`,
-      labelSelector,
-      list: () => core.listNamespacedPod({ namespace, labelSelector }),
-      logger,
     });
   }
 

@@ -2,27 +2,22 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import { Controller, SharedInformer, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import { CoreV1Api } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { findCondition } from '@kruntimes/run-state';
-import { AccessReviewer } from '@kruntimes/authz';
-import { runtimeIdentity } from '@kruntimes/workload-pki';
 import type { Logger } from 'pino';
 import type { RuntimedConfig } from './config.ts';
-import { OwnerUnreachableEvents } from './dataplane/owner-events.ts';
-import { PeerForwarder } from './dataplane/peer-forwarder.ts';
-import { RunsByUid } from './dataplane/runs-by-uid.ts';
-import { startDataplaneServers } from './dataplane/servers.ts';
-import { TlsMaterial } from './dataplane/tls-material.ts';
+import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
 import { RunReconciler } from './run-reconciler.ts';
 import { RuntimeServerClient } from './runtime-server.ts';
+import type { ConfigMapReader } from './workspace.ts';
 import { Workspaces } from './workspace.ts';
 
 type RunObject = Run & KubernetesObject;
@@ -58,33 +53,107 @@ export interface RunningRuntimed {
  * and from shutdown on.
  */
 export async function startRuntimed(options: RuntimedOptions): Promise<RunningRuntimed> {
-  const { config, kubeConfig, logger, metrics } = options;
+  const { config, logger } = options;
   const { pod } = config;
-  const customObjects = kubeConfig.makeApiClient(CustomObjectsApi);
-  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const clients = await buildClients(options);
+  const caches = buildCaches(options);
+  const { controller, reconciler } = buildReconciler(options, clients, caches);
+  const runtimeServer = watchRuntimeServer(clients.server, logger);
+  let stopping = false;
+  const dataplane = await startDataplane({
+    ...options,
+    server: clients.server,
+    runs: caches.runs,
+    peers: caches.peers,
+    synced: () => caches.synced(),
+    registrationFor: (uid, attempt) => reconciler.registrationFor(uid, attempt),
+    up: () => !stopping && runtimeServer.serving(),
+  });
+  const lease = buildPodLease(options, reconciler);
+  await lease.start();
+  controller.start();
+  await caches.informers.start();
+  const { grpcPort, peerPort, healthPort } = dataplane;
+  logger.info(
+    { pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, peerPort, healthPort, runtimeServer: config.runtimeServerAddress },
+    'runtimed started',
+  );
+
+  return {
+    grpcPort,
+    peerPort,
+    healthPort,
+    peers: caches.peers,
+    async stop() {
+      stopping = true;
+      runtimeServer.stop();
+      await controller.stop();
+      await reconciler.shutdown();
+      await caches.informers.stop();
+      await lease.stop();
+      await dataplane.stop();
+      clients.server.close();
+      logger.info('runtimed stopped');
+    },
+  };
+}
+
+interface Clients {
+  server: RuntimeServerClient;
+  runs: RunClient;
+  readConfigMap: ConfigMapReader;
+  gatewayCaPem: string | undefined;
+}
+
+async function buildClients({ config, kubeConfig, metrics }: RuntimedOptions): Promise<Clients> {
+  // Read first: a missing file fails the start before any client exists.
   const gatewayCaPem =
     config.gatewayCaFile === undefined ? undefined : await readFile(join(config.containerRoot, config.gatewayCaFile), 'utf8');
-  const server = new RuntimeServerClient(config.runtimeServerAddress);
-  const runs = new RunClient(kubeConfig, {
-    onConflict: () => {
-      metrics.statusConflict();
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  return {
+    server: new RuntimeServerClient(config.runtimeServerAddress),
+    runs: new RunClient(kubeConfig, {
+      onConflict: () => {
+        metrics.statusConflict();
+      },
+    }),
+    readConfigMap: async (namespace, name, key) => {
+      const configMap = await core.readNamespacedConfigMap({ name, namespace });
+      const value = configMap.data?.[key];
+      if (value === undefined) throw new KruntimesError('InvalidRequest', `ConfigMap ${namespace}/${name} has no key ${key}`);
+      return value;
     },
-  });
+    gatewayCaPem,
+  };
+}
 
-  const informer = new SharedInformer<RunObject>({
-    name: 'runs',
-    kubeConfig,
-    path: `/apis/${API_GROUP}/${API_VERSION}/namespaces/${pod.namespace}/${RUN_PLURAL}`,
-    list: () =>
-      customObjects.listNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace: pod.namespace,
-        plural: RUN_PLURAL,
-      }) as Promise<KubernetesListObject<RunObject>>,
-    logger,
+interface Caches {
+  informers: InformerFactory;
+  /** The namespace's Runs, all of them: the Runtime filter is client-side (see buildReconciler). */
+  runs: SharedInformer<RunObject>;
+  peers: PeerPods;
+  synced(): boolean;
+}
+
+function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Caches {
+  const informers = new InformerFactory({ kubeConfig, logger });
+  const runs = informers.informer<RunObject>({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: config.pod.namespace,
+    plural: RUN_PLURAL,
   });
-  const peers = new PeerPods(kubeConfig, pod.namespace, config.runtime, logger);
+  const peers = new PeerPods(kubeConfig, config.pod.namespace, config.runtime, logger, informers);
+  return { informers, runs, peers, synced: () => runs.hasSynced && peers.hasSynced };
+}
+
+function buildReconciler(
+  options: RuntimedOptions,
+  clients: Clients,
+  caches: Caches,
+): { controller: Controller; reconciler: RunReconciler } {
+  const { config, logger, metrics } = options;
+  const { pod } = config;
   // The reconciler re-enqueues a key when a background execution ends; the controller
   // that owns the queue is created right after it.
   const controller: Controller = new Controller({
@@ -99,94 +168,71 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     runtime: config.runtime,
     language: config.language,
     gatewayHost: config.gatewayHost,
-    gatewayCaPem,
+    gatewayCaPem: clients.gatewayCaPem,
     cancelGraceMs: config.cancelGraceSeconds * 1000,
     // The cache holds what the API server sent: a Run (client-node's ObjectMeta type differs only in Date fields it never parses for custom objects).
-    cached: (namespace, name) => informer.get(name, namespace) as ReadonlyDeep<Run> | undefined,
-    runs,
-    server,
+    cached: (namespace, name) => caches.runs.get(name, namespace) as ReadonlyDeep<Run> | undefined,
+    runs: clients.runs,
+    server: clients.server,
     workspaces: new Workspaces(join(config.containerRoot, config.workspaceDir)),
-    readConfigMap: async (namespace, name, key) => {
-      const configMap = await core.readNamespacedConfigMap({ name, namespace });
-      const value = configMap.data?.[key];
-      if (value === undefined) throw new KruntimesError('InvalidRequest', `ConfigMap ${namespace}/${name} has no key ${key}`);
-      return value;
-    },
+    readConfigMap: clients.readConfigMap,
     logger,
     metrics,
     enqueue: (key) => {
       controller.enqueue(key);
     },
   });
-  // Per-function series exist only for the function Runs this process holds (bounded by its capacity).
-  metrics.functions.observeHeld(() =>
-    reconciler.heldFunctionKeys().map((key) => {
-      const { name } = splitObjectKey(key);
-      const ready = findCondition(informer.get(name, pod.namespace)?.status?.conditions, CONDITION_TYPES.ready);
-      const since = ready?.status === 'True' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
-      return { namespace: pod.namespace, runtime: config.runtime, run: name, readySinceMs: Number.isNaN(since) ? undefined : since };
-    }),
-  );
+  exportHeldFunctions(options, reconciler, caches.runs);
   // Only Runs of this Runtime (client-side: Runs carry spec.runtime, not a label), plus
   // any Run this process holds state for, whatever it says now.
-  informer.enqueueTo(
+  caches.runs.enqueueTo(
     (key) => {
       controller.enqueue(key);
     },
     (run) => (run.spec.runtime === config.runtime || reconciler.localKeys().includes(objectKey(run)) ? objectKey(run) : undefined),
   );
+  return { controller, reconciler };
+}
 
-  let runtimeServerServing = false;
-  let stopping = false;
-  const checkRuntimeServer = async (): Promise<void> => {
+/** Per-function series exist only for the function Runs this process holds (bounded by its capacity). */
+function exportHeldFunctions({ config, metrics }: RuntimedOptions, reconciler: RunReconciler, runs: SharedInformer<RunObject>): void {
+  const { namespace } = config.pod;
+  metrics.functions.observeHeld(() =>
+    reconciler.heldFunctionKeys().map((key) => {
+      const { name } = splitObjectKey(key);
+      const ready = findCondition(runs.get(name, namespace)?.status?.conditions, CONDITION_TYPES.ready);
+      const since = ready?.status === 'True' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
+      return { namespace, runtime: config.runtime, run: name, readySinceMs: Number.isNaN(since) ? undefined : since };
+    }),
+  );
+}
+
+/** The local Runtime Server's health, polled for runtimed's own readiness. */
+function watchRuntimeServer(server: RuntimeServerClient, logger: Logger): { serving(): boolean; stop(): void } {
+  let serving = false;
+  const check = async (): Promise<void> => {
     try {
-      runtimeServerServing = await server.serving(AbortSignal.timeout(RUNTIME_SERVER_HEALTH_MS));
+      serving = await server.serving(AbortSignal.timeout(RUNTIME_SERVER_HEALTH_MS));
     } catch (error) {
-      if (runtimeServerServing) logger.warn({ err: error }, 'the Runtime Server stopped answering');
-      runtimeServerServing = false;
+      if (serving) logger.warn({ err: error }, 'the Runtime Server stopped answering');
+      serving = false;
     }
   };
-  const healthTimer = setInterval(() => void checkRuntimeServer(), RUNTIME_SERVER_HEALTH_MS);
-  healthTimer.unref();
-  void checkRuntimeServer();
-
-  // The dataplane (ARCHITECTURE §6-§7): informer caches only on the invoke path.
-  const identity = runtimeIdentity(pod.namespace, config.runtime);
-  const tls = new TlsMaterial({ dir: join(config.containerRoot, config.tlsDir), expectedIdentity: identity, logger });
-  await tls.start();
-  const runsByUid = new RunsByUid(informer, pod.namespace);
-  const forwarder = new PeerForwarder({ tls, identity, targetName: `${config.runtime}.${pod.namespace}.svc`, port: config.peerPort });
-  const ownerEvents = new OwnerUnreachableEvents({ kubeConfig, namespace: pod.namespace, podName: pod.name, logger });
-  const dataplane = await startDataplaneServers({
-    host: pod.ip,
-    grpcPort: config.grpcPort,
-    peerPort: config.peerPort,
-    healthPort: config.healthPort,
-    tls,
-    identity,
-    serving: () => !stopping && informer.hasSynced && peers.hasSynced && runtimeServerServing && tls.loaded,
-    logger,
-    functionRuntime: {
-      self: { namespace: pod.namespace, runtime: config.runtime, podName: pod.name, podUID: pod.uid },
-      synced: () => informer.hasSynced && peers.hasSynced,
-      runByUid: (uid) => runsByUid.get(uid),
-      podByUid: (uid) => peers.byUID(uid),
-      registrationFor: (uid, attempt) => reconciler.registrationFor(uid, attempt),
-      server,
-      authorizer: new AccessReviewer({ kubeConfig, metrics: metrics.authz }),
-      forwarder,
-      ownerUnreachable: (run, message) => {
-        ownerEvents.report(run, message);
-      },
-      metrics,
-      logger,
+  const timer = setInterval(() => void check(), RUNTIME_SERVER_HEALTH_MS);
+  timer.unref();
+  void check();
+  return {
+    serving: () => serving,
+    stop: () => {
+      clearInterval(timer);
     },
-  });
-  const { grpcPort, peerPort, healthPort } = dataplane;
+  };
+}
 
-  const lease = new PodLease({
+function buildPodLease({ config, kubeConfig, logger, metrics }: RuntimedOptions, reconciler: RunReconciler): PodLease {
+  return new PodLease({
     kubeConfig,
-    pod,
+    pod: config.pod,
     runtime: config.runtime,
     durationSeconds: config.leaseDurationSeconds,
     renewSeconds: config.leaseRenewSeconds,
@@ -196,33 +242,4 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     },
     runs: () => reconciler.leaseReport(),
   });
-  await lease.start();
-  controller.start();
-  await Promise.all([informer.start(), peers.start()]);
-  logger.info(
-    { pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, peerPort, healthPort, runtimeServer: config.runtimeServerAddress },
-    'runtimed started',
-  );
-
-  return {
-    grpcPort,
-    peerPort,
-    healthPort,
-    peers,
-    async stop() {
-      stopping = true;
-      clearInterval(healthTimer);
-      await controller.stop();
-      await reconciler.shutdown();
-      await informer.stop();
-      await peers.stop();
-      await lease.stop();
-      await dataplane.stop();
-      forwarder.close();
-      tls.stop();
-      await ownerEvents.flush();
-      server.close();
-      logger.info('runtimed stopped');
-    },
-  };
 }

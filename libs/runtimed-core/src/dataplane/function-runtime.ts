@@ -67,108 +67,154 @@ export function functionRuntimeService(
   };
 }
 
+/** One InvokeFunction call; what the failure path needs is kept as the call goes on. */
+interface InvokeCall {
+  o: FunctionRuntimeOptions;
+  port: DataplanePort;
+  request: runtimedV1.InvokeFunctionRequest;
+  context: CallContext;
+  incoming: IncomingInvocation;
+  started: number;
+  log: Logger;
+  /** Where the call was routed, once it was. */
+  route?: Route['type'];
+  /** Whether the invocation ID passed validation (only then is it echoed in a trailer). */
+  validId: boolean;
+}
+
 async function invoke(
   o: FunctionRuntimeOptions,
   port: DataplanePort,
   request: runtimedV1.InvokeFunctionRequest,
   context: CallContext,
 ): Promise<runtimedV1.InvokeFunctionResponse> {
-  const started = performance.now();
-  const incoming: IncomingInvocation = {
-    namespace: request.namespace,
-    runtime: request.runtime,
-    runUid: request.runUid,
-    invocationId: request.invocationId,
-    payload: request.payload,
-    timeoutMs: millisFromDuration(request.timeout),
-    peerHop: request.peerHop,
+  const call: InvokeCall = {
+    o,
+    port,
+    request,
+    context,
+    started: performance.now(),
+    incoming: {
+      namespace: request.namespace,
+      runtime: request.runtime,
+      runUid: request.runUid,
+      invocationId: request.invocationId,
+      payload: request.payload,
+      timeoutMs: millisFromDuration(request.timeout),
+      peerHop: request.peerHop,
+    },
+    log: o.logger.child({ port, runUID: request.runUid.slice(0, 64) }),
+    validId: false,
   };
-  let log = o.logger.child({ port, runUID: request.runUid.slice(0, 64) });
-  let route: Route['type'] | undefined;
-  let validId = false;
   try {
-    validateInvocation(incoming, o.self, port);
-    validId = true;
-    log = log.child({
-      invocationId: incoming.invocationId,
-      ...(incoming.peerHop === undefined ? {} : { fromPod: incoming.peerHop.fromPod }),
-    });
-    const authorization = context.metadata.get(METADATA_KEYS.authorization);
-    const token = bearerToken(authorization);
-    // A cache that is still listing would answer 404 for a Run that exists.
-    if (!o.synced()) throw new KruntimesError('RunNotReady', 'this runtimed is starting (its caches are not synced yet)');
-    const cached = o.runByUid(incoming.runUid);
-    // An unknown UID has no name: the review then asks about the namespace's Runs in
-    // general, so that only a caller who may read Runs there learns it does not exist.
-    await o.authorizer.authorize({ token, namespace: o.self.namespace, name: cached?.metadata.name ?? '', uid: incoming.runUid });
-    const decided = await decide(o, incoming, context.signal);
-    route = decided.type;
-    switch (decided.type) {
-      case 'refuse': {
-        if (decided.ownerUnreachable && cached !== undefined)
-          o.ownerUnreachable({ name: cached.metadata.name ?? '', uid: incoming.runUid }, decided.message);
-        throw new KruntimesError(decided.code, decided.message);
-      }
-      case 'invoke': {
-        log = log.child({ attempt: decided.attempt });
-        // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
-        const run = o.runByUid(incoming.runUid)?.metadata.name ?? cached?.metadata.name ?? '';
-        const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
-        let response: runtimeServerV1.InvokeFunctionResponse;
-        try {
-          response = await invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal);
-        } catch (error) {
-          ended(isKruntimesError(error) ? error.code : 'Internal');
-          throw error;
-        }
-        ended('OK');
-        finish(o, log, port, 'local', 'OK', started, { registrationId: decided.registrationId });
-        return {
-          invocationId: response.invocationId,
-          result: response.result,
-          outputs: response.outputs,
-          stdout: response.stdout,
-          stderr: response.stderr,
-          attempt: decided.attempt,
-        };
-      }
-      case 'forward': {
-        log = log.child({ attempt: decided.attempt, owner: decided.owner.name });
-        const hop: runtimedV1.PeerHop = { expectedAttempt: decided.attempt, expectedPodUid: decided.owner.uid, fromPod: o.self.podName };
-        const forwarded = { ...request, peerHop: hop };
-        const response = await o.forwarder.forward(
-          decided.owner.ip,
-          forwarded,
-          {
-            authorization: authorization ?? '',
-            traceparent: context.metadata.get('traceparent'),
-            tracestate: context.metadata.get('tracestate'),
-          },
-          decided.timeoutMs + FORWARD_DEADLINE_MARGIN_MS,
-          context.signal,
-        );
-        finish(o, log, port, 'forwarded', 'OK', started, {});
-        return response;
-      }
-    }
+    return await serve(call);
   } catch (error) {
-    // The caller went away: nobody is listening for a status.
-    if (context.signal.aborted) throw error;
-    let typed: KruntimesError;
-    if (isKruntimesError(error)) {
-      typed = error;
-    } else {
-      log.error({ err: error }, 'unexpected error in the invoke path');
-      typed = new KruntimesError('Internal', 'internal error');
-    }
-    finish(o, log, port, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, started, {
-      err: typed.message,
-    });
-    context.trailer.set(METADATA_KEYS.errorCode, typed.code);
-    context.trailer.set(METADATA_KEYS.errorSource, typed.source);
-    if (validId) context.trailer.set(METADATA_KEYS.invocationId, incoming.invocationId);
-    throw new ServerError(Status[ERROR_CODES[typed.code].grpc], truncateUtf8(typed.message, STATUS_MESSAGE_BYTES).value);
+    throw failure(call, error);
   }
+}
+
+/** Validate, authorize, route, then invoke here or forward. */
+async function serve(call: InvokeCall): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { o, port, context, incoming } = call;
+  validateInvocation(incoming, o.self, port);
+  call.validId = true;
+  call.log = call.log.child({
+    invocationId: incoming.invocationId,
+    ...(incoming.peerHop === undefined ? {} : { fromPod: incoming.peerHop.fromPod }),
+  });
+  const authorization = context.metadata.get(METADATA_KEYS.authorization);
+  const token = bearerToken(authorization);
+  // A cache that is still listing would answer 404 for a Run that exists.
+  if (!o.synced()) throw new KruntimesError('RunNotReady', 'this runtimed is starting (its caches are not synced yet)');
+  const cached = o.runByUid(incoming.runUid);
+  // An unknown UID has no name: the review then asks about the namespace's Runs in
+  // general, so that only a caller who may read Runs there learns it does not exist.
+  await o.authorizer.authorize({ token, namespace: o.self.namespace, name: cached?.metadata.name ?? '', uid: incoming.runUid });
+  const decided = await decide(o, incoming, context.signal);
+  call.route = decided.type;
+  switch (decided.type) {
+    case 'refuse': {
+      if (decided.ownerUnreachable && cached !== undefined)
+        o.ownerUnreachable({ name: cached.metadata.name ?? '', uid: incoming.runUid }, decided.message);
+      throw new KruntimesError(decided.code, decided.message);
+    }
+    case 'invoke':
+      return invokeHere(call, decided, cached?.metadata.name);
+    case 'forward':
+      return forwardToOwner(call, decided, authorization);
+  }
+}
+
+async function invokeHere(
+  call: InvokeCall,
+  decided: Extract<Route, { type: 'invoke' }>,
+  cachedName: string | undefined,
+): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { o, incoming, context } = call;
+  call.log = call.log.child({ attempt: decided.attempt });
+  // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
+  const run = o.runByUid(incoming.runUid)?.metadata.name ?? cachedName ?? '';
+  const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
+  let response: runtimeServerV1.InvokeFunctionResponse;
+  try {
+    response = await invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal);
+  } catch (error) {
+    ended(isKruntimesError(error) ? error.code : 'Internal');
+    throw error;
+  }
+  ended('OK');
+  finish(call, 'local', 'OK', { registrationId: decided.registrationId });
+  return {
+    invocationId: response.invocationId,
+    result: response.result,
+    outputs: response.outputs,
+    stdout: response.stdout,
+    stderr: response.stderr,
+    attempt: decided.attempt,
+  };
+}
+
+/** The one hop to the owner, which answers for itself (its status and trailers pass through). */
+async function forwardToOwner(
+  call: InvokeCall,
+  decided: Extract<Route, { type: 'forward' }>,
+  authorization: string | undefined,
+): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { o, request, context } = call;
+  call.log = call.log.child({ attempt: decided.attempt, owner: decided.owner.name });
+  const hop: runtimedV1.PeerHop = { expectedAttempt: decided.attempt, expectedPodUid: decided.owner.uid, fromPod: o.self.podName };
+  const response = await o.forwarder.forward(
+    decided.owner.ip,
+    { ...request, peerHop: hop },
+    {
+      authorization: authorization ?? '',
+      traceparent: context.metadata.get('traceparent'),
+      tracestate: context.metadata.get('tracestate'),
+    },
+    decided.timeoutMs + FORWARD_DEADLINE_MARGIN_MS,
+    context.signal,
+  );
+  finish(call, 'forwarded', 'OK', {});
+  return response;
+}
+
+/** What the call ends with after an error: the status of the error table and its trailers. */
+function failure(call: InvokeCall, error: unknown): unknown {
+  const { context, log, route } = call;
+  // The caller went away: nobody is listening for a status.
+  if (context.signal.aborted) return error;
+  let typed: KruntimesError;
+  if (isKruntimesError(error)) {
+    typed = error;
+  } else {
+    log.error({ err: error }, 'unexpected error in the invoke path');
+    typed = new KruntimesError('Internal', 'internal error');
+  }
+  finish(call, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, { err: typed.message });
+  context.trailer.set(METADATA_KEYS.errorCode, typed.code);
+  context.trailer.set(METADATA_KEYS.errorSource, typed.source);
+  if (call.validId) context.trailer.set(METADATA_KEYS.invocationId, call.incoming.invocationId);
+  return new ServerError(Status[ERROR_CODES[typed.code].grpc], truncateUtf8(typed.message, STATUS_MESSAGE_BYTES).value);
 }
 
 /**
@@ -217,12 +263,9 @@ async function invokeLocally(
 }
 
 function finish(
-  o: FunctionRuntimeOptions,
-  log: Logger,
-  port: DataplanePort,
+  { o, log, port, started }: InvokeCall,
   route: 'local' | 'forwarded' | 'refused',
   code: string,
-  started: number,
   fields: Record<string, unknown>,
 ): void {
   o.metrics.invocation({ port, route, code });

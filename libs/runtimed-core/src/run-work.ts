@@ -1,0 +1,184 @@
+import { RUN_REASONS, runModeKind } from '@kruntimes/api';
+import type { Run, RunSpec } from '@kruntimes/api';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import { pathExists } from '@kruntimes/host';
+import { decideRetry, resolveRetryPolicy } from '@kruntimes/run-state';
+import type { Logger } from 'pino';
+import type { Epoch } from './epoch.ts';
+import { plain } from './plan.ts';
+import type { LocalRun } from './plan.ts';
+import type { ReleasedRuns, RunRef } from './pod-lease.ts';
+import type { RunReconcilerOptions } from './run-reconciler.ts';
+import { isDefiniteRegistrationFailure } from './runtime-server.ts';
+import { runEnv } from './workspace.ts';
+
+/** What one reconcile of one Run works on; every step of it takes this instead of its parts. */
+export interface ReconcileContext {
+  key: string;
+  /** The cached Run, or the object a step just wrote (claim goes on from it). */
+  run: ReadonlyDeep<Run>;
+  epoch: Epoch;
+  /** Carries the Run's key, UID and attempt. */
+  log: Logger;
+}
+
+/** In-memory state of one Run this Pod works on. */
+export interface LocalState extends LocalRun {
+  registrationId?: string;
+  execution?: Execution;
+}
+
+export interface Execution {
+  id: string;
+  abort: AbortController;
+  /** Set by whoever stops it on purpose, so the execution's own ending writes nothing. */
+  stoppedFor?: 'cancel' | 'expire' | 'release';
+  done: Promise<void>;
+}
+
+export interface RunWorkOptions {
+  options: RunReconcilerOptions;
+  now: () => number;
+  /** The reconciler's map of local state, shared with it (it owns the map). */
+  local: Map<string, LocalState>;
+  released: ReleasedRuns;
+}
+
+/**
+ * The steps both modes share (local state, registration lookup, cleanup, the end of a
+ * failed attempt), and the state they work on, so that the function lifecycle and the
+ * task execution each keep only their own steps.
+ */
+export class RunWork {
+  readonly o: RunReconcilerOptions;
+  readonly now: () => number;
+  readonly local: Map<string, LocalState>;
+  /** Epochs whose Pod-local state this process confirmed stopped (reported in the Pod Lease). */
+  readonly released: ReleasedRuns;
+
+  constructor({ options, now, local, released }: RunWorkOptions) {
+    this.o = options;
+    this.now = now;
+    this.local = local;
+    this.released = released;
+  }
+
+  track({ key, epoch }: ReconcileContext, mode: 'task' | 'function'): LocalState {
+    let state = this.local.get(key);
+    if (state === undefined) {
+      state = { uid: epoch.uid, attempt: epoch.attempt, mode };
+      this.local.set(key, state);
+    }
+    return state;
+  }
+
+  /** The epoch's Pod-local state is gone: forget it and report it released. */
+  forget(key: string, epoch: RunRef): void {
+    this.local.delete(key);
+    this.released.add(epoch);
+  }
+
+  /** RegisterFunction for this epoch: same attempt and configuration give the same ID. */
+  async registerIdempotently(
+    { run, epoch, log }: ReconcileContext,
+    handler: string,
+  ): Promise<{ registrationId: string; created: boolean }> {
+    const workdir = await this.o.workspaces.prepare(run, epoch.attempt, this.o.language, this.o.readConfigMap);
+    log.info({ workdir }, 'registering');
+    const response = await this.o.server.register({
+      runUid: epoch.uid,
+      attempt: epoch.attempt,
+      workdir,
+      handler,
+      env: runEnv(run, this.o.runtime, epoch.attempt),
+    });
+    this.o.metrics.registration(response.created ? 'registered' : 'reused');
+    log.info(
+      { registrationId: response.registrationId, created: response.created },
+      response.created ? 'registered' : 'registration already existed (same attempt and configuration)',
+    );
+    return response;
+  }
+
+  /**
+   * Releases every Pod-local thing of a Run: the registration (with `discover`, found
+   * again by registering the same attempt when this process never knew its ID, e.g.
+   * after a restart, if the attempt's workspace exists) and the workspace. Idempotent.
+   */
+  async cleanUp(ctx: ReconcileContext, discover = true): Promise<void> {
+    const { key, run, epoch, log } = ctx;
+    const state = this.local.get(key);
+    const fn = run.spec.mode.function;
+    let registrationId = state?.registrationId;
+    if (
+      discover &&
+      registrationId === undefined &&
+      fn !== undefined &&
+      (await pathExists(await this.o.workspaces.attemptDir(epoch.uid, epoch.attempt)))
+    ) {
+      try {
+        ({ registrationId } = await this.registerIdempotently(ctx, fn.handler));
+      } catch (error) {
+        // The code never loaded in this attempt: there is nothing to unregister.
+        if (!isDefiniteRegistrationFailure(error)) throw error;
+      }
+    }
+    if (registrationId !== undefined) {
+      const { found } = await this.o.server.unregister(registrationId);
+      log.info({ step: 'unregistered', registrationId, found }, 'function unregistered');
+      if (state !== undefined) delete state.registrationId;
+    }
+    if (await this.o.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
+    this.forget(key, epoch);
+  }
+
+  /**
+   * This attempt failed for good: release everything it holds, then let the shared retry
+   * engine decide between another attempt (back to Pending through the scheduler, so
+   * capacity is free during the backoff) and Failed.
+   */
+  async attemptFailed(ctx: ReconcileContext, message: string, options: { exitCode?: number; interrupted?: boolean } = {}): Promise<void> {
+    const { run, epoch, log } = ctx;
+    const spec = plain<RunSpec>(run.spec);
+    const mode = runModeKind(spec);
+    // An execution cut short by the platform (runtimed restarted, the Runtime Server
+    // died) may have had side effects nobody saw: like a lost owner, it is retried only
+    // when the task declared retrySafe. A failure the code reported itself follows the
+    // user's policy.
+    const decision = decideRetry(mode, spec.retryPolicy, epoch.attempt, options.interrupted === true ? 'ownerLost' : 'attemptFailed');
+    // Whatever this attempt registered is known here (or nothing loaded): no discovery.
+    await this.cleanUp(ctx, false);
+    await this.o.runs.removeFinalizer(epoch);
+    if (decision.retry) {
+      await this.o.runs.transition(epoch, {
+        type: 'Requeue',
+        cause: 'attemptFailed',
+        backoffSeconds: decision.backoffSeconds,
+        message: `attempt ${epoch.attempt}: ${message}`,
+      });
+      log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
+      return;
+    }
+    if (decision.why === 'notRetrySafe') {
+      // The execution was lost, not finished: nothing proves what the task did.
+      await this.o.runs.transition(epoch, {
+        type: 'Interrupted',
+        reason: RUN_REASONS.ownerLost,
+        message: `not retried: the task is not retrySafe: ${message}`,
+      });
+      log.info({ why: decision.why }, 'interrupted; not retried');
+      return;
+    }
+    const { exitCode } = options;
+    const reason =
+      mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
+    const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
+    await this.o.runs.transition(epoch, {
+      type: 'Failed',
+      reason,
+      message: `${why}: ${message}`,
+      ...(exitCode === undefined ? {} : { exitCode }),
+    });
+    log.info({ reason, why: decision.why }, 'failed; not retried');
+  }
+}

@@ -1,0 +1,238 @@
+import { RUN_REASONS } from '@kruntimes/api';
+import type { ReconcileResult } from '@kruntimes/controller-runtime';
+import { pathExists } from '@kruntimes/host';
+import { runtimeServerV1 } from '@kruntimes/proto';
+import { TransitionRefusedError } from '@kruntimes/run-state';
+import type { RunEvent } from '@kruntimes/run-state';
+import type { Logger } from 'pino';
+import { NotOwnerError } from './run-client.ts';
+import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
+import { entrypointFile, runEnv } from './workspace.ts';
+
+const { ExitReason } = runtimeServerV1;
+
+/** Far more task attempts than one Pod runs while a cache can lag behind them. */
+const MAX_REMEMBERED_EXECUTIONS = 10_000;
+
+/** How an execution's event stream ended: its exit, or the error that cut it. */
+interface StreamEnd {
+  exited: runtimeServerV1.ExecutionExited | undefined;
+  failure: unknown;
+}
+
+/**
+ * A task Run on this Pod: start the attempt's execution in the background, follow its
+ * events into structured logs, write the outcome when it ends, and stop it on purpose
+ * (cancel, lifetime timeout).
+ */
+export class TaskExecution {
+  readonly #w: RunWork;
+  /**
+   * Task attempts (`uid/attempt`) this process started: an attempt runs at most once per
+   * process, whatever a lagging cache says afterwards (across restarts the attempt's
+   * workspace is the marker). Bounded; insertion order makes it a FIFO.
+   */
+  readonly #executed = new Set<string>();
+
+  constructor(work: RunWork) {
+    this.#w = work;
+  }
+
+  async execute(ctx: ReconcileContext, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
+    const { key, run, epoch } = ctx;
+    const { o } = this.#w;
+    const existing = this.#w.local.get(key);
+    if (existing?.execution !== undefined) {
+      return lifetimeRemainingMs === undefined ? undefined : { requeueAfterMs: Math.max(0, lifetimeRemainingMs) };
+    }
+    const executionId = `${epoch.uid}/${epoch.attempt}`;
+    if (this.#executed.has(executionId)) return undefined;
+    // The cache may lag: an execution that just ended and wrote its outcome would
+    // otherwise look like a Running task that still has to run.
+    await o.runs.verify(epoch, ['Running']);
+    if (await pathExists(await o.workspaces.attemptDir(epoch.uid, epoch.attempt))) {
+      // This attempt's workspace exists but no execution does: runtimed restarted while
+      // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
+      // did is unknown, so the attempt failed (retried only within the user's policy).
+      await this.#w.attemptFailed(ctx, 'runtimed restarted during the execution, which the Runtime Server then stopped', {
+        interrupted: true,
+      });
+      return undefined;
+    }
+    const workdir = await o.workspaces.prepare(run, epoch.attempt, o.language, o.readConfigMap);
+    const state = this.#w.track(ctx, 'task');
+    this.#rememberExecuted(executionId);
+    const execution: Execution = { id: executionId, abort: new AbortController(), done: Promise.resolve() };
+    state.execution = execution;
+    execution.done = this.#runExecution(ctx, workdir, execution, lifetimeRemainingMs);
+    return undefined;
+  }
+
+  /** Stops this epoch's work (task: SIGTERM, grace, SIGKILL; function: unregister) and cleans up. */
+  readonly stop = async (ctx: ReconcileContext, why: 'cancel' | 'expire'): Promise<void> => {
+    const { o } = this.#w;
+    const execution = this.#w.local.get(ctx.key)?.execution;
+    if (execution !== undefined) {
+      execution.stoppedFor = why;
+      const { found } = await o.server.cancel(execution.id, o.cancelGraceMs);
+      ctx.log.info({ found }, 'stopping the task');
+      await execution.done;
+    }
+    await this.#w.cleanUp(ctx);
+    await o.runs.removeFinalizer(ctx.epoch);
+  };
+
+  /** Runs in the background (not in a reconcile worker): a task may run for hours. */
+  async #runExecution(
+    ctx: ReconcileContext,
+    workdir: string,
+    execution: Execution,
+    lifetimeRemainingMs: number | undefined,
+  ): Promise<void> {
+    const { o, now } = this.#w;
+    const started = now();
+    const { exited, failure } = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs);
+    const seconds = (now() - started) / 1000;
+    try {
+      if (execution.stoppedFor !== undefined) {
+        // Whoever stopped it writes the outcome (Cancelled, Timeout) or nothing (released).
+        o.metrics.taskFinished(
+          execution.stoppedFor === 'cancel' ? 'cancelled' : execution.stoppedFor === 'expire' ? 'timeout' : 'released',
+          seconds,
+        );
+        return;
+      }
+      await this.#taskEnded(ctx, exited, failure, seconds);
+    } catch (error) {
+      if (error instanceof NotOwnerError || error instanceof TransitionRefusedError) {
+        ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
+      } else {
+        // The reconcile that follows re-reads everything and retries the write.
+        ctx.log.error({ err: error }, 'writing the task outcome failed');
+      }
+    } finally {
+      const current = this.#w.local.get(ctx.key);
+      if (current?.execution === execution) delete current.execution;
+      o.enqueue(ctx.key);
+    }
+  }
+
+  /** ExecuteTask on the Runtime Server, followed to its end. */
+  async #follow(
+    { run, epoch, log }: ReconcileContext,
+    workdir: string,
+    execution: Execution,
+    lifetimeRemainingMs: number | undefined,
+  ): Promise<StreamEnd> {
+    const { o } = this.#w;
+    let exited: runtimeServerV1.ExecutionExited | undefined;
+    try {
+      const events = o.server.execute(
+        {
+          executionId: execution.id,
+          runUid: epoch.uid,
+          attempt: epoch.attempt,
+          workdir,
+          entrypoint: entrypointFile(o.language),
+          args: [...(run.spec.mode.task?.args ?? [])],
+          env: runEnv(run, o.runtime, epoch.attempt),
+          timeoutMs: lifetimeRemainingMs,
+          gracePeriodMs: o.cancelGraceMs,
+        },
+        execution.abort.signal,
+      );
+      for await (const { event } of events) {
+        if (event?.$case === 'exited') exited = event.exited;
+        else logEvent(log, event);
+      }
+    } catch (error) {
+      return { exited, failure: error };
+    }
+    return { exited, failure: undefined };
+  }
+
+  async #taskEnded(
+    ctx: ReconcileContext,
+    exited: runtimeServerV1.ExecutionExited | undefined,
+    failure: unknown,
+    seconds: number,
+  ): Promise<void> {
+    const { metrics } = this.#w.o;
+    if (exited === undefined) {
+      ctx.log.warn({ err: failure }, 'the execution stream ended without an exit');
+      metrics.taskFinished('failed', seconds);
+      await this.#w.attemptFailed(ctx, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`, {
+        interrupted: true,
+      });
+      return;
+    }
+    const { reason, exitCode, signal, outputsError, message } = exited;
+    ctx.log.info({ reason, exitCode, signal: signal || undefined, outputsError: outputsError || undefined, seconds }, 'task exited');
+    switch (reason) {
+      case ExitReason.EXIT_REASON_COMPLETED:
+        if (exitCode === 0) {
+          metrics.taskFinished('succeeded', seconds);
+          await this.#finished(ctx, { type: 'Succeeded', outputs: { ...exited.outputs } });
+          ctx.log.info('succeeded');
+          return;
+        }
+        metrics.taskFinished('failed', seconds);
+        await this.#w.attemptFailed(ctx, `exited with code ${exitCode}`, { exitCode });
+        return;
+      case ExitReason.EXIT_REASON_TIMED_OUT:
+        metrics.taskFinished('timeout', seconds);
+        await this.#finished(ctx, {
+          type: 'TimedOut',
+          reason: RUN_REASONS.timeout,
+          message: `ran longer than spec.timeout (${ctx.run.spec.timeout ?? ''}) since startTime`,
+        });
+        return;
+      case ExitReason.EXIT_REASON_START_FAILED:
+        metrics.taskFinished('failed', seconds);
+        await this.#w.attemptFailed(ctx, `could not start: ${message}`);
+        return;
+      case ExitReason.EXIT_REASON_CANCELLED:
+      case ExitReason.EXIT_REASON_UNSPECIFIED:
+      case ExitReason.UNRECOGNIZED:
+        metrics.taskFinished('failed', seconds);
+        await this.#w.attemptFailed(ctx, `the execution ended unexpectedly (${message || String(reason)})`, { interrupted: true });
+        return;
+    }
+  }
+
+  /** The attempt ended with a terminal outcome: its workspace goes, the outcome is written, the epoch is released. */
+  async #finished({ key, epoch }: ReconcileContext, outcome: RunEvent): Promise<void> {
+    await this.#w.o.workspaces.remove(epoch.uid);
+    await this.#w.o.runs.transition(epoch, outcome);
+    this.#w.forget(key, epoch);
+  }
+
+  #rememberExecuted(executionId: string): void {
+    this.#executed.add(executionId);
+    if (this.#executed.size > MAX_REMEMBERED_EXECUTIONS) {
+      const oldest = this.#executed.values().next();
+      if (oldest.done !== true) this.#executed.delete(oldest.value);
+    }
+  }
+}
+
+/** The task's output goes to structured logs, never into Run status. */
+function logEvent(log: Logger, event: Exclude<runtimeServerV1.ExecuteEvent['event'], { $case: 'exited' }>): void {
+  switch (event?.$case) {
+    case 'started':
+      log.info({ pid: event.started.pid }, 'task started');
+      break;
+    case 'log':
+      log.info(
+        {
+          stream: event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDERR ? 'stderr' : 'stdout',
+          line: event.log.text,
+          truncated: event.log.truncated || undefined,
+        },
+        'task output',
+      );
+      break;
+    case undefined:
+      break;
+  }
+}
