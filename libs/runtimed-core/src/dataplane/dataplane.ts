@@ -32,7 +32,7 @@ export interface DataplaneOptions {
 }
 
 /**
- * Starts the dataplane of runtimed (ARCHITECTURE §6-§7): the workload certificate, the
+ * Starts the dataplane of runtimed ("The invoke path" in docs/architecture.md): the workload certificate, the
  * peer hop, the OwnerUnreachable Events and the listeners; informer caches only on the
  * invoke path. Its stop also closes the peer connections, the certificate watch and the
  * pending Events.

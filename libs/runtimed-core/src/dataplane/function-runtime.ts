@@ -52,7 +52,7 @@ const DEFAULT_RECHECK_WAIT_MS = 1_000;
 const DEFAULT_RECHECK_INTERVAL_MS = 100;
 
 /**
- * FunctionRuntime.InvokeFunction for one port (ARCHITECTURE §6): validate, authorize the
+ * FunctionRuntime.InvokeFunction for one port (docs/invoke-contract.md): validate, authorize the
  * caller's token (SelfSubjectAccessReview, cached), route from the informer caches only,
  * then invoke the local Runtime Server or forward once to the owner. Every failure ends
  * with the status of the error table and the krt-error-code / krt-error-source /
