@@ -1,18 +1,18 @@
 // krt schedule as a user runs it: the real CLI as a child process with a kubeconfig file,
 // against the real control plane. No schedule controller runs here: trigger creates the Run itself.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_SCHEDULE_PLURAL, SCHEDULE_ANNOTATIONS } from '@kruntimes/api';
 import type { Run, RunSchedule } from '@kruntimes/api';
-import { Cluster, REPO_ROOT } from '@kruntimes/testing';
+import { Cluster } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
+import { runKrt } from './run-krt.ts';
+import type { CliResult } from './run-krt.ts';
 
 const cluster = Cluster.fromEnvironment();
 const objects = cluster.kubeConfig().makeApiClient(CustomObjectsApi);
-const MAIN = join(REPO_ROOT, 'apps/krt/src/main.ts');
 const CLI_TIMEOUT_MS = 60_000;
 
 let namespace: TestNamespace;
@@ -45,22 +45,8 @@ function target(plural: string): { group: string; version: string; namespace: st
   return { group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural };
 }
 
-async function krt(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, '--kubeconfig', kubeconfig, '-n', namespace.name, ...args], {
-    env: { ...process.env, KUBECONFIG: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), CLI_TIMEOUT_MS);
-  try {
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    return { code, stdout, stderr };
-  } finally {
-    clearTimeout(timer);
-  }
+async function krt(args: string[]): Promise<CliResult> {
+  return runKrt(args, { kubeconfig, namespace: namespace.name, timeoutMs: CLI_TIMEOUT_MS });
 }
 
 async function runsOfSchedule(): Promise<Run[]> {

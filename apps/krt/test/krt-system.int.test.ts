@@ -3,14 +3,14 @@
 // Server on a local-node Runtime Pod. The system's Runs publish the in-cluster gateway
 // host, so krt reaches the test gateway with --gateway/--gateway-ca, as a user would
 // through a port-forward.
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
-import { REPO_ROOT, kubeconfigYaml } from '@kruntimes/testing';
+import { kubeconfigYaml } from '@kruntimes/testing';
+import { runKrt } from './run-krt.ts';
+import type { CliResult } from './run-krt.ts';
 
-const MAIN = join(REPO_ROOT, 'apps/krt/src/main.ts');
 const CLI_TIMEOUT_MS = 120_000;
 
 const PYTHON = `
@@ -58,22 +58,8 @@ afterAll(async () => {
   await system.stop();
 });
 
-async function krt(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, '--kubeconfig', kubeconfig, '-n', system.name, ...args], {
-    env: { ...process.env, KUBECONFIG: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const timer = setTimeout(() => child.kill('SIGKILL'), CLI_TIMEOUT_MS);
-  try {
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    return { code, stdout, stderr };
-  } finally {
-    clearTimeout(timer);
-  }
+async function krt(args: string[]): Promise<CliResult> {
+  return runKrt(args, { kubeconfig, namespace: system.name, timeoutMs: CLI_TIMEOUT_MS });
 }
 
 test('krt wait, then krt invoke through the gateway: result on stdout, a function error is exit 1', async () => {

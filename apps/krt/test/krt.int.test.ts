@@ -1,7 +1,6 @@
 // krt as a user runs it: the real CLI as a child process, with a kubeconfig file for a
 // user, against the real control plane. Run status is moved by the test as the platform
 // would (status subresource, run-state's transition), like apps/scheduler/test's act().
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,14 +9,15 @@ import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntime
 import type { Run, RunSpec } from '@kruntimes/api';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, HttpsStub, REPO_ROOT, json, kubeconfigYaml, selfSignedCertificate, waitFor } from '@kruntimes/testing';
+import { Cluster, HttpsStub, json, kubeconfigYaml, selfSignedCertificate, waitFor } from '@kruntimes/testing';
 import type { KeyPair, StubHandler, TestNamespace } from '@kruntimes/testing';
+import { runKrt } from './run-krt.ts';
+import type { CliResult } from './run-krt.ts';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
 const objects = admin.makeApiClient(CustomObjectsApi);
 const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-const MAIN = join(REPO_ROOT, 'apps/krt/src/main.ts');
 /** Bounds each CLI run: a hung child fails the test instead of hanging it. */
 const CLI_TIMEOUT_MS = 60_000;
 
@@ -62,30 +62,13 @@ afterEach(async () => {
   await namespace.delete();
 });
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** `krt ARGS` with alice's kubeconfig unless the args name another. */
 async function krt(args: string[], options: { kubeconfig?: string; stdin?: string } = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [MAIN, '--kubeconfig', options.kubeconfig ?? kubeconfigs.alice, ...args], {
-    env: { ...process.env, KUBECONFIG: '' },
-    stdio: ['pipe', 'pipe', 'pipe'],
+  return runKrt(args, {
+    kubeconfig: options.kubeconfig ?? kubeconfigs.alice,
+    timeoutMs: CLI_TIMEOUT_MS,
+    ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  child.stdin.end(options.stdin ?? '');
-  const timer = setTimeout(() => child.kill('SIGKILL'), CLI_TIMEOUT_MS);
-  try {
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    return { code, stdout, stderr };
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function createRun(name: string, spec: Partial<RunSpec> = {}): Promise<Run> {
