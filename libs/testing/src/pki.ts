@@ -1,11 +1,8 @@
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { LOOPBACK } from './ports.ts';
-
-const run = promisify(execFile);
+import { testCa, testServerCert } from './test-pki.ts';
 
 /** Files of the throwaway PKI of one control plane. Every key is ECDSA P-256 (fast to make). */
 export interface Pki {
@@ -27,12 +24,10 @@ export interface PkiOptions {
 
 /**
  * Generates a CA, a kube-apiserver serving certificate signed by it and the
- * service-account signing key pair. Keys come from node:crypto; node cannot issue X.509
- * certificates, so the two certificates are issued by the openssl CLI with explicit
- * config files, independent of the host's openssl.cnf defaults.
+ * service-account signing key pair, as files for the control plane's flags. The
+ * certificates come from test-pki.ts (the openssl CLI with explicit config files).
  */
 export async function generatePki(dir: string, options: PkiOptions): Promise<Pki> {
-  const days = String(options.validityDays ?? 365);
   const pki: Pki = {
     caCert: join(dir, 'ca.crt'),
     caKey: join(dir, 'ca.key'),
@@ -42,96 +37,29 @@ export async function generatePki(dir: string, options: PkiOptions): Promise<Pki
     serviceAccountPublicKey: join(dir, 'sa.pub'),
   };
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  await Promise.all([
-    writePrivateKey(pki.caKey),
-    writePrivateKey(pki.servingKey),
-    writePrivateKey(pki.serviceAccountKey, pki.serviceAccountPublicKey),
-  ]);
-
-  const caConfig = join(dir, 'ca.cnf');
-  await writeFile(
-    caConfig,
-    opensslConfig('kruntimes-test-ca', [
-      'basicConstraints = critical, CA:TRUE',
-      'keyUsage = critical, keyCertSign, cRLSign, digitalSignature',
-      'subjectKeyIdentifier = hash',
-    ]),
+  const validity = { validityDays: options.validityDays ?? 365 };
+  const ca = await testCa('kruntimes-test-ca', validity);
+  const serving = await testServerCert(
+    ca,
+    {
+      commonName: 'kube-apiserver',
+      ips: [LOOPBACK, options.serviceIp],
+      dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
+    },
+    validity,
   );
-  await openssl(['req', '-x509', '-new', '-key', pki.caKey, '-out', pki.caCert, '-days', days, '-config', caConfig]);
-
-  const servingConfig = join(dir, 'apiserver.cnf');
-  const altNames = [
-    `IP:${LOOPBACK}`,
-    `IP:${options.serviceIp}`,
-    'DNS:localhost',
-    'DNS:kubernetes',
-    'DNS:kubernetes.default',
-    'DNS:kubernetes.default.svc',
-    'DNS:kubernetes.default.svc.cluster.local',
-  ];
-  await writeFile(
-    servingConfig,
-    opensslConfig('kube-apiserver', [
-      'basicConstraints = critical, CA:FALSE',
-      'keyUsage = critical, digitalSignature, keyEncipherment',
-      'extendedKeyUsage = serverAuth',
-      `subjectAltName = ${altNames.join(', ')}`,
-      'subjectKeyIdentifier = hash',
-      'authorityKeyIdentifier = keyid',
-    ]),
-  );
-  await openssl([
-    'req',
-    '-x509',
-    '-new',
-    '-key',
-    pki.servingKey,
-    '-CA',
-    pki.caCert,
-    '-CAkey',
-    pki.caKey,
-    '-out',
-    pki.servingCert,
-    '-days',
-    days,
-    '-config',
-    servingConfig,
-  ]);
-  return pki;
-}
-
-async function writePrivateKey(keyFile: string, publicKeyFile?: string): Promise<void> {
   const { privateKey, publicKey } = generateKeyPairSync('ec', {
     namedCurve: 'P-256',
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
     publicKeyEncoding: { type: 'spki', format: 'pem' },
   });
-  await writeFile(keyFile, privateKey, { mode: 0o600 });
-  if (publicKeyFile !== undefined) await writeFile(publicKeyFile, publicKey);
-}
-
-function opensslConfig(commonName: string, extensions: string[]): string {
-  return [
-    '[req]',
-    'prompt = no',
-    'distinguished_name = dn',
-    'x509_extensions = ext',
-    '[dn]',
-    `CN = ${commonName}`,
-    '[ext]',
-    ...extensions,
-    '',
-  ].join('\n');
-}
-
-async function openssl(args: string[]): Promise<void> {
-  try {
-    await run('openssl', args, { timeout: 30_000 });
-  } catch (error) {
-    const stderr = (error as { stderr?: unknown }).stderr;
-    throw new Error(
-      `openssl ${args.slice(0, 2).join(' ')} failed${typeof stderr === 'string' && stderr !== '' ? `: ${stderr.trim()}` : ''}`,
-      { cause: error },
-    );
-  }
+  await Promise.all([
+    writeFile(pki.caCert, ca.certPem),
+    writeFile(pki.caKey, ca.keyPem, { mode: 0o600 }),
+    writeFile(pki.servingCert, serving.certPem),
+    writeFile(pki.servingKey, serving.keyPem, { mode: 0o600 }),
+    writeFile(pki.serviceAccountKey, privateKey, { mode: 0o600 }),
+    writeFile(pki.serviceAccountPublicKey, publicKey),
+  ]);
+  return pki;
 }

@@ -34,13 +34,13 @@ export async function testCa(name = 'kruntimes-test-ca', options: IssueOptions =
 /** A serving certificate signed by `ca` for DNS names and IP addresses. */
 export async function testServerCert(
   ca: TestCert,
-  names: { dns?: string[]; ips?: string[] },
+  names: { dns?: string[]; ips?: string[]; commonName?: string },
   options: IssueOptions = {},
 ): Promise<TestCert> {
   const san = [...(names.dns ?? []).map((dns) => `DNS:${dns}`), ...(names.ips ?? []).map((ip) => `IP:${ip}`)].join(', ');
   return issue(
     ca,
-    names.dns?.[0] ?? names.ips?.[0] ?? 'server',
+    names.commonName ?? names.dns?.[0] ?? names.ips?.[0] ?? 'server',
     [
       'basicConstraints = critical, CA:FALSE',
       'keyUsage = critical, digitalSignature',
@@ -103,9 +103,21 @@ async function issue(ca: TestCert | undefined, commonName: string, extensions: s
       await writeFile(files.caKey, ca.keyPem, { mode: 0o600 });
       args.push('-CA', files.caCert, '-CAkey', files.caKey);
     }
-    await run('openssl', args, { timeout: 30_000 });
+    await openssl(args);
     return { certPem: await readFile(files.cert, 'utf8'), keyPem: privateKey };
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function openssl(args: string[]): Promise<void> {
+  try {
+    await run('openssl', args, { timeout: 30_000 });
+  } catch (error) {
+    const stderr = (error as { stderr?: unknown }).stderr;
+    throw new Error(
+      `openssl ${args.slice(0, 2).join(' ')} failed${typeof stderr === 'string' && stderr !== '' ? `: ${stderr.trim()}` : ''}`,
+      { cause: error },
+    );
   }
 }
