@@ -15,7 +15,7 @@ import { freePorts, LOOPBACK } from './ports.ts';
 import { ADMIN_USER, CONTROLLER_MANAGER_USER, DEFAULT_USERS, tokenAuthFile, withTokens } from './users.ts';
 import type { UserSpec } from './users.ts';
 import { waitFor } from './wait.ts';
-import { Watchdog } from './watchdog.ts';
+import { Watchdog } from '@kruntimes/host';
 
 export interface ControlPlaneOptions {
   /** Directory with etcd, kube-apiserver, kube-controller-manager; default: ensureBinaries(). */
@@ -91,7 +91,7 @@ export class ControlPlane {
     const remaining = (): number => Math.max(deadline - performance.now(), 1);
 
     const dir = await mkdtemp(join(options.tmpRoot ?? tmpdir(), 'kruntimes-cp-'));
-    const watchdog = Watchdog.start({ graceMs: 5_000 });
+    const watchdog = Watchdog.start({ graceMs: 5_000, owner: 'the test harness' });
     watchdog.watchDirectory(dir);
     const processes: Processes = {};
     try {

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { signalGroup } from '@kruntimes/host';
 import type { Component } from './errors.ts';
 import { ControlPlaneError } from './errors.ts';
-import type { Watchdog } from './watchdog.ts';
+import type { Watchdog } from '@kruntimes/host';
 
 export interface ProcessSpec {
   component: Component;

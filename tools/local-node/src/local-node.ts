@@ -6,6 +6,7 @@ import { CoreV1Api, makeInformer, PatchStrategy, setHeaderOptions } from '@kuber
 import type { Informer, KubeConfig, ObjectCache, V1Pod } from '@kubernetes/client-node';
 import { Controller } from '@kruntimes/controller-runtime';
 import type { ReconcileResult } from '@kruntimes/controller-runtime';
+import { Watchdog } from '@kruntimes/host';
 import { AddressPool } from './address-pool.ts';
 import { isConflict, isNotFound } from './api-objects.ts';
 import { KUBELET_BACKOFF } from './backoff.ts';
@@ -16,7 +17,6 @@ import { assertLoopback } from './loopback.ts';
 import { NodeRegistration } from './node-registration.ts';
 import { PodRuntime } from './pod-runtime.ts';
 import type { LocalNodeEvent } from './pod-runtime.ts';
-import { Reaper } from './reaper.ts';
 
 export const HOST_IP = '127.0.0.1';
 const INFORMER_RESTART_MS = 1_000;
@@ -56,7 +56,7 @@ export class LocalNode {
   readonly #lastWritten = new Map<string, string>();
   readonly #apiServer: { host: string; port: number };
   #informers: { namespace: string | undefined; informer: PodInformer }[] = [];
-  #reaper: Reaper | undefined;
+  #watchdog: Watchdog | undefined;
   #stopping = false;
 
   constructor(kubeConfig: KubeConfig, config: LocalNodeConfig, options: LocalNodeOptions = {}) {
@@ -85,7 +85,7 @@ export class LocalNode {
   }
 
   async start(): Promise<void> {
-    this.#reaper = Reaper.start();
+    this.#watchdog = Watchdog.start({ graceMs: 2_000, owner: 'local-node' });
     await this.#registration.register((error: unknown) => {
       this.#logger.error({ err: error }, 'node lease renewal failed; retried on the next period');
     });
@@ -130,7 +130,7 @@ export class LocalNode {
       this.#pool.release(runtime.podIP);
     }
     this.#runtimes.clear();
-    this.#reaper?.close();
+    this.#watchdog?.close();
     if (this.#options.deleteNodeOnStop === true) await this.#registration.deleteNode();
   }
 
@@ -223,7 +223,7 @@ export class LocalNode {
       if (TERMINAL_PHASES.has(pod.status?.phase ?? '')) return undefined;
       if (pod.status?.podIP !== undefined && pod.status.podIP !== '') {
         // Bound to this node by an earlier run of the agent, whose processes are gone
-        // (the reaper killed them). Its address cannot move, so the Pod fails and its
+        // (the watchdog killed them). Its address cannot move, so the Pod fails and its
         // controller replaces it, as after a node reboot with a lost sandbox.
         await this.#patchStatus(pod, {
           phase: 'Failed',
@@ -239,7 +239,7 @@ export class LocalNode {
         apiServer: this.#apiServer,
         hostIP: HOST_IP,
         stateDir: this.config.stateDir,
-        reaper: this.#requireReaper(),
+        watchdog: this.#requireWatchdog(),
         onChange: () => {
           this.#controller.enqueue(key);
         },
@@ -338,9 +338,9 @@ export class LocalNode {
     this.#lastWritten.set(uid, json);
   }
 
-  #requireReaper(): Reaper {
-    if (this.#reaper === undefined) throw new LocalNodeError('the local node is not started');
-    return this.#reaper;
+  #requireWatchdog(): Watchdog {
+    if (this.#watchdog === undefined) throw new LocalNodeError('the local node is not started');
+    return this.#watchdog;
   }
 }
 

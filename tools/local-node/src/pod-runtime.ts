@@ -19,10 +19,10 @@ import { containerEnv } from './env.ts';
 import { ContainerConfigError, errorMessage } from './errors.ts';
 import { expand } from './expand.ts';
 import { groupAlive, signalGroup } from '@kruntimes/host';
+import type { Watchdog } from '@kruntimes/host';
 import { startProcessGroup } from './process-group.ts';
 import type { ExitStatus } from './process-group.ts';
 import { probeTiming, runProbe } from './probes.ts';
-import type { Reaper } from './reaper.ts';
 import { prepareContainerRoot, prepareVolumes } from './volumes.ts';
 
 export interface PodRuntimeDeps {
@@ -32,7 +32,7 @@ export interface PodRuntimeDeps {
   apiServer: { host: string; port: number };
   hostIP: string;
   stateDir: string;
-  reaper: Reaper;
+  watchdog: Watchdog;
   /** Something in the Pod changed (exit, probe result): its status should be written. */
   onChange: () => void;
   onEvent: (event: LocalNodeEvent) => void;
@@ -205,7 +205,7 @@ export class PodRuntime {
     const name = container.spec.name;
     const started = startProcessGroup(this.#argv(container), { cwd: container.cwd, env: container.env, logFile: this.logFile(name) });
     const startedAt = new Date();
-    if (started.pid > 0) this.#deps.reaper.watch(started.pid);
+    if (started.pid > 0) this.#deps.watchdog.watchProcessGroup(started.pid);
     container.state = { kind: 'running', pid: started.pid, startedAt, exited: started.exited };
     this.#deps.onEvent({ type: 'Started', pod: this.key, uid: this.uid, container: name, pid: started.pid });
     const generation = container.generation;
@@ -220,7 +220,7 @@ export class PodRuntime {
     // A container's processes live and die together: whatever the leader left behind goes too.
     if (pid > 0) {
       signalGroup(pid, 'SIGKILL');
-      this.#deps.reaper.release(pid);
+      this.#deps.watchdog.releaseProcessGroup(pid);
     }
     const finishedAt = new Date();
     const exitCode = exit.code ?? 128 + (exit.signal === null ? 0 : (SIGNAL_NUMBERS[exit.signal] ?? 0));

@@ -1,4 +1,4 @@
-/** One line of JSON from the harness to its watchdog sidecar. */
+/** One line of JSON from the owner to its watchdog sidecar. */
 export type WatchdogMessage =
   | { kind: 'watch-process-group'; pgid: number }
   | { kind: 'release-process-group'; pgid: number }

@@ -1,6 +1,6 @@
-// The watchdog sidecar (see watchdog.ts). Started by the harness with
-// `node watchdog-main.ts GRACE_MS`; it must keep working after the harness is gone, so it
-// imports nothing but node built-ins and the message parser.
+// The watchdog sidecar (see watchdog.ts). Started by its owner with
+// `node watchdog-main.ts GRACE_MS OWNER`; it must keep working after the owner is gone, so
+// it imports nothing but node built-ins and the message parser.
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseWatchdogMessage } from './watchdog-protocol.ts';
 
 const graceMs = Number(process.argv[2] ?? '5000');
+const prefix = `[kruntimes watchdog of ${process.argv[3] ?? 'its owner'}]`;
 const groups = new Set<number>();
 const directories = new Set<string>();
 let cleaning = false;
@@ -38,7 +39,7 @@ function signal(pgid: number, name: NodeJS.Signals): void {
     process.kill(-pgid, name);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ESRCH') {
-      process.stderr.write(`[kruntimes watchdog] cannot send ${name} to process group ${pgid}: ${String(error)}\n`);
+      process.stderr.write(`${prefix} cannot send ${name} to process group ${pgid}: ${String(error)}\n`);
     }
   }
 }
@@ -48,7 +49,7 @@ async function cleanUp(reason: string): Promise<void> {
   cleaning = true;
   const leftovers = [...groups].filter(alive);
   if (leftovers.length > 0) {
-    process.stderr.write(`[kruntimes watchdog] ${reason}: stopping process groups ${leftovers.join(', ')}\n`);
+    process.stderr.write(`${prefix} ${reason}: stopping process groups ${leftovers.join(', ')}\n`);
     for (const pgid of leftovers) signal(pgid, 'SIGTERM');
     const deadline = Date.now() + graceMs;
     while (Date.now() < deadline && leftovers.some(alive)) await sleep(100);
@@ -58,7 +59,7 @@ async function cleanUp(reason: string): Promise<void> {
     try {
       await rm(path, { recursive: true, force: true, maxRetries: 3 });
     } catch (error) {
-      process.stderr.write(`[kruntimes watchdog] cannot remove ${path}: ${String(error)}\n`);
+      process.stderr.write(`${prefix} cannot remove ${path}: ${String(error)}\n`);
     }
   }
   process.exit(0);
@@ -85,8 +86,8 @@ lines.on('line', (line) => {
         break;
     }
   } catch (error) {
-    process.stderr.write(`[kruntimes watchdog] ${String(error)}\n`);
+    process.stderr.write(`${prefix} ${String(error)}\n`);
   }
 });
-// EOF: the harness closed the pipe (clean shutdown) or died (the kernel closed it).
-lines.on('close', () => void cleanUp('the harness exited without stopping what it started'));
+// EOF: the owner closed the pipe (clean shutdown) or died (the kernel closed it).
+lines.on('close', () => void cleanUp('the owner exited without stopping what it started'));
