@@ -8,7 +8,7 @@ import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
 import { groupAlive, signalGroup } from '@kruntimes/host';
 import { REPO_ROOT, call, freePorts, kubeconfigYaml, testCa, testServerCert, waitFor } from '@kruntimes/testing';
 import type { Cluster, TestCert } from '@kruntimes/testing';
-import type { NamespaceAccess } from './access.ts';
+import type { NamespaceAccess } from '@kruntimes/testing';
 
 export interface GatewayProcess {
   pid: number;

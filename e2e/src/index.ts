@@ -1,6 +1,6 @@
 export { System } from './system.ts';
 export type { SystemOptions } from './system-parts.ts';
-export type { Rule } from './access.ts';
+export type { Rule } from '@kruntimes/testing';
 export { USERS } from './callers.ts';
 export type { InvokeOptions, InvokeRoute, UserName } from './callers.ts';
 export type { GatewayProcess } from './gateway-process.ts';

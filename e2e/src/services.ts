@@ -5,7 +5,7 @@ import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
-import type { NamespaceAccess } from './access.ts';
+import type { NamespaceAccess } from '@kruntimes/testing';
 import { fileLogger } from './logs.ts';
 import type { RecordingLogger } from './logs.ts';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { LocalNode } from '@kruntimes/local-node';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import type { Cluster, TestNamespace } from '@kruntimes/testing';
-import { NamespaceAccess } from './access.ts';
+import { NamespaceAccess } from '@kruntimes/testing';
 import { startGateway, stopGateway } from './gateway-process.ts';
 import type { GatewayProcess } from './gateway-process.ts';
 import { RUNTIME_POD_STOP_GRACE_MS, startRuntimePods } from './runtime-pods.ts';

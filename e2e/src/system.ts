@@ -1,6 +1,6 @@
 /**
  * The full system for end-to-end tests, one per test namespace, on the control plane of
- * the integration run: control plane access (`access.ts`: runtimed's RBAC, a
+ * the integration run: control plane access (`NamespaceAccess` of @kruntimes/testing: runtimed's RBAC, a
  * least-privilege ServiceAccount per service), Runtime Pods (`runtime-pods.ts`: the local
  * node runs runtimed and the Runtime Servers as processes on 127.0.0.x), services
  * (`services.ts`: controller-manager with an internal CA, scheduler, optionally
@@ -22,8 +22,8 @@ import type { StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { Cluster, survivingProcesses } from '@kruntimes/testing';
 import type { HttpAnswer, TestNamespace } from '@kruntimes/testing';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
-import { issuedServiceAccountTokens } from './access.ts';
-import type { NamespaceAccess, Rule } from './access.ts';
+import { issuedServiceAccountTokens } from '@kruntimes/testing';
+import type { NamespaceAccess, Rule } from '@kruntimes/testing';
 import { USERS, invoke, invokeUrl } from './callers.ts';
 import type { InvokeOptions, InvokeRoute, UserName } from './callers.ts';
 import { rotateServingCertificate, stopGateway } from './gateway-process.ts';

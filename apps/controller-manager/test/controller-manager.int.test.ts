@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod, V1Secret } from '@kubernetes/client-node';
 import {
   API_GROUP,
@@ -25,7 +25,7 @@ import { LocalNode } from '@kruntimes/local-node';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { CONTAINERS, podLabelSelector } from '@kruntimes/runtime-workload';
-import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import {
   createCertificateAuthority,
@@ -117,27 +117,13 @@ async function start(options: {
 
 /** A ServiceAccount bound to CONTROLLER_MANAGER_RULES in the test namespace, as a KubeConfig (made once per test). */
 async function serviceAccountKubeConfig(name: string): Promise<KubeConfig> {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   try {
     await core.readNamespacedServiceAccount({ namespace: namespace.name, name });
     return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token: await tokenOf(name) });
   } catch (error) {
     if (!(error instanceof ApiException && error.code === 404)) throw error;
   }
-  await core.createNamespacedServiceAccount({ namespace: namespace.name, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({
-    namespace: namespace.name,
-    body: { metadata: { name }, rules: CONTROLLER_MANAGER_RULES.map((rule) => ({ ...rule })) },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: namespace.name,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: namespace.name }],
-    },
-  });
-  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token: await tokenOf(name) });
+  return new NamespaceAccess(cluster, namespace.name).serviceAccountKubeConfig(name, CONTROLLER_MANAGER_RULES);
 }
 
 async function tokenOf(serviceAccount: string): Promise<string> {

@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
-import { kubeconfigYaml } from '@kruntimes/testing';
+import { NamespaceAccess, kubeconfigYaml } from '@kruntimes/testing';
 import { runKrt } from './run-krt.ts';
 import type { CliResult } from './run-krt.ts';
 
@@ -27,21 +27,9 @@ let gatewayCa: string;
 
 beforeAll(async () => {
   system = await System.start({ prefix: 'krt-e2e' });
-  await system.rbac.createNamespacedRole({
-    namespace: system.name,
-    body: {
-      metadata: { name: 'run-reader' },
-      rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch'] }],
-    },
-  });
-  await system.rbac.createNamespacedRoleBinding({
-    namespace: system.name,
-    body: {
-      metadata: { name: 'alice-reads-runs' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-reader' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
-    },
-  });
+  await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-reader', [
+    { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch'] },
+  ]);
   kubeconfig = join(system.dir, 'alice.kubeconfig');
   await writeFile(
     kubeconfig,

@@ -4,12 +4,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, RunSpec } from '@kruntimes/api';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, HttpsStub, json, kubeconfigYaml, selfSignedCertificate, waitFor } from '@kruntimes/testing';
+import { Cluster, HttpsStub, NamespaceAccess, json, kubeconfigYaml, selfSignedCertificate, waitFor } from '@kruntimes/testing';
 import type { KeyPair, StubHandler, TestNamespace } from '@kruntimes/testing';
 import { runKrt } from './run-krt.ts';
 import type { CliResult } from './run-krt.ts';
@@ -17,7 +17,6 @@ import type { CliResult } from './run-krt.ts';
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
 const objects = admin.makeApiClient(CustomObjectsApi);
-const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
 /** Bounds each CLI run: a hung child fails the test instead of hanging it. */
 const CLI_TIMEOUT_MS = 60_000;
 
@@ -41,21 +40,9 @@ beforeEach(async () => {
     bob: await file('bob.kubeconfig', kubeconfigYaml({ ...params, user: 'bob', token: cluster.user('bob').token })),
     noToken: await file('anonymous.kubeconfig', kubeconfigYaml({ ...params, user: 'nobody', token: '' }).replace(/\n\s+token: .*\n/, '\n')),
   };
-  await rbac.createNamespacedRole({
-    namespace: namespace.name,
-    body: {
-      metadata: { name: 'run-user' },
-      rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] }],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: namespace.name,
-    body: {
-      metadata: { name: 'alice-uses-runs' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-user' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'alice' }],
-    },
-  });
+  await new NamespaceAccess(cluster, namespace.name).grantUser('alice', 'run-user', [
+    { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  ]);
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });

@@ -4,12 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChannelCredentials } from '@grpc/grpc-js';
 import type { V1Pod } from '@kubernetes/client-node';
-import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { API_GROUP, DEFAULTS, EVENT_REASONS, RUN_PLURAL } from '@kruntimes/api';
 import type { FunctionMode, Run } from '@kruntimes/api';
 import { METADATA_KEYS, durationFromMillis, healthV1, runtimedV1 } from '@kruntimes/proto';
 import { pathExists } from '@kruntimes/host';
-import { failure, waitFor } from '@kruntimes/testing';
+import { NamespaceAccess, failure, waitFor } from '@kruntimes/testing';
 import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
 import { Metadata, createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
@@ -98,19 +97,9 @@ beforeAll(async () => {
   scratch = await mkdtemp(join(tmpdir(), 'runtimed-dataplane-'));
   [owner, other] = await Promise.all([env.createRuntimePod('python-0', 'python'), env.createRuntimePod('python-1', 'python')]);
   // bob may get the namespace's Runs; alice may not.
-  const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace: env.name,
-    body: { metadata: { name: 'run-reader' }, rules: [{ apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: env.name,
-    body: {
-      metadata: { name: 'bob-reads-runs' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-reader' },
-      subjects: [{ kind: 'User', name: 'bob', apiGroup: 'rbac.authorization.k8s.io' }],
-    },
-  });
+  await new NamespaceAccess(env.cluster, env.name).grantUser('bob', 'run-reader', [
+    { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get'] },
+  ]);
 });
 
 afterAll(async () => {

@@ -2,13 +2,13 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoordinationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { FunctionMode, Run, RunSpec } from '@kruntimes/api';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { findCondition } from '@kruntimes/run-state';
-import { waitFor } from '@kruntimes/testing';
+import { NamespaceAccess, waitFor } from '@kruntimes/testing';
 import { createChannel, createClient } from 'nice-grpc';
 import { GATEWAY_HOST, RUNTIME_SERVER_PORT, RuntimeEnvironment } from './runtime-pods.ts';
 
@@ -140,22 +140,9 @@ test('a registration that keeps failing is retried per retryPolicy, counting att
 });
 
 test('a user with RBAC on runs only creates a function Run with kubectl, and kubectl wait --for=condition=Ready returns', async () => {
-  const rbac = env.admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace: env.name,
-    body: {
-      metadata: { name: 'run-user' },
-      rules: [{ apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] }],
-    },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: env.name,
-    body: {
-      metadata: { name: 'run-user' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'run-user' },
-      subjects: [{ kind: 'User', name: 'alice', apiGroup: 'rbac.authorization.k8s.io' }],
-    },
-  });
+  await new NamespaceAccess(env.cluster, env.name).grantUser('alice', 'run-user', [
+    { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+  ]);
   const dir = await mkdtemp(join(tmpdir(), 'runtimed-kubectl-'));
   try {
     const kubeconfig = (await env.cluster.writeKubeconfigs(dir)).alice ?? '';

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_GROUP, API_VERSION, DEFAULTS, RUNTIMED_TLS_MOUNT_PATH, RUN_PLURAL, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
-import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 // The local node agent (a tool) runs the Runtime Pods as real processes, as it does for the local cluster.
 // eslint-disable-next-line @nx/enforce-module-boundaries
 import { LocalNode } from '@kruntimes/local-node';
 import { transition } from '@kruntimes/run-state';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
-import { Cluster, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority, issueWorkloadCertificate } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -57,19 +57,7 @@ export class RuntimeEnvironment {
   static async start(prefix: string, cluster: Cluster = Cluster.fromEnvironment()): Promise<RuntimeEnvironment> {
     const admin = cluster.kubeConfig();
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
-    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
-      namespace: namespace.name,
-      body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: namespace.name,
-      body: {
-        metadata: { name: 'runtimed' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runtimed' },
-        subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: namespace.name }],
-      },
-    });
+    await new NamespaceAccess(cluster, namespace.name).grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES);
     const stateDir = await mkdtemp(join(tmpdir(), 'runtimed-test-'));
     const localNode = new LocalNode(
       admin,

@@ -14,7 +14,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime, RuntimeSpec } from '@kruntimes/api';
@@ -27,7 +27,7 @@ import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import type { RuntimeServerListenMode } from '@kruntimes/runtime-workload';
 import { LATENCY_BUCKETS_SECONDS, Scheduler } from '@kruntimes/scheduler-core';
-import { Cluster, ControlPlane, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { Cluster, ControlPlane, NamespaceAccess, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 
 const RUNS = Number(process.argv[2] ?? 1000);
@@ -53,19 +53,7 @@ try {
   const core = admin.makeApiClient(CoreV1Api);
   const bindNs = (await cluster.createNamespace({ prefix: 'bench-bind', waitForDefaultServiceAccount: true })).name;
   const fnNs = (await cluster.createNamespace({ prefix: 'bench-fn', waitForDefaultServiceAccount: true })).name;
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace: fnNs,
-    body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: fnNs,
-    body: {
-      metadata: { name: 'runtimed' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runtimed' },
-      subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: fnNs }],
-    },
-  });
+  await new NamespaceAccess(cluster, fnNs).grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES);
 
   const node = new LocalNode(
     admin,

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
@@ -14,7 +14,7 @@ import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
-import { Cluster, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -33,27 +33,12 @@ interface Rule {
 
 /** A ServiceAccount bound to exactly `rules` in the namespace; returns a token of it. */
 export async function serviceAccountToken(namespace: string, name: string, rules: readonly Rule[]): Promise<string> {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map((rule) => ({ ...rule })) } });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace }],
-    },
-  });
-  return (
-    (await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status
-      ?.token ?? ''
-  );
+  return new NamespaceAccess(cluster, namespace).serviceAccountToken(name, rules);
 }
 
 /** The same, as a KubeConfig. */
 export async function serviceAccountKubeConfig(namespace: string, name: string, rules: readonly Rule[]): Promise<KubeConfig> {
-  const token = await serviceAccountToken(namespace, name, rules);
-  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: `${namespace}-${name}`, token });
+  return new NamespaceAccess(cluster, namespace).serviceAccountKubeConfig(name, rules);
 }
 
 /** Errors are collected so that a test can assert nothing went wrong silently. */
@@ -104,19 +89,7 @@ export class Environment {
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
     const real = options.runtimed === 'real';
     if (real) {
-      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-      await rbac.createNamespacedRole({
-        namespace: namespace.name,
-        body: { metadata: { name: 'runtimed' }, rules: RUNTIMED_ROLE_RULES.map((rule) => ({ ...rule })) },
-      });
-      await rbac.createNamespacedRoleBinding({
-        namespace: namespace.name,
-        body: {
-          metadata: { name: 'runtimed' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'runtimed' },
-          subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: namespace.name }],
-        },
-      });
+      await new NamespaceAccess(cluster, namespace.name).grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES);
     }
     const stateDir = await mkdtemp(join(tmpdir(), `${prefix}-`));
     const node = new LocalNode(

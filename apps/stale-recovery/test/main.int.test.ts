@@ -12,10 +12,8 @@ import type { Run, RunSpec } from '@kruntimes/api';
 import { currentPhase, transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { STALE_RECOVERY_LEASE_NAME, STALE_RECOVERY_RULES } from '@kruntimes/stale-recovery-core';
-import { Cluster, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, REPO_ROOT, freePorts, kubeconfigYaml, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the shared integration helpers of the scheduler (service-account tokens with exact rules)
-import { serviceAccountToken } from '../../scheduler/test/environment.ts';
 
 /**
  * stale-recovery as deployed (main.ts as its own process, its ServiceAccount holding exactly
@@ -127,7 +125,7 @@ test('main.ts: leads with its own Lease, recovers Runs of a vanished Pod, serves
   });
 
   const kubeconfig = join(dir, 'stale-recovery.kubeconfig');
-  const token = await serviceAccountToken(namespace.name, 'stale-recovery', STALE_RECOVERY_RULES);
+  const token = await new NamespaceAccess(cluster, namespace.name).serviceAccountToken('stale-recovery', STALE_RECOVERY_RULES);
   await writeFile(kubeconfig, kubeconfigYaml({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'stale-recovery', token }), {
     mode: 0o600,
   });

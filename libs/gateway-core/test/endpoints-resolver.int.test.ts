@@ -1,6 +1,6 @@
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
-import { Cluster, kubeConfigFor, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { pino } from 'pino';
 import { EndpointsResolver, GATEWAY_RBAC_RULES } from '../src/index.ts';
@@ -15,29 +15,7 @@ let resolver: EndpointsResolver;
 
 /** The gateway's least-privilege identity: list/watch Services and Pods, nothing else. */
 async function gatewayKubeConfig(ns: string) {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await core.createNamespacedServiceAccount({ namespace: ns, body: { metadata: { name: 'gateway' } } });
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: { metadata: { name: 'gateway' }, rules: GATEWAY_RBAC_RULES.map((rule) => ({ ...rule })) },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'gateway' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'gateway' },
-      subjects: [{ kind: 'ServiceAccount', name: 'gateway', namespace: ns }],
-    },
-  });
-  const token =
-    (
-      await core.createNamespacedServiceAccountToken({
-        namespace: ns,
-        name: 'gateway',
-        body: { spec: { audiences: [], expirationSeconds: 600 } },
-      })
-    ).status?.token ?? '';
-  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'gateway', token });
+  return new NamespaceAccess(cluster, ns).serviceAccountKubeConfig('gateway', GATEWAY_RBAC_RULES);
 }
 
 /** A Pod as the kubelet would report it (no node runs it: the status is written directly). */

@@ -1,17 +1,16 @@
-import { ApiException, CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_SCHEDULE_PLURAL, SCHEDULE_ANNOTATIONS } from '@kruntimes/api';
 import type { Run, RunSchedule, RunScheduleSpec } from '@kruntimes/api';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, kubeConfigFor, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { SCHEDULE_CONTROLLER_RULES, ScheduleController, ScheduleMetrics, rfc3339, scheduledRunName } from '../src/index.ts';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
-const core = admin.makeApiClient(CoreV1Api);
 const objects = admin.makeApiClient(CustomObjectsApi);
 const WAIT = { timeoutMs: 30_000, intervalMs: 100 };
 const FIVE_MINUTES = 5 * 60_000;
@@ -64,26 +63,7 @@ async function stopController(controller: ScheduleController): Promise<void> {
 }
 
 async function serviceAccountKubeConfig(name: string): Promise<KubeConfig> {
-  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  await core.createNamespacedServiceAccount({ namespace: namespace.name, body: { metadata: { name } } });
-  await rbac.createNamespacedRole({
-    namespace: namespace.name,
-    body: { metadata: { name }, rules: SCHEDULE_CONTROLLER_RULES.map((rule) => ({ ...rule })) },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: namespace.name,
-    body: {
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-      subjects: [{ kind: 'ServiceAccount', name, namespace: namespace.name }],
-    },
-  });
-  const token = await core.createNamespacedServiceAccountToken({
-    namespace: namespace.name,
-    name,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
-  });
-  return kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: name, token: token.status?.token ?? '' });
+  return new NamespaceAccess(cluster, namespace.name).serviceAccountKubeConfig(name, SCHEDULE_CONTROLLER_RULES);
 }
 
 const custom = (plural: string) => ({ group: API_GROUP, version: API_VERSION, namespace: namespace.name, plural });

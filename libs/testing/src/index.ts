@@ -14,3 +14,4 @@ export * from './https-client.ts';
 export * from './test-pki.ts';
 export * from './stalling-proxy.ts';
 export * from './https-stub.ts';
+export * from './namespace-access.ts';

@@ -2,14 +2,14 @@
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
-import { kubeConfigFor } from '@kruntimes/testing';
-import type { Cluster } from '@kruntimes/testing';
+import type { Cluster } from './cluster.ts';
+import { kubeConfigFor } from './kubeconfig.ts';
 
 export interface Rule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-  resourceNames?: string[];
+  apiGroups: readonly string[];
+  resources: readonly string[];
+  verbs: readonly string[];
+  resourceNames?: readonly string[];
 }
 
 type Subject = { kind: 'ServiceAccount'; name: string; namespace: string } | { kind: 'User'; name: string; apiGroup: string };
@@ -41,7 +41,7 @@ export class NamespaceAccess {
   /** A Role `name` with exactly `rules`, bound to `subject`. */
   async grant(name: string, rules: readonly Rule[], subject: Subject): Promise<void> {
     const namespace = this.#namespace;
-    await this.#rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map((rule) => ({ ...rule })) } });
+    await this.#rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map(mutableRule) } });
     await this.#rbac.createNamespacedRoleBinding({
       namespace,
       body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [subject] },
@@ -53,6 +53,11 @@ export class NamespaceAccess {
     await this.grant(roleName, rules, { kind: 'ServiceAccount', name: serviceAccount, namespace: this.#namespace });
   }
 
+  /** A Role `name` with exactly `rules`, bound to the user `user` (one of the cluster's token users). */
+  async grantUser(user: string, roleName: string, rules: readonly Rule[]): Promise<void> {
+    await this.grant(roleName, rules, { kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' });
+  }
+
   /** Lets `user` get Runs in this namespace (all, or only `runName`): what invoking needs. */
   async grantGetRuns(user: string, runName?: string): Promise<void> {
     const rule: Rule = {
@@ -61,7 +66,7 @@ export class NamespaceAccess {
       verbs: ['get'],
       ...(runName === undefined ? {} : { resourceNames: [runName] }),
     };
-    await this.grant(`get-runs-${user}-${runName ?? 'all'}`, [rule], { kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' });
+    await this.grantUser(user, `get-runs-${user}-${runName ?? 'all'}`, [rule]);
   }
 
   /** A new ServiceAccount `name` with exactly `rules`, as a token (valid for an hour). */
@@ -85,4 +90,14 @@ export class NamespaceAccess {
     const { server, caPem } = this.#cluster.info;
     return kubeConfigFor({ server, caPem, user: `${this.#namespace}-${name}`, token });
   }
+}
+
+/** client-node's V1PolicyRule has mutable arrays; the rule tables of the libs are readonly. */
+function mutableRule(rule: Rule): { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] } {
+  return {
+    apiGroups: [...rule.apiGroups],
+    resources: [...rule.resources],
+    verbs: [...rule.verbs],
+    ...(rule.resourceNames === undefined ? {} : { resourceNames: [...rule.resourceNames] }),
+  };
 }
