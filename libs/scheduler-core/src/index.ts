@@ -3,3 +3,5 @@ export * from './metrics.ts';
 export * from './placement.ts';
 export * from './scheduler.ts';
 export * from './rbac.ts';
+export { rfc3339, runInfo } from './placement-input.ts';
+export type { RunObject, RuntimeObject } from './scheduler-caches.ts';

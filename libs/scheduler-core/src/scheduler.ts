@@ -1,19 +1,18 @@
-import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject, KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import type { Run, RunStatus, Runtime } from '@kruntimes/api';
-import { Controller, SharedInformer, isPodReady, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
+import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, DEFAULTS, LABELS, RUN_PLURAL } from '@kruntimes/api';
+import type { Run, RunStatus } from '@kruntimes/api';
+import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
+import { transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
-import { RUNTIME_COMPONENT, podCapacity } from '@kruntimes/runtime-workload';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
-import type { Decision, PodInfo, RunInfo } from './placement.ts';
-
-export type RunObject = Run & KubernetesObject;
-export type RuntimeObject = Runtime & KubernetesObject;
+import type { Decision, Plan } from './placement.ts';
+import { plainRun, podInfo, rfc3339, runInfo } from './placement-input.ts';
+import { RUNS, RUNTIMES, RUNTIME_PODS, routeToRuntimes } from './scheduler-caches.ts';
+import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
 
 export interface SchedulerOptions {
   kubeConfig: KubeConfig;
@@ -29,6 +28,17 @@ export interface SchedulerOptions {
   now?: () => number;
   /** How long a bind whose write outcome is unknown keeps its unit (see AssumeCache). Default 30 s. */
   uncertainBindTtlMs?: number;
+}
+
+/** One pass's plan and what its writes and its next look need. */
+interface Pass {
+  plan: Plan;
+  /** The Runtime's Runs in the cache, by UID. */
+  runs: Map<string, ReadonlyDeep<Run>>;
+  /** The pass's instant, in whole seconds. */
+  nowMs: number;
+  /** When the earliest uncertain bind expires. */
+  nextExpiryMs: number | undefined;
 }
 
 /**
@@ -48,9 +58,8 @@ export class Scheduler {
   readonly metrics: SchedulerMetrics;
   readonly #options: SchedulerOptions;
   readonly #custom: CustomObjectsApi;
-  readonly #runs: SharedInformer<RunObject>;
-  readonly #runtimes: SharedInformer<RuntimeObject>;
-  readonly #pods: SharedInformer<V1Pod>;
+  readonly #informers: InformerFactory;
+  readonly #caches: SchedulerCaches;
   readonly #controller: Controller;
   readonly #assume = new AssumeCache();
   readonly #now: () => number;
@@ -65,100 +74,67 @@ export class Scheduler {
     this.#uncertainBindTtlMs = options.uncertainBindTtlMs ?? 30_000;
     const { kubeConfig, namespace, logger } = options;
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    const custom = this.#custom;
-    const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
-    const customList =
-      <T extends KubernetesObject>(plural: string) =>
-      (): Promise<KubernetesListObject<T>> =>
-        (namespace === undefined
-          ? custom.listClusterCustomObject({ group: API_GROUP, version: API_VERSION, plural })
-          : custom.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural })) as Promise<
-          KubernetesListObject<T>
-        >;
-    this.#runs = new SharedInformer<RunObject>({
-      name: 'runs',
-      kubeConfig,
-      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUN_PLURAL}`,
-      list: customList<RunObject>(RUN_PLURAL),
-      logger,
-    });
-    this.#runtimes = new SharedInformer<RuntimeObject>({
-      name: 'runtimes',
-      kubeConfig,
-      path: `/apis/${API_GROUP}/${API_VERSION}${prefix}/${RUNTIME_PLURAL}`,
-      list: customList<RuntimeObject>(RUNTIME_PLURAL),
-      logger,
-    });
-    const podSelector = `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`;
-    this.#pods = new SharedInformer<V1Pod>({
-      name: 'runtime-pods',
-      kubeConfig,
-      path: `/api/v1${prefix}/pods`,
-      labelSelector: podSelector,
-      list: () =>
-        namespace === undefined
-          ? core.listPodForAllNamespaces({ labelSelector: podSelector })
-          : core.listNamespacedPod({ namespace, labelSelector: podSelector }),
-      logger,
-    });
+    const informers = new InformerFactory({ kubeConfig, logger });
+    this.#informers = informers;
+    this.#caches = {
+      runs: informers.informer<RunObject>({ ...RUNS, namespace }),
+      runtimes: informers.informer<RuntimeObject>({ ...RUNTIMES, namespace }),
+      pods: informers.informer<V1Pod>({ ...RUNTIME_PODS, namespace }),
+    };
     this.#controller = new Controller({
       name: 'scheduler',
       logger,
       workers: options.workers ?? 2,
       reconcile: (key) => this.reconcile(key),
     });
-
-    const enqueue = (key: string | undefined): void => {
-      if (key !== undefined) this.#controller.enqueue(key);
-    };
-    const runChanged = (run: ReadonlyDeep<RunObject>): void => {
-      this.#assume.observe(run.metadata.uid ?? '', run.metadata.resourceVersion);
-      enqueue(runtimeKeyOfRun(run));
-    };
-    this.#runs.addEventHandler({
-      add: runChanged,
-      update: runChanged,
-      delete: (run) => {
-        this.#assume.deleted(run.metadata.uid ?? '');
-        enqueue(runtimeKeyOfRun(run));
-      },
-    });
-    this.#runtimes.enqueueTo(enqueue);
-    this.#pods.enqueueTo(enqueue, (pod) => {
-      const runtime = pod.metadata?.labels?.[LABELS.runtime];
-      return runtime === undefined ? undefined : `${pod.metadata?.namespace ?? ''}/${runtime}`;
+    routeToRuntimes(this.#caches, this.#assume, (key) => {
+      this.#controller.enqueue(key);
     });
   }
 
   /** Fills the caches, then starts placing: the first pass sees complete caches. */
   async start(): Promise<void> {
-    await Promise.all([this.#runs.start(), this.#runtimes.start(), this.#pods.start()]);
+    await this.#informers.start();
     this.#controller.start();
   }
 
   async stop(): Promise<void> {
     await this.#controller.stop();
-    await Promise.all([this.#runs.stop(), this.#runtimes.stop(), this.#pods.stop()]);
+    await this.#informers.stop();
   }
 
   /** One placement pass over a Runtime's Pending Runs. */
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const pass = this.#plan(key);
+    this.metrics.passes += 1;
+    this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
+    await this.#applyAll(key, pass);
+    // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
+    const { plan, nowMs, nextExpiryMs } = pass;
+    const wakeups = [
+      plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
+      nextExpiryMs === undefined ? undefined : nextExpiryMs - this.#now() + 1,
+    ].filter((ms) => ms !== undefined);
+    return wakeups.length === 0 ? undefined : { requeueAfterMs: Math.max(0, Math.min(...wakeups)) };
+  }
+
+  /** Plans a Runtime's Runs against its Pods, from the caches and the binds assumed so far. */
+  #plan(key: string): Pass {
     const { namespace = '', name } = splitObjectKey(key);
-    const runtime = this.#runtimes.get(name, namespace);
-    const runObjects = this.#runs
+    const runtime = this.#caches.runtimes.get(name, namespace);
+    const runObjects = this.#caches.runs
       .list(namespace)
       .map(plainRun)
       .filter((run) => run.spec.runtime === name);
-    const byUID = new Map(runObjects.map((run) => [run.metadata.uid ?? '', run]));
+    const runs = new Map(runObjects.map((run) => [run.metadata.uid ?? '', run]));
     // Whole seconds: the state machine compares notBefore with the RFC 3339 `now` it
     // writes, so the plan must use the very same instant.
     const nowMs = Math.floor(this.#now() / 1000) * 1000;
-    const assumptions = this.#assume.snapshot(key, (uid) => byUID.get(uid)?.metadata.resourceVersion, this.#now());
+    const assumptions = this.#assume.snapshot(key, (uid) => runs.get(uid)?.metadata.resourceVersion, this.#now());
     const plan = planPlacement({
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
-      pods: this.#pods
+      pods: this.#caches.pods
         .list(namespace)
         .filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name)
         .map(podInfo),
@@ -166,13 +142,15 @@ export class Scheduler {
       assumed: assumptions.assumed,
       nowMs,
     });
-    this.metrics.passes += 1;
-    this.metrics.pendingByRuntime.set(key, plan.unbound);
+    return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
+  }
 
+  /** Writes every decision, a bounded number at once; any failures fail the pass together. */
+  async #applyAll(key: string, { plan, runs, nowMs }: Pass): Promise<void> {
     const now = rfc3339(nowMs);
     const failures: unknown[] = [];
     await forEachLimited(plan.decisions, this.#bindConcurrency, async (decision) => {
-      const run = byUID.get(decision.run.uid);
+      const run = runs.get(decision.run.uid);
       if (run === undefined) return;
       try {
         await this.#apply(key, run, decision, now);
@@ -183,22 +161,10 @@ export class Scheduler {
     if (failures.length > 0) {
       throw new AggregateError(failures, `${failures.length} of ${plan.decisions.length} writes for Runtime ${key} failed`);
     }
-    // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
-    const wakeups = [
-      plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
-      assumptions.nextExpiryMs === undefined ? undefined : assumptions.nextExpiryMs - this.#now() + 1,
-    ].filter((ms) => ms !== undefined);
-    return wakeups.length === 0 ? undefined : { requeueAfterMs: Math.max(0, Math.min(...wakeups)) };
   }
 
   async #apply(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<void> {
-    const event: RunEvent =
-      decision.action === 'bind'
-        ? { type: 'Bind', pod: decision.pod.name, podUID: decision.pod.uid }
-        : decision.action === 'cancel'
-          ? { type: 'CancelBeforeAssignment' }
-          : { type: 'Unschedulable', reason: decision.reason, message: decision.message };
-    const result = transition({ run: structuredClone(run) as Run, event, writer: 'scheduler', now });
+    const result = transition({ run: structuredClone(run) as Run, event: decisionEvent(decision), writer: 'scheduler', now });
     if (!result.ok) {
       // The plan was made from this very object, so a refusal is a bug in the plan.
       // Retrying cannot help; the Run's next change enqueues its Runtime again.
@@ -212,8 +178,24 @@ export class Scheduler {
     const fencedOn = run.metadata.resourceVersion ?? '';
     if (decision.action === 'bind') this.#assume.assume(key, uid, decision.pod.uid, fencedOn);
     const started = performance.now();
+    if (!(await this.#write(run, decision, result.status))) return;
+    if (decision.action === 'bind') {
+      this.metrics.binds += 1;
+      this.metrics.bindWrite.observe((performance.now() - started) / 1000);
+      const created = Date.parse(run.metadata.creationTimestamp ?? '');
+      if (!Number.isNaN(created)) this.metrics.bindLatency.observe(Math.max(0, Date.now() - created) / 1000);
+    }
+  }
+
+  /**
+   * The fenced write, and what its outcome means for the assumed bind. False: refused
+   * because the Run changed or is gone, which its watch event answers; not a failure.
+   */
+  async #write(run: ReadonlyDeep<Run>, decision: Decision, status: RunStatus): Promise<boolean> {
+    const uid = run.metadata.uid ?? '';
     try {
-      await this.#writeStatus(run, result.status);
+      await this.#writeStatus(run, status);
+      return true;
     } catch (error) {
       if (error instanceof ApiException && error.code >= 400 && error.code < 500) {
         // A definite refusal: the write did not happen, so neither did the bind.
@@ -222,20 +204,14 @@ export class Scheduler {
           // The Run changed since the cache showed it; its watch event enqueues the
           // Runtime again, so this is not an error of the pass.
           if (decision.action === 'bind') this.metrics.bindConflicts += 1;
-          return;
+          return false;
         }
-        if (error.code === 404) return;
+        if (error.code === 404) return false;
       } else if (decision.action === 'bind') {
         // Outcome unknown: the bind may have landed. Keep counting it, for a bounded time.
         this.#assume.uncertain(uid, this.#now() + this.#uncertainBindTtlMs);
       }
       throw error;
-    }
-    if (decision.action === 'bind') {
-      this.metrics.binds += 1;
-      this.metrics.bindWrite.observe((performance.now() - started) / 1000);
-      const created = Date.parse(run.metadata.creationTimestamp ?? '');
-      if (!Number.isNaN(created)) this.metrics.bindLatency.observe(Math.max(0, Date.now() - created) / 1000);
     }
   }
 
@@ -253,48 +229,15 @@ export class Scheduler {
   }
 }
 
-/**
- * Custom objects arrive as parsed JSON, so their timestamps are strings as `Run` says,
- * not the `Date`s of client-node's V1ObjectMeta that KubernetesObject claims.
- */
-function plainRun(run: ReadonlyDeep<RunObject>): ReadonlyDeep<Run> {
-  return run as unknown as ReadonlyDeep<Run>;
-}
-
-function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
-  return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
-}
-
-function podInfo(pod: ReadonlyDeep<V1Pod>): PodInfo {
-  return {
-    name: pod.metadata?.name ?? '',
-    uid: pod.metadata?.uid ?? '',
-    ready: isPodReady(pod) && (pod.status?.podIP ?? '') !== '',
-    deleting: pod.metadata?.deletionTimestamp !== undefined,
-    capacity: podCapacity(pod),
-  };
-}
-
-export function runInfo(run: ReadonlyDeep<Run>): RunInfo {
-  const phase = currentPhase({ status: { ...(run.status?.phase === undefined ? {} : { phase: run.status.phase }) } });
-  const cleanupPending = run.metadata.finalizers?.includes(REGISTRATION_CLEANUP_FINALIZER) === true;
-  return {
-    uid: run.metadata.uid ?? '',
-    name: run.metadata.name ?? '',
-    creationTimestamp: run.metadata.creationTimestamp ?? '',
-    phase,
-    reason: run.status?.reason,
-    assignedPodUID: run.status?.assignedPodUID,
-    holdsCapacity: holdsCapacity(phase, cleanupPending),
-    cancelRequested: run.spec.cancelRequested === true,
-    deleting: run.metadata.deletionTimestamp !== undefined,
-    notBefore: run.status?.notBefore,
-  };
-}
-
-/** RFC 3339 in whole seconds, as metav1.Time serialises. */
-export function rfc3339(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+function decisionEvent(decision: Decision): RunEvent {
+  switch (decision.action) {
+    case 'bind':
+      return { type: 'Bind', pod: decision.pod.name, podUID: decision.pod.uid };
+    case 'cancel':
+      return { type: 'CancelBeforeAssignment' };
+    case 'unschedulable':
+      return { type: 'Unschedulable', reason: decision.reason, message: decision.message };
+  }
 }
 
 async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {

@@ -5,3 +5,5 @@ export * from './metrics.ts';
 export * from './rbac.ts';
 export * from './reporting-tracker.ts';
 export * from './stale-recovery.ts';
+export { epochKey, runFacts, runKeyOfEvent } from './run-facts.ts';
+export type { RunObject } from './run-facts.ts';

@@ -1,4 +1,4 @@
-import { runFacts, runKeyOfEvent } from './stale-recovery.ts';
+import { runFacts, runKeyOfEvent } from './run-facts.ts';
 
 describe('runKeyOfEvent', () => {
   const event = (over: Record<string, unknown> = {}, involved: Record<string, unknown> = {}) => ({

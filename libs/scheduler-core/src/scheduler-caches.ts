@@ -1,0 +1,59 @@
+import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import type { Run, Runtime } from '@kruntimes/api';
+import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
+import type { AssumeCache } from './assume-cache.ts';
+
+export type RunObject = Run & KubernetesObject;
+export type RuntimeObject = Runtime & KubernetesObject;
+
+/** A watch without its namespace: the component supplies the one it watches. */
+type Watch = Omit<WatchSpec, 'namespace'>;
+export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL };
+export const RUNTIMES: Watch = { group: API_GROUP, version: API_VERSION, plural: RUNTIME_PLURAL };
+/** Runtime Pods only: the component label and their Runtime's name. */
+export const RUNTIME_PODS: Watch = {
+  group: '',
+  version: 'v1',
+  plural: 'pods',
+  labelSelector: `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`,
+  name: 'runtime-pods',
+};
+
+/** The read-only caches the scheduler plans from. */
+export interface SchedulerCaches {
+  runs: SharedInformer<RunObject>;
+  runtimes: SharedInformer<RuntimeObject>;
+  pods: SharedInformer<V1Pod>;
+}
+
+/**
+ * Every Run, Runtime and Pod change enqueues its Runtime. Run changes also reach the
+ * assume cache first, so an assumed bind is settled once the watch shows a newer version.
+ */
+export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, enqueue: (key: string) => void): void {
+  const runChanged = (run: ReadonlyDeep<RunObject>): void => {
+    assume.observe(run.metadata.uid ?? '', run.metadata.resourceVersion);
+    enqueue(runtimeKeyOfRun(run));
+  };
+  caches.runs.addEventHandler({
+    add: runChanged,
+    update: runChanged,
+    delete: (run) => {
+      assume.deleted(run.metadata.uid ?? '');
+      enqueue(runtimeKeyOfRun(run));
+    },
+  });
+  caches.runtimes.enqueueTo(enqueue);
+  caches.pods.enqueueTo(enqueue, runtimeKeyOfPod);
+}
+
+function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
+  return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
+}
+
+function runtimeKeyOfPod(pod: ReadonlyDeep<V1Pod>): string | undefined {
+  const runtime = pod.metadata?.labels?.[LABELS.runtime];
+  return runtime === undefined ? undefined : `${pod.metadata?.namespace ?? ''}/${runtime}`;
+}

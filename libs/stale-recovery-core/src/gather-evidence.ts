@@ -1,0 +1,85 @@
+import type { V1Lease } from '@kubernetes/client-node';
+import type { Run } from '@kruntimes/api';
+import { serviceEndpoints } from '@kruntimes/controller-runtime';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import { classify } from '@kruntimes/run-state';
+import type { RunFacts } from './decide.ts';
+import { leaseState, ownerEvidence } from './evidence.ts';
+import type { LeaseFacts, PodFacts } from './evidence.ts';
+import { includesRef, readLeaseReport } from './lease-report.ts';
+import type { RecoveryCaches } from './recovery-caches.ts';
+import type { ReportingTracker } from './reporting-tracker.ts';
+import { epochKey, lastChangeMs } from './run-facts.ts';
+
+export interface EvidenceInput {
+  namespace: string;
+  run: ReadonlyDeep<Run>;
+  facts: RunFacts;
+  nowMs: number;
+}
+
+/** What decideFence weighs, from the caches. Feeds the tracker the Lease's report as a side effect. */
+export function gatherEvidence(
+  caches: Pick<RecoveryCaches, 'pods' | 'services' | 'leases'>,
+  tracker: ReportingTracker,
+  { namespace, run, facts, nowMs }: EvidenceInput,
+): OwnerEvidence {
+  const epoch = facts.epoch;
+  if (epoch === undefined) {
+    return { podExists: false, podDeleting: false, podInServiceEndpoints: false, ownerConfirmedRelease: undefined, leaseExpired: false };
+  }
+  const uid = run.metadata.uid ?? '';
+  const pods = caches.pods.list(namespace);
+  // The exact UID: a new Pod under the old name is another Pod, and the old one is gone.
+  const pod = pods.find((p) => p.metadata?.uid === epoch.podUID);
+  let podFacts: PodFacts | undefined;
+  if (pod !== undefined) {
+    const service = caches.services.get(run.spec.runtime, namespace);
+    podFacts = {
+      deleting: pod.metadata?.deletionTimestamp !== undefined,
+      inServiceEndpoints: service !== undefined && serviceEndpoints(service, pods).some((endpoint) => endpoint.podUID === epoch.podUID),
+    };
+  }
+  const lease = ownerLease(caches, namespace, epoch);
+  let stoppedReporting = false;
+  const classOfPhase = classify(facts.phase);
+  if (
+    lease?.report.held !== undefined &&
+    leaseState(lease, epoch.podUID, nowMs) === 'fresh' &&
+    (classOfPhase === 'executing' || classOfPhase === 'serving')
+  ) {
+    stoppedReporting = tracker.observe(
+      epochKey(uid, epoch),
+      lease.renewTimeMs ?? 0,
+      includesRef(lease.report.held, uid, epoch.attempt),
+      lastChangeMs(run),
+    );
+  }
+  return ownerEvidence({ runUID: uid, epoch, pod: podFacts, lease, nowMs, ownerStoppedReporting: stoppedReporting });
+}
+
+/** The Lease of the epoch's owner Pod, from the cache. */
+export function ownerLease(caches: Pick<RecoveryCaches, 'leases'>, namespace: string, epoch: OwnershipEpoch): LeaseFacts | undefined {
+  return leaseFacts(caches.leases.get(epoch.pod, namespace));
+}
+
+/** A Lease from the cache: times are Dates after a list and strings after a watch event. */
+function leaseFacts(lease: ReadonlyDeep<V1Lease> | undefined): LeaseFacts | undefined {
+  if (lease === undefined) return undefined;
+  return {
+    holderIdentity: lease.spec?.holderIdentity,
+    renewTimeMs: timeMs(lease.spec?.renewTime),
+    leaseDurationSeconds: lease.spec?.leaseDurationSeconds,
+    report: readLeaseReport(lease.metadata?.annotations),
+  };
+}
+
+function timeMs(value: unknown): number | undefined {
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'string') {
+    const ms = Date.parse(value);
+    return Number.isNaN(ms) ? undefined : ms;
+  }
+  return undefined;
+}

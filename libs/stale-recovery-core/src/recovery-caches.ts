@@ -1,0 +1,94 @@
+import type { CoreV1Event, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, EVENT_REASONS, LABELS, RUN_PLURAL } from '@kruntimes/api';
+import { objectKey } from '@kruntimes/controller-runtime';
+import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import { runKeyOfEvent } from './run-facts.ts';
+import type { RunObject } from './run-facts.ts';
+
+/** A watch without its namespace: the component supplies the one it watches. */
+type Watch = Omit<WatchSpec, 'namespace'>;
+export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL };
+/** Runtime Pods and Services carry their Runtime's name. */
+export const RUNTIME_PODS: Watch = { group: '', version: 'v1', plural: 'pods', labelSelector: LABELS.runtime, name: 'runtime-pods' };
+export const RUNTIME_SERVICES: Watch = {
+  group: '',
+  version: 'v1',
+  plural: 'services',
+  labelSelector: LABELS.runtime,
+  name: 'runtime-services',
+};
+/** The label Pod Leases carry (runtimed's PodLease). */
+export const POD_LEASES: Watch = {
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  plural: 'leases',
+  labelSelector: `${LABELS.component}=runtimed,${LABELS.runtime}`,
+  name: 'pod-leases',
+};
+/** runtimed's word that it cannot reach a Run's owner. */
+export const OWNER_UNREACHABLE_EVENTS: Watch = {
+  group: '',
+  version: 'v1',
+  plural: 'events',
+  fieldSelector: `reason=${EVENT_REASONS.ownerUnreachable}`,
+  name: 'owner-unreachable-events',
+};
+
+/** The read-only caches stale recovery decides from. */
+export interface RecoveryCaches {
+  runs: SharedInformer<RunObject>;
+  /** Runtime Pods only (runtime label). */
+  pods: SharedInformer<V1Pod>;
+  /** Runtime Services only (runtime label). */
+  services: SharedInformer<V1Service>;
+  /** runtimed's Pod Leases only. */
+  leases: SharedInformer<V1Lease>;
+  /** OwnerUnreachable Events only. */
+  events: SharedInformer<CoreV1Event>;
+}
+
+export interface RunRouting {
+  enqueue(key: string): void;
+  /** A deleted Run: drop what was remembered about it. */
+  forget(uid: string): void;
+}
+
+/** Every change that can change the evidence about a Run's owner enqueues that Run. */
+export function routeToRuns(caches: RecoveryCaches, route: RunRouting): void {
+  const { runs, pods, services, leases, events } = caches;
+  runs.addEventHandler({
+    add: (run) => {
+      route.enqueue(objectKey(run));
+    },
+    update: (run) => {
+      route.enqueue(objectKey(run));
+    },
+    delete: (run) => {
+      route.forget(run.metadata.uid ?? '');
+    },
+  });
+  const runsWhere = (ns: string | undefined, match: (run: ReadonlyDeep<RunObject>) => boolean): void => {
+    for (const run of runs.list(ns)) if (match(run)) route.enqueue(objectKey(run));
+  };
+  const podChanged = (pod: ReadonlyDeep<V1Pod>): void => {
+    const uid = pod.metadata?.uid;
+    runsWhere(pod.metadata?.namespace, (run) => run.status?.assignedPodUID === uid);
+  };
+  pods.addEventHandler({ add: podChanged, update: podChanged, delete: podChanged });
+  const leaseChanged = (lease: ReadonlyDeep<V1Lease>): void => {
+    const pod = lease.metadata?.name;
+    runsWhere(lease.metadata?.namespace, (run) => run.status?.assignedPod === pod);
+  };
+  leases.addEventHandler({ add: leaseChanged, update: leaseChanged, delete: leaseChanged });
+  const serviceChanged = (service: ReadonlyDeep<V1Service>): void => {
+    const runtime = service.metadata?.name;
+    runsWhere(service.metadata?.namespace, (run) => run.spec.runtime === runtime);
+  };
+  services.addEventHandler({ add: serviceChanged, update: serviceChanged, delete: serviceChanged });
+  // runtimed found the owner unreachable: look at that Run at once instead of waiting for the Lease.
+  const eventSeen = (event: ReadonlyDeep<CoreV1Event>): void => {
+    const key = runKeyOfEvent(event);
+    if (key !== undefined) route.enqueue(key);
+  };
+  events.addEventHandler({ add: eventSeen, update: eventSeen });
+}
