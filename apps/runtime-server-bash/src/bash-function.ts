@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
 import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { BoundedCapture, baseEnv, exited, signalGroup } from '@kruntimes/runtime-server-core';
@@ -45,7 +46,23 @@ export class BashFunction implements LoadedFunction {
   }
 
   async #run(request: InvocationRequest, outputsDir: string): Promise<InvocationResult> {
-    const child = spawn('bash', ['--noprofile', '--norc', '-c', RUNNER, 'krt-handler', this.#script, this.#handler], {
+    const child = this.#spawn(request, outputsDir);
+    this.#running = child;
+    const captured = capture(child);
+    // A handler that never reads stdin closes it early: EPIPE is not an error here.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(request.payload);
+    const ended = await closedWithin(child, request.timeoutMs);
+    this.#running = undefined;
+    // Whatever the handler left running in its group ends with the invocation.
+    signalGroup(child, 'SIGKILL');
+    if (ended.timedOut) throw new KruntimesError('InvocationTimeout', `invocation did not finish within ${request.timeoutMs} ms`);
+    return await this.#result(request, outputsDir, ended, captured);
+  }
+
+  /** bash as the leader of its own group (detached), so that the whole invocation can be killed. */
+  #spawn(request: InvocationRequest, outputsDir: string): ChildProcessByStdio<Writable, Readable, Readable> {
+    return spawn('bash', ['--noprofile', '--norc', '-c', RUNNER, 'krt-handler', this.#script, this.#handler], {
       cwd: this.#spec.workdir,
       env: {
         ...baseEnv(),
@@ -59,37 +76,12 @@ export class BashFunction implements LoadedFunction {
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    this.#running = child;
-    // One byte over the bound is enough to know the result is too large.
-    const stdout = new BoundedCapture(BOUNDS.resultBytes + 1);
-    const stderr = new BoundedCapture(BOUNDS.capturedStreamBytes);
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout.write(chunk);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr.write(chunk);
-    });
-    // A handler that never reads stdin closes it early: EPIPE is not an error here.
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(request.payload);
+  }
 
-    const deadline = { passed: false };
-    const timer = setTimeout(() => {
-      deadline.passed = true;
-      signalGroup(child, 'SIGKILL');
-    }, request.timeoutMs);
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
-      child.once('close', (c, s) => {
-        resolve([c, s]);
-      });
-    });
-    clearTimeout(timer);
-    this.#running = undefined;
-    // Whatever the handler left running in its group ends with the invocation.
-    signalGroup(child, 'SIGKILL');
-
-    if (deadline.passed) throw new KruntimesError('InvocationTimeout', `invocation did not finish within ${request.timeoutMs} ms`);
-    const err = stderr.result();
+  /** A non-zero exit is FunctionFailed; stdout over the bound FunctionOutputInvalid. */
+  async #result(request: InvocationRequest, outputsDir: string, ended: Ended, captured: Captured): Promise<InvocationResult> {
+    const { code, signal } = ended;
+    const err = captured.stderr.result();
     if (code !== 0) {
       request.logger.info({ stderr: err }, 'failed invocation output');
       const tail = err.data.slice(-2048).trim();
@@ -98,7 +90,7 @@ export class BashFunction implements LoadedFunction {
         `handler ${this.#handler} exited with ${signal ?? `code ${code ?? 'unknown'}`}${tail === '' ? '' : `: ${tail}`}`,
       );
     }
-    const out = stdout.result();
+    const out = captured.stdout.result();
     if (out.totalBytes > BOUNDS.resultBytes) {
       throw new KruntimesError('FunctionOutputInvalid', `result is ${out.totalBytes} bytes, at most ${BOUNDS.resultBytes} allowed`);
     }
@@ -113,6 +105,47 @@ export class BashFunction implements LoadedFunction {
       stderr: err,
     };
   }
+}
+
+interface Captured {
+  stdout: BoundedCapture;
+  stderr: BoundedCapture;
+}
+
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The deadline passed and the group was killed. */
+  timedOut: boolean;
+}
+
+function capture(child: ChildProcessByStdio<Writable, Readable, Readable>): Captured {
+  // One byte over the bound is enough to know the result is too large.
+  const stdout = new BoundedCapture(BOUNDS.resultBytes + 1);
+  const stderr = new BoundedCapture(BOUNDS.capturedStreamBytes);
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout.write(chunk);
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr.write(chunk);
+  });
+  return { stdout, stderr };
+}
+
+/** Waits for the process's pipes to close, killing its group at the deadline. */
+async function closedWithin(child: ChildProcess, timeoutMs: number): Promise<Ended> {
+  const deadline = { passed: false };
+  const timer = setTimeout(() => {
+    deadline.passed = true;
+    signalGroup(child, 'SIGKILL');
+  }, timeoutMs);
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
+    child.once('close', (c, s) => {
+      resolve([c, s]);
+    });
+  });
+  clearTimeout(timer);
+  return { code, signal, timedOut: deadline.passed };
 }
 
 /** stdout as JSON when it is JSON, else as a JSON string; empty is null. */

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
 import { mkdtemp, open, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
 import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength, validateOutputs } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
-import type { LanguageAdapter } from './adapter.ts';
+import type { LanguageAdapter, TaskCommand } from './adapter.ts';
 import type { Clock } from './clock.ts';
 import { EventQueue } from './event-queue.ts';
 import { LineSplitter } from './line-splitter.ts';
@@ -136,32 +137,14 @@ export class ExecutionService {
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
     const command = this.#adapter.taskCommand(entrypoint, request.args);
-    const child = spawn(command.command, command.args, {
-      cwd: request.workdir,
-      env: {
-        ...baseEnv(),
-        ...request.env,
-        ...command.env,
-        KRT_RUN_UID: request.runUid,
-        KRT_ATTEMPT: String(request.attempt),
-        KRT_EXECUTION_ID: request.executionId,
-        KRT_OUTPUTS_FILE: outputsFile,
-      },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnTask(command, request, outputsFile);
     const running: Running = {
       child,
       graceMs: request.graceMs ?? DEFAULTS.cancelGracePeriodSeconds * 1000,
       stopReason: undefined,
       stopping: undefined,
     };
-    const spawnError = await new Promise<Error | undefined>((resolve) => {
-      child.once('spawn', () => {
-        resolve(undefined);
-      });
-      child.once('error', resolve);
-    });
+    const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
       yield this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`);
       return;
@@ -171,31 +154,8 @@ export class ExecutionService {
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
     const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
-    const timer =
-      request.timeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            this.#stop(running, 'timed_out', undefined);
-          }, request.timeoutMs);
-    const onAbort = (): void => {
-      this.#stop(running, 'cancelled', undefined);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
-
-    // The leader's exit ends the task: whatever it left in its group is killed, so that
-    // no process of a finished task lingers, then the pipes drain and close.
-    const done = (async () => {
-      await exited(child);
-      clearTimeout(timer);
-      signalGroup(child, 'SIGKILL');
-      await withTimeout(pipesClosed, PIPE_CLOSE_MS, () => {
-        child.stdout.destroy();
-        child.stderr.destroy();
-      });
-      await running.stopping;
-      queue.close();
-    })();
+    const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
+    const done = this.#ended(child, running, pipesClosed, queue, triggers);
 
     try {
       yield { kind: 'started', pid: child.pid, time: this.#clock() };
@@ -206,8 +166,7 @@ export class ExecutionService {
       logger.info({ reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error }, 'execution ended');
       yield this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, '');
     } finally {
-      signal.removeEventListener('abort', onAbort);
-      clearTimeout(timer);
+      triggers.release();
       if (child.exitCode === null && child.signalCode === null) {
         // The consumer stopped early: never leave the process behind.
         this.#stop(running, 'cancelled', 0);
@@ -215,6 +174,52 @@ export class ExecutionService {
       await running.stopping;
       this.#running.delete(request.executionId);
     }
+  }
+
+  /** Stops the execution at its timeout, or when the client goes away (maybe already). */
+  #stopTriggers(running: Running, timeoutMs: number | undefined, signal: AbortSignal): StopTriggers {
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            this.#stop(running, 'timed_out', undefined);
+          }, timeoutMs);
+    const onAbort = (): void => {
+      this.#stop(running, 'cancelled', undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    return {
+      clearTimer: () => {
+        clearTimeout(timer);
+      },
+      release: () => {
+        signal.removeEventListener('abort', onAbort);
+        clearTimeout(timer);
+      },
+    };
+  }
+
+  /**
+   * The leader's exit ends the task: whatever it left in its group is killed, so that
+   * no process of a finished task lingers, then the pipes drain and close.
+   */
+  async #ended(
+    child: TaskProcess,
+    running: Running,
+    pipesClosed: Promise<unknown>,
+    queue: EventQueue<ExecutionEvent>,
+    triggers: StopTriggers,
+  ): Promise<void> {
+    await exited(child);
+    triggers.clearTimer();
+    signalGroup(child, 'SIGKILL');
+    await withTimeout(pipesClosed, PIPE_CLOSE_MS, () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    });
+    await running.stopping;
+    queue.close();
   }
 
   #stop(running: Running, reason: 'cancelled' | 'timed_out', graceMs: number | undefined): void {
@@ -252,6 +257,44 @@ export class ExecutionService {
   ): ExecutionEvent {
     return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, time: this.#clock() };
   }
+}
+
+/** A task's process: stdin closed, stdout and stderr piped. */
+type TaskProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+interface StopTriggers {
+  /** The task has exited: its timeout no longer applies. */
+  clearTimer(): void;
+  /** The execution is over: neither the timeout nor the client's abort applies. */
+  release(): void;
+}
+
+/** The task's process, leader of its own group (detached) so that it can be stopped whole. */
+function spawnTask(command: TaskCommand, request: ExecuteRequest, outputsFile: string): TaskProcess {
+  return spawn(command.command, command.args, {
+    cwd: request.workdir,
+    env: {
+      ...baseEnv(),
+      ...request.env,
+      ...command.env,
+      KRT_RUN_UID: request.runUid,
+      KRT_ATTEMPT: String(request.attempt),
+      KRT_EXECUTION_ID: request.executionId,
+      KRT_OUTPUTS_FILE: outputsFile,
+    },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Undefined once the process has started; the error when it could not. */
+function spawned(child: ChildProcess): Promise<Error | undefined> {
+  return new Promise<Error | undefined>((resolve) => {
+    child.once('spawn', () => {
+      resolve(undefined);
+    });
+    child.once('error', resolve);
+  });
 }
 
 function validateExecute(request: ExecuteRequest): string {

@@ -1,9 +1,9 @@
 import { millisFromDuration, runtimeServerV1 } from '@kruntimes/proto';
 import type { CallContext } from 'nice-grpc';
-import type { CapturedOutput } from './adapter.ts';
-import type { ExecutionEvent, ExecutionService, ExitReason } from './execution-service.ts';
+import type { CapturedOutput, InvocationResult } from './adapter.ts';
+import type { ExecuteRequest, ExecutionEvent, ExecutionService, ExitReason } from './execution-service.ts';
 import type { FunctionService } from './function-service.ts';
-import type { RegistrationState } from './registration-table.ts';
+import type { Registration, RegistrationState } from './registration-table.ts';
 
 type Impl = runtimeServerV1.RuntimeServerServiceImplementation;
 const { ExitReason: ProtoExitReason, LogStream, RegistrationState: ProtoState } = runtimeServerV1;
@@ -36,22 +36,7 @@ export function runtimeServerService(functions: FunctionService, executions: Exe
 
     // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
     async functionStatus(request) {
-      const status = functions.status(request.registrationId);
-      return {
-        registrationId: status.id,
-        runUid: status.runUid,
-        attempt: status.attempt,
-        state: STATES[status.state],
-        fatalError:
-          status.fatalError === undefined
-            ? undefined
-            : { code: status.fatalError.code, message: status.fatalError.message, time: new Date(status.fatalError.at) },
-        inFlight: status.inFlight === undefined ? 0 : 1,
-        lastActivity: new Date(status.lastActivity),
-        registeredAt: new Date(status.registeredAt),
-        invocations: status.invocations,
-        restarts: status.restarts,
-      };
+      return toStatusResponse(functions.status(request.registrationId));
     },
 
     async invokeFunction(request) {
@@ -61,13 +46,7 @@ export function runtimeServerService(functions: FunctionService, executions: Exe
         payload: request.payload,
         timeoutMs: millisFromDuration(request.timeout),
       });
-      return {
-        invocationId: request.invocationId,
-        result: Buffer.from(result.result, 'utf8'),
-        outputs: result.outputs,
-        stdout: captured(result.stdout),
-        stderr: captured(result.stderr),
-      };
+      return toInvokeResponse(request.invocationId, result);
     },
 
     async unregisterFunction(request) {
@@ -75,20 +54,7 @@ export function runtimeServerService(functions: FunctionService, executions: Exe
     },
 
     async *execute(request, context: CallContext) {
-      const events = executions.execute(
-        {
-          executionId: request.executionId,
-          runUid: request.runUid,
-          attempt: request.attempt,
-          workdir: request.workdir,
-          entrypoint: request.entrypoint,
-          args: request.args,
-          env: request.env,
-          timeoutMs: millisFromDuration(request.timeout),
-          graceMs: millisFromDuration(request.gracePeriod),
-        },
-        context.signal,
-      );
+      const events = executions.execute(toExecuteRequest(request), context.signal);
       for await (const event of events) yield toProtoEvent(event);
     },
 
@@ -96,6 +62,48 @@ export function runtimeServerService(functions: FunctionService, executions: Exe
     async cancelExecution(request) {
       return { found: executions.cancel(request.executionId, millisFromDuration(request.gracePeriod)) };
     },
+  };
+}
+
+function toStatusResponse(status: Registration): runtimeServerV1.FunctionStatusResponse {
+  return {
+    registrationId: status.id,
+    runUid: status.runUid,
+    attempt: status.attempt,
+    state: STATES[status.state],
+    fatalError:
+      status.fatalError === undefined
+        ? undefined
+        : { code: status.fatalError.code, message: status.fatalError.message, time: new Date(status.fatalError.at) },
+    inFlight: status.inFlight === undefined ? 0 : 1,
+    lastActivity: new Date(status.lastActivity),
+    registeredAt: new Date(status.registeredAt),
+    invocations: status.invocations,
+    restarts: status.restarts,
+  };
+}
+
+function toInvokeResponse(invocationId: string, result: InvocationResult): runtimeServerV1.InvokeFunctionResponse {
+  return {
+    invocationId,
+    result: Buffer.from(result.result, 'utf8'),
+    outputs: result.outputs,
+    stdout: captured(result.stdout),
+    stderr: captured(result.stderr),
+  };
+}
+
+function toExecuteRequest(request: runtimeServerV1.ExecuteRequest): ExecuteRequest {
+  return {
+    executionId: request.executionId,
+    runUid: request.runUid,
+    attempt: request.attempt,
+    workdir: request.workdir,
+    entrypoint: request.entrypoint,
+    args: request.args,
+    env: request.env,
+    timeoutMs: millisFromDuration(request.timeout),
+    graceMs: millisFromDuration(request.gracePeriod),
   };
 }
 

@@ -251,33 +251,63 @@ export function runtimeServerAddress(mode: RuntimeServerListenMode): string {
 
 function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: WorkloadConfig, labels: Record<string, string>): PodTemplate {
   const name = workloadName(runtime);
-  const { grpc, peer } = runtimePorts(runtime);
-  const address = runtimeServerAddress(config.runtimeServerListen);
-  const common: ContainerEnvVar[] = [
-    fieldEnv(ENV.podName, 'metadata.name'),
-    fieldEnv(ENV.podUID, 'metadata.uid'),
-    fieldEnv(ENV.podNamespace, 'metadata.namespace'),
-    fieldEnv(ENV.podIP, 'status.podIP'),
-    { name: ENV.runtime, value: name },
-    { name: ENV.language, value: runtime.spec.language },
-    { name: ENV.workspaceDir, value: WORKSPACE_MOUNT_PATH },
-  ];
-  const securityContext = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
-  const pullPolicy = config.imagePullPolicy === undefined ? {} : { imagePullPolicy: config.imagePullPolicy };
-  const workspaceMount = { name: WORKSPACE_VOLUME, mountPath: WORKSPACE_MOUNT_PATH };
+  const parts = containerParts(runtime, config, name);
+  return {
+    metadata: { labels },
+    spec: {
+      serviceAccountName: runtime.spec.serviceAccountName ?? config.serviceAccountName,
+      automountServiceAccountToken: false,
+      // Service environment variables would leak every Service of the namespace into user code.
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: config.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+      containers: [runtimedContainer(runtime, config, parts), runtimeServerContainer(runtime, config, parts)],
+      volumes: podVolumes(name),
+    },
+  };
+}
 
-  const runtimed: Container = {
+/** What both containers of a Runtime Pod share. */
+interface ContainerParts {
+  common: ContainerEnvVar[];
+  /** The Runtime Server's listen address, which runtimed dials. */
+  address: string;
+  securityContext: NonNullable<Container['securityContext']>;
+  pullPolicy: Pick<Container, 'imagePullPolicy'>;
+  workspaceMount: { name: string; mountPath: string };
+}
+
+function containerParts(runtime: Pick<Runtime, 'spec'>, config: WorkloadConfig, name: string): ContainerParts {
+  return {
+    common: [
+      fieldEnv(ENV.podName, 'metadata.name'),
+      fieldEnv(ENV.podUID, 'metadata.uid'),
+      fieldEnv(ENV.podNamespace, 'metadata.namespace'),
+      fieldEnv(ENV.podIP, 'status.podIP'),
+      { name: ENV.runtime, value: name },
+      { name: ENV.language, value: runtime.spec.language },
+      { name: ENV.workspaceDir, value: WORKSPACE_MOUNT_PATH },
+    ],
+    address: runtimeServerAddress(config.runtimeServerListen),
+    securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+    pullPolicy: config.imagePullPolicy === undefined ? {} : { imagePullPolicy: config.imagePullPolicy },
+    workspaceMount: { name: WORKSPACE_VOLUME, mountPath: WORKSPACE_MOUNT_PATH },
+  };
+}
+
+function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: WorkloadConfig, parts: ContainerParts): Container {
+  const { grpc, peer } = runtimePorts(runtime);
+  return {
     name: CONTAINERS.runtimed,
     image: config.runtimedImage,
-    ...pullPolicy,
+    ...parts.pullPolicy,
     env: [
-      ...common,
+      ...parts.common,
       { name: ENV.grpcPort, value: String(grpc) },
       { name: ENV.peerPort, value: String(peer) },
       { name: ENV.healthPort, value: String(DEFAULTS.runtimedHealthPort) },
       { name: ENV.tlsDir, value: RUNTIMED_TLS_MOUNT_PATH },
       { name: ENV.runsPerPod, value: String(runtime.spec.runs ?? DEFAULTS.runsPerPod) },
-      { name: ENV.runtimeServerAddress, value: address },
+      { name: ENV.runtimeServerAddress, value: parts.address },
       ...gatewayEnv(config.gateway),
     ],
     ports: [
@@ -286,23 +316,25 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
     ],
     volumeMounts: [
-      workspaceMount,
+      parts.workspaceMount,
       { name: RUNTIMED_TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true },
       { name: RUNTIMED_TLS_VOLUME, mountPath: RUNTIMED_TLS_MOUNT_PATH, readOnly: true },
     ],
     // runtimed reports SERVING only while it can reach its Runtime Server and the API server.
     // On the plaintext health port: kubelet gRPC probes cannot speak TLS, which grpc and peer are.
     readinessProbe: { grpc: { port: DEFAULTS.runtimedHealthPort }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 },
-    securityContext,
+    securityContext: parts.securityContext,
   };
+}
 
-  const runtimeServer: Container = {
+function runtimeServerContainer(runtime: Pick<Runtime, 'spec'>, config: WorkloadConfig, parts: ContainerParts): Container {
+  return {
     name: CONTAINERS.runtimeServer,
     image: runtime.spec.image ?? config.runtimeServerImages[runtime.spec.language],
-    ...pullPolicy,
-    env: [...common, { name: ENV.runtimeServerListen, value: address }],
+    ...parts.pullPolicy,
+    env: [...parts.common, { name: ENV.runtimeServerListen, value: parts.address }],
     // No service-account volume: user code runs here and must never see runtimed's token.
-    volumeMounts: [workspaceMount],
+    volumeMounts: [parts.workspaceMount],
     ...(runtime.spec.resources === undefined ? {} : { resources: structuredClone(runtime.spec.resources) }),
     // The kubelet probes the Pod IP: only a Runtime Server listening there can be probed.
     // On 127.0.0.1 it is unreachable to the kubelet by design, and runtimed's own
@@ -310,10 +342,12 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
     ...(config.runtimeServerListen === 'podIP'
       ? { readinessProbe: { grpc: { port: DEFAULTS.runtimeServerPort }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 } }
       : {}),
-    securityContext,
+    securityContext: parts.securityContext,
   };
+}
 
-  const volumes: Volume[] = [
+function podVolumes(name: string): Volume[] {
+  return [
     { name: WORKSPACE_VOLUME, emptyDir: {} },
     {
       // The Pod-level token is off (automountServiceAccountToken: false), so that the
@@ -338,19 +372,6 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       secret: { secretName: runtimedTlsSecretName(name), defaultMode: 0o444, optional: false },
     },
   ];
-
-  return {
-    metadata: { labels },
-    spec: {
-      serviceAccountName: runtime.spec.serviceAccountName ?? config.serviceAccountName,
-      automountServiceAccountToken: false,
-      // Service environment variables would leak every Service of the namespace into user code.
-      enableServiceLinks: false,
-      terminationGracePeriodSeconds: config.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
-      containers: [runtimed, runtimeServer],
-      volumes,
-    },
-  };
 }
 
 /** The part of a Pod that `podCapacity` reads (a client-node V1Pod, cached or not, fits). */

@@ -62,54 +62,111 @@ export const DEFAULT_METRICS_PORT = 9464;
 
 /** Reads and validates the configuration; every problem is reported at once. */
 export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
-  const problems: string[] = [];
-  const required = (name: string, valid: (value: string) => boolean, what: string): string => {
-    const value = env[name];
-    if (value === undefined || value === '') {
-      problems.push(`${name} is required (${what})`);
-      return '';
-    }
-    if (!valid(value)) problems.push(`${name}=${JSON.stringify(value)} is not ${what}`);
-    return value;
-  };
-  const optional = (name: string): string | undefined => {
-    const value = env[name];
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const integer = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = optional(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!/^\d+$/.test(raw) || value < min || value > max) {
-      problems.push(`${name}=${JSON.stringify(raw)} is not an integer in [${min}, ${max}]`);
-      return fallback;
-    }
-    return value;
-  };
-
-  const pod: PodIdentity = {
-    name: required('POD_NAME', isDns1123Subdomain, 'a Pod name (downward API metadata.name)'),
-    namespace: required('POD_NAMESPACE', isDns1123Label, 'a namespace (downward API metadata.namespace)'),
-    uid: required('POD_UID', isUid, 'a Pod UID (downward API metadata.uid)'),
-    ip: required('POD_IP', (value) => value.length > 0, 'an IP address (downward API status.podIP)'),
-  };
-  const runtime = required('RUNTIME_NAME', isDns1123Label, 'a Runtime name');
-  const language = required(
+  const read = new EnvReader(env);
+  const pod = podIdentity(read);
+  const runtime = read.required('RUNTIME_NAME', isDns1123Label, 'a Runtime name');
+  const language = read.required(
     'RUNTIME_LANGUAGE',
     (value) => (RUNTIME_LANGUAGES as readonly string[]).includes(value),
     `one of ${RUNTIME_LANGUAGES.join(', ')}`,
   );
-  const workspaceDir = optional('KRT_WORKSPACE_DIR') ?? DEFAULT_WORKSPACE_DIR;
-  if (!workspaceDir.startsWith('/')) problems.push(`KRT_WORKSPACE_DIR=${JSON.stringify(workspaceDir)} is not an absolute path`);
-  const leaseDurationSeconds = integer('KRT_LEASE_DURATION_SECONDS', DEFAULTS.leaseDurationSeconds, 2, 3600);
-  const leaseRenewSeconds = integer('KRT_LEASE_RENEW_SECONDS', DEFAULTS.leaseRenewSeconds, 1, 3600);
-  if (leaseRenewSeconds >= leaseDurationSeconds) problems.push('KRT_LEASE_RENEW_SECONDS must be shorter than KRT_LEASE_DURATION_SECONDS');
-  const tlsDir = optional('KRT_TLS_DIR') ?? RUNTIMED_TLS_MOUNT_PATH;
-  if (!tlsDir.startsWith('/')) problems.push(`KRT_TLS_DIR=${JSON.stringify(tlsDir)} is not an absolute path`);
-  const grpcPort = integer('KRT_GRPC_PORT', DEFAULTS.runtimedGrpcPort, 1, 65_535);
-  const peerPort = integer('KRT_PEER_PORT', DEFAULTS.runtimedPeerPort, 1, 65_535);
-  const healthPort = integer('KRT_HEALTH_PORT', DEFAULTS.runtimedHealthPort, 1, 65_535);
-  const metricsPort = integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535);
+  const workspaceDir = read.absolutePath('KRT_WORKSPACE_DIR', DEFAULT_WORKSPACE_DIR);
+  const { leaseDurationSeconds, leaseRenewSeconds } = leaseTimes(read);
+  const tlsDir = read.absolutePath('KRT_TLS_DIR', RUNTIMED_TLS_MOUNT_PATH);
+  const { grpcPort, peerPort, healthPort, metricsPort } = listenPorts(read);
+  const gatewayHost = read.optional('KRT_GATEWAY_HOST') ?? DEFAULT_GATEWAY_HOST;
+  if (!/^[a-z0-9.-]+(?::\d{1,5})?$/.test(gatewayHost))
+    read.problems.push(`KRT_GATEWAY_HOST=${JSON.stringify(gatewayHost)} is not host or host:port`);
+
+  const config: RuntimedConfig = {
+    pod,
+    runtime,
+    language: language as RuntimeLanguage,
+    runtimeServerAddress: read.optional('KRT_RUNTIME_SERVER') ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
+    grpcPort,
+    peerPort,
+    healthPort,
+    tlsDir,
+    metricsPort,
+    workspaceDir,
+    gatewayHost,
+    gatewayCaFile: read.optional('KRT_GATEWAY_CA_FILE'),
+    leaseDurationSeconds,
+    leaseRenewSeconds,
+    cancelGraceSeconds: read.integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
+    logLevel: read.optional('KRT_LOG_LEVEL') ?? 'info',
+    containerRoot: read.optional('KRUNTIMES_CONTAINER_ROOT') ?? '',
+  };
+  if (read.problems.length > 0)
+    throw new KruntimesError('InvalidRequest', `invalid runtimed configuration: ${read.problems.join('; ')}`, { terminal: true });
+  return config;
+}
+
+/** Reads variables, collecting every problem instead of stopping at the first. */
+class EnvReader {
+  readonly problems: string[] = [];
+  readonly #env: NodeJS.ProcessEnv;
+
+  constructor(env: NodeJS.ProcessEnv) {
+    this.#env = env;
+  }
+
+  required(name: string, valid: (value: string) => boolean, what: string): string {
+    const value = this.#env[name];
+    if (value === undefined || value === '') {
+      this.problems.push(`${name} is required (${what})`);
+      return '';
+    }
+    if (!valid(value)) this.problems.push(`${name}=${JSON.stringify(value)} is not ${what}`);
+    return value;
+  }
+
+  /** Unset and empty both mean "not given". */
+  optional(name: string): string | undefined {
+    const value = this.#env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      this.problems.push(`${name}=${JSON.stringify(raw)} is not an integer in [${min}, ${max}]`);
+      return fallback;
+    }
+    return value;
+  }
+
+  absolutePath(name: string, fallback: string): string {
+    const value = this.optional(name) ?? fallback;
+    if (!value.startsWith('/')) this.problems.push(`${name}=${JSON.stringify(value)} is not an absolute path`);
+    return value;
+  }
+}
+
+function podIdentity(read: EnvReader): PodIdentity {
+  return {
+    name: read.required('POD_NAME', isDns1123Subdomain, 'a Pod name (downward API metadata.name)'),
+    namespace: read.required('POD_NAMESPACE', isDns1123Label, 'a namespace (downward API metadata.namespace)'),
+    uid: read.required('POD_UID', isUid, 'a Pod UID (downward API metadata.uid)'),
+    ip: read.required('POD_IP', (value) => value.length > 0, 'an IP address (downward API status.podIP)'),
+  };
+}
+
+function leaseTimes(read: EnvReader): Pick<RuntimedConfig, 'leaseDurationSeconds' | 'leaseRenewSeconds'> {
+  const leaseDurationSeconds = read.integer('KRT_LEASE_DURATION_SECONDS', DEFAULTS.leaseDurationSeconds, 2, 3600);
+  const leaseRenewSeconds = read.integer('KRT_LEASE_RENEW_SECONDS', DEFAULTS.leaseRenewSeconds, 1, 3600);
+  if (leaseRenewSeconds >= leaseDurationSeconds)
+    read.problems.push('KRT_LEASE_RENEW_SECONDS must be shorter than KRT_LEASE_DURATION_SECONDS');
+  return { leaseDurationSeconds, leaseRenewSeconds };
+}
+
+function listenPorts(read: EnvReader): Pick<RuntimedConfig, 'grpcPort' | 'peerPort' | 'healthPort' | 'metricsPort'> {
+  const grpcPort = read.integer('KRT_GRPC_PORT', DEFAULTS.runtimedGrpcPort, 1, 65_535);
+  const peerPort = read.integer('KRT_PEER_PORT', DEFAULTS.runtimedPeerPort, 1, 65_535);
+  const healthPort = read.integer('KRT_HEALTH_PORT', DEFAULTS.runtimedHealthPort, 1, 65_535);
+  const metricsPort = read.integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535);
   // All of them listen on the Pod IP: two on one port would fail at bind time, less clearly.
   const ports = [
     ['KRT_GRPC_PORT', grpcPort],
@@ -119,32 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
   ] as const;
   for (const [index, [name, port]] of ports.entries()) {
     const clash = ports.slice(0, index).find(([, other]) => other === port && port !== 0);
-    if (clash !== undefined) problems.push(`${name} and ${clash[0]} are both ${port}`);
+    if (clash !== undefined) read.problems.push(`${name} and ${clash[0]} are both ${port}`);
   }
-  const gatewayHost = optional('KRT_GATEWAY_HOST') ?? DEFAULT_GATEWAY_HOST;
-  if (!/^[a-z0-9.-]+(?::\d{1,5})?$/.test(gatewayHost))
-    problems.push(`KRT_GATEWAY_HOST=${JSON.stringify(gatewayHost)} is not host or host:port`);
-
-  const config: RuntimedConfig = {
-    pod,
-    runtime,
-    language: language as RuntimeLanguage,
-    runtimeServerAddress: optional('KRT_RUNTIME_SERVER') ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
-    grpcPort,
-    peerPort,
-    healthPort,
-    tlsDir,
-    metricsPort,
-    workspaceDir,
-    gatewayHost,
-    gatewayCaFile: optional('KRT_GATEWAY_CA_FILE'),
-    leaseDurationSeconds,
-    leaseRenewSeconds,
-    cancelGraceSeconds: integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
-    logLevel: optional('KRT_LOG_LEVEL') ?? 'info',
-    containerRoot: optional('KRUNTIMES_CONTAINER_ROOT') ?? '',
-  };
-  if (problems.length > 0)
-    throw new KruntimesError('InvalidRequest', `invalid runtimed configuration: ${problems.join('; ')}`, { terminal: true });
-  return config;
+  return { grpcPort, peerPort, healthPort, metricsPort };
 }

@@ -44,6 +44,20 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
     if (errors.length > 0) throw new AggregateError(errors, 'metrics collection failed');
     return serializer.serialize(resourceMetrics) + functions.render();
   };
+  const server = await listen(host, port, render);
+  const provider = new MeterProvider({ readers: [exporter] });
+  const instruments = createInstruments(provider.getMeter('kruntimes.runtimed'));
+  return {
+    port: (server.address() as AddressInfo).port,
+    metrics: recordingTo(instruments, functions),
+    shutdown: async () => {
+      await provider.shutdown();
+      await closeServer(server);
+    },
+  };
+}
+
+async function listen(host: string, port: number, render: () => Promise<string>): Promise<Server> {
   const server = createServer((request, response) => {
     serveMetrics(render, request, response);
   });
@@ -54,8 +68,14 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
       resolve();
     });
   });
-  const provider = new MeterProvider({ readers: [exporter] });
-  const meter = provider.getMeter('kruntimes.runtimed');
+  return server;
+}
+
+type Meter = ReturnType<MeterProvider['getMeter']>;
+type Instruments = ReturnType<typeof createInstruments>;
+
+/** The instruments behind the families of the table above. */
+function createInstruments(meter: Meter) {
   const registrations = meter.createCounter('kruntimes.runtimed.registrations', {
     description: 'RegisterFunction calls by runtimed, by outcome',
   });
@@ -81,43 +101,41 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   const activeFunctions = meter.createObservableGauge('kruntimes.runtimed.active_functions', {
     description: 'Functions registered by this runtimed',
   });
+  return { registrations, taskDuration, conflicts, leaseRenewals, invocations, authzCache, authzReviews, activeFunctions };
+}
+
+function recordingTo(instruments: Instruments, functions: FunctionMetrics): RuntimedMetrics {
+  const { registrations, taskDuration, conflicts, leaseRenewals, invocations, authzCache, authzReviews, activeFunctions } = instruments;
   return {
-    port: (server.address() as AddressInfo).port,
-    metrics: {
-      registration: (outcome) => {
-        registrations.add(1, { outcome });
-      },
-      taskFinished: (outcome, seconds) => {
-        taskDuration.record(seconds, { outcome });
-      },
-      statusConflict: () => {
-        conflicts.add(1);
-      },
-      leaseRenewal: (ok) => {
-        leaseRenewals.add(1, { result: ok ? 'ok' : 'error' });
-      },
-      invocation: (outcome) => {
-        invocations.add(1, { port: outcome.port, route: outcome.route, code: outcome.code });
-      },
-      authz: {
-        cacheRequest: (result) => {
-          authzCache.add(1, { result });
-        },
-        review: (outcome) => {
-          authzReviews.add(1, { outcome });
-        },
-      },
-      observeActiveFunctions: (count) => {
-        activeFunctions.addCallback((result) => {
-          result.observe(count());
-        });
-      },
-      functions,
+    registration: (outcome) => {
+      registrations.add(1, { outcome });
     },
-    shutdown: async () => {
-      await provider.shutdown();
-      await closeServer(server);
+    taskFinished: (outcome, seconds) => {
+      taskDuration.record(seconds, { outcome });
     },
+    statusConflict: () => {
+      conflicts.add(1);
+    },
+    leaseRenewal: (ok) => {
+      leaseRenewals.add(1, { result: ok ? 'ok' : 'error' });
+    },
+    invocation: (outcome) => {
+      invocations.add(1, { port: outcome.port, route: outcome.route, code: outcome.code });
+    },
+    authz: {
+      cacheRequest: (result) => {
+        authzCache.add(1, { result });
+      },
+      review: (outcome) => {
+        authzReviews.add(1, { outcome });
+      },
+    },
+    observeActiveFunctions: (count) => {
+      activeFunctions.addCallback((result) => {
+        result.observe(count());
+      });
+    },
+    functions,
   };
 }
 

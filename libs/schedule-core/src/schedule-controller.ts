@@ -6,7 +6,7 @@ import type { Run, RunSchedule, RunScheduleStatus, ScheduleReason } from '@krunt
 import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
 import { decideSchedule } from './decide-schedule.ts';
-import type { ScheduleRunView } from './decide-schedule.ts';
+import type { ScheduleDecision, ScheduleRunView } from './decide-schedule.ts';
 import { runsToPrune } from './history.ts';
 import type { FinishedScheduleRun } from './history.ts';
 import type { ScheduleMetrics } from './metrics.ts';
@@ -16,6 +16,26 @@ import { finishedScheduleRun, historyLimits, scheduleRunView, scheduleView } fro
 
 type RunObject = Run & KubernetesObject;
 type ScheduleObject = RunSchedule & KubernetesObject;
+
+/** A schedule's work-queue key and the names it splits into. */
+interface ScheduleRef {
+  key: string;
+  namespace: string;
+  name: string;
+}
+
+interface CreatedRun {
+  name: string;
+  uid?: string;
+}
+
+/** What acting on a decision leaves the status to record. */
+interface Acted {
+  problem: { reason: ScheduleReason; message: string } | undefined;
+  created: CreatedRun | undefined;
+  /** The decision as the status records it (a Run name taken keeps the previous instants). */
+  recorded: ScheduleDecision;
+}
 
 /** A wall clock that jumps (NTP, a resumed VM) is noticed within this, whatever the next instant. */
 export const DEFAULT_REQUEUE_CAP_MS = 60_000;
@@ -92,6 +112,7 @@ export class ScheduleController {
 
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
     const { namespace = '', name } = splitObjectKey(key);
+    const ref: ScheduleRef = { key, namespace, name };
     const cached = this.#schedules.get(name, namespace);
     // Gone: its Runs go with it through their owner references.
     if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
@@ -106,43 +127,64 @@ export class ScheduleController {
     const now = this.#now();
     const runs = this.#withExpected(key, owned.map(scheduleRunView), now);
     const decision = decideSchedule(now, scheduleView(schedule), runs);
-
-    let problem: { reason: ScheduleReason; message: string } | undefined = decision.problem;
-    let created: { name: string; uid?: string } | undefined;
-    let recorded = decision;
-    if (decision.create !== undefined) {
-      const outcome = await this.#createRun(schedule, decision.create.scheduledAt);
-      if (outcome.taken !== undefined) {
-        problem = { reason: SCHEDULE_REASONS.runNameTaken, message: outcome.taken };
-        // Not acted on: the same instant is tried again until the name is free.
-        const { lastScheduledAt, queuedAt } = scheduleView(schedule);
-        recorded = { ...decision, lastScheduledAt, queuedAt, missed: 0 };
-      } else if (outcome.created !== undefined) {
-        created = outcome.created;
-        this.#expected.set(key, {
-          run: { name: created.name, scheduledAt: decision.create.scheduledAt, active: true },
-          until: now + EXPECTATION_TTL_MS,
-        });
-        this.#options.metrics?.count(namespace, name, 'created');
-        this.#options.metrics?.observeLateness((now - decision.create.scheduledAt) / 1000);
-        this.#options.logger.debug(
-          {
-            schedule: key,
-            run: created.name,
-            scheduledAt: rfc3339(decision.create.scheduledAt),
-            fromQueue: decision.create.fromQueue,
-            missed: decision.missed,
-          },
-          'created scheduled Run',
-        );
-      }
-    }
+    const acted = await this.#act(ref, schedule, decision, now);
     await this.#prune(
       namespace,
       owned.map(finishedScheduleRun).filter((run) => run !== undefined),
       historyLimits(schedule),
     );
+    await this.#record(ref, schedule, runs, acted, now);
+    const cap = this.#options.requeueCapMs ?? DEFAULT_REQUEUE_CAP_MS;
+    return { requeueAfterMs: Math.min(decision.requeueAfterMs ?? cap, cap) };
+  }
 
+  /** Creates the Run the decision asks for, if any; what the status is then to record. */
+  async #act(ref: ScheduleRef, schedule: RunSchedule, decision: ScheduleDecision, now: number): Promise<Acted> {
+    const acted: Acted = { problem: decision.problem, created: undefined, recorded: decision };
+    if (decision.create === undefined) return acted;
+    const outcome = await this.#createRun(schedule, decision.create.scheduledAt);
+    if (outcome.taken !== undefined) {
+      // Not acted on: the same instant is tried again until the name is free.
+      const { lastScheduledAt, queuedAt } = scheduleView(schedule);
+      return {
+        problem: { reason: SCHEDULE_REASONS.runNameTaken, message: outcome.taken },
+        created: undefined,
+        recorded: { ...decision, lastScheduledAt, queuedAt, missed: 0 },
+      };
+    }
+    if (outcome.created !== undefined) this.#noteCreated(ref, decision, decision.create, outcome.created, now);
+    return { ...acted, created: outcome.created };
+  }
+
+  /** A Run just created: expected until the cache shows it, counted, logged. */
+  #noteCreated(
+    ref: ScheduleRef,
+    decision: ScheduleDecision,
+    create: NonNullable<ScheduleDecision['create']>,
+    created: CreatedRun,
+    now: number,
+  ): void {
+    this.#expected.set(ref.key, {
+      run: { name: created.name, scheduledAt: create.scheduledAt, active: true },
+      until: now + EXPECTATION_TTL_MS,
+    });
+    this.#options.metrics?.count(ref.namespace, ref.name, 'created');
+    this.#options.metrics?.observeLateness((now - create.scheduledAt) / 1000);
+    this.#options.logger.debug(
+      {
+        schedule: ref.key,
+        run: created.name,
+        scheduledAt: rfc3339(create.scheduledAt),
+        fromQueue: create.fromQueue,
+        missed: decision.missed,
+      },
+      'created scheduled Run',
+    );
+  }
+
+  /** Writes the status when it changed; the skipped and missed counts only once it is written. */
+  async #record(ref: ScheduleRef, schedule: RunSchedule, runs: ScheduleRunView[], acted: Acted, now: number): Promise<void> {
+    const { problem, created, recorded } = acted;
     const active =
       runs.filter((run) => run.active).length + (created !== undefined && !runs.some((run) => run.name === created.name) ? 1 : 0);
     const status = scheduleStatus({
@@ -156,11 +198,9 @@ export class ScheduleController {
       now,
     });
     if (!isDeepStrictEqual(schedule.status, status) && (await this.#writeStatus(schedule, status))) {
-      if (recorded.skip !== undefined) this.#options.metrics?.count(namespace, name, 'skipped');
-      this.#options.metrics?.count(namespace, name, 'missed', recorded.missed);
+      if (recorded.skip !== undefined) this.#options.metrics?.count(ref.namespace, ref.name, 'skipped');
+      this.#options.metrics?.count(ref.namespace, ref.name, 'missed', recorded.missed);
     }
-    const cap = this.#options.requeueCapMs ?? DEFAULT_REQUEUE_CAP_MS;
-    return { requeueAfterMs: Math.min(decision.requeueAfterMs ?? cap, cap) };
   }
 
   /** The cached Runs, plus the one this controller created last if the cache has not shown it yet. */
@@ -179,7 +219,7 @@ export class ScheduleController {
    * is this schedule's (another replica, or an earlier attempt whose status write was lost),
    * unless an object of another owner holds the name, which is reported, never adopted.
    */
-  async #createRun(schedule: RunSchedule, scheduledAt: number): Promise<{ created?: { name: string; uid?: string }; taken?: string }> {
+  async #createRun(schedule: RunSchedule, scheduledAt: number): Promise<{ created?: CreatedRun; taken?: string }> {
     const body = scheduledRun(schedule, { scheduledAt });
     const namespace = schedule.metadata.namespace ?? '';
     const name = body.metadata.name ?? '';

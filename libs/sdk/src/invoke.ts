@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ClientRequest, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { BOUNDS, DEFAULTS, INVOCATION_ID_HEADER, isValidInvocationId } from '@kruntimes/api';
@@ -130,105 +131,149 @@ export async function invokeFunction(options: InvokeOptions): Promise<Invocation
       message: 'invocation aborted before it was sent',
     });
   }
-  const { url, body, ca, invocationId } = prepared;
   const timeoutMs = options.timeoutMs ?? INVOKE_DEFAULT_TIMEOUT_MS;
-
   return await new Promise<InvocationResult>((resolve, reject) => {
-    let secured = false;
-    let settled = false;
-    const transportFailure = (kind: TransportFailureKind, message: string, cause?: unknown): void => {
-      if (settled) return;
-      settled = true;
-      cleanup();
-      reject(
-        new InvocationTransportError({
-          kind,
-          requestMayHaveBeenSent: secured,
-          invocationId,
-          message,
-          ...(cause === undefined ? {} : { cause }),
-        }),
-      );
-    };
-
-    const req = httpsRequest({
-      protocol: 'https:',
-      hostname: url.hostname.replace(/^\[|\]$/g, ''),
-      port: url.port === '' ? 443 : Number(url.port),
-      path: url.pathname + url.search,
-      method: 'POST',
-      // One connection per invocation: "may the request have been sent" is then exactly
-      // "did this connection finish its TLS handshake".
-      agent: false,
-      ...(ca === undefined ? {} : { ca }),
-      headers: {
-        Authorization: `Bearer ${options.token}`,
-        'Content-Type': 'application/json',
-        Accept: 'application/json',
-        'Content-Length': body.length,
-        [INVOCATION_ID_HEADER]: invocationId,
-      },
-    });
-    const timer = setTimeout(() => {
-      transportFailure('timeout', `no answer within ${timeoutMs} ms`);
-      req.destroy();
-    }, timeoutMs);
-    const onAbort = (): void => {
-      transportFailure('aborted', 'invocation aborted');
-      req.destroy();
-    };
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    const cleanup = (): void => {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', onAbort);
-    };
-
+    const req = postRequest(prepared, options.token);
+    const call = new PendingInvocation(prepared.invocationId, req, resolve, reject);
+    call.watch(timeoutMs, options.signal);
     req.on('socket', (socket) => {
       (socket as TLSSocket).once('secureConnect', () => {
-        secured = true;
+        call.secured = true;
       });
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       // Node's errors name host, port and syscall, never the headers (the token).
-      const kind: TransportFailureKind = secured ? 'connection' : isTlsError(error) ? 'tls' : 'connect';
-      transportFailure(kind, `${kindText(kind)}: ${error.message}`, error);
+      const kind: TransportFailureKind = call.secured ? 'connection' : isTlsError(error) ? 'tls' : 'connect';
+      call.fail(kind, `${kindText(kind)}: ${error.message}`, error);
     });
     req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_RESPONSE_BYTES) {
-          transportFailure('response', `answer larger than ${MAX_RESPONSE_BYTES} bytes`);
-          req.destroy();
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on('error', (error) => {
-        transportFailure('connection', `answer cut short: ${error.message}`, error);
-      });
-      res.on('end', () => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        const status = res.statusCode ?? 0;
-        const text = Buffer.concat(chunks).toString('utf8');
-        const headerId = res.headers[INVOCATION_ID_HEADER];
-        const answeredId = typeof headerId === 'string' && headerId !== '' ? headerId : invocationId;
-        if (status < 200 || status > 299) {
-          reject(errorFromResponse(status, text, answeredId));
-          return;
-        }
-        try {
-          resolve(resultFromResponse(status, text, answeredId));
-        } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-        }
-      });
+      readAnswer(res, call);
     });
-    req.end(body);
+    req.end(prepared.body);
   });
+}
+
+/** The POST of a prepared invocation, not yet sent. */
+function postRequest({ url, body, ca, invocationId }: Prepared, token: string): ClientRequest {
+  return httpsRequest({
+    protocol: 'https:',
+    hostname: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port === '' ? 443 : Number(url.port),
+    path: url.pathname + url.search,
+    method: 'POST',
+    // One connection per invocation: "may the request have been sent" is then exactly
+    // "did this connection finish its TLS handshake".
+    agent: false,
+    ...(ca === undefined ? {} : { ca }),
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json',
+      'Content-Length': body.length,
+      [INVOCATION_ID_HEADER]: invocationId,
+    },
+  });
+}
+
+/** Collects the gateway's answer, up to MAX_RESPONSE_BYTES, and settles the call with it. */
+function readAnswer(res: IncomingMessage, call: PendingInvocation): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  res.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > MAX_RESPONSE_BYTES) {
+      call.fail('response', `answer larger than ${MAX_RESPONSE_BYTES} bytes`);
+      call.destroy();
+      return;
+    }
+    chunks.push(chunk);
+  });
+  res.on('error', (error) => {
+    call.fail('connection', `answer cut short: ${error.message}`, error);
+  });
+  res.on('end', () => {
+    call.answer(res.statusCode ?? 0, chunks, res.headers[INVOCATION_ID_HEADER]);
+  });
+}
+
+/**
+ * One invocation in flight. It settles once, with whichever comes first: the answer, a
+ * transport failure, the timeout or the abort; later events are ignored.
+ */
+class PendingInvocation {
+  /** The connection finished its TLS handshake: from then on the request may have been sent. */
+  secured = false;
+  #settled = false;
+  #timer: NodeJS.Timeout | undefined;
+  #signal: AbortSignal | undefined;
+  readonly #invocationId: string;
+  readonly #req: ClientRequest;
+  readonly #resolve: (result: InvocationResult) => void;
+  readonly #reject: (error: Error) => void;
+
+  constructor(invocationId: string, req: ClientRequest, resolve: (result: InvocationResult) => void, reject: (error: Error) => void) {
+    this.#invocationId = invocationId;
+    this.#req = req;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** Starts the deadline and listens for the caller's abort. */
+  watch(timeoutMs: number, signal: AbortSignal | undefined): void {
+    this.#timer = setTimeout(() => {
+      this.fail('timeout', `no answer within ${timeoutMs} ms`);
+      this.destroy();
+    }, timeoutMs);
+    this.#signal = signal;
+    signal?.addEventListener('abort', this.#onAbort, { once: true });
+  }
+
+  fail(kind: TransportFailureKind, message: string, cause?: unknown): void {
+    if (!this.#settle()) return;
+    this.#reject(
+      new InvocationTransportError({
+        kind,
+        requestMayHaveBeenSent: this.secured,
+        invocationId: this.#invocationId,
+        message,
+        ...(cause === undefined ? {} : { cause }),
+      }),
+    );
+  }
+
+  /** The whole answer: a 2xx is the result, anything else the gateway's error. */
+  answer(status: number, chunks: Buffer[], headerId: string | string[] | undefined): void {
+    if (!this.#settle()) return;
+    const text = Buffer.concat(chunks).toString('utf8');
+    const answeredId = typeof headerId === 'string' && headerId !== '' ? headerId : this.#invocationId;
+    if (status < 200 || status > 299) {
+      this.#reject(errorFromResponse(status, text, answeredId));
+      return;
+    }
+    try {
+      this.#resolve(resultFromResponse(status, text, answeredId));
+    } catch (error) {
+      this.#reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  destroy(): void {
+    this.#req.destroy();
+  }
+
+  readonly #onAbort = (): void => {
+    this.fail('aborted', 'invocation aborted');
+    this.destroy();
+  };
+
+  /** False when already settled; else marks it settled and stops the deadline and the abort listener. */
+  #settle(): boolean {
+    if (this.#settled) return false;
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#signal?.removeEventListener('abort', this.#onAbort);
+    return true;
+  }
 }
 
 /** A 2xx answer as an InvocationResult; a body that is not one is an `Internal` error. */
