@@ -40,7 +40,7 @@ const CONFLICT_RETRY_MS = 200;
 type LogFields = Record<string, unknown>;
 
 /**
- * Detects lost owners of Runs and recovers them (ARCHITECTURE §4, §5, §9). The unit of
+ * Detects lost owners of Runs and recovers them (docs/lifecycle.md and "How recovery works" in docs/operations.md). The unit of
  * work is a Run key. Each reconcile gathers the evidence about the Run's owner from the
  * caches (the exact Pod UID, its deletion, its place in the Service endpoints, its Lease
  * and what that Lease reports), lets `decideRecovery` choose one action, and performs it
