@@ -136,7 +136,7 @@ export class ExecutionService {
     signal: AbortSignal,
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
-    const command = this.#adapter.taskCommand(entrypoint, request.args);
+    const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
     const child = spawnTask(command, request, outputsFile);
     const running: Running = {
       child,
