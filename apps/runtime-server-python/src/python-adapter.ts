@@ -10,6 +10,7 @@ import type {
   TaskCommand,
 } from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
+import { userPythonPath } from './helper-module.ts';
 import { PythonFunction } from './python-function.ts';
 
 /** `module:function` (dotted module) or `function` (in module `main`). */
@@ -43,8 +44,8 @@ export class PythonAdapter implements LanguageAdapter {
     return PythonFunction.start({ python: this.#python, workerScript: WORKER_SCRIPT, spec, events, logger });
   }
 
-  taskCommand(entrypoint: string, args: readonly string[]): TaskCommand {
+  taskCommand(entrypoint: string, args: readonly string[], env: Readonly<Record<string, string>>): TaskCommand {
     // -u: unbuffered, so that log lines stream as the task writes them.
-    return { command: this.#python, args: ['-u', entrypoint, ...args], env: { PYTHONUNBUFFERED: '1' } };
+    return { command: this.#python, args: ['-u', entrypoint, ...args], env: { PYTHONUNBUFFERED: '1', PYTHONPATH: userPythonPath(env) } };
   }
 }

@@ -6,6 +6,7 @@ import { KruntimesError } from '@kruntimes/errors';
 import { LineSplitter, baseEnv, exited, signalGroup } from '@kruntimes/runtime-server-core';
 import type { FunctionEvents, FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
+import { userPythonPath } from './helper-module.ts';
 import { JsonLineReader } from './worker-protocol.ts';
 import type { ReadyMessage, ResponseMessage } from './worker-protocol.ts';
 
@@ -128,7 +129,13 @@ export class PythonFunction implements LoadedFunction {
     const { spec, logger } = this.#options;
     const child = spawn(this.#options.python, ['-u', this.#options.workerScript, spec.workdir, spec.handler, LIMITS], {
       cwd: spec.workdir,
-      env: { ...baseEnv(), ...spec.env, KRT_RUN_UID: spec.runUid, KRT_ATTEMPT: String(spec.attempt) },
+      env: {
+        ...baseEnv(),
+        ...spec.env,
+        PYTHONPATH: userPythonPath(spec.env),
+        KRT_RUN_UID: spec.runUid,
+        KRT_ATTEMPT: String(spec.attempt),
+      },
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });

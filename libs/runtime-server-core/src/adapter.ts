@@ -79,6 +79,9 @@ export interface LanguageAdapter {
    * Rejects with FunctionFailed when user code cannot be loaded.
    */
   register(spec: FunctionSpec, events: FunctionEvents, logger: Logger): Promise<LoadedFunction>;
-  /** How to run a task's entry point (an absolute path inside the workdir). */
-  taskCommand(entrypoint: string, args: readonly string[]): TaskCommand;
+  /**
+   * How to run a task's entry point (an absolute path inside the workdir); `env` is the
+   * task's own environment (a language may extend a search path found there).
+   */
+  taskCommand(entrypoint: string, args: readonly string[], env: Readonly<Record<string, string>>): TaskCommand;
 }

@@ -10,6 +10,8 @@ import type { Logger } from 'pino';
 import type { LanguageAdapter, TaskCommand } from './adapter.ts';
 import type { Clock } from './clock.ts';
 import { EventQueue } from './event-queue.ts';
+import { ExecutionRecord } from './execution-record.ts';
+import type { ExecutionStatus } from './execution-record.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { exited, signalGroup, terminateGroup } from './process-group.ts';
 import { baseEnv } from './process-env.ts';
@@ -62,6 +64,8 @@ interface Running {
   readonly graceMs: number;
   /** Set by the first of cancel, timeout and client abort; decides the exit reason. */
   stopReason: 'cancelled' | 'timed_out' | undefined;
+  /** Why it was stopped, for the `exited` message (empty: it ended by itself). */
+  stopMessage: string;
   stopping: Promise<void> | undefined;
 }
 
@@ -69,6 +73,10 @@ export interface ExecutionServiceOptions {
   readonly adapter: LanguageAdapter;
   readonly logger: Logger;
   readonly clock: Clock;
+  /** Endings remembered for `status` (default: EXECUTION_RECORD_CAPACITY). */
+  readonly recordCapacity?: number;
+  /** How long an ending is remembered (default: EXECUTION_RECORD_RETENTION_MS). */
+  readonly recordRetentionMs?: number;
 }
 
 /** Task executions: one process group each, streamed logs, bounded outputs, cancel. */
@@ -77,11 +85,29 @@ export class ExecutionService {
   readonly #adapter: LanguageAdapter;
   readonly #logger: Logger;
   readonly #clock: Clock;
+  readonly #record: ExecutionRecord;
 
   constructor(options: ExecutionServiceOptions) {
     this.#adapter = options.adapter;
     this.#logger = options.logger;
     this.#clock = options.clock;
+    this.#record = new ExecutionRecord({
+      clock: options.clock,
+      ...(options.recordCapacity === undefined ? {} : { capacity: options.recordCapacity }),
+      ...(options.recordRetentionMs === undefined ? {} : { retentionMs: options.recordRetentionMs }),
+    });
+  }
+
+  /**
+   * What became of a task attempt's execution: running, exited (what its stream ends or
+   * would have ended with, whether or not a client was still there) or unknown.
+   */
+  status(runUid: string, attempt: number): ExecutionStatus {
+    const problems: string[] = [];
+    if (!isUid(runUid)) problems.push('run_uid must be a Kubernetes UID');
+    if (!Number.isInteger(attempt) || attempt < 1) problems.push('attempt must be at least 1');
+    if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
+    return this.#record.get(runUid, attempt);
   }
 
   /**
@@ -99,7 +125,7 @@ export class ExecutionService {
       () => `${request.entrypoint} does not exist in the workdir`,
     );
     if (missing !== undefined) {
-      yield this.#exited('start_failed', -1, '', {}, '', missing);
+      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing));
       return;
     }
     const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
@@ -136,42 +162,59 @@ export class ExecutionService {
     signal: AbortSignal,
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
-    const command = this.#adapter.taskCommand(entrypoint, request.args);
+    const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
     const child = spawnTask(command, request, outputsFile);
     const running: Running = {
       child,
       graceMs: request.graceMs ?? DEFAULTS.cancelGracePeriodSeconds * 1000,
       stopReason: undefined,
+      stopMessage: '',
       stopping: undefined,
     };
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
-      yield this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`);
+      yield this.#end(
+        request,
+        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`),
+      );
       return;
     }
+    const startedAt = this.#clock();
     this.#running.set(request.executionId, running);
+    this.#record.started(request.runUid, request.attempt, request.executionId, child.pid, startedAt);
     logger.info({ pid: child.pid, entrypoint: request.entrypoint }, 'execution started');
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
     const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
     const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
     const done = this.#ended(child, running, pipesClosed, queue, triggers);
+    // The ending is recorded as soon as it is known, whether or not a client is still
+    // there to receive it: a stream that breaks now is settled by `status`.
+    const ending = done.then(async () => {
+      const reason: ExitReason = running.stopReason ?? 'completed';
+      const outputs = await readOutputs(outputsFile).catch((error: unknown) => ({
+        outputs: {},
+        error: `cannot read the outputs file: ${(error as Error).message}`,
+      }));
+      logger.info({ reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error }, 'execution ended');
+      return this.#end(
+        request,
+        this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage),
+      );
+    });
 
     try {
-      yield { kind: 'started', pid: child.pid, time: this.#clock() };
+      yield { kind: 'started', pid: child.pid, time: startedAt };
       yield* queue.drain();
-      await done;
-      const outputs = await readOutputs(outputsFile);
-      const reason: ExitReason = running.stopReason ?? 'completed';
-      logger.info({ reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error }, 'execution ended');
-      yield this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, '');
+      yield await ending;
     } finally {
       triggers.release();
       if (child.exitCode === null && child.signalCode === null) {
         // The consumer stopped early: never leave the process behind.
-        this.#stop(running, 'cancelled', 0);
+        this.#stop(running, 'cancelled', 0, 'stopped because its Execute stream closed');
       }
       await running.stopping;
+      await ending;
       this.#running.delete(request.executionId);
     }
   }
@@ -185,7 +228,7 @@ export class ExecutionService {
             this.#stop(running, 'timed_out', undefined);
           }, timeoutMs);
     const onAbort = (): void => {
-      this.#stop(running, 'cancelled', undefined);
+      this.#stop(running, 'cancelled', undefined, 'stopped because its Execute stream closed');
     };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
@@ -222,9 +265,10 @@ export class ExecutionService {
     queue.close();
   }
 
-  #stop(running: Running, reason: 'cancelled' | 'timed_out', graceMs: number | undefined): void {
+  #stop(running: Running, reason: 'cancelled' | 'timed_out', graceMs: number | undefined, message = ''): void {
     if (running.stopping !== undefined) return;
     running.stopReason = reason;
+    running.stopMessage = message;
     running.stopping = terminateGroup(running.child, graceMs ?? running.graceMs);
   }
 
@@ -247,6 +291,12 @@ export class ExecutionService {
     emit(splitter.end());
   }
 
+  /** Records how the attempt's execution ended and returns that `exited` event. */
+  #end(request: ExecuteRequest, event: Extract<ExecutionEvent, { kind: 'exited' }>): ExecutionEvent {
+    this.#record.ended(request.runUid, request.attempt, request.executionId, event);
+    return event;
+  }
+
   #exited(
     reason: ExitReason,
     exitCode: number,
@@ -254,7 +304,7 @@ export class ExecutionService {
     outputs: Readonly<Record<string, string>>,
     outputsError: string,
     message: string,
-  ): ExecutionEvent {
+  ): Extract<ExecutionEvent, { kind: 'exited' }> {
     return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, time: this.#clock() };
   }
 }

@@ -1,12 +1,13 @@
 import { millisFromDuration, runtimeServerV1 } from '@kruntimes/proto';
 import type { CallContext } from 'nice-grpc';
 import type { CapturedOutput, InvocationResult } from './adapter.ts';
+import type { ExecutionEnding, ExecutionStatus } from './execution-record.ts';
 import type { ExecuteRequest, ExecutionEvent, ExecutionService, ExitReason } from './execution-service.ts';
 import type { FunctionService } from './function-service.ts';
 import type { Registration, RegistrationState } from './registration-table.ts';
 
 type Impl = runtimeServerV1.RuntimeServerServiceImplementation;
-const { ExitReason: ProtoExitReason, LogStream, RegistrationState: ProtoState } = runtimeServerV1;
+const { ExecutionState, ExitReason: ProtoExitReason, LogStream, RegistrationState: ProtoState } = runtimeServerV1;
 
 const STATES: Record<RegistrationState, runtimeServerV1.RegistrationState> = {
   starting: ProtoState.REGISTRATION_STATE_STARTING,
@@ -62,6 +63,44 @@ export function runtimeServerService(functions: FunctionService, executions: Exe
     async cancelExecution(request) {
       return { found: executions.cancel(request.executionId, millisFromDuration(request.gracePeriod)) };
     },
+
+    // eslint-disable-next-line @typescript-eslint/require-await -- the generated interface is async
+    async getExecution(request) {
+      return toExecutionResponse(executions.status(request.runUid, request.attempt));
+    },
+  };
+}
+
+function toExecutionResponse(status: ExecutionStatus): runtimeServerV1.GetExecutionResponse {
+  switch (status.state) {
+    case 'unknown':
+      return { state: ExecutionState.EXECUTION_STATE_UNKNOWN, executionId: '', started: undefined, exited: undefined };
+    case 'running':
+      return {
+        state: ExecutionState.EXECUTION_STATE_RUNNING,
+        executionId: status.executionId,
+        started: { pid: status.pid, time: new Date(status.startedAt) },
+        exited: undefined,
+      };
+    case 'exited':
+      return {
+        state: ExecutionState.EXECUTION_STATE_EXITED,
+        executionId: status.executionId,
+        started: status.started === undefined ? undefined : { pid: status.started.pid, time: new Date(status.started.startedAt) },
+        exited: toProtoExited(status.ending),
+      };
+  }
+}
+
+function toProtoExited(ending: ExecutionEnding): runtimeServerV1.ExecutionExited {
+  return {
+    reason: EXIT_REASONS[ending.reason],
+    exitCode: ending.exitCode,
+    signal: ending.signal,
+    outputs: ending.outputs,
+    outputsError: ending.outputsError,
+    message: ending.message,
+    time: new Date(ending.time),
   };
 }
 
@@ -129,18 +168,7 @@ function toProtoEvent(event: ExecutionEvent): runtimeServerV1.ExecuteEvent {
       };
     case 'exited':
       return {
-        event: {
-          $case: 'exited',
-          exited: {
-            reason: EXIT_REASONS[event.reason],
-            exitCode: event.exitCode,
-            signal: event.signal,
-            outputs: event.outputs,
-            outputsError: event.outputsError,
-            message: event.message,
-            time: new Date(event.time),
-          },
-        },
+        event: { $case: 'exited', exited: toProtoExited(event) },
       };
   }
 }

@@ -1,6 +1,7 @@
 export * from './adapter.ts';
 export * from './bounded-capture.ts';
 export * from './clock.ts';
+export * from './execution-record.ts';
 export * from './execution-service.ts';
 export * from './function-service.ts';
 export * from './grpc-errors.ts';

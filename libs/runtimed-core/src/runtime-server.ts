@@ -124,6 +124,11 @@ export class RuntimeServerClient {
     }
   }
 
+  /** What became of one task attempt's execution (RUNNING, EXITED or UNKNOWN); bounded by `timeoutMs`. */
+  execution(runUid: string, attempt: number, timeoutMs: number): Promise<runtimeServerV1.GetExecutionResponse> {
+    return this.#call((options) => this.#client.getExecution({ runUid, attempt }, { ...options, signal: AbortSignal.timeout(timeoutMs) }));
+  }
+
   cancel(executionId: string, gracePeriodMs: number): Promise<runtimeServerV1.CancelExecutionResponse> {
     return this.#call((options) => this.#client.cancelExecution({ executionId, gracePeriod: durationFromMillis(gracePeriodMs) }, options));
   }

@@ -5,6 +5,7 @@ import { runtimeServerV1 } from '@kruntimes/proto';
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
+import { ExecutionLostError, settleLostExecution } from './lost-execution.ts';
 import { NotOwnerError } from './run-client.ts';
 import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
 import { entrypointFile, runEnv } from './workspace.ts';
@@ -13,6 +14,13 @@ const { ExitReason } = runtimeServerV1;
 
 /** Far more task attempts than one Pod runs while a cache can lag behind them. */
 const MAX_REMEMBERED_EXECUTIONS = 10_000;
+
+/**
+ * After an Execute stream broke, how long runtimed asks the Runtime Server what became of
+ * the execution, on top of the cancel grace period (the Runtime Server stops an
+ * execution whose stream closed, so it ends within that period once it notices).
+ */
+const LOST_EXECUTION_MARGIN_MS = 15_000;
 
 /** How an execution's event stream ended: its exit, or the error that cut it. */
 interface StreamEnd {
@@ -117,8 +125,18 @@ export class TaskExecution {
     }
   }
 
-  /** ExecuteTask on the Runtime Server, followed to its end. */
-  async #follow(
+  /**
+   * Execute on the Runtime Server, followed to its end. A stream that breaks before its
+   * `exited` (runtimed did not close it) is an ambiguous end: the Runtime Server is asked
+   * what became of the attempt, and the ending it recorded counts as if streamed.
+   */
+  async #follow(ctx: ReconcileContext, workdir: string, execution: Execution, lifetimeRemainingMs: number | undefined): Promise<StreamEnd> {
+    const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs);
+    if (streamed.exited !== undefined || execution.abort.signal.aborted) return streamed;
+    return this.#settle(ctx, execution, streamed.failure);
+  }
+
+  async #stream(
     { run, epoch, log }: ReconcileContext,
     workdir: string,
     execution: Execution,
@@ -151,6 +169,27 @@ export class TaskExecution {
     return { exited, failure: undefined };
   }
 
+  /** The stream broke before its end: the Runtime Server's record decides, bounded. */
+  async #settle({ epoch, log }: ReconcileContext, execution: Execution, failure: unknown): Promise<StreamEnd> {
+    const { o } = this.#w;
+    log.warn({ err: failure }, 'the execution stream ended without an exit: asking the Runtime Server what became of it');
+    try {
+      const exited = await settleLostExecution(o.server, epoch.uid, epoch.attempt, { waitMs: o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS });
+      log.info({ reason: exited.reason, exitCode: exited.exitCode }, 'the Runtime Server reported the ending that the stream lost');
+      return { exited, failure: undefined };
+    } catch (caught) {
+      const error = caught instanceof ExecutionLostError ? caught : new ExecutionLostError(String(caught), false, caught);
+      if (error.stillRunning) {
+        // Never leave it running unaccounted for while the attempt is written off.
+        await o.server.cancel(execution.id, o.cancelGraceMs).catch((cancelError: unknown) => {
+          log.warn({ err: cancelError }, 'cancelling the lost execution failed');
+        });
+      }
+      log.warn({ err: error }, 'the execution is lost: its outcome is unknown');
+      return { exited: undefined, failure: error };
+    }
+  }
+
   async #taskEnded(
     ctx: ReconcileContext,
     exited: runtimeServerV1.ExecutionExited | undefined,
@@ -159,7 +198,6 @@ export class TaskExecution {
   ): Promise<void> {
     const { metrics } = this.#w.o;
     if (exited === undefined) {
-      ctx.log.warn({ err: failure }, 'the execution stream ended without an exit');
       metrics.taskFinished('failed', seconds);
       await this.#w.attemptFailed(ctx, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`, {
         interrupted: true,

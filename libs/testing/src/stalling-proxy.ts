@@ -2,32 +2,37 @@ import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 
+/** Where a proxy connects: a port on 127.0.0.1, or a host and port looked up per connection (undefined: refuse it). */
+export type ProxyUpstream = number | (() => { host: string; port: number } | undefined);
+
 /**
- * A TCP proxy on loopback in front of one upstream (the API server) that can be told to
- * stall: bytes stop moving in both directions on every connection, open or new, without
- * closing any of them. That is how a hung request looks to a client (a network partition,
- * a frozen load balancer), as opposed to a refused one. TLS passes through untouched.
+ * A TCP proxy on loopback in front of one upstream (the API server, a Runtime Server)
+ * that can be told to stall: bytes stop moving in both directions on every connection,
+ * open or new, without closing any of them. That is how a hung request looks to a client
+ * (a network partition, a frozen load balancer), as opposed to a refused one. `drop`
+ * then cuts every connection, losing what was held: a stream broken mid-flight. TLS
+ * passes through untouched.
  */
 export class StallingProxy {
   readonly #server: Server;
-  readonly #upstreamPort: number;
+  readonly #upstream: ProxyUpstream;
   readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
   #stalled = false;
   /** Writes held back while stalled, in arrival order. */
   readonly #held: (() => void)[] = [];
 
-  private constructor(server: Server, upstreamPort: number) {
+  private constructor(server: Server, upstream: ProxyUpstream) {
     this.#server = server;
-    this.#upstreamPort = upstreamPort;
+    this.#upstream = upstream;
     server.on('connection', (client) => {
       this.#pipe(client);
     });
   }
 
-  /** Listens on 127.0.0.1 (an ephemeral port) in front of `127.0.0.1:upstreamPort`. */
-  static async start(upstreamPort: number): Promise<StallingProxy> {
+  /** Listens on 127.0.0.1 (an ephemeral port) in front of `127.0.0.1:upstream` (or what `upstream()` names). */
+  static async start(upstream: ProxyUpstream): Promise<StallingProxy> {
     const server = createServer();
-    const proxy = new StallingProxy(server, upstreamPort);
+    const proxy = new StallingProxy(server, upstream);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', resolve);
@@ -64,6 +69,19 @@ export class StallingProxy {
     for (const flush of this.#held.splice(0)) flush();
   }
 
+  /**
+   * Cuts every open connection (both sides see it closed) and drops what was held back;
+   * new connections are forwarded again, unstalled.
+   */
+  drop(): void {
+    this.#held.length = 0;
+    this.#stalled = false;
+    for (const { client, upstream } of this.#pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+  }
+
   /** Closes the listener and every connection. */
   async close(): Promise<void> {
     this.#held.length = 0;
@@ -79,7 +97,12 @@ export class StallingProxy {
   }
 
   #pipe(client: Socket): void {
-    const upstream = connect(this.#upstreamPort, '127.0.0.1');
+    const target = typeof this.#upstream === 'number' ? { host: '127.0.0.1', port: this.#upstream } : this.#upstream();
+    if (target === undefined) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(target.port, target.host);
     const pair = { client, upstream };
     this.#pairs.add(pair);
     this.#forward(client, upstream);

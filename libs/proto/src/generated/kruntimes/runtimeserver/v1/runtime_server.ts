@@ -97,6 +97,27 @@ export namespace ExitReason {
   export type UNRECOGNIZED = typeof ExitReason.UNRECOGNIZED;
 }
 
+export const ExecutionState = {
+  EXECUTION_STATE_UNSPECIFIED: 0,
+  /** EXECUTION_STATE_RUNNING - Its process is still running (or being stopped). */
+  EXECUTION_STATE_RUNNING: 1,
+  /** EXECUTION_STATE_EXITED - It ended; `exited` says how. */
+  EXECUTION_STATE_EXITED: 2,
+  /** EXECUTION_STATE_UNKNOWN - No record: never started on this server, the server restarted, or aged out. */
+  EXECUTION_STATE_UNKNOWN: 3,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type ExecutionState = typeof ExecutionState[keyof typeof ExecutionState];
+
+export namespace ExecutionState {
+  export type EXECUTION_STATE_UNSPECIFIED = typeof ExecutionState.EXECUTION_STATE_UNSPECIFIED;
+  export type EXECUTION_STATE_RUNNING = typeof ExecutionState.EXECUTION_STATE_RUNNING;
+  export type EXECUTION_STATE_EXITED = typeof ExecutionState.EXECUTION_STATE_EXITED;
+  export type EXECUTION_STATE_UNKNOWN = typeof ExecutionState.EXECUTION_STATE_UNKNOWN;
+  export type UNRECOGNIZED = typeof ExecutionState.UNRECOGNIZED;
+}
+
 export interface RegisterFunctionRequest {
   /** metadata.uid of the Run: the stable identity of the function. */
   runUid: string;
@@ -296,6 +317,24 @@ export interface CancelExecutionRequest {
 export interface CancelExecutionResponse {
   /** False when no such execution is running (still a success). */
   found: boolean;
+}
+
+export interface GetExecutionRequest {
+  runUid: string;
+  /** >= 1. */
+  attempt: number;
+}
+
+export interface GetExecutionResponse {
+  state: ExecutionState;
+  /** The execution_id it ran under; empty when UNKNOWN. */
+  executionId: string;
+  /** Set when it started a process (RUNNING, and EXITED unless it never started). */
+  started?:
+    | ExecutionStarted
+    | undefined;
+  /** Set when EXITED: exactly what the Execute stream ends (or would have ended) with. */
+  exited?: ExecutionExited | undefined;
 }
 
 function createBaseRegisterFunctionRequest(): RegisterFunctionRequest {
@@ -1868,6 +1907,144 @@ export const CancelExecutionResponse = {
   },
 };
 
+function createBaseGetExecutionRequest(): GetExecutionRequest {
+  return { runUid: "", attempt: 0 };
+}
+
+export const GetExecutionRequest = {
+  encode(message: GetExecutionRequest, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.runUid !== "") {
+      writer.uint32(10).string(message.runUid);
+    }
+    if (message.attempt !== 0) {
+      writer.uint32(16).uint32(message.attempt);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): GetExecutionRequest {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetExecutionRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.runUid = reader.string();
+          continue;
+        case 2:
+          if (tag !== 16) {
+            break;
+          }
+
+          message.attempt = reader.uint32();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<GetExecutionRequest>): GetExecutionRequest {
+    return GetExecutionRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetExecutionRequest>): GetExecutionRequest {
+    const message = createBaseGetExecutionRequest();
+    message.runUid = object.runUid ?? "";
+    message.attempt = object.attempt ?? 0;
+    return message;
+  },
+};
+
+function createBaseGetExecutionResponse(): GetExecutionResponse {
+  return { state: 0, executionId: "", started: undefined, exited: undefined };
+}
+
+export const GetExecutionResponse = {
+  encode(message: GetExecutionResponse, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.state !== 0) {
+      writer.uint32(8).int32(message.state);
+    }
+    if (message.executionId !== "") {
+      writer.uint32(18).string(message.executionId);
+    }
+    if (message.started !== undefined) {
+      ExecutionStarted.encode(message.started, writer.uint32(26).fork()).ldelim();
+    }
+    if (message.exited !== undefined) {
+      ExecutionExited.encode(message.exited, writer.uint32(34).fork()).ldelim();
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): GetExecutionResponse {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGetExecutionResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 8) {
+            break;
+          }
+
+          message.state = reader.int32() as any;
+          continue;
+        case 2:
+          if (tag !== 18) {
+            break;
+          }
+
+          message.executionId = reader.string();
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          message.started = ExecutionStarted.decode(reader, reader.uint32());
+          continue;
+        case 4:
+          if (tag !== 34) {
+            break;
+          }
+
+          message.exited = ExecutionExited.decode(reader, reader.uint32());
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<GetExecutionResponse>): GetExecutionResponse {
+    return GetExecutionResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetExecutionResponse>): GetExecutionResponse {
+    const message = createBaseGetExecutionResponse();
+    message.state = object.state ?? 0;
+    message.executionId = object.executionId ?? "";
+    message.started = (object.started !== undefined && object.started !== null)
+      ? ExecutionStarted.fromPartial(object.started)
+      : undefined;
+    message.exited = (object.exited !== undefined && object.exited !== null)
+      ? ExecutionExited.fromPartial(object.exited)
+      : undefined;
+    return message;
+  },
+};
+
 export type RuntimeServerDefinition = typeof RuntimeServerDefinition;
 export const RuntimeServerDefinition = {
   name: "RuntimeServer",
@@ -1937,7 +2114,8 @@ export const RuntimeServerDefinition = {
      * Runs a task to completion. The stream sends `started`, then `log` lines as the
      * process writes them, and ends with exactly one `exited`. Closing the stream from
      * the client side cancels the execution (SIGTERM to its process group, grace period,
-     * SIGKILL): an execution never outlives the runtimed call that owns it.
+     * SIGKILL): an execution never outlives the runtimed call that owns it. Its ending is
+     * recorded before it is streamed, so a stream that breaks is settled by GetExecution.
      */
     execute: {
       name: "Execute",
@@ -1957,6 +2135,24 @@ export const RuntimeServerDefinition = {
       requestType: CancelExecutionRequest,
       requestStream: false,
       responseType: CancelExecutionResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * What became of the execution of one task attempt, by Run UID and attempt: for
+     * runtimed to settle an Execute stream that broke before its `exited` (the stream
+     * dropped, the client errored). RUNNING while its process lives (a closed stream
+     * stops it, so this ends within the grace period), EXITED with the `exited` that the
+     * stream carried or would have carried, UNKNOWN when this server has no record of it
+     * (never started here, the server restarted, or the record aged out). The server
+     * remembers a bounded number of recent endings (the latest 1024, for one hour).
+     * UNKNOWN is an answer, not an error; a malformed request is InvalidRequest.
+     */
+    getExecution: {
+      name: "GetExecution",
+      requestType: GetExecutionRequest,
+      requestStream: false,
+      responseType: GetExecutionResponse,
       responseStream: false,
       options: {},
     },
@@ -2012,7 +2208,8 @@ export interface RuntimeServerServiceImplementation<CallContextExt = {}> {
    * Runs a task to completion. The stream sends `started`, then `log` lines as the
    * process writes them, and ends with exactly one `exited`. Closing the stream from
    * the client side cancels the execution (SIGTERM to its process group, grace period,
-   * SIGKILL): an execution never outlives the runtimed call that owns it.
+   * SIGKILL): an execution never outlives the runtimed call that owns it. Its ending is
+   * recorded before it is streamed, so a stream that breaks is settled by GetExecution.
    */
   execute(
     request: ExecuteRequest,
@@ -2027,6 +2224,20 @@ export interface RuntimeServerServiceImplementation<CallContextExt = {}> {
     request: CancelExecutionRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<CancelExecutionResponse>>;
+  /**
+   * What became of the execution of one task attempt, by Run UID and attempt: for
+   * runtimed to settle an Execute stream that broke before its `exited` (the stream
+   * dropped, the client errored). RUNNING while its process lives (a closed stream
+   * stops it, so this ends within the grace period), EXITED with the `exited` that the
+   * stream carried or would have carried, UNKNOWN when this server has no record of it
+   * (never started here, the server restarted, or the record aged out). The server
+   * remembers a bounded number of recent endings (the latest 1024, for one hour).
+   * UNKNOWN is an answer, not an error; a malformed request is InvalidRequest.
+   */
+  getExecution(
+    request: GetExecutionRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GetExecutionResponse>>;
 }
 
 export interface RuntimeServerClient<CallOptionsExt = {}> {
@@ -2078,7 +2289,8 @@ export interface RuntimeServerClient<CallOptionsExt = {}> {
    * Runs a task to completion. The stream sends `started`, then `log` lines as the
    * process writes them, and ends with exactly one `exited`. Closing the stream from
    * the client side cancels the execution (SIGTERM to its process group, grace period,
-   * SIGKILL): an execution never outlives the runtimed call that owns it.
+   * SIGKILL): an execution never outlives the runtimed call that owns it. Its ending is
+   * recorded before it is streamed, so a stream that breaks is settled by GetExecution.
    */
   execute(request: DeepPartial<ExecuteRequest>, options?: CallOptions & CallOptionsExt): AsyncIterable<ExecuteEvent>;
   /**
@@ -2090,6 +2302,20 @@ export interface RuntimeServerClient<CallOptionsExt = {}> {
     request: DeepPartial<CancelExecutionRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<CancelExecutionResponse>;
+  /**
+   * What became of the execution of one task attempt, by Run UID and attempt: for
+   * runtimed to settle an Execute stream that broke before its `exited` (the stream
+   * dropped, the client errored). RUNNING while its process lives (a closed stream
+   * stops it, so this ends within the grace period), EXITED with the `exited` that the
+   * stream carried or would have carried, UNKNOWN when this server has no record of it
+   * (never started here, the server restarted, or the record aged out). The server
+   * remembers a bounded number of recent endings (the latest 1024, for one hour).
+   * UNKNOWN is an answer, not an error; a malformed request is InvalidRequest.
+   */
+  getExecution(
+    request: DeepPartial<GetExecutionRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GetExecutionResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;

@@ -1,0 +1,105 @@
+import { runtimeServerV1 } from '@kruntimes/proto';
+import { RuntimeServerError } from './runtime-server.ts';
+
+const { ExecutionState } = runtimeServerV1;
+
+/** The Runtime Server's GetExecution, as runtimed's client offers it. */
+export interface ExecutionLookup {
+  execution(runUid: string, attempt: number, timeoutMs: number): Promise<runtimeServerV1.GetExecutionResponse>;
+}
+
+/**
+ * An Execute stream broke before its `exited`, and the Runtime Server could not say how
+ * the execution ended: the outcome is unknown (as an interrupted attempt).
+ */
+export class ExecutionLostError extends Error {
+  /** True when the Runtime Server still reported it running when runtimed stopped waiting. */
+  readonly stillRunning: boolean;
+
+  constructor(message: string, stillRunning: boolean, cause: unknown) {
+    super(message, { cause });
+    this.name = 'ExecutionLostError';
+    this.stillRunning = stillRunning;
+  }
+}
+
+export interface SettleOptions {
+  /**
+   * How long to keep asking while the execution still runs (a closed stream makes the
+   * Runtime Server stop it, so this is its grace period and a margin) or while the
+   * Runtime Server does not answer.
+   */
+  readonly waitMs: number;
+  /** Between two questions; default 250 ms. */
+  readonly pollMs?: number;
+  /** Bound of one question; default 5 s. */
+  readonly callTimeoutMs?: number;
+  readonly now?: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Settles an execution whose stream broke before its end: asks the Runtime Server what
+ * became of the attempt and returns the ending it recorded, exactly as the stream would
+ * have delivered it. Still running: asks again, bounded by `waitMs`. No record (the
+ * Runtime Server restarted, or it never started the execution), no answer in time, or
+ * still running at the bound: rejects with ExecutionLostError.
+ */
+export async function settleLostExecution(
+  server: ExecutionLookup,
+  runUid: string,
+  attempt: number,
+  options: SettleOptions,
+): Promise<runtimeServerV1.ExecutionExited> {
+  const now = options.now ?? Date.now;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const pollMs = options.pollMs ?? 250;
+  const callTimeoutMs = options.callTimeoutMs ?? 5_000;
+  const deadline = now() + options.waitMs;
+  for (;;) {
+    let running = false;
+    let failure: unknown;
+    try {
+      const answer = await server.execution(runUid, attempt, callTimeoutMs);
+      switch (answer.state) {
+        case ExecutionState.EXECUTION_STATE_EXITED:
+          if (answer.exited !== undefined) return answer.exited;
+          throw new ExecutionLostError('the Runtime Server reported an ending without its details', false, undefined);
+        case ExecutionState.EXECUTION_STATE_RUNNING:
+          running = true;
+          break;
+        case ExecutionState.EXECUTION_STATE_UNKNOWN:
+          throw new ExecutionLostError(
+            'the Runtime Server has no record of the execution (it restarted or never started it)',
+            false,
+            undefined,
+          );
+        case ExecutionState.EXECUTION_STATE_UNSPECIFIED:
+        case ExecutionState.UNRECOGNIZED:
+          throw new ExecutionLostError(
+            `the Runtime Server answered an unknown execution state (${String(answer.state)})`,
+            false,
+            undefined,
+          );
+      }
+    } catch (error) {
+      if (error instanceof ExecutionLostError) throw error;
+      // A Runtime Server that answered with a code (or lacks the RPC) will not say more.
+      if (error instanceof RuntimeServerError && (error.answered || error.code === 'Unimplemented')) {
+        throw new ExecutionLostError(`the Runtime Server refused the status query: ${error.message}`, false, error);
+      }
+      failure = error;
+    }
+    const left = deadline - now();
+    if (left <= 0) {
+      throw running
+        ? new ExecutionLostError(`the execution was still running ${String(options.waitMs)} ms after its stream broke`, true, undefined)
+        : new ExecutionLostError(`the Runtime Server did not answer the status query: ${messageOf(failure)}`, false, failure);
+    }
+    await sleep(Math.min(pollMs, left));
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
