@@ -1,16 +1,17 @@
+import type { V1Lease } from '@kubernetes/client-node';
+import type { SharedInformer } from '@kruntimes/controller-runtime';
 import type { OwnershipEpoch } from '@kruntimes/fencing';
 import { leaseExpiresAtMs, leaseState, ownerEvidence } from './evidence.ts';
 import type { LeaseFacts } from './evidence.ts';
+import { ownerLease } from './gather-evidence.ts';
+import { LeaseObservations } from './lease-observations.ts';
 
 const epoch: OwnershipEpoch = { attempt: 2, pod: 'p', podUID: 'pod-uid' };
 /** Monotonic: when this process looks. */
 const NOW = 1_000_000;
-/** The Pod's wall clock: a different machine's clock, on another scale entirely. */
-const POD_WALL = 1_764_000_000_000;
 const MINUTES_5 = 5 * 60_000;
 const lease = (over: Partial<LeaseFacts> = {}): LeaseFacts => ({
   holderIdentity: 'pod-uid',
-  renewTimeMs: POD_WALL,
   leaseDurationSeconds: 10,
   observedAtMs: NOW - 1_000,
   report: { held: [{ uid: 'run', attempt: 2 }], released: [] },
@@ -28,34 +29,56 @@ describe('leaseState: expiry by when this process saw the Lease change, on its o
     ['unchanged for exactly its duration', seen(10_000), 'fresh'],
     ['unchanged for more than its duration', seen(10_001), 'expired'],
     ['unchanged for much longer', seen(3_600_000), 'expired'],
+    ['changed a moment ago after a long pause (the new version is seen anew)', seen(1), 'fresh'],
     ['no duration', seen(0, { leaseDurationSeconds: undefined }), 'expired'],
-    ['changed a moment ago after a long pause (a new version, seen anew)', seen(1), 'fresh'],
-    ['renewTime 5 min in the future, unchanged for less than its duration', seen(5_000, { renewTimeMs: POD_WALL + MINUTES_5 }), 'fresh'],
-    ['renewTime 5 min in the future, unchanged for more than its duration', seen(10_001, { renewTimeMs: POD_WALL + MINUTES_5 }), 'expired'],
-    ['renewTime 5 min in the past, unchanged for less than its duration', seen(5_000, { renewTimeMs: POD_WALL - MINUTES_5 }), 'fresh'],
-    ['renewTime 5 min in the past, unchanged for more than its duration', seen(10_001, { renewTimeMs: POD_WALL - MINUTES_5 }), 'expired'],
-    [
-      'renewTime a year in the future, unchanged for more than its duration',
-      seen(10_001, { renewTimeMs: POD_WALL + 31_536_000_000 }),
-      'expired',
-    ],
-    ['renewTime at the epoch, unchanged for less than its duration', seen(5_000, { renewTimeMs: 0 }), 'fresh'],
-    ['never renewed (no renewTime), unchanged for less than its duration', seen(5_000, { renewTimeMs: undefined }), 'fresh'],
-    ['never renewed (no renewTime), unchanged for more than its duration', seen(10_001, { renewTimeMs: undefined }), 'expired'],
   ] as const)('%s', (_name, facts, expected) => {
     expect(leaseState(facts, 'pod-uid', NOW)).toBe(expected);
   });
 
-  it('renewTime never matters: the same observations decide the same whatever the Pod wrote', () => {
-    for (const renewTimeMs of [undefined, 0, NOW, NOW + MINUTES_5, NOW - MINUTES_5, POD_WALL + MINUTES_5, POD_WALL - MINUTES_5]) {
-      for (const ago of [0, 5_000, 10_000, 10_001, 60_000]) {
-        expect(leaseState(seen(ago, { renewTimeMs }), 'pod-uid', NOW)).toBe(ago > 10_000 ? 'expired' : 'fresh');
-      }
-    }
-  });
-
   it('expires a full duration after the current version was first seen', () => {
     expect(leaseExpiresAtMs(seen(3_000))).toBe(NOW + 7_000);
+  });
+});
+
+describe('ownerLease + leaseState: the renewTime the Pod wrote never matters', () => {
+  const WALL = Date.parse('2026-12-03T12:00:00Z');
+  const renewTimes = [
+    ['5 minutes in the future', new Date(WALL + MINUTES_5).toISOString()],
+    ['5 minutes in the past', new Date(WALL - MINUTES_5).toISOString()],
+    ['a year in the future', new Date(WALL + 365 * 86_400_000).toISOString()],
+    ['at the epoch', new Date(0).toISOString()],
+    ['missing', undefined],
+  ] as const;
+  const v1Lease = (resourceVersion: string, renewTime: string | undefined): V1Lease => ({
+    metadata: { name: 'p', namespace: 'ns', resourceVersion },
+    spec: {
+      holderIdentity: 'pod-uid',
+      leaseDurationSeconds: 10,
+      ...(renewTime === undefined ? {} : { renewTime: renewTime as unknown as Date }),
+    },
+  });
+
+  it.each(renewTimes)('renewTime %s: fresh until unchanged for the duration, fresh again once changed', (_name, renewTime) => {
+    let now = 50_000;
+    let current = v1Lease('1', renewTime);
+    const sources = {
+      caches: { leases: { get: () => current } as unknown as SharedInformer<V1Lease> },
+      observations: new LeaseObservations({ now: () => now }),
+    };
+    const state = (): string => leaseState(ownerLease(sources, 'ns', epoch), 'pod-uid', now);
+    // First observed at decision time: fresh for a full duration.
+    expect(state()).toBe('fresh');
+    now += 10_000;
+    expect(state()).toBe('fresh');
+    now += 1;
+    expect(state()).toBe('expired');
+    // A renewal (a new version) with the same skewed renewTime: fresh again, then expired a duration later.
+    current = v1Lease('2', renewTime);
+    expect(state()).toBe('fresh');
+    now += 9_999;
+    expect(state()).toBe('fresh');
+    now += 2;
+    expect(state()).toBe('expired');
   });
 });
 

@@ -9,14 +9,12 @@ export interface PodFacts {
   inServiceEndpoints: boolean;
 }
 
-/** The owner's Pod Lease as the Lease cache shows it, and when this process saw it change. */
+/**
+ * The owner's Pod Lease as the Lease cache shows it, and when this process saw it change.
+ * No renewTime: it is on the Pod's clock, and nothing here compares it with this one.
+ */
 export interface LeaseFacts {
   holderIdentity: string | undefined;
-  /**
-   * renewTime, on the Pod's clock: never compared with this process's clock (the
-   * ReportingTracker only orders one Pod's renewals by it).
-   */
-  renewTimeMs: number | undefined;
   leaseDurationSeconds: number | undefined;
   /** Monotonic milliseconds (MonotonicClock.now) at which this process first saw the Lease's current version. */
   observedAtMs: number;

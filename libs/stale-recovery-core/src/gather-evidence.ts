@@ -58,11 +58,13 @@ export function gatherEvidence(
     leaseState(lease, epoch.podUID, nowMs) === 'fresh' &&
     (classOfPhase === 'executing' || classOfPhase === 'serving')
   ) {
+    // When this process saw the renewal and the Run's change: the Pod's renewTime and the Run's times are other clocks.
+    const key = epochKey(uid, epoch);
     stoppedReporting = tracker.observe(
-      epochKey(uid, epoch),
-      lease.renewTimeMs ?? 0,
+      key,
+      lease.observedAtMs,
       includesRef(lease.report.held, uid, epoch.attempt),
-      lastChangeMs(run),
+      tracker.runChangeSeenAt(key, lastChangeMs(run), nowMs),
     );
   }
   return ownerEvidence({ runUID: uid, epoch, pod: podFacts, lease, nowMs, ownerStoppedReporting: stoppedReporting });
@@ -81,22 +83,12 @@ export function ownerLease(
   return lease === undefined ? undefined : leaseFacts(lease, observations.observe(lease).atMs);
 }
 
-/** A Lease from the cache: times are Dates after a list and strings after a watch event. */
+/** A Lease from the cache. Its renewTime is not read: it is on the Pod's clock. */
 function leaseFacts(lease: ReadonlyDeep<V1Lease>, observedAtMs: number): LeaseFacts {
   return {
     holderIdentity: lease.spec?.holderIdentity,
-    renewTimeMs: timeMs(lease.spec?.renewTime),
     leaseDurationSeconds: lease.spec?.leaseDurationSeconds,
     observedAtMs,
     report: readLeaseReport(lease.metadata?.annotations),
   };
-}
-
-function timeMs(value: unknown): number | undefined {
-  if (value instanceof Date) return value.getTime();
-  if (typeof value === 'string') {
-    const ms = Date.parse(value);
-    return Number.isNaN(ms) ? undefined : ms;
-  }
-  return undefined;
 }
