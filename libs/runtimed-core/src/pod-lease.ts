@@ -67,13 +67,20 @@ export interface PodLeaseOptions {
   onRenewed?(ok: boolean): void;
   /** What to report in the Lease annotations at each renewal (none when unset). */
   runs?(): LeaseRunReport;
+  /**
+   * The Pod's wall clock, written as acquireTime and renewTime (informational: readers
+   * judge expiry by when they see the Lease change, so this clock may be off). Injectable
+   * for tests of a skewed clock; default the system clock.
+   */
+  now?(): number;
 }
 
 /**
  * The liveness Lease of one Runtime Pod ("How recovery works" in docs/operations.md): `coordination.k8s.io` Lease
  * named after the Pod, held by the Pod UID (a reused Pod name never inherits it), owned
  * by the Pod (garbage-collected with it), renewed every `renewSeconds` for
- * `durationSeconds`. stale-recovery reads an expired one as evidence, never as proof.
+ * `durationSeconds`. stale-recovery reads an expired one as evidence, never as proof, and
+ * judges expiry by when it saw the Lease change, never by the renewTime written here.
  * Each renewal also writes which Run epochs this Pod holds and which it confirmed
  * released (LEASE_ANNOTATIONS), read by stale-recovery.
  */
@@ -118,7 +125,7 @@ export class PodLease {
   async renew(): Promise<void> {
     const { pod, runtime, durationSeconds } = this.#options;
     // MicroTime: a plain Date serialises with milliseconds, which the API server refuses.
-    const now = new V1MicroTime();
+    const now = new V1MicroTime(this.#options.now?.() ?? Date.now());
     const report = this.#options.runs?.();
     const annotations = report === undefined ? {} : leaseRunAnnotations(report);
     let lease: V1Lease;

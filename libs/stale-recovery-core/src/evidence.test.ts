@@ -1,27 +1,84 @@
+import type { V1Lease } from '@kubernetes/client-node';
+import type { SharedInformer } from '@kruntimes/controller-runtime';
 import type { OwnershipEpoch } from '@kruntimes/fencing';
-import { leaseState, ownerEvidence } from './evidence.ts';
+import { leaseExpiresAtMs, leaseState, ownerEvidence } from './evidence.ts';
 import type { LeaseFacts } from './evidence.ts';
+import { ownerLease } from './gather-evidence.ts';
+import { LeaseObservations } from './lease-observations.ts';
 
 const epoch: OwnershipEpoch = { attempt: 2, pod: 'p', podUID: 'pod-uid' };
+/** Monotonic: when this process looks. */
 const NOW = 1_000_000;
+const MINUTES_5 = 5 * 60_000;
 const lease = (over: Partial<LeaseFacts> = {}): LeaseFacts => ({
   holderIdentity: 'pod-uid',
-  renewTimeMs: NOW - 1_000,
   leaseDurationSeconds: 10,
+  observedAtMs: NOW - 1_000,
   report: { held: [{ uid: 'run', attempt: 2 }], released: [] },
   ...over,
 });
+/** A Lease whose current version this process first saw `ago` ms before NOW. */
+const seen = (ago: number, over: Partial<LeaseFacts> = {}): LeaseFacts => lease({ observedAtMs: NOW - ago, ...over });
 
-describe('leaseState', () => {
+describe('leaseState: expiry by when this process saw the Lease change, on its own clock', () => {
   it.each([
     ['no Lease', undefined, 'unknown'],
-    ['held by another Pod UID', lease({ holderIdentity: 'other' }), 'unknown'],
-    ['renewed within its duration', lease(), 'fresh'],
-    ['exactly at expiry', lease({ renewTimeMs: NOW - 10_000 }), 'fresh'],
-    ['past renewTime + duration', lease({ renewTimeMs: NOW - 10_001 }), 'expired'],
-    ['never renewed', lease({ renewTimeMs: undefined }), 'expired'],
+    ['held by another Pod UID', seen(60_000, { holderIdentity: 'other' }), 'unknown'],
+    ['first seen just now (a newly started process waits a full duration)', seen(0), 'fresh'],
+    ['unchanged for less than its duration', seen(9_999), 'fresh'],
+    ['unchanged for exactly its duration', seen(10_000), 'fresh'],
+    ['unchanged for more than its duration', seen(10_001), 'expired'],
+    ['unchanged for much longer', seen(3_600_000), 'expired'],
+    ['changed a moment ago after a long pause (the new version is seen anew)', seen(1), 'fresh'],
+    ['no duration', seen(0, { leaseDurationSeconds: undefined }), 'expired'],
   ] as const)('%s', (_name, facts, expected) => {
     expect(leaseState(facts, 'pod-uid', NOW)).toBe(expected);
+  });
+
+  it('expires a full duration after the current version was first seen', () => {
+    expect(leaseExpiresAtMs(seen(3_000))).toBe(NOW + 7_000);
+  });
+});
+
+describe('ownerLease + leaseState: the renewTime the Pod wrote never matters', () => {
+  const WALL = Date.parse('2026-12-03T12:00:00Z');
+  const renewTimes = [
+    ['5 minutes in the future', new Date(WALL + MINUTES_5).toISOString()],
+    ['5 minutes in the past', new Date(WALL - MINUTES_5).toISOString()],
+    ['a year in the future', new Date(WALL + 365 * 86_400_000).toISOString()],
+    ['at the epoch', new Date(0).toISOString()],
+    ['missing', undefined],
+  ] as const;
+  const v1Lease = (resourceVersion: string, renewTime: string | undefined): V1Lease => ({
+    metadata: { name: 'p', namespace: 'ns', resourceVersion },
+    spec: {
+      holderIdentity: 'pod-uid',
+      leaseDurationSeconds: 10,
+      ...(renewTime === undefined ? {} : { renewTime: renewTime as unknown as Date }),
+    },
+  });
+
+  it.each(renewTimes)('renewTime %s: fresh until unchanged for the duration, fresh again once changed', (_name, renewTime) => {
+    let now = 50_000;
+    let current = v1Lease('1', renewTime);
+    const sources = {
+      caches: { leases: { get: () => current } as unknown as SharedInformer<V1Lease> },
+      observations: new LeaseObservations({ now: () => now }),
+    };
+    const state = (): string => leaseState(ownerLease(sources, 'ns', epoch), 'pod-uid', now);
+    // First observed at decision time: fresh for a full duration.
+    expect(state()).toBe('fresh');
+    now += 10_000;
+    expect(state()).toBe('fresh');
+    now += 1;
+    expect(state()).toBe('expired');
+    // A renewal (a new version) with the same skewed renewTime: fresh again, then expired a duration later.
+    current = v1Lease('2', renewTime);
+    expect(state()).toBe('fresh');
+    now += 9_999;
+    expect(state()).toBe('fresh');
+    now += 2;
+    expect(state()).toBe('expired');
   });
 });
 
@@ -35,7 +92,7 @@ describe('ownerEvidence', () => {
     });
   });
   it('carries deletion, endpoints and Lease expiry', () => {
-    expect(ownerEvidence({ ...base, pod: { deleting: true, inServiceEndpoints: false }, lease: lease({ renewTimeMs: 0 }) })).toMatchObject({
+    expect(ownerEvidence({ ...base, pod: { deleting: true, inServiceEndpoints: false }, lease: seen(10_001) })).toMatchObject({
       podExists: true,
       podDeleting: true,
       podInServiceEndpoints: false,
@@ -47,7 +104,7 @@ describe('ownerEvidence', () => {
     const settled = { ...base, ownerStoppedReporting: true, pod };
     const releasedLease = lease({ report: { held: [], released: [{ uid: 'run', attempt: 2 }] } });
     expect(ownerEvidence({ ...settled, lease: releasedLease }).ownerConfirmedRelease).toEqual(epoch);
-    expect(ownerEvidence({ ...settled, lease: { ...releasedLease, renewTimeMs: 0 } }).ownerConfirmedRelease).toEqual(epoch);
+    expect(ownerEvidence({ ...settled, lease: { ...releasedLease, observedAtMs: 0 } }).ownerConfirmedRelease).toEqual(epoch);
     // Just released: the owner writes its own outcome next.
     expect(ownerEvidence({ ...base, pod, lease: releasedLease }).ownerConfirmedRelease).toBeUndefined();
     expect(
@@ -66,8 +123,6 @@ describe('ownerEvidence', () => {
   it('stopped reporting counts only while the Lease is fresh', () => {
     const pod = { deleting: false, inServiceEndpoints: true };
     expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: lease() }).ownerStoppedReporting).toBe(true);
-    expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: lease({ renewTimeMs: 0 }) }).ownerStoppedReporting).toBe(
-      false,
-    );
+    expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: seen(10_001) }).ownerStoppedReporting).toBe(false);
   });
 });

@@ -9,11 +9,15 @@ export interface PodFacts {
   inServiceEndpoints: boolean;
 }
 
-/** The owner's Pod Lease as the Lease cache shows it. */
+/**
+ * The owner's Pod Lease as the Lease cache shows it, and when this process saw it change.
+ * No renewTime: it is on the Pod's clock, and nothing here compares it with this one.
+ */
 export interface LeaseFacts {
   holderIdentity: string | undefined;
-  renewTimeMs: number | undefined;
   leaseDurationSeconds: number | undefined;
+  /** Monotonic milliseconds (MonotonicClock.now) at which this process first saw the Lease's current version. */
+  observedAtMs: number;
   report: LeaseReport;
 }
 
@@ -21,11 +25,24 @@ export type LeaseState =
   /** No Lease of this Pod UID (none yet, or another Pod's): says nothing. */
   'unknown' | 'fresh' | 'expired';
 
-/** A Lease is this Pod's when its holder is the Pod UID; expired once renewTime + duration passed. */
+/**
+ * A Lease is this Pod's when its holder is the Pod UID. It expired when it has not changed
+ * for leaseDurationSeconds since this process first saw its current version, both times on
+ * this process's monotonic clock (client-go's leader election, and decideLeaseRound): the
+ * renewTime the Pod wrote is never compared with this clock, so a Pod clock ahead or behind
+ * neither keeps a dead owner fresh nor expires a live one. A process that just started has
+ * seen every Lease change just now: it calls none expired before a full lease duration.
+ * `nowMs` is monotonic (MonotonicClock.now), like `observedAtMs`.
+ */
 export function leaseState(lease: LeaseFacts | undefined, podUID: string, nowMs: number): LeaseState {
   if (lease?.holderIdentity !== podUID) return 'unknown';
-  if (lease.renewTimeMs === undefined || lease.leaseDurationSeconds === undefined) return 'expired';
-  return lease.renewTimeMs + lease.leaseDurationSeconds * 1000 < nowMs ? 'expired' : 'fresh';
+  if (lease.leaseDurationSeconds === undefined) return 'expired';
+  return nowMs - lease.observedAtMs > lease.leaseDurationSeconds * 1000 ? 'expired' : 'fresh';
+}
+
+/** When a fresh Lease expires unless it changes first (monotonic, like `observedAtMs`). */
+export function leaseExpiresAtMs(lease: LeaseFacts): number {
+  return lease.observedAtMs + (lease.leaseDurationSeconds ?? 0) * 1000;
 }
 
 export interface EvidenceInput {
@@ -34,6 +51,7 @@ export interface EvidenceInput {
   /** The Pod with exactly the epoch's UID, undefined when there is none. */
   pod: PodFacts | undefined;
   lease: LeaseFacts | undefined;
+  /** Monotonic milliseconds (MonotonicClock.now): the Lease's expiry is judged by it. */
   nowMs: number;
   /** From the ReportingTracker: the owner's fresh Lease stopped listing the epoch for longer than the grace. */
   ownerStoppedReporting: boolean;

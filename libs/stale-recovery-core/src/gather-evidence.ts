@@ -7,6 +7,7 @@ import { classify } from '@kruntimes/run-state';
 import type { RunFacts } from './decide.ts';
 import { leaseState, ownerEvidence } from './evidence.ts';
 import type { LeaseFacts, PodFacts } from './evidence.ts';
+import type { LeaseObservations } from './lease-observations.ts';
 import { includesRef, readLeaseReport } from './lease-report.ts';
 import type { RecoveryCaches } from './recovery-caches.ts';
 import type { ReportingTracker } from './reporting-tracker.ts';
@@ -16,15 +17,23 @@ export interface EvidenceInput {
   namespace: string;
   run: ReadonlyDeep<Run>;
   facts: RunFacts;
+  /** Monotonic milliseconds (MonotonicClock.now, as the LeaseObservations' clock). */
   nowMs: number;
+}
+
+/** Where the evidence comes from: the caches, and when this process saw each Lease change. */
+export interface EvidenceSources {
+  caches: Pick<RecoveryCaches, 'pods' | 'services' | 'leases'>;
+  observations: LeaseObservations;
 }
 
 /** What decideFence weighs, from the caches. Feeds the tracker the Lease's report as a side effect. */
 export function gatherEvidence(
-  caches: Pick<RecoveryCaches, 'pods' | 'services' | 'leases'>,
+  sources: EvidenceSources,
   tracker: ReportingTracker,
   { namespace, run, facts, nowMs }: EvidenceInput,
 ): OwnerEvidence {
+  const { caches } = sources;
   const epoch = facts.epoch;
   if (epoch === undefined) {
     return { podExists: false, podDeleting: false, podInServiceEndpoints: false, ownerConfirmedRelease: undefined, leaseExpired: false };
@@ -41,7 +50,7 @@ export function gatherEvidence(
       inServiceEndpoints: service !== undefined && serviceEndpoints(service, pods).some((endpoint) => endpoint.podUID === epoch.podUID),
     };
   }
-  const lease = ownerLease(caches, namespace, epoch);
+  const lease = ownerLease(sources, namespace, epoch);
   let stoppedReporting = false;
   const classOfPhase = classify(facts.phase);
   if (
@@ -49,37 +58,37 @@ export function gatherEvidence(
     leaseState(lease, epoch.podUID, nowMs) === 'fresh' &&
     (classOfPhase === 'executing' || classOfPhase === 'serving')
   ) {
+    // When this process saw the renewal and the Run's change: the Pod's renewTime and the Run's times are other clocks.
+    const key = epochKey(uid, epoch);
     stoppedReporting = tracker.observe(
-      epochKey(uid, epoch),
-      lease.renewTimeMs ?? 0,
+      key,
+      lease.observedAtMs,
       includesRef(lease.report.held, uid, epoch.attempt),
-      lastChangeMs(run),
+      tracker.runChangeSeenAt(key, lastChangeMs(run), nowMs),
     );
   }
   return ownerEvidence({ runUID: uid, epoch, pod: podFacts, lease, nowMs, ownerStoppedReporting: stoppedReporting });
 }
 
-/** The Lease of the epoch's owner Pod, from the cache. */
-export function ownerLease(caches: Pick<RecoveryCaches, 'leases'>, namespace: string, epoch: OwnershipEpoch): LeaseFacts | undefined {
-  return leaseFacts(caches.leases.get(epoch.pod, namespace));
+/**
+ * The Lease of the epoch's owner Pod, from the cache, with when this process first saw its
+ * current version (observed now if the informer's event has not been seen yet).
+ */
+export function ownerLease(
+  { caches, observations }: { caches: Pick<RecoveryCaches, 'leases'>; observations: LeaseObservations },
+  namespace: string,
+  epoch: OwnershipEpoch,
+): LeaseFacts | undefined {
+  const lease = caches.leases.get(epoch.pod, namespace);
+  return lease === undefined ? undefined : leaseFacts(lease, observations.observe(lease).atMs);
 }
 
-/** A Lease from the cache: times are Dates after a list and strings after a watch event. */
-function leaseFacts(lease: ReadonlyDeep<V1Lease> | undefined): LeaseFacts | undefined {
-  if (lease === undefined) return undefined;
+/** A Lease from the cache. Its renewTime is not read: it is on the Pod's clock. */
+function leaseFacts(lease: ReadonlyDeep<V1Lease>, observedAtMs: number): LeaseFacts {
   return {
     holderIdentity: lease.spec?.holderIdentity,
-    renewTimeMs: timeMs(lease.spec?.renewTime),
     leaseDurationSeconds: lease.spec?.leaseDurationSeconds,
+    observedAtMs,
     report: readLeaseReport(lease.metadata?.annotations),
   };
-}
-
-function timeMs(value: unknown): number | undefined {
-  if (value instanceof Date) return value.getTime();
-  if (typeof value === 'string') {
-    const ms = Date.parse(value);
-    return Number.isNaN(ms) ? undefined : ms;
-  }
-  return undefined;
 }

@@ -1,5 +1,6 @@
 export * from './decide.ts';
 export * from './evidence.ts';
+export * from './lease-observations.ts';
 export * from './lease-report.ts';
 export * from './metrics.ts';
 export * from './rbac.ts';

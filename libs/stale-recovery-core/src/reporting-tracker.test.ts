@@ -40,4 +40,20 @@ describe('ReportingTracker', () => {
     tracker.forget('uid-2/1/pod');
     expect(tracker.size).toBe(0);
   });
+
+  it("remembers when this process first saw the Run's current state, whatever clock wrote it", () => {
+    const tracker = new ReportingTracker({ renewals: 1, minGraceMs: 0 });
+    // The Run's last change as written (another machine's clock) only identifies the state.
+    const writtenFarAhead = Date.parse('2030-01-01T00:00:00Z');
+    expect(tracker.runChangeSeenAt('k', writtenFarAhead, 100)).toBe(100);
+    expect(tracker.runChangeSeenAt('k', writtenFarAhead, 900)).toBe(100);
+    // A renewal this process saw before it saw the change does not count; one seen after does.
+    expect(tracker.observe('k', 100, false, tracker.runChangeSeenAt('k', writtenFarAhead, 1_000))).toBe(false);
+    expect(tracker.observe('k', 101, false, tracker.runChangeSeenAt('k', writtenFarAhead, 1_000))).toBe(true);
+    // A new state (even one written "earlier") is seen anew.
+    expect(tracker.runChangeSeenAt('k', 0, 2_000)).toBe(2_000);
+    tracker.forgetRun('k');
+    tracker.forget('k');
+    expect(tracker.runChangeSeenAt('k', 0, 3_000)).toBe(3_000);
+  });
 });

@@ -2,14 +2,15 @@ import { ApiException } from '@kubernetes/client-node';
 import type { CoreV1Event, KubeConfig, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
 import { RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import { Controller, InformerFactory, objectKey, splitObjectKey, systemMonotonicClock } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, MonotonicClock, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
 import type { RunEvent } from '@kruntimes/run-state';
 import { decideRecovery } from './decide.ts';
 import type { RecoveryAction, RunFacts } from './decide.ts';
-import { leaseState } from './evidence.ts';
+import { leaseExpiresAtMs, leaseState } from './evidence.ts';
 import { gatherEvidence, ownerLease } from './gather-evidence.ts';
+import { LeaseObservations, observeLeases } from './lease-observations.ts';
 import { RecoveryMetrics } from './metrics.ts';
 import { OWNER_UNREACHABLE_EVENTS, POD_LEASES, RUNS, RUNTIME_PODS, RUNTIME_SERVICES, routeToRuns } from './recovery-caches.ts';
 import type { RecoveryCaches } from './recovery-caches.ts';
@@ -31,8 +32,13 @@ export interface StaleRecoveryOptions {
   recheckMs?: number;
   /** Consecutive Lease renewals without the Run, and their minimum span, before the owner counts as having stopped reporting it. */
   reportingGrace?: { renewals?: number; minGraceMs?: number };
-  /** Milliseconds since the epoch; injectable for tests. */
+  /** Milliseconds since the epoch, for the times written on Runs; injectable for tests. */
   now?: () => number;
+  /**
+   * Times when this process saw each Pod Lease change, and judges its expiry by (never the
+   * renewTime the Pod wrote); injectable for tests. Default: the system's monotonic clock.
+   */
+  clock?: MonotonicClock;
 }
 
 /** Look again this soon after a write lost a race (409) or the cache lagged the live Run. */
@@ -58,6 +64,8 @@ export class StaleRecovery {
   readonly #controller: Controller;
   readonly #tracker: ReportingTracker;
   readonly #now: () => number;
+  readonly #clock: MonotonicClock;
+  readonly #leaseObservations: LeaseObservations;
   /** `uid/attempt` -> when that epoch was first suspected (for the fence-wait histogram). */
   readonly #suspectedAt = new Map<string, number>();
   #resyncTimer: NodeJS.Timeout | undefined;
@@ -66,6 +74,9 @@ export class StaleRecovery {
     this.#options = options;
     this.metrics = options.metrics ?? new RecoveryMetrics();
     this.#now = options.now ?? Date.now;
+    const clock = options.clock ?? systemMonotonicClock;
+    this.#clock = clock;
+    this.#leaseObservations = new LeaseObservations({ now: () => clock.now() });
     this.#tracker = new ReportingTracker(options.reportingGrace);
     const { kubeConfig, namespace, logger } = options;
     this.#writes = new RunWrites(kubeConfig);
@@ -78,6 +89,8 @@ export class StaleRecovery {
       leases: informers.informer<V1Lease>({ ...POD_LEASES, namespace }),
       events: informers.informer<CoreV1Event>({ ...OWNER_UNREACHABLE_EVENTS, namespace }),
     };
+    // Before routeToRuns: a Lease's new version is seen before the Runs it concerns are enqueued.
+    observeLeases(this.#caches.leases, this.#leaseObservations);
     this.#controller = new Controller({
       name: 'stale-recovery',
       logger,
@@ -122,10 +135,10 @@ export class StaleRecovery {
     const facts = runFacts(run);
     if (facts.epoch === undefined && !(facts.deleting && facts.cleanupFinalizer)) return undefined;
     const nowMs = this.#now();
-    const action = decideRecovery(facts, this.#evidence(namespace, run, facts, nowMs));
+    const action = decideRecovery(facts, this.#evidence(namespace, run, facts));
     switch (action.type) {
       case 'none':
-        return this.#nextLook(namespace, facts.epoch, nowMs);
+        return this.#nextLook(namespace, facts.epoch);
       case 'wait':
         this.#suspected(run, facts.epoch, nowMs);
         return { requeueAfterMs: this.#recheckMs() };
@@ -149,7 +162,7 @@ export class StaleRecovery {
     if (live?.metadata.uid !== uid) return undefined;
     const facts = runFacts(live);
     const nowMs = this.#now();
-    const action = decideRecovery(facts, this.#evidence(namespace, live, facts, nowMs));
+    const action = decideRecovery(facts, this.#evidence(namespace, live, facts));
     const epoch = facts.epoch;
     const log = { run: `${namespace}/${name}`, runUID: uid, attempt: epoch?.attempt, pod: epoch?.pod, podUID: epoch?.podUID };
     try {
@@ -174,7 +187,7 @@ export class StaleRecovery {
     const logger = this.#options.logger;
     switch (action.type) {
       case 'none':
-        return this.#nextLook(namespace, epoch, nowMs);
+        return this.#nextLook(namespace, epoch);
       case 'wait':
         this.#suspected(live, epoch, nowMs);
         return { requeueAfterMs: this.#recheckMs() };
@@ -207,17 +220,19 @@ export class StaleRecovery {
     }
   }
 
-  #evidence(namespace: string, run: ReadonlyDeep<Run>, facts: RunFacts, nowMs: number): OwnerEvidence {
-    return gatherEvidence(this.#caches, this.#tracker, { namespace, run, facts, nowMs });
+  /** The evidence now; a Lease's expiry is judged on the monotonic clock. */
+  #evidence(namespace: string, run: ReadonlyDeep<Run>, facts: RunFacts): OwnerEvidence {
+    const sources = { caches: this.#caches, observations: this.#leaseObservations };
+    return gatherEvidence(sources, this.#tracker, { namespace, run, facts, nowMs: this.#clock.now() });
   }
 
-  /** A healthy owned Run is looked at again when its owner's Lease would expire without a renewal. */
-  #nextLook(namespace: string, epoch: OwnershipEpoch | undefined, nowMs: number): ReconcileResult | undefined {
+  /** A healthy owned Run is looked at again when its owner's Lease would expire without a change. */
+  #nextLook(namespace: string, epoch: OwnershipEpoch | undefined): ReconcileResult | undefined {
     if (epoch === undefined) return undefined;
-    const lease = ownerLease(this.#caches, namespace, epoch);
+    const lease = ownerLease({ caches: this.#caches, observations: this.#leaseObservations }, namespace, epoch);
+    const nowMs = this.#clock.now();
     if (lease === undefined || leaseState(lease, epoch.podUID, nowMs) !== 'fresh') return undefined;
-    const expiresMs = (lease.renewTimeMs ?? 0) + (lease.leaseDurationSeconds ?? 0) * 1000;
-    return { requeueAfterMs: Math.max(0, expiresMs - nowMs) + 500 };
+    return { requeueAfterMs: Math.max(0, leaseExpiresAtMs(lease) - nowMs) + 500 };
   }
 
   #recheckMs(): number {
