@@ -40,12 +40,26 @@ test('a task Run that exits 0 succeeds with its outputs; its output goes to runt
   expect(lines.map((l) => l.line)).toEqual(['hello world from ok']);
 });
 
-test('a task Run that exits non-zero is retried per its policy and then fails with the exit code', async () => {
+test('a task Run that is not retrySafe and exits non-zero fails after one attempt (the default policy)', async () => {
+  await env.createRun('exit-once', {
+    runtime: 'rt',
+    source: { inline: 'echo failing >&2\nexit 4\n' },
+    mode: { task: {} },
+  });
+  await env.bind('exit-once', pod);
+  const failed = await env.waitForRun('exit-once', 'Failed', (r) => phase(r) === 'Failed');
+  expect(failed.status).toMatchObject({ phase: 'Failed', exitCode: 4, reason: 'NonZeroExit', attempt: 1 });
+  expect(failed.status?.message).toContain('attempt 1 of 1: exited with code 4');
+  expect(failed.status?.notBefore).toBeUndefined();
+});
+
+test('a retrySafe task Run that exits non-zero is retried per its policy and then fails with the exit code', async () => {
   await env.createRun('exit-3', {
     runtime: 'rt',
     source: { inline: 'echo failing >&2\nexit 3\n' },
     mode: { task: {} },
-    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+    // Only a retrySafe task may run more than once.
+    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe: true },
   });
   await env.bind('exit-3', pod);
   const requeued = await env.waitForRun('exit-3', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
@@ -127,9 +141,9 @@ test('task durations are exported by outcome', async () => {
     Number(
       new RegExp(`^kruntimes_runtimed_task_duration_seconds_count\\{outcome="${outcome}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN,
     );
-  // The Runs above: one success, two failed attempts, one cancel, one timeout (the deleted one was released).
+  // The Runs above: one success, three failed attempts, one cancel, one timeout (the deleted one was released).
   expect(count('succeeded')).toBe(1);
-  expect(count('failed')).toBe(2);
+  expect(count('failed')).toBe(3);
   expect(count('cancelled')).toBe(1);
   expect(count('released')).toBe(1);
   expect(count('timeout')).toBeGreaterThanOrEqual(1);
@@ -143,7 +157,8 @@ test('runtimed killed during a task: the Runtime Server stops it, and the restar
       source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
       mode: { task: {} },
       env: [{ name: 'PID_FILE', value: pidFile }],
-      retryPolicy: { maxAttempts: 3, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe },
+      // maxAttempts > 1 needs retrySafe; the unsafe task runs once either way.
+      retryPolicy: { ...(retrySafe ? { maxAttempts: 3 } : {}), initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe },
     });
     await env.bind(name, pod);
     return waitFor(

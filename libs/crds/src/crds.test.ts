@@ -69,6 +69,11 @@ describe('Run CRD (read from the committed YAML)', () => {
     expect(status?.properties?.outputs?.maxProperties).toBe(BOUNDS.outputCount);
     expect(spec?.properties?.source?.properties?.inline?.maxLength).toBe(BOUNDS.inlineSourceBytes);
     expect(spec?.properties?.retryPolicy?.properties?.maxAttempts?.maximum).toBe(BOUNDS.maxAttempts);
+    // No schema default: a task that is not retrySafe defaults to one attempt, others to three.
+    expect(spec?.properties?.retryPolicy?.properties?.maxAttempts?.default).toBeUndefined();
+    expect(rulesOf(spec).map((r) => r.message)).toContain(
+      'spec.retryPolicy.maxAttempts > 1 needs retryPolicy.retrySafe: true: a task that is not retry-safe runs once',
+    );
     expect(status?.properties?.phase?.enum).toEqual(RUN_PHASES);
   });
 
@@ -121,6 +126,7 @@ describe('RunSchedule CRD (read from the committed YAML)', () => {
     expect(template?.required).toEqual(['runtime', 'source', 'mode']);
     expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['cancelRequested']));
     expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['parentRunRef']));
-    expect(rulesOf(template)).toEqual([]);
+    // Only the rule every Run it creates must pass: a task that is not retrySafe runs once.
+    expect(rulesOf(template).map((r) => r.message)).toEqual([expect.stringContaining('needs retryPolicy.retrySafe: true')]);
   });
 });

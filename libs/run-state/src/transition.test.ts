@@ -294,7 +294,7 @@ describe('runtimed', () => {
   });
 
   it('requeues its own failed attempt: Pending, attempt + 1, assignment cleared, notBefore after the backoff', () => {
-    const run = makeRun('Running', { retryPolicy: { maxAttempts: 3 } }, { startTime: EARLIER });
+    const run = makeRun('Running', { retryPolicy: { maxAttempts: 3, retrySafe: true } }, { startTime: EARLIER });
     const status = expectOk(transition({ run, event: samples.Requeue.event, writer: 'runtimed', now: NOW }));
     expect(status).toMatchObject({
       phase: 'Pending',
@@ -309,6 +309,14 @@ describe('runtimed', () => {
 
   it.each([
     ['no attempts are left', makeRun('Running', { retryPolicy: { maxAttempts: 1 } }), samples.Requeue.event, 'precondition'],
+    // A task that is not retrySafe runs once: its default is one attempt.
+    ['a task is not retrySafe (default policy)', makeRun('Running'), samples.Requeue.event, 'precondition'],
+    [
+      'a task is not retrySafe (maxAttempts stored before the CRD refused it)',
+      makeRun('Running', { retryPolicy: { maxAttempts: 3, retrySafe: false } }),
+      samples.Requeue.event,
+      'precondition',
+    ],
     ['cancel was requested', makeRun('Running', { cancelRequested: true }), samples.Requeue.event, 'precondition'],
     ['the backoff is negative', makeRun('Running'), { ...samples.Requeue.event, backoffSeconds: -1 } as RunEvent, 'precondition'],
     [

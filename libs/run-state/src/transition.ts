@@ -242,7 +242,14 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
       const cause = event.cause === 'ownerLost' && classify(phase) === 'assigned' ? 'ownerLostBeforeStart' : event.cause;
       const decision = decideRetry(mode, run.spec.retryPolicy, attempt, cause);
       if (!decision.retry) {
-        return refuse('precondition', decision.why === 'notRetrySafe' ? 'the task is not retrySafe' : 'no attempts left');
+        const runsOnce = mode === 'task' && run.spec.retryPolicy?.retrySafe !== true && cause === 'attemptFailed';
+        const why =
+          decision.why === 'notRetrySafe'
+            ? 'the task is not retrySafe'
+            : runsOnce
+              ? 'the task is not retrySafe: it runs once'
+              : 'no attempts left';
+        return refuse('precondition', why);
       }
       if (!Number.isFinite(event.backoffSeconds) || event.backoffSeconds < 0) {
         return refuse('precondition', 'backoffSeconds must be a finite, non-negative number');

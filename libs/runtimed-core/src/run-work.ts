@@ -172,7 +172,7 @@ export class RunWork {
     const { exitCode } = options;
     const reason =
       mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
-    const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
+    const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(mode, spec.retryPolicy).maxAttempts}`;
     await this.o.runs.transition(epoch, {
       type: 'Failed',
       reason,

@@ -94,14 +94,14 @@ describe('spec is immutable after create', () => {
     [
       'retryPolicy',
       (s) => {
-        s.retryPolicy = { maxAttempts: 3, retrySafe: false };
+        s.retryPolicy = { maxAttempts: 1, retrySafe: false, initialBackoffSeconds: 1 };
       },
       'spec.retryPolicy is immutable',
     ],
     [
       'retryPolicy.retrySafe',
       (s) => {
-        s.retryPolicy = { maxAttempts: 2, retrySafe: true };
+        s.retryPolicy = { maxAttempts: 1, retrySafe: true };
       },
       'spec.retryPolicy is immutable',
     ],
@@ -145,6 +145,36 @@ describe('spec is immutable after create', () => {
     const updated = await runs.replace({ ...run, metadata: { ...run.metadata, labels: { team: 'a' } } });
     expect(updated.metadata.labels).toEqual({ team: 'a' });
     expect(updated.spec).toEqual(run.spec);
+  });
+});
+
+describe('spec.retryPolicy: a task that is not retrySafe runs once', () => {
+  const refusal = 'spec.retryPolicy.maxAttempts > 1 needs retryPolicy.retrySafe: true';
+
+  test.each([
+    ['retrySafe false', { maxAttempts: 2, retrySafe: false }],
+    ['retrySafe absent (defaulted to false)', { maxAttempts: 3 }],
+  ])('maxAttempts > 1 on a task with %s is rejected', async (_name, retryPolicy) => {
+    const status = await rejection(runs.create('r', taskSpec({ retryPolicy })));
+    expect(status.code).toBe(422);
+    expect(status.message).toContain(refusal);
+  });
+
+  test.each([
+    ['a task with maxAttempts 1', taskSpec({ retryPolicy: { maxAttempts: 1 } })],
+    ['a retrySafe task with maxAttempts 3', taskSpec({ retryPolicy: { maxAttempts: 3, retrySafe: true } })],
+    [
+      'a function with maxAttempts 3 (registration is always retry-safe)',
+      taskSpec({ mode: { function: { handler: 'main' } }, retryPolicy: { maxAttempts: 3 } }),
+    ],
+  ])('%s is accepted', async (_name, spec) => {
+    const run = await runs.create('r', spec);
+    expect(run.spec.retryPolicy?.maxAttempts).toBe(spec.retryPolicy?.maxAttempts);
+  });
+
+  test('a retryPolicy without maxAttempts stores none (the default depends on retrySafe and the mode)', async () => {
+    const run = await runs.create('r', taskSpec({ retryPolicy: { initialBackoffSeconds: 1 } }));
+    expect(run.spec.retryPolicy).toEqual({ initialBackoffSeconds: 1, maxBackoffSeconds: 300, retrySafe: false });
   });
 });
 
