@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -147,6 +147,74 @@ test('task durations are exported by outcome', async () => {
   expect(count('cancelled')).toBe(1);
   expect(count('released')).toBe(1);
   expect(count('timeout')).toBeGreaterThanOrEqual(1);
+});
+
+/** Waits for a file the task writes, and returns its non-empty lines. */
+async function fileLines(path: string, what: string): Promise<string[]> {
+  return waitFor(
+    what,
+    async () => {
+      const lines = (await readFile(path, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+      return lines.length > 0 ? lines : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
+}
+
+test('a cancel being carried out shows Ready=False Cancelling while the process group stops; a task that then exits 0 ends Cancelled', async () => {
+  const pidFile = join(scratch, 'graceful-pids');
+  const termFile = join(scratch, 'graceful-term');
+  await env.createRun('graceful', {
+    runtime: 'rt',
+    // SIGTERM is handled: it takes a while (within the 2 s grace), then exits 0.
+    source: { inline: `trap 'echo term > "$TERM_FILE"; sleep 1.5; exit 0' TERM\necho $$ > "$PID_FILE"\nwhile true; do sleep 0.1; done\n` },
+    mode: { task: {} },
+    env: [
+      { name: 'PID_FILE', value: pidFile },
+      { name: 'TERM_FILE', value: termFile },
+    ],
+  });
+  await env.bind('graceful', pod);
+  const pids = (await fileLines(pidFile, 'the task to write its PID')).map(Number);
+  await env.patchRunSpec('graceful', { cancelRequested: true });
+  const cancelling = await env.waitForRun('graceful', 'Cancelling', (r) => r.status?.reason === 'Cancelling');
+  expect(cancelling.status).toMatchObject({ phase: 'Running', reason: 'Cancelling' });
+  expect(findCondition(cancelling.status?.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'Cancelling' });
+  await fileLines(termFile, 'the task to receive SIGTERM');
+  // The task is still in its SIGTERM handler: the Run shows the stop in progress.
+  expect(await survivingProcesses(pids, 0)).toEqual(pids);
+  expect((await env.getRun('graceful')).status).toMatchObject({ phase: 'Running', reason: 'Cancelling' });
+  const cancelled = await env.waitForRun('graceful', 'Cancelled', (r) => phase(r) === 'Cancelled');
+  // The exit 0 after the accepted cancel does not make it Succeeded; it is recorded.
+  expect(cancelled.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0 });
+  expect(cancelled.status?.message).toContain('the task exited 0');
+  expect(await survivingProcesses(pids)).toEqual([]);
+});
+
+test('a task that exits 0 just after its cancel was stored ends Cancelled, its exit code recorded', async () => {
+  const pidFile = join(scratch, 'late-pids');
+  const goFile = join(scratch, 'late-go');
+  await env.createRun('late', {
+    runtime: 'rt',
+    // Exits 0 as soon as it is told to, and on SIGTERM too: whichever comes first, the
+    // process reports success after the cancel was stored (by the Runtime Server's
+    // stop, or on its own before runtimed acted on the cancel).
+    source: {
+      inline: `trap 'exit 0' TERM\necho $$ > "$PID_FILE"\nwhile [ ! -e "$GO_FILE" ]; do sleep 0.01; done\nprintf '{"sent":"yes"}' > "$KRT_OUTPUTS_FILE"\nexit 0\n`,
+    },
+    mode: { task: {} },
+    env: [
+      { name: 'PID_FILE', value: pidFile },
+      { name: 'GO_FILE', value: goFile },
+    ],
+  });
+  await env.bind('late', pod);
+  await fileLines(pidFile, 'the task to start');
+  await env.patchRunSpec('late', { cancelRequested: true });
+  await writeFile(goFile, 'go');
+  const ended = await env.waitForRun('late', 'terminal', (r) => ['Succeeded', 'Cancelled', 'Failed'].includes(phase(r) ?? ''));
+  expect(ended.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0 });
+  expect(ended.status?.message).toMatch(/exited 0/);
 });
 
 test('runtimed killed during a task: the Runtime Server stops it, and the restarted runtimed retries it only if it is retrySafe', async () => {

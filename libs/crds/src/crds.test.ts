@@ -82,6 +82,8 @@ describe('Run CRD (read from the committed YAML)', () => {
     const version = crd.spec.versions[0]!;
     expect(version.additionalPrinterColumns.filter((c) => c.priority === undefined).map((c) => c.name.toUpperCase())).toEqual([
       'PHASE',
+      // Shows what an active Run is doing, e.g. Cancelling while its cancel is carried out.
+      'REASON',
       'MODE',
       'RUNTIME',
       'POD',
@@ -90,6 +92,12 @@ describe('Run CRD (read from the committed YAML)', () => {
     ]);
     expect(version.subresources.status).toEqual({});
     expect(crd.spec.names.shortNames.length).toBeGreaterThan(0);
+  });
+
+  it('refuses Succeeded once cancel was requested (a CEL rule on the whole object)', () => {
+    const crd = parse(committedYaml(allCrds()[0]!)) as CustomResourceDefinition;
+    const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
+    expect(rulesOf(root).map((r) => r.message)).toEqual(['a Run whose cancel was requested cannot become Succeeded: it ends Cancelled']);
   });
 });
 

@@ -247,14 +247,24 @@ export function runCrd(): CustomResourceDefinition {
     description: 'A unit of work on a Runtime: a task run once, or a function invoked many times.',
     spec,
     status,
+    validations: [
+      {
+        // Cancel wins over a late success: once spec.cancelRequested is stored, no writer may
+        // make the Run Succeeded (runtimed's transition writes Cancelled instead).
+        rule: "!has(self.status) || !has(self.status.phase) || self.status.phase != 'Succeeded' || !has(self.spec.cancelRequested) || !self.spec.cancelRequested || (has(oldSelf.status) && has(oldSelf.status.phase) && oldSelf.status.phase == 'Succeeded')",
+        message: 'a Run whose cancel was requested cannot become Succeeded: it ends Cancelled',
+        fieldPath: '.status.phase',
+      },
+    ],
     printerColumns: [
       { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      // In the default view: it shows what an active Run waits for, e.g. Cancelling.
+      { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
       { name: 'Mode', type: 'string', jsonPath: '.status.mode' },
       { name: 'Runtime', type: 'string', jsonPath: '.spec.runtime' },
       { name: 'Pod', type: 'string', jsonPath: '.status.assignedPod' },
       { name: 'Attempt', type: 'integer', jsonPath: '.status.attempt' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-      { name: 'Reason', type: 'string', jsonPath: '.status.reason', priority: 1 },
       { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
     ],
   });

@@ -18,6 +18,13 @@ afterEach(async () => {
   await namespace.delete();
 });
 
+/** Applies `change` to the spec of the live Run `name` and PUTs it. */
+async function changeSpecOf(name: string, change: (spec: RunSpec) => void): Promise<Run> {
+  const updated = structuredClone(await runs.get(name));
+  change(updated.spec);
+  return runs.replace(updated);
+}
+
 /** Creates a Run, applies `change` to its spec and PUTs it. */
 async function changeSpec(change: (spec: RunSpec) => void, initial: Partial<RunSpec> = {}): Promise<Run> {
   const run = await runs.create('r', taskSpec(initial));
@@ -266,6 +273,23 @@ describe('status rules', () => {
     // Its neighbour: other status fields of a finished Run may still be written.
     const updated = await runs.updateStatus('r', { phase, attempt: 1, message: 'done', reason: 'Finished' });
     expect(updated.status?.message).toBe('done');
+  });
+
+  test('Succeeded is rejected once cancel was requested; Cancelled is accepted', async () => {
+    await runs.create('r', taskSpec({ cancelRequested: true }));
+    await runs.updateStatus('r', { phase: 'Running', attempt: 1 });
+    const rejected = await rejection(runs.updateStatus('r', { phase: 'Succeeded', attempt: 1, exitCode: 0 }));
+    expect(rejected.code).toBe(422);
+    expect(rejected.message).toContain('a Run whose cancel was requested cannot become Succeeded: it ends Cancelled');
+    expect((await runs.updateStatus('r', { phase: 'Cancelled', attempt: 1, exitCode: 0 })).status?.phase).toBe('Cancelled');
+  });
+
+  test('a Run that succeeded before its cancel was requested stays Succeeded and may still be written', async () => {
+    await withStatus({ phase: 'Succeeded', attempt: 1 });
+    await changeSpecOf('r', (s) => {
+      s.cancelRequested = true;
+    });
+    expect((await runs.updateStatus('r', { phase: 'Succeeded', attempt: 1, message: 'done' })).status?.message).toBe('done');
   });
 
   test('active phases may change (Running -> Ready -> Pending with a new attempt)', async () => {
