@@ -140,17 +140,18 @@ export class RunReconciler {
         return this.#tasks.execute(ctx, action.lifetimeRemainingMs);
       case 'cancel': {
         // Cancelling first, so that kubectl and krt show the stop while it lasts (up to the grace period).
-        if (run.status?.reason !== RUN_REASONS.cancelling) {
-          const task = run.spec.mode.task !== undefined;
+        const accept = async (): Promise<void> => {
+          if (run.status?.reason === RUN_REASONS.cancelling) return;
           await this.#o.runs.transition(epoch, {
             type: 'CancelAccepted',
-            message: task
-              ? `cancel requested; stopping the task (SIGTERM, SIGKILL after ${this.#o.cancelGraceMs / 1000} s)`
-              : 'cancel requested; unregistering the function',
+            message:
+              run.spec.mode.task !== undefined
+                ? `cancel requested; stopping the task (SIGTERM, SIGKILL after ${this.#o.cancelGraceMs / 1000} s)`
+                : 'cancel requested; unregistering the function',
           });
           log.info('cancelling');
-        }
-        const exited = await this.#tasks.stop(ctx, 'cancel');
+        };
+        const exited = await this.#tasks.stop(ctx, 'cancel', accept);
         // A task that handled SIGTERM and exited on its own has an exit code worth recording.
         const exitCode = exited?.signal === '' && exited.exitCode >= 0 ? exited.exitCode : undefined;
         await this.#o.runs.transition(epoch, {

@@ -71,13 +71,20 @@ export class TaskExecution {
 
   /**
    * Stops this epoch's work (task: SIGTERM, grace, SIGKILL; function: unregister) and
-   * cleans up. Returns how a stopped task exited, if it did here.
+   * cleans up. `beforeStopping` runs once the execution is marked stopped on purpose and
+   * before it is signalled, so that an end of it meanwhile writes nothing of its own.
+   * Returns how a stopped task exited, if it did here.
    */
-  readonly stop = async (ctx: ReconcileContext, why: 'cancel' | 'expire'): Promise<Execution['exited']> => {
+  readonly stop = async (
+    ctx: ReconcileContext,
+    why: 'cancel' | 'expire',
+    beforeStopping?: () => Promise<void>,
+  ): Promise<Execution['exited']> => {
     const { o } = this.#w;
     const execution = this.#w.local.get(ctx.key)?.execution;
+    if (execution !== undefined) execution.stoppedFor = why;
+    await beforeStopping?.();
     if (execution !== undefined) {
-      execution.stoppedFor = why;
       const { found } = await o.server.cancel(execution.id, o.cancelGraceMs);
       ctx.log.info({ found }, 'stopping the task');
       await execution.done;
