@@ -11,7 +11,8 @@ export type Command =
   | { name: 'wait'; run: string; target: WaitTarget; timeoutMs: number }
   | { name: 'invoke'; run: string; input: InvokeInput; invocationId?: string; timeoutMs: number; gateway?: string; gatewayCaFile?: string }
   | { name: 'retry'; run: string }
-  | { name: 'cancel'; run: string }
+  /** `wait`: wait until the Run is terminal, at most `timeoutMs`. */
+  | { name: 'cancel'; run: string; wait?: { timeoutMs: number } }
   | { name: 'delete'; run: string }
   | ScheduleCommandLine
   | { name: 'help' };
@@ -51,6 +52,7 @@ const OPTIONS = {
   gateway: { type: 'string' },
   'gateway-ca': { type: 'string' },
   id: { type: 'string' },
+  wait: { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -60,7 +62,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   wait: ['for', 'timeout'],
   invoke: ['file', 'data', 'invocation-id', 'timeout', 'gateway', 'gateway-ca'],
   retry: [],
-  cancel: [],
+  cancel: ['wait', 'timeout'],
   delete: [],
   schedule: ['id', 'output'],
 };
@@ -121,8 +123,13 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
       if (values['gateway-ca'] !== undefined) command.gatewayCaFile = nonEmpty('--gateway-ca', values['gateway-ca']);
       return { command, global };
     }
-    case 'retry':
     case 'cancel':
+      if (values.wait !== true) {
+        if (values.timeout !== undefined) throw usageError('krt cancel takes --timeout only with --wait');
+        return { command: { name, run }, global };
+      }
+      return { command: { name, run, wait: { timeoutMs: duration(values.timeout, DEFAULT_WAIT_TIMEOUT_MS) } }, global };
+    case 'retry':
     case 'delete':
       return { command: { name, run }, global };
   }
@@ -219,7 +226,7 @@ Usage:
                                             (--gateway: reach the gateway at another address,
                                             e.g. a port-forward; --gateway-ca: its CA PEM)
   krt retry RUN                             create a new Run retrying a finished one
-  krt cancel RUN                            request cancellation
+  krt cancel RUN [--wait [--timeout 60s]]   request cancellation; --wait: until the Run finished
   krt delete RUN                            delete a Run
   krt schedule trigger SCHEDULE [--id ID]   a manual Run of a RunSchedule; the same --id again
                                             is the same Run (a retried trigger never runs twice)

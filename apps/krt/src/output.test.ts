@@ -44,9 +44,9 @@ describe('formatRuns', () => {
   it('prints a table: phase Pending when there is no status yet', () => {
     expect(formatRuns([ready, pending], 'table', NOW)).toBe(
       [
-        'NAME     PHASE     MODE       RUNTIME   ATTEMPT   AGE',
-        'fn       Ready     function   py        1         2m',
-        'task-1   Pending   task       sh        -         2m',
+        'NAME     PHASE     REASON               MODE       RUNTIME   ATTEMPT   AGE',
+        'fn       Ready     FunctionRegistered   function   py        1         2m',
+        'task-1   Pending   -                    task       sh        -         2m',
         '',
       ].join('\n'),
     );
@@ -54,9 +54,9 @@ describe('formatRuns', () => {
 
   it('prints wide columns', () => {
     const lines = formatRuns([ready, pending], 'wide', NOW).split('\n');
-    expect(lines[0]).toMatch(/POD\s+REASON\s+PARENT\s+ENDPOINT$/);
-    expect(lines[1]).toMatch(/pod-a\s+FunctionRegistered\s+-\s+https:\/\/gw\/x$/);
-    expect(lines[2]).toMatch(/-\s+-\s+task-0\s+-$/);
+    expect(lines[0]).toMatch(/POD\s+PARENT\s+ENDPOINT$/);
+    expect(lines[1]).toMatch(/pod-a\s+-\s+https:\/\/gw\/x$/);
+    expect(lines[2]).toMatch(/\s-\s+task-0\s+-$/);
   });
 
   it('prints one Run as the object and several as a List, in JSON and YAML', () => {

@@ -29,17 +29,17 @@ export function formatRuns(runs: readonly Run[], format: OutputFormat, nowMs: nu
 }
 
 function table(runs: readonly Run[], wide: boolean, nowMs: number): string {
-  const header = ['NAME', 'PHASE', 'MODE', 'RUNTIME', 'ATTEMPT', 'AGE', ...(wide ? ['POD', 'REASON', 'PARENT', 'ENDPOINT'] : [])];
+  // REASON is in the default view, like kubectl's: it tells what an active Run is doing (e.g. Cancelling).
+  const header = ['NAME', 'PHASE', 'REASON', 'MODE', 'RUNTIME', 'ATTEMPT', 'AGE', ...(wide ? ['POD', 'PARENT', 'ENDPOINT'] : [])];
   const rows = runs.map((run) => [
     run.metadata.name ?? '',
     currentPhase(run),
+    run.status?.reason ?? '-',
     runModeKind(run.spec),
     run.spec.runtime,
     String(run.status?.attempt ?? '-'),
     age(run.metadata.creationTimestamp, nowMs),
-    ...(wide
-      ? [run.status?.assignedPod ?? '-', run.status?.reason ?? '-', run.spec.parentRunRef?.name ?? '-', run.status?.endpoint?.url ?? '-']
-      : []),
+    ...(wide ? [run.status?.assignedPod ?? '-', run.spec.parentRunRef?.name ?? '-', run.status?.endpoint?.url ?? '-'] : []),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
   return (

@@ -133,7 +133,7 @@ describe('krt get', () => {
 
     const one = await krt(['get', 'task-a']);
     expect(one).toMatchObject({ code: 0, stderr: '' });
-    expect(one.stdout).toMatch(/^NAME\s+PHASE\s+MODE\s+RUNTIME\s+ATTEMPT\s+AGE\ntask-a\s+Pending\s+task\s+sh\s+-\s+\d+s\n$/);
+    expect(one.stdout).toMatch(/^NAME\s+PHASE\s+REASON\s+MODE\s+RUNTIME\s+ATTEMPT\s+AGE\ntask-a\s+Pending\s+-\s+task\s+sh\s+-\s+\d+s\n$/);
 
     const all = await krt(['get', '-o', 'wide']);
     expect(all.code).toBe(0);
@@ -224,6 +224,35 @@ describe('krt cancel and delete', () => {
     const finished = await krt(['cancel', 'done']);
     expect(finished).toMatchObject({ code: 0, stderr: 'run/done already finished (Failed); nothing to cancel\n' });
     expect((await getRun('done')).spec.cancelRequested).not.toBe(true);
+  });
+
+  test('cancel --wait shows Cancelling while the cancel is carried out, then prints the final phase', async () => {
+    await createRun('w');
+    await start('w');
+    const waiting = krt(['cancel', 'w', '--wait', '--timeout', '60s']);
+    await waitFor('the cancel request', async () => ((await getRun('w')).spec.cancelRequested === true ? true : undefined), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
+    await act('w', 'runtimed', { type: 'CancelAccepted', message: 'stopping the task' });
+    const shown = await krt(['get', 'w']);
+    expect(shown.stdout).toMatch(/\nw\s+Running\s+Cancelling\s+task\s/);
+    await act('w', 'runtimed', { type: 'Cancelled', message: 'stopped' });
+    expect(await waiting).toMatchObject({ code: 0, stdout: 'run/w cancel requested\nrun/w Cancelled\n' });
+    // On a finished Run it prints the phase it ended in.
+    expect(await krt(['cancel', 'w', '--wait'])).toMatchObject({ code: 0, stdout: 'run/w Cancelled\n' });
+  });
+
+  test('cancel --wait times out with exit 5 and says the cancel stays requested', async () => {
+    await createRun('slow');
+    await start('slow');
+    const timedOut = await krt(['cancel', 'slow', '--wait', '--timeout', '1s']);
+    expect(timedOut.code).toBe(5);
+    expect(timedOut.stdout).toBe('run/slow cancel requested\n');
+    expect(timedOut.stderr).toMatch(
+      /cancel requested, but timed out after 1000 ms waiting for Run "slow" to be finished \(phase Running\)/,
+    );
+    expect((await getRun('slow')).spec.cancelRequested).toBe(true);
   });
 
   test('delete removes the Run; deleting it again is exit 3', async () => {

@@ -166,7 +166,7 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
     const { stdout } = await kubectl(['wait', '--for=condition=Ready', 'run/by-kubectl', '--timeout=60s']);
     expect(stdout).toContain('condition met');
     const { stdout: table } = await kubectl(['get', 'run', 'by-kubectl']);
-    expect(table).toMatch(/by-kubectl\s+Ready\s+function\s+rt\s+python-0\s+1/);
+    expect(table).toMatch(/by-kubectl\s+Ready\s+FunctionRegistered\s+function\s+rt\s+python-0\s+1/);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

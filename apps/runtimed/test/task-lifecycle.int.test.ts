@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -40,12 +40,26 @@ test('a task Run that exits 0 succeeds with its outputs; its output goes to runt
   expect(lines.map((l) => l.line)).toEqual(['hello world from ok']);
 });
 
-test('a task Run that exits non-zero is retried per its policy and then fails with the exit code', async () => {
+test('a task Run that is not retrySafe and exits non-zero fails after one attempt (the default policy)', async () => {
+  await env.createRun('exit-once', {
+    runtime: 'rt',
+    source: { inline: 'echo failing >&2\nexit 4\n' },
+    mode: { task: {} },
+  });
+  await env.bind('exit-once', pod);
+  const failed = await env.waitForRun('exit-once', 'Failed', (r) => phase(r) === 'Failed');
+  expect(failed.status).toMatchObject({ phase: 'Failed', exitCode: 4, reason: 'NonZeroExit', attempt: 1 });
+  expect(failed.status?.message).toContain('attempt 1 of 1: exited with code 4');
+  expect(failed.status?.notBefore).toBeUndefined();
+});
+
+test('a retrySafe task Run that exits non-zero is retried per its policy and then fails with the exit code', async () => {
   await env.createRun('exit-3', {
     runtime: 'rt',
     source: { inline: 'echo failing >&2\nexit 3\n' },
     mode: { task: {} },
-    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+    // Only a retrySafe task may run more than once.
+    retryPolicy: { maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe: true },
   });
   await env.bind('exit-3', pod);
   const requeued = await env.waitForRun('exit-3', 'requeued for attempt 2', (r) => phase(r) === 'Pending' && r.status?.attempt === 2);
@@ -127,12 +141,80 @@ test('task durations are exported by outcome', async () => {
     Number(
       new RegExp(`^kruntimes_runtimed_task_duration_seconds_count\\{outcome="${outcome}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN,
     );
-  // The Runs above: one success, two failed attempts, one cancel, one timeout (the deleted one was released).
+  // The Runs above: one success, three failed attempts, one cancel, one timeout (the deleted one was released).
   expect(count('succeeded')).toBe(1);
-  expect(count('failed')).toBe(2);
+  expect(count('failed')).toBe(3);
   expect(count('cancelled')).toBe(1);
   expect(count('released')).toBe(1);
   expect(count('timeout')).toBeGreaterThanOrEqual(1);
+});
+
+/** Waits for a file the task writes, and returns its non-empty lines. */
+async function fileLines(path: string, what: string): Promise<string[]> {
+  return waitFor(
+    what,
+    async () => {
+      const lines = (await readFile(path, 'utf8').catch(() => '')).split('\n').filter((l) => l !== '');
+      return lines.length > 0 ? lines : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
+}
+
+test('a cancel being carried out shows Ready=False Cancelling while the process group stops; a task that then exits 0 ends Cancelled', async () => {
+  const pidFile = join(scratch, 'graceful-pids');
+  const termFile = join(scratch, 'graceful-term');
+  await env.createRun('graceful', {
+    runtime: 'rt',
+    // SIGTERM is handled: it takes a while (within the 2 s grace), then exits 0.
+    source: { inline: `trap 'echo term > "$TERM_FILE"; sleep 1.5; exit 0' TERM\necho $$ > "$PID_FILE"\nwhile true; do sleep 0.1; done\n` },
+    mode: { task: {} },
+    env: [
+      { name: 'PID_FILE', value: pidFile },
+      { name: 'TERM_FILE', value: termFile },
+    ],
+  });
+  await env.bind('graceful', pod);
+  const pids = (await fileLines(pidFile, 'the task to write its PID')).map(Number);
+  await env.patchRunSpec('graceful', { cancelRequested: true });
+  const cancelling = await env.waitForRun('graceful', 'Cancelling', (r) => r.status?.reason === 'Cancelling');
+  expect(cancelling.status).toMatchObject({ phase: 'Running', reason: 'Cancelling' });
+  expect(findCondition(cancelling.status?.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'Cancelling' });
+  await fileLines(termFile, 'the task to receive SIGTERM');
+  // The task is still in its SIGTERM handler: the Run shows the stop in progress.
+  expect(await survivingProcesses(pids, 0)).toEqual(pids);
+  expect((await env.getRun('graceful')).status).toMatchObject({ phase: 'Running', reason: 'Cancelling' });
+  const cancelled = await env.waitForRun('graceful', 'Cancelled', (r) => phase(r) === 'Cancelled');
+  // The exit 0 after the accepted cancel does not make it Succeeded; it is recorded.
+  expect(cancelled.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0 });
+  expect(cancelled.status?.message).toContain('the task exited 0');
+  expect(await survivingProcesses(pids)).toEqual([]);
+});
+
+test('a task that exits 0 just after its cancel was stored ends Cancelled, its exit code recorded', async () => {
+  const pidFile = join(scratch, 'late-pids');
+  const goFile = join(scratch, 'late-go');
+  await env.createRun('late', {
+    runtime: 'rt',
+    // Exits 0 as soon as it is told to, and on SIGTERM too: whichever comes first, the
+    // process reports success after the cancel was stored (by the Runtime Server's
+    // stop, or on its own before runtimed acted on the cancel).
+    source: {
+      inline: `trap 'exit 0' TERM\necho $$ > "$PID_FILE"\nwhile [ ! -e "$GO_FILE" ]; do sleep 0.01; done\nprintf '{"sent":"yes"}' > "$KRT_OUTPUTS_FILE"\nexit 0\n`,
+    },
+    mode: { task: {} },
+    env: [
+      { name: 'PID_FILE', value: pidFile },
+      { name: 'GO_FILE', value: goFile },
+    ],
+  });
+  await env.bind('late', pod);
+  await fileLines(pidFile, 'the task to start');
+  await env.patchRunSpec('late', { cancelRequested: true });
+  await writeFile(goFile, 'go');
+  const ended = await env.waitForRun('late', 'terminal', (r) => ['Succeeded', 'Cancelled', 'Failed'].includes(phase(r) ?? ''));
+  expect(ended.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0 });
+  expect(ended.status?.message).toMatch(/exited 0/);
 });
 
 test('runtimed killed during a task: the Runtime Server stops it, and the restarted runtimed retries it only if it is retrySafe', async () => {
@@ -143,7 +225,8 @@ test('runtimed killed during a task: the Runtime Server stops it, and the restar
       source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
       mode: { task: {} },
       env: [{ name: 'PID_FILE', value: pidFile }],
-      retryPolicy: { maxAttempts: 3, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe },
+      // maxAttempts > 1 needs retrySafe; the unsafe task runs once either way.
+      retryPolicy: { ...(retrySafe ? { maxAttempts: 3 } : {}), initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe },
     });
     await env.bind(name, pod);
     return waitFor(

@@ -46,7 +46,13 @@ export const BOUNDS = {
 export const DEFAULTS = {
   runsPerPod: 1,
   replicas: 1,
+  /** retryPolicy.maxAttempts of a function Run or a retrySafe task. */
   maxAttempts: 3,
+  /**
+   * retryPolicy.maxAttempts of a task that is not retrySafe: it runs once, since a second
+   * run could repeat side effects (an email sent, then a failure) nobody can undo.
+   */
+  notRetrySafeTaskMaxAttempts: 1,
   initialBackoffSeconds: 5,
   maxBackoffSeconds: 300,
   invocationTimeoutSeconds: 60,

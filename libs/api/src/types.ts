@@ -113,7 +113,7 @@ export interface EnvVar {
 }
 
 export interface RetryPolicy {
-  /** Attempts in all, counting the first. */
+  /** Attempts in all, counting the first (default 3; 1, and at most 1, for a task that is not retrySafe). */
   maxAttempts?: number;
   initialBackoffSeconds?: number;
   maxBackoffSeconds?: number;

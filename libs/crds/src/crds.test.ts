@@ -69,6 +69,11 @@ describe('Run CRD (read from the committed YAML)', () => {
     expect(status?.properties?.outputs?.maxProperties).toBe(BOUNDS.outputCount);
     expect(spec?.properties?.source?.properties?.inline?.maxLength).toBe(BOUNDS.inlineSourceBytes);
     expect(spec?.properties?.retryPolicy?.properties?.maxAttempts?.maximum).toBe(BOUNDS.maxAttempts);
+    // No schema default: a task that is not retrySafe defaults to one attempt, others to three.
+    expect(spec?.properties?.retryPolicy?.properties?.maxAttempts?.default).toBeUndefined();
+    expect(rulesOf(spec).map((r) => r.message)).toContain(
+      'spec.retryPolicy.maxAttempts > 1 needs retryPolicy.retrySafe: true: a task that is not retry-safe runs once',
+    );
     expect(status?.properties?.phase?.enum).toEqual(RUN_PHASES);
   });
 
@@ -77,6 +82,8 @@ describe('Run CRD (read from the committed YAML)', () => {
     const version = crd.spec.versions[0]!;
     expect(version.additionalPrinterColumns.filter((c) => c.priority === undefined).map((c) => c.name.toUpperCase())).toEqual([
       'PHASE',
+      // Shows what an active Run is doing, e.g. Cancelling while its cancel is carried out.
+      'REASON',
       'MODE',
       'RUNTIME',
       'POD',
@@ -85,6 +92,12 @@ describe('Run CRD (read from the committed YAML)', () => {
     ]);
     expect(version.subresources.status).toEqual({});
     expect(crd.spec.names.shortNames.length).toBeGreaterThan(0);
+  });
+
+  it('refuses Succeeded once cancel was requested (a CEL rule on the whole object)', () => {
+    const crd = parse(committedYaml(allCrds()[0]!)) as CustomResourceDefinition;
+    const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
+    expect(rulesOf(root).map((r) => r.message)).toEqual(['a Run whose cancel was requested cannot become Succeeded: it ends Cancelled']);
   });
 });
 
@@ -121,6 +134,7 @@ describe('RunSchedule CRD (read from the committed YAML)', () => {
     expect(template?.required).toEqual(['runtime', 'source', 'mode']);
     expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['cancelRequested']));
     expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['parentRunRef']));
-    expect(rulesOf(template)).toEqual([]);
+    // Only the rule every Run it creates must pass: a task that is not retrySafe runs once.
+    expect(rulesOf(template).map((r) => r.message)).toEqual([expect.stringContaining('needs retryPolicy.retrySafe: true')]);
   });
 });

@@ -101,11 +101,11 @@ const templatedSpecProperties: Record<string, JsonSchema> = {
     maxLength: 24,
   }),
   retryPolicy: object('Retries of failed attempts.', {
-    maxAttempts: int32('Attempts in all, counting the first.', {
-      minimum: 1,
-      maximum: BOUNDS.maxAttempts,
-      default: DEFAULTS.maxAttempts,
-    }),
+    // No schema default: it depends on retrySafe and the mode, which a default cannot see.
+    maxAttempts: int32(
+      `Attempts in all, counting the first. Default ${DEFAULTS.maxAttempts} for a function or a retrySafe task; a task that is not retrySafe runs once.`,
+      { minimum: 1, maximum: BOUNDS.maxAttempts },
+    ),
     initialBackoffSeconds: int32('Backoff before the second attempt; doubles each attempt.', {
       minimum: 0,
       maximum: BOUNDS.maxBackoffSeconds,
@@ -126,10 +126,19 @@ const templatedSpecProperties: Record<string, JsonSchema> = {
 
 const RUN_SPEC_REQUIRED = ['runtime', 'source', 'mode'] as const;
 
+/** A task that is not retry-safe runs once: a second run could repeat side effects nobody can undo. */
+const retryNeedsRetrySafe = {
+  rule: '!has(self.mode.task) || !has(self.retryPolicy) || !has(self.retryPolicy.maxAttempts) || self.retryPolicy.maxAttempts <= 1 || (has(self.retryPolicy.retrySafe) && self.retryPolicy.retrySafe)',
+  message: 'spec.retryPolicy.maxAttempts > 1 needs retryPolicy.retrySafe: true: a task that is not retry-safe runs once',
+  fieldPath: '.retryPolicy.maxAttempts',
+  reason: 'FieldValueForbidden',
+} as const;
+
 /** A Run spec as a RunSchedule's runTemplate holds it: mutable, without cancelRequested and parentRunRef. */
 export function runTemplateSpecSchema(): JsonSchema {
   return object('The spec of every Run created (a Run spec without cancelRequested and parentRunRef).', templatedSpecProperties, {
     required: RUN_SPEC_REQUIRED,
+    'x-kubernetes-validations': [retryNeedsRetrySafe],
   });
 }
 
@@ -157,6 +166,7 @@ const spec = object(
       immutableOptional('timeout'),
       immutableOptional('retryPolicy'),
       immutableOptional('parentRunRef'),
+      retryNeedsRetrySafe,
       {
         rule: '!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || (has(self.cancelRequested) && self.cancelRequested)',
         message: 'spec.cancelRequested may only change from false to true',
@@ -237,14 +247,24 @@ export function runCrd(): CustomResourceDefinition {
     description: 'A unit of work on a Runtime: a task run once, or a function invoked many times.',
     spec,
     status,
+    validations: [
+      {
+        // Cancel wins over a late success: once spec.cancelRequested is stored, no writer may
+        // make the Run Succeeded (runtimed's transition writes Cancelled instead).
+        rule: "!has(self.status) || !has(self.status.phase) || self.status.phase != 'Succeeded' || !has(self.spec.cancelRequested) || !self.spec.cancelRequested || (has(oldSelf.status) && has(oldSelf.status.phase) && oldSelf.status.phase == 'Succeeded')",
+        message: 'a Run whose cancel was requested cannot become Succeeded: it ends Cancelled',
+        fieldPath: '.status.phase',
+      },
+    ],
     printerColumns: [
       { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+      // In the default view: it shows what an active Run waits for, e.g. Cancelling.
+      { name: 'Reason', type: 'string', jsonPath: '.status.reason' },
       { name: 'Mode', type: 'string', jsonPath: '.status.mode' },
       { name: 'Runtime', type: 'string', jsonPath: '.spec.runtime' },
       { name: 'Pod', type: 'string', jsonPath: '.status.assignedPod' },
       { name: 'Attempt', type: 'integer', jsonPath: '.status.attempt' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-      { name: 'Reason', type: 'string', jsonPath: '.status.reason', priority: 1 },
       { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
     ],
   });

@@ -3,7 +3,7 @@ import { backoffSeconds, decideRetry, resolveRetryPolicy } from './retry.ts';
 
 describe('resolveRetryPolicy', () => {
   it('applies defaults', () => {
-    expect(resolveRetryPolicy(undefined)).toEqual({
+    expect(resolveRetryPolicy('function', undefined)).toEqual({
       maxAttempts: DEFAULTS.maxAttempts,
       initialBackoffSeconds: DEFAULTS.initialBackoffSeconds,
       maxBackoffSeconds: DEFAULTS.maxBackoffSeconds,
@@ -11,18 +11,35 @@ describe('resolveRetryPolicy', () => {
     });
   });
 
+  it.each([
+    // mode, policy, maxAttempts
+    ['task', undefined, 1],
+    ['task', {}, 1],
+    ['task', { retrySafe: false }, 1],
+    ['task', { retrySafe: true }, DEFAULTS.maxAttempts],
+    ['task', { retrySafe: true, maxAttempts: 5 }, 5],
+    // Refused by the CRD; a Run stored before that rule still runs once.
+    ['task', { retrySafe: false, maxAttempts: 3 }, 1],
+    ['function', undefined, DEFAULTS.maxAttempts],
+    ['function', { retrySafe: false, maxAttempts: 5 }, 5],
+  ] as const)('%s %j: %d attempts', (mode, policy, maxAttempts) => {
+    expect(resolveRetryPolicy(mode, policy).maxAttempts).toBe(maxAttempts);
+  });
+
   it('clamps to the bounds', () => {
-    expect(resolveRetryPolicy({ maxAttempts: 99, maxBackoffSeconds: 99_999, initialBackoffSeconds: 99_999 })).toMatchObject({
+    expect(
+      resolveRetryPolicy('task', { retrySafe: true, maxAttempts: 99, maxBackoffSeconds: 99_999, initialBackoffSeconds: 99_999 }),
+    ).toMatchObject({
       maxAttempts: BOUNDS.maxAttempts,
       maxBackoffSeconds: BOUNDS.maxBackoffSeconds,
       initialBackoffSeconds: BOUNDS.maxBackoffSeconds,
     });
-    expect(resolveRetryPolicy({ maxAttempts: 0 }).maxAttempts).toBe(1);
+    expect(resolveRetryPolicy('function', { maxAttempts: 0 }).maxAttempts).toBe(1);
   });
 });
 
 describe('backoffSeconds', () => {
-  const policy = resolveRetryPolicy({ initialBackoffSeconds: 5, maxBackoffSeconds: 30 });
+  const policy = resolveRetryPolicy('function', { initialBackoffSeconds: 5, maxBackoffSeconds: 30 });
   it.each([
     [2, 5],
     [3, 10],
@@ -37,18 +54,37 @@ describe('backoffSeconds', () => {
 describe('decideRetry', () => {
   it.each([
     // mode, retrySafe, attempt, cause, expected
-    ['task', false, 1, 'attemptFailed', { retry: true, nextAttempt: 2 }],
+    // A task that is not retrySafe runs once, whatever maxAttempts says.
+    ['task', false, 1, 'attemptFailed', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
     ['task', false, 3, 'attemptFailed', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
+    ['task', true, 1, 'attemptFailed', { retry: true, nextAttempt: 2 }],
+    ['task', true, 3, 'attemptFailed', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
     ['task', false, 1, 'ownerLost', { retry: false, outcome: 'Interrupted', why: 'notRetrySafe' }],
     ['task', false, 3, 'ownerLost', { retry: false, outcome: 'Interrupted', why: 'notRetrySafe' }],
     ['task', true, 1, 'ownerLost', { retry: true, nextAttempt: 2 }],
     ['task', true, 3, 'ownerLost', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
+    // No code ran: retried within the default budget even for a task that runs once.
     ['task', false, 1, 'ownerLostBeforeStart', { retry: true, nextAttempt: 2 }],
+    ['task', false, 3, 'ownerLostBeforeStart', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
     ['function', false, 1, 'ownerLost', { retry: true, nextAttempt: 2 }],
     ['function', false, 2, 'attemptFailed', { retry: true, nextAttempt: 3 }],
     ['function', false, 3, 'ownerLost', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
     ['function', false, 0, 'attemptFailed', { retry: true, nextAttempt: 2 }],
   ] as const)('%s retrySafe=%s attempt=%d %s', (mode, retrySafe, attempt, cause, expected) => {
     expect(decideRetry(mode, { maxAttempts: 3, retrySafe }, attempt, cause)).toMatchObject(expected);
+  });
+});
+
+describe('decideRetry with the default policy', () => {
+  it.each([
+    // mode, policy, attempt, cause, expected
+    ['task', undefined, 1, 'attemptFailed', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
+    ['task', { retrySafe: true }, 1, 'attemptFailed', { retry: true, nextAttempt: 2 }],
+    ['task', { retrySafe: true }, 3, 'attemptFailed', { retry: false, outcome: 'Failed', why: 'retriesExhausted' }],
+    ['task', undefined, 1, 'ownerLostBeforeStart', { retry: true, nextAttempt: 2 }],
+    ['function', undefined, 1, 'ownerLost', { retry: true, nextAttempt: 2 }],
+    ['function', undefined, 2, 'attemptFailed', { retry: true, nextAttempt: 3 }],
+  ] as const)('%s %j attempt=%d %s', (mode, policy, attempt, cause, expected) => {
+    expect(decideRetry(mode, policy, attempt, cause)).toMatchObject(expected);
   });
 });

@@ -21,11 +21,19 @@ export interface ResolvedRetryPolicy {
   retrySafe: boolean;
 }
 
-export function resolveRetryPolicy(policy: RetryPolicy | undefined): ResolvedRetryPolicy {
-  const maxAttempts = Math.min(Math.max(policy?.maxAttempts ?? DEFAULTS.maxAttempts, 1), BOUNDS.maxAttempts);
+/**
+ * The policy with its defaults and bounds. A task that is not retrySafe runs once: its
+ * default is 1 attempt, and a larger maxAttempts (refused by the CRD, but possible on a
+ * Run stored before that rule) is ignored.
+ */
+export function resolveRetryPolicy(mode: RunModeKind, policy: RetryPolicy | undefined): ResolvedRetryPolicy {
+  const retrySafe = policy?.retrySafe ?? false;
+  const runsOnce = mode === 'task' && !retrySafe;
+  const requested = runsOnce ? DEFAULTS.notRetrySafeTaskMaxAttempts : (policy?.maxAttempts ?? DEFAULTS.maxAttempts);
+  const maxAttempts = Math.min(Math.max(requested, 1), BOUNDS.maxAttempts);
   const maxBackoffSeconds = Math.min(policy?.maxBackoffSeconds ?? DEFAULTS.maxBackoffSeconds, BOUNDS.maxBackoffSeconds);
   const initialBackoffSeconds = Math.min(policy?.initialBackoffSeconds ?? DEFAULTS.initialBackoffSeconds, maxBackoffSeconds);
-  return { maxAttempts, initialBackoffSeconds, maxBackoffSeconds, retrySafe: policy?.retrySafe ?? false };
+  return { maxAttempts, initialBackoffSeconds, maxBackoffSeconds, retrySafe };
 }
 
 /** Exponential backoff before attempt `nextAttempt` (2, 3, ...), capped. */
@@ -38,7 +46,10 @@ export function backoffSeconds(policy: ResolvedRetryPolicy, nextAttempt: number)
  * The shared retry engine used by runtimed (its own failed attempt) and stale-recovery
  * (a fenced, lost owner). Function registration is always safe to retry; a task that
  * lost its owner after it started is retried only when it declared `retrySafe`, since
- * the platform cannot prove whether its side effects happened.
+ * the platform cannot prove whether its side effects happened, and a task that is not
+ * retrySafe and failed runs no second time. An attempt whose owner was lost before it
+ * claimed the Run ran no code: it is retried within the default budget of retry-safe
+ * work even for a task that runs once (it still runs at most once).
  */
 export function decideRetry(
   mode: RunModeKind,
@@ -46,10 +57,11 @@ export function decideRetry(
   currentAttempt: number,
   cause: AttemptFailureCause,
 ): RetryDecision {
-  const resolved = resolveRetryPolicy(policy);
+  const resolved = resolveRetryPolicy(mode, policy);
   const safe = mode === 'function' || cause !== 'ownerLost' || resolved.retrySafe;
   if (!safe) return { retry: false, outcome: 'Interrupted', why: 'notRetrySafe' };
   const nextAttempt = Math.max(currentAttempt, 1) + 1;
-  if (nextAttempt > resolved.maxAttempts) return { retry: false, outcome: 'Failed', why: 'retriesExhausted' };
+  const budget = cause === 'ownerLostBeforeStart' ? Math.max(resolved.maxAttempts, DEFAULTS.maxAttempts) : resolved.maxAttempts;
+  if (nextAttempt > budget) return { retry: false, outcome: 'Failed', why: 'retriesExhausted' };
   return { retry: true, nextAttempt, backoffSeconds: backoffSeconds(resolved, nextAttempt) };
 }

@@ -36,6 +36,7 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }>
   Succeeded: { event: { type: 'Succeeded', outputs: { answer: '42' } }, spec: {} },
   Failed: { event: { type: 'Failed', reason: 'NonZeroExit', message: 'exit 3', exitCode: 3 }, spec: {} },
   TimedOut: { event: { type: 'TimedOut', reason: 'Timeout', message: 'lifetime over' }, spec: {} },
+  CancelAccepted: { event: { type: 'CancelAccepted', message: 'stopping the task' }, spec: { cancelRequested: true } },
   Cancelled: { event: { type: 'Cancelled', message: 'stopped' }, spec: { cancelRequested: true } },
   Requeue: { event: { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 10, message: 'retrying' }, spec: functionMode },
   MarkRecovering: { event: { type: 'MarkRecovering', message: 'Pod lease expired' }, spec: {} },
@@ -55,6 +56,7 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   Succeeded: { writers: ['runtimed'], from: ['Running'] },
   Failed: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   TimedOut: { writers: ['runtimed'], from: ['Running', 'Ready'] },
+  CancelAccepted: { writers: ['runtimed'], from: ['Running', 'Ready'] },
   Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   Requeue: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
   MarkRecovering: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
@@ -72,6 +74,7 @@ const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   Succeeded: 'Succeeded',
   Failed: 'Failed',
   TimedOut: 'Timeout',
+  CancelAccepted: 'same',
   Cancelled: 'Cancelled',
   Requeue: 'Pending',
   MarkRecovering: 'same',
@@ -285,6 +288,82 @@ describe('runtimed', () => {
     expect(status).toMatchObject({ phase: 'Timeout', reason: 'IdleTimeout' });
   });
 
+  // Cancel wins over a late report: once spec.cancelRequested is stored, the Run ends
+  // Cancelled whatever the code reported after it, and keeps the report for the record.
+  it.each([
+    [
+      'a late success (exit 0 and outputs)',
+      makeRun('Running', { cancelRequested: true }),
+      samples.Succeeded.event,
+      'runtimed',
+      { exitCode: 0, outputs: { answer: '42' } },
+      'the task then exited 0 (outputs: answer)',
+    ],
+    [
+      'a late success of a task being cancelled (reason Cancelling)',
+      makeRun('Running', { cancelRequested: true }, { reason: 'Cancelling' }),
+      { type: 'Succeeded' } as const,
+      'runtimed',
+      { exitCode: 0 },
+      'the task then exited 0',
+    ],
+    [
+      'a late non-zero exit',
+      makeRun('Running', { cancelRequested: true }),
+      samples.Failed.event,
+      'runtimed',
+      { exitCode: 3 },
+      'the attempt then failed (NonZeroExit): exit 3',
+    ],
+    [
+      'a failure by stale-recovery',
+      makeRun('Running', { cancelRequested: true }),
+      { type: 'Failed', reason: 'RetriesExhausted', message: 'owner lost' } as const,
+      'stale-recovery',
+      {},
+      'owner lost',
+    ],
+    ['a late timeout', makeRun('Running', { cancelRequested: true }), samples.TimedOut.event, 'runtimed', {}, 'then timed out (Timeout)'],
+  ] as const)('a stored cancel wins over %s: Cancelled, the report recorded', (_name, run, event, writer, recorded, message) => {
+    const status = expectOk(transition({ run, event, writer, now: NOW }));
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', completionTime: NOW, ...recorded });
+    expect(status.message).toContain('cancel requested before the outcome was recorded');
+    expect(status.message).toContain(message);
+    expect(status.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason: 'Cancelled' });
+  });
+
+  it('accepts a cancel: the phase stays, Ready=False Cancelling, for a task and for a Ready function', () => {
+    const task = expectOk(
+      transition({ run: makeRun('Running', { cancelRequested: true }), event: samples.CancelAccepted.event, writer: 'runtimed', now: NOW }),
+    );
+    expect(task).toMatchObject({ phase: 'Running', reason: 'Cancelling', message: 'stopping the task' });
+    expect(task).not.toHaveProperty('completionTime');
+    expect(task.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason: 'Cancelling' });
+    const run = makeRun('Ready', { ...functionMode, cancelRequested: true }, { endpoint: { protocol: 'HTTPS', url: 'https://gw' } });
+    const fn = expectOk(transition({ run, event: samples.CancelAccepted.event, writer: 'runtimed', now: NOW }));
+    expect(fn).toMatchObject({ phase: 'Ready', reason: 'Cancelling', endpoint: { url: 'https://gw' } });
+    expect(fn.conditions?.[0]).toMatchObject({ status: 'False', reason: 'Cancelling' });
+  });
+
+  it('refuses to accept a cancel that was not requested', () => {
+    expectRefused(
+      transition({ run: makeRun('Running'), event: samples.CancelAccepted.event, writer: 'runtimed', now: NOW }),
+      'precondition',
+    );
+  });
+
+  it('cancels with the exit code the stopped task reported', () => {
+    const status = expectOk(
+      transition({
+        run: makeRun('Running', { cancelRequested: true }, { reason: 'Cancelling' }),
+        event: { type: 'Cancelled', message: 'stopped', exitCode: 0 },
+        writer: 'runtimed',
+        now: NOW,
+      }),
+    );
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0 });
+  });
+
   it('cancels only when cancel was requested', () => {
     expectRefused(transition({ run: makeRun('Running'), event: samples.Cancelled.event, writer: 'runtimed', now: NOW }), 'precondition');
     const status = expectOk(
@@ -294,7 +373,7 @@ describe('runtimed', () => {
   });
 
   it('requeues its own failed attempt: Pending, attempt + 1, assignment cleared, notBefore after the backoff', () => {
-    const run = makeRun('Running', { retryPolicy: { maxAttempts: 3 } }, { startTime: EARLIER });
+    const run = makeRun('Running', { retryPolicy: { maxAttempts: 3, retrySafe: true } }, { startTime: EARLIER });
     const status = expectOk(transition({ run, event: samples.Requeue.event, writer: 'runtimed', now: NOW }));
     expect(status).toMatchObject({
       phase: 'Pending',
@@ -309,6 +388,14 @@ describe('runtimed', () => {
 
   it.each([
     ['no attempts are left', makeRun('Running', { retryPolicy: { maxAttempts: 1 } }), samples.Requeue.event, 'precondition'],
+    // A task that is not retrySafe runs once: its default is one attempt.
+    ['a task is not retrySafe (default policy)', makeRun('Running'), samples.Requeue.event, 'precondition'],
+    [
+      'a task is not retrySafe (maxAttempts stored before the CRD refused it)',
+      makeRun('Running', { retryPolicy: { maxAttempts: 3, retrySafe: false } }),
+      samples.Requeue.event,
+      'precondition',
+    ],
     ['cancel was requested', makeRun('Running', { cancelRequested: true }), samples.Requeue.event, 'precondition'],
     ['the backoff is negative', makeRun('Running'), { ...samples.Requeue.event, backoffSeconds: -1 } as RunEvent, 'precondition'],
     [

@@ -33,8 +33,13 @@ export type RunEvent =
   | { type: 'Failed'; reason: FailureReason; message: string; exitCode?: number }
   /** runtimed: lifetime (`spec.timeout`) or idle timeout expired. */
   | { type: 'TimedOut'; reason: TimeoutReason; message: string }
-  /** runtimed (stopped the code) or stale-recovery (fence proves the code is gone). */
-  | { type: 'Cancelled'; message: string }
+  /**
+   * runtimed: it accepted the cancel and is stopping the work (SIGTERM, grace, SIGKILL;
+   * or unregistering): the phase stays, Ready is False with reason Cancelling.
+   */
+  | { type: 'CancelAccepted'; message: string }
+  /** runtimed (stopped the code; `exitCode` if the code reported one) or stale-recovery (fence proves the code is gone). */
+  | { type: 'Cancelled'; message: string; exitCode?: number }
   /** runtimed (own failed attempt) or stale-recovery (after the fence): back to Pending, attempt + 1. */
   | { type: 'Requeue'; cause: 'attemptFailed' | 'ownerLost'; backoffSeconds: number; message: string }
   /** stale-recovery: the owner looks lost; not ready until fenced. */
@@ -95,6 +100,7 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   Succeeded: { writers: ['runtimed'], from: ['Running'] },
   Failed: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   TimedOut: { writers: ['runtimed'], from: ['Running', 'Ready'] },
+  CancelAccepted: { writers: ['runtimed'], from: ['Running', 'Ready'] },
   Cancelled: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Requeue: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   MarkRecovering: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
@@ -156,6 +162,11 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
     ok: true,
     status: withReady({ ...previous, ...extra, phase: terminal, completionTime: now }, false, reason, message),
   });
+  // Once the API server stored the cancel request, the user's request wins over whatever
+  // the code reported after it (docs/lifecycle.md "Cancel"): the Run ends Cancelled and
+  // keeps the report (exit code, outputs) for the record.
+  const cancelWins = (reported: string, extra: Partial<RunStatus> = {}): TransitionResult =>
+    finish('Cancelled', RUN_REASONS.cancelled, `cancel requested before the outcome was recorded; ${reported}`, extra);
 
   switch (event.type) {
     case 'Unschedulable':
@@ -218,21 +229,31 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
       const outputs = event.outputs ?? {};
       const violations = validateOutputs(outputs);
       if (violations.length > 0) return refuse('bounds', violations.map((v) => `${v.field}: ${v.message}`).join('; '));
-      return finish('Succeeded', RUN_REASONS.succeeded, 'completed', {
-        exitCode: 0,
-        ...(Object.keys(outputs).length > 0 ? { outputs: { ...outputs } } : {}),
-      });
+      const reported = { exitCode: 0, ...(Object.keys(outputs).length > 0 ? { outputs: { ...outputs } } : {}) };
+      if (cancelRequested) {
+        const keys = Object.keys(outputs);
+        return cancelWins(`the task then exited 0${keys.length > 0 ? ` (outputs: ${keys.join(', ')})` : ''}`, reported);
+      }
+      return finish('Succeeded', RUN_REASONS.succeeded, 'completed', reported);
     }
 
-    case 'Failed':
-      return finish('Failed', event.reason, event.message, event.exitCode === undefined ? {} : { exitCode: event.exitCode });
+    case 'Failed': {
+      const reported = event.exitCode === undefined ? {} : { exitCode: event.exitCode };
+      if (cancelRequested) return cancelWins(`the attempt then failed (${event.reason}): ${event.message}`, reported);
+      return finish('Failed', event.reason, event.message, reported);
+    }
 
     case 'TimedOut':
+      if (cancelRequested) return cancelWins(`then timed out (${event.reason}): ${event.message}`);
       return finish('Timeout', event.reason, event.message);
+
+    case 'CancelAccepted':
+      if (!cancelRequested) return refuse('precondition', 'spec.cancelRequested is not true');
+      return { ok: true, status: withReady({ ...previous, phase }, false, RUN_REASONS.cancelling, event.message) };
 
     case 'Cancelled':
       if (!cancelRequested) return refuse('precondition', 'spec.cancelRequested is not true');
-      return finish('Cancelled', RUN_REASONS.cancelled, event.message);
+      return finish('Cancelled', RUN_REASONS.cancelled, event.message, event.exitCode === undefined ? {} : { exitCode: event.exitCode });
 
     case 'Requeue': {
       if (cancelRequested) return refuse('precondition', 'cancel was requested; end the Run instead');
@@ -242,7 +263,14 @@ export function transition({ run, event, writer, now }: TransitionInput): Transi
       const cause = event.cause === 'ownerLost' && classify(phase) === 'assigned' ? 'ownerLostBeforeStart' : event.cause;
       const decision = decideRetry(mode, run.spec.retryPolicy, attempt, cause);
       if (!decision.retry) {
-        return refuse('precondition', decision.why === 'notRetrySafe' ? 'the task is not retrySafe' : 'no attempts left');
+        const runsOnce = mode === 'task' && run.spec.retryPolicy?.retrySafe !== true && cause === 'attemptFailed';
+        const why =
+          decision.why === 'notRetrySafe'
+            ? 'the task is not retrySafe'
+            : runsOnce
+              ? 'the task is not retrySafe: it runs once'
+              : 'no attempts left';
+        return refuse('precondition', why);
       }
       if (!Number.isFinite(event.backoffSeconds) || event.backoffSeconds < 0) {
         return refuse('precondition', 'backoffSeconds must be a finite, non-negative number');

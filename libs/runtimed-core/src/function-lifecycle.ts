@@ -14,7 +14,7 @@ export const FUNCTION_POLL_MS = 2_000;
 const IN_FLIGHT_POLL_MS = 250;
 
 /** Stops an epoch's work and cleans up (the task execution's step; a function has no execution). */
-export type StopWork = (ctx: ReconcileContext, why: 'cancel' | 'expire') => Promise<void>;
+export type StopWork = (ctx: ReconcileContext, why: 'cancel' | 'expire') => Promise<unknown>;
 
 /**
  * A function Run on this Pod: register (Ready), watch the registration (fatal errors,

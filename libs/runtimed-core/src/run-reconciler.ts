@@ -138,11 +138,36 @@ export class RunReconciler {
         return this.#functions.watch(ctx, action.lifetimeRemainingMs);
       case 'execute':
         return this.#tasks.execute(ctx, action.lifetimeRemainingMs);
-      case 'cancel':
-        await this.#tasks.stop(ctx, 'cancel');
-        await this.#o.runs.transition(epoch, { type: 'Cancelled', message: 'cancelled by request; the work was stopped and cleaned up' });
-        log.info('cancelled');
+      case 'cancel': {
+        // Cancelling first, so that kubectl and krt show the stop while it lasts (up to the grace period).
+        const accept = async (): Promise<void> => {
+          if (run.status?.reason === RUN_REASONS.cancelling) return;
+          await this.#o.runs.transition(epoch, {
+            type: 'CancelAccepted',
+            message:
+              run.spec.mode.task !== undefined
+                ? `cancel requested; stopping the task (SIGTERM, SIGKILL after ${this.#o.cancelGraceMs / 1000} s)`
+                : 'cancel requested; unregistering the function',
+          });
+          log.info('cancelling');
+        };
+        const exited = await this.#tasks.stop(ctx, 'cancel', accept);
+        // A task that handled SIGTERM and exited on its own has an exit code worth recording.
+        const exitCode = exited?.signal === '' && exited.exitCode >= 0 ? exited.exitCode : undefined;
+        await this.#o.runs.transition(epoch, {
+          type: 'Cancelled',
+          message: `cancelled by request; the work was stopped and cleaned up${
+            exited === undefined
+              ? ''
+              : exitCode === undefined
+                ? ` (the task ended by ${exited.signal || 'a signal'})`
+                : ` (the task exited ${exitCode})`
+          }`,
+          ...(exitCode === undefined ? {} : { exitCode }),
+        });
+        log.info({ exitCode }, 'cancelled');
         return undefined;
+      }
       case 'expire':
         await this.#tasks.stop(ctx, 'expire');
         await this.#o.runs.transition(epoch, {

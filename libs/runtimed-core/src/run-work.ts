@@ -2,7 +2,7 @@ import { RUN_REASONS, runModeKind } from '@kruntimes/api';
 import type { Run, RunSpec } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { pathExists } from '@kruntimes/host';
-import { decideRetry, resolveRetryPolicy } from '@kruntimes/run-state';
+import { TransitionRefusedError, decideRetry, resolveRetryPolicy } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import type { Epoch } from './epoch.ts';
 import { plain } from './plan.ts';
@@ -33,6 +33,8 @@ export interface Execution {
   abort: AbortController;
   /** Set by whoever stops it on purpose, so the execution's own ending writes nothing. */
   stoppedFor?: 'cancel' | 'expire' | 'release';
+  /** What the Runtime Server reported at the end (kept for whoever stopped it to record). */
+  exited?: { exitCode: number; signal: string };
   done: Promise<void>;
 }
 
@@ -150,16 +152,23 @@ export class RunWork {
     await this.cleanUp(ctx, false);
     await this.o.runs.removeFinalizer(epoch);
     if (decision.retry) {
-      await this.o.runs.transition(epoch, {
-        type: 'Requeue',
-        cause: 'attemptFailed',
-        backoffSeconds: decision.backoffSeconds,
-        message: `attempt ${epoch.attempt}: ${message}`,
-      });
-      log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
-      return;
+      try {
+        await this.o.runs.transition(epoch, {
+          type: 'Requeue',
+          cause: 'attemptFailed',
+          backoffSeconds: decision.backoffSeconds,
+          message: `attempt ${epoch.attempt}: ${message}`,
+        });
+        log.info({ nextAttempt: decision.nextAttempt, backoffSeconds: decision.backoffSeconds }, 'attempt failed; requeued');
+        return;
+      } catch (error) {
+        // The live Run refuses another attempt: its cancel was stored meanwhile. The Failed
+        // below ends it Cancelled (cancel wins) and records the exit code.
+        if (!(error instanceof TransitionRefusedError && error.refusal === 'precondition')) throw error;
+        log.info({ reason: error.message }, 'not requeued');
+      }
     }
-    if (decision.why === 'notRetrySafe') {
+    if (!decision.retry && decision.why === 'notRetrySafe') {
       // The execution was lost, not finished: nothing proves what the task did.
       await this.o.runs.transition(epoch, {
         type: 'Interrupted',
@@ -172,13 +181,14 @@ export class RunWork {
     const { exitCode } = options;
     const reason =
       mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
-    const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(spec.retryPolicy).maxAttempts}`;
-    await this.o.runs.transition(epoch, {
+    const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(mode, spec.retryPolicy).maxAttempts}`;
+    // With a stored cancel, the transition writes Cancelled instead (the report recorded).
+    const ended = await this.o.runs.transition(epoch, {
       type: 'Failed',
       reason,
       message: `${why}: ${message}`,
       ...(exitCode === undefined ? {} : { exitCode }),
     });
-    log.info({ reason, why: decision.why }, 'failed; not retried');
+    log.info({ reason, why: decision.retry ? 'cancelRequested' : decision.why, phase: ended.status?.phase }, 'ended; not retried');
   }
 }

@@ -1,4 +1,5 @@
 import { RUN_REASONS } from '@kruntimes/api';
+import type { RunPhase } from '@kruntimes/api';
 import type { ReconcileResult } from '@kruntimes/controller-runtime';
 import { pathExists } from '@kruntimes/host';
 import { runtimeServerV1 } from '@kruntimes/proto';
@@ -76,18 +77,29 @@ export class TaskExecution {
     return undefined;
   }
 
-  /** Stops this epoch's work (task: SIGTERM, grace, SIGKILL; function: unregister) and cleans up. */
-  readonly stop = async (ctx: ReconcileContext, why: 'cancel' | 'expire'): Promise<void> => {
+  /**
+   * Stops this epoch's work (task: SIGTERM, grace, SIGKILL; function: unregister) and
+   * cleans up. `beforeStopping` runs once the execution is marked stopped on purpose and
+   * before it is signalled, so that an end of it meanwhile writes nothing of its own.
+   * Returns how a stopped task exited, if it did here.
+   */
+  readonly stop = async (
+    ctx: ReconcileContext,
+    why: 'cancel' | 'expire',
+    beforeStopping?: () => Promise<void>,
+  ): Promise<Execution['exited']> => {
     const { o } = this.#w;
     const execution = this.#w.local.get(ctx.key)?.execution;
+    if (execution !== undefined) execution.stoppedFor = why;
+    await beforeStopping?.();
     if (execution !== undefined) {
-      execution.stoppedFor = why;
       const { found } = await o.server.cancel(execution.id, o.cancelGraceMs);
       ctx.log.info({ found }, 'stopping the task');
       await execution.done;
     }
     await this.#w.cleanUp(ctx);
     await o.runs.removeFinalizer(ctx.epoch);
+    return execution?.exited;
   };
 
   /** Runs in the background (not in a reconcile worker): a task may run for hours. */
@@ -100,6 +112,7 @@ export class TaskExecution {
     const { o, now } = this.#w;
     const started = now();
     const { exited, failure } = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs);
+    if (exited !== undefined) execution.exited = { exitCode: exited.exitCode, signal: exited.signal };
     const seconds = (now() - started) / 1000;
     try {
       if (execution.stoppedFor !== undefined) {
@@ -210,8 +223,9 @@ export class TaskExecution {
       case ExitReason.EXIT_REASON_COMPLETED:
         if (exitCode === 0) {
           metrics.taskFinished('succeeded', seconds);
-          await this.#finished(ctx, { type: 'Succeeded', outputs: { ...exited.outputs } });
-          ctx.log.info('succeeded');
+          // A cancel stored before this write wins: the transition ends the Run Cancelled.
+          const phase = await this.#finished(ctx, { type: 'Succeeded', outputs: { ...exited.outputs } });
+          ctx.log.info({ phase }, phase === 'Succeeded' ? 'succeeded' : 'exited 0, but its cancel was already requested');
           return;
         }
         metrics.taskFinished('failed', seconds);
@@ -239,10 +253,11 @@ export class TaskExecution {
   }
 
   /** The attempt ended with a terminal outcome: its workspace goes, the outcome is written, the epoch is released. */
-  async #finished({ key, epoch }: ReconcileContext, outcome: RunEvent): Promise<void> {
+  async #finished({ key, epoch }: ReconcileContext, outcome: RunEvent): Promise<RunPhase | undefined> {
     await this.#w.o.workspaces.remove(epoch.uid);
-    await this.#w.o.runs.transition(epoch, outcome);
+    const written = await this.#w.o.runs.transition(epoch, outcome);
     this.#w.forget(key, epoch);
+    return written.status?.phase;
   }
 
   #rememberExecuted(executionId: string): void {

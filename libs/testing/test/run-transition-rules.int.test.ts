@@ -18,6 +18,13 @@ afterEach(async () => {
   await namespace.delete();
 });
 
+/** Applies `change` to the spec of the live Run `name` and PUTs it. */
+async function changeSpecOf(name: string, change: (spec: RunSpec) => void): Promise<Run> {
+  const updated = structuredClone(await runs.get(name));
+  change(updated.spec);
+  return runs.replace(updated);
+}
+
 /** Creates a Run, applies `change` to its spec and PUTs it. */
 async function changeSpec(change: (spec: RunSpec) => void, initial: Partial<RunSpec> = {}): Promise<Run> {
   const run = await runs.create('r', taskSpec(initial));
@@ -94,14 +101,14 @@ describe('spec is immutable after create', () => {
     [
       'retryPolicy',
       (s) => {
-        s.retryPolicy = { maxAttempts: 3, retrySafe: false };
+        s.retryPolicy = { maxAttempts: 1, retrySafe: false, initialBackoffSeconds: 1 };
       },
       'spec.retryPolicy is immutable',
     ],
     [
       'retryPolicy.retrySafe',
       (s) => {
-        s.retryPolicy = { maxAttempts: 2, retrySafe: true };
+        s.retryPolicy = { maxAttempts: 1, retrySafe: true };
       },
       'spec.retryPolicy is immutable',
     ],
@@ -145,6 +152,36 @@ describe('spec is immutable after create', () => {
     const updated = await runs.replace({ ...run, metadata: { ...run.metadata, labels: { team: 'a' } } });
     expect(updated.metadata.labels).toEqual({ team: 'a' });
     expect(updated.spec).toEqual(run.spec);
+  });
+});
+
+describe('spec.retryPolicy: a task that is not retrySafe runs once', () => {
+  const refusal = 'spec.retryPolicy.maxAttempts > 1 needs retryPolicy.retrySafe: true';
+
+  test.each([
+    ['retrySafe false', { maxAttempts: 2, retrySafe: false }],
+    ['retrySafe absent (defaulted to false)', { maxAttempts: 3 }],
+  ])('maxAttempts > 1 on a task with %s is rejected', async (_name, retryPolicy) => {
+    const status = await rejection(runs.create('r', taskSpec({ retryPolicy })));
+    expect(status.code).toBe(422);
+    expect(status.message).toContain(refusal);
+  });
+
+  test.each([
+    ['a task with maxAttempts 1', taskSpec({ retryPolicy: { maxAttempts: 1 } })],
+    ['a retrySafe task with maxAttempts 3', taskSpec({ retryPolicy: { maxAttempts: 3, retrySafe: true } })],
+    [
+      'a function with maxAttempts 3 (registration is always retry-safe)',
+      taskSpec({ mode: { function: { handler: 'main' } }, retryPolicy: { maxAttempts: 3 } }),
+    ],
+  ])('%s is accepted', async (_name, spec) => {
+    const run = await runs.create('r', spec);
+    expect(run.spec.retryPolicy?.maxAttempts).toBe(spec.retryPolicy?.maxAttempts);
+  });
+
+  test('a retryPolicy without maxAttempts stores none (the default depends on retrySafe and the mode)', async () => {
+    const run = await runs.create('r', taskSpec({ retryPolicy: { initialBackoffSeconds: 1 } }));
+    expect(run.spec.retryPolicy).toEqual({ initialBackoffSeconds: 1, maxBackoffSeconds: 300, retrySafe: false });
   });
 });
 
@@ -236,6 +273,23 @@ describe('status rules', () => {
     // Its neighbour: other status fields of a finished Run may still be written.
     const updated = await runs.updateStatus('r', { phase, attempt: 1, message: 'done', reason: 'Finished' });
     expect(updated.status?.message).toBe('done');
+  });
+
+  test('Succeeded is rejected once cancel was requested; Cancelled is accepted', async () => {
+    await runs.create('r', taskSpec({ cancelRequested: true }));
+    await runs.updateStatus('r', { phase: 'Running', attempt: 1 });
+    const rejected = await rejection(runs.updateStatus('r', { phase: 'Succeeded', attempt: 1, exitCode: 0 }));
+    expect(rejected.code).toBe(422);
+    expect(rejected.message).toContain('a Run whose cancel was requested cannot become Succeeded: it ends Cancelled');
+    expect((await runs.updateStatus('r', { phase: 'Cancelled', attempt: 1, exitCode: 0 })).status?.phase).toBe('Cancelled');
+  });
+
+  test('a Run that succeeded before its cancel was requested stays Succeeded and may still be written', async () => {
+    await withStatus({ phase: 'Succeeded', attempt: 1 });
+    await changeSpecOf('r', (s) => {
+      s.cancelRequested = true;
+    });
+    expect((await runs.updateStatus('r', { phase: 'Succeeded', attempt: 1, message: 'done' })).status?.message).toBe('done');
   });
 
   test('active phases may change (Running -> Ready -> Pending with a new attempt)', async () => {

@@ -99,7 +99,7 @@ export function taskSpec(overrides: Partial<RunSpec> = {}): RunSpec {
     mode: { task: { args: ['a'] } },
     env: [{ name: 'GREETING', value: 'hello' }],
     timeout: '90s',
-    retryPolicy: { maxAttempts: 2, retrySafe: false },
+    retryPolicy: { maxAttempts: 1, retrySafe: false },
     ...overrides,
   };
 }
