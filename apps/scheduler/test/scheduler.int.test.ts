@@ -110,7 +110,8 @@ test('Unschedulable reasons, placement as soon as Pods appear, cancel before ass
   await startScheduler();
 
   await env.createRun('orphan', 'missing');
-  await env.createRun('waiting', 'empty');
+  // Retry-safe: the test requeues it after a failed attempt, which a task that is not retry-safe never gets.
+  await env.createRun('waiting', 'empty', { retryPolicy: { retrySafe: true } });
   await env.waitForRun(
     'orphan',
     'RuntimeNotFound',
