@@ -174,6 +174,12 @@ export interface RunStatus {
   message?: string;
   exitCode?: number;
   outputs?: Record<string, string>;
+  /**
+   * The place of the last report of the current attempt among its owner's reports
+   * (runtimed numbers them 1, 2, ...): a report whose number is not higher is older than
+   * what is recorded and is refused. Cleared when a new attempt starts.
+   */
+  reportSequence?: number;
 }
 
 export interface Run {

@@ -205,6 +205,9 @@ const status = object(
     reason: string('CamelCase reason of the current phase.', { maxLength: 128 }),
     message: string('Bounded human-readable detail. Never program output.', { maxLength: BOUNDS.messageBytes }),
     exitCode: int32('Exit code of the last task attempt.'),
+    reportSequence: integer("Number of the owner's last report of the current attempt; never decreases within an attempt.", {
+      minimum: 1,
+    }),
     outputs: {
       type: 'object',
       description: 'Bounded task outputs.',
@@ -228,6 +231,12 @@ const status = object(
         rule: '!has(oldSelf.attempt) || (has(self.attempt) && self.attempt >= oldSelf.attempt)',
         message: 'status.attempt may not decrease',
         fieldPath: '.attempt',
+      },
+      {
+        // Every writer keeps the field; only a new attempt clears it.
+        rule: '!has(oldSelf.reportSequence) || (has(self.attempt) && has(oldSelf.attempt) && self.attempt != oldSelf.attempt) || (has(self.reportSequence) && self.reportSequence >= oldSelf.reportSequence)',
+        message: 'status.reportSequence may not decrease within an attempt: an older report cannot overwrite a newer one',
+        fieldPath: '.reportSequence',
       },
       {
         rule: `!has(oldSelf.phase) || !(oldSelf.phase in ${celStringList(TERMINAL_PHASES)}) || (has(self.phase) && self.phase == oldSelf.phase)`,

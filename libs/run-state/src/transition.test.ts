@@ -479,3 +479,57 @@ describe('stale-recovery', () => {
     );
   });
 });
+
+describe('report sequence (an older report of an attempt never overwrites a newer one)', () => {
+  const running = (reportSequence?: number): Run => makeRun('Running', {}, reportSequence === undefined ? {} : { reportSequence });
+  const succeeded: RunEvent = { type: 'Succeeded' };
+  const statusOf = (result: TransitionResult): RunStatus | undefined => (result.ok ? result.status : undefined);
+
+  it.each([
+    ['the first numbered report of an attempt', undefined, 1, { ok: true, reportSequence: 1 }],
+    ['a newer report', 4, 5, { ok: true, reportSequence: 5 }],
+    ['a report with a gap (reports in between were refused or lost)', 4, 9, { ok: true, reportSequence: 9 }],
+    ['the same report again', 5, 5, { ok: false }],
+    ['an older report', 5, 4, { ok: false }],
+    ['an unnumbered write (another writer) keeps the number', 5, undefined, { ok: true, reportSequence: 5 }],
+  ] as const)('%s: recorded %s, report %s', (_name, recorded, sequence, expected) => {
+    const result = transition({
+      run: running(recorded),
+      event: succeeded,
+      writer: 'runtimed',
+      now: NOW,
+      ...(sequence === undefined ? {} : { sequence }),
+    });
+    expect(result.ok).toBe(expected.ok);
+    if (!expected.ok) {
+      expect(result.ok ? undefined : result.error.refusal).toBe('staleReport');
+      expect(result.ok ? '' : result.error.message).toMatch(/report \d+ of attempt 1 is not newer than the recorded 5/);
+    } else {
+      expect(statusOf(result)?.reportSequence).toBe(expected.reportSequence);
+    }
+  });
+
+  it('a new attempt starts its own count: a requeue clears the number, and its first report is 1 again', () => {
+    const run = makeRun('Running', functionMode, { reportSequence: 7 });
+    const requeued = transition({
+      run,
+      event: { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 0, message: 'retrying' },
+      writer: 'runtimed',
+      now: NOW,
+      sequence: 8,
+    });
+    expect(statusOf(requeued)).toMatchObject({ phase: 'Pending', attempt: 2 });
+    expect(statusOf(requeued)?.reportSequence).toBeUndefined();
+  });
+
+  it('a newer report still goes through the table: a wrong writer is refused', () => {
+    const result = transition({
+      run: running(2),
+      event: { type: 'Bind', pod: 'p', podUID: 'u' },
+      writer: 'runtimed',
+      now: NOW,
+      sequence: 3,
+    });
+    expect(result.ok ? undefined : result.error.refusal).toBe('wrongWriter');
+  });
+});

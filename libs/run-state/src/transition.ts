@@ -65,7 +65,9 @@ export type RefusalKind =
   /** The phase allows it, but a precondition on spec or status does not hold. */
   | 'precondition'
   /** A value is over one of the API bounds. */
-  | 'bounds';
+  | 'bounds'
+  /** The owner's report is not newer than the one recorded for this attempt. */
+  | 'staleReport';
 
 /** A refused transition: a typed, terminal error (retrying the same event cannot help). */
 export class TransitionRefusedError extends KruntimesError {
@@ -119,13 +121,40 @@ export interface TransitionInput {
   writer: WriterRole;
   /** RFC 3339 time of the write (API server time where the caller has it). */
   now: string;
+  /**
+   * The owner's number for this report within the current attempt (runtimed counts 1, 2,
+   * ... as it makes them). Refused unless higher than the recorded status.reportSequence.
+   */
+  sequence?: number;
 }
 
 /**
  * The Run state machine: the next status for an event from a writer, or a typed
  * refusal. Pure: it never modifies its input (which may be an informer cache object).
  */
-export function transition({ run, event, writer, now }: TransitionInput): TransitionResult {
+export function transition(input: TransitionInput): TransitionResult {
+  const { run, event, sequence } = input;
+  const recorded = run.status?.reportSequence;
+  if (sequence !== undefined && recorded !== undefined && sequence <= recorded) {
+    const detail = `report ${String(sequence)} of attempt ${String(run.status?.attempt ?? 0)} is not newer than the recorded ${String(recorded)}`;
+    return { ok: false, error: new TransitionRefusedError('staleReport', currentPhase(run), event.type, detail) };
+  }
+  const result = decide(input);
+  if (!result.ok) return result;
+  return { ok: true, status: withReportSequence(result.status, run.status?.attempt, sequence) };
+}
+
+/** A new attempt starts its own count; otherwise the report's number is recorded (or the old one kept). */
+function withReportSequence(status: RunStatus, previousAttempt: number | undefined, sequence: number | undefined): RunStatus {
+  if (status.attempt !== previousAttempt) {
+    const { reportSequence: _previous, ...rest } = status;
+    return rest;
+  }
+  return sequence === undefined ? status : { ...status, reportSequence: sequence };
+}
+
+/** The transition table proper: every event from every phase. */
+function decide({ run, event, writer, now }: TransitionInput): TransitionResult {
   const phase = currentPhase(run);
   const rule = TRANSITION_RULES[event.type];
   const refuse = (kind: RefusalKind, detail: string): TransitionResult => ({

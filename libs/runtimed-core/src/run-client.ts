@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { KruntimesError } from '@kruntimes/errors';
 import { currentPhase, transition } from '@kruntimes/run-state';
 import { epochMismatch } from './epoch.ts';
+import { ReportNumbers } from './report-numbers.ts';
 import type { Epoch } from './epoch.ts';
 import type { RunEvent } from '@kruntimes/run-state';
 
@@ -56,6 +57,7 @@ export class RunClient {
   readonly #api: CustomObjectsApi;
   readonly #hooks: RunClientHooks;
   readonly #clock: () => Date;
+  readonly #reports = new ReportNumbers();
 
   constructor(kubeConfig: KubeConfig, hooks: RunClientHooks = {}, clock: () => Date = () => new Date()) {
     this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -79,13 +81,18 @@ export class RunClient {
   }
 
   /**
-   * Applies one state-machine event as `runtimed` to the Run of this epoch. Throws
-   * NotOwnerError when the epoch is gone and the run-state TransitionRefusedError when
-   * the machine refuses the event; both are terminal. Returns the written Run.
+   * Applies one state-machine event as `runtimed` to the Run of this epoch, as the
+   * attempt's next numbered report. Throws NotOwnerError when the epoch is gone and the
+   * run-state TransitionRefusedError when the machine refuses the event (`staleReport`
+   * when a newer report of this attempt was recorded meanwhile); both are terminal.
+   * Returns the written Run.
    */
   async transition(epoch: Epoch, event: RunEvent): Promise<Run> {
+    // Numbered once, on the first read: a retry after a 409 is the same report.
+    let sequence: number | undefined;
     return this.#fenced(epoch, async (run) => {
-      const result = transition({ run, event, writer: 'runtimed', now: this.#clock().toISOString() });
+      sequence ??= this.#reports.next(epoch, run.status?.reportSequence);
+      const result = transition({ run, event, writer: 'runtimed', now: this.#clock().toISOString(), sequence });
       if (!result.ok) throw result.error;
       return (await this.#api.replaceNamespacedCustomObjectStatus({
         group: API_GROUP,

@@ -260,6 +260,20 @@ describe('status rules', () => {
     expect((await runs.updateStatus('r', { phase: 'Pending', attempt: 3 })).status?.attempt).toBe(3);
   });
 
+  test('status.reportSequence may not decrease or vanish within an attempt (an older report is refused); a new attempt clears it', async () => {
+    const running = { phase: 'Running', attempt: 1, assignedPod: 'pod-a', assignedPodUID: 'uid-a' } as const;
+    await withStatus({ ...running, reportSequence: 5 });
+    for (const older of [{ ...running, reportSequence: 4 }, running]) {
+      const rejected = await rejection(runs.updateStatus('r', older));
+      expect(rejected.code).toBe(422);
+      expect(rejected.message).toContain('status.reportSequence may not decrease within an attempt');
+    }
+    expect((await runs.updateStatus('r', { ...running, reportSequence: 5 })).status?.reportSequence).toBe(5);
+    expect((await runs.updateStatus('r', { ...running, reportSequence: 6 })).status?.reportSequence).toBe(6);
+    const requeued = await runs.updateStatus('r', { phase: 'Pending', attempt: 2 });
+    expect(requeued.status?.reportSequence).toBeUndefined();
+  });
+
   const terminal = ['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Interrupted'] as const;
 
   test.each(terminal)('a terminal phase (%s) never changes', async (phase) => {
