@@ -31,3 +31,4 @@ export type {
   OwnedPlan,
   OwnedRefusal,
 } from './ensure-owned.ts';
+export { RecencyBoundedMap } from './recency-bounded-map.ts';

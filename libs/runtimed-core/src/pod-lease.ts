@@ -1,6 +1,7 @@
 import { ApiException, CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import type { KubeConfig, V1Lease } from '@kubernetes/client-node';
 import { LABELS, LEASE_ANNOTATIONS } from '@kruntimes/api';
+import { RecencyBoundedMap } from '@kruntimes/controller-runtime';
 import type { PodIdentity } from './config.ts';
 
 /** One Run epoch as the Pod Lease reports it (the Pod is the Lease's holder). */
@@ -34,26 +35,18 @@ export function leaseRunAnnotations(report: LeaseRunReport): Record<string, stri
  * moves to the end, the oldest falls off past the bound.
  */
 export class ReleasedRuns {
-  readonly #refs = new Map<string, RunRef>();
-  readonly #max: number;
+  readonly #refs: RecencyBoundedMap<string, RunRef>;
 
   constructor(max = MAX_RELEASED_RUNS) {
-    this.#max = max;
+    this.#refs = new RecencyBoundedMap(max);
   }
 
   add(ref: RunRef): void {
-    const key = `${ref.uid}/${String(ref.attempt)}`;
-    this.#refs.delete(key);
-    this.#refs.set(key, { uid: ref.uid, attempt: ref.attempt });
-    while (this.#refs.size > this.#max) {
-      const oldest = this.#refs.keys().next();
-      if (oldest.done === true) break;
-      this.#refs.delete(oldest.value);
-    }
+    this.#refs.set(`${ref.uid}/${String(ref.attempt)}`, { uid: ref.uid, attempt: ref.attempt });
   }
 
   list(): RunRef[] {
-    return [...this.#refs.values()];
+    return this.#refs.values();
   }
 }
 

@@ -1,3 +1,4 @@
+import { RecencyBoundedMap } from '@kruntimes/controller-runtime';
 import type { RunRef } from './pod-lease.ts';
 
 /** Far more attempts than one Pod works on while their reports are still being written. */
@@ -10,18 +11,12 @@ const MAX_TRACKED_ATTEMPTS = 10_000;
  * live Run's number, so a restarted runtimed continues where the last process stopped.
  */
 export class ReportNumbers {
-  /** Insertion order is use order: the first entry is the least recently numbered attempt. */
-  readonly #last = new Map<string, number>();
+  readonly #last = new RecencyBoundedMap<string, number>(MAX_TRACKED_ATTEMPTS);
 
   next(attempt: RunRef, recorded: number | undefined): number {
     const key = `${attempt.uid}/${String(attempt.attempt)}`;
     const number = Math.max(this.#last.get(key) ?? 0, recorded ?? 0) + 1;
-    this.#last.delete(key);
     this.#last.set(key, number);
-    if (this.#last.size > MAX_TRACKED_ATTEMPTS) {
-      const oldest = this.#last.keys().next();
-      if (oldest.done !== true) this.#last.delete(oldest.value);
-    }
     return number;
   }
 }

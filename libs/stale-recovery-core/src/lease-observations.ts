@@ -1,5 +1,5 @@
 import type { V1Lease } from '@kubernetes/client-node';
-import { objectKey } from '@kruntimes/controller-runtime';
+import { RecencyBoundedMap, objectKey } from '@kruntimes/controller-runtime';
 import type { LeaseObservation, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 
 /** More Pod Leases than any namespace set stale-recovery watches should hold; the oldest are dropped beyond it. */
@@ -16,13 +16,12 @@ const DEFAULT_MAX_LEASES = 50_000;
  */
 export class LeaseObservations {
   readonly #now: () => number;
-  readonly #maxLeases: number;
-  /** namespace/name -> observation, oldest change first (Map insertion order). */
-  readonly #seen = new Map<string, LeaseObservation>();
+  /** namespace/name -> observation, oldest change first (an unchanged record is not set again). */
+  readonly #seen: RecencyBoundedMap<string, LeaseObservation>;
 
   constructor(options: { now: () => number; maxLeases?: number }) {
     this.#now = options.now;
-    this.#maxLeases = Math.max(1, options.maxLeases ?? DEFAULT_MAX_LEASES);
+    this.#seen = new RecencyBoundedMap(Math.max(1, options.maxLeases ?? DEFAULT_MAX_LEASES));
   }
 
   /** The Lease as just seen (an informer add or update, or the cache at decision time): when its current record was first seen. */
@@ -32,13 +31,7 @@ export class LeaseObservations {
     const previous = this.#seen.get(key);
     if (previous?.record === record) return previous;
     const observed = { record, atMs: this.#now() };
-    this.#seen.delete(key);
     this.#seen.set(key, observed);
-    while (this.#seen.size > this.#maxLeases) {
-      const oldest = this.#seen.keys().next().value;
-      if (oldest === undefined) break;
-      this.#seen.delete(oldest);
-    }
     return observed;
   }
 
