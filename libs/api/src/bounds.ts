@@ -40,6 +40,16 @@ export const BOUNDS = {
   capturedStreamBytes: 64 * 1024,
   /** Invocation result (JSON), bytes; same as a request body. */
   resultBytes: 1024 * 1024,
+  /** spec.artifacts.outputs and status.artifacts entries. */
+  artifactCount: 16,
+  /** artifactId, bytes. */
+  artifactIdBytes: 63,
+  /** spec.artifacts.outputs[].maxBytes: the largest single PUT that S3 accepts (5 GiB). */
+  artifactMaxBytes: 5 * 1024 * 1024 * 1024,
+  /** mediaType, bytes. */
+  mediaTypeBytes: 255,
+  /** ArtifactStore prefix, bytes. */
+  artifactPrefixBytes: 256,
 } as const;
 
 /** Defaults applied by the CRD schema and assumed by code when a field is absent. */
@@ -67,4 +77,8 @@ export const DEFAULTS = {
   leaseRenewSeconds: 20,
   authzCacheTtlSeconds: 30,
   cancelGracePeriodSeconds: 10,
+  artifactStoreRegion: 'us-east-1',
+  artifactRetentionAfterRunDeleted: '24h',
+  /** An upload grant expires after this long, or with the attempt's Lease if that comes first. */
+  artifactGrantSeconds: 15 * 60,
 } as const;

@@ -111,6 +111,10 @@ export const RUN_REASONS = {
   interrupted: 'Interrupted',
   ownerLost: 'OwnerLost',
   cancelUnconfirmed: 'CancelUnconfirmed',
+  /** Exit 0, but a declared artifact is not in the manifest or not in the store. */
+  artifactMissing: 'ArtifactMissing',
+  /** Exit 0, but a stored artifact differs from its manifest entry (size, digest) or its declaration. */
+  artifactInvalid: 'ArtifactInvalid',
 } as const;
 
 export type RunReason = (typeof RUN_REASONS)[keyof typeof RUN_REASONS];

@@ -4,3 +4,4 @@ export * from './phases.ts';
 export * from './types.ts';
 export * from './validation.ts';
 export * from './schedule.ts';
+export * from './artifacts.ts';

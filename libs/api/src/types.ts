@@ -1,3 +1,4 @@
+import type { ArtifactRecord, RunArtifacts } from './artifacts.ts';
 import type { ConditionStatus } from './constants.ts';
 import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
 
@@ -145,6 +146,8 @@ export interface RunSpec {
   ttlSecondsAfterFinished?: number;
   /** Set on a retry of a finished Run. */
   parentRunRef?: RunReference;
+  /** Task Runs only: the files the task uploads, and the store they go to. */
+  artifacts?: RunArtifacts;
 }
 
 export interface RunEndpoint {
@@ -174,6 +177,8 @@ export interface RunStatus {
   message?: string;
   exitCode?: number;
   outputs?: Record<string, string>;
+  /** The artifacts of the succeeded attempt, verified in the store before the Run became Succeeded. */
+  artifacts?: ArtifactRecord[];
   /**
    * The place of the last report of the current attempt among its owner's reports
    * (runtimed numbers them 1, 2, ...): a report whose number is not higher is older than

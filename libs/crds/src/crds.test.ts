@@ -134,7 +134,11 @@ describe('RunSchedule CRD (read from the committed YAML)', () => {
     expect(template?.required).toEqual(['runtime', 'source', 'mode']);
     expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['cancelRequested']));
     expect(Object.keys(template?.properties ?? {})).not.toEqual(expect.arrayContaining(['parentRunRef']));
-    // Only the rule every Run it creates must pass: a task that is not retrySafe runs once.
-    expect(rulesOf(template).map((r) => r.message)).toEqual([expect.stringContaining('needs retryPolicy.retrySafe: true')]);
+    // Only the rules every Run it creates must pass: a task that is not retrySafe runs once;
+    // artifacts belong to tasks.
+    expect(rulesOf(template).map((r) => r.message)).toEqual([
+      expect.stringContaining('needs retryPolicy.retrySafe: true'),
+      'spec.artifacts is for task Runs only',
+    ]);
   });
 });

@@ -1,10 +1,13 @@
 import {
+  ARTIFACT_DIGEST_PATTERN,
+  ARTIFACT_ID_PATTERN,
   BOUNDS,
   DEFAULTS,
   DNS1123_LABEL_PATTERN,
   DNS1123_SUBDOMAIN_PATTERN,
   DURATION_PATTERN,
   ENDPOINT_PROTOCOLS,
+  MEDIA_TYPE_PATTERN,
   OUTPUT_KEY_PATTERN,
   RUN_KIND,
   RUN_PHASES,
@@ -78,6 +81,37 @@ const mode = object(
   },
 );
 
+const artifactId = string('Artifact ID: the last segment of its object key.', {
+  pattern: ARTIFACT_ID_PATTERN,
+  maxLength: BOUNDS.artifactIdBytes,
+});
+const mediaType = string('Media type, e.g. text/csv.', { pattern: MEDIA_TYPE_PATTERN, maxLength: BOUNDS.mediaTypeBytes });
+
+const artifacts = object(
+  'Task Runs only: the files the task uploads (through krt.artifacts.put or krt-artifact) and the ArtifactStore they go to. The Run succeeds only once every required one is verified in the store.',
+  {
+    store: string('Name of an ArtifactStore in the Run namespace.', {
+      pattern: DNS1123_SUBDOMAIN_PATTERN,
+      maxLength: BOUNDS.dnsSubdomainBytes,
+    }),
+    outputs: array(
+      'Declared artifacts.',
+      object(
+        'One artifact.',
+        {
+          id: artifactId,
+          maxBytes: integer('Upper bound of its size; a grant for more is refused.', { minimum: 0, maximum: BOUNDS.artifactMaxBytes }),
+          mediaType,
+          optional: boolean('It may be missing; a required one missing fails the Run.', { default: false }),
+        },
+        { required: ['id', 'maxBytes', 'mediaType'] },
+      ),
+      { minItems: 1, maxItems: BOUNDS.artifactCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['id'] },
+    ),
+  },
+  { required: ['store', 'outputs'] },
+);
+
 /** The fields a Run shares with a RunSchedule's runTemplate (what to run, not its lifecycle requests). */
 const templatedSpecProperties: Record<string, JsonSchema> = {
   runtime: string('Name of the Runtime in this namespace.', { pattern: DNS1123_LABEL_PATTERN, maxLength: BOUNDS.dnsLabelBytes }),
@@ -122,6 +156,7 @@ const templatedSpecProperties: Record<string, JsonSchema> = {
     ),
   }),
   ttlSecondsAfterFinished: integer('Delete the Run this long after it finished. Mutable.', { minimum: 0 }),
+  artifacts,
 };
 
 const RUN_SPEC_REQUIRED = ['runtime', 'source', 'mode'] as const;
@@ -134,11 +169,18 @@ const retryNeedsRetrySafe = {
   reason: 'FieldValueForbidden',
 } as const;
 
+const artifactsNeedTask = {
+  rule: '!has(self.artifacts) || has(self.mode.task)',
+  message: 'spec.artifacts is for task Runs only',
+  fieldPath: '.artifacts',
+  reason: 'FieldValueForbidden',
+} as const;
+
 /** A Run spec as a RunSchedule's runTemplate holds it: mutable, without cancelRequested and parentRunRef. */
 export function runTemplateSpecSchema(): JsonSchema {
   return object('The spec of every Run created (a Run spec without cancelRequested and parentRunRef).', templatedSpecProperties, {
     required: RUN_SPEC_REQUIRED,
-    'x-kubernetes-validations': [retryNeedsRetrySafe],
+    'x-kubernetes-validations': [retryNeedsRetrySafe, artifactsNeedTask],
   });
 }
 
@@ -166,7 +208,9 @@ const spec = object(
       immutableOptional('timeout'),
       immutableOptional('retryPolicy'),
       immutableOptional('parentRunRef'),
+      immutableOptional('artifacts'),
       retryNeedsRetrySafe,
+      artifactsNeedTask,
       {
         rule: '!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || (has(self.cancelRequested) && self.cancelRequested)',
         message: 'spec.cancelRequested may only change from false to true',
@@ -208,6 +252,20 @@ const status = object(
     reportSequence: integer("Number of the owner's last report of the current attempt; never decreases within an attempt.", {
       minimum: 1,
     }),
+    artifacts: array(
+      'Artifacts of the succeeded attempt, each verified in the store (exists, size, digest). No URLs: `krt artifacts` downloads them.',
+      object(
+        'One verified artifact.',
+        {
+          id: artifactId,
+          digest: string('sha256:<64 hex> of its bytes.', { pattern: ARTIFACT_DIGEST_PATTERN, maxLength: 71 }),
+          size: integer('Size in bytes.', { minimum: 0, maximum: BOUNDS.artifactMaxBytes }),
+          mediaType,
+        },
+        { required: ['id', 'digest', 'size', 'mediaType'] },
+      ),
+      { maxItems: BOUNDS.artifactCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['id'] },
+    ),
     outputs: {
       type: 'object',
       description: 'Bounded task outputs.',

@@ -187,6 +187,27 @@ export const ERROR_CODES = {
     triggersRecovery: false,
     summary: 'the route exists but not for this HTTP method',
   },
+  ArtifactNotDeclared: {
+    grpc: 'INVALID_ARGUMENT',
+    http: 400,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the artifact ID is not in spec.artifacts, or its media type differs from the declared one',
+  },
+  ArtifactTooLarge: {
+    grpc: 'OUT_OF_RANGE',
+    http: 413,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the artifact is larger than its declared maxBytes',
+  },
+  ArtifactStoreUnavailable: {
+    grpc: 'UNAVAILABLE',
+    http: 503,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the ArtifactStore, its credentials Secret or the object store cannot be reached',
+  },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -269,6 +269,73 @@ describe('runtimed', () => {
     expectRefused(transition({ run, event, writer: 'runtimed', now: NOW }), refusal);
   });
 
+  describe('artifacts of a succeeded task', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const declared: Partial<RunSpec> = {
+      artifacts: {
+        store: 'store',
+        outputs: [
+          { id: 'report.csv', maxBytes: 100, mediaType: 'text/csv' },
+          { id: 'extra', maxBytes: 10, mediaType: 'application/json', optional: true },
+        ],
+      },
+    };
+    const report = { id: 'report.csv', digest, size: 100, mediaType: 'text/csv' };
+
+    it('records the verified artifacts with the outcome', () => {
+      const event: RunEvent = { type: 'Succeeded', artifacts: [report] };
+      const status = expectOk(transition({ run: makeRun('Running', declared), event, writer: 'runtimed', now: NOW }));
+      expect(status).toMatchObject({ phase: 'Succeeded', artifacts: [report] });
+      expect(status.artifacts?.[0]).not.toBe(report);
+    });
+
+    it.each<[string, Partial<RunSpec>, RunEvent, TransitionRefusedError['refusal'], string]>([
+      ['a required one missing', declared, { type: 'Succeeded' }, 'precondition', 'required artifacts missing: report.csv'],
+      [
+        'an undeclared one',
+        declared,
+        { type: 'Succeeded', artifacts: [report, { ...report, id: 'other' }] },
+        'precondition',
+        'other is not declared',
+      ],
+      ['one listed twice', declared, { type: 'Succeeded', artifacts: [report, report] }, 'precondition', 'listed twice'],
+      ['a bad digest', declared, { type: 'Succeeded', artifacts: [{ ...report, digest: 'md5:x' }] }, 'bounds', 'digest'],
+      ['one over its maxBytes', declared, { type: 'Succeeded', artifacts: [{ ...report, size: 101 }] }, 'bounds', 'over its maxBytes 100'],
+      ['a negative size', declared, { type: 'Succeeded', artifacts: [{ ...report, size: -1 }] }, 'bounds', 'size -1'],
+      [
+        'another media type',
+        declared,
+        { type: 'Succeeded', artifacts: [{ ...report, mediaType: 'text/plain' }] },
+        'precondition',
+        'not the declared text/csv',
+      ],
+      ['artifacts of a Run that declares none', {}, { type: 'Succeeded', artifacts: [report] }, 'precondition', 'declares no artifacts'],
+      [
+        'more than the bound',
+        declared,
+        { type: 'Succeeded', artifacts: Array.from({ length: BOUNDS.artifactCount + 1 }, () => report) },
+        'bounds',
+        `at most ${String(BOUNDS.artifactCount)}`,
+      ],
+    ])('refuses success with %s', (_name, spec, event, refusal, detail) => {
+      const error = expectRefused(transition({ run: makeRun('Running', spec), event, writer: 'runtimed', now: NOW }), refusal);
+      expect(error.message).toContain(detail);
+    });
+
+    it('an optional one may be missing', () => {
+      const event: RunEvent = { type: 'Succeeded', artifacts: [report] };
+      expectOk(transition({ run: makeRun('Running', declared), event, writer: 'runtimed', now: NOW }));
+    });
+
+    it.each(['ArtifactMissing', 'ArtifactInvalid'] as const)('fails with %s', (reason) => {
+      const event: RunEvent = { type: 'Failed', reason, message: 'report.csv is not in the store' };
+      expect(expectOk(transition({ run: makeRun('Running', declared), event, writer: 'runtimed', now: NOW }))).toMatchObject({
+        phase: 'Failed',
+        reason,
+      });
+    });
+  });
+
   it('fails with the exit code and a bounded message', () => {
     const event: RunEvent = { type: 'Failed', reason: 'NonZeroExit', message: 'm'.repeat(BOUNDS.messageBytes * 2), exitCode: 7 };
     const status = expectOk(transition({ run: makeRun('Running'), event, writer: 'runtimed', now: NOW }));

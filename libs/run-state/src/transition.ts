@@ -1,5 +1,14 @@
-import { BOUNDS, CONDITION_TYPES, RUN_REASONS, boundedMessage, runModeKind, utf8ByteLength, validateOutputs } from '@kruntimes/api';
-import type { Run, RunEndpoint, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
+import {
+  ARTIFACT_DIGEST_PATTERN,
+  BOUNDS,
+  CONDITION_TYPES,
+  RUN_REASONS,
+  boundedMessage,
+  runModeKind,
+  utf8ByteLength,
+  validateOutputs,
+} from '@kruntimes/api';
+import type { ArtifactRecord, Run, RunArtifacts, RunEndpoint, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { classify } from './classification.ts';
 import { setCondition } from './conditions.ts';
@@ -10,7 +19,12 @@ export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery';
 
 export type UnschedulableReason = typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity;
 export type FailureReason =
-  typeof RUN_REASONS.failed | typeof RUN_REASONS.nonZeroExit | typeof RUN_REASONS.registrationFailed | typeof RUN_REASONS.retriesExhausted;
+  | typeof RUN_REASONS.failed
+  | typeof RUN_REASONS.nonZeroExit
+  | typeof RUN_REASONS.registrationFailed
+  | typeof RUN_REASONS.retriesExhausted
+  | typeof RUN_REASONS.artifactMissing
+  | typeof RUN_REASONS.artifactInvalid;
 export type TimeoutReason = typeof RUN_REASONS.timeout | typeof RUN_REASONS.idleTimeout;
 export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.cancelUnconfirmed;
 
@@ -27,8 +41,8 @@ export type RunEvent =
   | { type: 'Registered'; endpoint: RunEndpoint }
   /** runtimed: the Runtime Server lost the registration; Ready -> Running (registration recovery). */
   | { type: 'RegistrationLost'; message: string }
-  /** runtimed: a task exited 0. */
-  | { type: 'Succeeded'; outputs?: Record<string, string> }
+  /** runtimed: a task exited 0 and, when it declares artifacts, they were verified in the store. */
+  | { type: 'Succeeded'; outputs?: Record<string, string>; artifacts?: ArtifactRecord[] }
   /** runtimed or stale-recovery: the Run failed for good. */
   | { type: 'Failed'; reason: FailureReason; message: string; exitCode?: number }
   /** runtimed: lifetime (`spec.timeout`) or idle timeout expired. */
@@ -258,7 +272,14 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
       const outputs = event.outputs ?? {};
       const violations = validateOutputs(outputs);
       if (violations.length > 0) return refuse('bounds', violations.map((v) => `${v.field}: ${v.message}`).join('; '));
-      const reported = { exitCode: 0, ...(Object.keys(outputs).length > 0 ? { outputs: { ...outputs } } : {}) };
+      const artifacts = event.artifacts ?? [];
+      const artifactsProblem = artifactRecordsProblem(run.spec.artifacts, artifacts);
+      if (artifactsProblem !== undefined) return refuse(artifactsProblem.kind, artifactsProblem.detail);
+      const reported = {
+        exitCode: 0,
+        ...(Object.keys(outputs).length > 0 ? { outputs: { ...outputs } } : {}),
+        ...(artifacts.length > 0 ? { artifacts: structuredClone(artifacts) } : {}),
+      };
       if (cancelRequested) {
         const keys = Object.keys(outputs);
         return cancelWins(`the task then exited 0${keys.length > 0 ? ` (outputs: ${keys.join(', ')})` : ''}`, reported);
@@ -346,3 +367,45 @@ export function endpointBoundsProblem(endpoint: RunEndpoint): string | undefined
   }
   return undefined;
 }
+
+/**
+ * The artifacts a Succeeded report carries against what the spec declares: every
+ * required output present, nothing undeclared, each within its declaration and bounds.
+ * runtimed verified them in the store; this keeps any writer from recording less.
+ */
+export function artifactRecordsProblem(
+  declared: RunArtifacts | undefined,
+  records: readonly ArtifactRecord[],
+): { kind: RefusalKind; detail: string } | undefined {
+  if (declared === undefined) {
+    return records.length === 0 ? undefined : { kind: 'precondition', detail: 'the Run declares no artifacts (spec.artifacts)' };
+  }
+  if (records.length > BOUNDS.artifactCount) {
+    return { kind: 'bounds', detail: `${String(records.length)} artifacts, at most ${String(BOUNDS.artifactCount)} allowed` };
+  }
+  const seen = new Set<string>();
+  for (const record of records) {
+    const declaration = declared.outputs.find((output) => output.id === record.id);
+    if (declaration === undefined) return { kind: 'precondition', detail: `artifact ${record.id} is not declared` };
+    if (seen.has(record.id)) return { kind: 'precondition', detail: `artifact ${record.id} is listed twice` };
+    seen.add(record.id);
+    if (!ARTIFACT_DIGEST.test(record.digest)) return { kind: 'bounds', detail: `artifact ${record.id}: digest is not sha256:<64 hex>` };
+    if (!Number.isSafeInteger(record.size) || record.size < 0 || record.size > declaration.maxBytes) {
+      return {
+        kind: 'bounds',
+        detail: `artifact ${record.id}: size ${String(record.size)} is over its maxBytes ${String(declaration.maxBytes)}`,
+      };
+    }
+    if (record.mediaType !== declaration.mediaType) {
+      return {
+        kind: 'precondition',
+        detail: `artifact ${record.id}: media type ${record.mediaType} is not the declared ${declaration.mediaType}`,
+      };
+    }
+  }
+  const missing = declared.outputs.filter((output) => output.optional !== true && !seen.has(output.id)).map((output) => output.id);
+  if (missing.length > 0) return { kind: 'precondition', detail: `required artifacts missing: ${missing.join(', ')}` };
+  return undefined;
+}
+
+const ARTIFACT_DIGEST = new RegExp(ARTIFACT_DIGEST_PATTERN);

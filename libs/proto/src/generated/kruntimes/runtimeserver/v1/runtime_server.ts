@@ -254,12 +254,59 @@ export interface ExecuteRequest {
     | Duration
     | undefined;
   /** Between SIGTERM and SIGKILL on cancel and timeout; unset means 10 s. */
-  gracePeriod?: Duration | undefined;
+  gracePeriod?:
+    | Duration
+    | undefined;
+  /**
+   * Set when the Run declares artifacts (spec.artifacts). The Runtime Server then serves
+   * the execution's local artifacts endpoint (KRT_ARTIFACTS_URL, KRT_ARTIFACTS_TOKEN in
+   * its environment), forwards upload-grant requests to runtimed and keeps the
+   * execution's ResultManifest. Unset: that endpoint answers ArtifactNotDeclared.
+   */
+  artifacts?: ArtifactAccess | undefined;
 }
 
 export interface ExecuteRequest_EnvEntry {
   key: string;
   value: string;
+}
+
+/**
+ * How an execution reaches runtimed's upload grants. The store's credentials never
+ * cross this boundary: runtimed presigns, the Runtime Server and user code get URLs.
+ */
+export interface ArtifactAccess {
+  /**
+   * Address of runtimed's kruntimes.runtimed.v1.ArtifactGrants service: loopback
+   * `host:port` or `unix:/path`.
+   */
+  grantAddress: string;
+  /**
+   * Random, per execution: identifies this execution (Run UID and attempt) to that
+   * service. Never put in the user-code process's environment.
+   */
+  grantToken: string;
+  /** spec.artifacts.outputs of the Run, for clear errors before asking runtimed. */
+  declared: DeclaredArtifact[];
+}
+
+export interface DeclaredArtifact {
+  artifactId: string;
+  maxBytes: number;
+  mediaType: string;
+  optional: boolean;
+}
+
+/**
+ * One entry of a ResultManifest: what the execution says it uploaded. No URL: the
+ * object key follows from the Run, the attempt and the artifact ID.
+ */
+export interface ManifestEntry {
+  artifactId: string;
+  /** Lowercase hex SHA-256 of the object's bytes. */
+  sha256: string;
+  size: number;
+  mediaType: string;
 }
 
 export interface ExecutionStarted {
@@ -293,7 +340,15 @@ export interface ExecutionExited {
   outputsError: string;
   /** Details for START_FAILED and for the logs. */
   message: string;
-  time?: Date | undefined;
+  time?:
+    | Date
+    | undefined;
+  /**
+   * The ResultManifest: the artifacts the execution recorded through its local
+   * artifacts endpoint, one entry per artifact ID (the last record wins), at most the
+   * number declared. runtimed verifies them in the store before the Run may succeed.
+   */
+  manifest: ManifestEntry[];
 }
 
 export interface ExecutionExited_OutputsEntry {
@@ -1220,6 +1275,7 @@ function createBaseExecuteRequest(): ExecuteRequest {
     env: {},
     timeout: undefined,
     gracePeriod: undefined,
+    artifacts: undefined,
   };
 }
 
@@ -1251,6 +1307,9 @@ export const ExecuteRequest = {
     }
     if (message.gracePeriod !== undefined) {
       Duration.encode(message.gracePeriod, writer.uint32(74).fork()).ldelim();
+    }
+    if (message.artifacts !== undefined) {
+      ArtifactAccess.encode(message.artifacts, writer.uint32(82).fork()).ldelim();
     }
     return writer;
   },
@@ -1328,6 +1387,13 @@ export const ExecuteRequest = {
 
           message.gracePeriod = Duration.decode(reader, reader.uint32());
           continue;
+        case 10:
+          if (tag !== 82) {
+            break;
+          }
+
+          message.artifacts = ArtifactAccess.decode(reader, reader.uint32());
+          continue;
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1359,6 +1425,9 @@ export const ExecuteRequest = {
       : undefined;
     message.gracePeriod = (object.gracePeriod !== undefined && object.gracePeriod !== null)
       ? Duration.fromPartial(object.gracePeriod)
+      : undefined;
+    message.artifacts = (object.artifacts !== undefined && object.artifacts !== null)
+      ? ArtifactAccess.fromPartial(object.artifacts)
       : undefined;
     return message;
   },
@@ -1416,6 +1485,229 @@ export const ExecuteRequest_EnvEntry = {
     const message = createBaseExecuteRequest_EnvEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseArtifactAccess(): ArtifactAccess {
+  return { grantAddress: "", grantToken: "", declared: [] };
+}
+
+export const ArtifactAccess = {
+  encode(message: ArtifactAccess, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.grantAddress !== "") {
+      writer.uint32(10).string(message.grantAddress);
+    }
+    if (message.grantToken !== "") {
+      writer.uint32(18).string(message.grantToken);
+    }
+    for (const v of message.declared) {
+      DeclaredArtifact.encode(v!, writer.uint32(26).fork()).ldelim();
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): ArtifactAccess {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseArtifactAccess();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.grantAddress = reader.string();
+          continue;
+        case 2:
+          if (tag !== 18) {
+            break;
+          }
+
+          message.grantToken = reader.string();
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          message.declared.push(DeclaredArtifact.decode(reader, reader.uint32()));
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<ArtifactAccess>): ArtifactAccess {
+    return ArtifactAccess.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ArtifactAccess>): ArtifactAccess {
+    const message = createBaseArtifactAccess();
+    message.grantAddress = object.grantAddress ?? "";
+    message.grantToken = object.grantToken ?? "";
+    message.declared = object.declared?.map((e) => DeclaredArtifact.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDeclaredArtifact(): DeclaredArtifact {
+  return { artifactId: "", maxBytes: 0, mediaType: "", optional: false };
+}
+
+export const DeclaredArtifact = {
+  encode(message: DeclaredArtifact, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.artifactId !== "") {
+      writer.uint32(10).string(message.artifactId);
+    }
+    if (message.maxBytes !== 0) {
+      writer.uint32(16).uint64(message.maxBytes);
+    }
+    if (message.mediaType !== "") {
+      writer.uint32(26).string(message.mediaType);
+    }
+    if (message.optional !== false) {
+      writer.uint32(32).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): DeclaredArtifact {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseDeclaredArtifact();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.artifactId = reader.string();
+          continue;
+        case 2:
+          if (tag !== 16) {
+            break;
+          }
+
+          message.maxBytes = longToNumber(reader.uint64() as Long);
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          message.mediaType = reader.string();
+          continue;
+        case 4:
+          if (tag !== 32) {
+            break;
+          }
+
+          message.optional = reader.bool();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<DeclaredArtifact>): DeclaredArtifact {
+    return DeclaredArtifact.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DeclaredArtifact>): DeclaredArtifact {
+    const message = createBaseDeclaredArtifact();
+    message.artifactId = object.artifactId ?? "";
+    message.maxBytes = object.maxBytes ?? 0;
+    message.mediaType = object.mediaType ?? "";
+    message.optional = object.optional ?? false;
+    return message;
+  },
+};
+
+function createBaseManifestEntry(): ManifestEntry {
+  return { artifactId: "", sha256: "", size: 0, mediaType: "" };
+}
+
+export const ManifestEntry = {
+  encode(message: ManifestEntry, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.artifactId !== "") {
+      writer.uint32(10).string(message.artifactId);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(18).string(message.sha256);
+    }
+    if (message.size !== 0) {
+      writer.uint32(24).uint64(message.size);
+    }
+    if (message.mediaType !== "") {
+      writer.uint32(34).string(message.mediaType);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): ManifestEntry {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseManifestEntry();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.artifactId = reader.string();
+          continue;
+        case 2:
+          if (tag !== 18) {
+            break;
+          }
+
+          message.sha256 = reader.string();
+          continue;
+        case 3:
+          if (tag !== 24) {
+            break;
+          }
+
+          message.size = longToNumber(reader.uint64() as Long);
+          continue;
+        case 4:
+          if (tag !== 34) {
+            break;
+          }
+
+          message.mediaType = reader.string();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<ManifestEntry>): ManifestEntry {
+    return ManifestEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ManifestEntry>): ManifestEntry {
+    const message = createBaseManifestEntry();
+    message.artifactId = object.artifactId ?? "";
+    message.sha256 = object.sha256 ?? "";
+    message.size = object.size ?? 0;
+    message.mediaType = object.mediaType ?? "";
     return message;
   },
 };
@@ -1555,7 +1847,16 @@ export const LogLine = {
 };
 
 function createBaseExecutionExited(): ExecutionExited {
-  return { reason: 0, exitCode: 0, signal: "", outputs: {}, outputsError: "", message: "", time: undefined };
+  return {
+    reason: 0,
+    exitCode: 0,
+    signal: "",
+    outputs: {},
+    outputsError: "",
+    message: "",
+    time: undefined,
+    manifest: [],
+  };
 }
 
 export const ExecutionExited = {
@@ -1580,6 +1881,9 @@ export const ExecutionExited = {
     }
     if (message.time !== undefined) {
       Timestamp.encode(toTimestamp(message.time), writer.uint32(58).fork()).ldelim();
+    }
+    for (const v of message.manifest) {
+      ManifestEntry.encode(v!, writer.uint32(66).fork()).ldelim();
     }
     return writer;
   },
@@ -1643,6 +1947,13 @@ export const ExecutionExited = {
 
           message.time = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
           continue;
+        case 8:
+          if (tag !== 66) {
+            break;
+          }
+
+          message.manifest.push(ManifestEntry.decode(reader, reader.uint32()));
+          continue;
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1669,6 +1980,7 @@ export const ExecutionExited = {
     message.outputsError = object.outputsError ?? "";
     message.message = object.message ?? "";
     message.time = object.time ?? undefined;
+    message.manifest = object.manifest?.map((e) => ManifestEntry.fromPartial(e)) || [];
     return message;
   },
 };
