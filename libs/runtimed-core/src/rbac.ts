@@ -1,4 +1,4 @@
-import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_PLURAL } from '@kruntimes/api';
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -10,7 +10,11 @@ export interface PolicyRule {
  * What runtimed's ServiceAccount needs in its Runtime's namespace (a Role, not a
  * ClusterRole): read Runs and write their status and the cleanup finalizer, read the
  * ConfigMaps that hold Run sources, watch its Runtime's Pods, keep its Pod Lease, and
- * record the OwnerUnreachable Event on a Run whose owner it could not reach.
+ * record the OwnerUnreachable Event on a Run whose owner it could not reach. For
+ * artifacts it reads ArtifactStores and their credentials Secrets: runtimed presigns the
+ * upload grants and verifies the objects itself, so only runtimed (whose container alone
+ * mounts the ServiceAccount token) holds the store's keys; the Runtime Server container
+ * and the user code get presigned URLs, never the Secret.
  */
 export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
@@ -19,4 +23,6 @@ export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  { apiGroups: [API_GROUP], resources: [ARTIFACT_STORE_PLURAL], verbs: ['get'] },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
 ];

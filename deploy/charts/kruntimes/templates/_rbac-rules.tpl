@@ -127,6 +127,12 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["artifactstores"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["get"]
 {{- end }}
 {{- define "kruntimes.rules.runtimed.namespaced" -}}
 {{- end }}
