@@ -27,6 +27,7 @@ test('identity from the downward API and defaults for everything else', () => {
     leaseDurationSeconds: 90,
     leaseRenewSeconds: 20,
     cancelGraceSeconds: 10,
+    artifactGrantsAddress: '127.0.0.1:0',
     logLevel: 'info',
     containerRoot: '',
   });
@@ -47,6 +48,12 @@ test.each([
   ['metrics on the peer port', { ...IDENTITY, KRT_METRICS_PORT: '7444' }, /KRT_METRICS_PORT and KRT_PEER_PORT are both 7444/],
   ['relative TLS dir', { ...IDENTITY, KRT_TLS_DIR: 'tls' }, /KRT_TLS_DIR="tls" is not an absolute path/],
   ['relative workspace', { ...IDENTITY, KRT_WORKSPACE_DIR: 'ws' }, /not an absolute path/],
+  [
+    'grants on a non-loopback address',
+    { ...IDENTITY, KRT_ARTIFACT_GRANTS: '10.1.2.3:7446' },
+    /KRT_ARTIFACT_GRANTS: refusing to listen on 10.1.2.3/,
+  ],
+  ['grants on no address', { ...IDENTITY, KRT_ARTIFACT_GRANTS: 'nowhere' }, /KRT_ARTIFACT_GRANTS: listen address "nowhere"/],
   ['renew not shorter than lease', { ...IDENTITY, KRT_LEASE_DURATION_SECONDS: '10', KRT_LEASE_RENEW_SECONDS: '10' }, /must be shorter/],
 ] as const)('refuses %s, naming every problem', (_name, env, message) => {
   expect(() => loadConfig(env)).toThrow(message);
@@ -69,6 +76,10 @@ test('ports and the TLS directory from the environment', () => {
     tlsDir: '/etc/tls',
     metricsPort: 0,
   });
+});
+
+test.each(['127.0.0.5:7446', '[::1]:0', 'unix:/run/kruntimes/grants.sock'])('ArtifactGrants may listen on %s', (address) => {
+  expect(loadConfig({ ...IDENTITY, KRT_ARTIFACT_GRANTS: address }).artifactGrantsAddress).toBe(address);
 });
 
 test('function endpoint: the canonical gateway path with the Run UID; caBundle only when configured', () => {

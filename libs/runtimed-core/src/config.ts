@@ -1,6 +1,7 @@
 import { DEFAULTS, RUNTIMED_TLS_MOUNT_PATH, RUNTIME_LANGUAGES, isDns1123Label, isDns1123Subdomain, isUid } from '@kruntimes/api';
 import type { RuntimeLanguage } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
+import { checkListenAddress } from '@kruntimes/runtime-server-core';
 
 /**
  * Everything runtimed needs to know, read once at start from its environment (the Pod
@@ -22,6 +23,7 @@ import { KruntimesError } from '@kruntimes/errors';
  * | `KRT_GATEWAY_HOST` | host (and optional port) of the runtime-gateway in endpoint URLs | `runtime-gateway.kruntimes-system.svc` |
  * | `KRT_GATEWAY_CA_FILE` | PEM file of the gateway's CA, published as `status.endpoint.caBundle` | unset: no caBundle |
  * | `KRT_LEASE_DURATION_SECONDS`, `KRT_LEASE_RENEW_SECONDS` | the Pod Lease | `90`, `20` |
+ * | `KRT_ARTIFACT_GRANTS` | ArtifactGrants (plaintext gRPC for the local Runtime Server): loopback `host:port` (port 0: any free one) or `unix:/path` | `127.0.0.1:0` |
  * | `KRT_CANCEL_GRACE_SECONDS` | SIGTERM -> SIGKILL grace of a cancelled task | `10` |
  * | `KRT_LOG_LEVEL` | pino level | `info` |
  * | `KRUNTIMES_CONTAINER_ROOT` | set only by the local node agent: container paths live under it | unset |
@@ -44,6 +46,8 @@ export interface RuntimedConfig {
   leaseDurationSeconds: number;
   leaseRenewSeconds: number;
   cancelGraceSeconds: number;
+  /** Where ArtifactGrants listens: loopback or a unix socket only (its bound address goes to the Runtime Server per execution). */
+  artifactGrantsAddress: string;
   logLevel: string;
   /** Prefix of every container path on this host (the local node's container root), or ''. */
   containerRoot: string;
@@ -59,6 +63,8 @@ export interface PodIdentity {
 export const DEFAULT_WORKSPACE_DIR = '/var/lib/kruntimes/workspaces';
 export const DEFAULT_GATEWAY_HOST = 'runtime-gateway.kruntimes-system.svc';
 export const DEFAULT_METRICS_PORT = 9464;
+/** Any free loopback port: the bound address reaches the Runtime Server in each ExecuteRequest, so none is fixed. */
+export const DEFAULT_ARTIFACT_GRANTS_ADDRESS = '127.0.0.1:0';
 
 /** Reads and validates the configuration; every problem is reported at once. */
 export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
@@ -94,6 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     leaseDurationSeconds,
     leaseRenewSeconds,
     cancelGraceSeconds: read.integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
+    artifactGrantsAddress: read.listenAddress('KRT_ARTIFACT_GRANTS', DEFAULT_ARTIFACT_GRANTS_ADDRESS),
     logLevel: read.optional('KRT_LOG_LEVEL') ?? 'info',
     containerRoot: read.optional('KRUNTIMES_CONTAINER_ROOT') ?? '',
   };
@@ -136,6 +143,17 @@ class EnvReader {
       return fallback;
     }
     return value;
+  }
+
+  /** A loopback `host:port` or `unix:/path`: the services only the Pod's own containers may reach. */
+  listenAddress(name: string, fallback: string): string {
+    const value = this.optional(name) ?? fallback;
+    try {
+      return checkListenAddress(value);
+    } catch (error) {
+      this.problems.push(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+      return fallback;
+    }
   }
 
   absolutePath(name: string, fallback: string): string {

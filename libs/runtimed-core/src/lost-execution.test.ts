@@ -10,6 +10,7 @@ const EXITED: runtimeServerV1.ExecutionExited = {
   reason: ExitReason.EXIT_REASON_COMPLETED,
   exitCode: 3,
   signal: '',
+  manifest: [],
   outputs: { a: '1' },
   outputsError: '',
   message: '',

@@ -83,6 +83,8 @@ export class PodLease {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #renewing: Promise<void> | undefined;
+  /** Local time (Date.now) at which the last successful renewal was sent. */
+  #renewedAtMs: number | undefined;
 
   constructor(options: PodLeaseOptions) {
     this.#options = options;
@@ -92,6 +94,16 @@ export class PodLease {
   /** Renews once now (resolves when that first renewal was attempted), then on a timer. */
   async start(): Promise<void> {
     await this.#tick();
+  }
+
+  /**
+   * When the Lease expires as this process last renewed it: counted from when that
+   * renewal was sent (no later than when any reader saw it), so never later than the
+   * expiry stale-recovery judges; undefined before the first successful renewal.
+   * Upload grants expire no later than this.
+   */
+  expiresAtMs(): number | undefined {
+    return this.#renewedAtMs === undefined ? undefined : this.#renewedAtMs + this.#options.durationSeconds * 1000;
   }
 
   async stop(): Promise<void> {
@@ -117,6 +129,7 @@ export class PodLease {
   /** One create-or-renew, fenced on resourceVersion (a 409 is retried at the next period). */
   async renew(): Promise<void> {
     const { pod, runtime, durationSeconds } = this.#options;
+    const sentAtMs = Date.now();
     // MicroTime: a plain Date serialises with milliseconds, which the API server refuses.
     const now = new V1MicroTime(this.#options.now?.() ?? Date.now());
     const report = this.#options.runs?.();
@@ -139,6 +152,7 @@ export class PodLease {
           spec: { holderIdentity: pod.uid, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
         },
       });
+      this.#renewedAtMs = sentAtMs;
       this.#options.logger.debug({ lease: pod.name }, 'pod lease created');
       return;
     }
@@ -161,5 +175,6 @@ export class PodLease {
         },
       },
     });
+    this.#renewedAtMs = sentAtMs;
   }
 }

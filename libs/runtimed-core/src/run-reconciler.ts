@@ -4,6 +4,7 @@ import { splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
+import type { TaskArtifacts } from './artifact-outcome.ts';
 import type { Epoch } from './epoch.ts';
 import { FunctionLifecycle } from './function-lifecycle.ts';
 import type { RuntimedMetrics } from './metrics.ts';
@@ -36,6 +37,8 @@ export interface RunReconcilerOptions {
   cached(namespace: string, name: string): ReadonlyDeep<Run> | undefined;
   runs: RunClient;
   server: RuntimeServerClient;
+  /** Upload grants and verification for task Runs that declare artifacts. */
+  artifacts: TaskArtifacts;
   workspaces: Workspaces;
   readConfigMap: ConfigMapReader;
   logger: Logger;

@@ -38,6 +38,8 @@ export interface ExecuteRequest {
   env: Record<string, string>;
   timeoutMs: number | undefined;
   gracePeriodMs: number;
+  /** Only for a task Run that declares artifacts: how the execution reaches runtimed's upload grants. */
+  artifacts?: runtimeServerV1.ArtifactAccess;
 }
 
 export interface InvokeRequest {
@@ -151,6 +153,7 @@ export class RuntimeServerClient {
           env: request.env,
           gracePeriod: durationFromMillis(request.gracePeriodMs),
           ...(request.timeoutMs === undefined ? {} : { timeout: durationFromMillis(request.timeoutMs) }),
+          ...(request.artifacts === undefined ? {} : { artifacts: request.artifacts }),
         },
         {
           signal,

@@ -9,6 +9,10 @@ import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime
 import { KruntimesError } from '@kruntimes/errors';
 import { findCondition } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
+import { ArtifactGrants, startArtifactGrantsServer } from './artifact-grants.ts';
+import type { TaskArtifacts } from './artifact-outcome.ts';
+import { kubernetesStoreResolver } from './artifact-store-access.ts';
+import { ArtifactVerification } from './artifact-verification.ts';
 import type { RuntimedConfig } from './config.ts';
 import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
@@ -57,7 +61,10 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   const { pod } = config;
   const clients = await buildClients(options);
   const caches = buildCaches(options);
-  const { controller, reconciler } = buildReconciler(options, clients, caches);
+  // The Lease is built after the reconciler (it reports the reconciler's Runs); grants read its expiry when asked.
+  const built: { lease?: PodLease } = {};
+  const artifacts = await startArtifacts(options, clients, () => built.lease?.expiresAtMs());
+  const { controller, reconciler } = buildReconciler(options, clients, caches, artifacts.task);
   const runtimeServer = watchRuntimeServer(clients.server, logger);
   let stopping = false;
   const dataplane = await startDataplane({
@@ -70,12 +77,22 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     up: () => !stopping && runtimeServer.serving(),
   });
   const lease = buildPodLease(options, reconciler);
+  built.lease = lease;
   await lease.start();
   controller.start();
   await caches.informers.start();
   const { grpcPort, peerPort, healthPort } = dataplane;
   logger.info(
-    { pod: pod.name, podUID: pod.uid, runtime: config.runtime, grpcPort, peerPort, healthPort, runtimeServer: config.runtimeServerAddress },
+    {
+      pod: pod.name,
+      podUID: pod.uid,
+      runtime: config.runtime,
+      grpcPort,
+      peerPort,
+      healthPort,
+      runtimeServer: config.runtimeServerAddress,
+      artifactGrants: artifacts.task.grantAddress,
+    },
     'runtimed started',
   );
 
@@ -89,6 +106,8 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
       runtimeServer.stop();
       await controller.stop();
       await reconciler.shutdown();
+      // No execution is left: no grant can be asked for any more.
+      await artifacts.stop();
       await caches.informers.stop();
       await lease.stop();
       await dataplane.stop();
@@ -147,10 +166,26 @@ function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Caches {
   return { informers, runs, peers, synced: () => runs.hasSynced && peers.hasSynced };
 }
 
+/** ArtifactGrants on loopback, and the verification at exit 0, over the namespace's ArtifactStores. */
+async function startArtifacts(
+  { config, kubeConfig, logger }: RuntimedOptions,
+  clients: Clients,
+  leaseExpiresAtMs: () => number | undefined,
+): Promise<{ task: TaskArtifacts; stop(): Promise<void> }> {
+  const stores = kubernetesStoreResolver(kubeConfig);
+  const grants = new ArtifactGrants({ runs: clients.runs, stores, leaseExpiresAtMs, logger });
+  const server = await startArtifactGrantsServer(grants, config.artifactGrantsAddress, logger);
+  return {
+    task: { grants, grantAddress: server.address, verification: new ArtifactVerification({ stores }) },
+    stop: () => server.stop(),
+  };
+}
+
 function buildReconciler(
   options: RuntimedOptions,
   clients: Clients,
   caches: Caches,
+  artifacts: TaskArtifacts,
 ): { controller: Controller; reconciler: RunReconciler } {
   const { config, logger, metrics } = options;
   const { pod } = config;
@@ -174,6 +209,7 @@ function buildReconciler(
     cached: (namespace, name) => caches.runs.get(name, namespace) as ReadonlyDeep<Run> | undefined,
     runs: clients.runs,
     server: clients.server,
+    artifacts,
     workspaces: new Workspaces(join(config.containerRoot, config.workspaceDir)),
     readConfigMap: clients.readConfigMap,
     logger,

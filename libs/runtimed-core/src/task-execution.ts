@@ -6,6 +6,7 @@ import { runtimeServerV1 } from '@kruntimes/proto';
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
+import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
 import { ExecutionLostError, settleLostExecution } from './lost-execution.ts';
 import { NotOwnerError } from './run-client.ts';
 import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
@@ -111,7 +112,15 @@ export class TaskExecution {
   ): Promise<void> {
     const { o, now } = this.#w;
     const started = now();
-    const { exited, failure } = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs);
+    // Only while it runs: a token of an ended execution is refused (StaleAttempt).
+    const grant = grantAccess(o.artifacts, ctx);
+    let streamEnd: StreamEnd;
+    try {
+      streamEnd = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs, grant?.access);
+    } finally {
+      grant?.withdraw();
+    }
+    const { exited, failure } = streamEnd;
     if (exited !== undefined) execution.exited = { exitCode: exited.exitCode, signal: exited.signal };
     const seconds = (now() - started) / 1000;
     try {
@@ -143,8 +152,14 @@ export class TaskExecution {
    * `exited` (runtimed did not close it) is an ambiguous end: the Runtime Server is asked
    * what became of the attempt, and the ending it recorded counts as if streamed.
    */
-  async #follow(ctx: ReconcileContext, workdir: string, execution: Execution, lifetimeRemainingMs: number | undefined): Promise<StreamEnd> {
-    const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs);
+  async #follow(
+    ctx: ReconcileContext,
+    workdir: string,
+    execution: Execution,
+    lifetimeRemainingMs: number | undefined,
+    artifacts: runtimeServerV1.ArtifactAccess | undefined,
+  ): Promise<StreamEnd> {
+    const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs, artifacts);
     if (streamed.exited !== undefined || execution.abort.signal.aborted) return streamed;
     return this.#settle(ctx, execution, streamed.failure);
   }
@@ -154,6 +169,7 @@ export class TaskExecution {
     workdir: string,
     execution: Execution,
     lifetimeRemainingMs: number | undefined,
+    artifacts: runtimeServerV1.ArtifactAccess | undefined,
   ): Promise<StreamEnd> {
     const { o } = this.#w;
     let exited: runtimeServerV1.ExecutionExited | undefined;
@@ -169,6 +185,7 @@ export class TaskExecution {
           env: runEnv(run, o.runtime, epoch.attempt),
           timeoutMs: lifetimeRemainingMs,
           gracePeriodMs: o.cancelGraceMs,
+          ...(artifacts === undefined ? {} : { artifacts }),
         },
         execution.abort.signal,
       );
@@ -222,10 +239,7 @@ export class TaskExecution {
     switch (reason) {
       case ExitReason.EXIT_REASON_COMPLETED:
         if (exitCode === 0) {
-          metrics.taskFinished('succeeded', seconds);
-          // A cancel stored before this write wins: the transition ends the Run Cancelled.
-          const phase = await this.#finished(ctx, { type: 'Succeeded', outputs: { ...exited.outputs } });
-          ctx.log.info({ phase }, phase === 'Succeeded' ? 'succeeded' : 'exited 0, but its cancel was already requested');
+          await this.#exitedZero(ctx, exited, seconds);
           return;
         }
         metrics.taskFinished('failed', seconds);
@@ -249,6 +263,43 @@ export class TaskExecution {
         metrics.taskFinished('failed', seconds);
         await this.#w.attemptFailed(ctx, `the execution ended unexpectedly (${message || String(reason)})`, { interrupted: true });
         return;
+    }
+  }
+
+  /**
+   * Exit 0: Succeeded, once the artifacts the Run declares are verified in the store. A
+   * missing or mismatched one ends it Failed (the same code would give the same result);
+   * a store that cannot be read makes the attempt interrupted.
+   */
+  async #exitedZero(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, seconds: number): Promise<void> {
+    const { metrics, artifacts } = this.#w.o;
+    const outcome = await exitZeroOutcome(artifacts, ctx, exited.manifest);
+    switch (outcome.type) {
+      case 'interrupted':
+        metrics.taskFinished('failed', seconds);
+        await this.#w.attemptFailed(ctx, `exited 0, but its artifacts could not be verified: ${outcome.message}`, { interrupted: true });
+        return;
+      case 'failed': {
+        metrics.taskFinished('failed', seconds);
+        const phase = await this.#finished(ctx, { type: 'Failed', reason: outcome.reason, message: outcome.message, exitCode: 0 });
+        ctx.log.info({ phase, reason: outcome.reason, why: outcome.message }, 'exited 0, but its artifacts failed verification');
+        return;
+      }
+      case 'succeeded': {
+        metrics.taskFinished('succeeded', seconds);
+        // A cancel stored before this write wins: the transition ends the Run Cancelled.
+        const phase = await this.#finished(ctx, {
+          type: 'Succeeded',
+          outputs: { ...exited.outputs },
+          ...(outcome.artifacts === undefined ? {} : { artifacts: outcome.artifacts }),
+        });
+        ctx.log.info(
+          { phase, artifacts: outcome.artifacts?.length },
+          phase === 'Succeeded' ? 'succeeded' : 'exited 0, but its cancel was already requested',
+        );
+        if (phase === 'Succeeded' && outcome.artifacts !== undefined) await removeUnnamed(artifacts, ctx, outcome.artifacts);
+        return;
+      }
     }
   }
 

@@ -1,0 +1,128 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RUN_REASONS, artifactObjectKey, artifactRunPrefix } from '@kruntimes/api';
+import type { ArtifactRecord, DeclaredArtifact } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import type { Logger } from 'pino';
+import { checkManifest, summarizeProblems } from './artifact-manifest.ts';
+import type { ArtifactProblem, ExpectedArtifact, ManifestEntryInput } from './artifact-manifest.ts';
+import type { ResolvedStore, StoreResolver } from './artifact-store.ts';
+
+/**
+ * Waits between passes over the store when it could not be read: four passes over about
+ * 20 s, well within a Pod Lease (90 s by default), after which the attempt counts as
+ * interrupted (the code may have done its work; the platform could not confirm it).
+ */
+export const DEFAULT_STORE_RETRY_DELAYS_MS: readonly number[] = [2_000, 6_000, 12_000];
+
+/** The attempt whose artifacts are checked. */
+export interface ArtifactAttempt {
+  namespace: string;
+  uid: string;
+  attempt: number;
+  store: string;
+  outputs: readonly DeclaredArtifact[];
+}
+
+export type VerificationOutcome =
+  { type: 'verified'; records: ArtifactRecord[] } | { type: 'failed'; reason: ArtifactProblem['reason']; message: string };
+
+export interface ArtifactVerificationOptions {
+  stores: StoreResolver;
+  retryDelaysMs?: readonly number[];
+}
+
+/**
+ * The check at exit 0 of a task that declares artifacts: the ResultManifest against the
+ * declaration, then every named object in the store (exists, size, and the SHA-256
+ * runtimed computes by streaming it). A missing or mismatched object is a result of the
+ * code (the same code gives the same result): `failed`, never retried. A store that
+ * cannot be read after the bounded retries throws ArtifactStoreUnavailable.
+ */
+export class ArtifactVerification {
+  readonly #stores: StoreResolver;
+  readonly #delays: readonly number[];
+
+  constructor(options: ArtifactVerificationOptions) {
+    this.#stores = options.stores;
+    this.#delays = options.retryDelaysMs ?? DEFAULT_STORE_RETRY_DELAYS_MS;
+  }
+
+  async verify(target: ArtifactAttempt, manifest: readonly ManifestEntryInput[], log: Logger): Promise<VerificationOutcome> {
+    const checked = checkManifest(target.outputs, manifest);
+    const manifestProblem = summarizeProblems(checked.problems);
+    if (manifestProblem !== undefined) return { type: 'failed', ...manifestProblem };
+    for (let pass = 0; ; pass += 1) {
+      try {
+        const store = await this.#stores(target.namespace, target.store);
+        const problem = summarizeProblems(await inStore(store, target, checked.expected));
+        if (problem !== undefined) return { type: 'failed', ...problem };
+        return {
+          type: 'verified',
+          records: checked.expected.map(({ id, sha256Hex, size, mediaType }) => ({ id, digest: `sha256:${sha256Hex}`, size, mediaType })),
+        };
+      } catch (error) {
+        const delay = this.#delays[pass];
+        if (delay === undefined) {
+          throw new KruntimesError(
+            'ArtifactStoreUnavailable',
+            `could not verify the artifacts in store ${target.store} after ${pass + 1} tries: ${errorText(error)}`,
+            { cause: error },
+          );
+        }
+        log.warn({ err: error, pass: pass + 1, retryInMs: delay }, 'the artifact store could not be read; verifying again');
+        await sleep(delay);
+      }
+    }
+  }
+
+  /**
+   * After success: removes every object under the Run's prefix except the ones this
+   * attempt's manifest names (other attempts' uploads, and this attempt's unnamed ones).
+   * Best effort: a failure is logged, the Run stays Succeeded, and the retention of the
+   * store removes what is left when the Run is deleted.
+   */
+  async removeOthers(target: ArtifactAttempt, kept: readonly ArtifactRecord[], log: Logger): Promise<void> {
+    try {
+      const store = await this.#stores(target.namespace, target.store);
+      const keep = new Set(kept.map((record) => artifactObjectKey(store.prefix, target.namespace, target.uid, target.attempt, record.id)));
+      const keys = await store.objects.listKeys(artifactRunPrefix(store.prefix, target.namespace, target.uid));
+      const stale = keys.filter((key) => !keep.has(key));
+      if (stale.length > 0) await store.objects.remove(stale);
+      log.info({ removed: stale.length, kept: keep.size }, 'objects of other attempts and unnamed objects removed');
+    } catch (error) {
+      log.warn({ err: error }, 'removing the objects the manifest does not name failed; they stay until the retention removes them');
+    }
+  }
+}
+
+/** Every expected object against the store; errors reading it propagate (the pass is retried). */
+async function inStore(store: ResolvedStore, target: ArtifactAttempt, expected: readonly ExpectedArtifact[]): Promise<ArtifactProblem[]> {
+  const problems: ArtifactProblem[] = [];
+  for (const artifact of expected) {
+    const key = artifactObjectKey(store.prefix, target.namespace, target.uid, target.attempt, artifact.id);
+    const stat = await store.objects.stat(key);
+    if (stat === undefined) {
+      problems.push({ reason: RUN_REASONS.artifactMissing, message: `${artifact.id} is in the manifest but not in the store` });
+      continue;
+    }
+    if (stat.size !== artifact.size) {
+      problems.push({
+        reason: RUN_REASONS.artifactInvalid,
+        message: `${artifact.id}: the manifest says ${artifact.size} bytes, the store holds ${stat.size}`,
+      });
+      continue;
+    }
+    const found = await store.objects.sha256(key, artifact.size);
+    if (found.size !== artifact.size || found.sha256Hex !== artifact.sha256Hex) {
+      problems.push({
+        reason: RUN_REASONS.artifactInvalid,
+        message: `${artifact.id}: the manifest says sha256 ${artifact.sha256Hex} (${artifact.size} bytes), the stored object has ${found.sha256Hex} (${found.size} bytes)`,
+      });
+    }
+  }
+  return problems;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
