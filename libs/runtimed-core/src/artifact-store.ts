@@ -1,8 +1,7 @@
 /**
  * What runtimed needs of one ArtifactStore's objects: presign one upload, look at and
- * hash one object, list and remove under a prefix. Implemented over the S3 client of
- * @kruntimes/artifacts-core; an interface here so that the grant and verification logic
- * names only what it uses.
+ * hash one object, list and remove under a prefix: the part of @kruntimes/artifacts-core's
+ * ArtifactObjects (the S3 client) that the grant and verification logic uses.
  */
 export interface StoreObjects {
   presignUpload(
@@ -11,10 +10,10 @@ export interface StoreObjects {
   ): Promise<{ url: string; method: string; headers: Record<string, string>; expiresAt: Date }>;
   /** Undefined when there is no such object. */
   stat(key: string): Promise<{ size: number } | undefined>;
-  /** Streams the object and hashes it, reading at most `maxBytes` (more is an error). */
-  sha256(key: string, maxBytes: number): Promise<{ sha256Hex: string; size: number }>;
-  /** Keys under a prefix (bounded by the implementation). */
-  listKeys(prefix: string): Promise<string[]>;
+  /** Streams the object and hashes it, reading at most `maxBytes` (more is an error); undefined when there is no such object. */
+  sha256(key: string, maxBytes: number): Promise<{ sha256Hex: string; size: number } | undefined>;
+  /** The objects under a prefix (bounded by the implementation). */
+  list(prefix: string): AsyncIterable<{ key: string }>;
   remove(keys: readonly string[]): Promise<void>;
 }
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RUN_REASONS, artifactObjectKey, artifactRunPrefix } from '@kruntimes/api';
 import type { ArtifactRecord, DeclaredArtifact } from '@kruntimes/api';
-import { KruntimesError } from '@kruntimes/errors';
+import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
 import { checkManifest, summarizeProblems } from './artifact-manifest.ts';
 import type { ArtifactProblem, ExpectedArtifact, ManifestEntryInput } from './artifact-manifest.ts';
@@ -87,8 +87,10 @@ export class ArtifactVerification {
     try {
       const store = await this.#stores(target.namespace, target.store);
       const keep = new Set(kept.map((record) => artifactObjectKey(store.prefix, target.namespace, target.uid, target.attempt, record.id)));
-      const keys = await store.objects.listKeys(artifactRunPrefix(store.prefix, target.namespace, target.uid));
-      const stale = keys.filter((key) => !keep.has(key));
+      const stale: string[] = [];
+      for await (const { key } of store.objects.list(artifactRunPrefix(store.prefix, target.namespace, target.uid))) {
+        if (!keep.has(key)) stale.push(key);
+      }
       if (stale.length > 0) await store.objects.remove(stale);
       log.info({ removed: stale.length, kept: keep.size }, 'objects of other attempts and unnamed objects removed');
     } catch (error) {
@@ -114,8 +116,17 @@ async function inStore(store: ResolvedStore, target: ArtifactAttempt, expected: 
       });
       continue;
     }
-    const found = await store.objects.sha256(key, artifact.size);
-    if (found.size !== artifact.size || found.sha256Hex !== artifact.sha256Hex) {
+    const found = await hashAtMost(store, key, artifact.size);
+    if (found === 'larger') {
+      problems.push({
+        reason: RUN_REASONS.artifactInvalid,
+        message: `${artifact.id}: the manifest says ${artifact.size} bytes, the stored object is larger`,
+      });
+      continue;
+    }
+    if (found === undefined) {
+      problems.push({ reason: RUN_REASONS.artifactMissing, message: `${artifact.id} is in the manifest but not in the store` });
+    } else if (found.size !== artifact.size || found.sha256Hex !== artifact.sha256Hex) {
       problems.push({
         reason: RUN_REASONS.artifactInvalid,
         message: `${artifact.id}: the manifest says sha256 ${artifact.sha256Hex} (${artifact.size} bytes), the stored object has ${found.sha256Hex} (${found.size} bytes)`,
@@ -123,6 +134,20 @@ async function inStore(store: ResolvedStore, target: ArtifactAttempt, expected: 
     }
   }
   return problems;
+}
+
+/** The object's digest, or `larger` when it holds more than the manifest says (it changed since its HEAD). */
+async function hashAtMost(
+  store: ResolvedStore,
+  key: string,
+  size: number,
+): Promise<{ sha256Hex: string; size: number } | 'larger' | undefined> {
+  try {
+    return await store.objects.sha256(key, size);
+  } catch (error) {
+    if (isKruntimesError(error) && error.code === 'ArtifactTooLarge') return 'larger';
+    throw error;
+  }
 }
 
 function errorText(error: unknown): string {
