@@ -8,6 +8,8 @@ import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength, validateO
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
 import type { LanguageAdapter, TaskCommand } from './adapter.ts';
+import type { ArtifactClaim } from './artifact-claims.ts';
+import type { ArtifactAccess, ArtifactEndpoint, ArtifactSession } from './artifact-endpoint.ts';
 import type { Clock } from './clock.ts';
 import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
@@ -35,6 +37,8 @@ export interface ExecuteRequest {
   readonly env: Readonly<Record<string, string>>;
   readonly timeoutMs: number | undefined;
   readonly graceMs: number | undefined;
+  /** Set: the execution gets the local artifacts endpoint and reports a ResultManifest. */
+  readonly artifacts: ArtifactAccess | undefined;
 }
 
 export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed';
@@ -56,6 +60,8 @@ export type ExecutionEvent =
       readonly outputs: Readonly<Record<string, string>>;
       readonly outputsError: string;
       readonly message: string;
+      /** The ResultManifest the execution recorded (empty without artifacts). */
+      readonly manifest: readonly ArtifactClaim[];
       readonly time: number;
     };
 
@@ -77,6 +83,8 @@ export interface ExecutionServiceOptions {
   readonly recordCapacity?: number;
   /** How long an ending is remembered (default: EXECUTION_RECORD_RETENTION_MS). */
   readonly recordRetentionMs?: number;
+  /** The local artifacts endpoint; without it an execution with artifacts is refused. */
+  readonly artifacts?: ArtifactEndpoint;
 }
 
 /** Task executions: one process group each, streamed logs, bounded outputs, cancel. */
@@ -86,11 +94,13 @@ export class ExecutionService {
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #record: ExecutionRecord;
+  readonly #artifacts: ArtifactEndpoint | undefined;
 
   constructor(options: ExecutionServiceOptions) {
     this.#adapter = options.adapter;
     this.#logger = options.logger;
     this.#clock = options.clock;
+    this.#artifacts = options.artifacts;
     this.#record = new ExecutionRecord({
       clock: options.clock,
       ...(options.recordCapacity === undefined ? {} : { capacity: options.recordCapacity }),
@@ -125,7 +135,7 @@ export class ExecutionService {
       () => `${request.entrypoint} does not exist in the workdir`,
     );
     if (missing !== undefined) {
-      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing));
+      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing, []));
       return;
     }
     const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
@@ -163,7 +173,17 @@ export class ExecutionService {
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
     const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
-    const child = spawnTask(command, request, outputsFile);
+    const session = this.#openArtifacts(request.artifacts, logger);
+    let child: TaskProcess;
+    try {
+      child = spawnTask(command, request, outputsFile, session?.env ?? {});
+    } catch (error) {
+      session?.close();
+      throw error;
+    }
+    // The token stops working the moment the task's process exits: nothing of the
+    // execution may record or ask for grants after that.
+    const manifest = exited(child).then(() => session?.close() ?? []);
     const running: Running = {
       child,
       graceMs: request.graceMs ?? DEFAULTS.cancelGracePeriodSeconds * 1000,
@@ -173,9 +193,10 @@ export class ExecutionService {
     };
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
+      session?.close();
       yield this.#end(
         request,
-        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`),
+        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`, []),
       );
       return;
     }
@@ -196,10 +217,14 @@ export class ExecutionService {
         outputs: {},
         error: `cannot read the outputs file: ${(error as Error).message}`,
       }));
-      logger.info({ reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error }, 'execution ended');
+      const entries = await manifest;
+      logger.info(
+        { reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error, artifacts: entries.length },
+        'execution ended',
+      );
       return this.#end(
         request,
-        this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage),
+        this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage, entries),
       );
     });
 
@@ -217,6 +242,12 @@ export class ExecutionService {
       await ending;
       this.#running.delete(request.executionId);
     }
+  }
+
+  #openArtifacts(access: ArtifactAccess | undefined, logger: Logger): ArtifactSession | undefined {
+    if (access === undefined) return undefined;
+    if (this.#artifacts === undefined) throw new KruntimesError('Unimplemented', 'this Runtime Server has no artifacts endpoint');
+    return this.#artifacts.open(access, logger);
   }
 
   /** Stops the execution at its timeout, or when the client goes away (maybe already). */
@@ -304,8 +335,9 @@ export class ExecutionService {
     outputs: Readonly<Record<string, string>>,
     outputsError: string,
     message: string,
+    manifest: readonly ArtifactClaim[],
   ): Extract<ExecutionEvent, { kind: 'exited' }> {
-    return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, time: this.#clock() };
+    return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, manifest, time: this.#clock() };
   }
 }
 
@@ -320,7 +352,12 @@ interface StopTriggers {
 }
 
 /** The task's process, leader of its own group (detached) so that it can be stopped whole. */
-function spawnTask(command: TaskCommand, request: ExecuteRequest, outputsFile: string): TaskProcess {
+function spawnTask(
+  command: TaskCommand,
+  request: ExecuteRequest,
+  outputsFile: string,
+  artifactsEnv: Readonly<Record<string, string>>,
+): TaskProcess {
   return spawn(command.command, command.args, {
     cwd: request.workdir,
     env: {
@@ -331,6 +368,7 @@ function spawnTask(command: TaskCommand, request: ExecuteRequest, outputsFile: s
       KRT_ATTEMPT: String(request.attempt),
       KRT_EXECUTION_ID: request.executionId,
       KRT_OUTPUTS_FILE: outputsFile,
+      ...artifactsEnv,
     },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],

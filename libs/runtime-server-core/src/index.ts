@@ -1,4 +1,7 @@
 export * from './adapter.ts';
+export * from './artifact-claims.ts';
+export * from './artifact-endpoint.ts';
+export * from './artifact-grants-client.ts';
 export * from './bounded-capture.ts';
 export * from './clock.ts';
 export * from './execution-record.ts';
