@@ -128,7 +128,11 @@ export class ArtifactEndpoint {
       // The execution may have ended while the body arrived.
       assertOpen(session);
       if (route === 'grants') {
-        const grant = await session.grants.grant(session.access.grantToken, claim, session.ended.signal);
+        const grant = await session.grants.grant(session.access.grantToken, claim, session.ended.signal).catch((error: unknown) => {
+          // Aborted because the execution ended: say so, whatever the abort looked like.
+          assertOpen(session);
+          throw error;
+        });
         assertOpen(session);
         session.logger.info({ artifactId: claim.artifactId, size: claim.size, expiresAt: grant.expiresAt }, 'artifact upload granted');
         send(response, 200, grant);

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
-import { mkdtemp, open, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength, validateOutputs } from '@kruntimes/api';
+import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
 import type { LanguageAdapter, TaskCommand } from './adapter.ts';
@@ -15,6 +15,7 @@ import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import { LineSplitter } from './line-splitter.ts';
+import { readOutputs } from './outputs-file.ts';
 import { exited, signalGroup, terminateGroup } from './process-group.ts';
 import { baseEnv } from './process-env.ts';
 
@@ -24,8 +25,6 @@ export const LOG_LINE_BYTES = 16 * 1024;
 const QUEUE_HIGH_WATER = 256;
 /** How long to wait for the pipes to close after the process group is gone. */
 const PIPE_CLOSE_MS = 2_000;
-/** The outputs file is read only up to this size: the most that valid outputs can take. */
-const OUTPUTS_FILE_BYTES = BOUNDS.outputCount * (BOUNDS.outputKeyBytes + BOUNDS.outputValueBytes * 6 + 16) + 1024;
 
 export interface ExecuteRequest {
   readonly executionId: string;
@@ -399,45 +398,6 @@ function validateExecute(request: ExecuteRequest): string {
   }
   if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
   return entrypoint;
-}
-
-/** Reads $KRT_OUTPUTS_FILE: absent is no outputs; anything invalid is reported, not thrown. */
-export async function readOutputs(path: string): Promise<{ outputs: Record<string, string>; error: string }> {
-  let text: string;
-  try {
-    const file = await open(path, 'r');
-    try {
-      const { size } = await file.stat();
-      if (size > OUTPUTS_FILE_BYTES) return { outputs: {}, error: `outputs file is ${size} bytes, larger than any valid outputs` };
-      text = await file.readFile('utf8');
-    } finally {
-      await file.close();
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { outputs: {}, error: '' };
-    throw error;
-  }
-  return parseOutputs(text);
-}
-
-export function parseOutputs(text: string): { outputs: Record<string, string>; error: string } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return { outputs: {}, error: 'outputs file is not JSON' };
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    return { outputs: {}, error: 'outputs file must hold a JSON object of strings' };
-  }
-  const outputs = parsed as Record<string, unknown>;
-  if (Object.values(outputs).some((value) => typeof value !== 'string')) {
-    return { outputs: {}, error: 'outputs values must be strings' };
-  }
-  const valid = outputs as Record<string, string>;
-  const violations = validateOutputs(valid);
-  if (violations.length > 0) return { outputs: {}, error: violations.map((v) => `${v.field}: ${v.message}`).join('; ') };
-  return { outputs: valid, error: '' };
 }
 
 async function withTimeout(promise: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {

@@ -10,6 +10,7 @@ export * from './function-service.ts';
 export * from './grpc-errors.ts';
 export * from './listen-address.ts';
 export * from './line-splitter.ts';
+export * from './outputs-file.ts';
 export * from './process-env.ts';
 export * from './process-group.ts';
 export * from './registration-table.ts';
