@@ -10,6 +10,7 @@ const { LogStream } = runtimeServerV1;
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 const DATA = randomBytes(200_000);
 const SHA = createHash('sha256').update(DATA).digest('hex');
+const EMPTY_SHA = createHash('sha256').digest('hex');
 const DECLARED = [
   { artifactId: 'data.bin', maxBytes: 1_000_000, mediaType: 'application/octet-stream', optional: false },
   { artifactId: 'notes.txt', maxBytes: 100, mediaType: 'text/plain', optional: true },
@@ -20,6 +21,8 @@ set -e
 krt-artifact put data.bin data.bin
 krt-artifact grant notes.txt 5 ${'b'.repeat(64)} text/plain
 krt-artifact record notes.txt 5 ${'b'.repeat(64)}
+: > empty.txt
+krt-artifact put notes.txt empty.txt
 `;
 
 const REFUSED = `
@@ -77,17 +80,19 @@ describe('runtime-server-bash: artifacts', () => {
     return { runUid, stdout, stderr, exited, grantToken };
   };
 
-  it('krt-artifact put uploads the exact bytes with the grant headers; grant and record are the low-level steps; the manifest arrives', async () => {
+  it('krt-artifact put uploads the exact bytes with the grant headers; grant and record are the low-level steps; an empty file; the manifest arrives', async () => {
     const before = grants.puts.length;
     const { runUid, stdout, stderr, exited } = await run('put.sh');
     expect(stderr).toEqual([]);
     expect(exited?.exitCode).toBe(0);
-    const [put, grant, record] = stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const [put, grant, record, empty] = stdout.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(put).toEqual({ artifactId: 'data.bin', size: DATA.byteLength, sha256: SHA, mediaType: 'application/octet-stream' });
     expect(grant).toMatchObject({ method: 'PUT', headers: { 'content-length': '5', 'content-type': 'text/plain' } });
     expect(record).toMatchObject({ artifactId: 'notes.txt', mediaType: 'text/plain' });
+    expect(empty).toEqual({ artifactId: 'notes.txt', size: 0, sha256: EMPTY_SHA, mediaType: 'text/plain' });
     const puts = grants.puts.slice(before);
-    expect(puts).toHaveLength(1);
+    expect(puts).toHaveLength(2);
+    expect(puts[1]).toMatchObject({ size: 0, sha256: EMPTY_SHA, headers: { 'content-length': '0' } });
     expect(puts[0]).toMatchObject({ method: 'PUT', path: '/bucket/data.bin?X-Amz-Expires=60', size: DATA.byteLength, sha256: SHA });
     expect(puts[0]?.headers).toMatchObject({
       'content-length': String(DATA.byteLength),
@@ -104,7 +109,8 @@ describe('runtime-server-bash: artifacts', () => {
     ]);
     const manifest = [
       { artifactId: 'data.bin', sha256: SHA, size: DATA.byteLength, mediaType: 'application/octet-stream' },
-      { artifactId: 'notes.txt', sha256: 'b'.repeat(64), size: 5, mediaType: 'text/plain' },
+      // Recorded twice: the last record wins.
+      { artifactId: 'notes.txt', sha256: EMPTY_SHA, size: 0, mediaType: 'text/plain' },
     ];
     expect(exited?.manifest).toEqual(manifest);
     expect((await server.client.getExecution({ runUid, attempt: 1 })).exited?.manifest).toEqual(manifest);

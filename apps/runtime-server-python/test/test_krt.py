@@ -108,7 +108,9 @@ class ArtifactsTest(unittest.TestCase):
         self.server.calls, self.server.puts = [], []
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{self.server.server_port}"
-        self.env = mock.patch.dict(os.environ, {"KRT_ARTIFACTS_URL": url, "KRT_ARTIFACTS_TOKEN": "tok"})
+        # A proxy in the environment must not capture calls to the loopback endpoint.
+        env = {"KRT_ARTIFACTS_URL": url, "KRT_ARTIFACTS_TOKEN": "tok", "http_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+        self.env = mock.patch.dict(os.environ, env)
         self.env.start()
         self.dir = tempfile.TemporaryDirectory()
         self.file = os.path.join(self.dir.name, "report.csv")
@@ -152,6 +154,12 @@ class ArtifactsTest(unittest.TestCase):
         self.assertEqual((raised.exception.code, raised.exception.status), ("StoreRejected", 403))
         self.assertIn("Denied", str(raised.exception))
         self.assertEqual([c[0] for c in self.server.calls], ["/v1/grants"])
+
+    def test_an_unreachable_store_raises_store_unreachable(self):
+        with mock.patch.object(krt, "_grant", return_value={"url": "http://127.0.0.1:9/k", "method": "PUT", "headers": {}}):
+            with self.assertRaises(krt.artifacts.ArtifactError) as raised:
+                krt.artifacts.put("report.csv", self.file)
+        self.assertEqual(raised.exception.code, "StoreUnreachable")
 
     def test_grant_returns_the_grant(self):
         grant = krt.artifacts.grant("report.csv", 4, "b" * 64)

@@ -80,12 +80,18 @@ async function upload(grant: Grant, file: string, size: number): Promise<void> {
   const options: RequestOptions = { method: grant.method, headers: grant.headers, timeout: UPLOAD_TIMEOUT_MS };
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
     const request: ClientRequest = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, resolve);
-    request.on('timeout', () => request.destroy(new Refused('StoreRejected', 'the upload timed out')));
-    request.on('error', reject);
-    const body = createReadStream(file, { start: 0, end: Math.max(0, size - 1) });
+    request.on('timeout', () => request.destroy(new Refused('StoreUnreachable', 'the upload timed out')));
+    request.on('error', (error) => {
+      reject(error instanceof Refused ? error : new Refused('StoreUnreachable', `the upload to ${url.host} failed: ${error.message}`));
+    });
+    if (size === 0) {
+      request.end();
+      return;
+    }
+    // Exactly the hashed bytes, as Content-Length promises.
+    const body = createReadStream(file, { start: 0, end: size - 1 });
     body.on('error', (error) => request.destroy(error));
-    if (size === 0) request.end();
-    else body.pipe(request);
+    body.pipe(request);
   });
   const chunks: Buffer[] = [];
   let bytes = 0;

@@ -21,8 +21,9 @@ artifact in the store with the recorded size and digest:
 upload grant, uploads the file with exactly the grant's headers and records it. The low
 level steps are `krt.artifacts.grant(...)` and `krt.artifacts.record(...)`. Refusals raise
 `krt.artifacts.ArtifactError` with `.code` (a kruntimes error code such as
-ArtifactNotDeclared, ArtifactTooLarge or StaleAttempt, or StoreRejected for the store's
-own HTTP error).
+ArtifactNotDeclared, ArtifactTooLarge or StaleAttempt; StoreRejected when the store
+answered the upload with an HTTP error, `.status` and an excerpt of its body in the
+message; StoreUnreachable when the upload's connection failed).
 """
 
 import hashlib
@@ -93,7 +94,9 @@ def _endpoint(path, body):
         headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=_ENDPOINT_TIMEOUT_S) as response:
+        # The endpoint is on loopback: never through a proxy from the Run's environment.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=_ENDPOINT_TIMEOUT_S) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as error:
         text = error.read(4096).decode("utf-8", "replace")
@@ -103,6 +106,8 @@ def _endpoint(path, body):
         except (ValueError, KeyError, TypeError):
             code, message = "Internal", text[:500]
         raise ArtifactError(code, message, error.code) from None
+    except urllib.error.URLError as error:
+        raise ArtifactError("Internal", f"cannot reach the artifacts endpoint: {error.reason}") from error
 
 
 def _claim(artifact_id, size, sha256, media_type):
@@ -143,25 +148,31 @@ def _upload(grant, path, size):
     connection_class = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
     connection = connection_class(url.hostname, url.port, timeout=_UPLOAD_TIMEOUT_S)
     try:
-        target = url.path + ("?" + url.query if url.query else "")
-        connection.putrequest(grant.get("method", "PUT"), target, skip_accept_encoding=True)
-        for name, value in grant.get("headers", {}).items():
-            connection.putheader(name, value)
-        connection.endheaders()
-        sent = 0
         with open(path, "rb") as file:
-            while sent < size and (chunk := file.read(min(_CHUNK, size - sent))):
-                connection.send(chunk)
-                sent += len(chunk)
-        if sent != size:
-            raise ArtifactError("InvalidRequest", f"{path} changed while uploading: {sent} of {size} bytes")
-        response = connection.getresponse()
-        body = response.read(4096)
-        if response.status >= 300:
-            excerpt = body[:500].decode("utf-8", "replace")
-            raise ArtifactError("StoreRejected", f"the store answered {response.status}: {excerpt}", response.status)
+            status, body = _send(connection, grant, url, file, size)
+    except (OSError, http.client.HTTPException) as error:
+        raise ArtifactError("StoreUnreachable", f"the upload to {url.hostname} failed: {error}") from error
     finally:
         connection.close()
+    if status >= 300:
+        excerpt = body[:500].decode("utf-8", "replace")
+        raise ArtifactError("StoreRejected", f"the store answered {status}: {excerpt}", status)
+
+
+def _send(connection, grant, url, file, size):
+    target = url.path + ("?" + url.query if url.query else "")
+    connection.putrequest(grant.get("method", "PUT"), target, skip_accept_encoding=True)
+    for name, value in grant.get("headers", {}).items():
+        connection.putheader(name, value)
+    connection.endheaders()
+    sent = 0
+    while sent < size and (chunk := file.read(min(_CHUNK, size - sent))):
+        connection.send(chunk)
+        sent += len(chunk)
+    if sent != size:
+        raise ArtifactError("InvalidRequest", f"the file changed while uploading: {sent} of {size} bytes")
+    response = connection.getresponse()
+    return response.status, response.read(4096)
 
 
 def _put(artifact_id, path, media_type=None):
