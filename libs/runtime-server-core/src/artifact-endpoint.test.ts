@@ -6,7 +6,7 @@ import { ServerError, Status, createServer } from 'nice-grpc';
 import type { Server } from 'nice-grpc';
 import { pino } from 'pino';
 import type { DeclaredOutput } from './artifact-claims.ts';
-import { ARTIFACT_REQUEST_BYTES, ArtifactEndpoint, artifactEndpointHost } from './artifact-endpoint.ts';
+import { ARTIFACT_REQUESTS_IN_FLIGHT, ARTIFACT_REQUEST_BYTES, ArtifactEndpoint, artifactEndpointHost } from './artifact-endpoint.ts';
 import type { ArtifactSession } from './artifact-endpoint.ts';
 
 const logger = pino({ level: 'silent' });
@@ -16,7 +16,10 @@ const CLAIM = { artifactId: 'out.txt', size: 3, sha256: 'c'.repeat(64) };
 /** runtimed's side: answers by grant token; `slow` waits until released. */
 let grpc: Server;
 let grantAddress: string;
-let release: () => void = () => undefined;
+const waiting: (() => void)[] = [];
+const release = (): void => {
+  for (const resolve of waiting.splice(0)) resolve();
+};
 
 beforeAll(async () => {
   grpc = createServer();
@@ -24,7 +27,7 @@ beforeAll(async () => {
     async grantUpload(request, context) {
       if (request.grantToken === 'slow') {
         await new Promise<void>((resolve) => {
-          release = resolve;
+          waiting.push(resolve);
         });
       }
       if (request.grantToken === 'store-down') {
@@ -101,6 +104,16 @@ describe('ArtifactEndpoint', () => {
     release();
     expect(await inFlight).toMatchObject({ status: 401, body: { code: 'Unauthenticated' } });
     expect(await post(session, '/v1/manifest', JSON.stringify(CLAIM))).toMatchObject({ status: 401 });
+  });
+
+  it('refuses more requests of one execution at a time than its bound', async () => {
+    const session = endpoint.open({ grantAddress, grantToken: 'slow', declared: DECLARED }, logger);
+    const held = Array.from({ length: ARTIFACT_REQUESTS_IN_FLIGHT }, () => post(session, '/v1/grants', JSON.stringify(CLAIM)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await post(session, '/v1/manifest', JSON.stringify(CLAIM))).toMatchObject({ status: 429, body: { code: 'InvocationInFlight' } });
+    session.close();
+    release();
+    for (const answer of await Promise.all(held)) expect(answer.status).toBe(401);
   });
 
   it('refuses what runtimed must not send: a non-loopback grant address, an empty token, a bad declaration', () => {

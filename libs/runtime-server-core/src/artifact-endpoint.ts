@@ -7,11 +7,16 @@ import type { Logger } from 'pino';
 import { ResultManifest, declarationProblems, parseArtifactClaim } from './artifact-claims.ts';
 import type { ArtifactClaim, DeclaredOutput } from './artifact-claims.ts';
 import { ArtifactGrantsClient } from './artifact-grants-client.ts';
+import type { UploadGrant } from './artifact-grants-client.ts';
 
 /** A request body larger than this is refused: a claim is four short fields. */
 export const ARTIFACT_REQUEST_BYTES = 16 * 1024;
 /** A request that has not arrived whole within this long is dropped. */
 const REQUEST_TIMEOUT_MS = 15_000;
+/** Requests of one execution at a time; more are refused (429) rather than queued. */
+export const ARTIFACT_REQUESTS_IN_FLIGHT = 8;
+/** Connections of the listener, all executions together. */
+const MAX_CONNECTIONS = 256;
 
 /** ExecuteRequest.artifacts: how the execution reaches runtimed's grants, and what it may upload. */
 export interface ArtifactAccess {
@@ -36,6 +41,7 @@ interface Session {
   /** Aborted at close: a grant in flight is not handed out after the execution ended. */
   readonly ended: AbortController;
   readonly logger: Logger;
+  inFlight: number;
 }
 
 /**
@@ -61,6 +67,7 @@ export class ArtifactEndpoint {
   static async start(host: string, logger: Logger): Promise<ArtifactEndpoint> {
     if (!isLoopbackHost(host)) throw new KruntimesError('InvalidRequest', `refusing to serve artifacts on ${host}: loopback only`);
     const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS });
+    server.maxConnections = MAX_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, host, () => {
@@ -97,6 +104,7 @@ export class ArtifactEndpoint {
       grants,
       ended: new AbortController(),
       logger,
+      inFlight: 0,
     };
     this.#sessions.set(key, session);
     return {
@@ -122,29 +130,40 @@ export class ArtifactEndpoint {
 
   async #serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
-      const session = this.#authenticate(request.headers.authorization);
-      const route = routeOf(request);
-      const claim = parseArtifactClaim(await readJson(request), session.access.declared);
-      // The execution may have ended while the body arrived.
-      assertOpen(session);
-      if (route === 'grants') {
-        const grant = await session.grants.grant(session.access.grantToken, claim, session.ended.signal).catch((error: unknown) => {
-          // Aborted because the execution ended: say so, whatever the abort looked like.
-          assertOpen(session);
-          throw error;
-        });
-        assertOpen(session);
-        session.logger.info({ artifactId: claim.artifactId, size: claim.size, expiresAt: grant.expiresAt }, 'artifact upload granted');
-        send(response, 200, grant);
-      } else {
-        session.manifest.record(claim);
-        session.logger.info({ artifactId: claim.artifactId, size: claim.size, sha256: claim.sha256 }, 'artifact recorded');
-        send(response, 200, claim);
-      }
+      send(response, 200, await this.#handle(request));
     } catch (error) {
       const typed = isKruntimesError(error) ? error : new KruntimesError('Internal', 'internal error');
       if (!isKruntimesError(error)) this.#logger.error({ err: error }, 'artifacts endpoint failed');
       send(response, typed.httpStatus, { code: typed.code, message: typed.message });
+    }
+  }
+
+  async #handle(request: IncomingMessage): Promise<UploadGrant | ArtifactClaim> {
+    const session = this.#authenticate(request.headers.authorization);
+    const route = routeOf(request);
+    if (session.inFlight >= ARTIFACT_REQUESTS_IN_FLIGHT) {
+      throw new KruntimesError('InvocationInFlight', `at most ${ARTIFACT_REQUESTS_IN_FLIGHT} artifact requests at a time`);
+    }
+    session.inFlight += 1;
+    try {
+      const claim = parseArtifactClaim(await readJson(request), session.access.declared);
+      // The execution may have ended while the body arrived.
+      assertOpen(session);
+      if (route === 'manifest') {
+        session.manifest.record(claim);
+        session.logger.info({ artifactId: claim.artifactId, size: claim.size, sha256: claim.sha256 }, 'artifact recorded');
+        return claim;
+      }
+      const grant = await session.grants.grant(session.access.grantToken, claim, session.ended.signal).catch((error: unknown) => {
+        // Aborted because the execution ended: say so, whatever the abort looked like.
+        assertOpen(session);
+        throw error;
+      });
+      assertOpen(session);
+      session.logger.info({ artifactId: claim.artifactId, size: claim.size, expiresAt: grant.expiresAt }, 'artifact upload granted');
+      return grant;
+    } finally {
+      session.inFlight -= 1;
     }
   }
 
