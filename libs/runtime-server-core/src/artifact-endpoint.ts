@@ -109,10 +109,13 @@ export class ArtifactEndpoint {
     this.#sessions.set(key, session);
     return {
       env: { KRT_ARTIFACTS_URL: this.#url, KRT_ARTIFACTS_TOKEN: token },
+      // Idempotent: the first close fixes the manifest.
       close: () => {
-        this.#sessions.delete(key);
-        session.ended.abort(new KruntimesError('Unauthenticated', 'the execution has ended'));
-        grants.close();
+        if (!session.ended.signal.aborted) {
+          this.#sessions.delete(key);
+          session.ended.abort(new KruntimesError('Unauthenticated', 'the execution has ended'));
+          grants.close();
+        }
         return session.manifest.entries();
       },
     };
