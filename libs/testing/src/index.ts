@@ -15,3 +15,4 @@ export * from './test-pki.ts';
 export * from './stalling-proxy.ts';
 export * from './https-stub.ts';
 export * from './namespace-access.ts';
+export * from './object-store.ts';
