@@ -16,3 +16,4 @@ export * from './stalling-proxy.ts';
 export * from './https-stub.ts';
 export * from './namespace-access.ts';
 export * from './artifact-grants-server.ts';
+export * from './object-store.ts';
