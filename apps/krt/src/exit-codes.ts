@@ -44,6 +44,8 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'InvalidInvocationId':
     case 'UnsupportedMediaType':
     case 'PayloadTooLarge':
+    case 'ArtifactNotDeclared':
+    case 'ArtifactTooLarge':
       return EXIT.usage;
     case 'RunNotFound':
     case 'RegistrationNotFound':
@@ -66,6 +68,7 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     // The Run's endpoint URL is not a route of this gateway: a platform mismatch, not the user's input.
     case 'RouteNotFound':
     case 'MethodNotAllowed':
+    case 'ArtifactStoreUnavailable':
       return EXIT.unavailable;
   }
 }

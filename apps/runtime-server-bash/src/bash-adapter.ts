@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { KruntimesError } from '@kruntimes/errors';
 import type { FunctionConfig, FunctionSpec, LanguageAdapter, LoadedFunction, TaskCommand } from '@kruntimes/runtime-server-core';
+import { userPath } from './artifact-command.ts';
 import { BashFunction } from './bash-function.ts';
 
 const execFileAsync = promisify(execFile);
@@ -18,6 +19,12 @@ export function parseHandler(handler: string): { script: string; fn: string } | 
 
 export class BashAdapter implements LanguageAdapter {
   readonly language = 'bash';
+  readonly #binDir: string | undefined;
+
+  /** `binDir`: holds `krt-artifact` (installArtifactCommand), put first on the PATH of tasks. */
+  constructor(binDir?: string) {
+    this.#binDir = binDir;
+  }
 
   prepare(config: FunctionConfig): void {
     if (parseHandler(config.handler) === undefined) {
@@ -59,7 +66,11 @@ export class BashAdapter implements LanguageAdapter {
     return new BashFunction(spec, script, parsed.fn);
   }
 
-  taskCommand(entrypoint: string, args: readonly string[]): TaskCommand {
-    return { command: 'bash', args: ['--noprofile', '--norc', entrypoint, ...args] };
+  taskCommand(entrypoint: string, args: readonly string[], env: Readonly<Record<string, string>>): TaskCommand {
+    return {
+      command: 'bash',
+      args: ['--noprofile', '--norc', entrypoint, ...args],
+      ...(this.#binDir === undefined ? {} : { env: { PATH: userPath(this.#binDir, env) } }),
+    };
   }
 }

@@ -1,1 +1,2 @@
+export * from './artifact-command.ts';
 export * from './bash-adapter.ts';

@@ -1,8 +1,13 @@
 """Unit tests of the user-code helper module krt (run by krt-helper.test.ts)."""
 
+import hashlib
+import http.server
+import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import unittest
 from unittest import mock
 
@@ -52,6 +57,120 @@ class IdempotencyKeyTest(unittest.TestCase):
         with mock.patch.dict(os.environ, {"KRT_RUN_UID": UID, "KRT_ATTEMPT": "3"}):
             self.assertEqual(krt.run_uid(), UID)
             self.assertEqual(krt.attempt(), 3)
+
+
+class _Fake(http.server.BaseHTTPRequestHandler):
+    """The local endpoint and the store in one: grants point back at this server's /store."""
+
+    def log_message(self, *args):
+        pass
+
+    def _body(self):
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+    def _send(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        body = json.loads(self._body())
+        self.server.calls.append((self.path, self.headers.get("Authorization"), body))
+        if body["artifactId"] == "refused":
+            self._send(409, {"code": "StaleAttempt", "message": "attempt 1 is no longer current"})
+        elif self.path == "/v1/grants":
+            headers = {"Content-Length": str(body["size"]), "Content-Type": "text/csv", "x-amz-checksum-sha256": "c2ln"}
+            store = "/store/bad" if body["artifactId"] == "bad-store" else "/store/ok?X-Amz-Expires=60"
+            url = f"http://127.0.0.1:{self.server.server_port}{store}"
+            self._send(200, {"url": url, "method": "PUT", "headers": headers, "expiresAt": "2030-01-01T00:00:00.000Z"})
+        else:
+            self._send(200, {**body, "mediaType": body.get("mediaType", "text/csv")})
+
+    def do_PUT(self):
+        self.server.puts.append((self.path, dict(self.headers.items()), self._body()))
+        if self.path.startswith("/store/bad"):
+            self.send_response(403)
+            self.send_header("Content-Length", "22")
+            self.end_headers()
+            self.wfile.write(b"<Error>Denied</Error>\n")
+        else:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+
+class ArtifactsTest(unittest.TestCase):
+    def setUp(self):
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Fake)
+        self.server.calls, self.server.puts = [], []
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{self.server.server_port}"
+        # A proxy in the environment must not capture calls to the loopback endpoint.
+        env = {"KRT_ARTIFACTS_URL": url, "KRT_ARTIFACTS_TOKEN": "tok", "http_proxy": "http://127.0.0.1:9", "no_proxy": ""}
+        self.env = mock.patch.dict(os.environ, env)
+        self.env.start()
+        self.dir = tempfile.TemporaryDirectory()
+        self.file = os.path.join(self.dir.name, "report.csv")
+        self.data = b"a,b\n" * 100_000
+        with open(self.file, "wb") as f:
+            f.write(self.data)
+
+    def tearDown(self):
+        self.env.stop()
+        self.server.shutdown()
+        self.server.server_close()
+        self.dir.cleanup()
+
+    def test_put_hashes_grants_uploads_with_exactly_the_grant_headers_and_records(self):
+        entry = krt.artifacts.put("report.csv", self.file)
+        sha = hashlib.sha256(self.data).hexdigest()
+        self.assertEqual(entry, {"artifactId": "report.csv", "size": len(self.data), "sha256": sha, "mediaType": "text/csv"})
+        self.assertEqual([c[0] for c in self.server.calls], ["/v1/grants", "/v1/manifest"])
+        self.assertEqual(self.server.calls[0][1], "Bearer tok")
+        self.assertEqual(self.server.calls[0][2], {"artifactId": "report.csv", "size": len(self.data), "sha256": sha})
+        [(path, headers, body)] = self.server.puts
+        self.assertEqual(path, "/store/ok?X-Amz-Expires=60")
+        self.assertEqual(body, self.data)
+        sent = {k.lower(): v for k, v in headers.items() if k.lower() != "host"}
+        self.assertEqual(sent, {"content-length": str(len(self.data)), "content-type": "text/csv", "x-amz-checksum-sha256": "c2ln"})
+
+    def test_the_media_type_is_passed_on_when_given(self):
+        krt.artifacts.record("report.csv", 3, "a" * 64, "text/csv")
+        self.assertEqual(self.server.calls[0][2]["mediaType"], "text/csv")
+
+    def test_a_refusal_of_the_endpoint_raises_its_code(self):
+        with self.assertRaises(krt.artifacts.ArtifactError) as raised:
+            krt.artifacts.put("refused", self.file)
+        self.assertEqual((raised.exception.code, raised.exception.status), ("StaleAttempt", 409))
+        self.assertIn("no longer current", str(raised.exception))
+        self.assertEqual(self.server.puts, [])
+
+    def test_a_refusal_of_the_store_raises_store_rejected_and_records_nothing(self):
+        with self.assertRaises(krt.artifacts.ArtifactError) as raised:
+            krt.artifacts.put("bad-store", self.file)
+        self.assertEqual((raised.exception.code, raised.exception.status), ("StoreRejected", 403))
+        self.assertIn("Denied", str(raised.exception))
+        self.assertEqual([c[0] for c in self.server.calls], ["/v1/grants"])
+
+    def test_an_unreachable_store_raises_store_unreachable(self):
+        with mock.patch.object(krt, "_grant", return_value={"url": "http://127.0.0.1:9/k", "method": "PUT", "headers": {}}):
+            with self.assertRaises(krt.artifacts.ArtifactError) as raised:
+                krt.artifacts.put("report.csv", self.file)
+        self.assertEqual(raised.exception.code, "StoreUnreachable")
+
+    def test_grant_returns_the_grant(self):
+        grant = krt.artifacts.grant("report.csv", 4, "b" * 64)
+        self.assertEqual(grant["method"], "PUT")
+        self.assertEqual(grant["headers"]["Content-Length"], "4")
+
+    def test_without_declared_artifacts_it_refuses(self):
+        with mock.patch.dict(os.environ, {"KRT_ARTIFACTS_URL": ""}):
+            with self.assertRaises(krt.artifacts.ArtifactError) as raised:
+                krt.artifacts.put("report.csv", self.file)
+        self.assertEqual(raised.exception.code, "ArtifactNotDeclared")
 
 
 if __name__ == "__main__":

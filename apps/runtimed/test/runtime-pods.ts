@@ -78,6 +78,11 @@ export class RuntimeEnvironment {
     return this.namespace.name;
   }
 
+  /** Everything the local node keeps for this environment's Pods: volumes, workspaces, logs. */
+  get stateDir(): string {
+    return this.#stateDir;
+  }
+
   async stop(): Promise<void> {
     await this.node.stop({ graceMs: 3_000 });
     await rm(this.#stateDir, { recursive: true, force: true });

@@ -1,1 +1,2 @@
-export {};
+export * from './artifact-objects.ts';
+export * from './resolve-artifact-store.ts';

@@ -1,6 +1,6 @@
 import { isKruntimesError } from '@kruntimes/errors';
 import { BoundedCapture } from './bounded-capture.ts';
-import { parseOutputs } from './execution-service.ts';
+import { parseOutputs } from './outputs-file.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { checkListenAddress } from './listen-address.ts';
 

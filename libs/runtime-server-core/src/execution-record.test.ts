@@ -11,6 +11,7 @@ const ending = (exitCode: number, time = 0): ExecutionEnding => ({
   outputs: { n: String(exitCode) },
   outputsError: '',
   message: '',
+  manifest: [],
   time,
 });
 

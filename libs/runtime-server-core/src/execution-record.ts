@@ -1,3 +1,4 @@
+import type { ArtifactClaim } from './artifact-claims.ts';
 import type { Clock } from './clock.ts';
 
 /** How an execution ended, exactly as its Execute stream ends (or would have ended). */
@@ -8,6 +9,8 @@ export interface ExecutionEnding {
   readonly outputs: Readonly<Record<string, string>>;
   readonly outputsError: string;
   readonly message: string;
+  /** The ResultManifest (empty without artifacts). */
+  readonly manifest: readonly ArtifactClaim[];
   readonly time: number;
 }
 

@@ -1,18 +1,21 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
-import { mkdtemp, open, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength, validateOutputs } from '@kruntimes/api';
+import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
 import type { LanguageAdapter, TaskCommand } from './adapter.ts';
+import type { ArtifactClaim } from './artifact-claims.ts';
+import type { ArtifactAccess, ArtifactEndpoint, ArtifactSession } from './artifact-endpoint.ts';
 import type { Clock } from './clock.ts';
 import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import { LineSplitter } from './line-splitter.ts';
+import { readOutputs } from './outputs-file.ts';
 import { exited, signalGroup, terminateGroup } from './process-group.ts';
 import { baseEnv } from './process-env.ts';
 
@@ -22,8 +25,6 @@ export const LOG_LINE_BYTES = 16 * 1024;
 const QUEUE_HIGH_WATER = 256;
 /** How long to wait for the pipes to close after the process group is gone. */
 const PIPE_CLOSE_MS = 2_000;
-/** The outputs file is read only up to this size: the most that valid outputs can take. */
-const OUTPUTS_FILE_BYTES = BOUNDS.outputCount * (BOUNDS.outputKeyBytes + BOUNDS.outputValueBytes * 6 + 16) + 1024;
 
 export interface ExecuteRequest {
   readonly executionId: string;
@@ -35,6 +36,8 @@ export interface ExecuteRequest {
   readonly env: Readonly<Record<string, string>>;
   readonly timeoutMs: number | undefined;
   readonly graceMs: number | undefined;
+  /** Set: the execution gets the local artifacts endpoint and reports a ResultManifest. */
+  readonly artifacts: ArtifactAccess | undefined;
 }
 
 export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed';
@@ -56,6 +59,8 @@ export type ExecutionEvent =
       readonly outputs: Readonly<Record<string, string>>;
       readonly outputsError: string;
       readonly message: string;
+      /** The ResultManifest the execution recorded (empty without artifacts). */
+      readonly manifest: readonly ArtifactClaim[];
       readonly time: number;
     };
 
@@ -77,6 +82,8 @@ export interface ExecutionServiceOptions {
   readonly recordCapacity?: number;
   /** How long an ending is remembered (default: EXECUTION_RECORD_RETENTION_MS). */
   readonly recordRetentionMs?: number;
+  /** The local artifacts endpoint; without it an execution with artifacts is refused. */
+  readonly artifacts?: ArtifactEndpoint;
 }
 
 /** Task executions: one process group each, streamed logs, bounded outputs, cancel. */
@@ -86,11 +93,13 @@ export class ExecutionService {
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #record: ExecutionRecord;
+  readonly #artifacts: ArtifactEndpoint | undefined;
 
   constructor(options: ExecutionServiceOptions) {
     this.#adapter = options.adapter;
     this.#logger = options.logger;
     this.#clock = options.clock;
+    this.#artifacts = options.artifacts;
     this.#record = new ExecutionRecord({
       clock: options.clock,
       ...(options.recordCapacity === undefined ? {} : { capacity: options.recordCapacity }),
@@ -125,7 +134,7 @@ export class ExecutionService {
       () => `${request.entrypoint} does not exist in the workdir`,
     );
     if (missing !== undefined) {
-      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing));
+      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing, []));
       return;
     }
     const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
@@ -163,7 +172,17 @@ export class ExecutionService {
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
     const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
-    const child = spawnTask(command, request, outputsFile);
+    const session = this.#openArtifacts(request.artifacts, logger);
+    let child: TaskProcess;
+    try {
+      child = spawnTask(command, request, outputsFile, session?.env ?? {});
+    } catch (error) {
+      session?.close();
+      throw error;
+    }
+    // The token stops working the moment the task's process exits: nothing of the
+    // execution may record or ask for grants after that.
+    const manifest = exited(child).then(() => session?.close() ?? []);
     const running: Running = {
       child,
       graceMs: request.graceMs ?? DEFAULTS.cancelGracePeriodSeconds * 1000,
@@ -173,9 +192,10 @@ export class ExecutionService {
     };
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
+      session?.close();
       yield this.#end(
         request,
-        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`),
+        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`, []),
       );
       return;
     }
@@ -196,10 +216,14 @@ export class ExecutionService {
         outputs: {},
         error: `cannot read the outputs file: ${(error as Error).message}`,
       }));
-      logger.info({ reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error }, 'execution ended');
+      const entries = await manifest;
+      logger.info(
+        { reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error, artifacts: entries.length },
+        'execution ended',
+      );
       return this.#end(
         request,
-        this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage),
+        this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage, entries),
       );
     });
 
@@ -217,6 +241,12 @@ export class ExecutionService {
       await ending;
       this.#running.delete(request.executionId);
     }
+  }
+
+  #openArtifacts(access: ArtifactAccess | undefined, logger: Logger): ArtifactSession | undefined {
+    if (access === undefined) return undefined;
+    if (this.#artifacts === undefined) throw new KruntimesError('Unimplemented', 'this Runtime Server has no artifacts endpoint');
+    return this.#artifacts.open(access, logger);
   }
 
   /** Stops the execution at its timeout, or when the client goes away (maybe already). */
@@ -304,8 +334,9 @@ export class ExecutionService {
     outputs: Readonly<Record<string, string>>,
     outputsError: string,
     message: string,
+    manifest: readonly ArtifactClaim[],
   ): Extract<ExecutionEvent, { kind: 'exited' }> {
-    return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, time: this.#clock() };
+    return { kind: 'exited', reason, exitCode, signal, outputs, outputsError, message, manifest, time: this.#clock() };
   }
 }
 
@@ -320,7 +351,12 @@ interface StopTriggers {
 }
 
 /** The task's process, leader of its own group (detached) so that it can be stopped whole. */
-function spawnTask(command: TaskCommand, request: ExecuteRequest, outputsFile: string): TaskProcess {
+function spawnTask(
+  command: TaskCommand,
+  request: ExecuteRequest,
+  outputsFile: string,
+  artifactsEnv: Readonly<Record<string, string>>,
+): TaskProcess {
   return spawn(command.command, command.args, {
     cwd: request.workdir,
     env: {
@@ -331,6 +367,7 @@ function spawnTask(command: TaskCommand, request: ExecuteRequest, outputsFile: s
       KRT_ATTEMPT: String(request.attempt),
       KRT_EXECUTION_ID: request.executionId,
       KRT_OUTPUTS_FILE: outputsFile,
+      ...artifactsEnv,
     },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -361,45 +398,6 @@ function validateExecute(request: ExecuteRequest): string {
   }
   if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
   return entrypoint;
-}
-
-/** Reads $KRT_OUTPUTS_FILE: absent is no outputs; anything invalid is reported, not thrown. */
-export async function readOutputs(path: string): Promise<{ outputs: Record<string, string>; error: string }> {
-  let text: string;
-  try {
-    const file = await open(path, 'r');
-    try {
-      const { size } = await file.stat();
-      if (size > OUTPUTS_FILE_BYTES) return { outputs: {}, error: `outputs file is ${size} bytes, larger than any valid outputs` };
-      text = await file.readFile('utf8');
-    } finally {
-      await file.close();
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { outputs: {}, error: '' };
-    throw error;
-  }
-  return parseOutputs(text);
-}
-
-export function parseOutputs(text: string): { outputs: Record<string, string>; error: string } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return { outputs: {}, error: 'outputs file is not JSON' };
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    return { outputs: {}, error: 'outputs file must hold a JSON object of strings' };
-  }
-  const outputs = parsed as Record<string, unknown>;
-  if (Object.values(outputs).some((value) => typeof value !== 'string')) {
-    return { outputs: {}, error: 'outputs values must be strings' };
-  }
-  const valid = outputs as Record<string, string>;
-  const violations = validateOutputs(valid);
-  if (violations.length > 0) return { outputs: {}, error: violations.map((v) => `${v.field}: ${v.message}`).join('; ') };
-  return { outputs: valid, error: '' };
 }
 
 async function withTimeout(promise: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {

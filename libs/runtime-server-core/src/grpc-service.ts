@@ -100,6 +100,12 @@ function toProtoExited(ending: ExecutionEnding): runtimeServerV1.ExecutionExited
     outputs: ending.outputs,
     outputsError: ending.outputsError,
     message: ending.message,
+    manifest: ending.manifest.map((entry) => ({
+      artifactId: entry.artifactId,
+      sha256: entry.sha256,
+      size: entry.size,
+      mediaType: entry.mediaType,
+    })),
     time: new Date(ending.time),
   };
 }
@@ -143,6 +149,19 @@ function toExecuteRequest(request: runtimeServerV1.ExecuteRequest): ExecuteReque
     env: request.env,
     timeoutMs: millisFromDuration(request.timeout),
     graceMs: millisFromDuration(request.gracePeriod),
+    artifacts:
+      request.artifacts === undefined
+        ? undefined
+        : {
+            grantAddress: request.artifacts.grantAddress,
+            grantToken: request.artifacts.grantToken,
+            declared: request.artifacts.declared.map((d) => ({
+              id: d.artifactId,
+              maxBytes: d.maxBytes,
+              mediaType: d.mediaType,
+              optional: d.optional,
+            })),
+          },
   };
 }
 

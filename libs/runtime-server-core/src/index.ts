@@ -1,4 +1,7 @@
 export * from './adapter.ts';
+export * from './artifact-claims.ts';
+export * from './artifact-endpoint.ts';
+export * from './artifact-grants-client.ts';
 export * from './bounded-capture.ts';
 export * from './clock.ts';
 export * from './execution-record.ts';
@@ -7,6 +10,7 @@ export * from './function-service.ts';
 export * from './grpc-errors.ts';
 export * from './listen-address.ts';
 export * from './line-splitter.ts';
+export * from './outputs-file.ts';
 export * from './process-env.ts';
 export * from './process-group.ts';
 export * from './registration-table.ts';

@@ -7,6 +7,7 @@ import { createServer } from 'nice-grpc';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { LanguageAdapter } from './adapter.ts';
+import { ArtifactEndpoint, artifactEndpointHost } from './artifact-endpoint.ts';
 import { systemClock } from './clock.ts';
 import { ExecutionService } from './execution-service.ts';
 import { FunctionService } from './function-service.ts';
@@ -34,7 +35,9 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
   const listen = checkListenAddress(options.listen);
   const { adapter, logger } = options;
   const functions = new FunctionService({ adapter, logger, clock: systemClock, newId: () => `reg-${randomUUID()}` });
-  const executions = new ExecutionService({ adapter, logger, clock: systemClock });
+  // Same loopback host as the gRPC listener (127.0.0.1 for a unix socket), an ephemeral port.
+  const artifacts = await ArtifactEndpoint.start(artifactEndpointHost(listen), logger);
+  const executions = new ExecutionService({ adapter, logger, clock: systemClock, artifacts });
   const health = new HealthService([runtimeServerV1.RuntimeServerDefinition.fullName]);
   const server = createServer().use(errorMiddleware(logger));
   server.add(runtimeServerV1.RuntimeServerDefinition, runtimeServerService(functions, executions));
@@ -49,6 +52,7 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
         health.setNotServing();
         await Promise.all([functions.close(), executions.close()]);
         await server.shutdown();
+        await artifacts.close();
         logger.info('runtime server stopped');
       })();
       return stopping;

@@ -15,3 +15,5 @@ export * from './test-pki.ts';
 export * from './stalling-proxy.ts';
 export * from './https-stub.ts';
 export * from './namespace-access.ts';
+export * from './artifact-grants-server.ts';
+export * from './object-store.ts';

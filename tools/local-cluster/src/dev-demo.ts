@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, waitOutcome } from '@kruntimes/run-state';
+import type { WaitTarget } from '@kruntimes/run-state';
 import { invokeFunction } from '@kruntimes/sdk';
 import { kubeconfigYaml } from '@kruntimes/testing';
 import { parse, stringify } from 'yaml';
@@ -83,7 +84,7 @@ export async function createDemoObjects(admin: KubeConfig): Promise<void> {
 export async function invokeDemo(admin: KubeConfig, invoker: DemoInvoker, signal: AbortSignal, check: () => void): Promise<string[]> {
   const results: string[] = [];
   for (const demo of DEMO) {
-    const run = await waitReady(admin, demo.run, signal, check);
+    const run = await waitDemoRun(admin, demo.run, signal, check);
     const endpoint = run.status?.endpoint;
     if (endpoint === undefined) throw new Error(`Run ${demo.run} is Ready without an endpoint`);
     const answer = await invokeFunction({
@@ -108,12 +109,19 @@ async function throwIfCrashing(core: CoreV1Api): Promise<void> {
   }
 }
 
-async function waitReady(admin: KubeConfig, name: string, signal: AbortSignal, check: () => void): Promise<Run> {
+/** Waits for a demo Run to be Ready (a function) or finished (a task); a Run that can no longer get there fails the wait. */
+export async function waitDemoRun(
+  admin: KubeConfig,
+  name: string,
+  signal: AbortSignal,
+  check: () => void,
+  target: WaitTarget = 'ready',
+): Promise<Run> {
   const objects = admin.makeApiClient(CustomObjectsApi);
   const core = admin.makeApiClient(CoreV1Api);
   let run: Run | undefined;
   try {
-    await waitUntil(`Run ${name} to be Ready`, signal, READY_TIMEOUT_MS, async () => {
+    await waitUntil(`Run ${name} to be ${target === 'ready' ? 'Ready' : 'finished'}`, signal, READY_TIMEOUT_MS, async () => {
       check();
       const read = (await objects.getNamespacedCustomObject({
         group: API_GROUP,
@@ -125,10 +133,10 @@ async function waitReady(admin: KubeConfig, name: string, signal: AbortSignal, c
       run = read;
       await throwIfCrashing(core);
       const phase = currentPhase(read);
-      const outcome = waitOutcome(phase, 'ready');
+      const outcome = waitOutcome(phase, target);
       if (outcome === 'unreachable')
         throw new Error(
-          `Run ${name} ended ${phase} (${read.status?.reason ?? ''}: ${read.status?.message ?? ''}) instead of becoming Ready`,
+          `Run ${name} ended ${phase} (${read.status?.reason ?? ''}: ${read.status?.message ?? ''}) instead of becoming ${target === 'ready' ? 'Ready' : 'finished'}`,
         );
       return outcome === 'satisfied';
     });
@@ -142,7 +150,7 @@ async function waitReady(admin: KubeConfig, name: string, signal: AbortSignal, c
   return run;
 }
 
-async function createIfMissing(create: () => Promise<unknown>): Promise<void> {
+export async function createIfMissing(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();
   } catch (error) {

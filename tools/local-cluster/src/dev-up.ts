@@ -3,6 +3,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerCert } from '@kruntimes/testing';
+import type { ObjectStore } from '@kruntimes/testing';
+import { DEMO_ARTIFACT_RUN, artifactDemoResult, createArtifactDemo, startObjectStore } from './dev-artifacts.ts';
 import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
 import { DevError, STOP_GRACE_MS, StopRequested, spawnComponent, teardown, waitUntil } from './dev-components.ts';
 import type { Running, Say } from './dev-components.ts';
@@ -109,6 +111,7 @@ class DevSession {
   readonly #signal: AbortSignal;
   readonly #running: Running[] = [];
   #controlPlane: ControlPlane | undefined;
+  #objectStore: ObjectStore | undefined;
 
   constructor(options: UpOptions, say: Say, signal: AbortSignal) {
     this.#options = options;
@@ -125,13 +128,19 @@ class DevSession {
     const internalCaDir = join(this.#options.dir, 'internal-ca');
     await ensureInternalCa(internalCaDir);
     const gateway = await this.#planGateway();
+    const objectStore = await startObjectStore(this.#options.dir, this.#say);
+    this.#objectStore = objectStore;
+    this.state.objectStoreEndpoint = objectStore.endpoint;
     this.#checkStop();
     await this.#startNodeAgent(gateway);
     await this.#startServices(gateway, internalCaDir, kubeconfigOf);
     const invoker = await this.#prepareDemo(controlPlane, admin);
-    const results = await invokeDemo(admin, invoker, this.#signal, () => {
+    await createArtifactDemo(admin, objectStore);
+    const check = (): void => {
       this.#throwIfOneExited();
-    });
+    };
+    const results = await invokeDemo(admin, invoker, this.#signal, check);
+    results.push(await artifactDemoResult(admin, this.#signal, check));
     this.#say(
       `invoked through ${gateway.url} as ServiceAccount ${DEMO_NAMESPACE}/${DEMO_INVOKER} (it may only get Runs in ${DEMO_NAMESPACE}):`,
     );
@@ -147,6 +156,10 @@ class DevSession {
   async tearDown(): Promise<boolean> {
     this.state.phase = 'stopping';
     await writeState(this.state).catch(() => undefined);
+    // Before the rest: nothing uploads once the Pods are gone, and its data is a throwaway.
+    await this.#objectStore?.stop().catch((error: unknown) => {
+      this.#say(`stopping the object store failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
     return teardown(this.#options.dir, this.#running, this.#controlPlane, this.state, this.#say);
   }
 
@@ -268,7 +281,9 @@ class DevSession {
     this.state.invokerKubeconfig = invoker.kubeconfig;
     await writeState(this.state);
     await createDemoObjects(admin);
-    this.#say(`namespace ${DEMO_NAMESPACE}: Runtimes python and bash, function Runs hello-py and echo-sh; waiting for Ready`);
+    this.#say(
+      `namespace ${DEMO_NAMESPACE}: Runtimes python and bash, function Runs hello-py and echo-sh, task Run report-py (writes an artifact); waiting`,
+    );
     return invoker;
   }
 
@@ -291,6 +306,9 @@ class DevSession {
     out(`  npx krt invoke echo-sh -n ${DEMO_NAMESPACE} --kubeconfig ${invoker.kubeconfig} --data '{"n":1}'`);
     if (await onPath('kubectl')) out(`  kubectl get runtimes,runs -n ${DEMO_NAMESPACE}`);
     out(`  npx krt get -n ${DEMO_NAMESPACE}`);
+    out(
+      `  npx krt artifacts ${DEMO_ARTIFACT_RUN} -n ${DEMO_NAMESPACE} --get report.csv -o report.csv    # admin: reads the store's Secret`,
+    );
     out(`  npx krt dev status${dirArg}; npx krt dev logs${dirArg} [COMPONENT|POD/CONTAINER]`);
     out(`  npx krt dev down${dirArg}    # or Ctrl-C here`);
   }
