@@ -1,9 +1,19 @@
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { KruntimesError } from '@kruntimes/errors';
+import { ArtifactObjects, resolveArtifactStore } from '@kruntimes/artifacts-core';
 import type { StoreResolver } from './artifact-store.ts';
+import { cachedStoreResolver } from './artifact-store-cache.ts';
 
-/** Placeholder until the store client of @kruntimes/artifacts-core lands. */
-export function kubernetesStoreResolver(_kubeConfig: KubeConfig): StoreResolver {
-  return (namespace, name) =>
-    Promise.reject(new KruntimesError('ArtifactStoreUnavailable', `ArtifactStore ${namespace}/${name}: no store client`));
+/**
+ * The ArtifactStores of runtimed's namespace, read with runtimed's own identity (get
+ * artifactstores, get secrets: RUNTIMED_ROLE_RULES) and reused briefly. The credentials
+ * stay inside the S3 client; nothing here logs or returns them.
+ */
+export function kubernetesStoreResolver(kubeConfig: KubeConfig): StoreResolver {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  return cachedStoreResolver(async (namespace, name) => {
+    const { location, credentials } = await resolveArtifactStore(core, custom, namespace, name);
+    return { prefix: location.prefix, objects: new ArtifactObjects(location, credentials) };
+  });
 }
