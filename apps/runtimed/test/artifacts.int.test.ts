@@ -249,7 +249,8 @@ async function listFiles(root: string, limit: number): Promise<string[]> {
 test('the Bash command uploads too (krt-artifact put)', async () => {
   const bashPod = await env.createRuntimePod('bash-0', 'bash');
   await env.createRun('bash-report', {
-    ...taskSpec(`printf '%s' ${JSON.stringify(REPORT)} > report.csv\nkrt-artifact put report.csv report.csv\n`, reportOutput),
+    // printf turns the JSON string's \n into newlines (with '%s' they stayed a backslash and an n).
+    ...taskSpec(`printf ${JSON.stringify(REPORT)} > report.csv\nkrt-artifact put report.csv report.csv\n`, reportOutput),
   });
   await env.bind('bash-report', bashPod);
   const done = await env.waitForRun('bash-report', 'terminal', (r) => ['Succeeded', 'Failed'].includes(r.status?.phase ?? ''));
