@@ -285,7 +285,16 @@ it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace a
       }
     }
   }
-  expect(await allowed('kruntimes-runtimed', { verb: 'get', group: '', resource: 'secrets', namespace: namespace.name })).toBe(false);
+  // runtimed reads the credentials Secret an ArtifactStore names (get), never lists or watches Secrets.
+  for (const verb of ['list', 'watch']) {
+    expect({
+      verb,
+      allowed: await allowed('kruntimes-runtimed', { verb, group: '', resource: 'secrets', namespace: namespace.name }),
+    }).toEqual({
+      verb,
+      allowed: false,
+    });
+  }
   for (const resource of ['secrets', 'pods', 'services', 'runs']) {
     expect({
       resource,
