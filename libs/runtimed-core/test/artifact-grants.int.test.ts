@@ -1,6 +1,9 @@
 // runtimed's ArtifactGrants over real gRPC on loopback, against the real API server:
 // a grant is for the attempt that is current and owned now, for what it declared, and
 // every refusal carries its kruntimes code in the `krt-error-code` trailer.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, RunArtifacts, RunSpec } from '@kruntimes/api';
@@ -200,4 +203,22 @@ describe('refusals', () => {
     for (const { token } of [first, second, third]) grants.unregister(token);
     expect(grants.size).toBe(0);
   });
+});
+
+test('ArtifactGrants serves on a unix socket too, and refuses a non-loopback address', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'grants-'));
+  const socket = await startArtifactGrantsServer(grants, `unix:${join(dir, 'grants.sock')}`, logger);
+  const unixChannel = createChannel(`unix://${join(dir, 'grants.sock')}`);
+  try {
+    expect(socket.address).toBe(`unix:${join(dir, 'grants.sock')}`);
+    const unixClient = createClient(artifactGrantsV1.ArtifactGrantsDefinition, unixChannel);
+    await expect(
+      unixClient.grantUpload({ grantToken: 'nope', artifactId: 'report.csv', size: 1, sha256: SHA, mediaType: '' }),
+    ).rejects.toMatchObject({ details: 'no running execution holds this grant token' });
+  } finally {
+    unixChannel.close();
+    await socket.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  await expect(startArtifactGrantsServer(grants, '0.0.0.0:0', logger)).rejects.toThrow('only loopback addresses and unix sockets');
 });
