@@ -130,6 +130,8 @@ test(
     expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining(PYTHON_RESULT) as string });
     expect(output).toContain(BASH_RESULT);
     expect(output).toContain('as ServiceAccount demo/demo-invoker');
+    // The demo task wrote its artifact to the local object store, verified before Succeeded.
+    expect(output).toMatch(/report-py \(python task\) -> Succeeded with verified artifacts: report\.csv \(text\/csv, \d+ bytes, sha256:/);
     expect(output).toContain('stopped: no process and no listening port left');
     const ports = printedPorts(output);
     expect(ports.length).toBeGreaterThanOrEqual(5);
