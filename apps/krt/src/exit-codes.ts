@@ -1,4 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
+import { KruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { InvocationError, InvocationTransportError } from '@kruntimes/sdk';
 
@@ -44,6 +45,8 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'InvalidInvocationId':
     case 'UnsupportedMediaType':
     case 'PayloadTooLarge':
+    case 'ArtifactNotDeclared':
+    case 'ArtifactTooLarge':
       return EXIT.usage;
     case 'RunNotFound':
     case 'RegistrationNotFound':
@@ -66,6 +69,7 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     // The Run's endpoint URL is not a route of this gateway: a platform mismatch, not the user's input.
     case 'RouteNotFound':
     case 'MethodNotAllowed':
+    case 'ArtifactStoreUnavailable':
       return EXIT.unavailable;
   }
 }
@@ -84,6 +88,7 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof InvocationError) return error.source === 'function' ? EXIT.functionError : exitCodeForErrorCode(error.code);
   if (error instanceof InvocationTransportError) return EXIT.unavailable;
   if (error instanceof ApiException) return exitCodeForHttpStatus(error.code);
+  if (error instanceof KruntimesError) return exitCodeForErrorCode(error.code);
   return EXIT.unavailable;
 }
 
