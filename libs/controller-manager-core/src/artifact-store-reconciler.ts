@@ -56,6 +56,8 @@ export interface ArtifactStoreReconcilerOptions {
  * the Ready condition and lastCleanupTime. It runs again after the interval, sooner when
  * an object of a deleted Run reaches its retention first; a status write or any other
  * event before then does not start another pass (the next due time is kept in memory).
+ * A Run UID missing from the Run cache counts as deleted: the retention (24h by default)
+ * is also what covers a Run too new for the cache; with `0s` its objects go at once.
  */
 export class ArtifactStoreReconciler {
   readonly #options: ArtifactStoreReconcilerOptions;
