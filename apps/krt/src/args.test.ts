@@ -85,6 +85,22 @@ describe('parseCommandLine', () => {
       { command: { name: 'cancel', run: 'r1', wait: { timeoutMs: 30_000 } }, global: {} },
     ],
     ['delete', ['delete', 'a.b-c'], { command: { name: 'delete', run: 'a.b-c' }, global: {} }],
+    ['artifacts list', ['artifacts', 'r1'], { command: { name: 'artifacts', run: 'r1', output: 'table' }, global: {} }],
+    [
+      'artifacts list as json',
+      ['artifacts', 'r1', '-o', 'json'],
+      { command: { name: 'artifacts', run: 'r1', output: 'json' }, global: {} },
+    ],
+    [
+      'artifacts --get to a file',
+      ['artifacts', 'r1', '--get', 'report.csv', '-o', 'out/r.csv'],
+      { command: { name: 'artifacts', run: 'r1', get: { id: 'report.csv', to: 'out/r.csv' } }, global: {} },
+    ],
+    [
+      'artifacts --get to stdout',
+      ['artifacts', 'r1', '--get', 'report.csv', '-o', '-'],
+      { command: { name: 'artifacts', run: 'r1', get: { id: 'report.csv', to: '-' } }, global: {} },
+    ],
     ['help', ['help'], { command: { name: 'help' }, global: {} }],
     ['--help on a command', ['get', '--help'], { command: { name: 'help' }, global: {} }],
   ];
@@ -114,6 +130,10 @@ describe('parseCommandLine', () => {
     ['a --gateway that is not a URL', ['invoke', 'x', '--gateway', 'gw:443'], /--gateway must be an https URL/],
     ['--gateway on another command', ['get', 'x', '--gateway', 'https://gw'], /krt get does not take --gateway/],
     ['an empty namespace', ['get', 'x', '-n', ''], /--namespace needs a value/],
+    ['artifacts without a Run', ['artifacts'], /exactly one Run name/],
+    ['artifacts --get without -o', ['artifacts', 'r', '--get', 'a.csv'], /needs -o FILE/],
+    ['artifacts --get of an invalid ID', ['artifacts', 'r', '--get', '../x', '-o', 'f'], /not a valid artifact ID/],
+    ['artifacts listed as yaml', ['artifacts', 'r', '-o', 'yaml'], /-o json/],
   ];
   it.each(usage)('refuses %s (exit 2)', (_name, argv, message) => {
     let thrown: unknown;

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { isArtifactId } from '@kruntimes/api';
 import type { WaitTarget } from '@kruntimes/run-state';
 import { triggerIdProblem } from '@kruntimes/schedule-core';
 import { parseDurationMs } from './duration.ts';
@@ -15,7 +16,12 @@ export type Command =
   | { name: 'cancel'; run: string; wait?: { timeoutMs: number } }
   | { name: 'delete'; run: string }
   | ScheduleCommandLine
+  | ArtifactsCommandLine
   | { name: 'help' };
+
+/** `krt artifacts RUN [-o json]` lists; `--get ID -o FILE|-` downloads one, verified. */
+export type ArtifactsCommandLine =
+  { name: 'artifacts'; run: string; output: 'table' | 'json' } | { name: 'artifacts'; run: string; get: { id: string; to: string } };
 
 /** `krt schedule trigger|get|suspend|resume`. */
 export type ScheduleCommandLine =
@@ -53,6 +59,7 @@ const OPTIONS = {
   'gateway-ca': { type: 'string' },
   id: { type: 'string' },
   wait: { type: 'boolean' },
+  get: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -65,6 +72,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   cancel: ['wait', 'timeout'],
   delete: [],
   schedule: ['id', 'output'],
+  artifacts: ['get', 'output'],
 };
 
 function isCommandName(name: string): name is keyof typeof COMMAND_OPTIONS {
@@ -93,6 +101,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     if (!allowed.has(option)) throw usageError(`krt ${name} does not take --${option}`);
   }
   if (name === 'schedule') return { command: scheduleCommandLine(rest, values), global };
+  if (name === 'artifacts') return { command: artifactsCommandLine(rest, values), global };
   if (name === 'get') {
     if (rest.length > 1) throw usageError('krt get takes at most one Run name');
     const output = outputFormat(values.output);
@@ -133,6 +142,19 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     case 'delete':
       return { command: { name, run }, global };
   }
+}
+
+function artifactsCommandLine(rest: string[], values: { get?: string; output?: string }): ArtifactsCommandLine {
+  if (rest.length !== 1 || rest[0] === undefined) throw usageError('krt artifacts takes exactly one Run name');
+  const run = runName(rest[0]);
+  if (values.get === undefined) {
+    if (values.output !== undefined && values.output !== 'json')
+      throw usageError(`krt artifacts lists with -o json, not "${values.output}"`);
+    return { name: 'artifacts', run, output: values.output === 'json' ? 'json' : 'table' };
+  }
+  if (!isArtifactId(values.get)) throw usageError(`"${values.get}" is not a valid artifact ID`);
+  if (values.output === undefined || values.output === '') throw usageError('krt artifacts --get ID needs -o FILE (or -o - for stdout)');
+  return { name: 'artifacts', run, get: { id: values.get, to: values.output } };
 }
 
 function scheduleCommandLine(rest: string[], values: { id?: string; output?: string }): ScheduleCommandLine {
@@ -232,6 +254,9 @@ Usage:
                                             is the same Run (a retried trigger never runs twice)
   krt schedule get [SCHEDULE] [-o json|yaml]
   krt schedule suspend|resume SCHEDULE      stop / restart creating scheduled Runs
+  krt artifacts RUN [-o json]               list the verified artifacts of a succeeded Run
+  krt artifacts RUN --get ID -o FILE|-      download one, verified against its size and sha256
+                                            (needs get on the Run's ArtifactStore and its Secret)
   krt dev up|down|status|env|logs [...]     the local cluster with every service and a demo
                                             (from a clone of the repository; krt dev --help)
 

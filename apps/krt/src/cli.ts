@@ -1,4 +1,5 @@
 import { USAGE, parseCommandLine } from './args.ts';
+import { artifactsCommand } from './commands/artifacts.ts';
 import { cancelCommand } from './commands/cancel.ts';
 import type { CliIo, CommandContext } from './commands/context.ts';
 import { deleteCommand } from './commands/delete.ts';
@@ -44,6 +45,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await deleteCommand(ctx, command);
       case 'schedule':
         return await scheduleCommand(ctx, command);
+      case 'artifacts':
+        return await artifactsCommand(ctx, command);
     }
   } catch (error) {
     io.stderr.write(`error: ${describeError(error)}\n`);

@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import { ERROR_CODES } from '@kruntimes/errors';
+import { ERROR_CODES, KruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { InvocationError, InvocationTransportError } from '@kruntimes/sdk';
 import { CliError, EXIT, describeError, exitCodeFor, exitCodeForErrorCode, exitCodeForHttpStatus } from './exit-codes.ts';
@@ -16,6 +16,8 @@ describe('exit codes', () => {
     ['InvalidInvocationId', 2],
     ['UnsupportedMediaType', 2],
     ['PayloadTooLarge', 2],
+    ['ArtifactNotDeclared', 2],
+    ['ArtifactTooLarge', 2],
     ['RunNotFound', 3],
     ['Unauthenticated', 4],
     ['Forbidden', 4],
@@ -25,6 +27,7 @@ describe('exit codes', () => {
     ['InvocationTimeout', 5],
     ['Internal', 5],
     ['RouteNotFound', 5],
+    ['ArtifactStoreUnavailable', 5],
   ];
   it.each(byCode)('gateway code %s -> exit %d', (code, exit) => {
     expect(exitCodeForErrorCode(code)).toBe(exit);
@@ -57,6 +60,8 @@ describe('exit codes', () => {
       5,
     );
     expect(exitCodeFor(new Error('boom'))).toBe(5);
+    expect(exitCodeFor(new KruntimesError('ArtifactStoreUnavailable', 'Secret ns/s not found'))).toBe(5);
+    expect(exitCodeFor(new KruntimesError('Forbidden', 'get secrets'))).toBe(4);
   });
 
   it('describes errors in one line, never with client-node headers', () => {

@@ -1,4 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
+import { KruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { InvocationError, InvocationTransportError } from '@kruntimes/sdk';
 
@@ -87,6 +88,7 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof InvocationError) return error.source === 'function' ? EXIT.functionError : exitCodeForErrorCode(error.code);
   if (error instanceof InvocationTransportError) return EXIT.unavailable;
   if (error instanceof ApiException) return exitCodeForHttpStatus(error.code);
+  if (error instanceof KruntimesError) return exitCodeForErrorCode(error.code);
   return EXIT.unavailable;
 }
 

@@ -1,6 +1,6 @@
 import type { Run } from '@kruntimes/api';
 import { parse } from 'yaml';
-import { age, formatRuns } from './output.ts';
+import { age, formatArtifacts, formatRuns } from './output.ts';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 
@@ -63,5 +63,24 @@ describe('formatRuns', () => {
     expect(JSON.parse(formatRuns([ready], 'json', NOW))).toEqual(ready);
     expect(JSON.parse(formatRuns([ready, pending], 'json', NOW))).toEqual({ apiVersion: 'v1', kind: 'List', items: [ready, pending] });
     expect(parse(formatRuns([ready], 'yaml', NOW))).toEqual(ready);
+  });
+});
+
+describe('formatArtifacts', () => {
+  test('one row per artifact: ID, SIZE, MEDIA TYPE, DIGEST, aligned', () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    expect(
+      formatArtifacts([
+        { id: 'report.csv', size: 1234, mediaType: 'text/csv', digest },
+        { id: 'model.bin', size: 7, mediaType: 'application/octet-stream', digest },
+      ]),
+    ).toBe(
+      [
+        'ID           SIZE   MEDIA TYPE                 DIGEST',
+        `report.csv   1234   text/csv                   ${digest}`,
+        `model.bin    7      application/octet-stream   ${digest}`,
+        '',
+      ].join('\n'),
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
 import { runModeKind } from '@kruntimes/api';
-import type { Run } from '@kruntimes/api';
+import type { ArtifactRecord, Run } from '@kruntimes/api';
 import { currentPhase } from '@kruntimes/run-state';
 import type { OutputFormat } from './args.ts';
 
@@ -26,6 +26,25 @@ export function formatRuns(runs: readonly Run[], format: OutputFormat, nowMs: nu
     case 'wide':
       return table(runs, format === 'wide', nowMs);
   }
+}
+
+/** status.artifacts as `krt artifacts RUN` prints them. */
+export function formatArtifacts(records: readonly ArtifactRecord[]): string {
+  return columns([['ID', 'SIZE', 'MEDIA TYPE', 'DIGEST'], ...records.map((r) => [r.id, String(r.size), r.mediaType, r.digest])]);
+}
+
+function columns(rows: readonly (readonly string[])[]): string {
+  const widths = (rows[0] ?? []).map((_, column) => Math.max(...rows.map((row) => (row[column] ?? '').length)));
+  return (
+    rows
+      .map((row) =>
+        row
+          .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+          .join('   ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 function table(runs: readonly Run[], wide: boolean, nowMs: number): string {

@@ -1,2 +1,3 @@
 export * from './artifact-objects.ts';
 export * from './resolve-artifact-store.ts';
+export * from './cleanup.ts';

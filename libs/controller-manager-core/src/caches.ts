@@ -5,6 +5,7 @@ import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { currentPhase } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
+import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
 import type { CollectableRun } from './collection.ts';
 import type { ManagerMetricsSnapshot } from './metrics.ts';
 import type { RuntimePodView } from './runtime-status.ts';
@@ -22,6 +23,7 @@ export interface ManagerCaches {
   deployments: SharedInformer<V1Deployment>;
   services: SharedInformer<V1Service>;
   secrets: SharedInformer<V1Secret>;
+  artifactStores: SharedInformer<ArtifactStoreObject>;
 }
 
 export function phaseOf(run: ReadonlyDeep<RunObject>): RunPhase {

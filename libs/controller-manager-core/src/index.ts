@@ -5,3 +5,6 @@ export * from './metrics.ts';
 export * from './runtime-status.ts';
 export * from './rbac.ts';
 export * from './runtime-tls.ts';
+export * from './artifact-store-status.ts';
+export { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
+export type { ArtifactStoreObject, ArtifactStoreReconcilerOptions } from './artifact-store-reconciler.ts';

@@ -1,12 +1,14 @@
-import { CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { Controller, InformerFactory } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { MANAGED_BY, RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
+import { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
+import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
 import { metricsSnapshot, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
 import type { ManagerCaches, RunObject, RuntimeObject } from './caches.ts';
 import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts';
@@ -15,6 +17,7 @@ import { DEFAULT_FINISHED_RUNS_PER_RUNTIME, RunCollector } from './run-collector
 import { RuntimeReconciler } from './runtime-reconciler.ts';
 
 export { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
+export { DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS } from './artifact-store-reconciler.ts';
 export { rfc3339 } from './runtime-status-writer.ts';
 
 const RUNTIME_POD_SELECTOR = `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`;
@@ -34,6 +37,8 @@ export interface ControllerManagerOptions {
   internalCa: CertificateAuthority;
   /** Finished Runs kept per Runtime by the completed-Run GC (newest first). */
   finishedRunsPerRuntime?: number;
+  /** Time between two retention passes over one ArtifactStore. Default 5 min. */
+  artifactCleanupIntervalMs?: number;
   workers?: number;
   now?: () => number;
   /** Fed from the caches at scrape time while this manager runs (the /metrics endpoint). */
@@ -44,7 +49,8 @@ export interface ControllerManagerOptions {
  * The controller-manager's controllers over one set of shared informers:
  * - `runtime` (key `namespace/runtime`): the Runtime's TLS Secret (first), Deployment and Service, and its status
  *   (RuntimeReconciler);
- * - `run-ttl` (key `namespace/run`) and `run-history` (key `namespace/runtime`): finished-Run collection (RunCollector).
+ * - `run-ttl` (key `namespace/run`) and `run-history` (key `namespace/runtime`): finished-Run collection (RunCollector);
+ * - `artifact-store` (key `namespace/artifactstore`): artifact retention and the store's Ready condition (ArtifactStoreReconciler).
  * Every reconcile reads the caches and converges; none depends on the event that caused it.
  * Run this only while holding the leader Lease.
  */
@@ -70,6 +76,7 @@ export class ControllerManager {
       deployments: this.#informers.informer<V1Deployment>({ ...core, group: 'apps', plural: 'deployments', ...owned }),
       services: this.#informers.informer<V1Service>({ ...core, plural: 'services', ...owned }),
       secrets: this.#informers.informer<V1Secret>({ ...core, plural: 'secrets', ...owned }),
+      artifactStores: this.#informers.informer<ArtifactStoreObject>({ ...kruntimes, plural: ARTIFACT_STORE_PLURAL }),
     };
     this.#caches = caches;
 
@@ -79,11 +86,20 @@ export class ControllerManager {
     const runtimes = new RuntimeReconciler({ caches, objects, custom, logger, workload, internalCa, now });
     const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
     const collector = new RunCollector({ caches, custom, logger, finishedRunsPerRuntime, now });
+    const artifactStores = new ArtifactStoreReconciler({
+      caches,
+      core: kubeConfig.makeApiClient(CoreV1Api),
+      custom,
+      logger,
+      now,
+      ...(options.artifactCleanupIntervalMs === undefined ? {} : { cleanupIntervalMs: options.artifactCleanupIntervalMs }),
+    });
     const workers = options.workers ?? 2;
     const controllers = {
       runtime: new Controller({ name: 'runtime', logger, workers, reconcile: (key) => runtimes.reconcile(key) }),
       ttl: new Controller({ name: 'run-ttl', logger, workers, reconcile: (key) => collector.reconcileTtl(key) }),
       history: new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) }),
+      artifactStore: new Controller({ name: 'artifact-store', logger, workers: 1, reconcile: (key) => artifactStores.reconcile(key) }),
     };
     this.#controllers = Object.values(controllers);
     enqueueOnChange(caches, controllers);
@@ -108,11 +124,13 @@ export class ControllerManager {
 }
 
 /** Which keys each change enqueues: Runs and Runtime Pods name their Runtime, owned objects their controller. */
-function enqueueOnChange(caches: ManagerCaches, controllers: Record<'runtime' | 'ttl' | 'history', Controller>): void {
+function enqueueOnChange(caches: ManagerCaches, controllers: Record<'runtime' | 'ttl' | 'history' | 'artifactStore', Controller>): void {
   const to = (controller: Controller) => (key: string) => {
     controller.enqueue(key);
   };
-  const { runtime, ttl, history } = controllers;
+  const { runtime, ttl, history, artifactStore } = controllers;
+  // Periodic passes (requeueAfterMs), not Run events: runtimed removes a succeeded Run's other attempts itself.
+  caches.artifactStores.enqueueTo(to(artifactStore));
   caches.runtimes.enqueueTo(to(runtime));
   caches.runs.enqueueTo(to(runtime), runtimeKeyOfRun);
   caches.runs.enqueueTo(to(history), runtimeKeyOfRun);

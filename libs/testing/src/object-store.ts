@@ -325,5 +325,7 @@ function weedSpec(binDir: string, dir: string, ports: WeedPorts) {
       '-admin.port.legacy=0',
     ],
     logFile: join(dir, 'weed.log'),
+    // glog writes its own log files to os.TempDir(): into the state dir, removed with it.
+    env: { TMPDIR: dir },
   };
 }

@@ -3,7 +3,8 @@ import type { RunApi } from '../kube.ts';
 
 /** What a command writes to and reads from (the process's streams, or a test's). */
 export interface CliIo {
-  stdout: { write(text: string): unknown };
+  /** Bytes too: `krt artifacts --get ID -o -` writes the artifact as it is. */
+  stdout: { write(chunk: string | Uint8Array): unknown };
   stderr: { write(text: string): unknown };
   stdin: AsyncIterable<Buffer | string>;
 }

@@ -1,0 +1,181 @@
+import { ApiException } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import {
+  API_GROUP,
+  API_VERSION,
+  ARTIFACT_STORE_PLURAL,
+  ARTIFACT_STORE_REASONS,
+  artifactNamespacePrefix,
+  DEFAULTS,
+  parseDurationSeconds,
+} from '@kruntimes/api';
+import type { ArtifactStore, ArtifactStoreStatus } from '@kruntimes/api';
+import {
+  ArtifactObjects,
+  ArtifactStoreResolveError,
+  artifactStoreLocation,
+  decideArtifactCleanup,
+  readCredentials,
+} from '@kruntimes/artifacts-core';
+import type { ArtifactStoreCredentials, LiveRunAttempt, StoredObject } from '@kruntimes/artifacts-core';
+import { RecencyBoundedMap, splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import { isKruntimesError } from '@kruntimes/errors';
+import { isTerminal } from '@kruntimes/run-state';
+import { phaseOf } from './caches.ts';
+import type { RunObject } from './caches.ts';
+import { artifactStoreStatus } from './artifact-store-status.ts';
+import type { ArtifactStorePassOutcome } from './artifact-store-status.ts';
+import { rfc3339 } from './runtime-status-writer.ts';
+
+export type ArtifactStoreObject = ArtifactStore & KubernetesObject;
+
+/** Default time between two retention passes over one ArtifactStore. */
+export const DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS = 5 * 60_000;
+/** Bound on the objects one pass lists under a namespace prefix. */
+const MAX_LISTED_OBJECTS = 100_000;
+/** Stores whose next pass time is remembered; beyond it the least recent is forgotten (it then runs early once). */
+const DUE_CAPACITY = 10_000;
+
+export interface ArtifactStoreReconcilerOptions {
+  caches: { artifactStores: SharedInformer<ArtifactStoreObject>; runs: SharedInformer<RunObject> };
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  logger: ControllerLogger;
+  now: () => number;
+  /** Time between two passes over one store. Default 5 min. */
+  cleanupIntervalMs?: number;
+  /** Bound on one request to the object store. Default 30 s. */
+  storeRequestTimeoutMs?: number;
+}
+
+/**
+ * The retention controller (key `namespace/artifactstore`): resolves the store's
+ * credentials, lists `<prefix>/<namespace>/`, removes what decideArtifactCleanup says
+ * (objects of deleted Runs past the retention, superseded attempts' objects), and writes
+ * the Ready condition and lastCleanupTime. It runs again after the interval, sooner when
+ * an object of a deleted Run reaches its retention first; a status write or any other
+ * event before then does not start another pass (the next due time is kept in memory).
+ * A Run UID missing from the Run cache counts as deleted: the retention (24h by default)
+ * is also what covers a Run too new for the cache; with `0s` its objects go at once.
+ */
+export class ArtifactStoreReconciler {
+  readonly #options: ArtifactStoreReconcilerOptions;
+  readonly #intervalMs: number;
+  readonly #due = new RecencyBoundedMap<string, { generation: number | undefined; atMs: number }>(DUE_CAPACITY);
+
+  constructor(options: ArtifactStoreReconcilerOptions) {
+    this.#options = options;
+    this.#intervalMs = options.cleanupIntervalMs ?? DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const cached = this.#options.caches.artifactStores.get(name, namespace);
+    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
+      this.#due.delete(key);
+      return undefined;
+    }
+    const generation = cached.metadata.generation;
+    const now = this.#options.now();
+    const due = this.#due.get(key);
+    if (due !== undefined && due.generation === generation && now < due.atMs) return { requeueAfterMs: due.atMs - now };
+
+    // Cache objects are read-only: the pass works on a copy.
+    const store = structuredClone(cached) as ArtifactStoreObject;
+    const { outcome, nextMs } = await this.#pass(store, now);
+    this.#due.set(key, { generation, atMs: now + nextMs });
+    await this.#writeStatus(store, artifactStoreStatus(store.status, outcome, generation, rfc3339(this.#options.now())));
+    return { requeueAfterMs: nextMs };
+  }
+
+  async #pass(store: ArtifactStoreObject, now: number): Promise<{ outcome: ArtifactStorePassOutcome; nextMs: number }> {
+    const retry = Math.min(this.#intervalMs, 30_000);
+    let credentials: ArtifactStoreCredentials;
+    try {
+      credentials = await readCredentials(this.#options.core, store);
+    } catch (error) {
+      if (!(error instanceof ArtifactStoreResolveError)) throw error;
+      const reason = error.problem === 'SecretInvalid' ? ARTIFACT_STORE_REASONS.secretInvalid : ARTIFACT_STORE_REASONS.secretNotFound;
+      return { outcome: { kind: 'unavailable', reason, message: error.message }, nextMs: retry };
+    }
+    const namespace = store.metadata.namespace ?? '';
+    const location = artifactStoreLocation(store);
+    const objects = new ArtifactObjects(location, credentials, {
+      maxAttempts: 2,
+      requestTimeoutMs: this.#options.storeRequestTimeoutMs ?? 30_000,
+      maxListedKeys: MAX_LISTED_OBJECTS,
+    });
+    try {
+      const namespacePrefix = artifactNamespacePrefix(location.prefix, namespace);
+      const listed: StoredObject[] = [];
+      for await (const object of objects.list(namespacePrefix)) listed.push({ key: object.key, lastModified: object.lastModified });
+      const retentionSeconds = parseDurationSeconds(store.spec.retentionAfterRunDeleted ?? DEFAULTS.artifactRetentionAfterRunDeleted) ?? 0;
+      const decision = decideArtifactCleanup({
+        objects: listed,
+        namespacePrefix,
+        runs: this.#runsOf(namespace),
+        now: new Date(now),
+        retentionMs: retentionSeconds * 1000,
+      });
+      await objects.remove(decision.remove.map((entry) => entry.key));
+      if (decision.remove.length > 0) {
+        const runDeleted = decision.remove.filter((entry) => entry.reason === 'RunDeleted').length;
+        this.#options.logger.debug(
+          {
+            artifactStore: `${namespace}/${store.metadata.name ?? ''}`,
+            runDeleted,
+            supersededAttempt: decision.remove.length - runDeleted,
+          },
+          'removed artifact objects',
+        );
+      }
+      // A second after the soonest retention end, so that the object is past it then.
+      const nextMs = decision.nextExpiryMs === undefined ? this.#intervalMs : Math.min(this.#intervalMs, decision.nextExpiryMs + 1_000);
+      return { outcome: { kind: 'cleaned', removed: decision.remove.length }, nextMs };
+    } catch (error) {
+      if (!isKruntimesError(error, 'ArtifactStoreUnavailable')) throw error;
+      return { outcome: { kind: 'unavailable', reason: ARTIFACT_STORE_REASONS.storeUnreachable, message: error.message }, nextMs: retry };
+    } finally {
+      objects.destroy();
+    }
+  }
+
+  #runsOf(namespace: string): Map<string, LiveRunAttempt> {
+    const runs = new Map<string, LiveRunAttempt>();
+    for (const run of this.#options.caches.runs.list(namespace)) {
+      const uid = run.metadata.uid;
+      if (uid !== undefined) runs.set(uid, { attempt: run.status?.attempt, terminal: isTerminal(phaseOf(run)) });
+    }
+    return runs;
+  }
+
+  /** Replaces the status, fenced on the cached resourceVersion; skipped when nothing changed. 409 and 404 as for Runtimes. */
+  async #writeStatus(store: ArtifactStoreObject, status: ArtifactStoreStatus): Promise<void> {
+    if (JSON.stringify(store.status ?? {}) === JSON.stringify(status)) return;
+    const { name = '', namespace = '', uid, resourceVersion } = store.metadata;
+    try {
+      await this.#options.custom.replaceNamespacedCustomObjectStatus({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: ARTIFACT_STORE_PLURAL,
+        name,
+        body: {
+          apiVersion: store.apiVersion,
+          kind: store.kind,
+          metadata: { name, namespace, uid, resourceVersion },
+          spec: store.spec,
+          status,
+        },
+      });
+    } catch (error) {
+      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) {
+        // A newer version (or the deletion) is on its way through the watch; its reconcile writes from fresh data.
+        this.#due.delete(`${namespace}/${name}`);
+        return;
+      }
+      throw error;
+    }
+  }
+}
