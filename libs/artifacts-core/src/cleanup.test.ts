@@ -39,6 +39,7 @@ test.each<[string, string, Date, Record<string, LiveRunAttempt>, number, string 
     runs: new Map(Object.entries(runs)),
     now: NOW,
     retentionMs,
+    unknownRunGraceMs: 0,
   });
   expect(decision.remove).toEqual(expected === undefined ? [] : [{ key, reason: expected }]);
 });
@@ -55,13 +56,33 @@ test('nextExpiryMs is the soonest retention end among kept objects of deleted Ru
     runs: new Map([['live', running(1)]]),
     now: NOW,
     retentionMs: HOUR,
+    unknownRunGraceMs: 0,
   });
   expect(decision).toEqual({ remove: [{ key: `${NS}c/1/x`, reason: 'RunDeleted' }], nextExpiryMs: HOUR / 2 });
 });
 
 test('nothing waiting: nextExpiryMs is undefined', () => {
-  expect(decideArtifactCleanup({ objects: [], namespacePrefix: NS, runs: new Map(), now: NOW, retentionMs: HOUR })).toEqual({
+  expect(
+    decideArtifactCleanup({ objects: [], namespacePrefix: NS, runs: new Map(), now: NOW, retentionMs: HOUR, unknownRunGraceMs: 0 }),
+  ).toEqual({
     remove: [],
     nextExpiryMs: undefined,
   });
+});
+
+test.each([
+  ['younger than the grace: the Run may be too new for the cache', ago(30_000), 0, undefined],
+  ['older than the grace, retention 0', ago(61_000), 0, 'RunDeleted'],
+  ['older than the grace, within a longer retention', ago(61_000), HOUR, undefined],
+])('a Run missing from the cache, object %s', (_case, lastModified, retentionMs, expected) => {
+  const key = `${NS}new/1/out.csv`;
+  const decision = decideArtifactCleanup({
+    objects: [{ key, lastModified }],
+    namespacePrefix: NS,
+    runs: new Map(),
+    now: NOW,
+    retentionMs,
+    unknownRunGraceMs: 60_000,
+  });
+  expect(decision.remove).toEqual(expected === undefined ? [] : [{ key, reason: expected }]);
 });

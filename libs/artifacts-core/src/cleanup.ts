@@ -22,6 +22,11 @@ export interface ArtifactCleanupInput {
   now: Date;
   /** The ArtifactStore's retentionAfterRunDeleted. */
   retentionMs: number;
+  /**
+   * The least age of an object before a missing Run counts as deleted: a Run created a
+   * moment ago may not be in the caller's cache yet, and its first upload must not go.
+   */
+  unknownRunGraceMs: number;
 }
 
 export type CleanupReason = 'RunDeleted' | 'SupersededAttempt';
@@ -50,7 +55,8 @@ export function decideArtifactCleanup(input: ArtifactCleanupInput): CleanupDecis
     if (parts === undefined) continue;
     const run = input.runs.get(parts.runUid);
     if (run === undefined) {
-      const dueInMs = object.lastModified.getTime() + input.retentionMs - input.now.getTime();
+      const keptMs = Math.max(input.retentionMs, input.unknownRunGraceMs);
+      const dueInMs = object.lastModified.getTime() + keptMs - input.now.getTime();
       if (dueInMs <= 0) remove.push({ key: object.key, reason: 'RunDeleted' });
       else nextExpiryMs = Math.min(nextExpiryMs ?? dueInMs, dueInMs);
       continue;

@@ -36,6 +36,8 @@ export const DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS = 5 * 60_000;
 const MAX_LISTED_OBJECTS = 100_000;
 /** Stores whose next pass time is remembered; beyond it the least recent is forgotten (it then runs early once). */
 const DUE_CAPACITY = 10_000;
+/** Far longer than an informer lags behind a Run's creation, far shorter than any useful retention. */
+const DEFAULT_UNKNOWN_RUN_GRACE_MS = 2 * 60_000;
 
 export interface ArtifactStoreReconcilerOptions {
   caches: { artifactStores: SharedInformer<ArtifactStoreObject>; runs: SharedInformer<RunObject> };
@@ -47,6 +49,8 @@ export interface ArtifactStoreReconcilerOptions {
   cleanupIntervalMs?: number;
   /** Bound on one request to the object store. Default 30 s. */
   storeRequestTimeoutMs?: number;
+  /** The least age of an object of a Run missing from the cache before it counts as a deleted Run's. Default 2 min. */
+  unknownRunGraceMs?: number;
 }
 
 /**
@@ -56,8 +60,8 @@ export interface ArtifactStoreReconcilerOptions {
  * the Ready condition and lastCleanupTime. It runs again after the interval, sooner when
  * an object of a deleted Run reaches its retention first; a status write or any other
  * event before then does not start another pass (the next due time is kept in memory).
- * A Run UID missing from the Run cache counts as deleted: the retention (24h by default)
- * is also what covers a Run too new for the cache; with `0s` its objects go at once.
+ * A Run UID missing from the Run cache counts as deleted once its object is older than
+ * both the retention and a grace that covers a Run too new for the cache.
  */
 export class ArtifactStoreReconciler {
   readonly #options: ArtifactStoreReconcilerOptions;
@@ -117,6 +121,7 @@ export class ArtifactStoreReconciler {
         runs: this.#runsOf(namespace),
         now: new Date(now),
         retentionMs: retentionSeconds * 1000,
+        unknownRunGraceMs: this.#options.unknownRunGraceMs ?? DEFAULT_UNKNOWN_RUN_GRACE_MS,
       });
       await objects.remove(decision.remove.map((entry) => entry.key));
       if (decision.remove.length > 0) {

@@ -39,6 +39,8 @@ export interface ControllerManagerOptions {
   finishedRunsPerRuntime?: number;
   /** Time between two retention passes over one ArtifactStore. Default 5 min. */
   artifactCleanupIntervalMs?: number;
+  /** See ArtifactStoreReconcilerOptions.unknownRunGraceMs (tests set 0). */
+  artifactUnknownRunGraceMs?: number;
   workers?: number;
   now?: () => number;
   /** Fed from the caches at scrape time while this manager runs (the /metrics endpoint). */
@@ -93,6 +95,7 @@ export class ControllerManager {
       logger,
       now,
       ...(options.artifactCleanupIntervalMs === undefined ? {} : { cleanupIntervalMs: options.artifactCleanupIntervalMs }),
+      ...(options.artifactUnknownRunGraceMs === undefined ? {} : { unknownRunGraceMs: options.artifactUnknownRunGraceMs }),
     });
     const workers = options.workers ?? 2;
     const controllers = {

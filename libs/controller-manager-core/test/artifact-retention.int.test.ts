@@ -72,6 +72,8 @@ async function startManager(): Promise<void> {
       terminationGracePeriodSeconds: 2,
     },
     artifactCleanupIntervalMs: 1_000,
+    // Every Run of this test is in the cache before its objects are written.
+    artifactUnknownRunGraceMs: 0,
   });
   await manager.start();
 }
