@@ -25,7 +25,9 @@ import { Timestamp } from "../../../google/protobuf/timestamp.ts";
  * table, `krt-error-code` in trailing metadata). ArtifactNotDeclared: the ID is not in
  * spec.artifacts or the media type differs; ArtifactTooLarge: size over maxBytes;
  * StaleAttempt: the token's attempt is no longer the Run's current, owned attempt (or
- * the token is unknown); ArtifactStoreUnavailable: the ArtifactStore or its Secret
+ * the token is unknown); OwnerUnavailable: runtimed's Pod Lease was never renewed or
+ * has already passed, so no grant could expire within it; InvalidRequest: a size or
+ * sha256 that is not one; ArtifactStoreUnavailable: the ArtifactStore or its Secret
  * cannot be read.
  */
 
