@@ -14,6 +14,12 @@ export const MEDIA_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za
 
 /** A SHA-256 digest as kruntimes writes it: `sha256:` and 64 lowercase hex digits. */
 export const ARTIFACT_DIGEST_PATTERN = '^sha256:[0-9a-f]{64}$';
+const sha256HexRegExp = /^[0-9a-f]{64}$/;
+
+/** A bare SHA-256 as the manifest, the grants and the store client carry it: 64 lowercase hex digits. */
+export function isSha256Hex(value: string): boolean {
+  return sha256HexRegExp.test(value);
+}
 
 /** Keys of the credentials Secret an ArtifactStore names. */
 export const ARTIFACT_STORE_SECRET_KEYS = { accessKeyId: 'accessKeyId', secretAccessKey: 'secretAccessKey' } as const;

@@ -10,7 +10,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { BOUNDS, MEDIA_TYPE_PATTERN } from '@kruntimes/api';
+import { BOUNDS, MEDIA_TYPE_PATTERN, isSha256Hex } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 
 /** Where an ArtifactStore's objects are: its spec with the defaults applied. */
@@ -73,7 +73,6 @@ export const SIGNED_UPLOAD_HEADERS = ['content-length', 'content-type', 'x-amz-c
 const DELETE_BATCH = 1000;
 /** SigV4's bound on a presigned URL's lifetime. */
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 const mediaTypeRegExp = new RegExp(MEDIA_TYPE_PATTERN);
 
 /**
@@ -117,7 +116,7 @@ export class ArtifactObjects {
         `size must be an integer from 0 to ${String(BOUNDS.artifactMaxBytes)}, not ${String(size)}`,
       );
     }
-    if (!SHA256_HEX.test(sha256Hex)) throw new KruntimesError('InvalidRequest', 'sha256 must be 64 lowercase hex digits');
+    if (!isSha256Hex(sha256Hex)) throw new KruntimesError('InvalidRequest', 'sha256 must be 64 lowercase hex digits');
     if (!mediaTypeRegExp.test(mediaType)) throw new KruntimesError('InvalidRequest', `invalid media type ${JSON.stringify(mediaType)}`);
     if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > MAX_PRESIGN_SECONDS) {
       throw new KruntimesError('InvalidRequest', `expiresInSeconds must be an integer from 1 to ${String(MAX_PRESIGN_SECONDS)}`);

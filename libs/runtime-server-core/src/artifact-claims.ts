@@ -1,4 +1,4 @@
-import { BOUNDS, isArtifactId } from '@kruntimes/api';
+import { BOUNDS, isArtifactId, isSha256Hex } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 
 /** One declared output of the execution's Run (spec.artifacts.outputs), as runtimed sent it. */
@@ -19,7 +19,6 @@ export interface ArtifactClaim {
 }
 
 const FIELDS = new Set(['artifactId', 'size', 'sha256', 'mediaType']);
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
  * Checks a request body of the local artifacts endpoint against the declaration and
@@ -48,7 +47,7 @@ export function parseArtifactClaim(body: unknown, declared: readonly DeclaredOut
   if (size > output.maxBytes) {
     throw new KruntimesError('ArtifactTooLarge', `artifact ${artifactId} is ${size} bytes, its maxBytes is ${output.maxBytes}`);
   }
-  if (typeof sha256 !== 'string' || !SHA256_HEX.test(sha256)) {
+  if (typeof sha256 !== 'string' || !isSha256Hex(sha256)) {
     throw new KruntimesError('InvalidRequest', 'sha256 must be 64 lowercase hex digits');
   }
   if (mediaType !== undefined && typeof mediaType !== 'string') throw new KruntimesError('InvalidRequest', 'mediaType must be a string');

@@ -1,9 +1,8 @@
-import { DEFAULTS } from '@kruntimes/api';
+import { DEFAULTS, isSha256Hex } from '@kruntimes/api';
 import type { DeclaredArtifact } from '@kruntimes/api';
 import type { ErrorCode } from '@kruntimes/errors';
 
 /** Lowercase hex SHA-256, as the grant request and the manifest carry it. */
-export const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /** One upload asked for by an execution (GrantUploadRequest without the token). */
 export interface GrantRequest {
@@ -62,7 +61,7 @@ export function decideGrant(input: GrantInput): GrantDecision {
   if (request.size > declaration.maxBytes) {
     return refuse('ArtifactTooLarge', `artifact ${declaration.id}: ${request.size} bytes is over its maxBytes ${declaration.maxBytes}`);
   }
-  if (!SHA256_HEX.test(request.sha256)) return refuse('InvalidRequest', 'sha256 is not 64 lowercase hex digits');
+  if (!isSha256Hex(request.sha256)) return refuse('InvalidRequest', 'sha256 is not 64 lowercase hex digits');
   if (input.leaseExpiresAtMs === undefined) {
     return refuse('OwnerUnavailable', 'the Pod Lease was never renewed: this runtimed cannot vouch for its attempt');
   }

@@ -1,6 +1,5 @@
-import { BOUNDS, RUN_REASONS } from '@kruntimes/api';
+import { BOUNDS, RUN_REASONS, isSha256Hex } from '@kruntimes/api';
 import type { DeclaredArtifact } from '@kruntimes/api';
-import { SHA256_HEX } from './artifact-grant-decision.ts';
 
 /** One ResultManifest entry as the Runtime Server reports it (ExecutionExited.manifest). */
 export interface ManifestEntryInput {
@@ -64,7 +63,7 @@ export function checkManifest(
     const mediaType = entry.mediaType === '' ? declaration.mediaType : entry.mediaType;
     if (mediaType !== declaration.mediaType) {
       invalid(`${id}: the manifest says media type ${entry.mediaType}, the declaration ${declaration.mediaType}`);
-    } else if (!SHA256_HEX.test(entry.sha256)) {
+    } else if (!isSha256Hex(entry.sha256)) {
       invalid(`${id}: the manifest's sha256 is not 64 lowercase hex digits`);
     } else if (!Number.isSafeInteger(entry.size) || entry.size < 0) {
       invalid(`${id}: the manifest's size ${String(entry.size)} is not a byte count`);
