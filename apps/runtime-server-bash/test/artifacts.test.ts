@@ -2,11 +2,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runtimeServerV1 } from '@kruntimes/proto';
-import { startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
+import { executeToEnd, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
 import type { ArtifactGrantsStub, ServerProcess } from '@kruntimes/testing';
 
-const { LogStream } = runtimeServerV1;
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 const DATA = randomBytes(200_000);
 const SHA = createHash('sha256').update(DATA).digest('hex');
@@ -61,10 +59,7 @@ describe('runtime-server-bash: artifacts', () => {
 
   const run = async (entrypoint: string, grantToken: string = randomUUID()) => {
     const runUid = randomUUID();
-    const stdout: string[] = [];
-    const stderr: string[] = [];
-    let exited: runtimeServerV1.ExecutionExited | undefined;
-    for await (const { event } of server.client.execute({
+    const { stdout, stderr, exited } = await executeToEnd(server.client, {
       executionId: `${runUid}/1`,
       runUid,
       attempt: 1,
@@ -73,10 +68,7 @@ describe('runtime-server-bash: artifacts', () => {
       args: [],
       env: {},
       artifacts: { grantAddress: grants.address, grantToken, declared: DECLARED },
-    })) {
-      if (event?.$case === 'log') (event.log.stream === LogStream.LOG_STREAM_STDOUT ? stdout : stderr).push(event.log.text);
-      if (event?.$case === 'exited') exited = event.exited;
-    }
+    });
     return { runUid, stdout, stderr, exited, grantToken };
   };
 

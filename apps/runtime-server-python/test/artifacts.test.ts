@@ -2,8 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { runtimeServerV1 } from '@kruntimes/proto';
-import { startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
+import { executeToEnd, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
 import type { ArtifactGrantsStub, ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -71,9 +70,7 @@ describe('runtime-server-python: artifacts', () => {
 
   const run = async (entrypoint: string, grantToken: string = randomUUID(), withArtifacts = true) => {
     const runUid = randomUUID();
-    const lines: string[] = [];
-    let exited: runtimeServerV1.ExecutionExited | undefined;
-    for await (const { event } of server.client.execute({
+    const { lines, exited } = await executeToEnd(server.client, {
       executionId: `${runUid}/1`,
       runUid,
       attempt: 1,
@@ -82,10 +79,7 @@ describe('runtime-server-python: artifacts', () => {
       args: [],
       env: {},
       ...(withArtifacts ? { artifacts: { grantAddress: grants.address, grantToken, declared: DECLARED } } : {}),
-    })) {
-      if (event?.$case === 'log') lines.push(event.log.text);
-      if (event?.$case === 'exited') exited = event.exited;
-    }
+    });
     return { runUid, lines, exited, grantToken };
   };
 

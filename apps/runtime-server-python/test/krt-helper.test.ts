@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { durationFromMillis } from '@kruntimes/proto';
-import { startServerProcess } from '@kruntimes/testing';
+import { executeToEnd, startServerProcess } from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -51,8 +51,7 @@ describe('krt, the helper module for user code', () => {
   });
 
   const taskLine = async (runUid: string, attempt: number): Promise<string> => {
-    const lines: string[] = [];
-    for await (const { event } of server.client.execute({
+    const { lines, exited } = await executeToEnd(server.client, {
       executionId: `${runUid}/${String(attempt)}`,
       runUid,
       attempt,
@@ -60,10 +59,8 @@ describe('krt, the helper module for user code', () => {
       entrypoint: 'task.py',
       args: [],
       env: { PYTHONPATH: ownLib },
-    })) {
-      if (event?.$case === 'log') lines.push(event.log.text);
-      if (event?.$case === 'exited') expect(event.exited.exitCode).toBe(0);
-    }
+    });
+    expect(exited?.exitCode).toBe(0);
     return lines.join('\n');
   };
 

@@ -62,3 +62,27 @@ export async function startServerProcess(mainTs: string, env: Record<string, str
     },
   };
 }
+
+/** What one Execute stream carried: its log lines (all, and by stream) and its `exited`. */
+export interface ExecutionTranscript {
+  lines: string[];
+  stdout: string[];
+  stderr: string[];
+  exited: runtimeServerV1.ExecutionExited | undefined;
+}
+
+/** Runs one execution on a Runtime Server and follows its stream to the end. */
+export async function executeToEnd(
+  client: Client<runtimeServerV1.RuntimeServerDefinition>,
+  request: runtimeServerV1.ExecuteRequest,
+): Promise<ExecutionTranscript> {
+  const transcript: ExecutionTranscript = { lines: [], stdout: [], stderr: [], exited: undefined };
+  for await (const { event } of client.execute(request)) {
+    if (event?.$case === 'log') {
+      transcript.lines.push(event.log.text);
+      (event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDOUT ? transcript.stdout : transcript.stderr).push(event.log.text);
+    }
+    if (event?.$case === 'exited') transcript.exited = event.exited;
+  }
+  return transcript;
+}
