@@ -1,5 +1,6 @@
 import type { ArtifactRecord, RunArtifacts } from './artifacts.ts';
 import type { ConditionStatus } from './constants.ts';
+import type { RunOrigin } from './origin.ts';
 import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
 
 /** The subset of Kubernetes ObjectMeta that kruntimes code reads and writes. */
@@ -148,6 +149,8 @@ export interface RunSpec {
   parentRunRef?: RunReference;
   /** Task Runs only: the files the task uploads, and the store they go to. */
   artifacts?: RunArtifacts;
+  /** Executed elsewhere (`krt run --local`), result recorded by `krt sync`: never scheduled. Immutable. */
+  origin?: RunOrigin;
 }
 
 export interface RunEndpoint {

@@ -34,7 +34,7 @@ describe('Run CRD (read from the committed YAML)', () => {
   const spec = schema.properties?.spec;
   const status = schema.properties?.status;
 
-  it.each(['runtime', 'source', 'mode', 'env', 'timeout', 'retryPolicy', 'parentRunRef'])('spec.%s is immutable', (field) => {
+  it.each(['runtime', 'source', 'mode', 'env', 'timeout', 'retryPolicy', 'parentRunRef', 'origin'])('spec.%s is immutable', (field) => {
     const rule = rulesOf(spec).find((r) => r.message === `spec.${field} is immutable`);
     expect(rule?.rule).toContain(`oldSelf.${field}`);
     expect(rule?.fieldPath).toBe(`.${field}`);

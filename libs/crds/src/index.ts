@@ -3,3 +3,4 @@ export { runCrd, runTemplateSpecSchema } from './run-crd.ts';
 export { runScheduleCrd } from './run-schedule-crd.ts';
 export { runtimeCrd } from './runtime-crd.ts';
 export type { CelRule, CustomResourceDefinition, JsonSchema, PrinterColumn } from './schema.ts';
+export { runSpecProblems } from './validate.ts';

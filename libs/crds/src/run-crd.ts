@@ -7,6 +7,8 @@ import {
   DNS1123_SUBDOMAIN_PATTERN,
   DURATION_PATTERN,
   ENDPOINT_PROTOCOLS,
+  LOCAL_RESULT_PHASES,
+  LOCAL_RUN_ID_PATTERN,
   MEDIA_TYPE_PATTERN,
   OUTPUT_KEY_PATTERN,
   RUN_KIND,
@@ -184,10 +186,74 @@ export function runTemplateSpecSchema(): JsonSchema {
   });
 }
 
+// ---------------------------------------------------------------------------- spec.origin
+
+const localResult = object(
+  'What the local run ended with (the status fields of a terminal task).',
+  {
+    phase: string('Terminal phase of the local run.', { enum: LOCAL_RESULT_PHASES }),
+    reason: string('CamelCase reason, as runtimed writes it for a task.', { maxLength: 128 }),
+    message: string('Bounded human-readable detail.', { maxLength: BOUNDS.messageBytes }),
+    exitCode: int32('Exit code of the local execution.'),
+    outputs: {
+      type: 'object',
+      description: 'Bounded task outputs.',
+      maxProperties: BOUNDS.outputCount,
+      additionalProperties: string('An output value.', { maxLength: BOUNDS.outputValueBytes }),
+    },
+    artifacts: array(
+      'Artifacts uploaded to the Run store by krt sync (verified digests).',
+      object(
+        'One artifact.',
+        {
+          id: artifactId,
+          digest: string('sha256:<64 hex> of its bytes.', { pattern: ARTIFACT_DIGEST_PATTERN, maxLength: 71 }),
+          size: integer('Size in bytes.', { minimum: 0, maximum: BOUNDS.artifactMaxBytes }),
+          mediaType,
+        },
+        { required: ['id', 'digest', 'size', 'mediaType'] },
+      ),
+      { maxItems: BOUNDS.artifactCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['id'] },
+    ),
+    startTime: dateTime('When the local execution started.'),
+    completionTime: dateTime('When it ended.'),
+  },
+  { required: ['phase', 'reason', 'message', 'startTime', 'completionTime'] },
+);
+
+const origin = object(
+  'Where the Run was executed when not by the platform. A Run with an origin is never scheduled: the controller-manager records its result. Immutable.',
+  {
+    local: object(
+      'Executed by `krt run --local` and uploaded by `krt sync`.',
+      {
+        runId: string('The local run ID (.krt/runs/<id>).', { pattern: LOCAL_RUN_ID_PATTERN, maxLength: 32 }),
+        lockDigest: string('sha256:<64 hex> of the lock that pinned the source and inputs.', {
+          pattern: ARTIFACT_DIGEST_PATTERN,
+          maxLength: 71,
+        }),
+        result: localResult,
+      },
+      { required: ['runId', 'lockDigest', 'result'] },
+    ),
+  },
+  { required: ['local'] },
+);
+
+const originNeedsTask = {
+  rule: '!has(self.origin) || has(self.mode.task)',
+  message: 'spec.origin is for task Runs only',
+  fieldPath: '.origin',
+  reason: 'FieldValueForbidden',
+} as const;
+
+// ----------------------------------------------------------------------------
+
 const spec = object(
   'What to run. Immutable after create except cancelRequested (false to true only) and ttlSecondsAfterFinished.',
   {
     ...templatedSpecProperties,
+    origin,
     cancelRequested: boolean('Request cancellation. May only change from false to true.', { default: false }),
     parentRunRef: object(
       'The finished Run this Run retries.',
@@ -209,8 +275,10 @@ const spec = object(
       immutableOptional('retryPolicy'),
       immutableOptional('parentRunRef'),
       immutableOptional('artifacts'),
+      immutableOptional('origin'),
       retryNeedsRetrySafe,
       artifactsNeedTask,
+      originNeedsTask,
       {
         rule: '!has(oldSelf.cancelRequested) || !oldSelf.cancelRequested || (has(self.cancelRequested) && self.cancelRequested)',
         message: 'spec.cancelRequested may only change from false to true',

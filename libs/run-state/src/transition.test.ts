@@ -1,12 +1,12 @@
 import { BOUNDS, RUN_PHASES } from '@kruntimes/api';
-import type { Run, RunPhase, RunSpec, RunStatus } from '@kruntimes/api';
+import type { LocalRunResult, Run, RunOrigin, RunPhase, RunSpec, RunStatus } from '@kruntimes/api';
 import { isKruntimesError } from '@kruntimes/errors';
 import { TransitionRefusedError, transition } from './transition.ts';
 import type { RunEvent, RunEventType, TransitionResult, WriterRole } from './transition.ts';
 
 const NOW = '2026-06-01T12:00:00.000Z';
 const EARLIER = '2026-06-01T11:00:00.000Z';
-const WRITERS: readonly WriterRole[] = ['scheduler', 'runtimed', 'stale-recovery'];
+const WRITERS: readonly WriterRole[] = ['scheduler', 'runtimed', 'stale-recovery', 'controller-manager'];
 
 function makeRun(phase: RunPhase | undefined, spec: Partial<RunSpec> = {}, status: RunStatus = {}): Run {
   const assigned = phase !== undefined && phase !== 'Pending';
@@ -19,6 +19,26 @@ function makeRun(phase: RunPhase | undefined, spec: Partial<RunSpec> = {}, statu
       ...(phase === undefined ? {} : { phase }),
       ...(assigned ? { assignedPod: 'pod-a', assignedPodUID: 'pod-uid-a', attempt: 1 } : {}),
       ...status,
+    },
+  };
+}
+
+/** spec.origin of a Run that `krt sync` created from a local run; `result` overrides the recorded result. */
+function localOrigin(result: Partial<LocalRunResult> = {}): RunOrigin {
+  return {
+    local: {
+      runId: '20260601-110000-a1b2c3',
+      lockDigest: `sha256:${'a'.repeat(64)}`,
+      result: {
+        phase: 'Succeeded',
+        reason: 'Succeeded',
+        message: 'completed',
+        exitCode: 0,
+        outputs: { answer: '42' },
+        startTime: '2026-06-01T10:59:00Z',
+        completionTime: '2026-06-01T11:00:00Z',
+        ...result,
+      },
     },
   };
 }
@@ -42,6 +62,7 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }>
   MarkRecovering: { event: { type: 'MarkRecovering', message: 'Pod lease expired' }, spec: {} },
   Recovered: { event: { type: 'Recovered', message: 'the owner holds the Run again' }, spec: functionMode },
   Interrupted: { event: { type: 'Interrupted', reason: 'OwnerLost', message: 'Pod gone' }, spec: {} },
+  RecordOrigin: { event: { type: 'RecordOrigin' }, spec: { origin: localOrigin() } },
 };
 
 // The specification of docs/lifecycle.md, written out independently of TRANSITION_RULES.
@@ -62,6 +83,7 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   MarkRecovering: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
   Recovered: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
   Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
+  RecordOrigin: { writers: ['controller-manager'], from: ['Pending'] },
 };
 
 const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
@@ -80,6 +102,7 @@ const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   MarkRecovering: 'same',
   Recovered: 'same',
   Interrupted: 'Interrupted',
+  RecordOrigin: 'Succeeded',
 };
 
 function expectOk(result: TransitionResult): RunStatus {
@@ -598,5 +621,94 @@ describe('report sequence (an older report of an attempt never overwrites a newe
       sequence: 3,
     });
     expect(result.ok ? undefined : result.error.refusal).toBe('wrongWriter');
+  });
+});
+
+describe('controller-manager: RecordOrigin (a Run executed by krt run --local, synced)', () => {
+  const record = (spec: Partial<RunSpec>, status: RunStatus = {}): TransitionResult =>
+    transition({ run: makeRun('Pending', spec, status), event: { type: 'RecordOrigin' }, writer: 'controller-manager', now: NOW });
+
+  it('moves Pending straight to the recorded phase with its times, exit code, outputs and reason', () => {
+    const status = expectOk(record({ origin: localOrigin() }));
+    expect(status).toMatchObject({
+      phase: 'Succeeded',
+      reason: 'Succeeded',
+      message: 'completed',
+      attempt: 1,
+      exitCode: 0,
+      outputs: { answer: '42' },
+      startTime: '2026-06-01T10:59:00Z',
+      completionTime: '2026-06-01T11:00:00Z',
+    });
+    expect(status.assignedPod).toBeUndefined();
+    expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Succeeded' });
+  });
+
+  const artifacts: RunSpec['artifacts'] = { store: 's', outputs: [{ id: 'report.csv', maxBytes: 100, mediaType: 'text/csv' }] };
+  const report = { id: 'report.csv', digest: `sha256:${'b'.repeat(64)}`, size: 10, mediaType: 'text/csv' };
+
+  it.each<[string, Partial<RunSpec>, RunPhase]>([
+    [
+      'a failed run (non-zero exit)',
+      { origin: localOrigin({ phase: 'Failed', reason: 'NonZeroExit', message: 'exited with code 3', exitCode: 3, outputs: {} }) },
+      'Failed',
+    ],
+    [
+      'a failed run (artifact missing, exit 0)',
+      { artifacts, origin: localOrigin({ phase: 'Failed', reason: 'ArtifactMissing', message: 'x', exitCode: 0, outputs: {} }) },
+      'Failed',
+    ],
+    ['a timed out run', { origin: localOrigin({ phase: 'Timeout', reason: 'Timeout', message: 'ran too long', outputs: {} }) }, 'Timeout'],
+    ['a succeeded run with its declared artifacts', { artifacts, origin: localOrigin({ artifacts: [report] }) }, 'Succeeded'],
+  ])('records %s', (_what, spec, phase) => {
+    expect(expectOk(record(spec)).phase).toBe(phase);
+  });
+
+  it.each<[string, Partial<RunSpec>, TransitionRefusedError['refusal']]>([
+    ['a Run without spec.origin', {}, 'precondition'],
+    ['a function Run', { ...functionMode, origin: localOrigin() }, 'precondition'],
+    ['a phase that is not a local result', { origin: localOrigin({ phase: 'Cancelled' as never }) }, 'precondition'],
+    ['a reason of another phase', { origin: localOrigin({ reason: 'NonZeroExit' }) }, 'precondition'],
+    ['a Succeeded result with a non-zero exit code', { origin: localOrigin({ exitCode: 1 }) }, 'precondition'],
+    ['a fractional exit code', { origin: localOrigin({ phase: 'Failed', reason: 'NonZeroExit', exitCode: 1.5 }) }, 'precondition'],
+    ['outputs over the bounds', { origin: localOrigin({ outputs: { 'bad key': 'x' } }) }, 'bounds'],
+    ['artifacts the Run does not declare', { origin: localOrigin({ artifacts: [report] }) }, 'precondition'],
+    ['a required artifact missing from a Succeeded result', { artifacts, origin: localOrigin() }, 'precondition'],
+    [
+      'artifacts on a Failed result',
+      { artifacts, origin: localOrigin({ phase: 'Failed', reason: 'Failed', artifacts: [report] }) },
+      'precondition',
+    ],
+    [
+      'a completion before the start',
+      { origin: localOrigin({ startTime: '2026-06-01T11:00:00Z', completionTime: '2026-06-01T10:00:00Z' }) },
+      'precondition',
+    ],
+    ['a time that is not one', { origin: localOrigin({ startTime: 'yesterday' }) }, 'precondition'],
+  ])('refuses %s', (_what, spec, refusal) => {
+    expectRefused(record(spec), refusal);
+  });
+
+  it('a cancel stored before the record wins: Cancelled, the local result kept in the message and fields', () => {
+    const status = expectOk(record({ origin: localOrigin(), cancelRequested: true }));
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0, outputs: { answer: '42' } });
+    expect(status.message).toContain('the local run ended Succeeded');
+  });
+
+  it('is refused once recorded (a terminal phase never changes) and from any writer but the controller-manager', () => {
+    const recorded = expectOk(record({ origin: localOrigin() }));
+    const again = transition({
+      run: { ...makeRun('Pending', { origin: localOrigin() }), status: recorded },
+      event: { type: 'RecordOrigin' },
+      writer: 'controller-manager',
+      now: NOW,
+    });
+    expectRefused(again, 'wrongPhase');
+    for (const writer of ['scheduler', 'runtimed', 'stale-recovery'] as const) {
+      expectRefused(
+        transition({ run: makeRun('Pending', { origin: localOrigin() }), event: { type: 'RecordOrigin' }, writer, now: NOW }),
+        'wrongWriter',
+      );
+    }
   });
 });

@@ -1,5 +1,6 @@
 import {
   ARTIFACT_DIGEST_PATTERN,
+  LOCAL_RESULT_PHASES,
   BOUNDS,
   CONDITION_TYPES,
   RUN_REASONS,
@@ -8,14 +9,24 @@ import {
   utf8ByteLength,
   validateOutputs,
 } from '@kruntimes/api';
-import type { ArtifactRecord, Run, RunArtifacts, RunEndpoint, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
+import type {
+  ArtifactRecord,
+  LocalResultPhase,
+  Run,
+  RunArtifacts,
+  RunEndpoint,
+  RunPhase,
+  RunReason,
+  RunSpec,
+  RunStatus,
+} from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { classify } from './classification.ts';
 import { setCondition } from './conditions.ts';
 import { decideRetry } from './retry.ts';
 
 /** Who writes a Run's status (docs/lifecycle.md). */
-export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery';
+export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery' | 'controller-manager';
 
 export type UnschedulableReason = typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity;
 export type FailureReason =
@@ -67,7 +78,12 @@ export type RunEvent =
    * stale-recovery (the owner is lost) or runtimed (it restarted and its execution is gone):
    * nothing proves what the code did.
    */
-  | { type: 'Interrupted'; reason: InterruptReason; message: string };
+  | { type: 'Interrupted'; reason: InterruptReason; message: string }
+  /**
+   * controller-manager: a Run executed elsewhere (`spec.origin.local`, by `krt run --local`)
+   * goes from Pending straight to the terminal phase its origin recorded; never scheduled.
+   */
+  | { type: 'RecordOrigin' };
 
 export type RunEventType = RunEvent['type'];
 
@@ -122,6 +138,7 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   MarkRecovering: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Recovered: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  RecordOrigin: { writers: ['controller-manager'], from: ['Pending'] },
 };
 
 /** The phase of a Run as stored; a Run nobody has written status for yet is Pending. */
@@ -356,6 +373,25 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
 
     case 'Interrupted':
       return finish('Interrupted', event.reason, event.message);
+
+    case 'RecordOrigin': {
+      // The status is the origin's record, checked like runtimed's own report (origin.ts).
+      const recorded = recordOriginStatus(run.spec, previous);
+      if (!recorded.ok) return refuse(recorded.kind, recorded.detail);
+      const { status, reason, message } = recorded;
+      if (cancelRequested) {
+        return {
+          ok: true,
+          status: withReady(
+            { ...status, phase: 'Cancelled' },
+            false,
+            RUN_REASONS.cancelled,
+            `cancel requested before the outcome was recorded; the local run ended ${String(status.phase)} (${reason}): ${message}`,
+          ),
+        };
+      }
+      return { ok: true, status: withReady(status, false, reason, message) };
+    }
   }
 }
 
@@ -409,3 +445,58 @@ export function artifactRecordsProblem(
 }
 
 const ARTIFACT_DIGEST = new RegExp(ARTIFACT_DIGEST_PATTERN);
+
+// ---------------------------------------------------------------------------- RecordOrigin (spec.origin)
+
+/** The reasons a recorded local result may carry, per phase: the ones runtimed writes for a task. */
+const ORIGIN_REASONS: Readonly<Record<LocalResultPhase, readonly RunReason[]>> = {
+  Succeeded: [RUN_REASONS.succeeded],
+  Failed: [RUN_REASONS.failed, RUN_REASONS.nonZeroExit, RUN_REASONS.artifactMissing, RUN_REASONS.artifactInvalid],
+  Timeout: [RUN_REASONS.timeout],
+};
+
+type OriginRecord = { ok: true; status: RunStatus; reason: RunReason; message: string } | { ok: false; kind: RefusalKind; detail: string };
+
+/**
+ * The status a Run with `spec.origin.local` records: the local result, checked like
+ * runtimed's own report of a task (a terminal phase and one of its reasons, outputs within
+ * the bounds, artifacts against the declaration, a Succeeded exit code 0, start before
+ * completion), so that a synced Run says nothing a cluster run could not have said.
+ */
+function recordOriginStatus(spec: RunSpec, previous: RunStatus): OriginRecord {
+  const refuse = (kind: RefusalKind, detail: string): OriginRecord => ({ ok: false, kind, detail });
+  const origin = spec.origin?.local;
+  if (origin === undefined) return refuse('precondition', 'spec.origin.local is not set');
+  if (runModeKind(spec) !== 'task') return refuse('precondition', 'only task Runs are executed locally');
+  const { result } = origin;
+  if (!(LOCAL_RESULT_PHASES as readonly string[]).includes(result.phase)) {
+    return refuse('precondition', `recorded phase ${result.phase} is not one of ${LOCAL_RESULT_PHASES.join(', ')}`);
+  }
+  const reason = ORIGIN_REASONS[result.phase].find((allowed) => allowed === result.reason);
+  if (reason === undefined) return refuse('precondition', `reason ${result.reason} is not one of a ${result.phase} task`);
+  if (result.exitCode !== undefined && !Number.isInteger(result.exitCode)) return refuse('precondition', 'exitCode is not an integer');
+  if (result.phase === 'Succeeded' && result.exitCode !== 0) return refuse('precondition', 'a Succeeded result has exit code 0');
+  const outputs = result.outputs ?? {};
+  const violations = validateOutputs(outputs);
+  if (violations.length > 0) return refuse('bounds', violations.map((v) => `${v.field}: ${v.message}`).join('; '));
+  const artifacts = result.artifacts ?? [];
+  if (result.phase !== 'Succeeded' && artifacts.length > 0) return refuse('precondition', 'only a Succeeded result records artifacts');
+  const artifactsProblem = result.phase === 'Succeeded' ? artifactRecordsProblem(spec.artifacts, artifacts) : undefined;
+  if (artifactsProblem !== undefined) return refuse(artifactsProblem.kind, artifactsProblem.detail);
+  const start = Date.parse(result.startTime);
+  const completion = Date.parse(result.completionTime);
+  if (Number.isNaN(start) || Number.isNaN(completion) || start > completion) {
+    return refuse('precondition', 'startTime and completionTime must be RFC 3339 times, the start not after the completion');
+  }
+  const status: RunStatus = {
+    ...previous,
+    phase: result.phase,
+    attempt: Math.max(previous.attempt ?? 0, 1),
+    startTime: result.startTime,
+    completionTime: result.completionTime,
+    ...(result.exitCode === undefined ? {} : { exitCode: result.exitCode }),
+    ...(Object.keys(outputs).length > 0 ? { outputs: { ...outputs } } : {}),
+    ...(artifacts.length > 0 ? { artifacts: structuredClone(artifacts) } : {}),
+  };
+  return { ok: true, status, reason, message: result.message };
+}

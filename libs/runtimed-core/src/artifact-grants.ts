@@ -9,8 +9,8 @@ import { checkListenAddress, errorMiddleware } from '@kruntimes/runtime-server-c
 import { createServer } from 'nice-grpc';
 import type { Server } from 'nice-grpc';
 import type { Logger } from 'pino';
-import { decideGrant } from './artifact-grant-decision.ts';
-import type { GrantInput, GrantRequest } from './artifact-grant-decision.ts';
+import { decideGrant } from '@kruntimes/run-state';
+import type { GrantInput, GrantRequest } from '@kruntimes/run-state';
 import type { StoreResolver } from './artifact-store.ts';
 import type { Epoch } from './epoch.ts';
 import { NotOwnerError, StaleCacheError } from './run-client.ts';

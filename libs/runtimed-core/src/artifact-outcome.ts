@@ -2,7 +2,7 @@ import { isKruntimesError } from '@kruntimes/errors';
 import type { ArtifactRecord } from '@kruntimes/api';
 import type { runtimeServerV1 } from '@kruntimes/proto';
 import type { ArtifactGrants } from './artifact-grants.ts';
-import type { ArtifactFailureReason } from './artifact-manifest.ts';
+import type { ArtifactFailureReason } from '@kruntimes/run-state';
 import type { ArtifactAttempt, ArtifactVerification } from './artifact-verification.ts';
 import type { ReconcileContext } from './run-work.ts';
 

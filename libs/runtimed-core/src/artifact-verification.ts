@@ -3,8 +3,8 @@ import { RUN_REASONS, artifactObjectKey, artifactRunPrefix } from '@kruntimes/ap
 import type { ArtifactRecord, DeclaredArtifact } from '@kruntimes/api';
 import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
-import { checkManifest, summarizeProblems } from './artifact-manifest.ts';
-import type { ArtifactProblem, ExpectedArtifact, ManifestEntryInput } from './artifact-manifest.ts';
+import { checkManifest, summarizeProblems } from '@kruntimes/run-state';
+import type { ArtifactProblem, ExpectedArtifact, ManifestEntryInput } from '@kruntimes/run-state';
 import type { ResolvedStore, StoreResolver } from './artifact-store.ts';
 
 /**
