@@ -3,7 +3,7 @@ import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
-import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
+import { currentPhase, holdsCapacity, isExecutedElsewhere } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { PodInfo, RunInfo } from './placement.ts';
 import type { RunObject } from './scheduler-caches.ts';
@@ -38,6 +38,7 @@ export function runInfo(run: ReadonlyDeep<Run>): RunInfo {
     assignedPodUID: run.status?.assignedPodUID,
     holdsCapacity: holdsCapacity(phase, cleanupPending),
     cancelRequested: run.spec.cancelRequested === true,
+    executedElsewhere: isExecutedElsewhere(run.spec),
     deleting: run.metadata.deletionTimestamp !== undefined,
     notBefore: run.status?.notBefore,
   };

@@ -21,6 +21,7 @@ function run(name: string, phase: RunPhase = 'Pending', pod?: string, extra: Par
     assignedPodUID: pod === undefined ? undefined : `uid-${pod}`,
     holdsCapacity: cleanup ?? holdsCapacity(phase),
     cancelRequested: false,
+    executedElsewhere: false,
     deleting: false,
     notBefore: undefined,
     ...extra,
@@ -121,6 +122,26 @@ describe('planPlacement', () => {
       'cancel before assignment, even without a Runtime, and without using capacity',
       { runsPerPod: 1, pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { cancelRequested: true }), run('b')] },
       ['cancel a', 'bind b->p1'],
+      0,
+    ],
+    [
+      'a Run executed elsewhere (spec.origin) is never bound, cancelled or unschedulable, and uses no capacity',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [
+          run('synced', 'Pending', undefined, { executedElsewhere: true, creationTimestamp: '2026-12-02T10:00:00Z' }),
+          run('synced-cancelled', 'Pending', undefined, { executedElsewhere: true, cancelRequested: true }),
+          run('b'),
+        ],
+      },
+      ['bind b->p1'],
+      0,
+    ],
+    [
+      'a Run executed elsewhere is left alone even without a Runtime',
+      { runtimeExists: false, runs: [run('synced', 'Pending', undefined, { executedElsewhere: true })] },
+      [],
       0,
     ],
     [

@@ -25,6 +25,8 @@ export interface RunInfo {
   /** From run-state's holdsCapacity (phase and the registration-cleanup finalizer). */
   holdsCapacity: boolean;
   cancelRequested: boolean;
+  /** run-state's isExecutedElsewhere (spec.origin): never bound, cancelled or reported unschedulable here. */
+  executedElsewhere: boolean;
   deleting: boolean;
   notBefore: string | undefined;
 }
@@ -81,7 +83,7 @@ export function planPlacement(input: PlacementInput): Plan {
   const free = new Map(eligible.map((pod) => [pod.uid, Math.max(0, (pod.capacity ?? input.runsPerPod) - (used.get(pod.uid) ?? 0))]));
 
   const pending = input.runs
-    .filter((run) => classify(run.phase) === 'queued' && !run.deleting && !input.assumed.has(run.uid))
+    .filter((run) => classify(run.phase) === 'queued' && !run.executedElsewhere && !run.deleting && !input.assumed.has(run.uid))
     .sort(oldestFirst);
 
   const decisions: Decision[] = [];
