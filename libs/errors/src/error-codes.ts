@@ -208,6 +208,21 @@ export const ERROR_CODES = {
     triggersRecovery: false,
     summary: 'the ArtifactStore, its credentials Secret or the object store cannot be reached',
   },
+  // krt run --local and krt sync (docs/local-mode.md).
+  LockMismatch: {
+    grpc: 'FAILED_PRECONDITION',
+    http: 409,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the resolved source or inputs of a local run differ from its lock file (re-lock with --update-lock)',
+  },
+  OriginConflict: {
+    grpc: 'ALREADY_EXISTS',
+    http: 409,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the Run name of a synced local run is taken by a Run of another origin',
+  },
 } as const satisfies Record<string, ErrorCodeSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -5,3 +5,4 @@ export * from './transition.ts';
 export * from './origin.ts';
 export * from './artifact-manifest.ts';
 export * from './artifact-grant-decision.ts';
+export * from './execution-env.ts';

@@ -4,16 +4,7 @@ import { pathExists } from '@kruntimes/host';
 import type { Run, RuntimeLanguage } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
-
-/** The file the source is written to: the task entrypoint and the default handler module. */
-export function entrypointFile(language: RuntimeLanguage): string {
-  switch (language) {
-    case 'python':
-      return 'main.py';
-    case 'bash':
-      return 'main.sh';
-  }
-}
+import { entrypointFile } from '@kruntimes/run-state';
 
 /** Reads `spec.source.configMapKeyRef`; injected so that tests of pure code need no API. */
 export type ConfigMapReader = (namespace: string, name: string, key: string) => Promise<string>;
@@ -88,14 +79,5 @@ function safeSegment(value: string): string {
   return value;
 }
 
-/** The environment of the user's code: spec.env, then the KRT_* variables (which win). */
-export function runEnv(run: ReadonlyDeep<Run>, runtime: string, attempt: number): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const variable of run.spec.env ?? []) env[variable.name] = variable.value;
-  env.KRT_RUN_NAME = run.metadata.name ?? '';
-  env.KRT_RUN_NAMESPACE = run.metadata.namespace ?? '';
-  env.KRT_RUN_UID = run.metadata.uid ?? '';
-  env.KRT_RUNTIME = runtime;
-  env.KRT_ATTEMPT = String(attempt);
-  return env;
-}
+// Pure, shared with `krt run --local`: they live in run-state.
+export { entrypointFile, runEnv } from '@kruntimes/run-state';
