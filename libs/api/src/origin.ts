@@ -41,3 +41,9 @@ export interface LocalOrigin {
 export interface RunOrigin {
   local: LocalOrigin;
 }
+
+/**
+ * Label `krt sync` sets on the Runs it creates (value: the origin kind, `local`): the
+ * controller-manager watches only these. spec.origin, not the label, is what counts.
+ */
+export const ORIGIN_LABEL = 'kruntimes.io/origin';

@@ -1,0 +1,120 @@
+import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, ORIGIN_LABEL, RUN_PLURAL } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import { decideOrigin } from './decide-origin.ts';
+
+type RunObject = Run & KubernetesObject;
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** What the origin controller does through the API: read labelled Runs, write their status. */
+export const ORIGIN_CONTROLLER_RULES: readonly PolicyRule[] = [
+  { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: [`${RUN_PLURAL}/status`], verbs: ['update'] },
+];
+
+export interface OriginControllerOptions {
+  kubeConfig: KubeConfig;
+  /** Watch one namespace; all when undefined. */
+  namespace?: string;
+  logger: ControllerLogger;
+  now?: () => number;
+}
+
+/**
+ * The `run-origin` controller of the controller-manager (run it only while holding the
+ * leader Lease): a Run that `krt sync` created from a local run (spec.origin, label
+ * kruntimes.io/origin) goes from Pending straight to its recorded terminal phase, one
+ * fenced status write (decideOrigin, run-state's RecordOrigin). The scheduler never binds
+ * such a Run, so nothing else writes its status.
+ */
+export class OriginController {
+  readonly #custom: CustomObjectsApi;
+  readonly #runs: SharedInformer<RunObject>;
+  readonly #controller: Controller;
+  readonly #logger: ControllerLogger;
+  readonly #now: () => number;
+
+  constructor(options: OriginControllerOptions) {
+    this.#logger = options.logger;
+    this.#now = options.now ?? Date.now;
+    this.#custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    const informers = new InformerFactory({ kubeConfig: options.kubeConfig, logger: options.logger });
+    this.#runs = informers.informer<RunObject>({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace: options.namespace,
+      plural: RUN_PLURAL,
+      labelSelector: ORIGIN_LABEL,
+      name: 'origin-runs',
+    });
+    this.#controller = new Controller({ name: 'run-origin', logger: options.logger, reconcile: (key) => this.reconcile(key) });
+    this.#runs.enqueueTo((key) => {
+      this.#controller.enqueue(key);
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.#runs.start();
+    this.#controller.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#controller.stop();
+    await this.#runs.stop();
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult | undefined> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const cached = this.#runs.get(name, namespace);
+    if (cached === undefined) return undefined;
+    const run = structuredClone(cached) as unknown as Run;
+    const decision = decideOrigin(run, rfc3339(this.#now()));
+    switch (decision.action) {
+      case 'ignore':
+        return undefined;
+      case 'refused':
+        // The spec cannot change (immutable origin): retrying would refuse again.
+        this.#logger.error({ run: key, reason: decision.message }, 'the recorded result of a synced Run was refused');
+        return undefined;
+      case 'record':
+        break;
+    }
+    const { uid, resourceVersion } = run.metadata;
+    try {
+      await this.#custom.replaceNamespacedCustomObjectStatus({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: RUN_PLURAL,
+        name,
+        // resourceVersion fences the write: a Run changed since it was read gets 409.
+        body: {
+          apiVersion: run.apiVersion,
+          kind: run.kind,
+          metadata: { name, namespace, uid, resourceVersion },
+          spec: run.spec,
+          status: decision.status,
+        },
+      });
+      this.#logger.debug({ run: key, phase: decision.status.phase }, 'recorded the result of a synced local run');
+    } catch (error) {
+      // Changed or gone since the cache showed it: its watch event enqueues it again.
+      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) return undefined;
+      throw error;
+    }
+    return undefined;
+  }
+}
+
+/** RFC 3339 in whole seconds, as metav1.Time serialises. */
+function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
