@@ -101,6 +101,22 @@ describe('parseCommandLine', () => {
       ['artifacts', 'r1', '--get', 'report.csv', '-o', '-'],
       { command: { name: 'artifacts', run: 'r1', get: { id: 'report.csv', to: '-' } }, global: {} },
     ],
+    ['run --local', ['run', '--local', '-f', 'run.yaml'], { command: { name: 'run', file: 'run.yaml', updateLock: false }, global: {} }],
+    [
+      'run --local with a language, re-locking',
+      ['run', '--local', '-f', 'jobs/run.yaml', '--language', 'bash', '--update-lock', '-n', 'team'],
+      { command: { name: 'run', file: 'jobs/run.yaml', language: 'bash', updateLock: true }, global: { namespace: 'team' } },
+    ],
+    [
+      'sync a run ID',
+      ['sync', '20261204-153000-a1b2c3'],
+      { command: { name: 'sync', target: '20261204-153000-a1b2c3', withoutArtifacts: false }, global: {} },
+    ],
+    [
+      'sync a run directory without its artifacts',
+      ['sync', '.krt/runs/20261204-153000-a1b2c3', '--without-artifacts'],
+      { command: { name: 'sync', target: '.krt/runs/20261204-153000-a1b2c3', withoutArtifacts: true }, global: {} },
+    ],
     ['help', ['help'], { command: { name: 'help' }, global: {} }],
     ['--help on a command', ['get', '--help'], { command: { name: 'help' }, global: {} }],
   ];
@@ -134,6 +150,13 @@ describe('parseCommandLine', () => {
     ['artifacts --get without -o', ['artifacts', 'r', '--get', 'a.csv'], /needs -o FILE/],
     ['artifacts --get of an invalid ID', ['artifacts', 'r', '--get', '../x', '-o', 'f'], /not a valid artifact ID/],
     ['artifacts listed as yaml', ['artifacts', 'r', '-o', 'yaml'], /-o json/],
+    ['run without --local', ['run', '-f', 'run.yaml'], /needs --local/],
+    ['run --local without -f', ['run', '--local'], /needs -f FILE/],
+    ['run --local from stdin', ['run', '--local', '-f', '-'], /needs -f FILE/],
+    ['run --local with a Run name', ['run', 'r', '--local', '-f', 'x'], /from -f FILE, not from arguments/],
+    ['--update-lock on another command', ['get', 'x', '--update-lock'], /krt get does not take --update-lock/],
+    ['sync without a run', ['sync'], /exactly one local run ID or run directory/],
+    ['sync of two runs', ['sync', 'a', 'b'], /exactly one local run ID/],
   ];
   it.each(usage)('refuses %s (exit 2)', (_name, argv, message) => {
     let thrown: unknown;

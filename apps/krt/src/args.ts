@@ -17,7 +17,24 @@ export type Command =
   | { name: 'delete'; run: string }
   | ScheduleCommandLine
   | ArtifactsCommandLine
+  | RunLocalCommandLine
+  | SyncCommandLine
   | { name: 'help' };
+
+/** `krt run --local -f FILE [--language python|bash] [--update-lock]` (docs/local-mode.md). */
+export interface RunLocalCommandLine {
+  name: 'run';
+  file: string;
+  language?: string;
+  updateLock: boolean;
+}
+
+/** `krt sync ID|DIR [--without-artifacts]`. */
+export interface SyncCommandLine {
+  name: 'sync';
+  target: string;
+  withoutArtifacts: boolean;
+}
 
 /** `krt artifacts RUN [-o json]` lists; `--get ID -o FILE|-` downloads one, verified. */
 export type ArtifactsCommandLine =
@@ -60,6 +77,10 @@ const OPTIONS = {
   id: { type: 'string' },
   wait: { type: 'boolean' },
   get: { type: 'string' },
+  local: { type: 'boolean' },
+  language: { type: 'string' },
+  'update-lock': { type: 'boolean' },
+  'without-artifacts': { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -73,6 +94,8 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   delete: [],
   schedule: ['id', 'output'],
   artifacts: ['get', 'output'],
+  run: ['local', 'file', 'language', 'update-lock'],
+  sync: ['without-artifacts'],
 };
 
 function isCommandName(name: string): name is keyof typeof COMMAND_OPTIONS {
@@ -102,6 +125,12 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   }
   if (name === 'schedule') return { command: scheduleCommandLine(rest, values), global };
   if (name === 'artifacts') return { command: artifactsCommandLine(rest, values), global };
+  if (name === 'run') return { command: runLocalCommandLine(rest, values), global };
+  if (name === 'sync') {
+    if (rest.length !== 1 || rest[0] === undefined || rest[0] === '')
+      throw usageError('krt sync takes exactly one local run ID or run directory');
+    return { command: { name, target: rest[0], withoutArtifacts: values['without-artifacts'] === true }, global };
+  }
   if (name === 'get') {
     if (rest.length > 1) throw usageError('krt get takes at most one Run name');
     const output = outputFormat(values.output);
@@ -142,6 +171,21 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     case 'delete':
       return { command: { name, run }, global };
   }
+}
+
+function runLocalCommandLine(
+  rest: string[],
+  values: { local?: boolean; file?: string; language?: string; 'update-lock'?: boolean },
+): RunLocalCommandLine {
+  if (values.local !== true) {
+    throw usageError('krt run runs a task Run on this machine and needs --local (to create a Run on a cluster: kubectl apply -f FILE)');
+  }
+  if (rest.length > 0) throw usageError('krt run --local takes the Run from -f FILE, not from arguments');
+  if (values.file === undefined || values.file === '' || values.file === '-')
+    throw usageError('krt run --local needs -f FILE (the run file; its lock and results go to .krt/ beside it)');
+  const command: RunLocalCommandLine = { name: 'run', file: values.file, updateLock: values['update-lock'] === true };
+  if (values.language !== undefined) command.language = values.language;
+  return command;
 }
 
 function artifactsCommandLine(rest: string[], values: { get?: string; output?: string }): ArtifactsCommandLine {
@@ -257,6 +301,19 @@ Usage:
   krt artifacts RUN [-o json]               list the verified artifacts of a succeeded Run
   krt artifacts RUN --get ID -o FILE|-      download one, verified against its size and sha256
                                             (needs get on the Run's ArtifactStore and its Secret)
+  krt run --local -f FILE [--language python|bash] [--update-lock]
+                                            run a task Run on this machine, no cluster: the real
+                                            Runtime Server, the same bounds and result shape;
+                                            source and inputs pinned by digest in
+                                            .krt/locks/FILE.lock.json (a change is refused,
+                                            exit 6, until --update-lock); results in
+                                            .krt/runs/ID/ (status.json, stdout.log, stderr.log,
+                                            artifacts/, lock.json). Exit 1 when it did not succeed
+  krt sync ID|DIR [--without-artifacts]     record a local run on the cluster, only when asked:
+                                            one Run ID-named after the run, spec.origin with the
+                                            lock digest and result, never scheduled (a retried
+                                            sync creates no second); a run with artifacts needs
+                                            --without-artifacts (they are not uploaded)
   krt dev up|down|status|env|logs [...]     the local cluster with every service and a demo
                                             (from a clone of the repository; krt dev --help)
 
@@ -265,6 +322,7 @@ Flags of every command:
   -n, --namespace NS    default: the kubeconfig context's namespace, else "default"
   -h, --help
 
-Exit codes: 0 ok, 1 the function failed, 2 usage or invalid input, 3 not found,
-4 unauthenticated or forbidden, 5 unavailable, timeout or other platform error.
+Exit codes: 0 ok, 1 the function failed (or a local task did not succeed), 2 usage or
+invalid input, 3 not found, 4 unauthenticated or forbidden, 5 unavailable, timeout or
+other platform error, 6 the local run file does not match its lock.
 `;

@@ -7,7 +7,9 @@ import { devCommand } from './commands/dev.ts';
 import { getCommand } from './commands/get.ts';
 import { invokeCommand } from './commands/invoke.ts';
 import { retryCommand } from './commands/retry.ts';
+import { runLocalCommand } from './commands/run-local.ts';
 import { scheduleCommand } from './commands/schedule.ts';
+import { syncCommand } from './commands/sync.ts';
 import { waitCommand } from './commands/wait.ts';
 import { CliError, EXIT, describeError, exitCodeFor } from './exit-codes.ts';
 import type { ExitCode } from './exit-codes.ts';
@@ -23,6 +25,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       io.stdout.write(USAGE);
       return EXIT.ok;
     }
+    // No cluster: the kubeconfig is read only to lock a ConfigMap source.
+    if (command.name === 'run') return await runLocalCommand(command, global, io);
     const kubeConfig = loadKubeConfig(global.kubeconfig);
     const ctx: CommandContext = {
       kubeConfig,
@@ -47,6 +51,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await scheduleCommand(ctx, command);
       case 'artifacts':
         return await artifactsCommand(ctx, command);
+      case 'sync':
+        return await syncCommand(ctx, command);
     }
   } catch (error) {
     io.stderr.write(`error: ${describeError(error)}\n`);

@@ -6,7 +6,7 @@ import { CliError, EXIT, describeError, exitCodeFor, exitCodeForErrorCode, exitC
 
 describe('exit codes', () => {
   it('are the documented table', () => {
-    expect(EXIT).toEqual({ ok: 0, functionError: 1, usage: 2, notFound: 3, unauthorized: 4, unavailable: 5 });
+    expect(EXIT).toEqual({ ok: 0, functionError: 1, usage: 2, notFound: 3, unauthorized: 4, unavailable: 5, lockMismatch: 6 });
   });
 
   const byCode: [ErrorCode, number][] = [
@@ -28,6 +28,8 @@ describe('exit codes', () => {
     ['Internal', 5],
     ['RouteNotFound', 5],
     ['ArtifactStoreUnavailable', 5],
+    ['OriginConflict', 2],
+    ['LockMismatch', 6],
   ];
   it.each(byCode)('gateway code %s -> exit %d', (code, exit) => {
     expect(exitCodeForErrorCode(code)).toBe(exit);

@@ -7,7 +7,8 @@ import { InvocationError, InvocationTransportError } from '@kruntimes/sdk';
  * krt's exit codes, one table (README):
  * 0 ok; 1 the function failed (error source `function`); 2 usage or invalid input;
  * 3 not found; 4 unauthenticated or forbidden; 5 unavailable, timeout or any other
- * platform error.
+ * platform error; 6 the run file of `krt run --local` does not match its lock. A local
+ * task that did not succeed is 1, like a failed function.
  */
 export const EXIT = {
   ok: 0,
@@ -16,6 +17,7 @@ export const EXIT = {
   notFound: 3,
   unauthorized: 4,
   unavailable: 5,
+  lockMismatch: 6,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
@@ -47,7 +49,11 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'PayloadTooLarge':
     case 'ArtifactNotDeclared':
     case 'ArtifactTooLarge':
+    // krt sync: the Run name of the local run is taken by another Run (the user decides which goes).
+    case 'OriginConflict':
       return EXIT.usage;
+    case 'LockMismatch':
+      return EXIT.lockMismatch;
     case 'RunNotFound':
     case 'RegistrationNotFound':
       return EXIT.notFound;
