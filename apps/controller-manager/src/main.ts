@@ -30,6 +30,7 @@ import {
   validateGatewayHost,
 } from '@kruntimes/controller-manager-core';
 import type { ControllerManagerOptions } from '@kruntimes/controller-manager-core';
+import { OriginController } from '@kruntimes/local-run-core';
 import { ScheduleController, ScheduleMetrics } from '@kruntimes/schedule-core';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
@@ -146,13 +147,19 @@ try {
         logger,
         metrics: scheduleMetrics,
       });
-      // One term, both controllers: started together, stopped together.
+      // Runs synced from `krt run --local` (spec.origin): Pending -> their recorded terminal phase.
+      const origins = new OriginController({
+        kubeConfig,
+        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+        logger,
+      });
+      // One term, every controller: started together, stopped together.
       return {
         start: async () => {
-          await Promise.all([manager.start(), schedules.start()]);
+          await Promise.all([manager.start(), schedules.start(), origins.start()]);
         },
         stop: async () => {
-          await Promise.all([manager.stop(), schedules.stop()]);
+          await Promise.all([manager.stop(), schedules.stop(), origins.stop()]);
         },
       };
     },

@@ -1,4 +1,5 @@
 import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { ORIGIN_CONTROLLER_RULES } from '@kruntimes/local-run-core';
 import { SCHEDULE_CONTROLLER_RULES } from '@kruntimes/schedule-core';
 
 export interface PolicyRule {
@@ -16,7 +17,8 @@ export interface PolicyRule {
  * status (the retention controller). No patch anywhere: every write is a create or an update fenced on the
  * cached resourceVersion. RBAC cannot narrow list/watch of Secrets by label; the informer
  * does (managed-by), and grant these rules only in the namespaces it manages. The schedule
- * controller it also runs brings its own (RunSchedules, and creating their Runs).
+ * controller it also runs brings its own (RunSchedules, and creating their Runs), and so
+ * does the origin controller (the status of Runs synced from `krt run --local`).
  */
 export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUNTIME_PLURAL], verbs: ['get', 'list', 'watch'] },
@@ -31,4 +33,5 @@ export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   ...SCHEDULE_CONTROLLER_RULES,
+  ...ORIGIN_CONTROLLER_RULES,
 ];

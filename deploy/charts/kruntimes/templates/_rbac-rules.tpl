@@ -66,6 +66,12 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 - apiGroups: ["kruntimes.io"]
   resources: ["runs"]
   verbs: ["get","list","watch","create","delete"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["runs"]
+  verbs: ["get","list","watch"]
+- apiGroups: ["kruntimes.io"]
+  resources: ["runs/status"]
+  verbs: ["update"]
 {{- end }}
 {{- define "kruntimes.rules.controllerManager.namespaced" -}}
 - apiGroups: ["coordination.k8s.io"]
