@@ -47,6 +47,9 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'PayloadTooLarge':
     case 'ArtifactNotDeclared':
     case 'ArtifactTooLarge':
+    case 'CheckpointUnsupported':
+    case 'CheckpointTooLarge':
+    case 'InputSchemaInvalid':
       return EXIT.usage;
     case 'RunNotFound':
     case 'RegistrationNotFound':
@@ -70,6 +73,7 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'RouteNotFound':
     case 'MethodNotAllowed':
     case 'ArtifactStoreUnavailable':
+    case 'CheckpointNotStored':
       return EXIT.unavailable;
   }
 }

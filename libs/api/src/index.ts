@@ -5,3 +5,4 @@ export * from './types.ts';
 export * from './validation.ts';
 export * from './schedule.ts';
 export * from './artifacts.ts';
+export * from './input.ts';
