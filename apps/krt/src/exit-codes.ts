@@ -51,6 +51,9 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'ArtifactTooLarge':
     // krt sync: the Run name of the local run is taken by another Run (the user decides which goes).
     case 'OriginConflict':
+    case 'CheckpointUnsupported':
+    case 'CheckpointTooLarge':
+    case 'InputSchemaInvalid':
       return EXIT.usage;
     case 'LockMismatch':
       return EXIT.lockMismatch;
@@ -76,6 +79,7 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'RouteNotFound':
     case 'MethodNotAllowed':
     case 'ArtifactStoreUnavailable':
+    case 'CheckpointNotStored':
       return EXIT.unavailable;
   }
 }

@@ -50,6 +50,14 @@ export const BOUNDS = {
   mediaTypeBytes: 255,
   /** ArtifactStore prefix, bytes. */
   artifactPrefixBytes: 256,
+  /** status.waitingInput.schema: a JSON Schema as JSON text, bytes. */
+  inputSchemaBytes: 16 * 1024,
+  /** A response's data (RunInput spec.data, status.resume.input) as JSON text, bytes. */
+  inputDataBytes: 64 * 1024,
+  /** A checkpoint object, bytes (runtimed hands it to the continuation in one message). */
+  checkpointBytes: 1024 * 1024,
+  /** status.responses entries: the latest accepted responses. */
+  responsesKept: 16,
 } as const;
 
 /** Defaults applied by the CRD schema and assumed by code when a field is absent. */

@@ -98,6 +98,8 @@ export const RUN_REASONS = {
   cancelling: 'Cancelling',
   terminating: 'Terminating',
   waitingInput: 'WaitingInput',
+  /** Pending: a response was accepted and the continuation attempt waits to be scheduled. */
+  inputReceived: 'InputReceived',
   // terminal
   succeeded: 'Succeeded',
   failed: 'Failed',

@@ -6,3 +6,4 @@ export * from './validation.ts';
 export * from './schedule.ts';
 export * from './artifacts.ts';
 export * from './origin.ts';
+export * from './input.ts';

@@ -1,6 +1,7 @@
 import type { ArtifactRecord, RunArtifacts } from './artifacts.ts';
 import type { ConditionStatus } from './constants.ts';
 import type { RunOrigin } from './origin.ts';
+import type { ResponseRecord, ResumeStatus, RuntimeCapability, WaitingInputStatus } from './input.ts';
 import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
 
 /** The subset of Kubernetes ObjectMeta that kruntimes code reads and writes. */
@@ -49,6 +50,11 @@ export interface RuntimeSpec {
   ports?: RuntimePorts;
   resources?: ResourceRequirements;
   serviceAccountName?: string;
+  /**
+   * What the Runtime Server image supports beyond plain tasks and functions:
+   * `checkpoint-v1` lets a task wait for input (docs/waiting-input.md).
+   */
+  capabilities?: RuntimeCapability[];
 }
 
 export interface RuntimePorts {
@@ -188,6 +194,12 @@ export interface RunStatus {
    * what is recorded and is refused. Cleared when a new attempt starts.
    */
   reportSequence?: number;
+  /** Set while the Run is WaitingInput: the schema a response must satisfy and the stored checkpoint. */
+  waitingInput?: WaitingInputStatus;
+  /** What the current continuation attempt starts from (the checkpoint and the accepted response). */
+  resume?: ResumeStatus;
+  /** The latest accepted responses (BOUNDS.responsesKept), so that a repeated response ID continues nothing. */
+  responses?: ResponseRecord[];
 }
 
 export interface Run {

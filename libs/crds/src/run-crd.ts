@@ -2,6 +2,9 @@ import {
   ARTIFACT_DIGEST_PATTERN,
   ARTIFACT_ID_PATTERN,
   BOUNDS,
+  CHECKPOINT_ARTIFACT_ID,
+  RESERVED_ARTIFACT_ID_PREFIX,
+  RESPONSE_ID_PATTERN,
   DEFAULTS,
   DNS1123_LABEL_PATTERN,
   DNS1123_SUBDOMAIN_PATTERN,
@@ -87,6 +90,28 @@ const artifactId = string('Artifact ID: the last segment of its object key.', {
   pattern: ARTIFACT_ID_PATTERN,
   maxLength: BOUNDS.artifactIdBytes,
 });
+/** A declared artifact's ID: IDs starting with `krt.` are the platform's (the checkpoint). */
+const declaredArtifactId: JsonSchema = {
+  ...artifactId,
+  'x-kubernetes-validations': [
+    {
+      rule: `!self.startsWith('${RESERVED_ARTIFACT_ID_PREFIX}')`,
+      message: `artifact IDs starting with ${RESERVED_ARTIFACT_ID_PREFIX} are reserved for the platform (${CHECKPOINT_ARTIFACT_ID})`,
+    },
+  ],
+};
+const digest = string('sha256:<64 hex> of its bytes.', { pattern: ARTIFACT_DIGEST_PATTERN, maxLength: 71 });
+const checkpoint = object(
+  'A checkpoint object: the artifact krt.checkpoint of the attempt that stored it, verified in the store by runtimed.',
+  {
+    attempt: int32('The attempt that stored it.', { minimum: 1 }),
+    digest,
+    size: integer('Size in bytes.', { minimum: 0, maximum: BOUNDS.checkpointBytes }),
+  },
+  { required: ['attempt', 'digest', 'size'] },
+);
+const responseId = string('Caller-chosen response ID.', { pattern: RESPONSE_ID_PATTERN, maxLength: 128 });
+const runInputName = string('Name of the RunInput.', { pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: BOUNDS.dnsSubdomainBytes });
 const mediaType = string('Media type, e.g. text/csv.', { pattern: MEDIA_TYPE_PATTERN, maxLength: BOUNDS.mediaTypeBytes });
 
 const artifacts = object(
@@ -101,7 +126,7 @@ const artifacts = object(
       object(
         'One artifact.',
         {
-          id: artifactId,
+          id: declaredArtifactId,
           maxBytes: integer('Upper bound of its size; a grant for more is refused.', { minimum: 0, maximum: BOUNDS.artifactMaxBytes }),
           mediaType,
           optional: boolean('It may be missing; a required one missing fails the Run.', { default: false }),
@@ -290,7 +315,7 @@ const spec = object(
 );
 
 const status = object(
-  'Observed state, written only by the scheduler, the owning runtimed and stale-recovery.',
+  'Observed state, written only by the scheduler, the owning runtimed, stale-recovery and the controller-manager (waiting input).',
   {
     observedGeneration: integer('metadata.generation last acted on.', { minimum: 0 }),
     phase: string('Lifecycle phase.', { enum: RUN_PHASES }),
@@ -326,13 +351,47 @@ const status = object(
         'One verified artifact.',
         {
           id: artifactId,
-          digest: string('sha256:<64 hex> of its bytes.', { pattern: ARTIFACT_DIGEST_PATTERN, maxLength: 71 }),
+          digest,
           size: integer('Size in bytes.', { minimum: 0, maximum: BOUNDS.artifactMaxBytes }),
           mediaType,
         },
         { required: ['id', 'digest', 'size', 'mediaType'] },
       ),
       { maxItems: BOUNDS.artifactCount, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['id'] },
+    ),
+    waitingInput: object(
+      'Set while the Run is WaitingInput: what a response must satisfy, and the checkpoint the continuation starts from.',
+      {
+        schema: string('The JSON Schema (JSON text) a RunInput data must satisfy.', { maxLength: BOUNDS.inputSchemaBytes }),
+        checkpoint,
+        since: dateTime('When the Run started waiting.'),
+      },
+      { required: ['schema', 'checkpoint', 'since'] },
+    ),
+    resume: object(
+      'What the current continuation starts from: the checkpoint and the accepted response. Kept for its retries.',
+      {
+        checkpoint,
+        responseId,
+        runInput: runInputName,
+        input: string('The response data as JSON text.', { maxLength: BOUNDS.inputDataBytes }),
+        attempt: int32('The first attempt of this continuation; its retries count from here.', { minimum: 1 }),
+      },
+      { required: ['checkpoint', 'responseId', 'runInput', 'input', 'attempt'] },
+    ),
+    responses: array(
+      'The latest accepted responses: a response ID listed here continues nothing again.',
+      object(
+        'One accepted response.',
+        {
+          responseId,
+          runInput: runInputName,
+          attempt: int32('The continuation attempt it started.', { minimum: 1 }),
+          time: dateTime('When it was accepted.'),
+        },
+        { required: ['responseId', 'runInput', 'attempt', 'time'] },
+      ),
+      { maxItems: BOUNDS.responsesKept, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['responseId'] },
     ),
     outputs: {
       type: 'object',
@@ -349,6 +408,11 @@ const status = object(
   },
   {
     'x-kubernetes-validations': [
+      {
+        rule: "!has(self.phase) || self.phase != 'WaitingInput' || (has(self.waitingInput) && !has(self.assignedPod))",
+        message: 'a WaitingInput Run records status.waitingInput and holds no Pod',
+        fieldPath: '.waitingInput',
+      },
       {
         rule: 'has(self.assignedPod) == has(self.assignedPodUID)',
         message: 'status.assignedPod and status.assignedPodUID are set and cleared together',

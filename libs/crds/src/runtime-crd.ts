@@ -1,5 +1,6 @@
 import {
   DEFAULTS,
+  RUNTIME_CAPABILITIES,
   RUNTIME_KIND,
   RUNTIME_LANGUAGES,
   RUNTIME_PLURAL,
@@ -9,7 +10,7 @@ import {
 } from '@kruntimes/api';
 import { conditionsSchema } from './conditions-schema.ts';
 import { namespacedCrd } from './crd.ts';
-import { int32, integer, object, string } from './schema.ts';
+import { array, int32, integer, object, string } from './schema.ts';
 import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
 
 const quantities: JsonSchema = {
@@ -42,6 +43,11 @@ const spec = object(
     }),
     resources: object('Resources of the Runtime Server container.', { requests: quantities, limits: quantities }),
     serviceAccountName: string('Service account of the Runtime Pods.', { pattern: DNS1123_SUBDOMAIN_PATTERN, maxLength: 253 }),
+    capabilities: array(
+      'What the Runtime Server image supports beyond plain tasks and functions. checkpoint-v1: a task may wait for input (krt.wait_for_input).',
+      string('A capability.', { enum: RUNTIME_CAPABILITIES }),
+      { maxItems: RUNTIME_CAPABILITIES.length, 'x-kubernetes-list-type': 'set' },
+    ),
   },
   {
     required: ['language'],

@@ -1,5 +1,7 @@
 import { BOUNDS } from '@kruntimes/api';
 import type { RunSpec } from '@kruntimes/api';
+import { runCrd } from './run-crd.ts';
+import type { JsonSchema } from './schema.ts';
 import { runSpecProblems } from './validate.ts';
 
 const task: RunSpec = { runtime: 'python', source: { inline: 'print(1)' }, mode: { task: { args: ['a'] } } };
@@ -71,5 +73,29 @@ describe('runSpecProblems (the Run CRD at create, without an API server)', () =>
   ])('refuses %s', (_what, spec, message) => {
     const problems = runSpecProblems(spec);
     expect(problems.some((problem) => message.test(problem))).toBe(true);
+  });
+});
+
+describe('the CEL rules of the Run spec that can fail at create', () => {
+  /** Every rule under spec that does not compare with oldSelf, by its message. */
+  function createRules(schema: JsonSchema | undefined): string[] {
+    if (schema === undefined) return [];
+    const own = (schema['x-kubernetes-validations'] ?? []).filter((rule) => !rule.rule.includes('oldSelf')).map((rule) => rule.message);
+    const children = [...Object.values(schema.properties ?? {}), ...(schema.items === undefined ? [] : [schema.items])];
+    return [...own, ...children.flatMap(createRules)];
+  }
+
+  it('are each written out in runSpecProblems (a new rule fails here until it is)', () => {
+    const spec = runCrd().spec.versions[0]?.schema.openAPIV3Schema.properties?.spec;
+    expect(createRules(spec).sort()).toEqual(
+      [
+        'exactly one of source.inline and source.configMapKeyRef must be set',
+        'exactly one of mode.task and mode.function must be set',
+        'artifact IDs starting with krt. are reserved for the platform (krt.checkpoint)',
+        'spec.retryPolicy.maxAttempts > 1 needs retryPolicy.retrySafe: true: a task that is not retry-safe runs once',
+        'spec.artifacts is for task Runs only',
+        'spec.origin is for task Runs only',
+      ].sort(),
+    );
   });
 });

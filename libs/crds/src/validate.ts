@@ -1,3 +1,4 @@
+import { CHECKPOINT_ARTIFACT_ID, RESERVED_ARTIFACT_ID_PREFIX } from '@kruntimes/api';
 import type { RunSpec } from '@kruntimes/api';
 import { runCrd } from './run-crd.ts';
 import type { JsonSchema } from './schema.ts';
@@ -19,7 +20,7 @@ export function runSpecProblems(spec: unknown): string[] {
   return problems;
 }
 
-/** The Run CRD's CEL rules that can fail at create (the others compare with oldSelf). */
+/** The Run CRD's CEL rules that can fail at create (the others compare with oldSelf), spec-level and field-level. */
 function createRuleProblems(spec: RunSpec): string[] {
   const problems: string[] = [];
   const has = (value: unknown): boolean => value !== undefined;
@@ -35,6 +36,13 @@ function createRuleProblems(spec: RunSpec): string[] {
   }
   if (has(spec.artifacts) && !has(spec.mode.task)) problems.push('spec.artifacts: spec.artifacts is for task Runs only');
   if (has(spec.origin) && !has(spec.mode.task)) problems.push('spec.origin: spec.origin is for task Runs only');
+  spec.artifacts?.outputs.forEach((output, index) => {
+    if (output.id.startsWith(RESERVED_ARTIFACT_ID_PREFIX)) {
+      problems.push(
+        `spec.artifacts.outputs[${String(index)}].id: artifact IDs starting with ${RESERVED_ARTIFACT_ID_PREFIX} are reserved for the platform (${CHECKPOINT_ARTIFACT_ID})`,
+      );
+    }
+  });
   return problems;
 }
 

@@ -208,6 +208,34 @@ export const ERROR_CODES = {
     triggersRecovery: false,
     summary: 'the ArtifactStore, its credentials Secret or the object store cannot be reached',
   },
+  CheckpointUnsupported: {
+    grpc: 'FAILED_PRECONDITION',
+    http: 409,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'waiting for input needs a task Run with spec.artifacts on a Runtime that declares checkpoint-v1',
+  },
+  CheckpointTooLarge: {
+    grpc: 'OUT_OF_RANGE',
+    http: 413,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the checkpoint is larger than 1 MiB',
+  },
+  CheckpointNotStored: {
+    grpc: 'FAILED_PRECONDITION',
+    http: 409,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the checkpoint object is missing from the store or differs from what was granted',
+  },
+  InputSchemaInvalid: {
+    grpc: 'INVALID_ARGUMENT',
+    http: 400,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the input schema is not a JSON Schema, or is larger than 16 KiB',
+  },
   // krt run --local and krt sync (docs/local-mode.md).
   LockMismatch: {
     grpc: 'FAILED_PRECONDITION',

@@ -85,6 +85,9 @@ export class LocalArtifacts {
         if (started.artifacts === undefined) throw new KruntimesError('OwnerUnavailable', 'not ready');
         return started.artifacts.#grantUpload(request);
       },
+      // Waiting for input needs the platform (a RunInput answers it): not in local mode.
+      grantCheckpoint: () => Promise.reject(new KruntimesError('CheckpointUnsupported', 'krt run --local does not wait for input')),
+      awaitInput: () => Promise.reject(new KruntimesError('CheckpointUnsupported', 'krt run --local does not wait for input')),
     });
     const grantPort = await grpc.listen(`${HOST}:0`);
     const artifacts = new LocalArtifacts(dir, declared, logger, grpc, grantPort, receiver);

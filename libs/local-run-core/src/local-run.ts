@@ -143,6 +143,8 @@ export function localExit(exited: runtimeServerV1.ExecutionExited | undefined, f
     case ExitReason.EXIT_REASON_CANCELLED:
       if (cancelled) return { type: 'cancelled', ...(exited.exitCode >= 0 ? { exitCode: exited.exitCode } : {}) };
       return { type: 'lost', message: `the execution ended unexpectedly (${exited.message || String(exited.reason)})` };
+    case ExitReason.EXIT_REASON_WAITING_INPUT:
+      return { type: 'lost', message: 'the execution asked for input, which krt run --local does not support' };
     case ExitReason.EXIT_REASON_UNSPECIFIED:
     case ExitReason.UNRECOGNIZED:
       return { type: 'lost', message: `the execution ended unexpectedly (${exited.message || String(exited.reason)})` };

@@ -28,6 +28,11 @@ export function classify(phase: RunPhase): PhaseClass {
   }
 }
 
+/** The Run waits for a response (WaitingInput): no owner, no capacity, answered through a RunInput. */
+export function isWaitingForInput(phase: RunPhase): boolean {
+  return classify(phase) === 'parked';
+}
+
 /** A terminal phase never changes again (also enforced by a CEL rule on status). */
 export function isTerminal(phase: RunPhase): boolean {
   return classify(phase) === 'terminal';
@@ -78,12 +83,13 @@ export function acceptsInvokes(phase: RunPhase, readyConditionTrue: boolean, del
 }
 
 /** What `krt wait` / `kubectl wait`-like loops wait for. */
-export type WaitTarget = 'ready' | 'finished';
+export type WaitTarget = 'ready' | 'finished' | 'input';
 export type WaitOutcome = 'satisfied' | 'unreachable' | 'keepWaiting';
 
 /**
  * `ready`: satisfied by Ready, unreachable once terminal (a finished Run never becomes
- * Ready). `finished`: satisfied by any terminal phase.
+ * Ready). `finished`: satisfied by any terminal phase. `input`: satisfied while the Run
+ * waits for input, unreachable once terminal.
  */
 export function waitOutcome(phase: RunPhase, target: WaitTarget): WaitOutcome {
   const phaseClass = classify(phase);
@@ -93,6 +99,9 @@ export function waitOutcome(phase: RunPhase, target: WaitTarget): WaitOutcome {
       return phaseClass === 'terminal' ? 'unreachable' : 'keepWaiting';
     case 'finished':
       return phaseClass === 'terminal' ? 'satisfied' : 'keepWaiting';
+    case 'input':
+      if (phaseClass === 'parked') return 'satisfied';
+      return phaseClass === 'terminal' ? 'unreachable' : 'keepWaiting';
   }
 }
 

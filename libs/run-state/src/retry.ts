@@ -49,19 +49,29 @@ export function backoffSeconds(policy: ResolvedRetryPolicy, nextAttempt: number)
  * the platform cannot prove whether its side effects happened, and a task that is not
  * retrySafe and failed runs no second time. An attempt whose owner was lost before it
  * claimed the Run ran no code: it is retried within the default budget of retry-safe
- * work even for a task that runs once (it still runs at most once).
+ * work even for a task that runs once (it still runs at most once). `firstAttempt` is
+ * where the current budget starts (retryBudgetStart).
  */
 export function decideRetry(
   mode: RunModeKind,
   policy: RetryPolicy | undefined,
   currentAttempt: number,
   cause: AttemptFailureCause,
+  firstAttempt = 1,
 ): RetryDecision {
   const resolved = resolveRetryPolicy(mode, policy);
   const safe = mode === 'function' || cause !== 'ownerLost' || resolved.retrySafe;
   if (!safe) return { retry: false, outcome: 'Interrupted', why: 'notRetrySafe' };
-  const nextAttempt = Math.max(currentAttempt, 1) + 1;
+  // A continuation after input (status.resume) starts a fresh budget at its first
+  // attempt: answering a wait is not a retry, and the Run's attempts keep counting up.
+  const offset = Math.max(firstAttempt, 1) - 1;
+  const relativeNext = Math.max(currentAttempt - offset, 1) + 1;
   const budget = cause === 'ownerLostBeforeStart' ? Math.max(resolved.maxAttempts, DEFAULTS.maxAttempts) : resolved.maxAttempts;
-  if (nextAttempt > budget) return { retry: false, outcome: 'Failed', why: 'retriesExhausted' };
-  return { retry: true, nextAttempt, backoffSeconds: backoffSeconds(resolved, nextAttempt) };
+  if (relativeNext > budget) return { retry: false, outcome: 'Failed', why: 'retriesExhausted' };
+  return { retry: true, nextAttempt: relativeNext + offset, backoffSeconds: backoffSeconds(resolved, relativeNext) };
+}
+
+/** The first attempt of the Run's current retry budget: its continuation's, or 1. */
+export function retryBudgetStart(status: { resume?: { attempt: number } } | undefined): number {
+  return status?.resume?.attempt ?? 1;
 }

@@ -8,8 +8,15 @@ const NOW = '2026-06-01T12:00:00.000Z';
 const EARLIER = '2026-06-01T11:00:00.000Z';
 const WRITERS: readonly WriterRole[] = ['scheduler', 'runtimed', 'stale-recovery', 'controller-manager'];
 
+const DIGEST = `sha256:${'ab'.repeat(32)}`;
+const SCHEMA = '{"type":"object","required":["approved"]}';
+const WAITING: RunStatus = {
+  attempt: 1,
+  waitingInput: { schema: SCHEMA, checkpoint: { attempt: 1, digest: DIGEST, size: 12 }, since: EARLIER },
+};
+
 function makeRun(phase: RunPhase | undefined, spec: Partial<RunSpec> = {}, status: RunStatus = {}): Run {
-  const assigned = phase !== undefined && phase !== 'Pending';
+  const assigned = phase !== undefined && phase !== 'Pending' && phase !== 'WaitingInput';
   return {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -46,7 +53,7 @@ function localOrigin(result: Partial<LocalRunResult> = {}): RunOrigin {
 const functionMode: Partial<RunSpec> = { mode: { function: { handler: 'main' } } };
 
 /** One event of each type, with the spec it needs for its preconditions to hold. */
-const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }> = {
+const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec>; status?: RunStatus }> = {
   Unschedulable: { event: { type: 'Unschedulable', reason: 'NoCapacity', message: 'all Pods full' }, spec: {} },
   Bind: { event: { type: 'Bind', pod: 'pod-b', podUID: 'pod-uid-b' }, spec: {} },
   CancelBeforeAssignment: { event: { type: 'CancelBeforeAssignment' }, spec: { cancelRequested: true } },
@@ -62,6 +69,14 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec> }>
   MarkRecovering: { event: { type: 'MarkRecovering', message: 'Pod lease expired' }, spec: {} },
   Recovered: { event: { type: 'Recovered', message: 'the owner holds the Run again' }, spec: functionMode },
   Interrupted: { event: { type: 'Interrupted', reason: 'OwnerLost', message: 'Pod gone' }, spec: {} },
+  WaitForInput: { event: { type: 'WaitForInput', schema: SCHEMA, checkpoint: { digest: DIGEST, size: 12 } }, spec: {} },
+  InputReceived: {
+    event: { type: 'InputReceived', responseId: 'r-1', runInput: 'r-r-1', input: '{"approved":true}' },
+    spec: {},
+    status: WAITING,
+  },
+  WaitTimedOut: { event: { type: 'WaitTimedOut', message: 'spec.timeout 10m passed while waiting' }, spec: {}, status: WAITING },
+  WaitCancelled: { event: { type: 'WaitCancelled', message: 'cancelled while waiting' }, spec: { cancelRequested: true }, status: WAITING },
   RecordOrigin: { event: { type: 'RecordOrigin' }, spec: { origin: localOrigin() } },
 };
 
@@ -83,6 +98,10 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   MarkRecovering: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
   Recovered: { writers: ['stale-recovery'], from: ACTIVE_OWNED },
   Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ACTIVE_OWNED },
+  WaitForInput: { writers: ['runtimed'], from: ['Running'] },
+  InputReceived: { writers: ['controller-manager'], from: ['WaitingInput'] },
+  WaitTimedOut: { writers: ['controller-manager'], from: ['WaitingInput'] },
+  WaitCancelled: { writers: ['controller-manager'], from: ['WaitingInput'] },
   RecordOrigin: { writers: ['controller-manager'], from: ['Pending'] },
 };
 
@@ -102,6 +121,10 @@ const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   MarkRecovering: 'same',
   Recovered: 'same',
   Interrupted: 'Interrupted',
+  WaitForInput: 'WaitingInput',
+  InputReceived: 'Pending',
+  WaitTimedOut: 'Timeout',
+  WaitCancelled: 'Cancelled',
   RecordOrigin: 'Succeeded',
 };
 
@@ -125,8 +148,8 @@ const matrix = RUN_PHASES.flatMap((phase) =>
 
 describe('every (phase, event, writer) combination', () => {
   it.each(matrix)('%s + %s by %s', (phase, eventType, writer) => {
-    const { event, spec } = samples[eventType];
-    const run = makeRun(phase, spec);
+    const { event, spec, status: sampleStatus } = samples[eventType];
+    const run = makeRun(phase, spec, sampleStatus);
     const frozen = structuredClone(run);
     const result = transition({ run, event, writer, now: NOW });
     expect(run).toEqual(frozen); // never modifies its input
@@ -155,23 +178,53 @@ describe('every (phase, event, writer) combination', () => {
         .filter(([p]) => p === phase)
         .map(
           ([, eventType, writer]) =>
-            transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok,
+            transition({
+              run: makeRun(phase, samples[eventType].spec, samples[eventType].status),
+              event: samples[eventType].event,
+              writer,
+              now: NOW,
+            }).ok,
         );
       expect(outcomes).toContain(false);
-      if (['Pending', 'Scheduled', 'Running', 'Ready'].includes(phase)) expect(outcomes).toContain(true);
+      if (['Pending', 'Scheduled', 'Running', 'Ready', 'WaitingInput'].includes(phase)) expect(outcomes).toContain(true);
     }
   });
 
-  it('refuses everything in a terminal phase and in WaitingInput', () => {
-    for (const phase of ['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Interrupted', 'WaitingInput'] as const) {
+  it('refuses everything in a terminal phase', () => {
+    for (const phase of ['Succeeded', 'Failed', 'Timeout', 'Cancelled', 'Interrupted'] as const) {
       const successes = matrix
         .filter(([p]) => p === phase)
         .filter(
           ([, eventType, writer]) =>
-            transition({ run: makeRun(phase, samples[eventType].spec), event: samples[eventType].event, writer, now: NOW }).ok,
+            transition({
+              run: makeRun(phase, samples[eventType].spec, samples[eventType].status),
+              event: samples[eventType].event,
+              writer,
+              now: NOW,
+            }).ok,
         );
       expect(successes).toEqual([]);
     }
+  });
+
+  it('in WaitingInput only the controller-manager (there is no owner) answers, times out or cancels', () => {
+    const successes = matrix
+      .filter(([p]) => p === 'WaitingInput')
+      .filter(
+        ([, eventType, writer]) =>
+          transition({
+            run: makeRun('WaitingInput', samples[eventType].spec, samples[eventType].status),
+            event: samples[eventType].event,
+            writer,
+            now: NOW,
+          }).ok,
+      )
+      .map(([, eventType, writer]) => `${eventType} by ${writer}`);
+    expect(successes).toEqual([
+      'InputReceived by controller-manager',
+      'WaitTimedOut by controller-manager',
+      'WaitCancelled by controller-manager',
+    ]);
   });
 });
 
@@ -621,6 +674,144 @@ describe('report sequence (an older report of an attempt never overwrites a newe
       sequence: 3,
     });
     expect(result.ok ? undefined : result.error.refusal).toBe('wrongWriter');
+  });
+});
+
+describe('waiting for input (checkpoint-v1)', () => {
+  const waiting = (spec: Partial<RunSpec> = {}, status: RunStatus = {}): Run => makeRun('WaitingInput', spec, { ...WAITING, ...status });
+  const wait: Extract<RunEvent, { type: 'WaitForInput' }> = {
+    type: 'WaitForInput',
+    schema: SCHEMA,
+    checkpoint: { digest: DIGEST, size: 12 },
+  };
+
+  it('WaitForInput: WaitingInput, the Pod released, the schema and the checkpoint of this attempt recorded', () => {
+    const run = makeRun('Running', {}, { attempt: 3 });
+    const status = expectOk(transition({ run, event: wait, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({
+      phase: 'WaitingInput',
+      attempt: 3,
+      reason: 'WaitingInput',
+      waitingInput: { schema: SCHEMA, checkpoint: { attempt: 3, digest: DIGEST, size: 12 }, since: NOW },
+    });
+    expect(status).not.toHaveProperty('assignedPod');
+    expect(status).not.toHaveProperty('assignedPodUID');
+    expect(status).not.toHaveProperty('completionTime');
+  });
+
+  it.each<[string, Partial<RunSpec>, RunEvent, TransitionRefusedError['refusal']]>([
+    ['a function Run', functionMode, wait, 'precondition'],
+    ['a cancelled Run', { cancelRequested: true }, wait, 'precondition'],
+    ['a schema that is not JSON', {}, { ...wait, schema: '{' }, 'precondition'],
+    ['a schema that is a string', {}, { ...wait, schema: '"object"' }, 'precondition'],
+    ['a schema over the bound', {}, { ...wait, schema: JSON.stringify({ description: 'x'.repeat(BOUNDS.inputSchemaBytes) }) }, 'bounds'],
+    ['a digest that is not sha256', {}, { ...wait, checkpoint: { digest: 'md5:00', size: 1 } }, 'bounds'],
+    ['a checkpoint over 1 MiB', {}, { ...wait, checkpoint: { digest: DIGEST, size: BOUNDS.checkpointBytes + 1 } }, 'bounds'],
+    ['a negative size', {}, { ...wait, checkpoint: { digest: DIGEST, size: -1 } }, 'bounds'],
+  ])('WaitForInput refuses %s', (_name, spec, event, refusal) => {
+    expectRefused(transition({ run: makeRun('Running', spec), event, writer: 'runtimed', now: NOW }), refusal);
+  });
+
+  it('accepts a boolean schema (true: anything goes)', () => {
+    expectOk(transition({ run: makeRun('Running'), event: { ...wait, schema: 'true' }, writer: 'runtimed', now: NOW }));
+  });
+
+  it('InputReceived: Pending at attempt + 1, resuming from the checkpoint with the response, recorded once', () => {
+    const status = expectOk(
+      transition({ run: waiting({}, { notBefore: EARLIER }), event: samples.InputReceived.event, writer: 'controller-manager', now: NOW }),
+    );
+    expect(status).toMatchObject({
+      phase: 'Pending',
+      attempt: 2,
+      reason: 'InputReceived',
+      resume: {
+        checkpoint: { attempt: 1, digest: DIGEST, size: 12 },
+        responseId: 'r-1',
+        runInput: 'r-r-1',
+        input: '{"approved":true}',
+        attempt: 2,
+      },
+      responses: [{ responseId: 'r-1', runInput: 'r-r-1', attempt: 2, time: NOW }],
+    });
+    expect(status).not.toHaveProperty('waitingInput');
+    expect(status).not.toHaveProperty('notBefore');
+  });
+
+  it('InputReceived refuses a response ID the Run already accepted', () => {
+    const run = waiting({}, { attempt: 2, responses: [{ responseId: 'r-1', runInput: 'x', attempt: 2, time: EARLIER }] });
+    const error = expectRefused(
+      transition({ run, event: samples.InputReceived.event, writer: 'controller-manager', now: NOW }),
+      'precondition',
+    );
+    expect(error.message).toContain('DuplicateResponse');
+  });
+
+  it('InputReceived keeps only the latest responses', () => {
+    const responses = Array.from({ length: BOUNDS.responsesKept }, (_, i) => ({
+      responseId: `old-${String(i)}`,
+      runInput: `in-${String(i)}`,
+      attempt: i + 2,
+      time: EARLIER,
+    }));
+    const status = expectOk(
+      transition({
+        run: waiting({}, { attempt: 20, responses }),
+        event: samples.InputReceived.event,
+        writer: 'controller-manager',
+        now: NOW,
+      }),
+    );
+    expect(status.responses).toHaveLength(BOUNDS.responsesKept);
+    expect(status.responses?.at(-1)?.responseId).toBe('r-1');
+    expect(status.responses?.[0]?.responseId).toBe('old-1');
+  });
+
+  it.each<[string, Run, RunEvent, TransitionRefusedError['refusal']]>([
+    ['cancel was requested', waiting({ cancelRequested: true }), samples.InputReceived.event, 'precondition'],
+    ['no waitingInput recorded', makeRun('WaitingInput', {}, { attempt: 1 }), samples.InputReceived.event, 'precondition'],
+    [
+      'a response over the bound',
+      waiting(),
+      { type: 'InputReceived', responseId: 'r-2', runInput: 'x', input: JSON.stringify('x'.repeat(BOUNDS.inputDataBytes)) },
+      'bounds',
+    ],
+  ])('InputReceived refuses when %s', (_name, run, event, refusal) => {
+    expectRefused(transition({ run, event, writer: 'controller-manager', now: NOW }), refusal);
+  });
+
+  it('WaitTimedOut ends Timeout (Cancelled once cancel was requested) and drops the schema', () => {
+    const timedOut = expectOk(transition({ run: waiting(), event: samples.WaitTimedOut.event, writer: 'controller-manager', now: NOW }));
+    expect(timedOut).toMatchObject({ phase: 'Timeout', reason: 'Timeout', completionTime: NOW });
+    expect(timedOut).not.toHaveProperty('waitingInput');
+    const cancelled = expectOk(
+      transition({ run: waiting({ cancelRequested: true }), event: samples.WaitTimedOut.event, writer: 'controller-manager', now: NOW }),
+    );
+    expect(cancelled.phase).toBe('Cancelled');
+  });
+
+  it('WaitCancelled needs the cancel request', () => {
+    expectRefused(
+      transition({ run: waiting(), event: samples.WaitCancelled.event, writer: 'controller-manager', now: NOW }),
+      'precondition',
+    );
+    const status = expectOk(
+      transition({ run: waiting({ cancelRequested: true }), event: samples.WaitCancelled.event, writer: 'controller-manager', now: NOW }),
+    );
+    expect(status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', completionTime: NOW });
+  });
+
+  it('a continuation starts a fresh retry budget: a failed attempt of it requeues even past maxAttempts overall', () => {
+    const resumed: RunStatus = {
+      attempt: 4,
+      resume: { checkpoint: { attempt: 3, digest: DIGEST, size: 1 }, responseId: 'r', runInput: 'x', input: '{}', attempt: 4 },
+    };
+    const run = makeRun('Running', { retryPolicy: { retrySafe: true, maxAttempts: 2 } }, resumed);
+    const event: RunEvent = { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 5, message: 'exit 1' };
+    const status = expectOk(transition({ run, event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', attempt: 5, resume: { attempt: 4 } });
+    // the second attempt of the continuation was its last
+    const last = makeRun('Running', { retryPolicy: { retrySafe: true, maxAttempts: 2 } }, { ...resumed, attempt: 5 });
+    expectRefused(transition({ run: last, event, writer: 'runtimed', now: NOW }), 'precondition');
   });
 });
 

@@ -2,6 +2,7 @@ import {
   ARTIFACT_DIGEST_PATTERN,
   LOCAL_RESULT_PHASES,
   BOUNDS,
+  RUN_INPUT_REASONS,
   CONDITION_TYPES,
   RUN_REASONS,
   boundedMessage,
@@ -23,7 +24,7 @@ import type {
 import { KruntimesError } from '@kruntimes/errors';
 import { classify } from './classification.ts';
 import { setCondition } from './conditions.ts';
-import { decideRetry } from './retry.ts';
+import { decideRetry, retryBudgetStart } from './retry.ts';
 
 /** Who writes a Run's status (docs/lifecycle.md). */
 export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery' | 'controller-manager';
@@ -79,6 +80,20 @@ export type RunEvent =
    * nothing proves what the code did.
    */
   | { type: 'Interrupted'; reason: InterruptReason; message: string }
+  /**
+   * runtimed: the task stored its checkpoint (verified in the store) and asks for input:
+   * Running -> WaitingInput. The attempt ends and its Pod unit is released.
+   */
+  | { type: 'WaitForInput'; schema: string; checkpoint: { digest: string; size: number } }
+  /**
+   * controller-manager: a RunInput's data satisfied the schema: WaitingInput -> Pending,
+   * attempt + 1, starting from the checkpoint and this response (status.resume).
+   */
+  | { type: 'InputReceived'; responseId: string; runInput: string; input: string }
+  /** controller-manager: spec.timeout passed while waiting. */
+  | { type: 'WaitTimedOut'; message: string }
+  /** controller-manager: cancel was requested while waiting; nothing runs, so it ends at once. */
+  | { type: 'WaitCancelled'; message: string }
   /**
    * controller-manager: a Run executed elsewhere (`spec.origin.local`, by `krt run --local`)
    * goes from Pending straight to the terminal phase its origin recorded; never scheduled.
@@ -138,6 +153,10 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   MarkRecovering: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Recovered: { writers: ['stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
   Interrupted: { writers: ['runtimed', 'stale-recovery'], from: ['Scheduled', 'Running', 'Ready'] },
+  WaitForInput: { writers: ['runtimed'], from: ['Running'] },
+  InputReceived: { writers: ['controller-manager'], from: ['WaitingInput'] },
+  WaitTimedOut: { writers: ['controller-manager'], from: ['WaitingInput'] },
+  WaitCancelled: { writers: ['controller-manager'], from: ['WaitingInput'] },
   RecordOrigin: { writers: ['controller-manager'], from: ['Pending'] },
 };
 
@@ -218,10 +237,11 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
     if (generation !== undefined) next.observedGeneration = generation;
     return next;
   };
-  const finish = (terminal: RunPhase, reason: RunReason, message: string, extra: Partial<RunStatus> = {}): TransitionResult => ({
-    ok: true,
-    status: withReady({ ...previous, ...extra, phase: terminal, completionTime: now }, false, reason, message),
-  });
+  const finish = (terminal: RunPhase, reason: RunReason, message: string, extra: Partial<RunStatus> = {}): TransitionResult => {
+    // The schema is asked of a waiting Run only; the record of responses stays.
+    const { waitingInput: _waitingInput, ...rest } = previous;
+    return { ok: true, status: withReady({ ...rest, ...extra, phase: terminal, completionTime: now }, false, reason, message) };
+  };
   // Once the API server stored the cancel request, the user's request wins over whatever
   // the code reported after it (docs/lifecycle.md "Cancel"): the Run ends Cancelled and
   // keeps the report (exit code, outputs) for the record.
@@ -328,7 +348,7 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
         return refuse('wrongWriter', 'only stale-recovery may requeue after a lost owner');
       }
       const cause = event.cause === 'ownerLost' && classify(phase) === 'assigned' ? 'ownerLostBeforeStart' : event.cause;
-      const decision = decideRetry(mode, run.spec.retryPolicy, attempt, cause);
+      const decision = decideRetry(mode, run.spec.retryPolicy, attempt, cause, retryBudgetStart(previous));
       if (!decision.retry) {
         const runsOnce = mode === 'task' && run.spec.retryPolicy?.retrySafe !== true && cause === 'attemptFailed';
         const why =
@@ -392,7 +412,99 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
       }
       return { ok: true, status: withReady(status, false, reason, message) };
     }
+    case 'WaitForInput': {
+      if (mode !== 'task') return refuse('precondition', 'only task Runs wait for input');
+      if (cancelRequested) return refuse('precondition', 'cancel was requested; end the Run instead');
+      const problem = waitForInputProblem(event.schema, event.checkpoint);
+      if (problem !== undefined) return refuse(problem.kind, problem.detail);
+      const { assignedPod: _assignedPod, assignedPodUID: _assignedPodUID, ...rest } = previous;
+      return {
+        ok: true,
+        status: withReady(
+          {
+            ...rest,
+            phase: 'WaitingInput',
+            waitingInput: { schema: event.schema, checkpoint: { attempt, ...event.checkpoint }, since: now },
+          },
+          false,
+          RUN_REASONS.waitingInput,
+          `attempt ${String(attempt)} stored its checkpoint and waits for input: respond with a RunInput (krt respond)`,
+        ),
+      };
+    }
+
+    case 'InputReceived': {
+      if (cancelRequested) return refuse('precondition', 'cancel was requested; end the Run instead');
+      const waiting = previous.waitingInput;
+      if (waiting === undefined) return refuse('precondition', 'status.waitingInput is not set');
+      if (previous.responses?.some((response) => response.responseId === event.responseId) === true) {
+        return refuse('precondition', `response ${event.responseId} was already accepted (${RUN_INPUT_REASONS.duplicateResponse})`);
+      }
+      if (utf8ByteLength(event.input) > BOUNDS.inputDataBytes) {
+        return refuse('bounds', `the response is over ${String(BOUNDS.inputDataBytes)} bytes as JSON`);
+      }
+      const next = attempt + 1;
+      const { waitingInput: _waitingInput, notBefore: _notBefore, ...rest } = previous;
+      const responses = [
+        ...(previous.responses ?? []),
+        { responseId: event.responseId, runInput: event.runInput, attempt: next, time: now },
+      ];
+      return {
+        ok: true,
+        status: withReady(
+          {
+            ...rest,
+            phase: 'Pending',
+            attempt: next,
+            resume: {
+              checkpoint: structuredClone(waiting.checkpoint),
+              responseId: event.responseId,
+              runInput: event.runInput,
+              input: event.input,
+              attempt: next,
+            },
+            responses: responses.slice(-BOUNDS.responsesKept),
+          },
+          false,
+          RUN_REASONS.inputReceived,
+          `response ${event.responseId} (RunInput ${event.runInput}) accepted: attempt ${String(next)} continues from the checkpoint of attempt ${String(waiting.checkpoint.attempt)}`,
+        ),
+      };
+    }
+
+    case 'WaitTimedOut':
+      if (cancelRequested) return cancelWins(`then timed out while waiting for input: ${event.message}`);
+      return finish('Timeout', RUN_REASONS.timeout, event.message);
+
+    case 'WaitCancelled':
+      if (!cancelRequested) return refuse('precondition', 'spec.cancelRequested is not true');
+      return finish('Cancelled', RUN_REASONS.cancelled, event.message);
   }
+}
+
+/** The schema and checkpoint a WaitForInput records, against the API bounds. */
+export function waitForInputProblem(
+  schema: string,
+  checkpoint: { digest: string; size: number },
+): { kind: RefusalKind; detail: string } | undefined {
+  if (utf8ByteLength(schema) > BOUNDS.inputSchemaBytes) {
+    return { kind: 'bounds', detail: `the input schema is over ${String(BOUNDS.inputSchemaBytes)} bytes` };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(schema);
+  } catch {
+    return { kind: 'precondition', detail: 'the input schema is not JSON' };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    if (typeof parsed !== 'boolean')
+      return { kind: 'precondition', detail: 'the input schema is not a JSON Schema (an object or a boolean)' };
+  }
+  if (!ARTIFACT_DIGEST.test(checkpoint.digest)) return { kind: 'bounds', detail: 'checkpoint digest is not sha256:<64 hex>' };
+  if (!Number.isSafeInteger(checkpoint.size) || checkpoint.size < 0 || checkpoint.size > BOUNDS.checkpointBytes) {
+    return { kind: 'bounds', detail: `checkpoint size ${String(checkpoint.size)} is not within 0..${String(BOUNDS.checkpointBytes)}` };
+  }
+  return undefined;
 }
 
 /** Endpoint bounds of the CRD, checked before the write instead of failing it. */

@@ -36,6 +36,12 @@ beforeAll(async () => {
       }
       return { url: 'http://127.0.0.1:1/k', method: 'PUT', headers: {}, expiresAt: new Date(60_000) };
     },
+    grantCheckpoint() {
+      throw new ServerError(Status.UNIMPLEMENTED, 'not used here');
+    },
+    awaitInput() {
+      throw new ServerError(Status.UNIMPLEMENTED, 'not used here');
+    },
   });
   grantAddress = `127.0.0.1:${String(await grpc.listen('127.0.0.1:0'))}`;
 });

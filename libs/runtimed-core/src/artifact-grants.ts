@@ -153,6 +153,9 @@ export async function startArtifactGrantsServer(grants: ArtifactGrants, listen: 
   const server: Server = createServer().use(errorMiddleware(logger));
   server.add(artifactGrantsV1.ArtifactGrantsDefinition, {
     grantUpload: (request) => grants.grantUpload(request),
+    // Waiting for input (issue 18): served once runtimed implements it.
+    grantCheckpoint: () => Promise.reject(new KruntimesError('Unimplemented', 'waiting for input is not implemented yet')),
+    awaitInput: () => Promise.reject(new KruntimesError('Unimplemented', 'waiting for input is not implemented yet')),
   });
   const port = await server.listen(address);
   const bound = address.startsWith('unix:') ? address : `${address.slice(0, address.lastIndexOf(':'))}:${String(port)}`;

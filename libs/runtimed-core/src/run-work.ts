@@ -1,8 +1,8 @@
 import { RUN_REASONS, runModeKind } from '@kruntimes/api';
-import type { Run, RunSpec } from '@kruntimes/api';
+import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { pathExists } from '@kruntimes/host';
-import { TransitionRefusedError, decideRetry, resolveRetryPolicy } from '@kruntimes/run-state';
+import { TransitionRefusedError, decideRetry, resolveRetryPolicy, retryBudgetStart } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import type { Epoch } from './epoch.ts';
 import { plain } from './plan.ts';
@@ -147,7 +147,13 @@ export class RunWork {
     // died) may have had side effects nobody saw: like a lost owner, it is retried only
     // when the task declared retrySafe. A failure the code reported itself follows the
     // user's policy.
-    const decision = decideRetry(mode, spec.retryPolicy, epoch.attempt, options.interrupted === true ? 'ownerLost' : 'attemptFailed');
+    const decision = decideRetry(
+      mode,
+      spec.retryPolicy,
+      epoch.attempt,
+      options.interrupted === true ? 'ownerLost' : 'attemptFailed',
+      retryBudgetStart(plain<RunStatus | undefined>(run.status)),
+    );
     // Whatever this attempt registered is known here (or nothing loaded): no discovery.
     await this.cleanUp(ctx, false);
     await this.o.runs.removeFinalizer(epoch);

@@ -258,6 +258,8 @@ export class TaskExecution {
         await this.#w.attemptFailed(ctx, `could not start: ${message}`);
         return;
       case ExitReason.EXIT_REASON_CANCELLED:
+      // Only after runtimed recorded WaitingInput, which marks the execution stopped on purpose (issue 18).
+      case ExitReason.EXIT_REASON_WAITING_INPUT:
       case ExitReason.EXIT_REASON_UNSPECIFIED:
       case ExitReason.UNRECOGNIZED:
         metrics.taskFinished('failed', seconds);

@@ -22,6 +22,7 @@ const fn: RunFacts = {
   mode: 'function',
   cancelRequested: false,
   retryPolicy: undefined,
+  retryBudgetStart: 1,
   deleting: false,
   cleanupFinalizer: true,
   readyReason: 'FunctionRegistered',

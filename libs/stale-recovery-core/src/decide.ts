@@ -10,6 +10,8 @@ export interface RunFacts {
   mode: RunModeKind;
   cancelRequested: boolean;
   retryPolicy: RetryPolicy | undefined;
+  /** The first attempt of the current retry budget (a continuation after input starts a new one). */
+  retryBudgetStart: number;
   /** metadata.deletionTimestamp is set. */
   deleting: boolean;
   /** The registration-cleanup finalizer is present. */
@@ -107,6 +109,7 @@ export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): Recovery
     run.retryPolicy,
     epoch.attempt,
     classify(run.phase) === 'assigned' ? 'ownerLostBeforeStart' : 'ownerLost',
+    run.retryBudgetStart,
   );
   if (decision.retry) {
     return {

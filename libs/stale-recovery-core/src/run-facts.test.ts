@@ -40,6 +40,7 @@ describe('runFacts', () => {
       mode: 'function',
       cancelRequested: true,
       retryPolicy: undefined,
+      retryBudgetStart: 1,
       deleting: true,
       cleanupFinalizer: true,
       readyReason: 'Recovering',

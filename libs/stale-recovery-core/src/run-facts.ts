@@ -4,7 +4,7 @@ import type { Run } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { epochOf } from '@kruntimes/fencing';
 import type { OwnershipEpoch } from '@kruntimes/fencing';
-import { currentPhase, findCondition } from '@kruntimes/run-state';
+import { currentPhase, findCondition, retryBudgetStart } from '@kruntimes/run-state';
 import type { RunFacts } from './decide.ts';
 
 export type RunObject = Run & KubernetesObject;
@@ -35,6 +35,7 @@ export function runFacts(run: ReadonlyDeep<Run>): RunFacts {
     mode: runModeKind(plain.spec),
     cancelRequested: plain.spec.cancelRequested === true,
     retryPolicy: plain.spec.retryPolicy,
+    retryBudgetStart: retryBudgetStart(plain.status),
     deleting: plain.metadata.deletionTimestamp !== undefined,
     cleanupFinalizer: plain.metadata.finalizers?.includes(REGISTRATION_CLEANUP_FINALIZER) === true,
     readyReason: findCondition(plain.status?.conditions, CONDITION_TYPES.ready)?.reason,

@@ -71,6 +71,14 @@ export async function startArtifactGrantsStub(host = '127.0.0.1'): Promise<Artif
         expiresAt: new Date(Date.now() + 60_000),
       };
     },
+    grantCheckpoint(_request, context) {
+      context.trailer.set(METADATA_KEYS.errorCode, 'Unimplemented');
+      throw new ServerError(Status.UNIMPLEMENTED, 'this stub does not grant checkpoints');
+    },
+    awaitInput(_request, context) {
+      context.trailer.set(METADATA_KEYS.errorCode, 'Unimplemented');
+      throw new ServerError(Status.UNIMPLEMENTED, 'this stub does not await input');
+    },
   });
   const grpcPort = await grpc.listen(`${host}:0`);
   return {

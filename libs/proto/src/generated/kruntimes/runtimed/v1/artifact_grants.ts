@@ -29,7 +29,55 @@ import { Timestamp } from "../../../google/protobuf/timestamp.ts";
  * has already passed, so no grant could expire within it; InvalidRequest: a size or
  * sha256 that is not one; ArtifactStoreUnavailable: the ArtifactStore or its Secret
  * cannot be read.
+ *
+ * Waiting for input (docs/waiting-input.md): GrantCheckpoint presigns the PUT of the
+ * attempt's checkpoint object (artifact ID krt.checkpoint, at most 1 MiB); AwaitInput
+ * then verifies that object in the store and records it with the input schema in the
+ * Run's status (Running -> WaitingInput, fenced on the attempt), answering only once
+ * the API server stored it. CheckpointUnsupported: the Runtime does not declare
+ * checkpoint-v1, the Run is not a task or has no spec.artifacts store;
+ * InputSchemaInvalid: the schema is not a JSON Schema or is over 16 KiB;
+ * CheckpointTooLarge: over 1 MiB; CheckpointNotStored: the checkpoint object is not in
+ * the store or differs from what was granted.
  */
+
+export interface GrantCheckpointRequest {
+  grantToken: string;
+  /** Exact size in bytes of the checkpoint. */
+  size: number;
+  /** Lowercase hex SHA-256 of the checkpoint. */
+  sha256: string;
+}
+
+/**
+ * As GrantUploadResponse: a presigned PUT of the checkpoint object, media type
+ * application/octet-stream.
+ */
+export interface GrantCheckpointResponse {
+  url: string;
+  method: string;
+  headers: { [key: string]: string };
+  expiresAt?: Date | undefined;
+}
+
+export interface GrantCheckpointResponse_HeadersEntry {
+  key: string;
+  value: string;
+}
+
+export interface AwaitInputRequest {
+  grantToken: string;
+  /** The checkpoint uploaded through GrantCheckpoint's URL. */
+  checkpointSize: number;
+  checkpointSha256: string;
+  /** The JSON Schema (JSON text) a response must satisfy. */
+  schemaJson: string;
+}
+
+export interface AwaitInputResponse {
+  /** The attempt that now waits; its execution is to end (EXIT_REASON_WAITING_INPUT). */
+  attempt: number;
+}
 
 export interface GrantUploadRequest {
   /** kruntimes.runtimeserver.v1.ArtifactAccess.grant_token of the execution. */
@@ -56,6 +104,338 @@ export interface GrantUploadResponse_HeadersEntry {
   key: string;
   value: string;
 }
+
+function createBaseGrantCheckpointRequest(): GrantCheckpointRequest {
+  return { grantToken: "", size: 0, sha256: "" };
+}
+
+export const GrantCheckpointRequest = {
+  encode(message: GrantCheckpointRequest, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.grantToken !== "") {
+      writer.uint32(10).string(message.grantToken);
+    }
+    if (message.size !== 0) {
+      writer.uint32(16).uint64(message.size);
+    }
+    if (message.sha256 !== "") {
+      writer.uint32(26).string(message.sha256);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): GrantCheckpointRequest {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGrantCheckpointRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.grantToken = reader.string();
+          continue;
+        case 2:
+          if (tag !== 16) {
+            break;
+          }
+
+          message.size = longToNumber(reader.uint64() as Long);
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          message.sha256 = reader.string();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<GrantCheckpointRequest>): GrantCheckpointRequest {
+    return GrantCheckpointRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GrantCheckpointRequest>): GrantCheckpointRequest {
+    const message = createBaseGrantCheckpointRequest();
+    message.grantToken = object.grantToken ?? "";
+    message.size = object.size ?? 0;
+    message.sha256 = object.sha256 ?? "";
+    return message;
+  },
+};
+
+function createBaseGrantCheckpointResponse(): GrantCheckpointResponse {
+  return { url: "", method: "", headers: {}, expiresAt: undefined };
+}
+
+export const GrantCheckpointResponse = {
+  encode(message: GrantCheckpointResponse, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.url !== "") {
+      writer.uint32(10).string(message.url);
+    }
+    if (message.method !== "") {
+      writer.uint32(18).string(message.method);
+    }
+    Object.entries(message.headers).forEach(([key, value]) => {
+      GrantCheckpointResponse_HeadersEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).ldelim();
+    });
+    if (message.expiresAt !== undefined) {
+      Timestamp.encode(toTimestamp(message.expiresAt), writer.uint32(34).fork()).ldelim();
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): GrantCheckpointResponse {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGrantCheckpointResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.url = reader.string();
+          continue;
+        case 2:
+          if (tag !== 18) {
+            break;
+          }
+
+          message.method = reader.string();
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          const entry3 = GrantCheckpointResponse_HeadersEntry.decode(reader, reader.uint32());
+          if (entry3.value !== undefined) {
+            message.headers[entry3.key] = entry3.value;
+          }
+          continue;
+        case 4:
+          if (tag !== 34) {
+            break;
+          }
+
+          message.expiresAt = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<GrantCheckpointResponse>): GrantCheckpointResponse {
+    return GrantCheckpointResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GrantCheckpointResponse>): GrantCheckpointResponse {
+    const message = createBaseGrantCheckpointResponse();
+    message.url = object.url ?? "";
+    message.method = object.method ?? "";
+    message.headers = Object.entries(object.headers ?? {}).reduce<{ [key: string]: string }>((acc, [key, value]) => {
+      if (value !== undefined) {
+        acc[key] = globalThis.String(value);
+      }
+      return acc;
+    }, {});
+    message.expiresAt = object.expiresAt ?? undefined;
+    return message;
+  },
+};
+
+function createBaseGrantCheckpointResponse_HeadersEntry(): GrantCheckpointResponse_HeadersEntry {
+  return { key: "", value: "" };
+}
+
+export const GrantCheckpointResponse_HeadersEntry = {
+  encode(message: GrantCheckpointResponse_HeadersEntry, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): GrantCheckpointResponse_HeadersEntry {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseGrantCheckpointResponse_HeadersEntry();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.key = reader.string();
+          continue;
+        case 2:
+          if (tag !== 18) {
+            break;
+          }
+
+          message.value = reader.string();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<GrantCheckpointResponse_HeadersEntry>): GrantCheckpointResponse_HeadersEntry {
+    return GrantCheckpointResponse_HeadersEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GrantCheckpointResponse_HeadersEntry>): GrantCheckpointResponse_HeadersEntry {
+    const message = createBaseGrantCheckpointResponse_HeadersEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseAwaitInputRequest(): AwaitInputRequest {
+  return { grantToken: "", checkpointSize: 0, checkpointSha256: "", schemaJson: "" };
+}
+
+export const AwaitInputRequest = {
+  encode(message: AwaitInputRequest, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.grantToken !== "") {
+      writer.uint32(10).string(message.grantToken);
+    }
+    if (message.checkpointSize !== 0) {
+      writer.uint32(16).uint64(message.checkpointSize);
+    }
+    if (message.checkpointSha256 !== "") {
+      writer.uint32(26).string(message.checkpointSha256);
+    }
+    if (message.schemaJson !== "") {
+      writer.uint32(34).string(message.schemaJson);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): AwaitInputRequest {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseAwaitInputRequest();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.grantToken = reader.string();
+          continue;
+        case 2:
+          if (tag !== 16) {
+            break;
+          }
+
+          message.checkpointSize = longToNumber(reader.uint64() as Long);
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          message.checkpointSha256 = reader.string();
+          continue;
+        case 4:
+          if (tag !== 34) {
+            break;
+          }
+
+          message.schemaJson = reader.string();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<AwaitInputRequest>): AwaitInputRequest {
+    return AwaitInputRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AwaitInputRequest>): AwaitInputRequest {
+    const message = createBaseAwaitInputRequest();
+    message.grantToken = object.grantToken ?? "";
+    message.checkpointSize = object.checkpointSize ?? 0;
+    message.checkpointSha256 = object.checkpointSha256 ?? "";
+    message.schemaJson = object.schemaJson ?? "";
+    return message;
+  },
+};
+
+function createBaseAwaitInputResponse(): AwaitInputResponse {
+  return { attempt: 0 };
+}
+
+export const AwaitInputResponse = {
+  encode(message: AwaitInputResponse, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.attempt !== 0) {
+      writer.uint32(8).uint32(message.attempt);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): AwaitInputResponse {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseAwaitInputResponse();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 8) {
+            break;
+          }
+
+          message.attempt = reader.uint32();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<AwaitInputResponse>): AwaitInputResponse {
+    return AwaitInputResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<AwaitInputResponse>): AwaitInputResponse {
+    const message = createBaseAwaitInputResponse();
+    message.attempt = object.attempt ?? 0;
+    return message;
+  },
+};
 
 function createBaseGrantUploadRequest(): GrantUploadRequest {
   return { grantToken: "", artifactId: "", size: 0, sha256: "", mediaType: "" };
@@ -301,6 +681,22 @@ export const ArtifactGrantsDefinition = {
       responseStream: false,
       options: {},
     },
+    grantCheckpoint: {
+      name: "GrantCheckpoint",
+      requestType: GrantCheckpointRequest,
+      requestStream: false,
+      responseType: GrantCheckpointResponse,
+      responseStream: false,
+      options: {},
+    },
+    awaitInput: {
+      name: "AwaitInput",
+      requestType: AwaitInputRequest,
+      requestStream: false,
+      responseType: AwaitInputResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
@@ -309,6 +705,14 @@ export interface ArtifactGrantsServiceImplementation<CallContextExt = {}> {
     request: GrantUploadRequest,
     context: CallContext & CallContextExt,
   ): Promise<DeepPartial<GrantUploadResponse>>;
+  grantCheckpoint(
+    request: GrantCheckpointRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<GrantCheckpointResponse>>;
+  awaitInput(
+    request: AwaitInputRequest,
+    context: CallContext & CallContextExt,
+  ): Promise<DeepPartial<AwaitInputResponse>>;
 }
 
 export interface ArtifactGrantsClient<CallOptionsExt = {}> {
@@ -316,6 +720,14 @@ export interface ArtifactGrantsClient<CallOptionsExt = {}> {
     request: DeepPartial<GrantUploadRequest>,
     options?: CallOptions & CallOptionsExt,
   ): Promise<GrantUploadResponse>;
+  grantCheckpoint(
+    request: DeepPartial<GrantCheckpointRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<GrantCheckpointResponse>;
+  awaitInput(
+    request: DeepPartial<AwaitInputRequest>,
+    options?: CallOptions & CallOptionsExt,
+  ): Promise<AwaitInputResponse>;
 }
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;

@@ -83,6 +83,12 @@ export const ExitReason = {
   EXIT_REASON_TIMED_OUT: 3,
   /** EXIT_REASON_START_FAILED - The process could not be started (missing entrypoint, missing interpreter). */
   EXIT_REASON_START_FAILED: 4,
+  /**
+   * EXIT_REASON_WAITING_INPUT - The execution asked for input through its local endpoint, runtimed confirmed that the
+   * Run records the checkpoint and schema (WaitingInput), and the Runtime Server then
+   * ended the process group. The exit code means nothing: the attempt is over.
+   */
+  EXIT_REASON_WAITING_INPUT: 5,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -94,6 +100,7 @@ export namespace ExitReason {
   export type EXIT_REASON_CANCELLED = typeof ExitReason.EXIT_REASON_CANCELLED;
   export type EXIT_REASON_TIMED_OUT = typeof ExitReason.EXIT_REASON_TIMED_OUT;
   export type EXIT_REASON_START_FAILED = typeof ExitReason.EXIT_REASON_START_FAILED;
+  export type EXIT_REASON_WAITING_INPUT = typeof ExitReason.EXIT_REASON_WAITING_INPUT;
   export type UNRECOGNIZED = typeof ExitReason.UNRECOGNIZED;
 }
 
@@ -262,13 +269,36 @@ export interface ExecuteRequest {
    * the execution's local artifacts endpoint (KRT_ARTIFACTS_URL, KRT_ARTIFACTS_TOKEN in
    * its environment), forwards upload-grant requests to runtimed and keeps the
    * execution's ResultManifest. Unset: that endpoint answers ArtifactNotDeclared.
+   * Waiting for input (POST /v1/wait-for-input) goes through the same grant address.
    */
-  artifacts?: ArtifactAccess | undefined;
+  artifacts?:
+    | ArtifactAccess
+    | undefined;
+  /**
+   * Set on a continuation attempt (Run status.resume): the checkpoint that an earlier
+   * attempt stored and the response that answered it. The Runtime Server writes them to
+   * files in the execution's private directory and names them in the environment:
+   * KRT_CHECKPOINT_FILE, KRT_INPUT_FILE (the response data as JSON), KRT_RESPONSE_ID.
+   */
+  resume?: Resume | undefined;
 }
 
 export interface ExecuteRequest_EnvEntry {
   key: string;
   value: string;
+}
+
+export interface Resume {
+  /**
+   * The checkpoint's bytes, verified by runtimed against status.resume.checkpoint
+   * (size and SHA-256) before Execute.
+   */
+  checkpoint: Buffer;
+  /** The attempt that stored the checkpoint. */
+  checkpointAttempt: number;
+  /** The response data as JSON text, validated against the schema the Run waited with. */
+  inputJson: string;
+  responseId: string;
 }
 
 /**
@@ -1276,6 +1306,7 @@ function createBaseExecuteRequest(): ExecuteRequest {
     timeout: undefined,
     gracePeriod: undefined,
     artifacts: undefined,
+    resume: undefined,
   };
 }
 
@@ -1310,6 +1341,9 @@ export const ExecuteRequest = {
     }
     if (message.artifacts !== undefined) {
       ArtifactAccess.encode(message.artifacts, writer.uint32(82).fork()).ldelim();
+    }
+    if (message.resume !== undefined) {
+      Resume.encode(message.resume, writer.uint32(90).fork()).ldelim();
     }
     return writer;
   },
@@ -1394,6 +1428,13 @@ export const ExecuteRequest = {
 
           message.artifacts = ArtifactAccess.decode(reader, reader.uint32());
           continue;
+        case 11:
+          if (tag !== 90) {
+            break;
+          }
+
+          message.resume = Resume.decode(reader, reader.uint32());
+          continue;
       }
       if ((tag & 7) === 4 || tag === 0) {
         break;
@@ -1428,6 +1469,9 @@ export const ExecuteRequest = {
       : undefined;
     message.artifacts = (object.artifacts !== undefined && object.artifacts !== null)
       ? ArtifactAccess.fromPartial(object.artifacts)
+      : undefined;
+    message.resume = (object.resume !== undefined && object.resume !== null)
+      ? Resume.fromPartial(object.resume)
       : undefined;
     return message;
   },
@@ -1485,6 +1529,84 @@ export const ExecuteRequest_EnvEntry = {
     const message = createBaseExecuteRequest_EnvEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseResume(): Resume {
+  return { checkpoint: Buffer.alloc(0), checkpointAttempt: 0, inputJson: "", responseId: "" };
+}
+
+export const Resume = {
+  encode(message: Resume, writer: _m0.Writer = _m0.Writer.create()): _m0.Writer {
+    if (message.checkpoint.length !== 0) {
+      writer.uint32(10).bytes(message.checkpoint);
+    }
+    if (message.checkpointAttempt !== 0) {
+      writer.uint32(16).uint32(message.checkpointAttempt);
+    }
+    if (message.inputJson !== "") {
+      writer.uint32(26).string(message.inputJson);
+    }
+    if (message.responseId !== "") {
+      writer.uint32(34).string(message.responseId);
+    }
+    return writer;
+  },
+
+  decode(input: _m0.Reader | Uint8Array, length?: number): Resume {
+    const reader = input instanceof _m0.Reader ? input : _m0.Reader.create(input);
+    let end = length === undefined ? reader.len : reader.pos + length;
+    const message = createBaseResume();
+    while (reader.pos < end) {
+      const tag = reader.uint32();
+      switch (tag >>> 3) {
+        case 1:
+          if (tag !== 10) {
+            break;
+          }
+
+          message.checkpoint = reader.bytes() as Buffer;
+          continue;
+        case 2:
+          if (tag !== 16) {
+            break;
+          }
+
+          message.checkpointAttempt = reader.uint32();
+          continue;
+        case 3:
+          if (tag !== 26) {
+            break;
+          }
+
+          message.inputJson = reader.string();
+          continue;
+        case 4:
+          if (tag !== 34) {
+            break;
+          }
+
+          message.responseId = reader.string();
+          continue;
+      }
+      if ((tag & 7) === 4 || tag === 0) {
+        break;
+      }
+      reader.skipType(tag & 7);
+    }
+    return message;
+  },
+
+  create(base?: DeepPartial<Resume>): Resume {
+    return Resume.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Resume>): Resume {
+    const message = createBaseResume();
+    message.checkpoint = object.checkpoint ?? Buffer.alloc(0);
+    message.checkpointAttempt = object.checkpointAttempt ?? 0;
+    message.inputJson = object.inputJson ?? "";
+    message.responseId = object.responseId ?? "";
     return message;
   },
 };
