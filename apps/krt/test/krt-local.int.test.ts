@@ -103,6 +103,8 @@ beforeAll(async () => {
   // What `krt sync` needs: create and read Runs.
   await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-syncer', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'create'] },
+    // What locking a configMapKeyRef source needs.
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
   ]);
 }, 300_000);
 
@@ -236,6 +238,46 @@ test('a source changed after locking is refused (exit 6, nothing run); --update-
   expect(dirs).toHaveLength(3);
   // Each run directory keeps the lock it ran with.
   expect(await readFile(join(dirs[0]!, 'lock.json'), 'utf8')).toBe(locked);
+}, 300_000);
+
+test('a ConfigMap source is read once, at lock time, with the user’s kubeconfig; later runs use the pinned text without the cluster; --update-lock reads it again', async () => {
+  const configMap = (text: string) => ({ metadata: { name: 'code' }, data: { 'main.sh': text } });
+  await system.core.createNamespacedConfigMap({ namespace: system.name, body: configMap('echo v1\n') });
+  const file = await runFile('from-configmap', {
+    runtime: 'bash',
+    source: { configMapKeyRef: { name: 'code', key: 'main.sh' } },
+    mode: { task: {} },
+  });
+  const locked = await krt(['run', '--local', '-f', file]);
+  expect([locked.code, locked.stdout]).toEqual([0, 'v1\n']);
+  expect(locked.stderr).toMatch(/^lock created: /m);
+  const lock = JSON.parse(await readFile(join(file, '..', '.krt', 'locks', 'run.yaml.lock.json'), 'utf8')) as { source: unknown };
+  expect(lock.source).toEqual({
+    configMapKeyRef: {
+      namespace: system.name,
+      name: 'code',
+      key: 'main.sh',
+      digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/) as unknown,
+      bytes: 8,
+    },
+  });
+
+  await system.core.replaceNamespacedConfigMap({ namespace: system.name, name: 'code', body: configMap('echo v2\n') });
+  // A kubeconfig whose API server does not exist (a closed loopback port): the pinned text needs no cluster.
+  const offline = join(dir, 'offline.kubeconfig');
+  await writeFile(
+    offline,
+    kubeconfigYaml({ server: 'https://127.0.0.1:1', caPem: system.cluster.info.caPem, user: 'alice', token: 'unused' }),
+    { mode: 0o600 },
+  );
+  const pinned = await runKrt(['run', '--local', '-f', file], { kubeconfig: offline, namespace: system.name, timeoutMs: CLI_TIMEOUT_MS });
+  expect([pinned.code, pinned.stdout]).toEqual([0, 'v1\n']);
+  expect(pinned.stderr).toMatch(/^lock matched: /m);
+
+  const relocked = await krt(['run', '--local', '-f', file, '--update-lock']);
+  expect([relocked.code, relocked.stdout]).toEqual([0, 'v2\n']);
+  expect(relocked.stderr).toMatch(/^lock updated: /m);
+  expect(await readdir(join(file, '..', '.krt', 'cache', 'sha256'))).toHaveLength(2);
 }, 300_000);
 
 test('a function Run and an invalid spec are refused before anything runs', async () => {

@@ -1,5 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { API_GROUP_VERSION, RUN_KIND } from '@kruntimes/api';
+import type { RunLock } from './lock.ts';
+import type { LocalRunFile } from './run-file.ts';
 
 /**
  * Where local mode keeps its state (docs/local-mode.md): `.krt/` beside the run file,
@@ -47,3 +51,27 @@ export const RUN_FILES = {
   /** The task's working directory while it runs (removed at its end, as runtimed removes the workspace). */
   workspace: 'workspace',
 } as const;
+
+/**
+ * A new run directory `.krt/runs/<id>/` beside the run file, with the Run as it will run
+ * (run.json: name, namespace, spec; no UID, no status) and a copy of the lock it is pinned by.
+ */
+export async function createRunDir(
+  runFilePath: string,
+  runFile: LocalRunFile,
+  lock: RunLock,
+  nowMs: number,
+): Promise<{ runId: string; runDir: string }> {
+  const runId = newRunId(nowMs);
+  const runDir = join(statePaths(runFilePath).runsDir, runId);
+  await mkdir(runDir, { recursive: true });
+  const run = {
+    apiVersion: API_GROUP_VERSION,
+    kind: RUN_KIND,
+    metadata: { name: runFile.name, ...(runFile.namespace === undefined ? {} : { namespace: runFile.namespace }) },
+    spec: runFile.spec,
+  };
+  await writeFile(join(runDir, RUN_FILES.run), `${JSON.stringify(run, null, 2)}\n`);
+  await writeFile(join(runDir, RUN_FILES.lock), `${JSON.stringify(lock, null, 2)}\n`);
+  return { runId, runDir };
+}

@@ -1,18 +1,9 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeLanguage } from '@kruntimes/api';
-import {
-  RUN_FILES,
-  executeLocally,
-  lockDigest,
-  newRunId,
-  parseRunFile,
-  pinInputs,
-  resolveLanguage,
-  statePaths,
-} from '@kruntimes/local-run-core';
+import { createRunDir, executeLocally, lockDigest, parseRunFile, pinInputs, resolveLanguage } from '@kruntimes/local-run-core';
 import { pino } from 'pino';
 import type { GlobalFlags, RunLocalCommandLine } from '../args.ts';
 import { CliError, EXIT, usageError } from '../exit-codes.ts';
@@ -61,18 +52,7 @@ export async function runLocalCommand(command: RunLocalCommandLine, global: Glob
   const digest = lockDigest(pinned.lock);
   io.stderr.write(`lock ${pinned.how}: ${relative(process.cwd(), pinned.lockFile)} (${digest})\n`);
 
-  const { runsDir } = statePaths(command.file);
-  const runId = newRunId(Date.now());
-  const runDir = join(runsDir, runId);
-  await mkdir(runDir, { recursive: true });
-  const recorded = {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Run',
-    metadata: { name: runFile.name, ...(runFile.namespace === undefined ? {} : { namespace: runFile.namespace }) },
-    spec: runFile.spec,
-  };
-  await writeFile(join(runDir, RUN_FILES.run), `${JSON.stringify(recorded, null, 2)}\n`);
-  await writeFile(join(runDir, RUN_FILES.lock), `${JSON.stringify(pinned.lock, null, 2)}\n`);
+  const { runId, runDir } = await createRunDir(command.file, runFile, pinned.lock, Date.now());
   // krt's own log of the run (grants, the Runtime Server's tail on a failure); never a token or URL.
   const logger = pino({ name: 'krt-local', level: 'info' }, pino.destination({ dest: join(runDir, 'krt.log'), sync: true }));
 
