@@ -303,16 +303,16 @@ Usage:
                                             (needs get on the Run's ArtifactStore and its Secret)
   krt run --local -f FILE [--language python|bash] [--update-lock]
                                             run a task Run on this machine, no cluster: the real
-                                            Runtime Server, the same bounds and result shape;
-                                            source and inputs pinned by digest in
-                                            .krt/locks/FILE.lock.json (a change is refused,
-                                            exit 6, until --update-lock); results in
+                                            Runtime Server, the same bounds and result shape.
+                                            Source and inputs are pinned by digest in the lock
+                                            .krt/locks/FILE.lock.json beside FILE (a change is
+                                            refused, exit 6, until --update-lock); results in
                                             .krt/runs/ID/ (status.json, stdout.log, stderr.log,
-                                            artifacts/, lock.json). Exit 1 when it did not succeed
+                                            artifacts/, lock.json). Exit 1 if it did not succeed
   krt sync ID|DIR [--without-artifacts]     record a local run on the cluster, only when asked:
-                                            one Run ID-named after the run, spec.origin with the
-                                            lock digest and result, never scheduled (a retried
-                                            sync creates no second); a run with artifacts needs
+                                            one Run NAME-ID with spec.origin (lock digest and
+                                            result), never scheduled; a retried sync creates no
+                                            second. A run with artifacts needs
                                             --without-artifacts (they are not uploaded)
   krt dev up|down|status|env|logs [...]     the local cluster with every service and a demo
                                             (from a clone of the repository; krt dev --help)
