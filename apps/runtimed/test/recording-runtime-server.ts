@@ -101,6 +101,7 @@ server.add(runtimeServerV1.RuntimeServerDefinition, {
       case 'wait-unrecorded':
         yield exited(ExitReason.EXIT_REASON_WAITING_INPUT, -1);
         return;
+      case undefined:
       default:
         await record(request, { attempt: request.attempt });
         yield exited(ExitReason.EXIT_REASON_COMPLETED, 0);

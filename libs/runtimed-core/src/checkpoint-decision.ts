@@ -22,7 +22,11 @@ export interface CheckpointFacts {
   runtime: string;
 }
 
-type Refusal = { type: 'refuse'; code: ErrorCode; message: string };
+interface Refusal {
+  type: 'refuse';
+  code: ErrorCode;
+  message: string;
+}
 
 export type CheckpointGrantDecision =
   { type: 'grant'; store: string; size: number; sha256Hex: string; mediaType: string; expiresInSeconds: number } | Refusal;

@@ -86,7 +86,8 @@ export async function recordWait(
     });
     log.info({ checkpointSize: wait.size }, 'waiting for input: WaitingInput recorded');
   } catch (error) {
-    if (execution.stoppedFor === 'waitingInput') delete execution.stoppedFor;
+    // Another stop (cancel, expire, release) may have replaced the mark during the write: it stays.
+    if (markedWaiting(execution)) delete execution.stoppedFor;
     log.info({ reason: error instanceof Error ? error.message : String(error) }, 'waiting for input not recorded');
     if (error instanceof NotOwnerError || error instanceof StaleCacheError) {
       throw new KruntimesError('StaleAttempt', `the attempt is no longer current: ${error.message}`, { cause: error });
@@ -98,6 +99,11 @@ export async function recordWait(
     delete execution.waitWrite;
     settle();
   }
+}
+
+/** Read anew: the mark may have changed while a write was in flight. */
+function markedWaiting(execution: WaitingExecution): boolean {
+  return execution.stoppedFor === 'waitingInput';
 }
 
 /**

@@ -17,7 +17,8 @@ export function exitReasonName(exited: runtimeServerV1.ExecutionExited | undefin
     const reason = exited.reason;
     return Object.entries(runtimeServerV1.ExitReason).find(([, value]) => value === reason)?.[0] ?? String(reason);
   }
-  return failure === undefined ? 'stopped before it started' : `the stream ended: ${String(failure)}`;
+  if (failure === undefined) return 'stopped before it started';
+  return `the stream ended: ${failure instanceof Error ? failure.message : 'no exit event'}`;
 }
 
 /** The task's output goes to structured logs, never into Run status. */

@@ -5,7 +5,6 @@ import { pathExists } from '@kruntimes/host';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
-import type { Logger } from 'pino';
 import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
 import { waitEnded } from './input-wait.ts';
 import { ExecutionLostError, settleLostExecution } from './lost-execution.ts';

@@ -126,7 +126,7 @@ beforeEach(() => {
 });
 
 /** A Run bound to POD_UID and claimed: its attempt 1 runs on "this" Pod. */
-async function claimedRun(name: string, spec: Partial<RunSpec> = {}, artifacts: RunArtifacts | undefined = ARTIFACTS): Promise<Epoch> {
+async function claimedRun(name: string, spec: Partial<RunSpec> = {}, withArtifacts = true): Promise<Epoch> {
   const created = (await objects.createNamespacedCustomObject({
     ...target(),
     body: {
@@ -137,7 +137,7 @@ async function claimedRun(name: string, spec: Partial<RunSpec> = {}, artifacts: 
         runtime: 'python',
         source: { inline: 'print(1)' },
         mode: { task: {} },
-        ...(artifacts === undefined ? {} : { artifacts }),
+        ...(withArtifacts ? { artifacts: ARTIFACTS } : {}),
         ...spec,
       },
     },
@@ -167,7 +167,10 @@ const sha256 = (body: string) => createHash('sha256').update(body).digest('hex')
 const checkpointKey = (epoch: Epoch, attempt = epoch.attempt) =>
   artifactObjectKey(PREFIX, epoch.namespace, epoch.uid, attempt, CHECKPOINT_ARTIFACT_ID);
 
-type Refusal = { code: string | undefined; message: string };
+interface Refusal {
+  code: string | undefined;
+  message: string;
+}
 
 /** One RPC as the Runtime Server makes it; a refusal comes back as its kruntimes code and message. */
 async function call<T>(rpc: (options: { onTrailer(t: Metadata): void }) => Promise<T>): Promise<T | Refusal> {
@@ -216,14 +219,14 @@ describe('what cannot wait is refused with what is missing', () => {
   });
 
   test('a function Run, and a task without spec.artifacts: CheckpointUnsupported naming each', async () => {
-    const fn = await claimedRun('a-function', { mode: { function: { handler: 'main:handler' } } }, undefined);
+    const fn = await claimedRun('a-function', { mode: { function: { handler: 'main:handler' } } }, false);
     const fnToken = capable.grants.register(fn, ARTIFACTS, execution(fn)).token;
     expect(await grantCheckpoint(capable, fnToken)).toEqual({
       code: 'CheckpointUnsupported',
       message:
         'waiting for input is not available: the Run is a function Run, not a task; the Run declares no spec.artifacts (its ArtifactStore keeps the checkpoint)',
     });
-    const bare = await claimedRun('no-artifacts', {}, undefined);
+    const bare = await claimedRun('no-artifacts', {}, false);
     const bareToken = capable.grants.register(bare, ARTIFACTS, execution(bare)).token;
     expect(await awaitInput(capable, bareToken)).toMatchObject({
       code: 'CheckpointUnsupported',
