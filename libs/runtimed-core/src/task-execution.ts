@@ -7,7 +7,7 @@ import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
 import { waitEnded } from './input-wait.ts';
-import { ExecutionLostError, settleLostExecution } from './lost-execution.ts';
+import { settleBrokenStream } from './lost-execution.ts';
 import { resumeFailed } from './resume.ts';
 import { STOPPED_OUTCOME, exitReasonName, logEvent } from './task-events.ts';
 import { NotOwnerError } from './run-client.ts';
@@ -30,6 +30,11 @@ const LOST_EXECUTION_MARGIN_MS = 15_000;
 interface ExecuteExtras {
   artifacts: runtimeServerV1.ArtifactAccess | undefined;
   resume: runtimeServerV1.Resume | undefined;
+}
+
+/** Read anew after an await: a stop may have marked the execution meanwhile. */
+function stopped(execution: Execution): boolean {
+  return execution.stoppedFor !== undefined;
 }
 
 /** How an execution's event stream ended: its exit, or the error that cut it. */
@@ -123,7 +128,8 @@ export class TaskExecution {
     // A continuation starts from its checkpoint, read and verified first (bounded retries).
     const resume = await o.artifacts.checkpoints.load(ctx, execution.abort.signal);
     let streamEnd: StreamEnd = { exited: undefined, failure: undefined };
-    if (resume.type === 'none' || resume.type === 'ready') {
+    // A stop while the checkpoint was read (cancel, expire, release) starts nothing.
+    if ((resume.type === 'none' || resume.type === 'ready') && !stopped(execution)) {
       // Only while it runs: a token of an ended execution is refused (StaleAttempt).
       const grant = grantAccess(o.artifacts, ctx, execution);
       try {
@@ -181,7 +187,8 @@ export class TaskExecution {
   ): Promise<StreamEnd> {
     const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs, extra);
     if (streamed.exited !== undefined || execution.abort.signal.aborted) return streamed;
-    return this.#settle(ctx, execution, streamed.failure);
+    const { o } = this.#w;
+    return settleBrokenStream(o.server, ctx, execution.id, streamed.failure, o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS, o.cancelGraceMs);
   }
 
   async #stream(
@@ -218,27 +225,6 @@ export class TaskExecution {
       return { exited, failure: error };
     }
     return { exited, failure: undefined };
-  }
-
-  /** The stream broke before its end: the Runtime Server's record decides, bounded. */
-  async #settle({ epoch, log }: ReconcileContext, execution: Execution, failure: unknown): Promise<StreamEnd> {
-    const { o } = this.#w;
-    log.warn({ err: failure }, 'the execution stream ended without an exit: asking the Runtime Server what became of it');
-    try {
-      const exited = await settleLostExecution(o.server, epoch.uid, epoch.attempt, { waitMs: o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS });
-      log.info({ reason: exited.reason, exitCode: exited.exitCode }, 'the Runtime Server reported the ending that the stream lost');
-      return { exited, failure: undefined };
-    } catch (caught) {
-      const error = caught instanceof ExecutionLostError ? caught : new ExecutionLostError(String(caught), false, caught);
-      if (error.stillRunning) {
-        // Never leave it running unaccounted for while the attempt is written off.
-        await o.server.cancel(execution.id, o.cancelGraceMs).catch((cancelError: unknown) => {
-          log.warn({ err: cancelError }, 'cancelling the lost execution failed');
-        });
-      }
-      log.warn({ err: error }, 'the execution is lost: its outcome is unknown');
-      return { exited: undefined, failure: error };
-    }
   }
 
   async #taskEnded(
