@@ -28,7 +28,6 @@ export interface ArtifactAccess {
   readonly declared: readonly DeclaredOutput[];
 }
 
-
 /** One execution's view of the endpoint, from its start until it ends. */
 export interface ArtifactSession {
   /** KRT_ARTIFACTS_URL and KRT_ARTIFACTS_TOKEN for the user-code process. */
@@ -225,7 +224,6 @@ function assertOpen(session: Session): void {
   if (session.ended.signal.aborted) throw new KruntimesError('Unauthenticated', 'the execution has ended');
 }
 
-
 type Route = 'grants' | 'manifest' | 'wait';
 const ROUTES: Readonly<Record<string, Route>> = { '/v1/grants': 'grants', '/v1/manifest': 'manifest', '/v1/wait-for-input': 'wait' };
 
@@ -240,8 +238,6 @@ function routeOf(request: IncomingMessage): Route {
   if (request.method !== 'POST') throw new KruntimesError('MethodNotAllowed', `${path} accepts POST only`);
   return route;
 }
-
-
 
 function digestOf(token: string): string {
   return createHash('sha256').update(token).digest('hex');

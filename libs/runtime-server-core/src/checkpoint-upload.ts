@@ -29,13 +29,17 @@ export async function putCheckpoint(grant: UploadGrant, body: Buffer, signal: Ab
   const response = await new Promise<IncomingMessage>((resolve, reject) => {
     const request = send(url, { method: grant.method, headers: grant.headers, timeout: UPLOAD_TIMEOUT_MS, signal }, resolve);
     request.on('timeout', () => {
-      request.destroy(new KruntimesError('ArtifactStoreUnavailable', `the store did not take the checkpoint within ${UPLOAD_TIMEOUT_MS / 1000} s`));
+      request.destroy(
+        new KruntimesError('ArtifactStoreUnavailable', `the store did not take the checkpoint within ${UPLOAD_TIMEOUT_MS / 1000} s`),
+      );
     });
     request.on('error', (error) => {
       reject(
         error instanceof KruntimesError || signal.aborted
           ? error
-          : new KruntimesError('ArtifactStoreUnavailable', `cannot upload the checkpoint to ${url.host}: ${error.message}`, { cause: error }),
+          : new KruntimesError('ArtifactStoreUnavailable', `cannot upload the checkpoint to ${url.host}: ${error.message}`, {
+              cause: error,
+            }),
       );
     });
     request.end(body);

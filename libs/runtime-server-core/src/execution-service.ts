@@ -401,4 +401,3 @@ interface StopTriggers {
   /** The execution is over: neither the timeout nor the client's abort applies. */
   release(): void;
 }
-
