@@ -122,7 +122,7 @@ describe('POST /v1/wait-for-input', () => {
     // The attempt is over: no second wait, no more grants.
     expect(await wait(session)).toMatchObject({
       status: 400,
-      body: { code: 'InvalidRequest', message: expect.stringContaining('already waits') },
+      body: { code: 'InvalidRequest', message: expect.stringContaining('already waits') as unknown },
     });
     expect(await post(session, '/v1/grants', { artifactId: 'out.txt', size: 1, sha256: 'a'.repeat(64) })).toMatchObject({
       status: 409,
@@ -147,7 +147,7 @@ describe('POST /v1/wait-for-input', () => {
     await until(() => stub.awaits.length > awaits);
     expect(await wait(session)).toMatchObject({
       status: 400,
-      body: { code: 'InvalidRequest', message: expect.stringContaining('one wait at a time') },
+      body: { code: 'InvalidRequest', message: expect.stringContaining('one wait at a time') as unknown },
     });
     release();
     expect(await first).toEqual({ status: 503, body: { code: 'OwnerUnavailable', message: 'the Pod Lease has expired' } });

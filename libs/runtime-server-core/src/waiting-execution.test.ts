@@ -131,7 +131,10 @@ describe('an execution that waits for input', () => {
     expect(aliveAtExit).toBe(false);
     expect(lines[0]).toMatch(/^sleeper \d+$/);
     expect(lines).not.toContain('still running');
-    expect(exited).toMatchObject({ reason: ExitReason.EXIT_REASON_WAITING_INPUT, message: expect.stringContaining('attempt 3') });
+    expect(exited).toMatchObject({
+      reason: ExitReason.EXIT_REASON_WAITING_INPUT,
+      message: expect.stringContaining('attempt 3') as unknown,
+    });
     const sha256 = createHash('sha256').update(CHECKPOINT).digest('hex');
     expect(stub.awaits.filter((a) => a.grantToken === token)).toEqual([
       { grantToken: token, checkpointSize: CHECKPOINT.byteLength, checkpointSha256: sha256, schemaJson: JSON.stringify(SCHEMA) },
@@ -165,7 +168,7 @@ describe('an execution that waits for input', () => {
     const req = request('wait.mjs', token);
     const awaits = stub.awaits.length;
     const run = executeWatchingGroup(req);
-    await until(async () => stub.awaits.length > awaits);
+    await until(() => Promise.resolve(stub.awaits.length > awaits));
     expect(await client.cancelExecution({ executionId: req.executionId, gracePeriod: durationFromMillis(0) })).toEqual({ found: true });
     // The whole group is gone while runtimed has not answered yet.
     const pid = (await client.getExecution({ runUid: req.runUid, attempt: 1 })).started?.pid ?? 0;
