@@ -43,7 +43,7 @@ export interface ExecuteRequest {
   /** Set: the execution gets the local artifacts endpoint and reports a ResultManifest. */
   readonly artifacts: ArtifactAccess | undefined;
   /** Set on a continuation attempt: the checkpoint and the response it starts from. */
-  readonly resume: ResumeInput | undefined;
+  readonly resume?: ResumeInput | undefined;
 }
 
 /** `waiting_input`: runtimed recorded the execution's wait for input, and the group was ended. */
