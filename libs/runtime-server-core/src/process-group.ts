@@ -49,12 +49,13 @@ const GONE_POLL_MS = 25;
  */
 export async function killGroupUntilGone(pgid: number, boundMs: number): Promise<boolean> {
   const deadline = Date.now() + boundMs;
-  for (;;) {
-    signalProcessGroup(pgid, 'SIGKILL');
-    if (!(await groupHasLiveMembers(pgid))) return true;
+  // Look before signalling: a group found gone is never signalled again (its ID may be reused).
+  while (await groupHasLiveMembers(pgid)) {
     if (Date.now() >= deadline) return false;
+    signalProcessGroup(pgid, 'SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, GONE_POLL_MS));
   }
+  return true;
 }
 
 /** Whether a process of group `pgid` is alive (not a zombie). */
