@@ -46,9 +46,17 @@ export async function putCheckpoint(grant: UploadGrant, body: Buffer, signal: Ab
   });
   const chunks: Buffer[] = [];
   let bytes = 0;
-  for await (const chunk of response) {
-    if (bytes < EXCERPT_BYTES) chunks.push(chunk as Buffer);
-    bytes += (chunk as Buffer).byteLength;
+  try {
+    for await (const chunk of response) {
+      if (bytes < EXCERPT_BYTES) chunks.push(chunk as Buffer);
+      bytes += (chunk as Buffer).byteLength;
+    }
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw new KruntimesError(
+      'ArtifactStoreUnavailable',
+      `the store's answer to the checkpoint upload broke off: ${(error as Error).message}`,
+    );
   }
   const status = response.statusCode ?? 0;
   if (status >= 200 && status < 300) return;
