@@ -208,6 +208,42 @@ test('a Runtime Server asking a Runtime without checkpoint-v1 hears CheckpointUn
   });
 });
 
+test('Python end to end with the real Runtime Server: krt.wait_for_input waits, krt.resumed() continues with the checkpoint and the response', async () => {
+  const python = await env.createRuntimePod('python-0', 'python', 'py', { KRT_RUNTIME_CAPABILITIES: 'checkpoint-v1' });
+  const source = `import json, os, krt
+state = krt.resumed()
+if state is None:
+    print("preparing")
+    krt.wait_for_input(${JSON.stringify(JSON.parse(SCHEMA))}, {"draft": "v1", "rows": [1, 2]})
+    raise SystemExit("wait_for_input returned")
+with open(os.path.join(os.environ["RECORDS"], os.environ["KRT_RUN_UID"] + "-python.json"), "w") as f:
+    json.dump({"checkpoint": state.checkpoint, "input": state.input, "responseId": state.response_id, "from": state.resumed_from_attempt, "attempt": os.environ["KRT_ATTEMPT"]}, f)
+`;
+  await env.createRun('py-approve', {
+    runtime: 'py',
+    source: { inline: source },
+    mode: { task: {} },
+    artifacts: { store: STORE, outputs: [{ id: 'report.csv', maxBytes: 1024, mediaType: 'text/csv', optional: true }] },
+    env: [{ name: 'RECORDS', value: records }],
+  });
+  await env.bind('py-approve', python);
+  const waiting = await env.waitForRun('py-approve', 'WaitingInput', (run) => run.status?.phase === 'WaitingInput' || terminal(run));
+  expect(waiting.status).toMatchObject({ phase: 'WaitingInput', waitingInput: { checkpoint: { attempt: 1 } } });
+  expect(JSON.parse(waiting.status?.waitingInput?.schema ?? 'null')).toEqual(JSON.parse(SCHEMA));
+  await write(
+    'py-approve',
+    { type: 'InputReceived', responseId: 'ok-1', runInput: 'py-approve-input', input: '{"approved":true}' },
+    'controller-manager',
+  );
+  await env.bind('py-approve', python);
+  const done = await env.waitForRun('py-approve', 'terminal', terminal);
+  expect(done.status).toMatchObject({ phase: 'Succeeded', attempt: 2 });
+  const seen = JSON.parse(await readFile(join(records, `${done.metadata.uid ?? ''}-python.json`), 'utf8')) as unknown;
+  expect(seen).toEqual({ checkpoint: { draft: 'v1', rows: [1, 2] }, input: { approved: true }, responseId: 'ok-1', from: 1, attempt: '2' });
+  const logs = (await env.logs('python-0', 'runtimed')).filter((line) => line.runUID === done.metadata.uid);
+  expect(logs.filter((line) => line.msg === 'task output').map((line) => line.line)).toEqual(['preparing']);
+});
+
 describe('a continuation whose checkpoint cannot be used fails, not retried', () => {
   /** The Run a first attempt left waiting (a former Pod), then answered: Pending at attempt 2, resuming from attempt 1. */
   async function answered(name: string, stored: string | undefined): Promise<Run> {
