@@ -244,6 +244,37 @@ with open(os.path.join(os.environ["RECORDS"], os.environ["KRT_RUN_UID"] + "-pyth
   expect(logs.filter((line) => line.msg === 'task output').map((line) => line.line)).toEqual(['preparing']);
 });
 
+test('Bash end to end with the real Runtime Server: krt-input wait, then the continuation reads $KRT_CHECKPOINT_FILE and $KRT_INPUT_FILE', async () => {
+  const bash = await env.createRuntimePod('bash-0', 'bash', 'sh', { KRT_RUNTIME_CAPABILITIES: 'checkpoint-v1' });
+  const source = `if [ -z "\${KRT_INPUT_FILE:-}" ]; then
+  echo '{"n":1}' > state.json
+  krt-input wait --schema '{"type":"object","required":["ok"]}' --checkpoint state.json
+  exit 9
+fi
+{ printf '{"checkpoint":'; cat "$KRT_CHECKPOINT_FILE"; printf ',"input":'; cat "$KRT_INPUT_FILE"; printf ',"responseId":"%s","from":"%s"}' "$KRT_RESPONSE_ID" "$KRT_RESUMED_FROM_ATTEMPT"; } > "$RECORDS/$KRT_RUN_UID-bash.json"
+`;
+  await env.createRun('sh-approve', {
+    runtime: 'sh',
+    source: { inline: source },
+    mode: { task: {} },
+    artifacts: { store: STORE, outputs: [{ id: 'report.csv', maxBytes: 1024, mediaType: 'text/csv', optional: true }] },
+    env: [{ name: 'RECORDS', value: records }],
+  });
+  await env.bind('sh-approve', bash);
+  await env.waitForRun('sh-approve', 'WaitingInput', (run) => run.status?.phase === 'WaitingInput' || terminal(run));
+  expect((await env.getRun('sh-approve')).status).toMatchObject({ phase: 'WaitingInput' });
+  await write(
+    'sh-approve',
+    { type: 'InputReceived', responseId: 'yes', runInput: 'sh-approve-input', input: '{"ok":1}' },
+    'controller-manager',
+  );
+  await env.bind('sh-approve', bash);
+  const done = await env.waitForRun('sh-approve', 'terminal', terminal);
+  expect(done.status).toMatchObject({ phase: 'Succeeded', attempt: 2 });
+  const seen = JSON.parse(await readFile(join(records, `${done.metadata.uid ?? ''}-bash.json`), 'utf8')) as unknown;
+  expect(seen).toEqual({ checkpoint: { n: 1 }, input: { ok: 1 }, responseId: 'yes', from: '1' });
+});
+
 describe('a continuation whose checkpoint cannot be used fails, not retried', () => {
   /** The Run a first attempt left waiting (a former Pod), then answered: Pending at attempt 2, resuming from attempt 1. */
   async function answered(name: string, stored: string | undefined): Promise<Run> {
