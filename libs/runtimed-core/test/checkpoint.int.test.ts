@@ -30,8 +30,9 @@ import type { RunningArtifactGrants } from '../src/artifact-grants.ts';
 import { kubernetesStoreResolver } from '../src/artifact-store-access.ts';
 import type { Epoch } from '../src/epoch.ts';
 import { RUNTIMED_ROLE_RULES } from '../src/rbac.ts';
+import { CheckpointReader } from '../src/resume.ts';
 import { RunClient } from '../src/run-client.ts';
-import type { Execution } from '../src/run-work.ts';
+import type { Execution, ReconcileContext } from '../src/run-work.ts';
 
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
@@ -102,6 +103,19 @@ beforeAll(async () => {
       kind: 'ArtifactStore',
       metadata: { name: 'results' },
       spec: { endpoint: store.endpoint, bucket: BUCKET, prefix: PREFIX, credentialsSecretRef: { name: 'store-keys' } },
+    },
+  });
+  // Nothing listens on port 9 of loopback: a store that cannot be reached.
+  await objects.createNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: namespace.name,
+    plural: ARTIFACT_STORE_PLURAL,
+    body: {
+      apiVersion: API_GROUP_VERSION,
+      kind: 'ArtifactStore',
+      metadata: { name: 'unreachable' },
+      spec: { endpoint: 'http://127.0.0.1:9', bucket: BUCKET, credentialsSecretRef: { name: 'store-keys' } },
     },
   });
   // runtimed's own identity: RUNTIMED_ROLE_RULES are all these calls need.
@@ -401,5 +415,57 @@ describe('a stale attempt can do neither', () => {
     expect(await awaitInput(capable, token)).toEqual({ code: 'StaleAttempt', message: 'the execution is being stopped (expire)' });
     expect((await getRun('being-stopped')).status?.phase).toBe('Running');
     capable.grants.unregister(token);
+  });
+});
+
+test('a store that cannot be reached: AwaitInput answers ArtifactStoreUnavailable and records nothing', async () => {
+  const epoch = await claimedRun('store-down', { artifacts: { ...ARTIFACTS, store: 'unreachable' } });
+  const running = execution(epoch);
+  const { token } = capable.grants.register(epoch, ARTIFACTS, running);
+  expect(await awaitInput(capable, token)).toMatchObject({ code: 'ArtifactStoreUnavailable' });
+  expect(running.stoppedFor).toBeUndefined();
+  expect((await getRun('store-down')).status).toMatchObject({ phase: 'Running', assignedPodUID: POD_UID });
+  capable.grants.unregister(token);
+});
+
+describe('the continuation reads its checkpoint with runtimed’s credentials', () => {
+  const reader = () => new CheckpointReader({ stores: kubernetesStoreResolver(runtimedKubeConfig), retryDelaysMs: [10, 10] });
+
+  /** A Run answered after attempt 1 stored CHECKPOINT: what runtimed sees when it executes attempt 2. */
+  async function continuation(name: string, storeName: string): Promise<ReconcileContext> {
+    const first = await claimedRun(name, { artifacts: { ...ARTIFACTS, store: storeName } });
+    await store.putObject(BUCKET, checkpointKey(first), CHECKPOINT);
+    await runs.transition(first, {
+      type: 'WaitForInput',
+      schema: SCHEMA,
+      checkpoint: { digest: `sha256:${sha256(CHECKPOINT)}`, size: CHECKPOINT.length },
+    });
+    const waiting = await getRun(name);
+    const answered = transition({
+      run: waiting,
+      event: { type: 'InputReceived', responseId: 'r-1', runInput: `${name}-input`, input: '{"approved":true}' },
+      writer: 'controller-manager',
+      now: new Date().toISOString(),
+    });
+    if (!answered.ok) throw answered.error;
+    const run = (await objects.replaceNamespacedCustomObjectStatus({
+      ...target(),
+      name,
+      body: { ...waiting, status: answered.status },
+    })) as Run;
+    return { key: `${namespace.name}/${name}`, run, epoch: { ...first, attempt: 2 }, log: logger };
+  }
+
+  test('the recorded bytes: ready with the checkpoint of attempt 1 and the response', async () => {
+    const loaded = await reader().load(await continuation('resumes', 'results'), new AbortController().signal);
+    expect(loaded).toEqual({
+      type: 'ready',
+      resume: { checkpoint: Buffer.from(CHECKPOINT), checkpointAttempt: 1, inputJson: '{"approved":true}', responseId: 'r-1' },
+    });
+  });
+
+  test('a store that cannot be reached is read again, then the attempt is interrupted', async () => {
+    const loaded = await reader().load(await continuation('resume-store-down', 'unreachable'), new AbortController().signal);
+    expect(loaded).toMatchObject({ type: 'interrupted', message: expect.stringContaining('after 3 tries') as string });
   });
 });
