@@ -3,6 +3,7 @@ import { BOUNDS, artifactObjectKey, runModeKind } from '@kruntimes/api';
 import type { DeclaredArtifact, RunArtifacts, RuntimeCapability } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
+import type { ErrorCode } from '@kruntimes/errors';
 import { artifactGrantsV1 } from '@kruntimes/proto';
 import type { runtimeServerV1 } from '@kruntimes/proto';
 import { checkListenAddress, errorMiddleware } from '@kruntimes/runtime-server-core';
@@ -145,12 +146,8 @@ export class ArtifactGrants {
       this.#o.maxGrantSeconds === undefined ? input : { ...input, maxGrantSeconds: this.#o.maxGrantSeconds },
     );
     const log = this.#log(holder);
-    if (decision.type === 'refuse' || holder === undefined) {
-      const refusal =
-        decision.type === 'refuse' ? decision : { code: 'StaleAttempt' as const, message: 'no running execution holds this grant token' };
-      log.info({ code: refusal.code, reason: refusal.message }, 'checkpoint grant refused');
-      throw new KruntimesError(refusal.code, refusal.message);
-    }
+    // An unknown token is refused by the decision already; `holder` is checked for the type.
+    if (decision.type === 'refuse' || holder === undefined) throw refused(log, decision, 'checkpoint grant refused');
     const store = await this.#o.stores(holder.epoch.namespace, decision.store);
     const key = checkpointKey(store, holder.epoch, holder.epoch.attempt);
     const presigned = await presign(store, key, decision);
@@ -172,12 +169,8 @@ export class ArtifactGrants {
       schemaJson: request.schemaJson,
     });
     const log = this.#log(holder);
-    if (decision.type === 'refuse' || holder === undefined) {
-      const refusal =
-        decision.type === 'refuse' ? decision : { code: 'StaleAttempt' as const, message: 'no running execution holds this grant token' };
-      log.info({ code: refusal.code, reason: refusal.message }, 'waiting for input refused');
-      throw new KruntimesError(refusal.code, refusal.message);
-    }
+    // An unknown token is refused by the decision already; `holder` is checked for the type.
+    if (decision.type === 'refuse' || holder === undefined) throw refused(log, decision, 'waiting for input refused');
     const { epoch } = holder;
     try {
       await verifyCheckpoint(await this.#o.stores(epoch.namespace, decision.store), epoch, decision);
@@ -223,6 +216,14 @@ export class ArtifactGrants {
   #log(holder: TokenHolder | undefined): Logger {
     return holder === undefined ? this.#o.logger : this.#o.logger.child({ runUID: holder.epoch.uid, attempt: holder.epoch.attempt });
   }
+}
+
+/** The error answered for a refusal, logged with its code (no token, no URL). */
+function refused(log: Logger, decision: { type: string; code?: ErrorCode; message?: string }, what: string): KruntimesError {
+  const code = decision.code ?? 'StaleAttempt';
+  const message = decision.message ?? 'no running execution holds this grant token';
+  log.info({ code, reason: message }, what);
+  return new KruntimesError(code, message);
 }
 
 /** Presigns one PUT; a failure that is not already typed is the store's. */
