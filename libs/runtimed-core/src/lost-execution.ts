@@ -127,6 +127,7 @@ export async function settleBrokenStream(
   } catch (caught) {
     const error = caught instanceof ExecutionLostError ? caught : new ExecutionLostError(String(caught), false, caught);
     if (error.stillRunning) {
+      // Never leave it running unaccounted for while the attempt is written off.
       await server.cancel(executionId, cancelGraceMs).catch((cancelError: unknown) => {
         log.warn({ err: cancelError }, 'cancelling the lost execution failed');
       });
