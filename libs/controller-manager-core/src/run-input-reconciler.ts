@@ -129,7 +129,12 @@ export class RunInputReconciler {
         return { kind: 'refused', reason: decision.reason, message: decision.message, ...(run === undefined ? {} : { runUID }) };
       case 'accept': {
         if (run === undefined) return 'conflict';
-        const event: RunEvent = { type: 'InputReceived', responseId: decision.responseId, runInput: decision.runInput, input: decision.input };
+        const event: RunEvent = {
+          type: 'InputReceived',
+          responseId: decision.responseId,
+          runInput: decision.runInput,
+          input: decision.input,
+        };
         const result = transition({ run, event, writer: 'controller-manager', now: rfc3339(this.#options.now()) });
         // decideRunInput checks what the state machine checks: a refusal is a bug, not a race (terminal).
         if (!result.ok) throw result.error;
@@ -159,7 +164,13 @@ export class RunInputReconciler {
   /** The live object, or undefined when it is gone. */
   async #get<T>(plural: string, namespace: string, name: string): Promise<T | undefined> {
     try {
-      return (await this.#options.custom.getNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural, name })) as T;
+      return (await this.#options.custom.getNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural,
+        name,
+      })) as T;
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw error;
@@ -194,7 +205,14 @@ export class RunInputReconciler {
   async #replaceStatus(plural: string, body: StatusBody): Promise<boolean> {
     const { name, namespace } = body.metadata;
     try {
-      await this.#options.custom.replaceNamespacedCustomObjectStatus({ group: API_GROUP, version: API_VERSION, namespace, plural, name, body });
+      await this.#options.custom.replaceNamespacedCustomObjectStatus({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural,
+        name,
+        body,
+      });
       return true;
     } catch (error) {
       if (error instanceof ApiException && (error.code === 409 || error.code === 404)) {
