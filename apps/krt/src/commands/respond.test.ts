@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { RunInput } from '@kruntimes/api';
 import { EXIT } from '../exit-codes.ts';
 import { readResponse, refusalExitCode, respondOutcome, sameResponse } from './respond.ts';
@@ -70,13 +71,10 @@ describe('sameResponse', () => {
 });
 
 describe('readResponse', () => {
-  const noStdin = { stdin: (async function* () {})() };
+  const noStdin = { stdin: Readable.from([]) };
   it('parses --data and stdin as JSON', async () => {
     await expect(readResponse({ kind: 'data', json: '{"a":1}' }, noStdin)).resolves.toEqual({ a: 1 });
-    const stdin = (async function* () {
-      yield Buffer.from('[1,');
-      yield '2]';
-    })();
+    const stdin = Readable.from([Buffer.from('[1,'), '2]']);
     await expect(readResponse({ kind: 'stdin' }, { stdin })).resolves.toEqual([1, 2]);
   });
 
