@@ -9,7 +9,7 @@ export * from './artifact-store-status.ts';
 export { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 export type { ArtifactStoreObject, ArtifactStoreReconcilerOptions } from './artifact-store-reconciler.ts';
 export { InputMetrics } from './input-metrics.ts';
-export { RunInputReconciler } from './run-input-reconciler.ts';
+export { RESPONSE_EVENT_REASONS, RunInputReconciler } from './run-input-reconciler.ts';
 export type { RunInputObject, RunInputReconcilerOptions } from './run-input-reconciler.ts';
 export { acceptedMessage, decideResponse, runInputStatus } from './run-input-status.ts';
 export type { RunInputOutcome } from './run-input-status.ts';

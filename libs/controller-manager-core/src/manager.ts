@@ -108,6 +108,7 @@ export class ControllerManager {
     const inputs = new RunInputReconciler({
       caches,
       custom,
+      core: kubeConfig.makeApiClient(CoreV1Api),
       logger,
       now,
       ...(options.inputMetrics === undefined ? {} : { metrics: options.inputMetrics }),

@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
-import type { CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_INPUT_PLURAL, RUN_PLURAL } from '@kruntimes/api';
+import type { CoreV1Api, CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_INPUT_PLURAL, RUN_KIND, RUN_PLURAL, boundedMessage } from '@kruntimes/api';
 import type { Run, RunInput, RunStatus } from '@kruntimes/api';
 import { decideWaitingRun, isDecided } from '@kruntimes/input-core';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
@@ -22,6 +22,13 @@ const MAX_CONFLICTS = 5;
 /** A waiting Run is looked at again within this even when its deadline is later, so that a wall clock that jumps is noticed. */
 const WAIT_RECHECK_CAP_MS = 10 * 60_000;
 
+/** Reasons of the Events on a Run about its responses: `Response` and the RunInput's reason for a refusal. */
+export const RESPONSE_EVENT_REASONS = {
+  accepted: 'ResponseAccepted',
+  duplicate: 'ResponseDuplicate',
+  refusedPrefix: 'Response',
+} as const;
+
 /** A status replacement: the resourceVersion in metadata fences it. */
 interface StatusBody {
   apiVersion: string;
@@ -34,6 +41,8 @@ interface StatusBody {
 export interface RunInputReconcilerOptions {
   caches: { runInputs: SharedInformer<RunInputObject>; runs: SharedInformer<RunObject> };
   custom: CustomObjectsApi;
+  /** Records an Event on the Run for each decided response (best effort); none when undefined. */
+  core?: CoreV1Api;
   logger: ControllerLogger;
   now: () => number;
   metrics?: InputMetrics;
@@ -72,6 +81,7 @@ export class RunInputReconciler {
       if (outcome === 'conflict') continue;
       if (!(await this.#writeInputStatus(input, outcome))) continue;
       this.#recorded(input, outcome);
+      await this.#recordEvent(input, outcome);
       return undefined;
     }
     throw new KruntimesError('Conflict', `RunInput ${key} or its Run changed ${String(MAX_CONFLICTS)} times while it was decided`);
@@ -159,6 +169,44 @@ export class RunInputReconciler {
       },
       'decided a RunInput',
     );
+  }
+
+  /**
+   * An Event on the Run (`kubectl describe run`): who answered is in the audit log, what
+   * became of each answer is here next to the Run's other Events. Best effort: a failure
+   * is logged and changes nothing, the RunInput's status is the record.
+   */
+  async #recordEvent(input: RunInput, outcome: RunInputOutcome): Promise<void> {
+    const core = this.#options.core;
+    if (core === undefined || outcome.runUID === undefined || outcome.runUID === '') return;
+    const namespace = input.metadata.namespace ?? '';
+    const runName = input.spec.runName;
+    const at = new Date(this.#options.now());
+    const refused = outcome.kind === 'refused';
+    try {
+      await core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { generateName: `${runName}.`, namespace },
+          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name: runName, namespace, uid: outcome.runUID },
+          reason: refused
+            ? `${RESPONSE_EVENT_REASONS.refusedPrefix}${outcome.reason}`
+            : outcome.kind === 'accepted'
+              ? RESPONSE_EVENT_REASONS.accepted
+              : RESPONSE_EVENT_REASONS.duplicate,
+          message: boundedMessage(`RunInput ${input.metadata.name ?? ''} (response ${input.spec.responseId}): ${outcome.message}`),
+          type: refused ? 'Warning' : 'Normal',
+          source: { component: 'kruntimes-controller-manager' },
+          reportingComponent: 'kruntimes-controller-manager',
+          reportingInstance: 'kruntimes-controller-manager',
+          firstTimestamp: at,
+          lastTimestamp: at,
+          count: 1,
+        },
+      });
+    } catch (error) {
+      this.#options.logger.debug({ run: `${namespace}/${runName}`, err: error }, 'could not record the response Event');
+    }
   }
 
   /** The live object, or undefined when it is gone. */

@@ -1,7 +1,7 @@
 // The RunInput controller of the controller-manager, with exactly the chart's RBAC, against the real
 // control plane. A Run is put into WaitingInput as the scheduler and runtimed would (status writes
 // through the state machine); responses are RunInputs created by users with their own RBAC.
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { CustomObjectsApi as CustomObjects } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_INPUT_PLURAL, RUN_PLURAL } from '@kruntimes/api';
 import type { Condition, Run, RunInput, RunSpec } from '@kruntimes/api';
@@ -13,7 +13,7 @@ import { Cluster, NamespaceAccess, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
-import { CONTROLLER_MANAGER_RULES, ControllerManager } from '../src/index.ts';
+import { CONTROLLER_MANAGER_RULES, ControllerManager, RESPONSE_EVENT_REASONS } from '../src/index.ts';
 
 const WAIT = { timeoutMs: 30_000, intervalMs: 200 };
 const SCHEMA = JSON.stringify({
@@ -26,6 +26,7 @@ const CHECKPOINT = { digest: `sha256:${'ab'.repeat(32)}`, size: 42 };
 const cluster = Cluster.fromEnvironment();
 const admin = cluster.kubeConfig();
 const objects = admin.makeApiClient(CustomObjectsApi);
+const core = admin.makeApiClient(CoreV1Api);
 
 let internalCa: CertificateAuthority;
 let namespace: TestNamespace;
@@ -175,6 +176,18 @@ describe('the RunInput controller', () => {
       responses: [{ responseId: 'approval-1', runInput: name, attempt: 2 }],
     });
     expect(run.status?.waitingInput).toBeUndefined();
+
+    // An Event on the Run says what became of the response.
+    const event = await waitFor(
+      'the ResponseAccepted Event on the Run',
+      async () =>
+        (await core.listNamespacedEvent({ namespace: namespace.name, fieldSelector: 'involvedObject.name=report' })).items.find(
+          (item) => item.reason === RESPONSE_EVENT_REASONS.accepted,
+        ),
+      WAIT,
+    );
+    expect(event).toMatchObject({ type: 'Normal', involvedObject: { kind: 'Run', uid: before.metadata.uid } });
+    expect(event.message).toContain('attempt 2');
   });
 
   it('a response failing the schema is refused (InputInvalid, naming the violation); the Run keeps waiting', async () => {
