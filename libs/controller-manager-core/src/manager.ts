@@ -3,6 +3,7 @@ import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kube
 import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { Controller, InformerFactory, objectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import { isWaitingForInput } from '@kruntimes/run-state';
 import { MANAGED_BY, RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
@@ -160,7 +161,7 @@ function enqueueOnChange(
   caches.runs.enqueueTo(to(history), runtimeKeyOfRun);
   caches.runs.enqueueTo(to(ttl));
   // Only a waiting Run has anything to end here; a response is decided on its own RunInput's events.
-  caches.runs.enqueueTo(to(waitingInput), (run) => (phaseOf(run) === 'WaitingInput' ? objectKey(run) : undefined));
+  caches.runs.enqueueTo(to(waitingInput), (run) => (isWaitingForInput(phaseOf(run)) ? objectKey(run) : undefined));
   caches.runInputs.enqueueTo(to(runInput));
   caches.pods.enqueueTo(to(runtime), runtimeKeyOfPod);
   for (const owned of [caches.deployments, caches.services, caches.secrets]) owned.enqueueTo(to(runtime), runtimeKeyOfOwned);
