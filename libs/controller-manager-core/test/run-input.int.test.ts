@@ -245,6 +245,20 @@ describe('the RunInput controller', () => {
     expect(run.status?.responses).toHaveLength(1);
   });
 
+  it('a RunInput that continued the Run but whose status write was lost is recorded Accepted, not a duplicate of itself', async () => {
+    await waitingRun('report');
+    const name = runInputName('report', 'approval-1');
+    // The controller's first write landed (the Run continued with this RunInput), then it stopped before the second.
+    await act('report', [
+      ['controller-manager', { type: 'InputReceived', responseId: 'approval-1', runInput: name, input: '{"approved":true}' }],
+    ]);
+    await respond('report', 'approval-1', { approved: true });
+    const { input, accepted } = await decided(name);
+    expect(accepted).toMatchObject({ status: 'True', reason: 'Accepted' });
+    expect(input.status?.attempt).toBe(2);
+    expect((await getRun('report')).status?.attempt).toBe(2);
+  });
+
   it('two different responses racing for one wait: exactly one continues it', async () => {
     await waitingRun('report');
     const names = await Promise.all(['a', 'b', 'c'].map((id) => respond('report', `race-${id}`, { approved: id === 'a' })));
