@@ -1,4 +1,5 @@
-// controller-manager: wiring only (logic in @kruntimes/controller-manager-core and, for RunSchedules, @kruntimes/schedule-core).
+// controller-manager: wiring only (logic in @kruntimes/controller-manager-core, including the RunInput controller, and,
+// for RunSchedules, @kruntimes/schedule-core).
 //   --kubeconfig PATH                     default: KUBECONFIG, then in-cluster
 //   --namespace NS                        watch one namespace (default: all)
 //   --lease-namespace NS                  default: POD_NAMESPACE, else kruntimes-system
@@ -25,6 +26,7 @@ import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/contro
 import {
   ControllerManager,
   DEFAULT_FINISHED_RUNS_PER_RUNTIME,
+  InputMetrics,
   ManagerMetrics,
   validateGatewayCaPem,
   validateGatewayHost,
@@ -107,8 +109,12 @@ try {
   // Served by every replica; only the leader's caches give it series.
   const metrics = new ManagerMetrics();
   const scheduleMetrics = new ScheduleMetrics();
+  const inputMetrics = new InputMetrics();
   if (values['metrics-address'] !== undefined) {
-    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render() + scheduleMetrics.render());
+    const endpoint = await startMetricsEndpoint(
+      values['metrics-address'],
+      () => metrics.render() + scheduleMetrics.render() + inputMetrics.render(),
+    );
     logger.info({ address: endpoint.address }, 'metrics listening');
   }
   if (listen !== 'loopback' && listen !== 'podIP')
@@ -140,6 +146,7 @@ try {
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,
         metrics,
+        inputMetrics,
       });
       const schedules = new ScheduleController({
         kubeConfig,

@@ -1,4 +1,4 @@
-import { DEFAULT_INVOKE_TIMEOUT_MS, DEFAULT_WAIT_TIMEOUT_MS, parseCommandLine } from './args.ts';
+import { DEFAULT_INVOKE_TIMEOUT_MS, DEFAULT_RESPOND_WAIT_TIMEOUT_MS, DEFAULT_WAIT_TIMEOUT_MS, parseCommandLine } from './args.ts';
 import type { CommandLine } from './args.ts';
 import { CliError, EXIT } from './exit-codes.ts';
 
@@ -101,6 +101,41 @@ describe('parseCommandLine', () => {
       ['artifacts', 'r1', '--get', 'report.csv', '-o', '-'],
       { command: { name: 'artifacts', run: 'r1', get: { id: 'report.csv', to: '-' } }, global: {} },
     ],
+    [
+      'wait for input',
+      ['wait', 'r1', '--for', 'input'],
+      { command: { name: 'wait', run: 'r1', target: 'input', timeoutMs: DEFAULT_WAIT_TIMEOUT_MS }, global: {} },
+    ],
+    [
+      'respond with --data',
+      ['respond', 'r1', '--id', 'approval-1', '--data', '{"approved":true}'],
+      {
+        command: {
+          name: 'respond',
+          run: 'r1',
+          responseId: 'approval-1',
+          input: { kind: 'data', json: '{"approved":true}' },
+          waitTimeoutMs: DEFAULT_RESPOND_WAIT_TIMEOUT_MS,
+        },
+        global: {},
+      },
+    ],
+    [
+      'respond from a file with a wait timeout',
+      ['respond', 'r1', '--id', 'a:1', '--data-file', 'r.json', '--wait-timeout', '5s', '-n', 'ns'],
+      {
+        command: { name: 'respond', run: 'r1', responseId: 'a:1', input: { kind: 'file', path: 'r.json' }, waitTimeoutMs: 5000 },
+        global: { namespace: 'ns' },
+      },
+    ],
+    [
+      'respond from stdin',
+      ['respond', 'r1', '--id', 'x', '--data-file', '-'],
+      {
+        command: { name: 'respond', run: 'r1', responseId: 'x', input: { kind: 'stdin' }, waitTimeoutMs: DEFAULT_RESPOND_WAIT_TIMEOUT_MS },
+        global: {},
+      },
+    ],
     ['run --local', ['run', '--local', '-f', 'run.yaml'], { command: { name: 'run', file: 'run.yaml', updateLock: false }, global: {} }],
     [
       'run --local with a language, re-locking',
@@ -135,7 +170,17 @@ describe('parseCommandLine', () => {
     ['two Run names for get', ['get', 'a', 'b'], /at most one Run name/],
     ['an invalid Run name', ['get', 'My_Run'], /not a valid Run name/],
     ['wait without --for', ['wait', 'x'], /needs --for/],
-    ['wait for something else', ['wait', 'x', '--for', 'happy'], /ready or done/],
+    ['wait for something else', ['wait', 'x', '--for', 'happy'], /ready, done or input/],
+    ['respond without --id', ['respond', 'x', '--data', '1'], /needs --id/],
+    ['respond with an invalid --id', ['respond', 'x', '--id=bad id', '--data', '1'], /not a response ID/],
+    ['respond without data', ['respond', 'x', '--id', 'a'], /--data JSON or --data-file/],
+    ['respond with --data and --data-file', ['respond', 'x', '--id', 'a', '--data', '1', '--data-file', 'f'], /not both/],
+    [
+      'respond with a bad --wait-timeout',
+      ['respond', 'x', '--id', 'a', '--data', '1', '--wait-timeout', 'later'],
+      /--wait-timeout must be/,
+    ],
+    ['--data-file on invoke', ['invoke', 'x', '--data-file', 'f'], /krt invoke does not take --data-file/],
     ['a bad timeout', ['wait', 'x', '--for', 'done', '--timeout', 'soon'], /--timeout must be a positive duration/],
     ['a zero timeout', ['invoke', 'x', '--timeout', '0s'], /--timeout must be a positive duration/],
     ['both --data and -f', ['invoke', 'x', '--data', '1', '-f', 'p'], /not both/],

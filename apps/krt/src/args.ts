@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { isArtifactId } from '@kruntimes/api';
+import { isArtifactId, isResponseId } from '@kruntimes/api';
 import type { WaitTarget } from '@kruntimes/run-state';
 import { triggerIdProblem } from '@kruntimes/schedule-core';
 import { parseDurationMs } from './duration.ts';
@@ -15,6 +15,8 @@ export type Command =
   /** `wait`: wait until the Run is terminal, at most `timeoutMs`. */
   | { name: 'cancel'; run: string; wait?: { timeoutMs: number } }
   | { name: 'delete'; run: string }
+  /** Creates the RunInput of one response, then waits at most `waitTimeoutMs` for its decision. */
+  | { name: 'respond'; run: string; responseId: string; input: RespondInput; waitTimeoutMs: number }
   | ScheduleCommandLine
   | ArtifactsCommandLine
   | RunLocalCommandLine
@@ -46,6 +48,9 @@ export type ScheduleCommandLine =
   | { name: 'schedule'; action: 'trigger'; schedule: string; triggerId?: string }
   | { name: 'schedule'; action: 'suspend' | 'resume'; schedule: string };
 
+/** Where `krt respond` takes the response's data (JSON) from. */
+export type RespondInput = { kind: 'data'; json: string } | { kind: 'file'; path: string } | { kind: 'stdin' };
+
 /** Where `krt invoke` takes its payload from. */
 export type InvokeInput = { kind: 'data'; json: string } | { kind: 'file'; path: string } | { kind: 'stdin' } | { kind: 'none' };
 
@@ -61,6 +66,7 @@ export interface CommandLine {
 
 export const DEFAULT_WAIT_TIMEOUT_MS = 60_000;
 export const DEFAULT_INVOKE_TIMEOUT_MS = 30_000;
+export const DEFAULT_RESPOND_WAIT_TIMEOUT_MS = 30_000;
 
 const OPTIONS = {
   kubeconfig: { type: 'string' },
@@ -81,6 +87,8 @@ const OPTIONS = {
   language: { type: 'string' },
   'update-lock': { type: 'boolean' },
   'without-artifacts': { type: 'boolean' },
+  'data-file': { type: 'string' },
+  'wait-timeout': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -92,6 +100,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   retry: [],
   cancel: ['wait', 'timeout'],
   delete: [],
+  respond: ['id', 'data', 'data-file', 'wait-timeout'],
   schedule: ['id', 'output'],
   artifacts: ['get', 'output'],
   run: ['local', 'file', 'language', 'update-lock'],
@@ -140,9 +149,9 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   const run = runName(rest[0]);
   switch (name) {
     case 'wait': {
-      if (values.for === undefined) throw usageError('krt wait needs --for ready|done');
-      const target = values.for === 'ready' ? 'ready' : values.for === 'done' ? 'finished' : undefined;
-      if (target === undefined) throw usageError(`--for must be ready or done, not "${values.for}"`);
+      if (values.for === undefined) throw usageError('krt wait needs --for ready|done|input');
+      const target = waitTarget(values.for);
+      if (target === undefined) throw usageError(`--for must be ready, done or input, not "${values.for}"`);
       return { command: { name, run, target, timeoutMs: duration(values.timeout, DEFAULT_WAIT_TIMEOUT_MS) }, global };
     }
     case 'invoke': {
@@ -167,6 +176,8 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
         return { command: { name, run }, global };
       }
       return { command: { name, run, wait: { timeoutMs: duration(values.timeout, DEFAULT_WAIT_TIMEOUT_MS) } }, global };
+    case 'respond':
+      return { command: respondCommandLine(run, values), global };
     case 'retry':
     case 'delete':
       return { command: { name, run }, global };
@@ -186,6 +197,42 @@ function runLocalCommandLine(
   const command: RunLocalCommandLine = { name: 'run', file: values.file, updateLock: values['update-lock'] === true };
   if (values.language !== undefined) command.language = values.language;
   return command;
+}
+
+function waitTarget(value: string): WaitTarget | undefined {
+  switch (value) {
+    case 'ready':
+      return 'ready';
+    case 'done':
+      return 'finished';
+    case 'input':
+      return 'input';
+    default:
+      return undefined;
+  }
+}
+
+function respondCommandLine(
+  run: string,
+  values: { id?: string; data?: string; 'data-file'?: string; 'wait-timeout'?: string },
+): Extract<Command, { name: 'respond' }> {
+  if (values.id === undefined) throw usageError('krt respond needs --id ID: the response ID (the same ID again is the same response)');
+  if (!isResponseId(values.id)) {
+    throw usageError(`--id "${values.id}" is not a response ID: 1-128 letters, digits and ._:- starting with a letter or digit`);
+  }
+  const file = values['data-file'];
+  if (values.data !== undefined && file !== undefined) throw usageError('give the response with --data or --data-file, not both');
+  const input: RespondInput | undefined =
+    values.data !== undefined
+      ? { kind: 'data', json: values.data }
+      : file === '-'
+        ? { kind: 'stdin' }
+        : file === undefined
+          ? undefined
+          : { kind: 'file', path: nonEmpty('--data-file', file) };
+  if (input === undefined) throw usageError('krt respond needs the response: --data JSON or --data-file FILE (- for stdin)');
+  const waitTimeoutMs = duration(values['wait-timeout'], DEFAULT_RESPOND_WAIT_TIMEOUT_MS, '--wait-timeout');
+  return { name: 'respond', run, responseId: values.id, input, waitTimeoutMs };
 }
 
 function artifactsCommandLine(rest: string[], values: { get?: string; output?: string }): ArtifactsCommandLine {
@@ -260,10 +307,10 @@ function outputFormat(value: string | undefined): OutputFormat {
   }
 }
 
-function duration(value: string | undefined, fallback: number): number {
+function duration(value: string | undefined, fallback: number, flag = '--timeout'): number {
   if (value === undefined) return fallback;
   const ms = parseDurationMs(value);
-  if (ms === undefined || ms <= 0) throw usageError(`--timeout must be a positive duration like 30s, 2m or 1m30s, not "${value}"`);
+  if (ms === undefined || ms <= 0) throw usageError(`${flag} must be a positive duration like 30s, 2m or 1m30s, not "${value}"`);
   return ms;
 }
 
@@ -284,8 +331,15 @@ export const USAGE = `krt: the kruntimes CLI
 
 Usage:
   krt get [RUN] [-o json|yaml|wide]          show a Run (or list the namespace's Runs)
-  krt wait RUN --for ready|done [--timeout 60s]
-                                            wait until the Run is Ready / finished
+  krt wait RUN --for ready|done|input [--timeout 60s]
+                                            wait until the Run is Ready / finished / waiting for
+                                            input (--for input prints the input schema)
+  krt respond RUN --id ID --data JSON|--data-file FILE|- [--wait-timeout 30s]
+                                            answer a Run waiting for input: creates the RunInput
+                                            of response ID (the same ID again is the same response;
+                                            needs RBAC create on runinputs) and waits for its
+                                            decision: "accepted: attempt N continues", "already
+                                            accepted (DuplicateResponse)", or refused (Reason)
   krt invoke RUN [-f FILE|-] [--data JSON] [--invocation-id ID] [--timeout 30s]
              [--gateway https://HOST:PORT] [--gateway-ca FILE]
                                             invoke a Ready function Run; result JSON on stdout

@@ -6,6 +6,7 @@ import { deleteCommand } from './commands/delete.ts';
 import { devCommand } from './commands/dev.ts';
 import { getCommand } from './commands/get.ts';
 import { invokeCommand } from './commands/invoke.ts';
+import { respondCommand } from './commands/respond.ts';
 import { retryCommand } from './commands/retry.ts';
 import { runLocalCommand } from './commands/run-local.ts';
 import { scheduleCommand } from './commands/schedule.ts';
@@ -47,6 +48,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await cancelCommand(ctx, command);
       case 'delete':
         return await deleteCommand(ctx, command);
+      case 'respond':
+        return await respondCommand(ctx, command);
       case 'schedule':
         return await scheduleCommand(ctx, command);
       case 'artifacts':

@@ -110,33 +110,7 @@ export class RunApi {
    */
   async nextChange(name: string, resourceVersion: string, timeoutMs: number): Promise<'changed' | 'ended' | 'timeout'> {
     const path = `/apis/${API_GROUP}/${API_VERSION}/namespaces/${this.namespace}/${RUN_PLURAL}`;
-    let settle: (how: 'changed' | 'ended' | 'timeout') => void = () => undefined;
-    const outcome = new Promise<'changed' | 'ended' | 'timeout'>((resolve) => {
-      settle = resolve;
-    });
-    const timer = setTimeout(() => {
-      settle('timeout');
-    }, timeoutMs);
-    let controller: AbortController | undefined;
-    try {
-      controller = await new Watch(this.#config).watch(
-        path,
-        { fieldSelector: `metadata.name=${name}`, resourceVersion },
-        () => {
-          settle('changed');
-        },
-        () => {
-          settle('ended');
-        },
-      );
-      return await outcome;
-    } catch {
-      // The caller re-reads the Run, which reports a real failure (403, 404, unreachable).
-      return 'ended';
-    } finally {
-      clearTimeout(timer);
-      controller?.abort();
-    }
+    return nextChange(this.#config, path, name, resourceVersion, timeoutMs);
   }
 
   #notFound(error: unknown, name: string): unknown {
@@ -148,5 +122,47 @@ export class RunApi {
 
   #target() {
     return { group: API_GROUP, version: API_VERSION, namespace: this.namespace, plural: RUN_PLURAL };
+  }
+}
+
+/**
+ * Waits for the next change of the object `name` of the collection at `path` after
+ * `resourceVersion` through a watch, at most `timeoutMs`: a wake-up for a loop that
+ * re-reads the object. `ended` means the watch could not start or closed without an event
+ * (the caller pauses before re-reading).
+ */
+export async function nextChange(
+  config: KubeConfig,
+  path: string,
+  name: string,
+  resourceVersion: string,
+  timeoutMs: number,
+): Promise<'changed' | 'ended' | 'timeout'> {
+  let settle: (how: 'changed' | 'ended' | 'timeout') => void = () => undefined;
+  const outcome = new Promise<'changed' | 'ended' | 'timeout'>((resolve) => {
+    settle = resolve;
+  });
+  const timer = setTimeout(() => {
+    settle('timeout');
+  }, timeoutMs);
+  let controller: AbortController | undefined;
+  try {
+    controller = await new Watch(config).watch(
+      path,
+      { fieldSelector: `metadata.name=${name}`, resourceVersion },
+      () => {
+        settle('changed');
+      },
+      () => {
+        settle('ended');
+      },
+    );
+    return await outcome;
+  } catch {
+    // The caller re-reads the object, which reports a real failure (403, 404, unreachable).
+    return 'ended';
+  } finally {
+    clearTimeout(timer);
+    controller?.abort();
   }
 }

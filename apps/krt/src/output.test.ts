@@ -1,6 +1,6 @@
 import type { Run } from '@kruntimes/api';
 import { parse } from 'yaml';
-import { age, formatArtifacts, formatRuns } from './output.ts';
+import { age, formatArtifacts, formatRuns, waitingHint } from './output.ts';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 
@@ -82,5 +82,26 @@ describe('formatArtifacts', () => {
         '',
       ].join('\n'),
     );
+  });
+});
+
+describe('waitingHint', () => {
+  it('tells how to see the schema and respond, for a waiting Run only', () => {
+    const waiting = run('report', {
+      status: {
+        phase: 'WaitingInput',
+        attempt: 1,
+        waitingInput: {
+          schema: 'true',
+          checkpoint: { attempt: 1, digest: `sha256:${'a'.repeat(64)}`, size: 1 },
+          since: '2026-12-02T11:59:00Z',
+        },
+      },
+    });
+    const hint = waitingHint(waiting) ?? '';
+    expect(hint).toContain('run/report waits for input since 2026-12-02T11:59:00Z');
+    expect(hint).toContain('krt wait report --for input');
+    expect(hint).toContain('krt respond report --id ID --data JSON');
+    expect(waitingHint(run('other', { status: { phase: 'Running' } }))).toBeUndefined();
   });
 });

@@ -28,6 +28,18 @@ export function formatRuns(runs: readonly Run[], format: OutputFormat, nowMs: nu
   }
 }
 
+/** What to do about a Run waiting for input (on stderr under `krt get RUN`); undefined for any other Run. */
+export function waitingHint(run: Run): string | undefined {
+  const waiting = run.status?.waitingInput;
+  if (currentPhase(run) !== 'WaitingInput' || waiting === undefined) return undefined;
+  const name = run.metadata.name ?? '';
+  return (
+    `run/${name} waits for input since ${waiting.since} (attempt ${String(waiting.checkpoint.attempt)} stored its checkpoint).\n` +
+    `  schema:  krt wait ${name} --for input\n` +
+    `  respond: krt respond ${name} --id ID --data JSON\n`
+  );
+}
+
 /** status.artifacts as `krt artifacts RUN` prints them. */
 export function formatArtifacts(records: readonly ArtifactRecord[]): string {
   return columns([['ID', 'SIZE', 'MEDIA TYPE', 'DIGEST'], ...records.map((r) => [r.id, String(r.size), r.mediaType, r.digest])]);

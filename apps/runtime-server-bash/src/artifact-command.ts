@@ -4,22 +4,32 @@ import { delimiter, join } from 'node:path';
 
 /** The Node script behind `krt-artifact`. */
 export const ARTIFACT_SCRIPT = join(import.meta.dirname, 'bin', 'krt-artifact.ts');
+/** The Node script behind `krt-input`. */
+export const INPUT_SCRIPT = join(import.meta.dirname, 'bin', 'krt-input.ts');
 
 /**
- * Writes the `krt-artifact` command for task code into a fresh directory and returns it:
- * a wrapper that runs the script with this server's own node, which the image has (bash
- * task code cannot rely on Python).
+ * Writes the kruntimes commands for task code (`krt-artifact`, `krt-input`) into a fresh
+ * directory and returns it: wrappers that run the scripts with this server's own node,
+ * which the image has (bash task code cannot rely on Python).
  */
 export async function installArtifactCommand(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'krt-bin-'));
-  const wrapper = join(dir, 'krt-artifact');
-  await writeFile(
-    wrapper,
-    `#!/bin/sh\nexec ${shellQuote(process.execPath)} --disable-warning=ExperimentalWarning ${shellQuote(ARTIFACT_SCRIPT)} "$@"\n`,
-  );
-  await chmod(wrapper, 0o755);
+  for (const [name, script] of [
+    ['krt-artifact', ARTIFACT_SCRIPT],
+    ['krt-input', INPUT_SCRIPT],
+  ] as const) {
+    const wrapper = join(dir, name);
+    await writeFile(
+      wrapper,
+      `#!/bin/sh\nexec ${shellQuote(process.execPath)} --disable-warning=ExperimentalWarning ${shellQuote(script)} "$@"\n`,
+    );
+    await chmod(wrapper, 0o755);
+  }
   return dir;
 }
+
+/** The same as installArtifactCommand, by what it now installs. */
+export const installKrtCommands = installArtifactCommand;
 
 /** PATH of task code: the kruntimes commands first, then the Run's own PATH or the server's. */
 export function userPath(binDir: string, env: Readonly<Record<string, string>>): string {

@@ -21,7 +21,7 @@ export class BashAdapter implements LanguageAdapter {
   readonly language = 'bash';
   readonly #binDir: string | undefined;
 
-  /** `binDir`: holds `krt-artifact` (installArtifactCommand), put first on the PATH of tasks. */
+  /** `binDir`: holds `krt-artifact` and `krt-input` (installArtifactCommand), put first on the PATH of tasks. */
   constructor(binDir?: string) {
     this.#binDir = binDir;
   }

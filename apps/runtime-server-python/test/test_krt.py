@@ -1,5 +1,6 @@
 """Unit tests of the user-code helper module krt (run by krt-helper.test.ts)."""
 
+import base64
 import hashlib
 import http.server
 import json
@@ -171,6 +172,129 @@ class ArtifactsTest(unittest.TestCase):
             with self.assertRaises(krt.artifacts.ArtifactError) as raised:
                 krt.artifacts.put("report.csv", self.file)
         self.assertEqual(raised.exception.code, "ArtifactNotDeclared")
+
+
+class _FakeWaits(http.server.BaseHTTPRequestHandler):
+    """The local endpoint's wait route: answers what the test set in `server.answer`."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.calls.append((self.path, self.headers.get("Authorization"), json.loads(body)))
+        status, answer = self.server.answer
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Ended(Exception):
+    pass
+
+
+class WaitForInputTest(unittest.TestCase):
+    SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}}}
+
+    def setUp(self):
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeWaits)
+        self.server.calls, self.server.answer = [], (200, {"attempt": 2})
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        env = {"KRT_ARTIFACTS_URL": f"http://127.0.0.1:{self.server.server_port}", "KRT_ARTIFACTS_TOKEN": "tok"}
+        self.env = mock.patch.dict(os.environ, env)
+        self.env.start()
+        # The Runtime Server would end the process here; the test only needs to see it reached.
+        self.ending = mock.patch.object(krt, "_end_attempt", side_effect=_Ended)
+        self.ending.start()
+
+    def tearDown(self):
+        self.ending.stop()
+        self.env.stop()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def test_posts_the_schema_and_the_json_checkpoint_then_never_returns(self):
+        with self.assertRaises(_Ended):
+            krt.wait_for_input(self.SCHEMA, {"step": 3, "name": "Zoë"})
+        [(path, auth, body)] = self.server.calls
+        self.assertEqual((path, auth), ("/v1/wait-for-input", "Bearer tok"))
+        self.assertEqual(body["schema"], self.SCHEMA)
+        self.assertEqual(base64.b64decode(body["checkpoint"]), '{"step":3,"name":"Zoë"}'.encode("utf-8"))
+
+    def test_bytes_are_the_checkpoint_as_they_are(self):
+        with self.assertRaises(_Ended):
+            krt.wait_for_input(True, b"\x00\xffraw")
+        self.assertEqual(base64.b64decode(self.server.calls[0][2]["checkpoint"]), b"\x00\xffraw")
+        self.assertIs(self.server.calls[0][2]["schema"], True)
+
+    def test_a_refusal_raises_input_error_with_its_code_and_status(self):
+        self.server.answer = (409, {"code": "StaleAttempt", "message": "attempt 1 is no longer current"})
+        with self.assertRaises(krt.InputError) as raised:
+            krt.wait_for_input(self.SCHEMA, {"step": 3})
+        self.assertEqual((raised.exception.code, raised.exception.status), ("StaleAttempt", 409))
+        self.assertIn("no longer current", str(raised.exception))
+
+    def test_bounds_and_types_are_refused_before_asking(self):
+        cases = [
+            (lambda: krt.wait_for_input(self.SCHEMA, b"x" * (1024 * 1024 + 1)), "CheckpointTooLarge"),
+            (lambda: krt.wait_for_input({"description": "x" * 16384}, {}), "InputSchemaInvalid"),
+            (lambda: krt.wait_for_input([], {}), "InputSchemaInvalid"),
+            (lambda: krt.wait_for_input(True, {"nan": float("nan")}), "InvalidRequest"),
+            (lambda: krt.wait_for_input(True, object()), "InvalidRequest"),
+        ]
+        for call, code in cases:
+            with self.assertRaises(krt.InputError) as raised:
+                call()
+            self.assertEqual(raised.exception.code, code)
+        self.assertEqual(self.server.calls, [])
+
+    def test_without_the_endpoint_it_is_unsupported(self):
+        with mock.patch.dict(os.environ, {"KRT_ARTIFACTS_URL": ""}):
+            with self.assertRaises(krt.InputError) as raised:
+                krt.wait_for_input(True, {})
+        self.assertEqual(raised.exception.code, "CheckpointUnsupported")
+        self.assertIn("spec.artifacts", raised.exception.message)
+        self.assertIn("checkpoint-v1", raised.exception.message)
+
+
+class ResumedTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def _env(self, checkpoint, data):
+        checkpoint_file = os.path.join(self.dir.name, "checkpoint")
+        input_file = os.path.join(self.dir.name, "input.json")
+        with open(checkpoint_file, "wb") as f:
+            f.write(checkpoint)
+        with open(input_file, "w") as f:
+            f.write(data)
+        names = {"KRT_CHECKPOINT_FILE": checkpoint_file, "KRT_INPUT_FILE": input_file}
+        return {**names, "KRT_RESPONSE_ID": "resp-1", "KRT_RESUMED_FROM_ATTEMPT": "2"}
+
+    def test_none_on_a_first_attempt(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KRT_")}
+        with mock.patch.dict(os.environ, env, clear=True):
+            self.assertIsNone(krt.resumed())
+
+    def test_a_json_checkpoint_and_the_response(self):
+        with mock.patch.dict(os.environ, self._env(b'{"step":3}', '{"approved": true}')):
+            state = krt.resumed()
+        self.assertEqual(state.checkpoint, {"step": 3})
+        self.assertEqual(state.checkpoint_bytes, b'{"step":3}')
+        self.assertEqual(state.input, {"approved": True})
+        self.assertEqual((state.response_id, state.resumed_from_attempt), ("resp-1", 2))
+
+    def test_a_checkpoint_that_is_not_json_is_its_bytes(self):
+        with mock.patch.dict(os.environ, self._env(b"\x00\xff", "null")):
+            state = krt.resumed()
+        self.assertEqual(state.checkpoint, b"\x00\xff")
+        self.assertIsNone(state.input)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ const IMAGES = {
   'kruntimes/runtimed': { entrypoint: [node, join(REPO_ROOT, 'apps/runtimed/src/main.ts')] },
   'kruntimes/runtime-server-python': { entrypoint: [node, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
   'kruntimes/runtime-server-bash': { entrypoint: [node, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
+  // Plays the Runtime Server's side of waiting for input and records what runtimed sent (input-wait tests).
+  'kruntimes/runtime-server-recording': { entrypoint: [node, join(REPO_ROOT, 'apps/runtimed/test/recording-runtime-server.ts')] },
 };
 
 /**
@@ -95,6 +97,7 @@ export class RuntimeEnvironment {
     language: RuntimeLanguage,
     runtime = 'rt',
     extraEnv: Record<string, string> = {},
+    serverImage = `kruntimes/runtime-server-${language}:dev`,
   ): Promise<V1Pod> {
     const fieldEnv = (name: string, fieldPath: string) => ({ name, valueFrom: { fieldRef: { fieldPath } } });
     const workspaces = { name: 'workspaces', mountPath: '/var/lib/kruntimes/workspaces' };
@@ -138,7 +141,7 @@ export class RuntimeEnvironment {
             },
             {
               name: 'runtime-server',
-              image: `kruntimes/runtime-server-${language}:dev`,
+              image: serverImage,
               args: ['--listen', `$(POD_IP):${RUNTIME_SERVER_PORT}`],
               env: [fieldEnv('POD_IP', 'status.podIP')],
               volumeMounts: [workspaces],

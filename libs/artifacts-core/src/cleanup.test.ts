@@ -1,4 +1,4 @@
-import { decideArtifactCleanup } from './cleanup.ts';
+import { checkpointAttemptsNeeded, decideArtifactCleanup } from './cleanup.ts';
 import type { LiveRunAttempt } from './cleanup.ts';
 
 const NS = 'krt/team-a/';
@@ -9,8 +9,16 @@ function ago(ms: number): Date {
   return new Date(NOW.getTime() - ms);
 }
 
-const running = (attempt: number | undefined): LiveRunAttempt => ({ attempt, terminal: false });
-const finished = (attempt: number | undefined): LiveRunAttempt => ({ attempt, terminal: true });
+const running = (attempt: number | undefined, checkpointAttempts: number[] = []): LiveRunAttempt => ({
+  attempt,
+  terminal: false,
+  checkpointAttempts,
+});
+const finished = (attempt: number | undefined, checkpointAttempts: number[] = []): LiveRunAttempt => ({
+  attempt,
+  terminal: true,
+  checkpointAttempts,
+});
 
 test.each<[string, string, Date, Record<string, LiveRunAttempt>, number, string | undefined]>([
   // [case, key, lastModified, runs, retentionMs, expected reason or undefined to keep]
@@ -27,6 +35,22 @@ test.each<[string, string, Date, Record<string, LiveRunAttempt>, number, string 
   ['terminal Run, earlier attempt', `${NS}r1/1/out.csv`, NOW, { r1: finished(2) }, HOUR, 'SupersededAttempt'],
   ['terminal Run, later attempt than the final one', `${NS}r1/3/out.csv`, NOW, { r1: finished(2) }, HOUR, 'SupersededAttempt'],
   ['terminal Run that never started an attempt', `${NS}r1/1/out.csv`, NOW, { r1: finished(undefined) }, HOUR, 'SupersededAttempt'],
+  // Waiting for input: the checkpoint of the attempt named in status.waitingInput / status.resume stays while the Run is active.
+  ['waiting Run, its own checkpoint', `${NS}r1/2/krt.checkpoint`, NOW, { r1: running(2, [2]) }, 0, undefined],
+  ['continuation, the checkpoint it resumes from', `${NS}r1/1/krt.checkpoint`, NOW, { r1: running(2, [1]) }, 0, undefined],
+  ['continuation retried, the checkpoint it resumes from', `${NS}r1/1/krt.checkpoint`, NOW, { r1: running(4, [1]) }, 0, undefined],
+  ['continuation, other objects of the checkpoint attempt', `${NS}r1/1/out.csv`, NOW, { r1: running(2, [1]) }, 0, 'SupersededAttempt'],
+  [
+    'continuation, a checkpoint of another earlier attempt',
+    `${NS}r1/1/krt.checkpoint`,
+    NOW,
+    { r1: running(3, [2]) },
+    0,
+    'SupersededAttempt',
+  ],
+  ['continuation waiting again, both checkpoints named', `${NS}r1/1/krt.checkpoint`, NOW, { r1: running(3, [3, 1]) }, 0, undefined],
+  ['active Run naming no checkpoint, an earlier checkpoint', `${NS}r1/1/krt.checkpoint`, NOW, { r1: running(2) }, 0, 'SupersededAttempt'],
+  ['terminal Run, the checkpoint it resumed from', `${NS}r1/1/krt.checkpoint`, NOW, { r1: finished(2, [1]) }, 0, 'SupersededAttempt'],
   ['not under the namespace prefix', 'krt/team-b/gone/1/out.csv', ago(100 * HOUR), {}, 0, undefined],
   ['not an artifact key: too few segments', `${NS}gone/out.csv`, ago(100 * HOUR), {}, 0, undefined],
   ['not an artifact key: too many segments', `${NS}gone/1/x/out.csv`, ago(100 * HOUR), {}, 0, undefined],
@@ -59,6 +83,31 @@ test('nextExpiryMs is the soonest retention end among kept objects of deleted Ru
     unknownRunGraceMs: 0,
   });
   expect(decision).toEqual({ remove: [{ key: `${NS}c/1/x`, reason: 'RunDeleted' }], nextExpiryMs: HOUR / 2 });
+});
+
+test.each<[string, Parameters<typeof checkpointAttemptsNeeded>[0], number[]]>([
+  ['no status', undefined, []],
+  ['neither waiting nor continuing', {}, []],
+  [
+    'waiting',
+    { waitingInput: { schema: 'true', checkpoint: { attempt: 2, digest: `sha256:${'a'.repeat(64)}`, size: 1 }, since: '' } },
+    [2],
+  ],
+  [
+    'continuing',
+    { resume: { checkpoint: { attempt: 1, digest: '', size: 1 }, responseId: 'r', runInput: 'i', input: '{}', attempt: 2 } },
+    [1],
+  ],
+  [
+    'continuing and waiting again',
+    {
+      waitingInput: { schema: 'true', checkpoint: { attempt: 3, digest: '', size: 1 }, since: '' },
+      resume: { checkpoint: { attempt: 1, digest: '', size: 1 }, responseId: 'r', runInput: 'i', input: '{}', attempt: 2 },
+    },
+    [3, 1],
+  ],
+])('checkpointAttemptsNeeded: %s', (_case, status, expected) => {
+  expect(checkpointAttemptsNeeded(status)).toEqual(expected);
 });
 
 test('nothing waiting: nextExpiryMs is undefined', () => {

@@ -1,4 +1,5 @@
-import { parseArtifactObjectKey } from '@kruntimes/api';
+import { CHECKPOINT_ARTIFACT_ID, parseArtifactObjectKey } from '@kruntimes/api';
+import type { RunStatus } from '@kruntimes/api';
 
 /** What the retention controller knows of one live Run (from its informer). */
 export interface LiveRunAttempt {
@@ -6,6 +7,23 @@ export interface LiveRunAttempt {
   attempt: number | undefined;
   /** Whether the Run is in a terminal phase: no attempt after status.attempt will ever upload. */
   terminal: boolean;
+  /**
+   * Attempts whose checkpoint object (`krt.checkpoint`) an active Run still needs: the one
+   * it waits with (status.waitingInput) and the one its continuation starts from
+   * (status.resume). checkpointAttemptsNeeded gives them from the status.
+   */
+  checkpointAttempts: readonly number[];
+}
+
+/**
+ * The attempts whose checkpoint a Run still needs: a waiting Run's, and the one every
+ * attempt of a continuation (its retries too) is given. Both may be set at once (a
+ * continuation that waits again); a superseded one is harmless to keep until the Run
+ * moves on.
+ */
+export function checkpointAttemptsNeeded(status: Pick<RunStatus, 'waitingInput' | 'resume'> | undefined): number[] {
+  const attempts = [status?.waitingInput?.checkpoint.attempt, status?.resume?.checkpoint.attempt];
+  return attempts.filter((attempt): attempt is number => attempt !== undefined);
 }
 
 export interface StoredObject {
@@ -45,7 +63,9 @@ export interface CleanupDecision {
  *   no longer succeed), and, for a terminal Run, under any attempt other than status.attempt
  *   (the final attempt's objects are the Run's artifacts; nothing else will become one).
  * Keys that are not artifact keys (`<runUid>/<attempt>/<artifactId>`) are never touched, and
- * neither are the current attempt's objects of a Run still running.
+ * neither are the current attempt's objects of a Run still running, nor the checkpoint
+ * (`krt.checkpoint`) of an earlier attempt that an active Run waits with or continues
+ * from: removing it would leave the continuation nothing to start from.
  */
 export function decideArtifactCleanup(input: ArtifactCleanupInput): CleanupDecision {
   const remove: CleanupDecision['remove'] = [];
@@ -62,6 +82,8 @@ export function decideArtifactCleanup(input: ArtifactCleanupInput): CleanupDecis
       continue;
     }
     const current = run.attempt ?? 0;
+    const neededCheckpoint = !run.terminal && parts.artifactId === CHECKPOINT_ARTIFACT_ID && run.checkpointAttempts.includes(parts.attempt);
+    if (neededCheckpoint) continue;
     if (parts.attempt < current || (run.terminal && parts.attempt !== current)) {
       remove.push({ key: object.key, reason: 'SupersededAttempt' });
     }

@@ -14,6 +14,7 @@ import {
   ArtifactObjects,
   ArtifactStoreResolveError,
   artifactStoreLocation,
+  checkpointAttemptsNeeded,
   decideArtifactCleanup,
   readCredentials,
 } from '@kruntimes/artifacts-core';
@@ -150,7 +151,13 @@ export class ArtifactStoreReconciler {
     const runs = new Map<string, LiveRunAttempt>();
     for (const run of this.#options.caches.runs.list(namespace)) {
       const uid = run.metadata.uid;
-      if (uid !== undefined) runs.set(uid, { attempt: run.status?.attempt, terminal: isTerminal(phaseOf(run)) });
+      if (uid !== undefined) {
+        runs.set(uid, {
+          attempt: run.status?.attempt,
+          terminal: isTerminal(phaseOf(run)),
+          checkpointAttempts: checkpointAttemptsNeeded(run.status),
+        });
+      }
     }
     return runs;
   }

@@ -6,6 +6,7 @@ import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime
 import { currentPhase } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
+import type { RunInputObject } from './run-input-reconciler.ts';
 import type { CollectableRun } from './collection.ts';
 import type { ManagerMetricsSnapshot } from './metrics.ts';
 import type { RuntimePodView } from './runtime-status.ts';
@@ -24,6 +25,7 @@ export interface ManagerCaches {
   services: SharedInformer<V1Service>;
   secrets: SharedInformer<V1Secret>;
   artifactStores: SharedInformer<ArtifactStoreObject>;
+  runInputs: SharedInformer<RunInputObject>;
 }
 
 export function phaseOf(run: ReadonlyDeep<RunObject>): RunPhase {

@@ -8,3 +8,8 @@ export * from './runtime-tls.ts';
 export * from './artifact-store-status.ts';
 export { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 export type { ArtifactStoreObject, ArtifactStoreReconcilerOptions } from './artifact-store-reconciler.ts';
+export { InputMetrics } from './input-metrics.ts';
+export { RESPONSE_EVENT_REASONS, RunInputReconciler } from './run-input-reconciler.ts';
+export type { RunInputObject, RunInputReconcilerOptions } from './run-input-reconciler.ts';
+export { acceptedMessage, decideResponse, runInputStatus } from './run-input-status.ts';
+export type { RunInputOutcome } from './run-input-status.ts';

@@ -1,19 +1,23 @@
 import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import { Controller, InformerFactory } from '@kruntimes/controller-runtime';
+import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { Controller, InformerFactory, objectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import { isWaitingForInput } from '@kruntimes/run-state';
 import { MANAGED_BY, RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
-import { metricsSnapshot, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
+import { metricsSnapshot, phaseOf, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
 import type { ManagerCaches, RunObject, RuntimeObject } from './caches.ts';
 import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts';
+import type { InputMetrics } from './input-metrics.ts';
 import type { ManagerMetrics, ManagerMetricsSnapshot } from './metrics.ts';
 import { DEFAULT_FINISHED_RUNS_PER_RUNTIME, RunCollector } from './run-collector.ts';
+import { RunInputReconciler } from './run-input-reconciler.ts';
+import type { RunInputObject } from './run-input-reconciler.ts';
 import { RuntimeReconciler } from './runtime-reconciler.ts';
 
 export { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
@@ -45,6 +49,8 @@ export interface ControllerManagerOptions {
   now?: () => number;
   /** Fed from the caches at scrape time while this manager runs (the /metrics endpoint). */
   metrics?: ManagerMetrics;
+  /** The RunInput controller's counters (served on the same /metrics). */
+  inputMetrics?: InputMetrics;
 }
 
 /**
@@ -52,7 +58,9 @@ export interface ControllerManagerOptions {
  * - `runtime` (key `namespace/runtime`): the Runtime's TLS Secret (first), Deployment and Service, and its status
  *   (RuntimeReconciler);
  * - `run-ttl` (key `namespace/run`) and `run-history` (key `namespace/runtime`): finished-Run collection (RunCollector);
- * - `artifact-store` (key `namespace/artifactstore`): artifact retention and the store's Ready condition (ArtifactStoreReconciler).
+ * - `artifact-store` (key `namespace/artifactstore`): artifact retention and the store's Ready condition (ArtifactStoreReconciler);
+ * - `run-input` (key `namespace/runinput`) and `waiting-input` (key `namespace/run`, WaitingInput Runs only): responses to Runs
+ *   waiting for input, and the timeout and cancel of a waiting Run (RunInputReconciler).
  * Every reconcile reads the caches and converges; none depends on the event that caused it.
  * Run this only while holding the leader Lease.
  */
@@ -79,6 +87,7 @@ export class ControllerManager {
       services: this.#informers.informer<V1Service>({ ...core, plural: 'services', ...owned }),
       secrets: this.#informers.informer<V1Secret>({ ...core, plural: 'secrets', ...owned }),
       artifactStores: this.#informers.informer<ArtifactStoreObject>({ ...kruntimes, plural: ARTIFACT_STORE_PLURAL }),
+      runInputs: this.#informers.informer<RunInputObject>({ ...kruntimes, plural: RUN_INPUT_PLURAL }),
     };
     this.#caches = caches;
 
@@ -97,12 +106,22 @@ export class ControllerManager {
       ...(options.artifactCleanupIntervalMs === undefined ? {} : { cleanupIntervalMs: options.artifactCleanupIntervalMs }),
       ...(options.artifactUnknownRunGraceMs === undefined ? {} : { unknownRunGraceMs: options.artifactUnknownRunGraceMs }),
     });
+    const inputs = new RunInputReconciler({
+      caches,
+      custom,
+      core: kubeConfig.makeApiClient(CoreV1Api),
+      logger,
+      now,
+      ...(options.inputMetrics === undefined ? {} : { metrics: options.inputMetrics }),
+    });
     const workers = options.workers ?? 2;
     const controllers = {
       runtime: new Controller({ name: 'runtime', logger, workers, reconcile: (key) => runtimes.reconcile(key) }),
       ttl: new Controller({ name: 'run-ttl', logger, workers, reconcile: (key) => collector.reconcileTtl(key) }),
       history: new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) }),
       artifactStore: new Controller({ name: 'artifact-store', logger, workers: 1, reconcile: (key) => artifactStores.reconcile(key) }),
+      runInput: new Controller({ name: 'run-input', logger, workers, reconcile: (key) => inputs.reconcileInput(key) }),
+      waitingInput: new Controller({ name: 'waiting-input', logger, workers, reconcile: (key) => inputs.reconcileWaitingRun(key) }),
     };
     this.#controllers = Object.values(controllers);
     enqueueOnChange(caches, controllers);
@@ -127,17 +146,23 @@ export class ControllerManager {
 }
 
 /** Which keys each change enqueues: Runs and Runtime Pods name their Runtime, owned objects their controller. */
-function enqueueOnChange(caches: ManagerCaches, controllers: Record<'runtime' | 'ttl' | 'history' | 'artifactStore', Controller>): void {
+function enqueueOnChange(
+  caches: ManagerCaches,
+  controllers: Record<'runtime' | 'ttl' | 'history' | 'artifactStore' | 'runInput' | 'waitingInput', Controller>,
+): void {
   const to = (controller: Controller) => (key: string) => {
     controller.enqueue(key);
   };
-  const { runtime, ttl, history, artifactStore } = controllers;
+  const { runtime, ttl, history, artifactStore, runInput, waitingInput } = controllers;
   // Periodic passes (requeueAfterMs), not Run events: runtimed removes a succeeded Run's other attempts itself.
   caches.artifactStores.enqueueTo(to(artifactStore));
   caches.runtimes.enqueueTo(to(runtime));
   caches.runs.enqueueTo(to(runtime), runtimeKeyOfRun);
   caches.runs.enqueueTo(to(history), runtimeKeyOfRun);
   caches.runs.enqueueTo(to(ttl));
+  // Only a waiting Run has anything to end here; a response is decided on its own RunInput's events.
+  caches.runs.enqueueTo(to(waitingInput), (run) => (isWaitingForInput(phaseOf(run)) ? objectKey(run) : undefined));
+  caches.runInputs.enqueueTo(to(runInput));
   caches.pods.enqueueTo(to(runtime), runtimeKeyOfPod);
   for (const owned of [caches.deployments, caches.services, caches.secrets]) owned.enqueueTo(to(runtime), runtimeKeyOfOwned);
 }

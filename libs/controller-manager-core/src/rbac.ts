@@ -1,4 +1,4 @@
-import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { ORIGIN_CONTROLLER_RULES } from '@kruntimes/local-run-core';
 import { SCHEDULE_CONTROLLER_RULES } from '@kruntimes/schedule-core';
 
@@ -14,8 +14,10 @@ export interface PolicyRule {
  * blockOwnerDeletion need update on the owner's finalizers subresource), write Runtime
  * status, read Runtime Pods, delete finished Runs (TTL and GC; never their status), keep
  * its leader Lease, read ArtifactStores and their credentials Secrets (get) and write their
- * status (the retention controller). No patch anywhere: every write is a create or an update fenced on the
- * cached resourceVersion. RBAC cannot narrow list/watch of Secrets by label; the informer
+ * status (the retention controller), read RunInputs and write their status, and write the status of
+ * Runs waiting for input (InputReceived, WaitTimedOut, WaitCancelled: the RunInput controller), and record
+ * an Event on a Run for each decided response. No
+ * patch anywhere: every write is a create or an update fenced on the read resourceVersion. RBAC cannot narrow list/watch of Secrets by label; the informer
  * does (managed-by), and grant these rules only in the namespaces it manages. The schedule
  * controller it also runs brings its own (RunSchedules, and creating their Runs), and so
  * does the origin controller (the status of Runs synced from `krt run --local`).
@@ -25,6 +27,10 @@ export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [`${RUNTIME_PLURAL}/status`], verbs: ['update', 'patch'] },
   { apiGroups: [API_GROUP], resources: [`${RUNTIME_PLURAL}/finalizers`], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'delete'] },
+  { apiGroups: [API_GROUP], resources: [`${RUN_PLURAL}/status`], verbs: ['update'] },
+  { apiGroups: [API_GROUP], resources: [RUN_INPUT_PLURAL], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: [`${RUN_INPUT_PLURAL}/status`], verbs: ['update'] },
+  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   { apiGroups: [API_GROUP], resources: [ARTIFACT_STORE_PLURAL], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [API_GROUP], resources: [`${ARTIFACT_STORE_PLURAL}/status`], verbs: ['update', 'patch'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update'] },

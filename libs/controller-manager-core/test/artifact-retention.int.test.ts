@@ -185,6 +185,40 @@ test('retention 0s: a deleted Run’s object and a superseded attempt’s object
   expect(Date.parse(status.lastCleanupTime ?? '')).toBeGreaterThan(Date.now() - 60_000);
 });
 
+test('waiting for input: the checkpoint an active Run waits with or continues from stays; other objects of past attempts go', async () => {
+  const retrySafe = { retryPolicy: { retrySafe: true, maxAttempts: 3 } };
+  const digest = `sha256:${'c'.repeat(64)}`;
+  const wait: [WriterRole, RunEvent] = ['runtimed', { type: 'WaitForInput', schema: 'true', checkpoint: { digest, size: 1 } }];
+  const answer: [WriterRole, RunEvent] = ['controller-manager', { type: 'InputReceived', responseId: 'r', runInput: 'i', input: '{}' }];
+  await createRun('waiting', retrySafe);
+  // Attempt 1 failed, attempt 2 waits with its checkpoint.
+  const waiting = await act('waiting', [bind, claim, requeue, bind, claim, wait]);
+  await createRun('resumed', retrySafe);
+  // Attempt 1 waited, attempt 2 continues from its checkpoint and runs.
+  const resumed = await act('resumed', [bind, claim, wait, answer, bind, claim]);
+  expect([waiting.status?.phase, waiting.status?.attempt, resumed.status?.phase, resumed.status?.attempt]).toEqual([
+    'WaitingInput',
+    2,
+    'Running',
+    2,
+  ]);
+  const kept = [key(waiting, 2, 'krt.checkpoint'), key(resumed, 1, 'krt.checkpoint'), key(resumed, 2, 'out.csv')];
+  const removed = [key(waiting, 1, 'krt.checkpoint'), key(waiting, 1), key(resumed, 1)];
+  for (const k of [...removed, ...kept]) await store.putObject(BUCKET, k, 'x');
+
+  await createSecret();
+  await createStore('0s');
+  await startManager();
+  await waitFor(
+    'only the kept objects left',
+    async () => {
+      const keys = await store.listKeys(BUCKET, `${PREFIX}/${namespace.name}`);
+      return JSON.stringify(keys) === JSON.stringify([...kept].sort()) ? keys : undefined;
+    },
+    WAIT,
+  );
+});
+
 test('retention 24h: a deleted Run’s object is kept until its retention ends', async () => {
   const gone = await createRun('gone');
   await objects.deleteNamespacedCustomObject({ ...custom(RUN_PLURAL), name: 'gone' });

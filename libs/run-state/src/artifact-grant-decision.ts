@@ -62,21 +62,33 @@ export function decideGrant(input: GrantInput): GrantDecision {
     return refuse('ArtifactTooLarge', `artifact ${declaration.id}: ${request.size} bytes is over its maxBytes ${declaration.maxBytes}`);
   }
   if (!isSha256Hex(request.sha256)) return refuse('InvalidRequest', 'sha256 is not 64 lowercase hex digits');
-  if (input.leaseExpiresAtMs === undefined) {
-    return refuse('OwnerUnavailable', 'the Pod Lease was never renewed: this runtimed cannot vouch for its attempt');
-  }
-  const leaseSeconds = Math.floor((input.leaseExpiresAtMs - input.nowMs) / 1000);
-  if (leaseSeconds < 1) return refuse('OwnerUnavailable', 'the Pod Lease expired: this runtimed cannot vouch for its attempt');
+  const lifetime = grantLifetime(input);
+  if (lifetime.type === 'refuse') return lifetime;
   return {
     type: 'grant',
     artifactId: declaration.id,
     size: request.size,
     sha256Hex: request.sha256,
     mediaType,
-    expiresInSeconds: Math.min(input.maxGrantSeconds ?? DEFAULTS.artifactGrantSeconds, leaseSeconds),
+    expiresInSeconds: lifetime.seconds,
   };
 }
 
-function refuse(code: ErrorCode, message: string): GrantDecision {
+/**
+ * How long a grant may live: its upper bound, and never past the Pod Lease (past it,
+ * another attempt may start elsewhere). Shared by upload and checkpoint grants.
+ */
+export function grantLifetime(
+  input: Pick<GrantInput, 'nowMs' | 'leaseExpiresAtMs' | 'maxGrantSeconds'>,
+): { type: 'lifetime'; seconds: number } | { type: 'refuse'; code: ErrorCode; message: string } {
+  if (input.leaseExpiresAtMs === undefined) {
+    return refuse('OwnerUnavailable', 'the Pod Lease was never renewed: this runtimed cannot vouch for its attempt');
+  }
+  const leaseSeconds = Math.floor((input.leaseExpiresAtMs - input.nowMs) / 1000);
+  if (leaseSeconds < 1) return refuse('OwnerUnavailable', 'the Pod Lease expired: this runtimed cannot vouch for its attempt');
+  return { type: 'lifetime', seconds: Math.min(input.maxGrantSeconds ?? DEFAULTS.artifactGrantSeconds, leaseSeconds) };
+}
+
+function refuse(code: ErrorCode, message: string): { type: 'refuse'; code: ErrorCode; message: string } {
   return { type: 'refuse', code, message };
 }

@@ -8,6 +8,9 @@ import { ResultManifest, declarationProblems, parseArtifactClaim } from './artif
 import type { ArtifactClaim, DeclaredOutput } from './artifact-claims.ts';
 import { ArtifactGrantsClient } from './artifact-grants-client.ts';
 import type { UploadGrant } from './artifact-grants-client.ts';
+import { readJson, sendJson } from './http-json.ts';
+import { InputWait, WAIT_REQUEST_BYTES, endAfterAnswer, waitForInput } from './wait-for-input.ts';
+import type { SessionHooks } from './wait-for-input.ts';
 
 /** A request body larger than this is refused: a claim is four short fields. */
 export const ARTIFACT_REQUEST_BYTES = 16 * 1024;
@@ -31,7 +34,14 @@ export interface ArtifactSession {
   readonly env: Readonly<Record<string, string>>;
   /** Ends the session: its token is refused from now on. Returns the ResultManifest. */
   close(): ArtifactClaim[];
+  /**
+   * Resolves once no wait for input is in flight any more (an AwaitInput already sent
+   * is answered or has passed its deadline), so that the ending knows whether it waits.
+   */
+  settled(): Promise<void>;
 }
+
+type Answer = UploadGrant | ArtifactClaim | { attempt: number };
 
 interface Session {
   readonly token: Buffer;
@@ -41,6 +51,8 @@ interface Session {
   /** Aborted at close: a grant in flight is not handed out after the execution ended. */
   readonly ended: AbortController;
   readonly logger: Logger;
+  readonly wait: InputWait;
+  readonly hooks: SessionHooks | undefined;
   inFlight: number;
 }
 
@@ -89,21 +101,27 @@ export class ArtifactEndpoint {
     return this.#url;
   }
 
-  /** Starts an execution's session; throws InvalidRequest when runtimed's access is malformed. */
-  open(access: ArtifactAccess, logger: Logger): ArtifactSession {
+  /**
+   * Starts an execution's session; throws InvalidRequest when runtimed's access is
+   * malformed. Without `hooks` the session refuses to wait for input.
+   */
+  open(access: ArtifactAccess, logger: Logger, hooks?: SessionHooks): ArtifactSession {
     const problems = declarationProblems(access.declared);
     if (access.grantToken === '') problems.push('artifacts.grant_token is empty');
     if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
     const grants = new ArtifactGrantsClient(access.grantAddress);
     const token = randomBytes(32).toString('base64url');
     const key = digestOf(token);
+    const ended = new AbortController();
     const session: Session = {
       token: Buffer.from(token),
       access,
       manifest: new ResultManifest(access.declared.length),
       grants,
-      ended: new AbortController(),
+      ended,
       logger,
+      wait: new InputWait({ grants, grantToken: access.grantToken, ended: ended.signal, logger }),
+      hooks,
       inFlight: 0,
     };
     this.#sessions.set(key, session);
@@ -114,10 +132,14 @@ export class ArtifactEndpoint {
         if (!session.ended.signal.aborted) {
           this.#sessions.delete(key);
           session.ended.abort(new KruntimesError('Unauthenticated', 'the execution has ended'));
-          grants.close();
+          // An AwaitInput in flight still needs the channel.
+          void session.wait.settled().then(() => {
+            grants.close();
+          });
         }
         return session.manifest.entries();
       },
+      settled: () => session.wait.settled(),
     };
   }
 
@@ -133,15 +155,17 @@ export class ArtifactEndpoint {
 
   async #serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
-      send(response, 200, await this.#handle(request));
+      const { answer, session } = await this.#handle(request);
+      sendJson(response, 200, answer);
+      if ('attempt' in answer) endAfterAnswer(response, session.hooks);
     } catch (error) {
       const typed = isKruntimesError(error) ? error : new KruntimesError('Internal', 'internal error');
       if (!isKruntimesError(error)) this.#logger.error({ err: error }, 'artifacts endpoint failed');
-      send(response, typed.httpStatus, { code: typed.code, message: typed.message });
+      sendJson(response, typed.httpStatus, { code: typed.code, message: typed.message });
     }
   }
 
-  async #handle(request: IncomingMessage): Promise<UploadGrant | ArtifactClaim> {
+  async #handle(request: IncomingMessage): Promise<{ answer: Answer; session: Session }> {
     const session = this.#authenticate(request.headers.authorization);
     const route = routeOf(request);
     if (session.inFlight >= ARTIFACT_REQUESTS_IN_FLIGHT) {
@@ -149,25 +173,40 @@ export class ArtifactEndpoint {
     }
     session.inFlight += 1;
     try {
-      const claim = parseArtifactClaim(await readJson(request), session.access.declared);
-      // The execution may have ended while the body arrived.
-      assertOpen(session);
-      if (route === 'manifest') {
-        session.manifest.record(claim);
-        session.logger.info({ artifactId: claim.artifactId, size: claim.size, sha256: claim.sha256 }, 'artifact recorded');
-        return claim;
-      }
-      const grant = await session.grants.grant(session.access.grantToken, claim, session.ended.signal).catch((error: unknown) => {
-        // Aborted because the execution ended: say so, whatever the abort looked like.
-        assertOpen(session);
-        throw error;
-      });
-      assertOpen(session);
-      session.logger.info({ artifactId: claim.artifactId, size: claim.size, expiresAt: grant.expiresAt }, 'artifact upload granted');
-      return grant;
+      return { answer: await this.#route(route, request, session), session };
     } finally {
       session.inFlight -= 1;
     }
+  }
+
+  async #route(route: Route, request: IncomingMessage, session: Session): Promise<Answer> {
+    if (route === 'wait') {
+      const read = async () => {
+        const body = await readJson(request, WAIT_REQUEST_BYTES);
+        assertOpen(session);
+        return body;
+      };
+      return { attempt: await waitForInput(session.wait, session.hooks, read) };
+    }
+    if (session.wait.waitingAttempt !== undefined) {
+      throw new KruntimesError('StaleAttempt', 'the execution waits for input: its attempt is over');
+    }
+    const claim = parseArtifactClaim(await readJson(request, ARTIFACT_REQUEST_BYTES), session.access.declared);
+    // The execution may have ended while the body arrived.
+    assertOpen(session);
+    if (route === 'manifest') {
+      session.manifest.record(claim);
+      session.logger.info({ artifactId: claim.artifactId, size: claim.size, sha256: claim.sha256 }, 'artifact recorded');
+      return claim;
+    }
+    const grant = await session.grants.grant(session.access.grantToken, claim, session.ended.signal).catch((error: unknown) => {
+      // Aborted because the execution ended: say so, whatever the abort looked like.
+      assertOpen(session);
+      throw error;
+    });
+    assertOpen(session);
+    session.logger.info({ artifactId: claim.artifactId, size: claim.size, expiresAt: grant.expiresAt }, 'artifact upload granted');
+    return grant;
   }
 
   #authenticate(header: string | undefined): Session {
@@ -185,41 +224,19 @@ function assertOpen(session: Session): void {
   if (session.ended.signal.aborted) throw new KruntimesError('Unauthenticated', 'the execution has ended');
 }
 
-function routeOf(request: IncomingMessage): 'grants' | 'manifest' {
-  const path = (request.url ?? '').split('?')[0];
-  const route = path === '/v1/grants' ? 'grants' : path === '/v1/manifest' ? 'manifest' : undefined;
+type Route = 'grants' | 'manifest' | 'wait';
+const ROUTES: Readonly<Record<string, Route>> = { '/v1/grants': 'grants', '/v1/manifest': 'manifest', '/v1/wait-for-input': 'wait' };
+
+function routeOf(request: IncomingMessage): Route {
+  const path = (request.url ?? '').split('?')[0] ?? '';
+  const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : undefined;
   if (route === undefined)
-    throw new KruntimesError('RouteNotFound', `no route ${(request.url ?? '').slice(0, 200)}: POST /v1/grants or /v1/manifest`);
-  if (request.method !== 'POST') throw new KruntimesError('MethodNotAllowed', `${path ?? ''} accepts POST only`);
+    throw new KruntimesError(
+      'RouteNotFound',
+      `no route ${(request.url ?? '').slice(0, 200)}: POST /v1/grants, /v1/manifest or /v1/wait-for-input`,
+    );
+  if (request.method !== 'POST') throw new KruntimesError('MethodNotAllowed', `${path} accepts POST only`);
   return route;
-}
-
-/** The body as JSON, at most ARTIFACT_REQUEST_BYTES. */
-async function readJson(request: IncomingMessage): Promise<unknown> {
-  const declared = Number(request.headers['content-length'] ?? 0);
-  if (declared > ARTIFACT_REQUEST_BYTES) throw new KruntimesError('PayloadTooLarge', `the body is over ${ARTIFACT_REQUEST_BYTES} bytes`);
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of request) {
-    bytes += (chunk as Buffer).byteLength;
-    if (bytes > ARTIFACT_REQUEST_BYTES) throw new KruntimesError('PayloadTooLarge', `the body is over ${ARTIFACT_REQUEST_BYTES} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch {
-    throw new KruntimesError('InvalidRequest', 'the body is not JSON');
-  }
-}
-
-function send(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-  });
-  response.end(text);
 }
 
 function digestOf(token: string): string {

@@ -3,7 +3,7 @@ import type { Clock } from './clock.ts';
 
 /** How an execution ended, exactly as its Execute stream ends (or would have ended). */
 export interface ExecutionEnding {
-  readonly reason: 'completed' | 'cancelled' | 'timed_out' | 'start_failed';
+  readonly reason: 'completed' | 'cancelled' | 'timed_out' | 'start_failed' | 'waiting_input';
   readonly exitCode: number;
   readonly signal: string;
   readonly outputs: Readonly<Record<string, string>>;

@@ -1,13 +1,11 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { isAbsolute, join, relative, resolve } from 'node:path';
-import type { Readable } from 'node:stream';
-import { BOUNDS, DEFAULTS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
+import { join } from 'node:path';
+import { DEFAULTS, isUid } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
-import type { LanguageAdapter, TaskCommand } from './adapter.ts';
+import type { LanguageAdapter } from './adapter.ts';
 import type { ArtifactClaim } from './artifact-claims.ts';
 import type { ArtifactAccess, ArtifactEndpoint, ArtifactSession } from './artifact-endpoint.ts';
 import type { Clock } from './clock.ts';
@@ -16,8 +14,12 @@ import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
-import { exited, signalGroup, terminateGroup } from './process-group.ts';
-import { baseEnv } from './process-env.ts';
+import { exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
+import { writeResumeFiles } from './resume-files.ts';
+import type { ResumeInput } from './resume-files.ts';
+import { spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
+import type { TaskProcess } from './task-process.ts';
+import type { SessionHooks } from './wait-for-input.ts';
 
 /** A task log line longer than this is cut (and flagged). */
 export const LOG_LINE_BYTES = 16 * 1024;
@@ -25,6 +27,8 @@ export const LOG_LINE_BYTES = 16 * 1024;
 const QUEUE_HIGH_WATER = 256;
 /** How long to wait for the pipes to close after the process group is gone. */
 const PIPE_CLOSE_MS = 2_000;
+/** How long a waiting execution's group may take to be gone before its exit is reported anyway. */
+const WAITING_GROUP_GONE_MS = 10_000;
 
 export interface ExecuteRequest {
   readonly executionId: string;
@@ -38,9 +42,12 @@ export interface ExecuteRequest {
   readonly graceMs: number | undefined;
   /** Set: the execution gets the local artifacts endpoint and reports a ResultManifest. */
   readonly artifacts: ArtifactAccess | undefined;
+  /** Set on a continuation attempt: the checkpoint and the response it starts from. */
+  readonly resume?: ResumeInput | undefined;
 }
 
-export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed';
+/** `waiting_input`: runtimed recorded the execution's wait for input, and the group was ended. */
+export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed' | 'waiting_input';
 
 export type ExecutionEvent =
   | { readonly kind: 'started'; readonly pid: number; readonly time: number }
@@ -67,8 +74,11 @@ export type ExecutionEvent =
 interface Running {
   readonly child: ChildProcess;
   readonly graceMs: number;
-  /** Set by the first of cancel, timeout and client abort; decides the exit reason. */
-  stopReason: 'cancelled' | 'timed_out' | undefined;
+  /**
+   * Set by the first of cancel, timeout and client abort; decides the exit reason.
+   * `waiting_input` overrides them all: once runtimed recorded the wait, that is how the attempt ended.
+   */
+  stopReason: 'cancelled' | 'timed_out' | 'waiting_input' | undefined;
   /** Why it was stopped, for the `exited` message (empty: it ended by itself). */
   stopMessage: string;
   stopping: Promise<void> | undefined;
@@ -137,10 +147,15 @@ export class ExecutionService {
       yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing, []));
       return;
     }
+    // Private to the execution (0700), outside the workdir that user code may wipe.
     const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
     const outputsFile = join(scratch, 'outputs.json');
     try {
-      yield* this.#run(request, entrypoint, outputsFile, signal, logger);
+      const resumeEnv = request.resume === undefined ? {} : await writeResumeFiles(scratch, request.resume);
+      if (request.resume !== undefined) {
+        logger.info({ resumedFromAttempt: request.resume.checkpointAttempt, responseId: request.resume.responseId }, 'continuation');
+      }
+      yield* this.#run(request, entrypoint, outputsFile, resumeEnv, signal, logger);
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
@@ -168,21 +183,36 @@ export class ExecutionService {
     request: ExecuteRequest,
     entrypoint: string,
     outputsFile: string,
+    resumeEnv: Readonly<Record<string, string>>,
     signal: AbortSignal,
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
     const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
-    const session = this.#openArtifacts(request.artifacts, logger);
+    // The session exists before the process (its env), the process before `running`.
+    const started: { running?: Running } = {};
+    const session = this.#openArtifacts(request.artifacts, logger, {
+      waiting: (attempt) => {
+        if (started.running !== undefined) this.#waiting(started.running, attempt);
+      },
+      answered: () => {
+        if (started.running !== undefined) this.#endWaiting(started.running);
+      },
+    });
     let child: TaskProcess;
     try {
-      child = spawnTask(command, request, outputsFile, session?.env ?? {});
+      child = spawnTask(command, request, outputsFile, { ...session?.env, ...resumeEnv });
     } catch (error) {
       session?.close();
       throw error;
     }
     // The token stops working the moment the task's process exits: nothing of the
-    // execution may record or ask for grants after that.
-    const manifest = exited(child).then(() => session?.close() ?? []);
+    // execution may record or ask for grants after that. A wait for input already at
+    // runtimed is let finish: its answer decides how the attempt ended.
+    const manifest = exited(child).then(async () => {
+      const entries = session?.close() ?? [];
+      await session?.settled();
+      return entries;
+    });
     const running: Running = {
       child,
       graceMs: request.graceMs ?? DEFAULTS.cancelGracePeriodSeconds * 1000,
@@ -190,6 +220,7 @@ export class ExecutionService {
       stopMessage: '',
       stopping: undefined,
     };
+    started.running = running;
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
       session?.close();
@@ -211,12 +242,13 @@ export class ExecutionService {
     // The ending is recorded as soon as it is known, whether or not a client is still
     // there to receive it: a stream that breaks now is settled by `status`.
     const ending = done.then(async () => {
+      const entries = await manifest;
+      if (running.stopReason === 'waiting_input') await this.#waitingGroupGone(running, logger);
       const reason: ExitReason = running.stopReason ?? 'completed';
       const outputs = await readOutputs(outputsFile).catch((error: unknown) => ({
         outputs: {},
         error: `cannot read the outputs file: ${(error as Error).message}`,
       }));
-      const entries = await manifest;
       logger.info(
         { reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error, artifacts: entries.length },
         'execution ended',
@@ -243,10 +275,31 @@ export class ExecutionService {
     }
   }
 
-  #openArtifacts(access: ArtifactAccess | undefined, logger: Logger): ArtifactSession | undefined {
+  #openArtifacts(access: ArtifactAccess | undefined, logger: Logger, hooks: SessionHooks): ArtifactSession | undefined {
     if (access === undefined) return undefined;
     if (this.#artifacts === undefined) throw new KruntimesError('Unimplemented', 'this Runtime Server has no artifacts endpoint');
-    return this.#artifacts.open(access, logger);
+    return this.#artifacts.open(access, logger, hooks);
+  }
+
+  /** runtimed recorded the wait: the attempt is over, whatever stop had begun. */
+  #waiting(running: Running, attempt: number): void {
+    running.stopReason = 'waiting_input';
+    running.stopMessage = `waiting for input: runtimed recorded the checkpoint of attempt ${String(attempt)}`;
+  }
+
+  /** User code has its answer: nothing of the attempt may keep running, no grace. */
+  #endWaiting(running: Running): void {
+    if (running.stopping === undefined) running.stopping = terminateGroup(running.child, 0);
+    else signalGroup(running.child, 'SIGKILL');
+  }
+
+  /** The exit of a waiting execution is reported once no process of its group is left (bounded). */
+  async #waitingGroupGone(running: Running, logger: Logger): Promise<void> {
+    this.#endWaiting(running);
+    await running.stopping;
+    const pgid = running.child.pid;
+    if (pgid === undefined || (await killGroupUntilGone(pgid, WAITING_GROUP_GONE_MS))) return;
+    logger.warn({ pgid }, `processes of the waiting execution survived SIGKILL for ${String(WAITING_GROUP_GONE_MS / 1000)} s`);
   }
 
   /** Stops the execution at its timeout, or when the client goes away (maybe already). */
@@ -297,8 +350,10 @@ export class ExecutionService {
 
   #stop(running: Running, reason: 'cancelled' | 'timed_out', graceMs: number | undefined, message = ''): void {
     if (running.stopping !== undefined) return;
-    running.stopReason = reason;
-    running.stopMessage = message;
+    if (running.stopReason !== 'waiting_input') {
+      running.stopReason = reason;
+      running.stopMessage = message;
+    }
     running.stopping = terminateGroup(running.child, graceMs ?? running.graceMs);
   }
 
@@ -340,74 +395,9 @@ export class ExecutionService {
   }
 }
 
-/** A task's process: stdin closed, stdout and stderr piped. */
-type TaskProcess = ChildProcessByStdio<null, Readable, Readable>;
-
 interface StopTriggers {
   /** The task has exited: its timeout no longer applies. */
   clearTimer(): void;
   /** The execution is over: neither the timeout nor the client's abort applies. */
   release(): void;
-}
-
-/** The task's process, leader of its own group (detached) so that it can be stopped whole. */
-function spawnTask(
-  command: TaskCommand,
-  request: ExecuteRequest,
-  outputsFile: string,
-  artifactsEnv: Readonly<Record<string, string>>,
-): TaskProcess {
-  return spawn(command.command, command.args, {
-    cwd: request.workdir,
-    env: {
-      ...baseEnv(),
-      ...request.env,
-      ...command.env,
-      KRT_RUN_UID: request.runUid,
-      KRT_ATTEMPT: String(request.attempt),
-      KRT_EXECUTION_ID: request.executionId,
-      KRT_OUTPUTS_FILE: outputsFile,
-      ...artifactsEnv,
-    },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** Undefined once the process has started; the error when it could not. */
-function spawned(child: ChildProcess): Promise<Error | undefined> {
-  return new Promise<Error | undefined>((resolve) => {
-    child.once('spawn', () => {
-      resolve(undefined);
-    });
-    child.once('error', resolve);
-  });
-}
-
-function validateExecute(request: ExecuteRequest): string {
-  const problems: string[] = [];
-  if (!isValidInvocationId(request.executionId)) problems.push('execution_id must be 1-128 bytes of visible ASCII');
-  if (!isUid(request.runUid)) problems.push('run_uid must be a Kubernetes UID');
-  if (!isAbsolute(request.workdir)) problems.push('workdir must be an absolute path');
-  const entrypoint = resolve(request.workdir, request.entrypoint);
-  const inside = relative(request.workdir, entrypoint);
-  if (request.entrypoint === '' || inside.startsWith('..') || isAbsolute(inside)) problems.push('entrypoint must be a path inside workdir');
-  if (Object.keys(request.env).length > BOUNDS.envCount) problems.push(`at most ${BOUNDS.envCount} env entries`);
-  if (Object.values(request.env).some((value) => utf8ByteLength(value) > BOUNDS.envValueBytes)) {
-    problems.push(`env values must be at most ${BOUNDS.envValueBytes} bytes`);
-  }
-  if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
-  return entrypoint;
-}
-
-async function withTimeout(promise: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => {
-      resolve('timeout');
-    }, ms);
-  });
-  const outcome = await Promise.race([promise.then(() => 'done' as const), expired]);
-  clearTimeout(timer);
-  if (outcome === 'timeout') onTimeout();
 }

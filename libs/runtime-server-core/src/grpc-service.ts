@@ -20,6 +20,7 @@ const EXIT_REASONS: Record<ExitReason, runtimeServerV1.ExitReason> = {
   cancelled: ProtoExitReason.EXIT_REASON_CANCELLED,
   timed_out: ProtoExitReason.EXIT_REASON_TIMED_OUT,
   start_failed: ProtoExitReason.EXIT_REASON_START_FAILED,
+  waiting_input: ProtoExitReason.EXIT_REASON_WAITING_INPUT,
 };
 
 /** The RuntimeServer gRPC service: translation between proto messages and the core. */
@@ -161,6 +162,15 @@ function toExecuteRequest(request: runtimeServerV1.ExecuteRequest): ExecuteReque
               mediaType: d.mediaType,
               optional: d.optional,
             })),
+          },
+    resume:
+      request.resume === undefined
+        ? undefined
+        : {
+            checkpoint: request.resume.checkpoint,
+            checkpointAttempt: request.resume.checkpointAttempt,
+            inputJson: request.resume.inputJson,
+            responseId: request.resume.responseId,
           },
   };
 }

@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import { signalGroup as signalProcessGroup } from '@kruntimes/host';
+import { readFile, readdir } from 'node:fs/promises';
+import { groupAlive, signalGroup as signalProcessGroup } from '@kruntimes/host';
 
 /**
  * Signals a child's whole process group. Children are spawned `detached` (their own
@@ -36,4 +37,53 @@ export async function terminateGroup(child: ChildProcess, graceMs: number): Prom
   signalGroup(child, 'SIGKILL');
   await exited(child);
   signalGroup(child, 'SIGKILL');
+}
+
+/** How often a group that must be gone is signalled and looked at again. */
+const GONE_POLL_MS = 25;
+
+/**
+ * SIGKILLs the group until none of its members is alive (zombies waiting for init are
+ * dead), at most `boundMs`. True when the group is gone. Linux reads /proc; elsewhere a
+ * group whose only members are zombies counts as alive until they are reaped.
+ */
+export async function killGroupUntilGone(pgid: number, boundMs: number): Promise<boolean> {
+  const deadline = Date.now() + boundMs;
+  // Look before signalling: a group found gone is never signalled again (its ID may be reused).
+  while (await groupHasLiveMembers(pgid)) {
+    if (Date.now() >= deadline) return false;
+    signalProcessGroup(pgid, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, GONE_POLL_MS));
+  }
+  return true;
+}
+
+/** Whether a process of group `pgid` is alive (not a zombie). */
+export async function groupHasLiveMembers(pgid: number): Promise<boolean> {
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return groupAlive(pgid);
+  }
+  const states = await Promise.all(
+    entries
+      .filter((entry) => /^\d+$/.test(entry))
+      .map(async (pid) => {
+        try {
+          return parseStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+        } catch {
+          return undefined; // gone meanwhile
+        }
+      }),
+  );
+  return states.some((stat) => stat?.pgid === pgid && stat.state !== 'Z' && stat.state !== 'X');
+}
+
+/** `pid (comm) state ppid pgrp ...`: comm may hold spaces and parentheses, so fields count from the last `)`. */
+export function parseStat(stat: string): { state: string; pgid: number } | undefined {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const state = fields[0];
+  const pgid = Number(fields[2]);
+  return state === undefined || !Number.isInteger(pgid) ? undefined : { state, pgid };
 }

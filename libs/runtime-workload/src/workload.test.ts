@@ -181,6 +181,19 @@ describe('runtimeWorkload', () => {
     expect(env(container(workload, CONTAINERS.runtimed)).KRT_RUNS_PER_POD).toBe('4');
   });
 
+  it('tells runtimed the Runtime capabilities, and only when it declares some (the spec hash of other Runtimes stays)', () => {
+    const declared = runtimeWorkload(runtime({ capabilities: ['checkpoint-v1'] }), config);
+    expect(env(container(declared, CONTAINERS.runtimed)).KRT_RUNTIME_CAPABILITIES).toBe('checkpoint-v1');
+    expect(Object.keys(env(container(declared, CONTAINERS.runtimeServer)))).not.toContain('KRT_RUNTIME_CAPABILITIES');
+    for (const capabilities of [undefined, []]) {
+      const plain = runtimeWorkload(runtime(capabilities === undefined ? {} : { capabilities }), config);
+      expect(Object.keys(env(container(plain, CONTAINERS.runtimed)))).not.toContain('KRT_RUNTIME_CAPABILITIES');
+      expect(plain.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(
+        runtimeWorkload(runtime(), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION],
+      );
+    }
+  });
+
   it.each([
     ['loopback', '127.0.0.1:7450', false],
     ['podIP', '$(POD_IP):7450', true],

@@ -48,6 +48,8 @@ export const ENV = {
   /** Where Runs' status.endpoint points, and the file of the CA it carries as caBundle. */
   gatewayHost: 'KRT_GATEWAY_HOST',
   gatewayCaFile: 'KRT_GATEWAY_CA_FILE',
+  /** The Runtime's spec.capabilities, comma-separated (set only when it declares any). */
+  capabilities: 'KRT_RUNTIME_CAPABILITIES',
 } as const;
 
 /**
@@ -308,6 +310,10 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       { name: ENV.tlsDir, value: RUNTIMED_TLS_MOUNT_PATH },
       { name: ENV.runsPerPod, value: String(runtime.spec.runs ?? DEFAULTS.runsPerPod) },
       { name: ENV.runtimeServerAddress, value: parts.address },
+      // Only when declared: a Runtime without capabilities keeps its spec hash (no rollout on upgrade).
+      ...(runtime.spec.capabilities === undefined || runtime.spec.capabilities.length === 0
+        ? []
+        : [{ name: ENV.capabilities, value: runtime.spec.capabilities.join(',') }]),
       ...gatewayEnv(config.gateway),
     ],
     ports: [

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { BOUNDS, artifactObjectKey } from '@kruntimes/api';
-import type { RunArtifacts } from '@kruntimes/api';
+import { BOUNDS, artifactObjectKey, runModeKind } from '@kruntimes/api';
+import type { DeclaredArtifact, RunArtifacts, RuntimeCapability } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
+import type { ErrorCode } from '@kruntimes/errors';
 import { artifactGrantsV1 } from '@kruntimes/proto';
 import type { runtimeServerV1 } from '@kruntimes/proto';
 import { checkListenAddress, errorMiddleware } from '@kruntimes/runtime-server-core';
@@ -11,8 +12,12 @@ import type { Server } from 'nice-grpc';
 import type { Logger } from 'pino';
 import { decideGrant } from '@kruntimes/run-state';
 import type { GrantInput, GrantRequest } from '@kruntimes/run-state';
-import type { StoreResolver } from './artifact-store.ts';
+import type { ResolvedStore, StoreResolver } from './artifact-store.ts';
+import { decideAwaitInput, decideCheckpointGrant } from './checkpoint-decision.ts';
+import type { CheckpointFacts, WaitingAttempt } from './checkpoint-decision.ts';
 import type { Epoch } from './epoch.ts';
+import { checkpointKey, recordWait, verifyCheckpoint } from './input-wait.ts';
+import type { WaitingExecution } from './input-wait.ts';
 import { NotOwnerError, StaleCacheError } from './run-client.ts';
 import type { RunClient } from './run-client.ts';
 
@@ -20,9 +25,12 @@ import type { RunClient } from './run-client.ts';
 const MAX_TOKENS = 1024;
 
 export interface ArtifactGrantsOptions {
-  /** Only `verify` is used: the fresh, fenced read that says whether the attempt is still current. */
-  runs: Pick<RunClient, 'verify'>;
+  /** `verify`: the fresh, fenced read that says whether the attempt is still current; `transition`: AwaitInput's WaitForInput. */
+  runs: Pick<RunClient, 'verify' | 'transition'>;
   stores: StoreResolver;
+  /** This runtimed's Runtime and its declared capabilities (checkpoint-v1: tasks may wait for input). */
+  runtime: string;
+  capabilities: readonly RuntimeCapability[];
   /** When the Pod Lease expires as this process last renewed it (PodLease.expiresAtMs). */
   leaseExpiresAtMs(): number | undefined;
   logger: Logger;
@@ -31,9 +39,15 @@ export interface ArtifactGrantsOptions {
   maxGrantSeconds?: number;
 }
 
+/** The fresh read's verdict, with what both grant kinds need of a current attempt. */
+type LiveAttempt =
+  Exclude<WaitingAttempt, { type: 'current' }> | (Extract<WaitingAttempt, { type: 'current' }> & { declared: readonly DeclaredArtifact[] });
+
 interface TokenHolder {
   epoch: Epoch;
   store: string;
+  /** The execution the token was given to (AwaitInput marks it); tests may register without one. */
+  execution: WaitingExecution | undefined;
 }
 
 /**
@@ -52,14 +66,18 @@ export class ArtifactGrants {
   }
 
   /** A new token for one execution of `epoch` (removed with `unregister` when it ends). */
-  register(epoch: Epoch, artifacts: ReadonlyDeep<RunArtifacts>): { token: string; declared: runtimeServerV1.DeclaredArtifact[] } {
+  register(
+    epoch: Epoch,
+    artifacts: ReadonlyDeep<RunArtifacts>,
+    execution?: WaitingExecution,
+  ): { token: string; declared: runtimeServerV1.DeclaredArtifact[] } {
     if (this.#tokens.size >= MAX_TOKENS) {
       const oldest = this.#tokens.keys().next();
       if (oldest.done !== true) this.#tokens.delete(oldest.value);
       this.#o.logger.warn({ max: MAX_TOKENS }, 'too many grant tokens: the oldest was withdrawn');
     }
     const token = randomBytes(32).toString('base64url');
-    this.#tokens.set(token, { epoch: { ...epoch }, store: artifacts.store });
+    this.#tokens.set(token, { epoch: { ...epoch }, store: artifacts.store, execution });
     const declared = artifacts.outputs.map((output) => ({
       artifactId: output.id,
       maxBytes: output.maxBytes,
@@ -102,14 +120,7 @@ export class ArtifactGrants {
     const { epoch, store: storeName } = holder;
     const store = await this.#o.stores(epoch.namespace, storeName);
     const key = artifactObjectKey(store.prefix, epoch.namespace, epoch.uid, epoch.attempt, decision.artifactId);
-    let presigned: Awaited<ReturnType<typeof store.objects.presignUpload>>;
-    try {
-      presigned = await store.objects.presignUpload(key, decision);
-    } catch (error) {
-      throw isKruntimesError(error)
-        ? error
-        : new KruntimesError('ArtifactStoreUnavailable', `presigning the upload failed: ${String(error)}`, { cause: error });
-    }
+    const presigned = await presign(store, key, decision);
     // The URL is a bearer capability for the upload: never logged.
     log.info(
       { artifactId: decision.artifactId, key, size: decision.size, expiresInSeconds: decision.expiresInSeconds },
@@ -118,17 +129,115 @@ export class ArtifactGrants {
     return { url: presigned.url, method: presigned.method, headers: { ...presigned.headers }, expiresAt: presigned.expiresAt };
   }
 
+  /**
+   * GrantCheckpoint: a presigned PUT of the attempt's checkpoint object, under the same
+   * conditions as an upload grant, for a task Run that can wait for input here.
+   */
+  async grantCheckpoint(request: artifactGrantsV1.GrantCheckpointRequest): Promise<artifactGrantsV1.GrantCheckpointResponse> {
+    const now = this.#o.now ?? Date.now;
+    const holder = this.#tokens.get(request.grantToken);
+    const attempt = holder === undefined ? ({ type: 'unknown' } as const) : await this.#waitingAttempt(holder.epoch);
+    const input = {
+      ...this.#checkpointFacts(attempt, request.size, request.sha256),
+      nowMs: now(),
+      leaseExpiresAtMs: this.#o.leaseExpiresAtMs(),
+    };
+    const decision = decideCheckpointGrant(
+      this.#o.maxGrantSeconds === undefined ? input : { ...input, maxGrantSeconds: this.#o.maxGrantSeconds },
+    );
+    const log = this.#log(holder);
+    // An unknown token is refused by the decision already; `holder` is checked for the type.
+    if (decision.type === 'refuse' || holder === undefined) throw refused(log, decision, 'checkpoint grant refused');
+    const store = await this.#o.stores(holder.epoch.namespace, decision.store);
+    const key = checkpointKey(store, holder.epoch, holder.epoch.attempt);
+    const presigned = await presign(store, key, decision);
+    // The URL is a bearer capability for the upload: never logged.
+    log.info({ key, size: decision.size, expiresInSeconds: decision.expiresInSeconds }, 'checkpoint grant issued');
+    return { url: presigned.url, method: presigned.method, headers: { ...presigned.headers }, expiresAt: presigned.expiresAt };
+  }
+
+  /**
+   * AwaitInput: the checks of GrantCheckpoint and a schema that compiles, the checkpoint
+   * found in the store exactly as said, then WaitingInput written (fenced) with the
+   * execution marked stopped on purpose. Answers only once the API server stored it.
+   */
+  async awaitInput(request: artifactGrantsV1.AwaitInputRequest): Promise<artifactGrantsV1.AwaitInputResponse> {
+    const holder = this.#tokens.get(request.grantToken);
+    const attempt = holder === undefined ? ({ type: 'unknown' } as const) : await this.#waitingAttempt(holder.epoch);
+    const decision = decideAwaitInput({
+      ...this.#checkpointFacts(attempt, request.checkpointSize, request.checkpointSha256),
+      schemaJson: request.schemaJson,
+    });
+    const log = this.#log(holder);
+    // An unknown token is refused by the decision already; `holder` is checked for the type.
+    if (decision.type === 'refuse' || holder === undefined) throw refused(log, decision, 'waiting for input refused');
+    const { epoch } = holder;
+    try {
+      await verifyCheckpoint(await this.#o.stores(epoch.namespace, decision.store), epoch, decision);
+    } catch (error) {
+      log.info(
+        { code: isKruntimesError(error) ? error.code : undefined, reason: String(error) },
+        'waiting for input refused: the checkpoint',
+      );
+      throw error;
+    }
+    await recordWait(this.#o.runs, epoch, holder.execution, decision, log);
+    return { attempt: epoch.attempt };
+  }
+
   /** A fresh, fenced read: the attempt is current only while the live Run is this epoch, Running, and not being cancelled. */
   async #attempt(epoch: Epoch): Promise<GrantInput['attempt']> {
+    const live = await this.#waitingAttempt(epoch);
+    return live.type === 'current' ? { type: 'current', declared: live.declared } : live;
+  }
+
+  async #waitingAttempt(epoch: Epoch): Promise<LiveAttempt> {
     try {
       const run = await this.#o.runs.verify(epoch, ['Running']);
       if (run.spec.cancelRequested === true) return { type: 'stale', why: 'its cancel was requested' };
-      return { type: 'current', declared: run.spec.artifacts?.outputs ?? [] };
+      return {
+        type: 'current',
+        mode: runModeKind(run.spec),
+        store: run.spec.artifacts?.store,
+        declared: run.spec.artifacts?.outputs ?? [],
+      };
     } catch (error) {
       if (error instanceof NotOwnerError || error instanceof StaleCacheError) return { type: 'stale', why: error.message };
       if (isKruntimesError(error)) throw error;
       throw new KruntimesError('OwnerUnavailable', 'could not read the Run to confirm the attempt', { cause: error });
     }
+  }
+
+  #checkpointFacts(attempt: WaitingAttempt, size: number, sha256: string): CheckpointFacts {
+    return { attempt, size, sha256, capabilities: this.#o.capabilities, runtime: this.#o.runtime };
+  }
+
+  /** Never the token: the Run UID and attempt only. */
+  #log(holder: TokenHolder | undefined): Logger {
+    return holder === undefined ? this.#o.logger : this.#o.logger.child({ runUID: holder.epoch.uid, attempt: holder.epoch.attempt });
+  }
+}
+
+/** The error answered for a refusal, logged with its code (no token, no URL). */
+function refused(log: Logger, decision: { type: string; code?: ErrorCode; message?: string }, what: string): KruntimesError {
+  const code = decision.code ?? 'StaleAttempt';
+  const message = decision.message ?? 'no running execution holds this grant token';
+  log.info({ code, reason: message }, what);
+  return new KruntimesError(code, message);
+}
+
+/** Presigns one PUT; a failure that is not already typed is the store's. */
+async function presign(
+  store: ResolvedStore,
+  key: string,
+  upload: Parameters<ResolvedStore['objects']['presignUpload']>[1],
+): Promise<Awaited<ReturnType<ResolvedStore['objects']['presignUpload']>>> {
+  try {
+    return await store.objects.presignUpload(key, upload);
+  } catch (error) {
+    throw isKruntimesError(error)
+      ? error
+      : new KruntimesError('ArtifactStoreUnavailable', `presigning the upload failed: ${String(error)}`, { cause: error });
   }
 }
 
@@ -153,9 +262,8 @@ export async function startArtifactGrantsServer(grants: ArtifactGrants, listen: 
   const server: Server = createServer().use(errorMiddleware(logger));
   server.add(artifactGrantsV1.ArtifactGrantsDefinition, {
     grantUpload: (request) => grants.grantUpload(request),
-    // Waiting for input (issue 18): served once runtimed implements it.
-    grantCheckpoint: () => Promise.reject(new KruntimesError('Unimplemented', 'waiting for input is not implemented yet')),
-    awaitInput: () => Promise.reject(new KruntimesError('Unimplemented', 'waiting for input is not implemented yet')),
+    grantCheckpoint: (request) => grants.grantCheckpoint(request),
+    awaitInput: (request) => grants.awaitInput(request),
   });
   const port = await server.listen(address);
   const bound = address.startsWith('unix:') ? address : `${address.slice(0, address.lastIndexOf(':'))}:${String(port)}`;

@@ -4,7 +4,8 @@ import type { runtimeServerV1 } from '@kruntimes/proto';
 import type { ArtifactGrants } from './artifact-grants.ts';
 import type { ArtifactFailureReason } from '@kruntimes/run-state';
 import type { ArtifactAttempt, ArtifactVerification } from './artifact-verification.ts';
-import type { ReconcileContext } from './run-work.ts';
+import type { CheckpointReader } from './resume.ts';
+import type { Execution, ReconcileContext } from './run-work.ts';
 
 /** What the task execution needs for Runs that declare artifacts. */
 export interface TaskArtifacts {
@@ -12,6 +13,8 @@ export interface TaskArtifacts {
   /** Where the Runtime Server reaches the ArtifactGrants service (loopback or unix socket). */
   grantAddress: string;
   verification: Pick<ArtifactVerification, 'verify' | 'removeOthers'>;
+  /** A continuation's checkpoint (status.resume), read and verified before Execute. */
+  checkpoints: Pick<CheckpointReader, 'load'>;
 }
 
 /**
@@ -22,10 +25,12 @@ export interface TaskArtifacts {
 export function grantAccess(
   artifacts: TaskArtifacts,
   { run, epoch }: ReconcileContext,
+  execution: Execution,
 ): { access: runtimeServerV1.ArtifactAccess; withdraw(): void } | undefined {
   const declared = run.spec.artifacts;
   if (declared === undefined) return undefined;
-  const { token, declared: outputs } = artifacts.grants.register(epoch, declared);
+  // The execution goes with the token: AwaitInput marks it stopped on purpose.
+  const { token, declared: outputs } = artifacts.grants.register(epoch, declared, execution);
   return {
     access: { grantAddress: artifacts.grantAddress, grantToken: token, declared: outputs },
     withdraw: () => {

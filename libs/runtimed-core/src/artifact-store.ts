@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /**
  * What runtimed needs of one ArtifactStore's objects: presign one upload, look at and
  * hash one object, list and remove under a prefix: the part of @kruntimes/artifacts-core's
@@ -12,6 +14,8 @@ export interface StoreObjects {
   stat(key: string): Promise<{ size: number } | undefined>;
   /** Streams the object and hashes it, reading at most `maxBytes` (more is an error); undefined when there is no such object. */
   sha256(key: string, maxBytes: number): Promise<{ sha256Hex: string; size: number } | undefined>;
+  /** The object's body as a stream (the caller consumes or destroys it); undefined when there is no such object. */
+  download(key: string): Promise<Readable | undefined>;
   /** The objects under a prefix (bounded by the implementation). */
   list(prefix: string): AsyncIterable<{ key: string }>;
   remove(keys: readonly string[]): Promise<void>;

@@ -104,36 +104,52 @@ async function inStore(store: ResolvedStore, target: ArtifactAttempt, expected: 
   const problems: ArtifactProblem[] = [];
   for (const artifact of expected) {
     const key = artifactObjectKey(store.prefix, target.namespace, target.uid, target.attempt, artifact.id);
-    const stat = await store.objects.stat(key);
-    if (stat === undefined) {
-      problems.push({ reason: RUN_REASONS.artifactMissing, message: `${artifact.id} is in the manifest but not in the store` });
-      continue;
-    }
-    if (stat.size !== artifact.size) {
-      problems.push({
-        reason: RUN_REASONS.artifactInvalid,
-        message: `${artifact.id}: the manifest says ${artifact.size} bytes, the store holds ${stat.size}`,
-      });
-      continue;
-    }
-    const found = await hashAtMost(store, key, artifact.size);
-    if (found === 'larger') {
-      problems.push({
-        reason: RUN_REASONS.artifactInvalid,
-        message: `${artifact.id}: the manifest says ${artifact.size} bytes, the stored object is larger`,
-      });
-      continue;
-    }
-    if (found === undefined) {
-      problems.push({ reason: RUN_REASONS.artifactMissing, message: `${artifact.id} is in the manifest but not in the store` });
-    } else if (found.size !== artifact.size || found.sha256Hex !== artifact.sha256Hex) {
-      problems.push({
-        reason: RUN_REASONS.artifactInvalid,
-        message: `${artifact.id}: the manifest says sha256 ${artifact.sha256Hex} (${artifact.size} bytes), the stored object has ${found.sha256Hex} (${found.size} bytes)`,
-      });
-    }
+    const problem = await checkStoredObject(store, key, artifact);
+    if (problem !== undefined) problems.push(problem);
   }
   return problems;
+}
+
+/**
+ * One object against what its uploader said: it exists (HEAD), has that size, and the
+ * SHA-256 runtimed computes by streaming at most that many bytes matches. Undefined when
+ * it does; errors reading the store propagate. Used for artifacts at exit 0 and for the
+ * checkpoint that AwaitInput records.
+ */
+export async function checkStoredObject(
+  store: ResolvedStore,
+  key: string,
+  artifact: Pick<ExpectedArtifact, 'id' | 'size' | 'sha256Hex'>,
+  /** Who said what the object should be, in messages. */
+  claimedBy = 'the manifest',
+): Promise<ArtifactProblem | undefined> {
+  const stat = await store.objects.stat(key);
+  if (stat === undefined) {
+    return { reason: RUN_REASONS.artifactMissing, message: `${artifact.id} is in ${claimedBy} but not in the store` };
+  }
+  if (stat.size !== artifact.size) {
+    return {
+      reason: RUN_REASONS.artifactInvalid,
+      message: `${artifact.id}: ${claimedBy} says ${artifact.size} bytes, the store holds ${stat.size}`,
+    };
+  }
+  const found = await hashAtMost(store, key, artifact.size);
+  if (found === 'larger') {
+    return {
+      reason: RUN_REASONS.artifactInvalid,
+      message: `${artifact.id}: ${claimedBy} says ${artifact.size} bytes, the stored object is larger`,
+    };
+  }
+  if (found === undefined) {
+    return { reason: RUN_REASONS.artifactMissing, message: `${artifact.id} is in ${claimedBy} but not in the store` };
+  }
+  if (found.size !== artifact.size || found.sha256Hex !== artifact.sha256Hex) {
+    return {
+      reason: RUN_REASONS.artifactInvalid,
+      message: `${artifact.id}: ${claimedBy} says sha256 ${artifact.sha256Hex} (${artifact.size} bytes), the stored object has ${found.sha256Hex} (${found.size} bytes)`,
+    };
+  }
+  return undefined;
 }
 
 /** The object's digest, or `larger` when it holds more than the manifest says (it changed since its HEAD). */

@@ -15,6 +15,7 @@ test('identity from the downward API and defaults for everything else', () => {
     pod: { name: IDENTITY.POD_NAME, namespace: 'demo', uid: IDENTITY.POD_UID, ip: '10.1.2.3' },
     runtime: 'python',
     language: 'python',
+    capabilities: [],
     runtimeServerAddress: '127.0.0.1:7450',
     grpcPort: 7443,
     peerPort: 7444,
@@ -31,6 +32,18 @@ test('identity from the downward API and defaults for everything else', () => {
     logLevel: 'info',
     containerRoot: '',
   });
+});
+
+test.each([
+  ['unset', undefined, []],
+  ['checkpoint-v1', 'checkpoint-v1', ['checkpoint-v1']],
+  ['spaces, repeats and empty items', ' checkpoint-v1 ,,checkpoint-v1', ['checkpoint-v1']],
+  // A newer controller-manager may declare what this runtimed does not know: not offered, not fatal.
+  ['an unknown one', 'teleport-v9,checkpoint-v1', ['checkpoint-v1']],
+  ['only unknown ones', 'teleport-v9', []],
+])('KRT_RUNTIME_CAPABILITIES %s', (_name, value, expected) => {
+  const env = value === undefined ? IDENTITY : { ...IDENTITY, KRT_RUNTIME_CAPABILITIES: value };
+  expect(loadConfig(env).capabilities).toEqual(expected);
 });
 
 test.each([

@@ -1,5 +1,13 @@
-import { DEFAULTS, RUNTIMED_TLS_MOUNT_PATH, RUNTIME_LANGUAGES, isDns1123Label, isDns1123Subdomain, isUid } from '@kruntimes/api';
-import type { RuntimeLanguage } from '@kruntimes/api';
+import {
+  DEFAULTS,
+  RUNTIMED_TLS_MOUNT_PATH,
+  RUNTIME_CAPABILITIES,
+  RUNTIME_LANGUAGES,
+  isDns1123Label,
+  isDns1123Subdomain,
+  isUid,
+} from '@kruntimes/api';
+import type { RuntimeCapability, RuntimeLanguage } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { checkListenAddress } from '@kruntimes/runtime-server-core';
 
@@ -13,6 +21,7 @@ import { checkListenAddress } from '@kruntimes/runtime-server-core';
  * | `POD_NAME`, `POD_NAMESPACE`, `POD_UID`, `POD_IP` | downward API (`metadata.*`, `status.podIP`) | required |
  * | `RUNTIME_NAME` | the Runtime this Pod belongs to | required |
  * | `RUNTIME_LANGUAGE` | `python` or `bash` (the Runtime's `spec.language`) | required |
+ * | `KRT_RUNTIME_CAPABILITIES` | the Runtime's `spec.capabilities`, comma-separated (`checkpoint-v1`: tasks may wait for input) | none |
  * | `KRT_RUNTIME_SERVER` | the local Runtime Server (`host:port` on loopback, or `unix:/path`) | `127.0.0.1:7450` |
  * | `KRT_GRPC_PORT` | FunctionRuntime over TLS (server auth only; callers: runtime-gateway) on the Pod IP | `7443` |
  * | `KRT_PEER_PORT` | FunctionRuntime over mTLS for peer hops between this Runtime's runtimeds | `7444` |
@@ -32,6 +41,11 @@ export interface RuntimedConfig {
   pod: PodIdentity;
   runtime: string;
   language: RuntimeLanguage;
+  /**
+   * What the Runtime declares in spec.capabilities, from the Pod template (the same
+   * template carries the image that has them: a Pod of an older template does not claim them).
+   */
+  capabilities: RuntimeCapability[];
   runtimeServerAddress: string;
   grpcPort: number;
   peerPort: number;
@@ -88,6 +102,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     pod,
     runtime,
     language: language as RuntimeLanguage,
+    capabilities: capabilities(read),
     runtimeServerAddress: read.optional('KRT_RUNTIME_SERVER') ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
     grpcPort,
     peerPort,
@@ -161,6 +176,16 @@ class EnvReader {
     if (!value.startsWith('/')) this.problems.push(`${name}=${JSON.stringify(value)} is not an absolute path`);
     return value;
   }
+}
+
+/**
+ * The declared capabilities this runtimed knows; others are ignored, not refused: a newer
+ * controller-manager may declare one that this (older) runtimed image does not have,
+ * which then simply is not offered.
+ */
+function capabilities(read: EnvReader): RuntimeCapability[] {
+  const listed = (read.optional('KRT_RUNTIME_CAPABILITIES') ?? '').split(',').map((item) => item.trim());
+  return RUNTIME_CAPABILITIES.filter((capability) => listed.includes(capability));
 }
 
 function podIdentity(read: EnvReader): PodIdentity {

@@ -1,5 +1,7 @@
 import { runtimeServerV1 } from '@kruntimes/proto';
+import type { Logger } from 'pino';
 import { RuntimeServerError } from './runtime-server.ts';
+import type { RuntimeServerClient } from './runtime-server.ts';
 
 const { ExecutionState } = runtimeServerV1;
 
@@ -102,4 +104,35 @@ export async function settleLostExecution(
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * An Execute stream broke before its end (runtimed did not close it): the Runtime
+ * Server's record decides, bounded by `waitMs`. An execution it still reports running is
+ * cancelled: it never runs on unaccounted for while the attempt is written off.
+ */
+export async function settleBrokenStream(
+  server: ExecutionLookup & Pick<RuntimeServerClient, 'cancel'>,
+  { epoch, log }: { epoch: { uid: string; attempt: number }; log: Logger },
+  executionId: string,
+  failure: unknown,
+  waitMs: number,
+  cancelGraceMs: number,
+): Promise<{ exited: runtimeServerV1.ExecutionExited | undefined; failure: unknown }> {
+  log.warn({ err: failure }, 'the execution stream ended without an exit: asking the Runtime Server what became of it');
+  try {
+    const exited = await settleLostExecution(server, epoch.uid, epoch.attempt, { waitMs });
+    log.info({ reason: exited.reason, exitCode: exited.exitCode }, 'the Runtime Server reported the ending that the stream lost');
+    return { exited, failure: undefined };
+  } catch (caught) {
+    const error = caught instanceof ExecutionLostError ? caught : new ExecutionLostError(String(caught), false, caught);
+    if (error.stillRunning) {
+      // Never leave it running unaccounted for while the attempt is written off.
+      await server.cancel(executionId, cancelGraceMs).catch((cancelError: unknown) => {
+        log.warn({ err: cancelError }, 'cancelling the lost execution failed');
+      });
+    }
+    log.warn({ err: error }, 'the execution is lost: its outcome is unknown');
+    return { exited: undefined, failure: error };
+  }
 }

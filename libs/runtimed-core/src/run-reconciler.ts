@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { TaskArtifacts } from './artifact-outcome.ts';
 import type { Epoch } from './epoch.ts';
 import { FunctionLifecycle } from './function-lifecycle.ts';
+import { letWaitingExecutionEnd } from './input-wait.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import { plain, planRun } from './plan.ts';
 import type { RunAction } from './plan.ts';
@@ -21,6 +22,9 @@ import { TaskExecution } from './task-execution.ts';
 import type { ConfigMapReader, Workspaces } from './workspace.ts';
 
 export { FUNCTION_POLL_MS } from './function-lifecycle.ts';
+
+/** On top of the cancel grace: how long an execution that waits for input gets to end on its own when released. */
+const WAITING_END_MARGIN_MS = 5_000;
 
 /** Look again this soon after acting on a cache that was behind the live Run. */
 const STALE_CACHE_RETRY_MS = 200;
@@ -211,7 +215,9 @@ export class RunReconciler {
     if (state === undefined) return;
     const log = this.#o.logger.child({ run: key, runUID: state.uid, attempt: state.attempt });
     if (state.execution !== undefined) {
-      state.execution.stoppedFor = 'release';
+      // The Runtime Server ends an execution that waits for input itself, right after the answer.
+      await letWaitingExecutionEnd(state.execution, this.#o.cancelGraceMs + WAITING_END_MARGIN_MS);
+      state.execution.stoppedFor ??= 'release';
       state.execution.abort.abort();
       await state.execution.done;
     }

@@ -31,8 +31,16 @@ export interface LocalState extends LocalRun {
 export interface Execution {
   id: string;
   abort: AbortController;
-  /** Set by whoever stops it on purpose, so the execution's own ending writes nothing. */
-  stoppedFor?: 'cancel' | 'expire' | 'release';
+  /**
+   * Set by whoever stops it on purpose, so the execution's own ending writes nothing.
+   * `waitingInput`: AwaitInput recorded (or is recording) WaitingInput for this attempt.
+   */
+  stoppedFor?: 'cancel' | 'expire' | 'release' | 'waitingInput';
+  /**
+   * While AwaitInput's status write is in flight: settles once it did (stoppedFor is then
+   * still `waitingInput` only if the write succeeded). An ending meanwhile waits for it.
+   */
+  waitWrite?: Promise<void>;
   /** What the Runtime Server reported at the end (kept for whoever stopped it to record). */
   exited?: { exitCode: number; signal: string };
   done: Promise<void>;

@@ -40,6 +40,8 @@ export interface ExecuteRequest {
   gracePeriodMs: number;
   /** Only for a task Run that declares artifacts: how the execution reaches runtimed's upload grants. */
   artifacts?: runtimeServerV1.ArtifactAccess;
+  /** Only for a continuation attempt (status.resume): the verified checkpoint and the response. */
+  resume?: runtimeServerV1.Resume;
 }
 
 export interface InvokeRequest {
@@ -154,6 +156,7 @@ export class RuntimeServerClient {
           gracePeriod: durationFromMillis(request.gracePeriodMs),
           ...(request.timeoutMs === undefined ? {} : { timeout: durationFromMillis(request.timeoutMs) }),
           ...(request.artifacts === undefined ? {} : { artifacts: request.artifacts }),
+          ...(request.resume === undefined ? {} : { resume: request.resume }),
         },
         {
           signal,

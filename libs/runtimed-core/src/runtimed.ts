@@ -19,6 +19,7 @@ import type { RuntimedMetrics } from './metrics.ts';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
+import { CheckpointReader } from './resume.ts';
 import { RunReconciler } from './run-reconciler.ts';
 import { RuntimeServerClient } from './runtime-server.ts';
 import type { ConfigMapReader } from './workspace.ts';
@@ -87,6 +88,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
       pod: pod.name,
       podUID: pod.uid,
       runtime: config.runtime,
+      capabilities: config.capabilities,
       grpcPort,
       peerPort,
       healthPort,
@@ -173,10 +175,22 @@ async function startArtifacts(
   leaseExpiresAtMs: () => number | undefined,
 ): Promise<{ task: TaskArtifacts; stop(): Promise<void> }> {
   const stores = kubernetesStoreResolver(kubeConfig);
-  const grants = new ArtifactGrants({ runs: clients.runs, stores, leaseExpiresAtMs, logger });
+  const grants = new ArtifactGrants({
+    runs: clients.runs,
+    stores,
+    leaseExpiresAtMs,
+    runtime: config.runtime,
+    capabilities: config.capabilities,
+    logger,
+  });
   const server = await startArtifactGrantsServer(grants, config.artifactGrantsAddress, logger);
   return {
-    task: { grants, grantAddress: server.address, verification: new ArtifactVerification({ stores }) },
+    task: {
+      grants,
+      grantAddress: server.address,
+      verification: new ArtifactVerification({ stores }),
+      checkpoints: new CheckpointReader({ stores }),
+    },
     stop: () => server.stop(),
   };
 }

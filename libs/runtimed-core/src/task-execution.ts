@@ -5,9 +5,11 @@ import { pathExists } from '@kruntimes/host';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
-import type { Logger } from 'pino';
 import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
-import { ExecutionLostError, settleLostExecution } from './lost-execution.ts';
+import { waitEnded } from './input-wait.ts';
+import { settleBrokenStream } from './lost-execution.ts';
+import { resumeFailed } from './resume.ts';
+import { STOPPED_OUTCOME, exitReasonName, logEvent } from './task-events.ts';
 import { NotOwnerError } from './run-client.ts';
 import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
 import { entrypointFile, runEnv } from './workspace.ts';
@@ -23,6 +25,17 @@ const MAX_REMEMBERED_EXECUTIONS = 10_000;
  * execution whose stream closed, so it ends within that period once it notices).
  */
 const LOST_EXECUTION_MARGIN_MS = 15_000;
+
+/** What an execution gets besides the Run: its artifacts access, and for a continuation the checkpoint and response. */
+interface ExecuteExtras {
+  artifacts: runtimeServerV1.ArtifactAccess | undefined;
+  resume: runtimeServerV1.Resume | undefined;
+}
+
+/** Read anew after an await: a stop may have marked the execution meanwhile. */
+function stopped(execution: Execution): boolean {
+  return execution.stoppedFor !== undefined;
+}
 
 /** How an execution's event stream ended: its exit, or the error that cut it. */
 interface StreamEnd {
@@ -112,24 +125,37 @@ export class TaskExecution {
   ): Promise<void> {
     const { o, now } = this.#w;
     const started = now();
-    // Only while it runs: a token of an ended execution is refused (StaleAttempt).
-    const grant = grantAccess(o.artifacts, ctx);
-    let streamEnd: StreamEnd;
-    try {
-      streamEnd = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs, grant?.access);
-    } finally {
-      grant?.withdraw();
+    // A continuation starts from its checkpoint, read and verified first (bounded retries).
+    const resume = await o.artifacts.checkpoints.load(ctx, execution.abort.signal);
+    let streamEnd: StreamEnd = { exited: undefined, failure: undefined };
+    // A stop while the checkpoint was read (cancel, expire, release) starts nothing.
+    if ((resume.type === 'none' || resume.type === 'ready') && !stopped(execution)) {
+      // Only while it runs: a token of an ended execution is refused (StaleAttempt).
+      const grant = grantAccess(o.artifacts, ctx, execution);
+      try {
+        streamEnd = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs, {
+          artifacts: grant?.access,
+          resume: resume.type === 'ready' ? resume.resume : undefined,
+        });
+      } finally {
+        grant?.withdraw();
+      }
     }
     const { exited, failure } = streamEnd;
     if (exited !== undefined) execution.exited = { exitCode: exited.exitCode, signal: exited.signal };
     const seconds = (now() - started) / 1000;
     try {
+      // An AwaitInput whose write is in flight decides whether this end is the wait's.
+      if (execution.waitWrite !== undefined) await execution.waitWrite;
       if (execution.stoppedFor !== undefined) {
-        // Whoever stopped it writes the outcome (Cancelled, Timeout) or nothing (released).
-        o.metrics.taskFinished(
-          execution.stoppedFor === 'cancel' ? 'cancelled' : execution.stoppedFor === 'expire' ? 'timeout' : 'released',
-          seconds,
-        );
+        // Whoever stopped it writes the outcome (Cancelled, Timeout, WaitingInput) or nothing (released).
+        o.metrics.taskFinished(STOPPED_OUTCOME[execution.stoppedFor], seconds);
+        if (execution.stoppedFor === 'waitingInput') await waitEnded(this.#w, ctx, exitReasonName(exited, failure));
+        return;
+      }
+      if (resume.type === 'failed' || resume.type === 'interrupted') {
+        o.metrics.taskFinished('failed', seconds);
+        await resumeFailed(this.#w, ctx, resume);
         return;
       }
       await this.#taskEnded(ctx, exited, failure, seconds);
@@ -157,11 +183,12 @@ export class TaskExecution {
     workdir: string,
     execution: Execution,
     lifetimeRemainingMs: number | undefined,
-    artifacts: runtimeServerV1.ArtifactAccess | undefined,
+    extra: ExecuteExtras,
   ): Promise<StreamEnd> {
-    const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs, artifacts);
+    const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs, extra);
     if (streamed.exited !== undefined || execution.abort.signal.aborted) return streamed;
-    return this.#settle(ctx, execution, streamed.failure);
+    const { o } = this.#w;
+    return settleBrokenStream(o.server, ctx, execution.id, streamed.failure, o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS, o.cancelGraceMs);
   }
 
   async #stream(
@@ -169,7 +196,7 @@ export class TaskExecution {
     workdir: string,
     execution: Execution,
     lifetimeRemainingMs: number | undefined,
-    artifacts: runtimeServerV1.ArtifactAccess | undefined,
+    { artifacts, resume }: ExecuteExtras,
   ): Promise<StreamEnd> {
     const { o } = this.#w;
     let exited: runtimeServerV1.ExecutionExited | undefined;
@@ -186,6 +213,7 @@ export class TaskExecution {
           timeoutMs: lifetimeRemainingMs,
           gracePeriodMs: o.cancelGraceMs,
           ...(artifacts === undefined ? {} : { artifacts }),
+          ...(resume === undefined ? {} : { resume }),
         },
         execution.abort.signal,
       );
@@ -197,27 +225,6 @@ export class TaskExecution {
       return { exited, failure: error };
     }
     return { exited, failure: undefined };
-  }
-
-  /** The stream broke before its end: the Runtime Server's record decides, bounded. */
-  async #settle({ epoch, log }: ReconcileContext, execution: Execution, failure: unknown): Promise<StreamEnd> {
-    const { o } = this.#w;
-    log.warn({ err: failure }, 'the execution stream ended without an exit: asking the Runtime Server what became of it');
-    try {
-      const exited = await settleLostExecution(o.server, epoch.uid, epoch.attempt, { waitMs: o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS });
-      log.info({ reason: exited.reason, exitCode: exited.exitCode }, 'the Runtime Server reported the ending that the stream lost');
-      return { exited, failure: undefined };
-    } catch (caught) {
-      const error = caught instanceof ExecutionLostError ? caught : new ExecutionLostError(String(caught), false, caught);
-      if (error.stillRunning) {
-        // Never leave it running unaccounted for while the attempt is written off.
-        await o.server.cancel(execution.id, o.cancelGraceMs).catch((cancelError: unknown) => {
-          log.warn({ err: cancelError }, 'cancelling the lost execution failed');
-        });
-      }
-      log.warn({ err: error }, 'the execution is lost: its outcome is unknown');
-      return { exited: undefined, failure: error };
-    }
   }
 
   async #taskEnded(
@@ -258,7 +265,8 @@ export class TaskExecution {
         await this.#w.attemptFailed(ctx, `could not start: ${message}`);
         return;
       case ExitReason.EXIT_REASON_CANCELLED:
-      // Only after runtimed recorded WaitingInput, which marks the execution stopped on purpose (issue 18).
+      // A wait runtimed recorded marks the execution stopped on purpose and never gets here:
+      // this one was not recorded, so the end is unexplained.
       case ExitReason.EXIT_REASON_WAITING_INPUT:
       case ExitReason.EXIT_REASON_UNSPECIFIED:
       case ExitReason.UNRECOGNIZED:
@@ -319,26 +327,5 @@ export class TaskExecution {
       const oldest = this.#executed.values().next();
       if (oldest.done !== true) this.#executed.delete(oldest.value);
     }
-  }
-}
-
-/** The task's output goes to structured logs, never into Run status. */
-function logEvent(log: Logger, event: Exclude<runtimeServerV1.ExecuteEvent['event'], { $case: 'exited' }>): void {
-  switch (event?.$case) {
-    case 'started':
-      log.info({ pid: event.started.pid }, 'task started');
-      break;
-    case 'log':
-      log.info(
-        {
-          stream: event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDERR ? 'stderr' : 'stdout',
-          line: event.log.text,
-          truncated: event.log.truncated || undefined,
-        },
-        'task output',
-      );
-      break;
-    case undefined:
-      break;
   }
 }

@@ -51,6 +51,8 @@ beforeAll(async () => {
     runs,
     stores: (ns, name) => stores(ns, name),
     leaseExpiresAtMs: () => leaseExpiresAtMs,
+    runtime: 'python',
+    capabilities: [],
     logger,
   });
   server = await startArtifactGrantsServer(grants, '127.0.0.1:0', logger);

@@ -60,7 +60,7 @@ beforeAll(async () => {
   const runtimed = kubeConfigFor({ server: cluster.info.server, caPem: cluster.info.caPem, user: 'runtimed', token });
   stores = kubernetesStoreResolver(runtimed);
   runs = new RunClient(runtimed);
-  grants = new ArtifactGrants({ runs, stores, leaseExpiresAtMs: () => leaseExpiresAtMs, logger });
+  grants = new ArtifactGrants({ runs, stores, leaseExpiresAtMs: () => leaseExpiresAtMs, runtime: 'python', capabilities: [], logger });
 });
 afterAll(async () => {
   await namespace.delete();

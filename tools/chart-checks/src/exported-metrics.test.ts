@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { renderManagerMetrics } from '@kruntimes/controller-manager-core';
+import { InputMetrics, renderManagerMetrics } from '@kruntimes/controller-manager-core';
 import { startMetricsServer } from '@kruntimes/gateway-core';
 import { startPrometheusMetrics } from '@kruntimes/runtimed-core';
 import { SchedulerMetrics } from '@kruntimes/scheduler-core';
@@ -53,7 +53,9 @@ async function expositions(): Promise<Record<string, string>> {
           runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1 }],
           runs: [{ namespace: 'ns', runtime: 'rt', phase: 'Pending', cleanupPending: false }],
           pods: [],
-        }) + new ScheduleMetrics().render(),
+        }) +
+        new ScheduleMetrics().render() +
+        new InputMetrics().render(),
       'stale-recovery': recovery.render(),
       runtimed: await scrape(`http://${LOOPBACK}:${runtimedPort}/metrics`),
       'runtime-gateway': await scrape(`http://${LOOPBACK}:${gateway.address.port}/metrics`),

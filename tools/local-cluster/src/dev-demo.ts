@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CHECKPOINT_CAPABILITY, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, waitOutcome } from '@kruntimes/run-state';
 import type { WaitTarget } from '@kruntimes/run-state';
@@ -69,7 +69,12 @@ export async function createDemoObjects(admin: KubeConfig): Promise<void> {
       apiVersion,
       kind: 'Runtime',
       metadata: { name: demo.runtime },
-      spec: { language: demo.language, runs: DEMO_RUNS_PER_POD },
+      // The Python Runtime Server can wait for input (docs/waiting-input.md): its demo Runtime says so.
+      spec: {
+        language: demo.language,
+        runs: DEMO_RUNS_PER_POD,
+        ...(demo.language === 'python' ? { capabilities: [CHECKPOINT_CAPABILITY] } : {}),
+      },
     });
     await create(RUN_PLURAL, {
       apiVersion,

@@ -1,7 +1,7 @@
 import type { Command } from '../args.ts';
 import { EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
-import { formatRuns } from '../output.ts';
+import { formatRuns, waitingHint } from '../output.ts';
 import type { CommandContext } from './context.ts';
 
 export async function getCommand(ctx: CommandContext, command: Extract<Command, { name: 'get' }>): Promise<ExitCode> {
@@ -11,5 +11,10 @@ export async function getCommand(ctx: CommandContext, command: Extract<Command, 
     return EXIT.ok;
   }
   ctx.io.stdout.write(formatRuns(runs, command.output, ctx.now()));
+  const [only] = runs;
+  if (command.run !== undefined && only !== undefined && (command.output === 'table' || command.output === 'wide')) {
+    const hint = waitingHint(only);
+    if (hint !== undefined) ctx.io.stderr.write(hint);
+  }
   return EXIT.ok;
 }

@@ -9,6 +9,7 @@ import { createReadStream } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { Refused, postEndpoint } from './local-endpoint.ts';
 
 const USAGE = `usage: krt-artifact put ID FILE [MEDIA_TYPE]
        krt-artifact grant ID SIZE SHA256 [MEDIA_TYPE]
@@ -24,42 +25,18 @@ interface Grant {
   expiresAt: string;
 }
 
-class Refused extends Error {
-  readonly code: string;
-
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
-}
-
 class Usage extends Error {}
 
 function claim(id: string, size: number, sha256: string, mediaType: string | undefined): Record<string, unknown> {
   return { artifactId: id, size, sha256, ...(mediaType === undefined ? {} : { mediaType }) };
 }
 
-async function endpoint(path: string, body: Record<string, unknown>): Promise<unknown> {
-  const base = process.env.KRT_ARTIFACTS_URL ?? '';
-  const token = process.env.KRT_ARTIFACTS_TOKEN ?? '';
-  if (base === '' || token === '') throw new Refused('ArtifactNotDeclared', 'KRT_ARTIFACTS_URL is not set: this Run declares no artifacts');
-  const response = await fetch(`${base}${path}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(ENDPOINT_TIMEOUT_MS),
-  });
-  const text = await response.text();
-  if (response.ok) return JSON.parse(text) as unknown;
-  let parsed: { code?: unknown; message?: unknown } = {};
-  try {
-    parsed = JSON.parse(text) as typeof parsed;
-  } catch {
-    // Not the endpoint's JSON error: report the status and the text.
-  }
-  throw new Refused(
-    typeof parsed.code === 'string' ? parsed.code : 'Internal',
-    typeof parsed.message === 'string' ? parsed.message : `HTTP ${String(response.status)}: ${text.slice(0, EXCERPT_BYTES)}`,
+function endpoint(path: string, body: Record<string, unknown>): Promise<unknown> {
+  return postEndpoint(
+    path,
+    body,
+    ENDPOINT_TIMEOUT_MS,
+    new Refused('ArtifactNotDeclared', 'KRT_ARTIFACTS_URL is not set: this Run declares no artifacts'),
   );
 }
 

@@ -87,6 +87,12 @@ export const ExitReason = {
    * EXIT_REASON_WAITING_INPUT - The execution asked for input through its local endpoint, runtimed confirmed that the
    * Run records the checkpoint and schema (WaitingInput), and the Runtime Server then
    * ended the process group. The exit code means nothing: the attempt is over.
+   * Reported whenever AwaitInput answered OK, even when a cancel or timeout had begun
+   * while it was in flight (the ending waits for that answer), and only once no process
+   * of the group is left alive (SIGKILL repeated, bounded at 10 s; past it the exit is
+   * reported anyway and a warning logged). AwaitInput that did not answer (its 30 s
+   * deadline, a broken connection) is answered to user code as an error and the
+   * execution goes on: whether runtimed recorded the wait is then runtimed's to settle.
    */
   EXIT_REASON_WAITING_INPUT: 5,
   UNRECOGNIZED: -1,
@@ -269,7 +275,11 @@ export interface ExecuteRequest {
    * the execution's local artifacts endpoint (KRT_ARTIFACTS_URL, KRT_ARTIFACTS_TOKEN in
    * its environment), forwards upload-grant requests to runtimed and keeps the
    * execution's ResultManifest. Unset: that endpoint answers ArtifactNotDeclared.
-   * Waiting for input (POST /v1/wait-for-input) goes through the same grant address.
+   * Waiting for input (POST /v1/wait-for-input) goes through the same grant address:
+   * the Runtime Server checks the bounds, calls GrantCheckpoint, PUTs the checkpoint
+   * itself, then calls AwaitInput; a refusal reaches user code and the execution goes
+   * on. One wait per execution at a time, none after one succeeded. Without artifacts
+   * the execution has no endpoint, and the helpers answer CheckpointUnsupported.
    */
   artifacts?:
     | ArtifactAccess
@@ -278,7 +288,11 @@ export interface ExecuteRequest {
    * Set on a continuation attempt (Run status.resume): the checkpoint that an earlier
    * attempt stored and the response that answered it. The Runtime Server writes them to
    * files in the execution's private directory and names them in the environment:
-   * KRT_CHECKPOINT_FILE, KRT_INPUT_FILE (the response data as JSON), KRT_RESPONSE_ID.
+   * KRT_CHECKPOINT_FILE, KRT_INPUT_FILE (the response data as JSON), KRT_RESPONSE_ID,
+   * KRT_RESUMED_FROM_ATTEMPT (checkpoint_attempt). Unset: none of these is set, even
+   * when env names one. A resume out of its bounds (checkpoint over 1 MiB, input not
+   * JSON or over 64 KiB, checkpoint_attempt not earlier than attempt, response_id not
+   * one) refuses the Execute with InvalidRequest.
    */
   resume?: Resume | undefined;
 }

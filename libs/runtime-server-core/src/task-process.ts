@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
+import { isAbsolute, relative, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { BOUNDS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import type { TaskCommand } from './adapter.ts';
+import type { ExecuteRequest } from './execution-service.ts';
+import { baseEnv } from './process-env.ts';
+import { RESUME_ENV_NAMES, resumeProblems } from './resume-files.ts';
+
+/** A task's process: stdin closed, stdout and stderr piped. */
+export type TaskProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+/**
+ * The task's process, leader of its own group (detached) so that it can be stopped
+ * whole. `platformEnv`: the artifacts endpoint and a continuation's resume variables.
+ */
+export function spawnTask(
+  command: TaskCommand,
+  request: ExecuteRequest,
+  outputsFile: string,
+  platformEnv: Readonly<Record<string, string>>,
+): TaskProcess {
+  const env: Record<string, string> = {
+    ...baseEnv(),
+    ...request.env,
+    ...command.env,
+    KRT_RUN_UID: request.runUid,
+    KRT_ATTEMPT: String(request.attempt),
+    KRT_EXECUTION_ID: request.executionId,
+    KRT_OUTPUTS_FILE: outputsFile,
+  };
+  // Only a continuation has them: a Run's own env cannot make a first attempt look resumed.
+  for (const name of RESUME_ENV_NAMES) Reflect.deleteProperty(env, name);
+  return spawn(command.command, command.args, {
+    cwd: request.workdir,
+    env: { ...env, ...platformEnv },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Undefined once the process has started; the error when it could not. */
+export function spawned(child: ChildProcess): Promise<Error | undefined> {
+  return new Promise<Error | undefined>((resolve) => {
+    child.once('spawn', () => {
+      resolve(undefined);
+    });
+    child.once('error', resolve);
+  });
+}
+
+export function validateExecute(request: ExecuteRequest): string {
+  const problems: string[] = [];
+  if (!isValidInvocationId(request.executionId)) problems.push('execution_id must be 1-128 bytes of visible ASCII');
+  if (!isUid(request.runUid)) problems.push('run_uid must be a Kubernetes UID');
+  if (!isAbsolute(request.workdir)) problems.push('workdir must be an absolute path');
+  const entrypoint = resolve(request.workdir, request.entrypoint);
+  const inside = relative(request.workdir, entrypoint);
+  if (request.entrypoint === '' || inside.startsWith('..') || isAbsolute(inside)) problems.push('entrypoint must be a path inside workdir');
+  if (Object.keys(request.env).length > BOUNDS.envCount) problems.push(`at most ${BOUNDS.envCount} env entries`);
+  if (Object.values(request.env).some((value) => utf8ByteLength(value) > BOUNDS.envValueBytes)) {
+    problems.push(`env values must be at most ${BOUNDS.envValueBytes} bytes`);
+  }
+  if (request.resume !== undefined) problems.push(...resumeProblems(request.resume, request.attempt));
+  if (problems.length > 0) throw new KruntimesError('InvalidRequest', problems.join('; '));
+  return entrypoint;
+}
+
+export async function withTimeout(promise: Promise<unknown>, ms: number, onTimeout: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('timeout');
+    }, ms);
+  });
+  const outcome = await Promise.race([promise.then(() => 'done' as const), expired]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') onTimeout();
+}
