@@ -27,7 +27,7 @@ import json, os, krt
 resumed = krt.resumed()
 if resumed is None:
     print("drafting")
-    krt.wait_for_input(${JSON.stringify(APPROVAL_SCHEMA)}, {"step": 1, "draft": "quarterly report"})
+    krt.wait_for_input(json.loads(${JSON.stringify(JSON.stringify(APPROVAL_SCHEMA))}), {"step": 1, "draft": "quarterly report"})
     raise SystemExit("wait_for_input returned")
 outputs = {
     "approved": json.dumps(resumed.input["approved"]),
