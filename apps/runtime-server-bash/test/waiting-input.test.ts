@@ -1,10 +1,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { executeToEnd, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
+import { executeToEnd, executionRequest, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
 import type { ArtifactGrantsStub, ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -63,40 +62,22 @@ describe('runtime-server-bash: waiting for input', () => {
     rmSync(workdir, { recursive: true, force: true });
   });
 
-  const request = (entrypoint: string, grantToken: string | undefined, extra: Partial<runtimeServerV1.ExecuteRequest> = {}) => {
-    const runUid = randomUUID();
-    return {
-      executionId: `${runUid}/1`,
-      runUid,
-      attempt: 1,
+  const request = (entrypoint: string, grantToken: string | undefined, extra: Partial<runtimeServerV1.ExecuteRequest> = {}) =>
+    executionRequest({
       workdir,
       entrypoint,
-      args: [],
-      env: {},
-      ...(grantToken === undefined ? {} : { artifacts: { grantAddress: grants.address, grantToken, declared: DECLARED } }),
-      ...extra,
-    };
-  };
+      ...(grantToken === undefined ? {} : { grants: { address: grants.address, token: grantToken, declared: DECLARED } }),
+      extra,
+    });
 
   it('krt-input wait stores the checkpoint, and the execution ends WAITING_INPUT with nothing of the script left running', async () => {
     const token = randomUUID();
     const req = request('wait.sh', token);
-    let pgid = 0;
-    let leftAtExit: number[] = [];
-    let exited: runtimeServerV1.ExecutionExited | undefined;
-    const lines: string[] = [];
-    for await (const { event } of server.client.execute(req)) {
-      if (event?.$case === 'started') pgid = event.started.pid;
-      if (event?.$case === 'log') lines.push(event.log.text);
-      if (event?.$case === 'exited') {
-        leftAtExit = await liveMembers(pgid);
-        exited = event.exited;
-      }
-    }
+    const { lines, exited, liveAtExit } = await executeToEnd(server.client, req);
     expect(lines.filter((line) => line.startsWith('not reached'))).toEqual([]);
     expect(lines[0]).toBe('waiting');
     expect(exited?.reason).toBe(ExitReason.EXIT_REASON_WAITING_INPUT);
-    expect(leftAtExit).toEqual([]);
+    expect(liveAtExit).toEqual([]);
     const sha256 = createHash('sha256').update(CHECKPOINT).digest('hex');
     const stored = grants.puts.filter((p) => p.path.startsWith(grants.checkpointPath(token)));
     expect(stored).toHaveLength(1);
@@ -141,15 +122,3 @@ describe('runtime-server-bash: waiting for input', () => {
     expect(first.stdout).toEqual(['set: .']);
   });
 });
-
-/** PIDs of live (not zombie) processes in group `pgid`, from /proc. */
-async function liveMembers(pgid: number): Promise<number[]> {
-  const live: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z') live.push(Number(entry));
-  }
-  return live;
-}

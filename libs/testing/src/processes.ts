@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 
 /** A process is gone when it does not exist or is a zombie waiting for its reaper. */
 export async function processGone(pid: number): Promise<boolean> {
@@ -23,4 +23,16 @@ export async function survivingProcesses(pids: readonly number[], timeoutMs = 5_
     if (alive.length === 0 || waited >= timeoutMs) return alive;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** PIDs of live (not zombie) processes in process group `pgid`, read from /proc. */
+export async function liveGroupMembers(pgid: number): Promise<number[]> {
+  const live: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z') live.push(Number(entry));
+  }
+  return live;
 }

@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import { createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
+import { liveGroupMembers } from './processes.ts';
 
 export interface ServerProcess {
   readonly child: ChildProcess;
@@ -69,6 +71,10 @@ export interface ExecutionTranscript {
   stdout: string[];
   stderr: string[];
   exited: runtimeServerV1.ExecutionExited | undefined;
+  /** The execution's process group (its pid), from `started`. */
+  pgid: number;
+  /** Processes of that group still alive when `exited` arrived: an end is reported only once none is. */
+  liveAtExit: number[];
 }
 
 /** Runs one execution on a Runtime Server and follows its stream to the end. */
@@ -76,13 +82,40 @@ export async function executeToEnd(
   client: Client<runtimeServerV1.RuntimeServerDefinition>,
   request: runtimeServerV1.ExecuteRequest,
 ): Promise<ExecutionTranscript> {
-  const transcript: ExecutionTranscript = { lines: [], stdout: [], stderr: [], exited: undefined };
+  const transcript: ExecutionTranscript = { lines: [], stdout: [], stderr: [], exited: undefined, pgid: 0, liveAtExit: [] };
   for await (const { event } of client.execute(request)) {
+    if (event?.$case === 'started') transcript.pgid = event.started.pid;
     if (event?.$case === 'log') {
       transcript.lines.push(event.log.text);
       (event.log.stream === runtimeServerV1.LogStream.LOG_STREAM_STDOUT ? transcript.stdout : transcript.stderr).push(event.log.text);
     }
-    if (event?.$case === 'exited') transcript.exited = event.exited;
+    if (event?.$case === 'exited') {
+      // Read before anything else can reap or kill: what was alive when the end was reported.
+      if (transcript.pgid > 0) transcript.liveAtExit = await liveGroupMembers(transcript.pgid);
+      transcript.exited = event.exited;
+    }
   }
   return transcript;
+}
+
+/** An ExecuteRequest of attempt 1 with a fresh Run UID, with artifacts access when `grantToken` is given. */
+export function executionRequest(options: {
+  workdir: string;
+  entrypoint: string;
+  grants?: { address: string; token: string; declared: runtimeServerV1.DeclaredArtifact[] };
+  extra?: Partial<runtimeServerV1.ExecuteRequest>;
+}): runtimeServerV1.ExecuteRequest {
+  const runUid = randomUUID();
+  const { workdir, entrypoint, grants, extra } = options;
+  return {
+    executionId: `${runUid}/1`,
+    runUid,
+    attempt: 1,
+    workdir,
+    entrypoint,
+    args: [],
+    env: {},
+    ...(grants === undefined ? {} : { artifacts: { grantAddress: grants.address, grantToken: grants.token, declared: grants.declared } }),
+    ...extra,
+  };
 }
