@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { executeToEnd, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
+import { executeToEnd, executionRequest, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
 import type { ArtifactGrantsStub, ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -58,18 +58,9 @@ describe('runtime-server-bash: artifacts', () => {
   });
 
   const run = async (entrypoint: string, grantToken: string = randomUUID()) => {
-    const runUid = randomUUID();
-    const { stdout, stderr, exited } = await executeToEnd(server.client, {
-      executionId: `${runUid}/1`,
-      runUid,
-      attempt: 1,
-      workdir,
-      entrypoint,
-      args: [],
-      env: {},
-      artifacts: { grantAddress: grants.address, grantToken, declared: DECLARED },
-    });
-    return { runUid, stdout, stderr, exited, grantToken };
+    const request = executionRequest({ workdir, entrypoint, grants: { address: grants.address, token: grantToken, declared: DECLARED } });
+    const { stdout, stderr, exited } = await executeToEnd(server.client, request);
+    return { runUid: request.runUid, stdout, stderr, exited, grantToken };
   };
 
   it('krt-artifact put uploads the exact bytes with the grant headers; grant and record are the low-level steps; an empty file; the manifest arrives', async () => {

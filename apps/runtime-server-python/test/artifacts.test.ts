@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { executeToEnd, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
+import { executeToEnd, executionRequest, startArtifactGrantsStub, startServerProcess } from '@kruntimes/testing';
 import type { ArtifactGrantsStub, ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -69,18 +69,13 @@ describe('runtime-server-python: artifacts', () => {
   });
 
   const run = async (entrypoint: string, grantToken: string = randomUUID(), withArtifacts = true) => {
-    const runUid = randomUUID();
-    const { lines, exited } = await executeToEnd(server.client, {
-      executionId: `${runUid}/1`,
-      runUid,
-      attempt: 1,
+    const request = executionRequest({
       workdir,
       entrypoint,
-      args: [],
-      env: {},
-      ...(withArtifacts ? { artifacts: { grantAddress: grants.address, grantToken, declared: DECLARED } } : {}),
+      ...(withArtifacts ? { grants: { address: grants.address, token: grantToken, declared: DECLARED } } : {}),
     });
-    return { runUid, lines, exited, grantToken };
+    const { lines, exited } = await executeToEnd(server.client, request);
+    return { runUid: request.runUid, lines, exited, grantToken };
   };
 
   it('krt.artifacts.put uploads the exact bytes with the grant headers, and the manifest arrives in ExecutionExited and GetExecution', async () => {
