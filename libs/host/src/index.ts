@@ -4,3 +4,4 @@ export { stopOnSignals } from './signals.ts';
 export type { SignalLogger } from './signals.ts';
 export { Watchdog } from './watchdog.ts';
 export type { WatchdogOptions } from './watchdog.ts';
+export { writeBoundedFile } from './bounded-file.ts';

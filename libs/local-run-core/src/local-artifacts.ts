@@ -1,11 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DEFAULTS, RUN_REASONS } from '@kruntimes/api';
+import { writeBoundedFile } from '@kruntimes/host';
 import type { ArtifactRecord, RunArtifacts } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { artifactGrantsV1 } from '@kruntimes/proto';
@@ -192,7 +193,7 @@ export class LocalArtifacts {
     this.#grants.delete(match[1] ?? '');
     const temp = join(this.#dir, `.upload-${randomBytes(6).toString('hex')}`);
     try {
-      const stored = await writeBounded(request, temp, grant.size);
+      const stored = await writeBoundedFile(request, temp, grant.size);
       if (stored.size !== grant.size || stored.sha256Hex !== grant.sha256Hex) {
         await rm(temp, { force: true });
         answer(400, `BadDigest: the body is not the granted ${String(grant.size)} bytes with the granted sha256`);
@@ -262,23 +263,4 @@ function sameSecret(given: string, expected: string): boolean {
   const a = Buffer.from(given);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** Writes at most `limit` + 1 bytes of the body to `path` (0600), hashing them; stops reading past the limit. */
-async function writeBounded(body: IncomingMessage, path: string, limit: number): Promise<{ size: number; sha256Hex: string }> {
-  const hash = createHash('sha256');
-  const file = await open(path, 'wx', 0o600);
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const bytes = chunk as Buffer;
-      size += bytes.length;
-      if (size > limit) break;
-      hash.update(bytes);
-      await file.write(bytes);
-    }
-  } finally {
-    await file.close();
-  }
-  return { size, sha256Hex: hash.digest('hex') };
 }

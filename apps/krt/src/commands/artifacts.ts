@@ -1,12 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, open, rename, rm } from 'node:fs/promises';
+import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { Readable } from 'node:stream';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { artifactObjectKey } from '@kruntimes/api';
+import { writeBoundedFile } from '@kruntimes/host';
 import type { ArtifactRecord, Run } from '@kruntimes/api';
 import { ArtifactObjects, resolveArtifactStore } from '@kruntimes/artifacts-core';
 import { currentPhase } from '@kruntimes/run-state';
@@ -79,7 +79,7 @@ async function download(ctx: CommandContext, run: Run, record: ArtifactRecord, t
   try {
     const body = await objects.download(key);
     if (body === undefined) throw new CliError(EXIT.notFound, `the object of artifact "${record.id}" is not in the store (${key})`);
-    const stored = await writeBounded(body, temp, record.size);
+    const stored = await writeBoundedFile(body, temp, record.size).finally(() => body.destroy());
     const digest = `sha256:${stored.sha256Hex}`;
     if (stored.size !== record.size || digest !== record.digest) {
       throw new CliError(
@@ -100,26 +100,6 @@ async function download(ctx: CommandContext, run: Run, record: ArtifactRecord, t
     if (!renamed) await rm(temp, { force: true });
     if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true });
   }
-}
-
-/** Writes at most `limit` + 1 bytes of `body` to `path` (mode 0600), hashing them; stops reading past the limit. */
-async function writeBounded(body: Readable, path: string, limit: number): Promise<{ size: number; sha256Hex: string }> {
-  const hash = createHash('sha256');
-  const file = await open(path, 'wx', 0o600);
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const bytes = chunk as Buffer;
-      size += bytes.length;
-      if (size > limit) break;
-      hash.update(bytes);
-      await file.write(bytes);
-    }
-  } finally {
-    body.destroy();
-    await file.close();
-  }
-  return { size, sha256Hex: hash.digest('hex') };
 }
 
 async function copyToStdout(path: string, io: CliIo): Promise<void> {
