@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RUN_REASONS, artifactObjectKey, artifactRunPrefix } from '@kruntimes/api';
 import type { ArtifactRecord, DeclaredArtifact } from '@kruntimes/api';
 import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
@@ -6,13 +5,13 @@ import type { Logger } from 'pino';
 import { checkManifest, summarizeProblems } from '@kruntimes/run-state';
 import type { ArtifactProblem, ExpectedArtifact, ManifestEntryInput } from '@kruntimes/run-state';
 import type { ResolvedStore, StoreResolver } from './artifact-store.ts';
+import { DEFAULT_STORE_RETRY_DELAYS_MS, StoreUnreadableError, readStoreRetrying } from './store-retry.ts';
 
 /**
  * Waits between passes over the store when it could not be read: four passes over about
  * 20 s, well within a Pod Lease (90 s by default), after which the attempt counts as
  * interrupted (the code may have done its work; the platform could not confirm it).
  */
-export const DEFAULT_STORE_RETRY_DELAYS_MS: readonly number[] = [2_000, 6_000, 12_000];
 
 /** The attempt whose artifacts are checked. */
 export interface ArtifactAttempt {
@@ -53,27 +52,26 @@ export class ArtifactVerification {
     if (manifestProblem !== undefined) return { type: 'failed', ...manifestProblem };
     // Nothing named (every output optional): nothing to look for in the store.
     if (checked.expected.length === 0) return { type: 'verified', records: [] };
-    for (let pass = 0; ; pass += 1) {
-      try {
-        const store = await this.#stores(target.namespace, target.store);
-        const problem = summarizeProblems(await inStore(store, target, checked.expected));
-        if (problem !== undefined) return { type: 'failed', ...problem };
-        return {
-          type: 'verified',
-          records: checked.expected.map(({ id, sha256Hex, size, mediaType }) => ({ id, digest: `sha256:${sha256Hex}`, size, mediaType })),
-        };
-      } catch (error) {
-        const delay = this.#delays[pass];
-        if (delay === undefined) {
-          throw new KruntimesError(
-            'ArtifactStoreUnavailable',
-            `could not verify the artifacts in store ${target.store} after ${pass + 1} tries: ${errorText(error)}`,
-            { cause: error },
-          );
-        }
-        log.warn({ err: error, pass: pass + 1, retryInMs: delay }, 'the artifact store could not be read; verifying again');
-        await sleep(delay);
-      }
+    const read = async (): Promise<VerificationOutcome> => {
+      const store = await this.#stores(target.namespace, target.store);
+      const problem = summarizeProblems(await inStore(store, target, checked.expected));
+      if (problem !== undefined) return { type: 'failed', ...problem };
+      return {
+        type: 'verified',
+        records: checked.expected.map(({ id, sha256Hex, size, mediaType }) => ({ id, digest: `sha256:${sha256Hex}`, size, mediaType })),
+      };
+    };
+    try {
+      return await readStoreRetrying(read, { delaysMs: this.#delays, log, what: 'verifying' });
+    } catch (error) {
+      if (!(error instanceof StoreUnreadableError)) throw error;
+      throw new KruntimesError(
+        'ArtifactStoreUnavailable',
+        `could not verify the artifacts in store ${target.store} after ${error.message}`,
+        {
+          cause: error.cause,
+        },
+      );
     }
   }
 
@@ -164,8 +162,4 @@ async function hashAtMost(
     if (isKruntimesError(error) && error.code === 'ArtifactTooLarge') return 'larger';
     throw error;
   }
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

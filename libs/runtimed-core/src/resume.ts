@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { BOUNDS, RUN_REASONS } from '@kruntimes/api';
 import type { ResumeStatus } from '@kruntimes/api';
 import type { runtimeServerV1 } from '@kruntimes/proto';
 import type { Logger } from 'pino';
 import type { ResolvedStore, StoreResolver } from './artifact-store.ts';
-import { DEFAULT_STORE_RETRY_DELAYS_MS } from './artifact-verification.ts';
+import { DEFAULT_STORE_RETRY_DELAYS_MS, StoreUnreadableError, readStoreRetrying } from './store-retry.ts';
 import { checkpointKey } from './input-wait.ts';
 import type { ReconcileContext, RunWork } from './run-work.ts';
 
@@ -93,25 +92,20 @@ export class CheckpointReader {
         message: 'the Run continues from a checkpoint but declares no spec.artifacts store',
       };
     }
-    for (let pass = 0; ; pass += 1) {
-      try {
-        const store = await this.#stores(epoch.namespace, storeName);
-        const read = await readAtMost(store, checkpointKey(store, epoch, resume.checkpoint.attempt), BOUNDS.checkpointBytes);
-        const decision = decideResume(resume, read);
-        logLoaded(log, resume, decision);
-        return decision;
-      } catch (error) {
-        const delay = this.#delays[pass];
-        const message = error instanceof Error ? error.message : String(error);
-        if (delay === undefined || signal.aborted) {
-          return {
-            type: 'interrupted',
-            message: `could not read the checkpoint of attempt ${String(resume.checkpoint.attempt)} from store ${storeName} after ${String(pass + 1)} tries: ${message}`,
-          };
-        }
-        log.warn({ err: error, pass: pass + 1, retryInMs: delay }, 'the artifact store could not be read; reading the checkpoint again');
-        await sleep(delay, undefined, { signal }).catch(() => undefined);
-      }
+    const read = async (): Promise<ResumeLoad> => {
+      const store = await this.#stores(epoch.namespace, storeName);
+      return decideResume(resume, await readAtMost(store, checkpointKey(store, epoch, resume.checkpoint.attempt), BOUNDS.checkpointBytes));
+    };
+    try {
+      const decision = await readStoreRetrying(read, { delaysMs: this.#delays, log, what: 'reading the checkpoint', signal });
+      logLoaded(log, resume, decision);
+      return decision;
+    } catch (error) {
+      if (!(error instanceof StoreUnreadableError)) throw error;
+      return {
+        type: 'interrupted',
+        message: `could not read the checkpoint of attempt ${String(resume.checkpoint.attempt)} from store ${storeName} after ${error.message}`,
+      };
     }
   }
 }
