@@ -273,7 +273,9 @@ test(
       reason: 'OwnerLost',
       attempt: 1,
     });
-    expect((await env.waitForRun('once', 'Failed', (run) => currentPhase(run) === 'Failed')).status).toMatchObject({
+    // The message goes into the comparison so that a failure shows who ended it and why.
+    const once = (await env.waitForRun('once', 'Failed', (run) => currentPhase(run) === 'Failed')).status;
+    expect({ reason: once?.reason, attempt: once?.attempt, message: once?.message }).toMatchObject({
       reason: 'RetriesExhausted',
       attempt: 1,
     });
