@@ -9,7 +9,7 @@ import { createReadStream } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { Refused, postEndpoint } from './local-endpoint.ts';
+import { Refused, Usage, postEndpoint, reportFailure } from './local-endpoint.ts';
 
 const USAGE = `usage: krt-artifact put ID FILE [MEDIA_TYPE]
        krt-artifact grant ID SIZE SHA256 [MEDIA_TYPE]
@@ -24,8 +24,6 @@ interface Grant {
   headers: Record<string, string>;
   expiresAt: string;
 }
-
-class Usage extends Error {}
 
 function claim(id: string, size: number, sha256: string, mediaType: string | undefined): Record<string, unknown> {
   return { artifactId: id, size, sha256, ...(mediaType === undefined ? {} : { mediaType }) };
@@ -112,12 +110,5 @@ async function main(argv: readonly string[]): Promise<unknown> {
 try {
   process.stdout.write(`${JSON.stringify(await main(process.argv.slice(2)))}\n`);
 } catch (error) {
-  if (error instanceof Usage) {
-    process.stderr.write(`${error.message}\n`);
-    process.exitCode = 2;
-  } else {
-    const code = error instanceof Refused ? error.code : ((error as NodeJS.ErrnoException).code ?? 'Internal');
-    process.stderr.write(`krt-artifact: ${code}: ${(error as Error).message}\n`);
-    process.exitCode = 1;
-  }
+  reportFailure('krt-artifact', error);
 }

@@ -11,7 +11,7 @@
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { Refused, postEndpoint } from './local-endpoint.ts';
+import { Refused, Usage, postEndpoint, reportFailure } from './local-endpoint.ts';
 
 const USAGE = 'usage: krt-input wait --schema JSON|@FILE --checkpoint FILE|-';
 const CHECKPOINT_BYTES = 1024 * 1024;
@@ -20,8 +20,6 @@ const INPUT_SCHEMA_BYTES = 16 * 1024;
 const WAIT_TIMEOUT_MS = 180_000;
 // After a successful wait the Runtime Server ends the group at once; this is the fallback.
 const ENDING_WAIT_MS = 60_000;
-
-class Usage extends Error {}
 
 async function readSchema(argument: string): Promise<unknown> {
   const text = argument.startsWith('@') ? await readFile(argument.slice(1), 'utf8') : argument;
@@ -85,12 +83,5 @@ try {
   await new Promise((resolve) => setTimeout(resolve, ENDING_WAIT_MS));
   process.kill(0, 'SIGKILL');
 } catch (error) {
-  if (error instanceof Usage) {
-    process.stderr.write(`${error.message}\n`);
-    process.exitCode = 2;
-  } else {
-    const code = error instanceof Refused ? error.code : ((error as NodeJS.ErrnoException).code ?? 'Internal');
-    process.stderr.write(`krt-input: ${code}: ${(error as Error).message}\n`);
-    process.exitCode = 1;
-  }
+  reportFailure('krt-input', error);
 }

@@ -45,3 +45,21 @@ export async function postEndpoint(path: string, body: unknown, timeoutMs: numbe
     typeof parsed.message === 'string' ? parsed.message : `HTTP ${String(response.status)}: ${text.slice(0, EXCERPT_BYTES)}`,
   );
 }
+
+/** Misuse of a command: its usage text goes to stderr and it exits 2. */
+export class Usage extends Error {}
+
+/**
+ * How both commands end on an error: misuse exits 2 with the usage; anything else (a
+ * refusal with its stable code, an I/O error) exits 1 with `command: Code: message`.
+ */
+export function reportFailure(command: string, error: unknown): void {
+  if (error instanceof Usage) {
+    process.stderr.write(`${error.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const code = error instanceof Refused ? error.code : ((error as NodeJS.ErrnoException).code ?? 'Internal');
+  process.stderr.write(`${command}: ${code}: ${(error as Error).message}\n`);
+  process.exitCode = 1;
+}
