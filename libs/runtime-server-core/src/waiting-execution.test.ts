@@ -104,31 +104,14 @@ const request = (entrypoint: string, grantToken: string | undefined, extra: Part
   };
 };
 
-/** Follows the stream; at `exited`, records whether any process of the group was still alive. */
-async function executeWatchingGroup(req: runtimeServerV1.ExecuteRequest) {
-  let pgid = 0;
-  let aliveAtExit: boolean | undefined;
-  let exited: runtimeServerV1.ExecutionExited | undefined;
-  const lines: string[] = [];
-  for await (const { event } of client.execute(req)) {
-    if (event?.$case === 'started') pgid = event.started.pid;
-    if (event?.$case === 'log') lines.push(event.log.text);
-    if (event?.$case === 'exited') {
-      aliveAtExit = await groupHasLiveMembers(pgid);
-      exited = event.exited;
-    }
-  }
-  return { pgid, aliveAtExit, exited, lines };
-}
-
 describe('an execution that waits for input', () => {
   it('ends WAITING_INPUT once runtimed recorded it, with no process of its group left; the store has the exact checkpoint', async () => {
     const token = randomUUID();
     stub.attempts.set(token, 3);
     const req = request('wait.mjs', token, { attempt: 3 });
-    const { pgid, aliveAtExit, exited, lines } = await executeWatchingGroup(req);
+    const { pgid, liveAtExit, exited, lines } = await executeToEnd(client, req);
     expect(pgid).toBeGreaterThan(1);
-    expect(aliveAtExit).toBe(false);
+    expect(liveAtExit).toEqual([]);
     expect(lines[0]).toMatch(/^sleeper \d+$/);
     expect(lines).not.toContain('still running');
     expect(exited).toMatchObject({
@@ -167,7 +150,7 @@ describe('an execution that waits for input', () => {
     );
     const req = request('wait.mjs', token);
     const awaits = stub.awaits.length;
-    const run = executeWatchingGroup(req);
+    const run = executeToEnd(client, req);
     await until(() => Promise.resolve(stub.awaits.length > awaits));
     expect(await client.cancelExecution({ executionId: req.executionId, gracePeriod: durationFromMillis(0) })).toEqual({ found: true });
     // The whole group is gone while runtimed has not answered yet.
