@@ -5,6 +5,7 @@ import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
+import { testWorkloadConfig } from '@kruntimes/testing';
 import type { NamespaceAccess } from '@kruntimes/testing';
 import { fileLogger } from './logs.ts';
 import type { RecordingLogger } from './logs.ts';
@@ -44,13 +45,7 @@ async function startControllerManager(
     namespace: options.namespace,
     logger,
     internalCa,
-    workload: {
-      runtimedImage: 'kruntimes/runtimed:dev',
-      runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
-      serviceAccountName: 'default',
-      runtimeServerListen: 'podIP',
-      terminationGracePeriodSeconds: 3,
-    },
+    workload: testWorkloadConfig({ terminationGracePeriodSeconds: 3 }),
   });
   await manager.start();
   options.started.push(manager);

@@ -25,7 +25,7 @@ import { LocalNode } from '@kruntimes/local-node';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { CONTAINERS, podLabelSelector } from '@kruntimes/runtime-workload';
-import { Cluster, NamespaceAccess, REPO_ROOT, kubeConfigFor, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, REPO_ROOT, kubeConfigFor, waitFor, testWorkloadConfig } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import {
   createCertificateAuthority,
@@ -102,14 +102,10 @@ async function start(options: {
     internalCa: options.ca ?? internalCa,
     namespace: namespace.name,
     logger: logger(),
-    workload: {
-      runtimedImage: 'kruntimes/runtimed:dev',
-      runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
-      serviceAccountName: 'default',
-      runtimeServerListen: 'podIP',
+    workload: testWorkloadConfig({
       terminationGracePeriodSeconds: 2,
       ...(options.gateway === undefined ? {} : { gateway: options.gateway }),
-    },
+    }),
     ...(options.finishedRunsPerRuntime === undefined ? {} : { finishedRunsPerRuntime: options.finishedRunsPerRuntime }),
   });
   await manager.start();

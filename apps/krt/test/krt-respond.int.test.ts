@@ -12,7 +12,7 @@ import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { runInputName } from '@kruntimes/input-core';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, NamespaceAccess, kubeconfigYaml, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, kubeconfigYaml, waitFor, testWorkloadConfig } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import { runKrt } from './run-krt.ts';
@@ -56,12 +56,7 @@ beforeEach(async () => {
     internalCa: await createCertificateAuthority(),
     namespace: namespace.name,
     logger,
-    workload: {
-      runtimedImage: 'kruntimes/runtimed:dev',
-      runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
-      serviceAccountName: 'default',
-      runtimeServerListen: 'podIP',
-    },
+    workload: testWorkloadConfig(),
   });
   await manager.start();
 });

@@ -14,7 +14,7 @@ import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
-import { Cluster, NamespaceAccess, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, REPO_ROOT, waitFor, testWorkloadConfig } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -122,13 +122,7 @@ export class Environment {
       kubeConfig: await serviceAccountKubeConfig(namespace.name, 'controller-manager', CONTROLLER_MANAGER_RULES),
       namespace: namespace.name,
       logger,
-      workload: {
-        runtimedImage: 'kruntimes/runtimed:dev',
-        runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
-        serviceAccountName: 'default',
-        runtimeServerListen: 'podIP',
-        terminationGracePeriodSeconds: 2,
-      },
+      workload: testWorkloadConfig({ terminationGracePeriodSeconds: 2 }),
       ...(options.finishedRunsPerRuntime === undefined ? {} : { finishedRunsPerRuntime: options.finishedRunsPerRuntime }),
     });
     await manager.start();

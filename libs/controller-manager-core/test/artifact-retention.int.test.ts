@@ -14,7 +14,7 @@ import type { ArtifactStore, Run, RunSpec } from '@kruntimes/api';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, NamespaceAccess, ObjectStore, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, ObjectStore, waitFor, testWorkloadConfig } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -64,13 +64,7 @@ async function startManager(): Promise<void> {
     internalCa,
     namespace: namespace.name,
     logger,
-    workload: {
-      runtimedImage: 'kruntimes/runtimed:dev',
-      runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
-      serviceAccountName: 'default',
-      runtimeServerListen: 'podIP',
-      terminationGracePeriodSeconds: 2,
-    },
+    workload: testWorkloadConfig({ terminationGracePeriodSeconds: 2 }),
     artifactCleanupIntervalMs: 1_000,
     // Every Run of this test is in the cache before its objects are written.
     artifactUnknownRunGraceMs: 0,

@@ -9,7 +9,7 @@ import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { runInputName } from '@kruntimes/input-core';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
-import { Cluster, NamespaceAccess, waitFor } from '@kruntimes/testing';
+import { Cluster, NamespaceAccess, waitFor, testWorkloadConfig } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
@@ -58,13 +58,7 @@ async function startManager(): Promise<void> {
     internalCa,
     namespace: namespace.name,
     logger,
-    workload: {
-      runtimedImage: 'kruntimes/runtimed:dev',
-      runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
-      serviceAccountName: 'default',
-      runtimeServerListen: 'podIP',
-      terminationGracePeriodSeconds: 2,
-    },
+    workload: testWorkloadConfig({ terminationGracePeriodSeconds: 2 }),
   });
   await manager.start();
 }

@@ -17,3 +17,4 @@ export * from './https-stub.ts';
 export * from './namespace-access.ts';
 export * from './artifact-grants-server.ts';
 export * from './object-store.ts';
+export * from './workload-config.ts';
