@@ -2,12 +2,23 @@
 # Builds the upstream control-plane binaries (kube-apiserver, kube-controller-manager,
 # etcd) and SeaweedFS's `weed` (the S3-compatible object store for artifacts) from their
 # Go modules into a cache outside the repository, keyed by version. A second run with the
-# same versions only verifies the cached binaries.
+# same versions only verifies the cached binaries. With --node it also builds what the
+# real node runs (tools/real-node): kubelet, kube-proxy and kubectl from the same
+# k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd) and
+# coredns (./coredns); the test suite never asks for those.
 #
-# Usage: tools/kube-binaries/build.sh            # prints the bin directory on stdout
+# Usage: tools/kube-binaries/build.sh [--node]   # prints the bin directory on stdout
 # Env:   KRT_KUBE_BIN_CACHE  cache root (default: $XDG_CACHE_HOME/kruntimes or ~/.cache/kruntimes)
 set -euo pipefail
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
+
+node=false
+case "${1-}" in
+  '') ;;
+  --node) node=true ;;
+  *) echo "usage: $0 [--node]" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "usage: $0 [--node]" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 module_version() { # module dir, module path -> version from go.mod
@@ -26,20 +37,22 @@ mkdir -p "$bin_dir"
 
 log() { printf '[kube-binaries] %s\n' "$*" >&2; }
 
-verify() { # name, expected substring of its version output, version argument (default --version)
-  local out
-  out=$("$bin_dir/$1" "${3:---version}" 2>&1) || { log "$1 ${3:---version} failed: $out"; return 1; }
-  case "$out" in *"$2"*) return 0 ;; esac
-  log "$1 ${3:---version} printed '$out', expected it to contain '$2'"; return 1
+verify() { # name, expected substring of its version output, version arguments (default --version)
+  local name=$1 want=$2 out
+  shift 2
+  [ $# -gt 0 ] || set -- --version
+  out=$("$bin_dir/$name" "$@" 2>&1) || { log "$name $* failed: $out"; return 1; }
+  case "$out" in *"$want"*) return 0 ;; esac
+  log "$name $* printed '$out', expected it to contain '$want'"; return 1
 }
 
-build() { # name, module dir, package, ldflags
-  local name=$1 dir=$2 pkg=$3 ldflags=$4 tmp start
+build() { # name, module dir, package, ldflags, build tags (optional, comma-separated)
+  local name=$1 dir=$2 pkg=$3 ldflags=$4 tags=${5-} tmp start
   if [ -x "$bin_dir/$name" ]; then log "$name: cached"; return 0; fi
   log "$name: building $pkg (first build takes several minutes)"
   start=$(date +%s)
   tmp="$bin_dir/.$name.tmp.$$"
-  (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp" "$pkg")
+  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$tmp" "$pkg")
   mv -f "$tmp" "$bin_dir/$name" # atomic: a killed build never leaves a half binary behind
   log "$name: built in $(( $(date +%s) - start ))s"
 }
@@ -60,11 +73,48 @@ build kube-controller-manager "$here/kubernetes" k8s.io/kubernetes/cmd/kube-cont
 weed_name="weed-$seaweedfs_version"
 build "$weed_name" "$here/seaweedfs" github.com/seaweedfs/seaweedfs/weed \
   "-X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=module-$seaweedfs_version"
-ln -sfn "$weed_name" "$bin_dir/.weed.tmp.$$"
-mv -fT "$bin_dir/.weed.tmp.$$" "$bin_dir/weed" # atomic replacement of the symlink
+link() { # name, versioned file it points to
+  ln -sfn "$2" "$bin_dir/.$1.tmp.$$"
+  mv -fT "$bin_dir/.$1.tmp.$$" "$bin_dir/$1" # atomic replacement of the symlink
+}
+link weed "$weed_name"
+
+if $node; then
+  containerd_version=$(module_version "$here/containerd" github.com/containerd/containerd/v2)
+  coredns_version=$(module_version "$here/coredns" github.com/coredns/coredns)
+  [ -n "$containerd_version" ] && [ -n "$coredns_version" ] ||
+    { echo "build.sh: cannot read the node's versions from go.mod" >&2; exit 1; }
+  build kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
+  build kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
+  build kubectl "$here/kubernetes" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
+  # Like weed, each cached under its own version behind a symlink. Static (CGO_ENABLED=0),
+  # so without the snapshotters that need cgo or are of no use here (containerd's Makefile
+  # tags for a static build; the shim, like upstream's, without the gRPC API).
+  ctrd_pkg=github.com/containerd/containerd/v2
+  ctrd_ldflags="-X $ctrd_pkg/version.Version=$containerd_version -X $ctrd_pkg/version.Revision=module-$containerd_version -X $ctrd_pkg/version.Package=$ctrd_pkg"
+  ctrd_tags=urfave_cli_no_docs,osusergo,netgo,static_build,no_btrfs,no_devmapper,no_zfs
+  for cmd in containerd containerd-shim-runc-v2 ctr; do
+    tags=$ctrd_tags
+    [ "$cmd" = containerd-shim-runc-v2 ] && tags=$tags,no_grpc
+    build "$cmd-$containerd_version" "$here/containerd" "$ctrd_pkg/cmd/$cmd" "$ctrd_ldflags" "$tags"
+    link "$cmd" "$cmd-$containerd_version"
+  done
+  build "coredns-$coredns_version" "$here/coredns" github.com/coredns/coredns \
+    "-X github.com/coredns/coredns/coremain.GitCommit=module-$coredns_version"
+  link coredns "coredns-$coredns_version"
+fi
 
 verify etcd "${etcd_version#v}"
 verify kube-apiserver "$kube_version"
 verify kube-controller-manager "$kube_version"
 verify weed "module-$seaweedfs_version" version
+if $node; then
+  verify kubelet "$kube_version"
+  verify kube-proxy "$kube_version"
+  verify kubectl "$kube_version" version --client
+  verify containerd "$containerd_version module-$containerd_version"
+  verify containerd-shim-runc-v2 "$containerd_version" -v
+  verify ctr "$containerd_version"
+  verify coredns "CoreDNS-${coredns_version#v}" -version
+fi
 echo "$bin_dir"
