@@ -12,7 +12,7 @@ import { ManagedProcess } from './managed-process.ts';
 import { generatePki } from './pki.ts';
 import type { Pki } from './pki.ts';
 import { freePorts, LOOPBACK } from './ports.ts';
-import { ADMIN_USER, CONTROLLER_MANAGER_USER, DEFAULT_USERS, tokenAuthFile, withTokens } from './users.ts';
+import { ADMIN_USER, CONTROLLER_MANAGER_USER, DEFAULT_USERS, KUBE_PROXY_USER, nodeUser, tokenAuthFile, withTokens } from './users.ts';
 import type { UserSpec } from './users.ts';
 import { waitFor } from './wait.ts';
 import { Watchdog } from '@kruntimes/host';
@@ -32,6 +32,20 @@ export interface ControlPlaneOptions {
   startTimeoutMs?: number;
   /** Progress lines; default: none. */
   log?: (line: string) => void;
+  /**
+   * The address kube-apiserver binds, advertises and names in its serving certificate;
+   * default 127.0.0.1. Any other address also becomes the `kubernetes` Service's endpoint
+   * (Pods of a real node dial it; tools/real-node).
+   */
+  bindAddress?: string;
+  /** kube-apiserver's port; default: a free one. */
+  securePort?: number;
+  /**
+   * Kubelets that join: users `system:node:NAME` (in system:nodes) and system:kube-proxy,
+   * and a client certificate for kube-apiserver towards the kubelets (logs, exec,
+   * port-forward), which reaches them at their InternalIP. Default: none.
+   */
+  nodes?: readonly string[];
 }
 
 /** Private range that nothing on the host serves ("The control plane for tests and by hand" in README.md). */
@@ -46,8 +60,9 @@ interface Processes {
 }
 
 /**
- * etcd, kube-apiserver and (optionally) kube-controller-manager on free loopback ports,
- * with throwaway PKI and static-token users. `stop()` stops and removes everything; if
+ * etcd, kube-apiserver and (optionally) kube-controller-manager on free loopback ports
+ * (kube-apiserver optionally on a given address and port, for a real node), with
+ * throwaway PKI and static-token users. `stop()` stops and removes everything; if
  * the process dies first, the watchdog sidecar does.
  */
 export class ControlPlane {
@@ -95,21 +110,29 @@ export class ControlPlane {
     watchdog.watchDirectory(dir);
     const processes: Processes = {};
     try {
-      const [etcdClientPort, etcdPeerPort, apiserverPort] = (await freePorts(3)) as [number, number, number];
+      const ports = await freePorts(options.securePort === undefined ? 3 : 2);
+      const [etcdClientPort, etcdPeerPort] = ports as [number, number];
+      const network = { bindAddress: options.bindAddress ?? LOOPBACK, port: options.securePort ?? (ports[2] as number) };
       const etcdUrl = `http://${LOOPBACK}:${etcdClientPort}`;
-      const server = `https://${LOOPBACK}:${apiserverPort}`;
-      const users = withTokens([...(options.users ?? DEFAULT_USERS), CONTROLLER_MANAGER_USER]);
+      const server = `https://${network.bindAddress}:${network.port}`;
+      const nodes = options.nodes ?? [];
+      const nodeUsers = nodes.length === 0 ? [] : [...nodes.map(nodeUser), KUBE_PROXY_USER];
+      const users = withTokens([...(options.users ?? DEFAULT_USERS), CONTROLLER_MANAGER_USER, ...nodeUsers]);
       const admin = users.find((u) => u.name === ADMIN_USER && u.groups.includes('system:masters'));
       if (admin === undefined) throw new ControlPlaneError(`the users must include ${ADMIN_USER} in system:masters`);
 
       // etcd needs nothing from the PKI: start it first and let it come up meanwhile.
       processes.etcd = ManagedProcess.start(etcdSpec(binDir, dir, etcdClientPort, etcdPeerPort), watchdog);
-      const pki = await generatePki(join(dir, 'pki'), { serviceIp: SERVICE_IP });
+      const pki = await generatePki(join(dir, 'pki'), {
+        serviceIp: SERVICE_IP,
+        ...(network.bindAddress === LOOPBACK ? {} : { extraIps: [network.bindAddress] }),
+        ...(nodes.length === 0 ? {} : { kubeletClient: true }),
+      });
       mark('pki');
       const caPem = await readFile(pki.caCert, 'utf8');
       await writeFile(join(dir, 'tokens.csv'), tokenAuthFile(users), { mode: 0o600 });
       // kube-apiserver retries etcd until it answers; no need to wait for etcd in between.
-      processes.apiserver = ManagedProcess.start(apiserverSpec(binDir, dir, pki, apiserverPort, etcdUrl), watchdog);
+      processes.apiserver = ManagedProcess.start(apiserverSpec(binDir, dir, pki, network, etcdUrl), watchdog);
 
       await waitReady(
         processes,
@@ -238,14 +261,26 @@ function etcdSpec(binDir: string, dir: string, clientPort: number, peerPort: num
   };
 }
 
-function apiserverSpec(binDir: string, dir: string, pki: Pki, port: number, etcdUrl: string) {
+function apiserverSpec(binDir: string, dir: string, pki: Pki, network: { bindAddress: string; port: number }, etcdUrl: string) {
+  const { bindAddress, port } = network;
+  // The defaults' arguments stay exactly as they were; a real node adds to them.
+  const nodeArgs = [
+    ...(pki.kubeletClientCert === undefined || pki.kubeletClientKey === undefined
+      ? []
+      : [
+          `--kubelet-client-certificate=${pki.kubeletClientCert}`,
+          `--kubelet-client-key=${pki.kubeletClientKey}`,
+          // The node's name does not resolve here; its InternalIP is the veth address.
+          '--kubelet-preferred-address-types=InternalIP',
+        ]),
+  ];
   return {
     component: 'kube-apiserver' as const,
     command: join(binDir, 'kube-apiserver'),
     args: [
       `--etcd-servers=${etcdUrl}`,
-      `--bind-address=${LOOPBACK}`,
-      `--advertise-address=${LOOPBACK}`,
+      `--bind-address=${bindAddress}`,
+      `--advertise-address=${bindAddress}`,
       `--secure-port=${port}`,
       `--cert-dir=${join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${pki.servingCert}`,
@@ -257,10 +292,12 @@ function apiserverSpec(binDir: string, dir: string, pki: Pki, port: number, etcd
       `--service-account-signing-key-file=${pki.serviceAccountKey}`,
       `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
       // There is exactly one API server and it is on loopback: nothing should rewrite the
-      // `kubernetes` Service endpoints to an address that would be dialled.
-      '--endpoint-reconciler-type=none',
+      // `kubernetes` Service endpoints to an address that would be dialled. On any other
+      // address the (default) lease reconciler points them at it, for a real node's Pods.
+      ...(bindAddress === LOOPBACK ? ['--endpoint-reconciler-type=none'] : []),
       '--allow-privileged=false',
       '--profiling=false',
+      ...nodeArgs,
     ],
     logFile: join(dir, 'kube-apiserver.log'),
   };

@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LOOPBACK } from './ports.ts';
-import { testCa, testServerCert } from './test-pki.ts';
+import { testCa, testClientCert, testServerCert } from './test-pki.ts';
 
 /** Files of the throwaway PKI of one control plane. Every key is ECDSA P-256 (fast to make). */
 export interface Pki {
@@ -14,11 +14,24 @@ export interface Pki {
   serviceAccountKey: string;
   /** ... and verifies them. */
   serviceAccountPublicKey: string;
+  /** kube-apiserver's identity towards kubelets (logs, exec, port-forward); only with `kubeletClient`. */
+  kubeletClientCert?: string;
+  kubeletClientKey?: string;
 }
+
+/**
+ * The user of the kubelet client certificate. It is in system:masters, so the kubelets'
+ * webhook authorization (a SubjectAccessReview for it) allows it without an RBAC binding.
+ */
+const KUBELET_CLIENT_USER = { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'] } as const;
 
 export interface PkiOptions {
   /** The first address of the Service range: in-cluster clients verify the cert against it. */
   serviceIp: string;
+  /** More addresses kube-apiserver serves on (its bind address when not loopback). */
+  extraIps?: readonly string[];
+  /** Also issue the kubelet client certificate. */
+  kubeletClient?: boolean;
   validityDays?: number;
 }
 
@@ -43,11 +56,18 @@ export async function generatePki(dir: string, options: PkiOptions): Promise<Pki
     ca,
     {
       commonName: 'kube-apiserver',
-      ips: [LOOPBACK, options.serviceIp],
+      ips: [LOOPBACK, options.serviceIp, ...(options.extraIps ?? [])],
       dns: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
     },
     validity,
   );
+  if (options.kubeletClient === true) {
+    const client = await testClientCert(ca, KUBELET_CLIENT_USER, validity);
+    pki.kubeletClientCert = join(dir, 'kubelet-client.crt');
+    pki.kubeletClientKey = join(dir, 'kubelet-client.key');
+    await writeFile(pki.kubeletClientCert, client.certPem);
+    await writeFile(pki.kubeletClientKey, client.keyPem, { mode: 0o600 });
+  }
   const { privateKey, publicKey } = generateKeyPairSync('ec', {
     namedCurve: 'P-256',
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },

@@ -53,7 +53,37 @@ export async function testServerCert(
   );
 }
 
-async function issue(ca: TestCert | undefined, commonName: string, extensions: string[], options: IssueOptions): Promise<TestCert> {
+/**
+ * A client certificate signed by `ca`: Kubernetes reads the user from the common name and
+ * the groups from the organizations.
+ */
+export async function testClientCert(
+  ca: TestCert,
+  subject: { commonName: string; organizations?: readonly string[] },
+  options: IssueOptions = {},
+): Promise<TestCert> {
+  return issue(
+    ca,
+    subject.commonName,
+    [
+      'basicConstraints = critical, CA:FALSE',
+      'keyUsage = critical, digitalSignature',
+      'extendedKeyUsage = clientAuth',
+      'subjectKeyIdentifier = hash',
+      'authorityKeyIdentifier = keyid',
+    ],
+    options,
+    subject.organizations,
+  );
+}
+
+async function issue(
+  ca: TestCert | undefined,
+  commonName: string,
+  extensions: string[],
+  options: IssueOptions,
+  organizations: readonly string[] = [],
+): Promise<TestCert> {
   const dir = await mkdtemp(join(tmpdir(), 'test-pki-'));
   try {
     const { privateKey } = generateKeyPairSync('ec', {
@@ -77,6 +107,8 @@ async function issue(ca: TestCert | undefined, commonName: string, extensions: s
         'distinguished_name = dn',
         'x509_extensions = ext',
         '[dn]',
+        // openssl takes a repeated field only with distinct `N.` prefixes.
+        ...organizations.map((organization, i) => `${i}.O = ${organization}`),
         `CN = ${commonName}`,
         '[ext]',
         ...extensions,

@@ -1,4 +1,4 @@
-import { DEFAULT_USERS, tokenAuthFile, withTokens } from './users.ts';
+import { DEFAULT_USERS, nodeUser, tokenAuthFile, withTokens } from './users.ts';
 
 test('every user gets its own random token and the token file lists groups', () => {
   const users = withTokens(DEFAULT_USERS);
@@ -21,4 +21,8 @@ test.each([
   [[{ name: 'a', groups: ['x"y'] }], /token file cannot hold/],
 ])('rejects users the token file cannot represent: %j', (specs, error) => {
   expect(() => withTokens(specs)).toThrow(error);
+});
+
+test('a node is a user in system:nodes, which the Node authorizer recognises', () => {
+  expect(nodeUser('krt-node')).toEqual({ name: 'system:node:krt-node', groups: ['system:nodes'] });
 });

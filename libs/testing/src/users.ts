@@ -30,6 +30,17 @@ export const DEFAULT_USERS: readonly UserSpec[] = [
  */
 export const CONTROLLER_MANAGER_USER: UserSpec = { name: 'system:kube-controller-manager', groups: [] };
 
+/**
+ * A kubelet's identity: the Node authorizer grants `system:node:NAME` in `system:nodes`
+ * exactly what the kubelet of node NAME needs.
+ */
+export function nodeUser(nodeName: string): UserSpec {
+  return { name: `system:node:${nodeName}`, groups: ['system:nodes'] };
+}
+
+/** kube-proxy's identity: the bootstrap policy binds this user to system:node-proxier. */
+export const KUBE_PROXY_USER: UserSpec = { name: 'system:kube-proxy', groups: [] };
+
 export function withTokens(specs: readonly UserSpec[]): User[] {
   const names = new Set<string>();
   return specs.map((spec) => {

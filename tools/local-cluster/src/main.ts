@@ -2,7 +2,7 @@
 // Later issues grow this into the full local cluster.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ControlPlane, REPO_ROOT } from '@kruntimes/testing';
+import { ControlPlane, KUBE_PROXY_USER, REPO_ROOT, kubeconfigYaml, nodeUser } from '@kruntimes/testing';
 import { ensureInternalCa } from './internal-ca.ts';
 import { parseOptions, USAGE, UsageError } from './options.ts';
 
@@ -31,11 +31,27 @@ async function main(): Promise<number> {
       controllerManager: options.controllerManager,
       crdDirectories: options.crdDirectories,
       log,
+      ...(options.bindAddress === undefined ? {} : { bindAddress: options.bindAddress }),
+      ...(options.securePort === undefined ? {} : { securePort: options.securePort }),
+      ...(options.node === undefined ? {} : { nodes: [options.node] }),
     });
     try {
       const kubeconfigs = await controlPlane.cluster.writeKubeconfigs(options.dir);
       await writeFile(join(options.dir, 'cluster.json'), JSON.stringify(controlPlane.info, null, 2), { mode: 0o600 });
       log(`up in ${Math.round(performance.now() - started)} ms: ${controlPlane.server}`);
+      if (options.node !== undefined) {
+        // writeKubeconfigs leaves out the system: identities; a real node needs these two.
+        const { server, caPem } = controlPlane.info;
+        for (const [file, name] of [
+          ['node', nodeUser(options.node).name],
+          ['kube-proxy', KUBE_PROXY_USER.name],
+        ] as const) {
+          const path = join(options.dir, `${file}.kubeconfig`);
+          const { token } = controlPlane.cluster.user(name);
+          await writeFile(path, kubeconfigYaml({ server, caPem, user: name, token }), { mode: 0o600 });
+          kubeconfigs[file] = path;
+        }
+      }
       for (const [user, path] of Object.entries(kubeconfigs)) log(`  ${user}: ${path}`);
       log(`export KUBECONFIG=${kubeconfigs.admin ?? ''}`);
       // Kept across runs (made only when missing): what a controller-manager takes as --internal-ca-dir.

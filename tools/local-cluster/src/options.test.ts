@@ -19,6 +19,36 @@ test('flags', () => {
   expect(parseOptions(['--dir', '/tmp/c', '--no-crds'], DEFAULT_CRDS).crdDirectories).toEqual([]);
 });
 
+test('a real node: address, port and node name', () => {
+  expect(
+    parseOptions(['--dir', '/tmp/c', '--bind-address', '10.203.0.1', '--secure-port', '6443', '--node', 'krt-node'], DEFAULT_CRDS),
+  ).toEqual({
+    dir: '/tmp/c',
+    controllerManager: true,
+    crdDirectories: [DEFAULT_CRDS],
+    bindAddress: '10.203.0.1',
+    securePort: 6443,
+    node: 'krt-node',
+  });
+});
+
+test.each([
+  [['--bind-address', 'localhost'], /--bind-address: 'localhost' is not an IPv4 address/],
+  [['--bind-address', '10.203.0.256'], /not an IPv4 address/],
+  [['--bind-address', '::1'], /not an IPv4 address/],
+  [['--secure-port', '0'], /--secure-port: '0' is not a port number/],
+  [['--secure-port', '65536'], /not a port number/],
+  [['--secure-port', '64x'], /not a port number/],
+  [['--secure-port=-1'], /not a port number/],
+  [['--secure-port', ''], /not a port number/],
+  [['--node', 'Krt_Node'], /--node: 'Krt_Node' is not a node name/],
+  [['--node', ''], /not a node name/],
+  [['--node', 'a.b'], /not a node name/],
+])('usage errors name the bad value: %j', (extra, message) => {
+  expect(() => parseOptions(['--dir', '/x', ...extra], DEFAULT_CRDS)).toThrow(message);
+  expect(() => parseOptions(['--dir', '/x', ...extra], DEFAULT_CRDS)).toThrow(UsageError);
+});
+
 test.each([
   [[]],
   [['--dir']],

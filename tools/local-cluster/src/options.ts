@@ -1,3 +1,4 @@
+import { isIPv4 } from 'node:net';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -5,9 +6,16 @@ export interface LocalClusterOptions {
   dir: string;
   controllerManager: boolean;
   crdDirectories: string[];
+  /** kube-apiserver's address; absent: loopback. */
+  bindAddress?: string;
+  /** kube-apiserver's port; absent: a free one. */
+  securePort?: number;
+  /** A kubelet that joins (tools/real-node); absent: none. */
+  node?: string;
 }
 
 export const USAGE = `Usage: node tools/local-cluster/src/main.ts --dir DIR [--no-controller-manager] [--crds DIR]... [--no-crds]
+         [--bind-address IPV4] [--secure-port PORT] [--node NAME]
 
 Starts etcd, kube-apiserver and kube-controller-manager on loopback in the foreground and
 writes admin.kubeconfig, alice.kubeconfig, bob.kubeconfig and cluster.json into DIR, and
@@ -18,7 +26,13 @@ Stops everything and removes its state on SIGTERM or SIGINT.
   --crds DIR                install the CRDs in DIR/*.yaml (repeatable;
                             default: deploy/charts/kruntimes/crds)
   --no-crds                 install no CRDs
-  --no-controller-manager   run without kube-controller-manager`;
+  --no-controller-manager   run without kube-controller-manager
+  --bind-address IPV4       kube-apiserver's address (default 127.0.0.1); another address
+                            must exist on this host and becomes the \`kubernetes\` Service's
+                            endpoint (tools/real-node: 10.203.0.1, after net.sh up)
+  --secure-port PORT        kube-apiserver's port (default: a free one)
+  --node NAME               a kubelet NAME joins: writes node.kubeconfig (system:node:NAME)
+                            and kube-proxy.kubeconfig (system:kube-proxy) into DIR`;
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -37,6 +51,9 @@ export function parseOptions(argv: readonly string[], defaultCrdDirectory: strin
         crds: { type: 'string', multiple: true },
         'no-crds': { type: 'boolean', default: false },
         'no-controller-manager': { type: 'boolean', default: false },
+        'bind-address': { type: 'string' },
+        'secure-port': { type: 'string' },
+        node: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -49,9 +66,24 @@ export function parseOptions(argv: readonly string[], defaultCrdDirectory: strin
   if (values.help) throw new UsageError('');
   if (values.dir === undefined || values.dir === '') throw new UsageError('--dir is required');
   if (values['no-crds'] && values.crds !== undefined) throw new UsageError('--crds and --no-crds exclude each other');
+  const bindAddress = values['bind-address'];
+  if (bindAddress !== undefined && !isIPv4(bindAddress)) throw new UsageError(`--bind-address: '${bindAddress}' is not an IPv4 address`);
+  const port = values['secure-port'];
+  const securePort = port === undefined ? undefined : Number(port);
+  if (port !== undefined && !(/^\d+$/.test(port) && securePort !== undefined && securePort >= 1 && securePort <= 65535)) {
+    throw new UsageError(`--secure-port: '${port}' is not a port number (1-65535)`);
+  }
+  const node = values.node;
+  // A DNS label: the node's name is also its user's name and the kubelet's hostname.
+  if (node !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(node)) {
+    throw new UsageError(`--node: '${node}' is not a node name (lowercase letters, digits and '-', at most 63)`);
+  }
   return {
     dir: resolve(values.dir),
     controllerManager: !values['no-controller-manager'],
     crdDirectories: values['no-crds'] ? [] : (values.crds ?? [defaultCrdDirectory]).map((d) => resolve(d)),
+    ...(bindAddress === undefined ? {} : { bindAddress }),
+    ...(securePort === undefined ? {} : { securePort }),
+    ...(node === undefined ? {} : { node }),
   };
 }
