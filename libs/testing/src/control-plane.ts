@@ -110,9 +110,9 @@ export class ControlPlane {
     watchdog.watchDirectory(dir);
     const processes: Processes = {};
     try {
-      const ports = await freePorts(options.securePort === undefined ? 3 : 2);
-      const [etcdClientPort, etcdPeerPort] = ports as [number, number];
-      const network = { bindAddress: options.bindAddress ?? LOOPBACK, port: options.securePort ?? (ports[2] as number) };
+      // The third port goes unused when the caller fixes kube-apiserver's.
+      const [etcdClientPort, etcdPeerPort, freeApiserverPort] = (await freePorts(3)) as [number, number, number];
+      const network = { bindAddress: options.bindAddress ?? LOOPBACK, port: options.securePort ?? freeApiserverPort };
       const etcdUrl = `http://${LOOPBACK}:${etcdClientPort}`;
       const server = `https://${network.bindAddress}:${network.port}`;
       const nodes = options.nodes ?? [];
