@@ -3,8 +3,8 @@
 # etcd) and SeaweedFS's `weed` (the S3-compatible object store for artifacts) from their
 # Go modules into a cache outside the repository, keyed by version. A second run with the
 # same versions only verifies the cached binaries. With --node it also builds what the
-# real node runs (tools/real-node): kubelet, kube-proxy and kubectl from the same
-# k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd) and
+# real node runs (tools/real-node): kubelet, kube-proxy, kube-scheduler and kubectl from
+# the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd) and
 # coredns (./coredns); the test suite never asks for those.
 #
 # Usage: tools/kube-binaries/build.sh [--node]   # prints the bin directory on stdout
@@ -86,6 +86,7 @@ if $node; then
     { echo "build.sh: cannot read the node's versions from go.mod" >&2; exit 1; }
   build kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
   build kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
+  build kube-scheduler "$here/kubernetes" k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags)"
   build kubectl "$here/kubernetes" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
   # Like weed, each cached under its own version behind a symlink. Static (CGO_ENABLED=0),
   # so without the snapshotters that need cgo or are of no use here (containerd's Makefile
@@ -111,6 +112,7 @@ verify weed "module-$seaweedfs_version" version
 if $node; then
   verify kubelet "$kube_version"
   verify kube-proxy "$kube_version"
+  verify kube-scheduler "$kube_version"
   verify kubectl "$kube_version" version --client
   verify containerd "$containerd_version module-$containerd_version"
   verify containerd-shim-runc-v2 "$containerd_version" -v
