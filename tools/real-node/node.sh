@@ -136,21 +136,25 @@ ensure_mntns() {
   touch "$MNTNS"
   # slave: the host's later mounts still reach the node, the node's never reach the host.
   unshare --mount="$MNTNS" --propagation slave true
-  mkdir -p "$RUN/sysfs" "$STATE/var-log"
+  mkdir -p "$RUN/sysfs"
   # As `ip netns exec` does, a sysfs of the node's network namespace, but keeping the
-  # cgroup hierarchies (moved over before the old /sys goes). /var/log too is the node's
-  # own (the kubelet's /var/log/containers links are not configurable).
+  # cgroup hierarchies (moved over before the old /sys goes).
   nsenter --net="$NETNS" --mount="$MNTNS" -- sh -euc '
     mount -t sysfs sysfs "$1"
     mount --move /sys/fs/cgroup "$1/fs/cgroup"
     umount -l /sys
     mount --move "$1" /sys
-    mount --bind "$2" /var/log
-  ' sh "$RUN/sysfs" "$STATE/var-log"
-  # The CNI library keeps its cache under /var/lib/cni, not configurable through containerd.
-  if [ ! -d /var/lib/cni ]; then mkdir /var/lib/cni && touch "$STATE/.created-var-lib-cni"; fi
-  mkdir -p "$STATE/cni/cache"
-  in_node mount --bind "$STATE/cni/cache" /var/lib/cni
+  ' sh "$RUN/sysfs"
+  # Host paths the node writes whatever its configuration says are the node's own:
+  # /var/log/containers (the kubelet's links), /var/lib/kubelet/device-plugins (a
+  # constant of the kubelet), /var/lib/cni (the CNI library's cache). A directory made on
+  # the host only to mount on is listed, and down removes it.
+  local host_dir
+  for host_dir in /var/log /var/lib/kubelet /var/lib/cni; do
+    if [ ! -d "$host_dir" ]; then mkdir "$host_dir" && echo "$host_dir" >>"$STATE/created-host-dirs"; fi
+    mkdir -p "$STATE/host$host_dir"
+    in_node mount --bind "$STATE/host$host_dir" "$host_dir"
+  done
   log "mount namespace $MNTNS"
 }
 
@@ -199,7 +203,10 @@ restore_host() {
       [ -z "$setting" ] || sysctl -qw "$setting" || log "warning: cannot restore $setting"
     done <"$STATE/host-sysctls"
   fi
-  if [ -f "$STATE/.created-var-lib-cni" ]; then rmdir /var/lib/cni 2>/dev/null || log "warning: /var/lib/cni is not empty, left"; fi
+  local dir
+  if [ -f "$STATE/created-host-dirs" ]; then
+    while read -r dir; do rmdir "$dir" 2>/dev/null || log "warning: $dir is not empty, left"; done <"$STATE/created-host-dirs"
+  fi
 }
 
 clean_netns() { # what the CNI plugins and kube-proxy left in the namespace (net.sh's stays)
@@ -228,8 +235,10 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends "${missing[@]}" >&2
 }
 
+kubectl_() { "$BIN/kubectl" --cache-dir "$STATE/kubectl-cache" "$@"; } # not ~/.kube/cache
+
 kubeconfig_field() { # file, jsonpath
-  "$BIN/kubectl" --kubeconfig "$1" config view --raw --minify -o "jsonpath=$2"
+  kubectl_ --kubeconfig "$1" config view --raw --minify -o "jsonpath=$2"
 }
 
 copy_credentials() { # the cluster's files this node needs, copied into the state dir
@@ -248,7 +257,7 @@ copy_credentials() { # the cluster's files this node needs, copied into the stat
 }
 
 addon_credentials() { # admin kubeconfig: CoreDNS and kube-scheduler as ServiceAccounts of their own
-  "$BIN/kubectl" --kubeconfig "$1" apply -f - >/dev/null <<'EOF'
+  kubectl_ --kubeconfig "$1" apply -f - >/dev/null <<'EOF'
 apiVersion: v1
 kind: ServiceAccount
 metadata: {name: coredns, namespace: kube-system}
@@ -294,14 +303,14 @@ EOF
 sa_kubeconfig() { # admin kubeconfig, ServiceAccount in kube-system -> STATE/kubeconfigs/NAME.kubeconfig
   local token server kc="$STATE/kubeconfigs/$2.kubeconfig"
   # A year: the token lives as long as the control plane's signing key does anyway.
-  token=$("$BIN/kubectl" --kubeconfig "$1" -n kube-system create token "$2" --duration 8760h)
+  token=$(kubectl_ --kubeconfig "$1" -n kube-system create token "$2" --duration 8760h)
   server=$(kubeconfig_field "$STATE/kubeconfigs/kubelet.kubeconfig" '{.clusters[0].cluster.server}')
   rm -f "$kc"
-  "$BIN/kubectl" --kubeconfig "$kc" config set-cluster node --server "$server" \
+  kubectl_ --kubeconfig "$kc" config set-cluster node --server "$server" \
     --certificate-authority "$STATE/pki/ca.crt" --embed-certs >/dev/null
-  "$BIN/kubectl" --kubeconfig "$kc" config set-credentials "$2" --token "$token" >/dev/null
-  "$BIN/kubectl" --kubeconfig "$kc" config set-context node --cluster node --user "$2" >/dev/null
-  "$BIN/kubectl" --kubeconfig "$kc" config use-context node >/dev/null
+  kubectl_ --kubeconfig "$kc" config set-credentials "$2" --token "$token" >/dev/null
+  kubectl_ --kubeconfig "$kc" config set-context node --cluster node --user "$2" >/dev/null
+  kubectl_ --kubeconfig "$kc" config use-context node >/dev/null
   chmod 600 "$kc"
 }
 
@@ -366,6 +375,10 @@ imports = []
 
   [plugins."io.containerd.nri.v1.nri"]
     disable = true
+
+  [plugins."io.containerd.shim.v1.manager"]
+    # The shims' sockets: by default under the host's /run/containerd.
+    socket_dir = "$RUN/shims"
 EOF
 
   # The Pods' network: one bridge, addresses from host-local; containerd adds loopback.
@@ -509,7 +522,7 @@ ensure_pause_image() {
 node_ready() { # since (UTC, RFC 3339; may be empty): Ready, as posted by the kubelet since then
   # (after a restart the Node still shows the old kubelet's Ready for up to 40 s)
   local ready heartbeat
-  read -r ready heartbeat < <("$BIN/kubectl" --kubeconfig "$STATE/kubeconfigs/kubelet.kubeconfig" get node "$NODE_NAME" \
+  read -r ready heartbeat < <(kubectl_ --kubeconfig "$STATE/kubeconfigs/kubelet.kubeconfig" get node "$NODE_NAME" \
     -o 'jsonpath={range .status.conditions[?(@.type=="Ready")]}{.status} {.lastHeartbeatTime}{end}' 2>/dev/null) || true
   [ "$ready" = True ] && ! [[ "$heartbeat" < "${1-}" ]]
 }

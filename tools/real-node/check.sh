@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Proves that the node (node.sh up) works, in a namespace of its own that it deletes again:
+#   - a Pod of the pause image runs with an address from 10.204.0.0/24;
+#   - kubectl logs, exec and port-forward work (kube-apiserver -> kubelet);
+#   - kube-proxy's rules send a ClusterIP to its Pod: a Pod asks another Pod through a
+#     Service's ClusterIP on the same bridge (two CoreDNS Pods, one forwarding to the other
+#     through the Service), and the host reaches the `kubernetes` Service;
+#   - the node's CoreDNS answers the cluster's names and refuses every other;
+#   - with --restart: after node.sh stop and start the node is Ready, the Pod runs again.
+#
+# Usage: tools/real-node/check.sh CLUSTER_DIR [--restart]   (root; progress on stderr)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+[ $# -ge 1 ] && [ -d "$1" ] || { echo "usage: $0 CLUSTER_DIR [--restart]" >&2; exit 2; }
+cluster_dir=$(cd "$1" && pwd)
+restart=false
+[ "${2-}" = --restart ] && restart=true
+
+NS=krt-node SOCK=/run/krt-real-node/containerd/containerd.sock CHECK_NS=krt-node-check
+SERVICE_IP=10.255.0.53 # fixed, so that the forwarding Pod's Corefile can name it
+started=$(date +%s)
+log() { printf '[real-node] check: %s (%ss)\n' "$*" "$(($(date +%s) - started))" >&2; }
+fail() { log "FAILED: $*"; exit 1; }
+
+BIN=$("$repo/tools/kube-binaries/build.sh" --node 2>/dev/null)
+kube_cache=$(mktemp -d) # kubectl's discovery cache, not in ~/.kube
+k() { "$BIN/kubectl" --cache-dir "$kube_cache" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
+dns() { ip netns exec "$NS" python3 "$here/check/dns-query.py" "$@" 2>/dev/null || echo "no answer"; }
+
+wait_until() { # what, seconds, command...: poll every second, bounded
+  local what=$1 seconds=$2 deadline=$(($(date +%s) + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$what: not within ${seconds}s"
+    sleep 1
+  done
+  log "$what"
+}
+
+# A Pod that answers DNS needs a server in an image: CoreDNS's static binary, FROM scratch.
+CHECK_IMAGE=localhost/kruntimes/check-coredns:$("$BIN/coredns" -version | sed -n 's/^CoreDNS-//p')
+ensure_check_image() {
+  local ctr=("$BIN/ctr" --address "$SOCK" --namespace k8s.io)
+  [ -z "$("${ctr[@]}" images list -q "name==$CHECK_IMAGE" 2>/dev/null)" ] || return 0
+  local work container
+  work=$(mktemp -d)
+  container=$(buildah from scratch)
+  buildah copy --quiet "$container" "$(readlink -f "$BIN/coredns")" /coredns >/dev/null
+  buildah config --entrypoint '["/coredns"]' "$container"
+  buildah commit --quiet --format oci --rm "$container" "$CHECK_IMAGE" >/dev/null
+  buildah push --quiet "$CHECK_IMAGE" "oci-archive:$work/image.tar:$CHECK_IMAGE" >/dev/null
+  "${ctr[@]}" images import --platform linux/amd64 "$work/image.tar" >/dev/null 2>&1
+  rm -rf "$work"
+  log "image $CHECK_IMAGE imported"
+}
+
+cleanup() {
+  k delete namespace "$CHECK_NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  rm -rf "$kube_cache"
+}
+trap cleanup EXIT
+
+node_ready() { [ "$(k get node krt-node -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+wait_until "node Ready" 60 node_ready
+ensure_check_image
+# A namespace of an earlier, interrupted run must be gone before this one is made.
+k delete namespace "$CHECK_NS" --ignore-not-found --timeout=60s >/dev/null
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $CHECK_NS}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: corefiles, namespace: $CHECK_NS}
+data:
+  server: |
+    .:1053 {
+        whoami
+    }
+  forwarder: |
+    .:1053 {
+        forward . $SERVICE_IP:53
+    }
+---
+apiVersion: v1
+kind: Service
+metadata: {name: dns-server, namespace: $CHECK_NS}
+spec:
+  clusterIP: $SERVICE_IP
+  selector: {app: dns-server}
+  ports:
+    - {name: udp, port: 53, targetPort: 1053, protocol: UDP}
+    - {name: tcp, port: 53, targetPort: 1053, protocol: TCP}
+EOF
+pause_pod() { # name, args (JSON), restartPolicy
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $CHECK_NS, labels: {app: $1}}
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: $3
+  containers:
+    - {name: main, image: registry.k8s.io/pause:3.10.1, imagePullPolicy: Never, args: $2}
+EOF
+}
+pause_pod pause '[]' Always
+pause_pod version '["-v"]' Never # prints its version and ends: its log
+corefile_pod() { # name, ConfigMap key
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $CHECK_NS, labels: {app: $1}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: "$CHECK_IMAGE"
+      imagePullPolicy: Never
+      args: ["-conf", "/etc/coredns/Corefile"]
+      volumeMounts: [{name: corefile, mountPath: /etc/coredns}]
+  volumes:
+    - name: corefile
+      configMap: {name: corefiles, items: [{key: $2, path: Corefile}]}
+EOF
+}
+corefile_pod dns-server server
+corefile_pod dns-forwarder forwarder
+
+phase() { [ "$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.phase}')" = "$2" ]; }
+ready() { [ "$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.containerStatuses[0].ready}')" = true ]; }
+all_running() { local p; for p in pause dns-server dns-forwarder; do phase "$p" Running || return 1; done; }
+wait_until "Pods running" 90 all_running
+wait_until "Pod version completed" 60 phase version Succeeded
+
+ip_of() { k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.podIP}'; }
+pause_ip=$(ip_of pause)
+case $pause_ip in 10.204.0.*) log "pause Pod Running at $pause_ip" ;; *) fail "pause Pod address '$pause_ip' is not in 10.204.0.0/24" ;; esac
+
+out=$(k -n "$CHECK_NS" logs version) && [ "$out" = "kruntimes pause 3.10.1" ] || fail "kubectl logs printed '$out'"
+log "kubectl logs: $out"
+out=$(k -n "$CHECK_NS" exec pause -- /pause -v) && [ "$out" = "kruntimes pause 3.10.1" ] || fail "kubectl exec printed '$out'"
+log "kubectl exec: $out"
+port=$((20000 + RANDOM % 10000))
+k -n "$CHECK_NS" port-forward pod/dns-server "$port:1053" >/dev/null 2>&1 &
+forward=$!
+wait_until "kubectl port-forward listening on $port" 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
+out=$(python3 "$here/check/dns-query.py" "127.0.0.1:$port" check.example --tcp 2>&1 || true)
+kill "$forward" 2>/dev/null || true
+case $out in NOERROR*) log "kubectl port-forward (DNS over TCP to the Pod): $out" ;; *) fail "through port-forward: $out" ;; esac
+
+server_ip=$(ip_of dns-server)
+rules=$(ip netns exec "$NS" iptables-save -t nat)
+grep -q -- "-A KUBE-SERVICES -d $SERVICE_IP/32 .* -j KUBE-SVC-" <<<"$rules" || fail "no KUBE-SVC rule for $SERVICE_IP"
+grep -q -- "-j DNAT --to-destination $server_ip:1053" <<<"$rules" || fail "no DNAT rule to $server_ip:1053"
+log "kube-proxy: KUBE-SVC chain for $SERVICE_IP, DNAT to $server_ip:1053"
+
+check_dns() {
+  local out
+  out=$(dns 10.203.0.2 kubernetes.default.svc.cluster.local)
+  [ "$out" = "NOERROR 10.255.0.1" ] || fail "CoreDNS: kubernetes.default.svc.cluster.local -> $out"
+  out=$(dns 10.203.0.2 dns-server.$CHECK_NS.svc.cluster.local)
+  [ "$out" = "NOERROR $SERVICE_IP" ] || fail "CoreDNS: dns-server.$CHECK_NS.svc.cluster.local -> $out"
+  out=$(dns 10.203.0.2 example.com)
+  [ "$out" = REFUSED ] || fail "CoreDNS: example.com -> $out (expected REFUSED)"
+  log "CoreDNS: cluster names answered, example.com REFUSED"
+  # Pod -> ClusterIP -> Pod on the same bridge: the forwarder's answer comes from the server.
+  local forwarder_ip
+  forwarder_ip=$(ip_of dns-forwarder)
+  out=$(dns "$forwarder_ip:1053" check.example)
+  [[ $out == NOERROR* ]] || fail "Pod $forwarder_ip -> $SERVICE_IP -> Pod: $out"
+  log "Pod -> ClusterIP -> Pod: $out"
+  curl -sk -m 5 https://10.255.0.1/livez | grep -qx ok || fail "host -> the kubernetes Service (10.255.0.1:443)"
+  log "host -> ClusterIP 10.255.0.1:443 -> kube-apiserver: ok"
+}
+check_dns
+
+if $restart; then
+  before=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  "$here/node.sh" stop
+  "$here/node.sh" start
+  started_after() { # the Pod's container (re)started after the node restart, and is ready
+    local at
+    at=$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.containerStatuses[0].state.running.startedAt}')
+    [ -n "$at" ] && ! [[ "$at" < "$before" ]] && ready "$1"
+  }
+  for p in pause dns-server dns-forwarder; do wait_until "$p running again after the restart" 120 started_after "$p"; done
+  check_dns
+fi
+log "all passed"
