@@ -5,7 +5,10 @@
 #   - kube-proxy's rules send a ClusterIP to its Pod: a Pod asks another Pod through a
 #     Service's ClusterIP on the same bridge (two CoreDNS Pods, one forwarding to the other
 #     through the Service), and the host reaches the `kubernetes` Service;
-#   - the node's CoreDNS answers the cluster's names and refuses every other;
+#   - the node's CoreDNS answers the cluster's names and refuses every other, and a Pod
+#     reaches it through its resolv.conf;
+#   - a Pod reaches kube-apiserver through the `kubernetes` Service with its ServiceAccount
+#     token (CoreDNS's kubernetes plugin, in-cluster configuration);
 #   - with --restart: after node.sh stop and start the node is Ready, the Pod runs again.
 #
 # Usage: tools/real-node/check.sh CLUSTER_DIR [--restart]   (root; progress on stderr)
@@ -58,6 +61,7 @@ ensure_check_image() {
 
 cleanup() {
   k delete namespace "$CHECK_NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  k delete clusterrolebinding "$CHECK_NS" --ignore-not-found >/dev/null 2>&1 || true
   rm -rf "$kube_cache"
 }
 trap cleanup EXIT
@@ -81,9 +85,23 @@ data:
         whoami
     }
   forwarder: |
+    cluster.local:1053 {
+        forward . /etc/resolv.conf
+    }
     .:1053 {
         forward . $SERVICE_IP:53
     }
+  incluster: |
+    .:1053 {
+        kubernetes cluster.local
+    }
+---
+# What the node's CoreDNS may read, for the in-cluster one (deleted again by cleanup).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $CHECK_NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:coredns"}
+subjects: [{kind: ServiceAccount, name: default, namespace: $CHECK_NS}]
 ---
 apiVersion: v1
 kind: Service
@@ -129,10 +147,12 @@ EOF
 }
 corefile_pod dns-server server
 corefile_pod dns-forwarder forwarder
+corefile_pod dns-incluster incluster
 
 phase() { [ "$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.phase}')" = "$2" ]; }
 ready() { [ "$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.containerStatuses[0].ready}')" = true ]; }
-all_running() { local p; for p in pause dns-server dns-forwarder; do phase "$p" Running || return 1; done; }
+PODS=(pause dns-server dns-forwarder dns-incluster)
+all_running() { local p; for p in "${PODS[@]}"; do phase "$p" Running || return 1; done; }
 wait_until "Pods running" 90 all_running
 wait_until "Pod version completed" 60 phase version Succeeded
 
@@ -158,21 +178,29 @@ grep -q -- "-A KUBE-SERVICES -d $SERVICE_IP/32 .* -j KUBE-SVC-" <<<"$rules" || f
 grep -q -- "-j DNAT --to-destination $server_ip:1053" <<<"$rules" || fail "no DNAT rule to $server_ip:1053"
 log "kube-proxy: KUBE-SVC chain for $SERVICE_IP, DNAT to $server_ip:1053"
 
+expect_dns() { # what, server, name, expected answer (a glob): retried for 15 s (a Pod's
+  # CoreDNS serves once its first sync with the API is done, a Service once its rules are)
+  local what=$1 out attempt
+  for attempt in $(seq 1 15); do
+    out=$(dns "$2" "$3")
+    # shellcheck disable=SC2053 # $4 is a glob on purpose
+    if [[ $out == $4 ]]; then log "$what: $3 -> $out"; return 0; fi
+    [ "$attempt" -eq 15 ] || sleep 1
+  done
+  fail "$what: $3 -> $out, expected $4"
+}
+
 check_dns() {
-  local out
-  out=$(dns 10.203.0.2 kubernetes.default.svc.cluster.local)
-  [ "$out" = "NOERROR 10.255.0.1" ] || fail "CoreDNS: kubernetes.default.svc.cluster.local -> $out"
-  out=$(dns 10.203.0.2 dns-server.$CHECK_NS.svc.cluster.local)
-  [ "$out" = "NOERROR $SERVICE_IP" ] || fail "CoreDNS: dns-server.$CHECK_NS.svc.cluster.local -> $out"
-  out=$(dns 10.203.0.2 example.com)
-  [ "$out" = REFUSED ] || fail "CoreDNS: example.com -> $out (expected REFUSED)"
-  log "CoreDNS: cluster names answered, example.com REFUSED"
-  # Pod -> ClusterIP -> Pod on the same bridge: the forwarder's answer comes from the server.
+  expect_dns "node CoreDNS" 10.203.0.2 kubernetes.default.svc.cluster.local "NOERROR 10.255.0.1"
+  expect_dns "node CoreDNS" 10.203.0.2 "dns-server.$CHECK_NS.svc.cluster.local" "NOERROR $SERVICE_IP"
+  expect_dns "node CoreDNS, no name outside the cluster" 10.203.0.2 example.com REFUSED
   local forwarder_ip
   forwarder_ip=$(ip_of dns-forwarder)
-  out=$(dns "$forwarder_ip:1053" check.example)
-  [[ $out == NOERROR* ]] || fail "Pod $forwarder_ip -> $SERVICE_IP -> Pod: $out"
-  log "Pod -> ClusterIP -> Pod: $out"
+  # Pod -> ClusterIP -> Pod on the same bridge: the forwarder's answer comes from the server.
+  expect_dns "Pod -> ClusterIP $SERVICE_IP -> Pod" "$forwarder_ip:1053" check.example "NOERROR*"
+  expect_dns "Pod -> its resolv.conf -> node CoreDNS" "$forwarder_ip:1053" kubernetes.default.svc.cluster.local "NOERROR 10.255.0.1"
+  expect_dns "Pod -> kubernetes Service -> kube-apiserver (in-cluster CoreDNS, ServiceAccount token)" \
+    "$(ip_of dns-incluster):1053" kubernetes.default.svc.cluster.local "NOERROR 10.255.0.1"
   curl -sk -m 5 https://10.255.0.1/livez | grep -qx ok || fail "host -> the kubernetes Service (10.255.0.1:443)"
   log "host -> ClusterIP 10.255.0.1:443 -> kube-apiserver: ok"
 }
@@ -187,7 +215,7 @@ if $restart; then
     at=$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.containerStatuses[0].state.running.startedAt}')
     [ -n "$at" ] && ! [[ "$at" < "$before" ]] && ready "$1"
   }
-  for p in pause dns-server dns-forwarder; do wait_until "$p running again after the restart" 120 started_after "$p"; done
+  for p in "${PODS[@]}"; do wait_until "$p running again after the restart" 120 started_after "$p"; done
   check_dns
 fi
 log "all passed"
