@@ -17,7 +17,8 @@
 # Prints the image references on stdout, `[real-node] <step> (Ns)` progress on stderr.
 # Env: KRT_REAL_NODE_DIR (/var/lib/krt-real-node), KRT_REAL_NODE_CACHE (the root filesystem
 # cache; ~/.cache/kruntimes/real-node), KRT_CONTAINERD_SOCKET (the node's), KRT_CTR (a ctr
-# binary; default: kube-binaries' containerd 2 build, else the one on PATH), KRT_NPM_VERSION.
+# binary; default: kube-binaries' containerd 2 build, else the one on PATH), KRT_SNAPSHOTTER
+# (the node's containerd snapshotter, when not overlayfs), KRT_NPM_VERSION.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/tools/real-node"
@@ -351,7 +352,8 @@ export_app() { # APP
     echo "$ref $id" >"$archive.id"
   fi
   if [ "$do_import" = 1 ]; then
-    timeout 600 "$ctr_bin" --address "$socket" -n k8s.io images import "$archive" >/dev/null
+    # Unpacked for ctr's default snapshotter (overlayfs), or the node's KRT_SNAPSHOTTER.
+    timeout 600 "$ctr_bin" --address "$socket" -n k8s.io images import ${KRT_SNAPSHOTTER:+--snapshotter "$KRT_SNAPSHOTTER"} "$archive" >/dev/null
   fi
 }
 for app in "${apps[@]}"; do
