@@ -210,6 +210,8 @@ fi
 # 3. the apps' images
 apps=()
 for file in "$root"/deploy/docker/*.Dockerfile; do apps+=("$(basename "$file" .Dockerfile)"); done
+# --network host: RUN reaches deb.debian.org and the npm registry as this machine does;
+# buildah's own network (netavark) would work too, but leaves its iptables chains behind.
 bud_args=(--layers --pull=never --network host --build-arg NODE_IMAGE="$base")
 # npm in the build trusts the system CA store (make_rootfs): this machine's, which has the CA
 # of a TLS-inspecting egress proxy when there is one. Only while RUN runs; no layer keeps it.
