@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1.20
 # Runtime Server for bash Runs (the runtime-server container of bash Runtime Pods; bash comes with the base image).
 # Build from the repository root: docker build -f deploy/docker/runtime-server-bash.Dockerfile -t kruntimes/runtime-server-bash .
 # (or: npx nx run runtime-server-bash:docker-build). There is no compile step: Node 24 runs the TypeScript
@@ -6,10 +5,21 @@
 # trees it imports, resolved through the workspace links in node_modules/@kruntimes.
 ARG NODE_IMAGE=node:24-slim
 
+# Every workspace's package.json and the lockfile, alone (what `COPY --parents` would copy;
+# buildah, which builds the images of tools/real-node, has no --parents): the deps stage
+# copies them, so that its npm ci layer is rebuilt only when one of them changes. Their
+# times are zeroed: buildah's layer cache compares them too.
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /src
+COPY . .
+RUN mkdir /manifests \
+ && cp --parents package.json package-lock.json apps/*/package.json libs/*/package.json tools/*/package.json e2e/package.json /manifests/ \
+ && find /manifests -exec touch -h -d @0 {} +
+
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
-# Every workspace's package.json: npm ci checks them against the lockfile.
-COPY --parents package.json package-lock.json apps/*/package.json libs/*/package.json tools/*/package.json e2e/package.json ./
+# npm ci checks every workspace's package.json against the lockfile.
+COPY --from=manifests /manifests/ ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM ${NODE_IMAGE}

@@ -40,8 +40,18 @@ describe('Dockerfiles', () => {
     expect(text).toMatch(/^ARG NODE_IMAGE=node:24-slim$/m);
     expect(text).toContain('npm ci --omit=dev');
     expect(text).toMatch(/^USER 65532:65532$/m);
-    // Multi-stage: dependencies are installed in one stage and copied into the final one.
-    expect(text.match(/^FROM /gm)).toHaveLength(2);
+    // Multi-stage: the package.json files and the lockfile alone, the dependencies installed
+    // from them (a layer that only their changes rebuild), copied into the final stage.
+    expect(text.match(/^FROM .*$/gm)).toEqual(['FROM ${NODE_IMAGE} AS manifests', 'FROM ${NODE_IMAGE} AS deps', 'FROM ${NODE_IMAGE}']);
+    const deps = text.slice(text.indexOf('AS deps'), text.lastIndexOf('FROM '));
+    expect(deps.match(/^(COPY|ADD) .*$/gm)).toEqual(['COPY --from=manifests /manifests/ ./']);
+    expect(text).toContain('COPY --from=deps /app/node_modules ./node_modules');
+  });
+
+  it.each(deployable)('%s builds with buildah 1.28 too (tools/real-node/images.sh): no COPY --parents, no syntax directive', (app) => {
+    const text = dockerfile(app);
+    expect(text).not.toMatch(/^(COPY|ADD) .*--parents/m);
+    expect(text).not.toMatch(/^# *syntax=/m);
   });
 
   it('the python Runtime Server image has python3', () => {

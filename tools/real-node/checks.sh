@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# What only a real node shows, as functions for tools/real-node/run.sh (sourced after
+# e2e/cluster-steps.sh: uses system, demo, work, kubectl and fail).
+
+rn_services=(kruntimes-scheduler kruntimes-stale-recovery kruntimes-controller-manager runtime-gateway)
+
+# Runs JavaScript in a container of a Pod with the image's own node (no shell needed).
+rn_exec_node() { # namespace, pod, container, script
+  kubectl -n "$1" exec "$2" -c "$3" -- node -e "$4"
+}
+
+# Every container of the service Pods runs as uid/gid 65532 on a read-only root filesystem
+# (what the chart's securityContext asks); Runtime Pods' containers as 65532 (the images'
+# USER). Printed as a table; any difference fails.
+rn_check_pod_security() {
+  local probe pod container answer
+  # Writing to / must fail with EROFS; /tmp is the chart's emptyDir and must be writable.
+  probe='const fs = require("node:fs"); let root = "writable";
+try { fs.writeFileSync("/.krt-probe", "x"); } catch (e) { root = e.code; }
+let tmp = "writable"; try { fs.writeFileSync("/tmp/.krt-probe", "x"); fs.rmSync("/tmp/.krt-probe"); } catch (e) { tmp = e.code; }
+console.log(`${process.getuid()}:${process.getgid()} root=${root} tmp=${tmp}`);'
+  printf '%-58s %-18s %s\n' POD CONTAINER 'UID:GID, ROOT FS, /tmp' >&2
+  for deployment in "${rn_services[@]}"; do
+    for pod in $(kubectl -n "$system" get pods -l "app.kubernetes.io/name=${deployment#kruntimes-}" -o jsonpath='{.items[*].metadata.name}'); do
+      for container in $(kubectl -n "$system" get pod "$pod" -o jsonpath='{.spec.containers[*].name}'); do
+        answer=$(rn_exec_node "$system" "$pod" "$container" "$probe")
+        printf '%-58s %-18s %s\n' "$pod" "$container" "$answer" >&2
+        [ "$answer" = "65532:65532 root=EROFS tmp=writable" ] || fail "$pod/$container: $answer"
+      done
+    done
+  done
+  for pod in $(kubectl -n "$demo" get pods -l kruntimes.io/runtime=py -o jsonpath='{.items[*].metadata.name}'); do
+    for container in $(kubectl -n "$demo" get pod "$pod" -o jsonpath='{.spec.containers[*].name}'); do
+      answer=$(rn_exec_node "$demo" "$pod" "$container" "$probe")
+      printf '%-58s %-18s %s\n' "$pod" "$container" "$answer" >&2
+      case "$answer" in 65532:65532\ *) ;; *) fail "$pod/$container: $answer" ;; esac
+    done
+  done
+}
+
+# The controller-manager issues a new workload certificate when the Runtime's Secret is
+# deleted; the kubelet updates every Runtime Pod's Secret volume, and each runtimed must
+# load the new version without a restart.
+rn_check_certificate_rotation() {
+  local secret=py-runtimed-tls before after pods pod loaded
+  before=$(kubectl -n "$demo" get secret "$secret" -o jsonpath='{.data.tls\.crt}')
+  pods=$(kubectl -n "$demo" get pods -l kruntimes.io/runtime=py -o jsonpath='{.items[*].metadata.name}')
+  kubectl -n "$demo" delete secret "$secret"
+  for _ in $(seq 1 60); do
+    after=$(kubectl -n "$demo" get secret "$secret" -o jsonpath='{.data.tls\.crt}' 2>/dev/null || true)
+    [ -n "$after" ] && [ "$after" != "$before" ] && break
+    sleep 1
+  done
+  [ -n "$after" ] && [ "$after" != "$before" ] || fail "the controller-manager did not issue a new $secret"
+  # The kubelet refreshes Secret volumes on its sync period (1 min by default) plus its cache TTL.
+  for pod in $pods; do
+    for _ in $(seq 1 90); do
+      loaded=$(kubectl -n "$demo" logs "$pod" -c runtimed | grep -c '"workload certificate loaded"' || true)
+      [ "$loaded" -ge 2 ] && break
+      sleep 2
+    done
+    [ "$loaded" -ge 2 ] || fail "$pod: runtimed did not load the rotated certificate within 180 s"
+    printf '%s: certificate versions loaded: %s, restarts: %s\n' "$pod" "$loaded" \
+      "$(kubectl -n "$demo" get pod "$pod" -o jsonpath='{.status.containerStatuses[*].restartCount}')" >&2
+  done
+}
+
+# One Pod of each service deleted: it must log its orderly stop, end within its grace
+# period with exit code 0, and its Deployment must be Available again.
+rn_check_graceful_termination() {
+  local deployment pod grace started took events exit_codes
+  for deployment in "${rn_services[@]}"; do
+    pod=$(kubectl -n "$system" get pods -l "app.kubernetes.io/name=${deployment#kruntimes-}" -o jsonpath='{.items[0].metadata.name}')
+    grace=$(kubectl -n "$system" get pod "$pod" -o jsonpath='{.spec.terminationGracePeriodSeconds}')
+    kubectl -n "$system" logs -f "$pod" >"$work/$pod.log" 2>&1 &
+    pids+=($!)
+    # The Pod's status as the kubelet reports it while it stops: the containers' exit codes.
+    kubectl -n "$system" get pod "$pod" --watch -o jsonpath='{range .status.containerStatuses[*]}{.state.terminated.exitCode}{" "}{end}{"\n"}' \
+      >"$work/$pod.status" 2>/dev/null &
+    pids+=($!)
+    sleep 1
+    started=$SECONDS
+    kubectl -n "$system" delete pod "$pod" --wait --timeout="$((grace + 30))s" >/dev/null
+    took=$((SECONDS - started))
+    exit_codes=$(tr -s ' \n' ' ' <"$work/$pod.status" | xargs)
+    events=$(grep -c '"shutting down"' "$work/$pod.log" || true)
+    printf '%-58s grace %3ss, gone after %3ss, exit codes seen: [%s], "shutting down" logged: %s\n' \
+      "$pod" "$grace" "$took" "$exit_codes" "$events" >&2
+    [ "$events" -ge 1 ] || fail "$pod did not log an orderly stop"
+    ! grep -q '"shutdown failed"' "$work/$pod.log" || fail "$pod: shutdown failed"
+    [ "$took" -le "$grace" ] || fail "$pod took ${took}s, longer than its grace period (${grace}s)"
+    case " $exit_codes " in *" 0 "*) ;; *) fail "$pod: no exit code 0 seen ([$exit_codes])" ;; esac
+    kubectl -n "$system" rollout status "deployment/$deployment" --timeout=120s >/dev/null
+  done
+}
+
+# After the node restart: the Runtime is Available, the function Run Ready, and a new task
+# Run succeeds.
+rn_check_after_restart() {
+  kubectl -n "$demo" wait --for=condition=Available runtime/py --timeout=300s
+  kubectl -n "$demo" wait --for=condition=Ready run/hello --timeout=300s
+  kubectl -n "$demo" apply -f - <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Run
+metadata: { name: after-restart }
+spec:
+  runtime: py
+  mode: { task: {} }
+  source:
+    inline: |
+      print("task ran after the node restart")
+YAML
+  kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Succeeded run/after-restart --timeout=300s
+  kubectl -n "$demo" get runs -o wide >&2
+}
+
+# As a user uninstalls: the Runs and Runtimes first (their Pods are the controller-manager's
+# to remove), then the release. Nothing the chart or the controllers made may remain but
+# what README.md lists (the CRDs, kept by Helm by design, and the leader-election Leases).
+rn_check_uninstall() { # helm binary
+  local helm=$1 left
+  kubectl -n "$demo" delete runs --all --wait --timeout=180s
+  kubectl -n "$demo" delete runtimes --all --wait --timeout=180s
+  kubectl -n "$demo" wait --for=delete pods -l kruntimes.io/runtime --timeout=180s 2>/dev/null || true
+  "$helm" uninstall kruntimes --namespace "$system" --wait --timeout 5m
+  kubectl -n "$system" wait --for=delete pods --all --timeout=180s 2>/dev/null || true
+  left=$(
+    kubectl get pods,deployments,replicasets,services,endpointslices,configmaps,secrets,serviceaccounts,roles,rolebindings,networkpolicies,poddisruptionbudgets \
+      -n "$system" -o name 2>/dev/null
+    kubectl get pods,deployments,services,secrets,serviceaccounts,roles,rolebindings,networkpolicies \
+      -n "$demo" -o name 2>/dev/null
+    kubectl get clusterroles,clusterrolebindings -o name | grep kruntimes || true
+  )
+  # What the user made by hand before the install (the CA and the gateway certificate, the
+  # invoker) and what Kubernetes itself puts in every namespace.
+  left=$(grep -vE '^(secret/(kruntimes-internal-ca|runtime-gateway-tls)|serviceaccount/(default|invoker)|role\.rbac\.authorization\.k8s\.io/invoke-hello|rolebinding\.rbac\.authorization\.k8s\.io/invoke-hello|configmap/kube-root-ca\.crt)$' <<<"$left" || true)
+  echo "left after uninstall (besides what the user made): ${left:-nothing}" >&2
+  echo "leases: $(kubectl get leases -n "$system" -o name | xargs) $(kubectl get leases -n "$demo" -o name | xargs)" >&2
+  [ -z "$left" ] || fail "helm uninstall left: $left"
+}
