@@ -3,16 +3,19 @@
 # and the cluster's add-ons CoreDNS and kube-scheduler (the control plane of the tests has
 # no scheduler: Pods of Deployments would stay Pending), all inside the network namespace
 # of net.sh, joined to the control plane of
-# `tools/local-cluster/src/main.ts --dir DIR --bind-address 10.203.0.1 --secure-port 6443
-# --node krt-node`.
+# `tools/local-cluster/src/main.ts --dir DIR --bind-address 10.203.0.1 --secure-port 6443`
+# (which writes DIR/node.kubeconfig and DIR/kube-proxy.kubeconfig for node krt-node).
 #
 # Usage (root; idempotent; prints nothing on stdout):
-#   tools/real-node/node.sh up CLUSTER_DIR  configure and start; wait until the node is Ready
+#   tools/real-node/node.sh up [CLUSTER_DIR]  configure and start; wait until the node is Ready
+#                                           (CLUSTER_DIR: local-cluster's --dir; default
+#                                           $KRT_CLUSTER_DIR)
 #   tools/real-node/node.sh stop            a node reboot's first half: every process of the
 #                                           node and its Pods' containers die, mounts and
 #                                           /run/krt-real-node go; the state dir stays
 #   tools/real-node/node.sh start           its second half: start again from the state dir
-#   tools/real-node/node.sh down            stop, remove the state and every trace on the host
+#   tools/real-node/node.sh down            stop, remove the node's state (other files in the
+#                                           state dir stay) and every trace on the host
 #
 # Every node process runs in one mount namespace of its own (bound at RUN/mntns) joined with
 # the network namespace: the kubelet's volume mounts must be visible to containerd and runc,
@@ -34,6 +37,10 @@ NETNS=/run/netns/$NS
 # puts back the values they had before the first up.
 HOST_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
 PROCESSES=(containerd kubelet kube-proxy coredns kube-scheduler)
+# What the node keeps in the state dir (down removes these and nothing else).
+NODE_STATE=(containerd containerd-opt kubelet pod-logs cni config kubeconfigs pki host kubectl-cache
+  host-sysctls created-host-dirs images/pause.tar logs/containerd.log logs/kubelet.log
+  logs/kube-proxy.log logs/coredns.log logs/kube-scheduler.log)
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -245,7 +252,7 @@ copy_credentials() { # the cluster's files this node needs, copied into the stat
   local cluster_dir=$1 file
   for file in node.kubeconfig kube-proxy.kubeconfig admin.kubeconfig; do
     [ -f "$cluster_dir/$file" ] ||
-      die "$cluster_dir/$file missing: start the control plane with --dir $cluster_dir --bind-address 10.203.0.1 --secure-port 6443 --node $NODE_NAME"
+      die "$cluster_dir/$file missing: start the control plane with --dir $cluster_dir --bind-address 10.203.0.1 --secure-port 6443 (node $NODE_NAME)"
   done
   mkdir -p "$STATE/kubeconfigs" "$STATE/pki"
   install -m 600 "$cluster_dir/node.kubeconfig" "$STATE/kubeconfigs/kubelet.kubeconfig"
@@ -513,10 +520,9 @@ $(tail -n 30 "$STATE/logs/$1.log" 2>/dev/null)"
 ctr_() { "$BIN/ctr" --address "$SOCK" --namespace k8s.io "$@"; }
 
 ensure_pause_image() {
-  [ -z "$(ctr_ images list -q "name==$PAUSE_IMAGE")" ] || return 0
-  "$here/pause/build.sh" "$STATE/images/pause.oci.tar" >/dev/null
-  ctr_ images import --platform linux/amd64 "$STATE/images/pause.oci.tar" >/dev/null
-  log "pause image $PAUSE_IMAGE imported"
+  [ -z "$(ctr_ images list -q "name==$PAUSE_IMAGE" 2>/dev/null)" ] || return 0
+  KRT_REAL_NODE_DIR=$STATE KRT_CONTAINERD_SOCKET=$SOCK KRT_CTR=$BIN/ctr "$here/pause/build.sh" >/dev/null
+  [ -n "$(ctr_ images list -q "name==$PAUSE_IMAGE" 2>/dev/null)" ] || die "the pause image is not in containerd after pause/build.sh"
 }
 
 node_ready() { # since (UTC, RFC 3339; may be empty): Ready, as posted by the kubelet since then
@@ -593,21 +599,29 @@ up() {
 fingerprint() { cat "$STATE"/config/* "$STATE"/cni/net.d/* "$STATE"/kubeconfigs/* | sha256sum; }
 
 [ "$(id -u)" = 0 ] || { echo "node.sh: must run as root" >&2; exit 1; }
-usage() { echo "usage: $0 up CLUSTER_DIR | stop | start | down" >&2; exit 2; }
-case "${1-}" in up) [ $# -eq 2 ] || usage ;; stop | start | down) [ $# -eq 1 ] || usage ;; *) usage ;; esac
+usage() { echo "usage: $0 up [CLUSTER_DIR] | stop | start | down   (CLUSTER_DIR default: \$KRT_CLUSTER_DIR)" >&2; exit 2; }
+case "${1-}" in up) [ $# -le 2 ] || usage ;; stop | start | down) [ $# -eq 1 ] || usage ;; *) usage ;; esac
 
 # Binaries: kubelet, containerd ... (cached after the first build; this verifies them).
 BIN=$("$repo/tools/kube-binaries/build.sh" --node)
 
 case $1 in
-  up) up "$(cd "$2" && pwd)" ;;
+  up)
+    cluster_dir=${2:-${KRT_CLUSTER_DIR:-}}
+    [ -n "$cluster_dir" ] || usage
+    [ -d "$cluster_dir" ] || die "no cluster directory $cluster_dir"
+    up "$(cd "$cluster_dir" && pwd)"
+    ;;
   start) start_node ;;
   stop) stop_node; log "node stopped (state kept in $STATE)" ;;
   down)
     stop_node
     clean_netns
     restore_host
-    rm -rf "$STATE"
+    # The node's files only: the state dir is shared (images.sh's archives and logs, the
+    # end-to-end run's control-plane.pid).
+    for entry in "${NODE_STATE[@]}"; do rm -rf "${STATE:?}/$entry"; done
+    rmdir "$STATE/images" "$STATE/logs" "$STATE" 2>/dev/null || true
     log "node down"
     ;;
 esac

@@ -32,7 +32,15 @@ test('a real node: address, port and node name', () => {
   });
 });
 
+test('--bind-address alone: the real node joins; --no-node: none does', () => {
+  expect(parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1'], DEFAULT_CRDS).node).toBe('krt-node');
+  expect(parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1', '--no-node'], DEFAULT_CRDS).node).toBeUndefined();
+  expect(parseOptions(['--dir', '/x'], DEFAULT_CRDS).node).toBeUndefined();
+  expect(parseOptions(['--dir', '/x', '--node', 'other'], DEFAULT_CRDS).node).toBe('other');
+});
+
 test.each([
+  [['--node', 'a', '--no-node'], /--node and --no-node exclude each other/],
   [['--bind-address', 'localhost'], /--bind-address: 'localhost' is not an IPv4 address/],
   [['--bind-address', '10.203.0.256'], /not an IPv4 address/],
   [['--bind-address', '::1'], /not an IPv4 address/],

@@ -14,8 +14,11 @@ export interface LocalClusterOptions {
   node?: string;
 }
 
+/** The real node's name (tools/real-node/README.md): the default of --node with --bind-address. */
+export const REAL_NODE_NAME = 'krt-node';
+
 export const USAGE = `Usage: node tools/local-cluster/src/main.ts --dir DIR [--no-controller-manager] [--crds DIR]... [--no-crds]
-         [--bind-address IPV4] [--secure-port PORT] [--node NAME]
+         [--bind-address IPV4] [--secure-port PORT] [--node NAME | --no-node]
 
 Starts etcd, kube-apiserver and kube-controller-manager on loopback in the foreground and
 writes admin.kubeconfig, alice.kubeconfig, bob.kubeconfig and cluster.json into DIR, and
@@ -32,7 +35,9 @@ Stops everything and removes its state on SIGTERM or SIGINT.
                             endpoint (tools/real-node: 10.203.0.1, after net.sh up)
   --secure-port PORT        kube-apiserver's port (default: a free one)
   --node NAME               a kubelet NAME joins: writes node.kubeconfig (system:node:NAME)
-                            and kube-proxy.kubeconfig (system:kube-proxy) into DIR`;
+                            and kube-proxy.kubeconfig (system:kube-proxy) into DIR
+                            (default with --bind-address: ${REAL_NODE_NAME}, tools/real-node)
+  --no-node                 no kubelet joins, whatever the address`;
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -54,6 +59,7 @@ export function parseOptions(argv: readonly string[], defaultCrdDirectory: strin
         'bind-address': { type: 'string' },
         'secure-port': { type: 'string' },
         node: { type: 'string' },
+        'no-node': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -73,7 +79,9 @@ export function parseOptions(argv: readonly string[], defaultCrdDirectory: strin
   if (port !== undefined && !(/^\d+$/.test(port) && securePort !== undefined && securePort >= 1 && securePort <= 65535)) {
     throw new UsageError(`--secure-port: '${port}' is not a port number (1-65535)`);
   }
-  const node = values.node;
+  if (values.node !== undefined && values['no-node']) throw new UsageError('--node and --no-node exclude each other');
+  // A non-loopback address is there for a real node to reach: by default, that node joins.
+  const node = values['no-node'] ? undefined : (values.node ?? (bindAddress === undefined ? undefined : REAL_NODE_NAME));
   // A DNS label: the node's name is also its user's name and the kubelet's hostname.
   if (node !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(node)) {
     throw new UsageError(`--node: '${node}' is not a node name (lowercase letters, digits and '-', at most 63)`);

@@ -11,7 +11,7 @@
 #     token (CoreDNS's kubernetes plugin, in-cluster configuration);
 #   - with --restart: after node.sh stop and start the node is Ready, the Pod runs again.
 #
-# Usage: tools/real-node/check.sh CLUSTER_DIR [--restart]   (root; progress on stderr)
+# Usage: tools/real-node/check-node.sh CLUSTER_DIR [--restart]   (root; progress on stderr)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +30,7 @@ fail() { log "FAILED: $*"; exit 1; }
 BIN=$("$repo/tools/kube-binaries/build.sh" --node 2>/dev/null)
 kube_cache=$(mktemp -d) # kubectl's discovery cache, not in ~/.kube
 k() { "$BIN/kubectl" --cache-dir "$kube_cache" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
-dns() { ip netns exec "$NS" python3 "$here/check/dns-query.py" "$@" 2>/dev/null || echo "no answer"; }
+dns() { ip netns exec "$NS" python3 "$here/dns-query.py" "$@" 2>/dev/null || echo "no answer"; }
 
 wait_until() { # what, seconds, command...: poll every second, bounded
   local what=$1 seconds=$2 deadline=$(($(date +%s) + $2))
@@ -168,7 +168,7 @@ port=$((20000 + RANDOM % 10000))
 k -n "$CHECK_NS" port-forward pod/dns-server "$port:1053" >/dev/null 2>&1 &
 forward=$!
 wait_until "kubectl port-forward listening on $port" 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
-out=$(python3 "$here/check/dns-query.py" "127.0.0.1:$port" check.example --tcp 2>&1 || true)
+out=$(python3 "$here/dns-query.py" "127.0.0.1:$port" check.example --tcp 2>&1 || true)
 kill "$forward" 2>/dev/null || true
 case $out in NOERROR*) log "kubectl port-forward (DNS over TCP to the Pod): $out" ;; *) fail "through port-forward: $out" ;; esac
 
