@@ -21,7 +21,7 @@ let tmp = "writable"; try { fs.writeFileSync("/tmp/.krt-probe", "x"); fs.rmSync(
 console.log(`${process.getuid()}:${process.getgid()} root=${root} tmp=${tmp}`);'
   printf '%-58s %-18s %s\n' POD CONTAINER 'UID:GID, ROOT FS, /tmp' >&2
   for deployment in "${rn_services[@]}"; do
-    for pod in $(kubectl -n "$system" get pods -l "app.kubernetes.io/name=${deployment#kruntimes-}" -o jsonpath='{.items[*].metadata.name}'); do
+    for pod in $(kubectl -n "$system" get pods -l "app.kubernetes.io/name=$deployment" -o jsonpath='{.items[*].metadata.name}'); do
       for container in $(kubectl -n "$system" get pod "$pod" -o jsonpath='{.spec.containers[*].name}'); do
         answer=$(rn_exec_node "$system" "$pod" "$container" "$probe")
         printf '%-58s %-18s %s\n' "$pod" "$container" "$answer" >&2
@@ -65,24 +65,41 @@ rn_check_certificate_rotation() {
   done
 }
 
+# The containers' exit codes in a stream of watch events (kubectl --output-watch-events -o json).
+rn_exit_codes() {
+  python3 -c '
+import json, sys
+codes, text, decoder = [], sys.stdin.read(), json.JSONDecoder()
+i = 0
+while i < len(text):
+    if text[i].isspace():
+        i += 1
+        continue
+    event, i = decoder.raw_decode(text, i)
+    for status in event["object"].get("status", {}).get("containerStatuses", []):
+        code = status.get("state", {}).get("terminated", {}).get("exitCode")
+        if code is not None:
+            codes.append(str(code))
+print(" ".join(codes))'
+}
+
 # One Pod of each service deleted: it must log its orderly stop, end within its grace
 # period with exit code 0, and its Deployment must be Available again.
 rn_check_graceful_termination() {
   local deployment pod grace started took events exit_codes
   for deployment in "${rn_services[@]}"; do
-    pod=$(kubectl -n "$system" get pods -l "app.kubernetes.io/name=${deployment#kruntimes-}" -o jsonpath='{.items[0].metadata.name}')
+    pod=$(kubectl -n "$system" get pods -l "app.kubernetes.io/name=$deployment" -o jsonpath='{.items[0].metadata.name}')
     grace=$(kubectl -n "$system" get pod "$pod" -o jsonpath='{.spec.terminationGracePeriodSeconds}')
     kubectl -n "$system" logs -f "$pod" >"$work/$pod.log" 2>&1 &
     pids+=($!)
     # The Pod's status as the kubelet reports it while it stops: the containers' exit codes.
-    kubectl -n "$system" get pod "$pod" --watch -o jsonpath='{range .status.containerStatuses[*]}{.state.terminated.exitCode}{" "}{end}{"\n"}' \
-      >"$work/$pod.status" 2>/dev/null &
+    kubectl -n "$system" get pod "$pod" --watch --output-watch-events -o json >"$work/$pod.status" 2>/dev/null &
     pids+=($!)
     sleep 1
     started=$SECONDS
     kubectl -n "$system" delete pod "$pod" --wait --timeout="$((grace + 30))s" >/dev/null
     took=$((SECONDS - started))
-    exit_codes=$(tr -s ' \n' ' ' <"$work/$pod.status" | xargs)
+    exit_codes=$(rn_exit_codes <"$work/$pod.status")
     events=$(grep -c '"shutting down"' "$work/$pod.log" || true)
     printf '%-58s grace %3ss, gone after %3ss, exit codes seen: [%s], "shutting down" logged: %s\n' \
       "$pod" "$grace" "$took" "$exit_codes" "$events" >&2

@@ -46,6 +46,13 @@ export interface SecurityContext {
   capabilities: { drop: string[] };
 }
 
+export interface PodSecurityContext {
+  runAsNonRoot: boolean;
+  runAsUser: number;
+  runAsGroup: number;
+  seccompProfile: { type: 'RuntimeDefault' };
+}
+
 export interface Container {
   name: string;
   image: string;
@@ -77,6 +84,7 @@ export interface PodSpec {
   automountServiceAccountToken: boolean;
   enableServiceLinks: boolean;
   terminationGracePeriodSeconds: number;
+  securityContext: PodSecurityContext;
   containers: Container[];
   volumes: Volume[];
 }

@@ -101,6 +101,17 @@ describe('runtimeWorkload', () => {
     expect(container(runtimeWorkload(runtime(spec), config), CONTAINERS.runtimeServer).image).toBe(image);
   });
 
+  it('runs every container as 65532:65532, non-root, with the runtime default seccomp profile, whatever the image', () => {
+    for (const spec of [{ language: 'python' as const }, { language: 'python' as const, image: 'example.com/my-python:3.13' }]) {
+      expect(runtimeWorkload(runtime(spec), config).deployment.spec.template.spec.securityContext).toEqual({
+        runAsNonRoot: true,
+        runAsUser: 65532,
+        runAsGroup: 65532,
+        seccompProfile: { type: 'RuntimeDefault' },
+      });
+    }
+  });
+
   it('gives only runtimed the service-account token; the Pod mounts none by itself', () => {
     const workload = runtimeWorkload(runtime(), config);
     const pod = workload.deployment.spec.template.spec;

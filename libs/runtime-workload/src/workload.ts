@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, PART_OF, RUNTIME_KIND, RUNTIMED_TLS_MOUNT_PATH, runtimedTlsSecretName } from '@kruntimes/api';
 import type { OwnerReference, Runtime, RuntimeLanguage } from '@kruntimes/api';
-import type { Container, ContainerEnvVar, Deployment, PodTemplate, Secret, Service, Volume } from './kube-types.ts';
+import type { Container, ContainerEnvVar, Deployment, PodSecurityContext, PodTemplate, Secret, Service, Volume } from './kube-types.ts';
 
 /** Container names inside a Runtime Pod; runtimed and tests look containers up by them. */
 export const CONTAINERS = { runtimed: 'runtimed', runtimeServer: 'runtime-server' } as const;
@@ -251,6 +251,18 @@ export function runtimeServerAddress(mode: RuntimeServerListenMode): string {
   }
 }
 
+/**
+ * User code runs in these Pods: never as root, whatever image a Runtime names. The group
+ * is set too: the images say USER 65532:65532, but with no passwd entry for that uid
+ * containerd resolves only the uid and leaves the group 0 (seen on a real node).
+ */
+const RUNTIME_POD_SECURITY_CONTEXT: PodSecurityContext = {
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  seccompProfile: { type: 'RuntimeDefault' },
+};
+
 function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: WorkloadConfig, labels: Record<string, string>): PodTemplate {
   const name = workloadName(runtime);
   const parts = containerParts(runtime, config, name);
@@ -262,6 +274,7 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       // Service environment variables would leak every Service of the namespace into user code.
       enableServiceLinks: false,
       terminationGracePeriodSeconds: config.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+      securityContext: RUNTIME_POD_SECURITY_CONTEXT,
       containers: [runtimedContainer(runtime, config, parts), runtimeServerContainer(runtime, config, parts)],
       volumes: podVolumes(name),
     },
