@@ -4,8 +4,9 @@
 # Go modules into a cache outside the repository, keyed by version. A second run with the
 # same versions only verifies the cached binaries. With --node it also builds what the
 # real node runs (tools/real-node): kubelet, kube-proxy, kube-scheduler and kubectl from
-# the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd) and
-# coredns (./coredns); the test suite never asks for those.
+# the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd),
+# coredns (./coredns) and kube-router (./kube-router, its network policy controller); the
+# test suite never asks for those.
 #
 # Usage: tools/kube-binaries/build.sh [--node]   # prints the bin directory on stdout
 # Env:   KRT_KUBE_BIN_CACHE  cache root (default: $XDG_CACHE_HOME/kruntimes or ~/.cache/kruntimes)
@@ -82,7 +83,8 @@ link weed "$weed_name"
 if $node; then
   containerd_version=$(module_version "$here/containerd" github.com/containerd/containerd/v2)
   coredns_version=$(module_version "$here/coredns" github.com/coredns/coredns)
-  [ -n "$containerd_version" ] && [ -n "$coredns_version" ] ||
+  kube_router_version=$(module_version "$here/kube-router" github.com/cloudnativelabs/kube-router/v2)
+  [ -n "$containerd_version" ] && [ -n "$coredns_version" ] && [ -n "$kube_router_version" ] ||
     { echo "build.sh: cannot read the node's versions from go.mod" >&2; exit 1; }
   build kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
   build kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
@@ -103,6 +105,10 @@ if $node; then
   build "coredns-$coredns_version" "$here/coredns" github.com/coredns/coredns \
     "-X github.com/coredns/coredns/coremain.GitCommit=module-$coredns_version"
   link coredns "coredns-$coredns_version"
+  kr_pkg=github.com/cloudnativelabs/kube-router/v2
+  build "kube-router-$kube_router_version" "$here/kube-router" "$kr_pkg/cmd/kube-router" \
+    "-X $kr_pkg/pkg/version.Version=$kube_router_version -X $kr_pkg/pkg/version.BuildDate=module-$kube_router_version"
+  link kube-router "kube-router-$kube_router_version"
 fi
 
 verify etcd "${etcd_version#v}"
@@ -118,5 +124,6 @@ if $node; then
   verify containerd-shim-runc-v2 "$containerd_version" -v
   verify ctr "$containerd_version"
   verify coredns "CoreDNS-${coredns_version#v}" -version
+  verify kube-router "version $kube_router_version, built on module-$kube_router_version" --version
 fi
 echo "$bin_dir"
