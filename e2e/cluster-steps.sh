@@ -134,11 +134,20 @@ krt_check_metrics() { # scrape image: any image with node (runtimed's)
     done
     # runtimed listens on its Pod IP only (port-forward dials the Pod's localhost), and the
     # Runtime namespace's NetworkPolicy lets only global.networkPolicy.metricsNamespaces in:
-    # scrape from a Pod in the release namespace, with an image of ours (node's fetch).
+    # scrape from a Pod in the release namespace, with an image of ours (node's fetch). A new
+    # Pod's address is admitted only once the policy enforcer has seen it (kube-router on the
+    # real node: its next sync, a fraction of a second): a failed connection is retried (10 s
+    # at most).
     for ip in $(kubectl -n "$demo" get pods -l kruntimes.io/runtime=py -o jsonpath='{.items[*].status.podIP}'); do
       kubectl -n "$system" run "scrape-${ip//./-}" --image="$image" --image-pull-policy=IfNotPresent --restart=Never --rm -i --quiet \
         --overrides='{"spec":{"securityContext":{"runAsNonRoot":true,"runAsUser":65532,"seccompProfile":{"type":"RuntimeDefault"}}}}' \
-        --command -- node -e 'fetch(process.argv[1]).then(async (r) => { if (!r.ok) process.exit(1); process.stdout.write(await r.text()); })' \
+        --command -- node -e '
+const get = (url, left) => fetch(url).catch(async (e) => {
+  if (left === 0) throw e;
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  return get(url, left - 1);
+});
+get(process.argv[1], 40).then(async (r) => { if (!r.ok) process.exit(1); process.stdout.write(await r.text()); })' \
         "http://$ip:9464/metrics"
     done
   } > "$work/metrics.txt"

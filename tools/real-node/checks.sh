@@ -148,10 +148,114 @@ rn_check_uninstall() { # helm binary
       -n "$demo" -o name 2>/dev/null
     kubectl get clusterroles,clusterrolebindings -o name | grep kruntimes || true
   )
-  # What the user made by hand before the install (the CA and the gateway certificate, the
-  # invoker) and what Kubernetes itself puts in every namespace.
-  left=$(grep -vE '^(secret/(kruntimes-internal-ca|runtime-gateway-tls)|serviceaccount/(default|invoker)|role\.rbac\.authorization\.k8s\.io/invoke-hello|rolebinding\.rbac\.authorization\.k8s\.io/invoke-hello|configmap/kube-root-ca\.crt)$' <<<"$left" || true)
+  # What the user made by hand (the CA and the gateway certificate, the invoker, run.sh's
+  # policy for the host's calls to the gateway) and what Kubernetes itself puts in every
+  # namespace.
+  left=$(grep -vE '^(secret/(kruntimes-internal-ca|runtime-gateway-tls)|serviceaccount/(default|invoker)|role\.rbac\.authorization\.k8s\.io/invoke-hello|rolebinding\.rbac\.authorization\.k8s\.io/invoke-hello|networkpolicy\.networking\.k8s\.io/runtime-gateway-from-host|configmap/kube-root-ca\.crt)$' <<<"$left" || true)
   echo "left after uninstall (besides what the user made): ${left:-nothing}" >&2
   echo "leases: $(kubectl get leases -n "$system" -o name | xargs) $(kubectl get leases -n "$demo" -o name | xargs)" >&2
   [ -z "$left" ] || fail "helm uninstall left: $left"
+}
+
+# NetworkPolicies, as kube-router enforces them on the node (README.md): client Pods of our
+# own image (non-root, read-only root, no capabilities) connect with a bounded timeout to
+# (a) the gateway's HTTPS port through its Service, from a namespace not in
+#     gateway.networkPolicy.allowedNamespaces (blocked) and from the demo namespace (allowed);
+# (b) runtimed's grpc port 7443 of a Runtime Pod from Pods that are not a gateway, in the
+#     demo namespace and in the release namespace (blocked; the invoke steps prove the
+#     gateway's path), and runtimed's metrics port from the release namespace (allowed: the
+#     metrics step's scrape) and from the demo namespace (blocked: no metrics namespace).
+# Blocked is a REJECT (ECONNREFUSED) or a timeout, allowed a completed TCP handshake;
+# anything else (a name that does not resolve ...) fails. Kubelet probes from the node must
+# still pass: the Runtime Pods stay Ready.
+rn_netpol_outside=krt-netpol-outside
+rn_json() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
+rn_json_list() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@"; }
+rn_check_network_policy() { # image with node (runtimed's)
+  local image=$1 gateway runtime_ip ns probe expect target result failed=0 namespaces targets
+  gateway="runtime-gateway.$system.svc:443"
+  runtime_ip=$(kubectl -n "$demo" get pods -l kruntimes.io/runtime=py -o jsonpath='{.items[0].status.podIP}')
+  [ -n "$runtime_ip" ] || fail "no Runtime Pod IP"
+  # "client namespace|expected|target", in the table's order.
+  local probes=(
+    "$rn_netpol_outside|blocked|$gateway"
+    "$demo|allowed|$gateway"
+    "$rn_netpol_outside|blocked|$runtime_ip:7443"
+    "$demo|blocked|$runtime_ip:7443"
+    "$system|blocked|$runtime_ip:7443"
+    "$system|allowed|$runtime_ip:9464"
+    "$demo|blocked|$runtime_ip:9464"
+  )
+  # Argument "allowed|blocked:target"; prints "target result attempts milliseconds" a line.
+  # A new Pod's address joins the ipsets of the policies that admit it only with kube-router's
+  # next sync (triggered by the Pod's update, a fraction of a second later): an allowed target
+  # is retried until it connects (10 s at most), and tried first, so that the blocked ones
+  # are tried from a Pod the policies know. Blocked is ECONNREFUSED (kube-router's REJECT) or
+  # a timeout.
+  # shellcheck disable=SC2016 # JavaScript, not shell
+  local script='const net = require("node:net");
+const connect = (host, port) => new Promise((resolve) => {
+  const socket = net.connect({ host, port, timeout: 3000 });
+  const done = (result) => { socket.destroy(); resolve(result); };
+  socket.once("connect", () => done("connected"));
+  socket.once("timeout", () => done("timeout"));
+  socket.once("error", (e) => done(e.code || "error"));
+});
+const probe = async (arg) => {
+  const [expect, target] = arg.split("|"), i = target.lastIndexOf(":"), started = Date.now();
+  let result, attempts = 0;
+  do {
+    if (attempts > 0) await new Promise((r) => setTimeout(r, 250));
+    attempts += 1;
+    result = await connect(target.slice(0, i), Number(target.slice(i + 1)));
+  } while (expect === "allowed" && result !== "connected" && Date.now() - started < 10000);
+  return `${target} ${result} ${attempts} ${Date.now() - started}`;
+};
+(async () => { for (const arg of process.argv.slice(1)) console.log(await probe(arg)); })();'
+  kubectl create namespace "$rn_netpol_outside" >/dev/null
+  namespaces=$(printf '%s\n' "${probes[@]}" | cut -d'|' -f1 | sort -u)
+  # One client Pod per namespace, all at once: each probes its targets in turn.
+  for ns in $namespaces; do
+    mapfile -t targets < <(printf '%s\n' "${probes[@]}" | awk -F'|' -v ns="$ns" '$1 == ns { print $2 "|" $3 }' | sort)
+    kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: { name: netpol-client, labels: { app.kubernetes.io/name: netpol-client } }
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: RuntimeDefault } }
+  containers:
+    - name: client
+      image: $image
+      imagePullPolicy: Never
+      command: [node, -e, $(rn_json "$script")]
+      args: $(rn_json_list "${targets[@]}")
+      securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: [ALL] } }
+YAML
+  done
+  for ns in $namespaces; do
+    kubectl -n "$ns" wait --for=jsonpath='{.status.phase}'=Succeeded pod/netpol-client --timeout=90s >/dev/null ||
+      { kubectl -n "$ns" describe pod netpol-client >&2; fail "the client Pod in $ns did not complete within 90 s"; }
+    kubectl -n "$ns" logs netpol-client >"$work/netpol-$ns.txt"
+  done
+  printf '%-20s %-42s %-9s %s\n' FROM TO EXPECTED RESULT >&2
+  for probe in "${probes[@]}"; do
+    IFS='|' read -r ns expect target <<<"$probe"
+    result=$(awk -v t="$target" '$1 == t { print $2 " (" ($3 > 1 ? $3 " attempts, " : "") $4 " ms)" }' "$work/netpol-$ns.txt")
+    printf '%-20s %-42s %-9s %s\n' "$ns" "$target" "$expect" "${result:-no answer}" >&2
+    case "$expect:$result" in
+      allowed:connected*|blocked:ECONNREFUSED*|blocked:timeout*) ;;
+      *) failed=1 ;;
+    esac
+  done
+  for ns in $namespaces; do kubectl -n "$ns" delete pod netpol-client --wait --timeout=60s >/dev/null; done
+  kubectl delete namespace "$rn_netpol_outside" --wait --timeout=120s >/dev/null
+  [ "$failed" = 0 ] || fail "a NetworkPolicy is not enforced as the chart says (table above)"
+  # The kubelet's probes come from the node's own address: kube-router accepts traffic from
+  # a local address to the node's Pods before any policy, so the health port needs no opening.
+  kubectl -n "$demo" wait --for=condition=Ready pods -l kruntimes.io/runtime=py --timeout=60s >/dev/null ||
+    fail "Runtime Pods not Ready with the policies enforced (the kubelet's probes)"
+  kubectl -n "$demo" get pods -l kruntimes.io/runtime=py \
+    -o jsonpath='{range .items[*]}{.metadata.name}: Ready {.status.conditions[?(@.type=="Ready")].status}, restarts {.status.containerStatuses[*].restartCount}{"\n"}{end}' >&2
 }

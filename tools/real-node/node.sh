@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The real node (README.md): containerd 2 + runc, the CNI bridge, the kubelet, kube-proxy,
+# kube-router's network policy controller (the bridge plugin enforces no NetworkPolicy),
 # and the cluster's add-ons CoreDNS and kube-scheduler (the control plane of the tests has
 # no scheduler: Pods of Deployments would stay Pending), all inside the network namespace
 # of net.sh, joined to the control plane of
@@ -36,11 +37,12 @@ NETNS=/run/netns/$NS
 # Host-wide sysctls the kubelet sets at its start (kubelet's setupKernelTunables); down
 # puts back the values they had before the first up.
 HOST_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
-PROCESSES=(containerd kubelet kube-proxy coredns kube-scheduler)
+SERVICE_CIDR=10.255.0.0/24 # the control plane's --service-cluster-ip-range
+PROCESSES=(containerd kubelet kube-proxy coredns kube-scheduler kube-router)
 # What the node keeps in the state dir (down removes these and nothing else).
 NODE_STATE=(containerd containerd-opt kubelet pod-logs cni config kubeconfigs pki host kubectl-cache
   host-sysctls created-host-dirs images/pause.tar logs/containerd.log logs/kubelet.log
-  logs/kube-proxy.log logs/coredns.log logs/kube-scheduler.log)
+  logs/kube-proxy.log logs/coredns.log logs/kube-scheduler.log logs/kube-router.log)
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -185,6 +187,8 @@ stop_node() {
   # The Pods' containers, as a power cut would: SIGKILL, whatever they do.
   kill_all "Pod processes" $(pod_pids)
   stop_process kube-proxy 15
+  # Its rules and ipsets stay until start (as kube-proxy's do): Pods stay isolated.
+  stop_process kube-router 15
   stop_process coredns 15
   stop_process kube-scheduler 15
   stop_process containerd 30
@@ -216,16 +220,23 @@ restore_host() {
   fi
 }
 
-clean_netns() { # what the CNI plugins and kube-proxy left in the namespace (net.sh's stays)
+clean_netns() { # what the CNI plugins, kube-proxy and kube-router left in the namespace
+  # (net.sh's stays)
   [ -e "$NETNS" ] || return 0
   ip netns exec "$NS" ip link del "$BRIDGE" 2>/dev/null || true
-  local table
+  local table set
   for table in filter nat mangle raw; do
     ip netns exec "$NS" iptables -t "$table" -F 2>/dev/null || true
     ip netns exec "$NS" iptables -t "$table" -X 2>/dev/null || true
     ip netns exec "$NS" ip6tables -t "$table" -F 2>/dev/null || true
     ip netns exec "$NS" ip6tables -t "$table" -X 2>/dev/null || true
   done
+  # kube-router's ipsets (per network namespace; free once no rule names them any more).
+  if command -v ipset >/dev/null; then
+    for set in $(ip netns exec "$NS" ipset list -n 2>/dev/null); do
+      ip netns exec "$NS" ipset destroy "$set" || log "warning: ipset $set not destroyed"
+    done
+  fi
 }
 
 # ---------------------------------------------------------------- configuration
@@ -235,6 +246,7 @@ ensure_packages() {
   [ -x "$RUNC" ] || missing+=(runc)
   [ -x "$CNI_BIN/bridge" ] && [ -x "$CNI_BIN/host-local" ] && [ -x "$CNI_BIN/portmap" ] || missing+=(containernetworking-plugins)
   command -v iptables >/dev/null || missing+=(iptables)
+  command -v ipset >/dev/null || missing+=(ipset) # kube-router's network policy controller
   command -v gcc >/dev/null && [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || missing+=(gcc libc6-dev)
   command -v buildah >/dev/null || missing+=(buildah)
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -263,7 +275,8 @@ copy_credentials() { # the cluster's files this node needs, copied into the stat
   addon_credentials "$cluster_dir/admin.kubeconfig"
 }
 
-addon_credentials() { # admin kubeconfig: CoreDNS and kube-scheduler as ServiceAccounts of their own
+addon_credentials() { # admin kubeconfig: CoreDNS, kube-scheduler and kube-router as ServiceAccounts
+  # of their own
   kubectl_ --kubeconfig "$1" apply -f - >/dev/null <<'EOF'
 apiVersion: v1
 kind: ServiceAccount
@@ -272,6 +285,10 @@ metadata: {name: coredns, namespace: kube-system}
 apiVersion: v1
 kind: ServiceAccount
 metadata: {name: kube-scheduler, namespace: kube-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kube-router, namespace: kube-system}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -302,9 +319,32 @@ kind: ClusterRoleBinding
 metadata: {name: "krt:volume-scheduler"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:volume-scheduler"}
 subjects: [{kind: ServiceAccount, name: kube-scheduler, namespace: kube-system}]
+---
+# kube-router with only its firewall running still starts informers on all of these (and
+# reads its own Node: the InternalIP names the local Pods).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "krt:kube-router"}
+rules:
+  - apiGroups: [""]
+    resources: [pods, namespaces, nodes, services, endpoints]
+    verbs: [get, list, watch]
+  - apiGroups: [networking.k8s.io]
+    resources: [networkpolicies]
+    verbs: [get, list, watch]
+  - apiGroups: [discovery.k8s.io]
+    resources: [endpointslices]
+    verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "krt:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "krt:kube-router"}
+subjects: [{kind: ServiceAccount, name: kube-router, namespace: kube-system}]
 EOF
   sa_kubeconfig "$1" coredns
   sa_kubeconfig "$1" kube-scheduler
+  sa_kubeconfig "$1" kube-router
 }
 
 sa_kubeconfig() { # admin kubeconfig, ServiceAccount in kube-system -> STATE/kubeconfigs/NAME.kubeconfig
@@ -484,6 +524,26 @@ leaderElection:
   leaderElect: false
 EOF
 
+  # kube-router: the network policy controller only (kube-proxy serves Services, the bridge
+  # plugin the Pods' network; no CNI configuration of its own). Its iptables chains filter
+  # the traffic to and from this node's Pods, the ipsets hold the Pods a policy selects.
+  # One flag a line (in the fingerprint: a changed flag restarts the node). Nothing served:
+  # no health or metrics port.
+  put "$STATE/config/kube-router.flags" <<EOF
+--kubeconfig=$STATE/kubeconfigs/kube-router.kubeconfig
+--hostname-override=$NODE_NAME
+--run-firewall=true
+--run-router=false
+--run-service-proxy=false
+--enable-cni=false
+--enable-ipv4=true
+--enable-ipv6=false
+--service-cluster-ip-range=$SERVICE_CIDR
+--health-port=0
+--metrics-port=0
+--v=1
+EOF
+
   # The cluster's names only; any other name is REFUSED (no server block for it), nothing
   # is forwarded anywhere.
   put "$STATE/config/Corefile" <<EOF
@@ -555,13 +615,32 @@ start_node() {
 
   local deadline=$(($(date +%s) + 120)) name
   until node_ready "$since"; do
-    for name in "${PROCESSES[@]}"; do alive_or_die "$name"; done
+    for name in "${PROCESSES[@]}"; do [ "$name" = kube-router ] || alive_or_die "$name"; done
     [ "$(date +%s)" -lt "$deadline" ] || die "node $NODE_NAME not Ready after 120s; the end of $STATE/logs/kubelet.log:
 $(tail -n 30 "$STATE/logs/kubelet.log")"
     sleep 1
   done
+  start_policy_controller
   fingerprint >"$RUN/fingerprint"
   log "node $NODE_NAME Ready"
+}
+
+# kube-router once the Node exists (it reads the Node's InternalIP at its start and exits
+# without it), then until its chains are in place: after that every Pod a NetworkPolicy
+# selects gets its own chain.
+start_policy_controller() {
+  local flags
+  mapfile -t flags <"$STATE/config/kube-router.flags"
+  start_process kube-router "${flags[@]}"
+  wait_for "kube-router: network policy chains in place" 60 kube_router_ready || {
+    alive_or_die kube-router
+    die "kube-router has no KUBE-ROUTER-FORWARD jump in FORWARD after 60s; the end of $STATE/logs/kube-router.log:
+$(tail -n 30 "$STATE/logs/kube-router.log")"
+  }
+}
+
+kube_router_ready() { # its top-level chains exist and FORWARD jumps to them
+  pid_of kube-router >/dev/null && in_node iptables -t filter -S FORWARD | grep -q -- '-j KUBE-ROUTER-FORWARD'
 }
 
 save_host_sysctls() { # once, before the first kubelet start

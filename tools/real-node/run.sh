@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # The chart and the images on a real node, as a user would run them (issue 19; README.md):
-#   1. binaries: the control plane, kubelet, kube-proxy, kubectl, containerd, coredns, helm,
+#   1. binaries: the control plane, kubelet, kube-proxy, kubectl, containerd, coredns,
+#      kube-router, helm,
 #   2. the node's network namespace and veth pair, then the control plane on the veth's host end,
-#   3. the node (containerd, kubelet, kube-proxy, CoreDNS in the namespace), Ready,
+#   3. the node (containerd, kubelet, kube-proxy, kube-router's network policy controller,
+#      CoreDNS in the namespace), Ready,
 #   4. every image built here (debootstrap + buildah) and imported into containerd,
 #   5.-8. the steps of e2e/kind/run.sh (e2e/cluster-steps.sh): certificates, `helm install`
 #      with the CRDs, a Runtime, a function Run and a task Run, an invoke through the
 #      gateway Service (port-forward, and its ClusterIP through the veth), every exported
 #      metric scraped,
-#   9.-12. what only a real node shows: each service's user and read-only root, runtimed
-#      reloading a rotated certificate, graceful termination, a node restart,
-#   13. the Runs deleted and `helm uninstall`, checked to leave nothing of the release.
+#   9.-13. what only a real node shows: the chart's NetworkPolicies enforced, each service's
+#      user and read-only root, runtimed reloading a rotated certificate, graceful
+#      termination, a node restart,
+#   14. the Runs deleted and `helm uninstall`, checked to leave nothing of the release.
 # Needs root, go, openssl, curl, python3 and Debian's runc, containernetworking-plugins,
-# iptables, buildah and debootstrap (installed with apt-get when missing).
+# iptables, ipset, buildah and debootstrap (installed with apt-get when missing).
 # Usage: tools/real-node/run.sh      Env: TAG (default real-node), KEEP_NODE=1 keeps
 # everything running at the end (tools/real-node/run.sh down removes it).
 set -euo pipefail
@@ -57,7 +60,7 @@ cleanup() {
   if [ "$status" -ne 0 ]; then
     krt_log "diagnostics"
     krt_diagnostics
-    for log in kubelet containerd kube-proxy coredns; do
+    for log in kubelet containerd kube-proxy kube-router coredns; do
       echo "--- $state/logs/$log.log (tail)"
       tail -n 30 "$state/logs/$log.log" 2>/dev/null || true
     done
@@ -98,8 +101,25 @@ krt_log "4. images (tag $tag)"
 "$here/images.sh" "$tag"
 
 krt_log "5. certificates and the chart"
-# The bridge plugin enforces no NetworkPolicy (README.md), so probes need no opening.
+# kube-router enforces the chart's NetworkPolicies (README.md). The kubelet's probes of
+# runtimed's health port come from the node's own address, which kube-router lets reach the
+# node's Pods before any policy: runtimes.healthProbeFrom stays empty.
 krt_install_chart --set global.image.pullPolicy=Never
+# The chart lets only Pods of gateway.networkPolicy.allowedNamespaces reach the gateway; step
+# 7 calls its ClusterIP from this host through the veth (source 10.203.0.1, no Pod of any
+# namespace), which kube-router refuses. As for any caller outside the Pod network, a
+# NetworkPolicy of the user's own opens the HTTPS port to it (policies add up).
+kubectl -n "$system" apply -f - <<YAML
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: { name: runtime-gateway-from-host }
+spec:
+  podSelector: { matchLabels: { app.kubernetes.io/name: runtime-gateway, app.kubernetes.io/instance: kruntimes } }
+  policyTypes: [Ingress]
+  ingress:
+    - from: [{ ipBlock: { cidr: $api_address/32 } }]
+      ports: [{ port: https, protocol: TCP }]
+YAML
 
 krt_log "6. a python Runtime, a function Run and a task Run"
 krt_create_demo
@@ -114,24 +134,27 @@ krt_invoke "https://runtime-gateway.$system.svc" real-node-cluster-ip --resolve 
 krt_log "8. every exported metric is on a /metrics endpoint"
 krt_check_metrics "docker.io/kruntimes/runtimed:$tag"
 
-krt_log "9. each service as its chart says: user 65532, read-only root"
+krt_log "9. NetworkPolicies enforced (kube-router)"
+rn_check_network_policy "docker.io/kruntimes/runtimed:$tag"
+
+krt_log "10. each service as its chart says: user 65532, read-only root"
 rn_check_pod_security
 
-krt_log "10. runtimed reloads a rotated certificate"
+krt_log "11. runtimed reloads a rotated certificate"
 rn_check_certificate_rotation
 krt_invoke "https://runtime-gateway.$system.svc" real-node-after-rotation --resolve "runtime-gateway.$system.svc:443:$gateway_ip"
 
-krt_log "11. graceful termination"
+krt_log "12. graceful termination"
 rn_check_graceful_termination
 
-krt_log "12. node restart: kubelet and containerd stopped and started"
+krt_log "13. node restart: kubelet and containerd stopped and started"
 "$here/node.sh" stop
 "$here/node.sh" start
 kubectl wait --for=condition=Ready node/krt-node --timeout=180s
 rn_check_after_restart
 krt_invoke "https://runtime-gateway.$system.svc" real-node-after-restart --resolve "runtime-gateway.$system.svc:443:$gateway_ip"
 
-krt_log "13. uninstall"
+krt_log "14. uninstall"
 rn_check_uninstall "$helm"
 
 krt_log "passed"
