@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # root, work, tag, helm, system and demo are the caller's (below)
 # The steps a user takes on a real cluster, shared by e2e/kind/run.sh (kind, for hosts with
 # a Docker engine) and tools/real-node/run.sh (a kubelet node built on this machine).
 # Source it after setting: root (repository), work (a scratch directory), tag (image tag),

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # system, demo and work are the caller's
 # What only a real node shows, as functions for tools/real-node/run.sh (sourced after
 # e2e/cluster-steps.sh: uses system, demo, work, kubectl and fail).
 
@@ -15,6 +16,7 @@ rn_exec_node() { # namespace, pod, container, script
 rn_check_pod_security() {
   local probe pod container answer
   # Writing to / must fail with EROFS; /tmp is the chart's emptyDir and must be writable.
+  # shellcheck disable=SC2016 # JavaScript, not shell
   probe='const fs = require("node:fs"); let root = "writable";
 try { fs.writeFileSync("/.krt-probe", "x"); } catch (e) { root = e.code; }
 let tmp = "writable"; try { fs.writeFileSync("/tmp/.krt-probe", "x"); fs.rmSync("/tmp/.krt-probe"); } catch (e) { tmp = e.code; }
@@ -51,7 +53,7 @@ rn_check_certificate_rotation() {
     [ -n "$after" ] && [ "$after" != "$before" ] && break
     sleep 1
   done
-  [ -n "$after" ] && [ "$after" != "$before" ] || fail "the controller-manager did not issue a new $secret"
+  if [ -z "$after" ] || [ "$after" = "$before" ]; then fail "the controller-manager did not issue a new $secret"; fi
   # The kubelet refreshes Secret volumes on its sync period (1 min by default) plus its cache TTL.
   for pod in $pods; do
     for _ in $(seq 1 90); do

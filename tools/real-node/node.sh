@@ -72,6 +72,7 @@ start_process() { # name, args...: in the node's namespaces, in a session of its
   mkdir -p "$RUN/pids" "$STATE/logs"
   # setsid: a signal to the caller's process group (Ctrl-C) must not reach the node. The
   # shell writes its own pid, then becomes the process. No inherited environment.
+  # shellcheck disable=SC2016 # expanded by that shell
   in_node env -i PATH="$BIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/root \
     setsid sh -c 'echo $$ >"$0"; exec "$@"' "$RUN/pids/$name.pid" "$BIN/$name" "$@" \
     </dev/null >>"$STATE/logs/$name.log" 2>&1 &
@@ -123,7 +124,7 @@ shim_pids() { # containerd's shims of this node: they name its socket in their a
   done
 }
 
-netns_pids() { [ -e "$NETNS" ] && ip netns pids "$NS" 2>/dev/null || true; }
+netns_pids() { if [ -e "$NETNS" ]; then ip netns pids "$NS" 2>/dev/null || true; fi; }
 
 mntns_pids() { # processes in the node's mount namespace (kubelet, containerd, shims ...)
   local inode pid
@@ -148,6 +149,7 @@ ensure_mntns() {
   mkdir -p "$RUN/sysfs"
   # As `ip netns exec` does, a sysfs of the node's network namespace, but keeping the
   # cgroup hierarchies (moved over before the old /sys goes).
+  # shellcheck disable=SC2016 # expanded by the shell in the namespaces
   nsenter --net="$NETNS" --mount="$MNTNS" -- sh -euc '
     mount -t sysfs sysfs "$1"
     mount --move /sys/fs/cgroup "$1/fs/cgroup"
