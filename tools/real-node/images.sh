@@ -330,7 +330,7 @@ fi
 ctr_bin=${KRT_CTR:-}
 if [ -z "$ctr_bin" ]; then
   # containerd 2's ctr, the node's own (tools/kube-binaries/build.sh --node), else PATH's.
-  ctr_bin=$(find "${KRT_KUBE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes}/kube-binaries" -maxdepth 2 -name ctr -type f -perm -u+x 2>/dev/null | sort | tail -n 1)
+  ctr_bin=$(find -L "${KRT_KUBE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes}/kube-binaries" -maxdepth 2 -name ctr -type f -perm -u+x 2>/dev/null | sort | tail -n 1)
   [ -n "$ctr_bin" ] || ctr_bin=$(command -v ctr || true)
 fi
 do_import=0
