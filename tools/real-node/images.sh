@@ -11,7 +11,7 @@
 #      answer and the app loads all its modules, then ends as it must without a cluster,
 #   5. each image exported as a docker archive into $KRT_REAL_NODE_DIR/images and imported
 #      into the node's containerd (namespace k8s.io) when its socket exists,
-#   6. the pause image (pause/build.sh, when it is there).
+#   6. the pause image (pause/build.sh).
 # Usage (root): tools/real-node/images.sh TAG [--no-import] [--no-check]
 #   --no-import  build and export only; --no-check  skip step 4.
 # Prints the image references on stdout, `[real-node] <step> (Ns)` progress on stderr.
@@ -330,7 +330,7 @@ fi
 ctr_bin=${KRT_CTR:-}
 if [ -z "$ctr_bin" ]; then
   # containerd 2's ctr, the node's own (tools/kube-binaries/build.sh --node), else PATH's.
-  ctr_bin=$(find "${KRT_KUBE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes}/kube-binaries" -maxdepth 2 -name ctr -type f -perm -u+x 2>/dev/null | sort | tail -n 1)
+  ctr_bin=$(find -L "${KRT_KUBE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes}/kube-binaries" -maxdepth 2 -name ctr -type f -perm -u+x 2>/dev/null | sort | tail -n 1)
   [ -n "$ctr_bin" ] || ctr_bin=$(command -v ctr || true)
 fi
 do_import=0
@@ -362,16 +362,10 @@ for app in "${apps[@]}"; do
   timed "export$([ "$do_import" = 1 ] && echo ' and import') docker.io/kruntimes/$app:$tag" export_app "$app"
 done
 
-# 6. HOOK, the pause image: tools/real-node/pause/build.sh (another helper's) builds
-# registry.k8s.io/pause:3.10.1 and imports it into the node's containerd like the images
-# above (--no-import: builds only), printing its reference on stdout.
-if [ -x "$here/pause/build.sh" ]; then
-  pause_args=()
-  [ "$import" = 1 ] || pause_args+=(--no-import)
-  timed "pause image" "$here/pause/build.sh" "${pause_args[@]}"
-else
-  log "pause image: $here/pause/build.sh is not there yet (HOOK): not built"
-fi
+# 6. The pause image (pause/build.sh), imported the same way; it prints its reference.
+pause_args=()
+[ "$import" = 1 ] || pause_args+=(--no-import)
+timed "pause image" "$here/pause/build.sh" "${pause_args[@]}"
 
 buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep -E "^(docker.io/kruntimes/[^ ]+:$tag|$base) " | sed 's/^/[real-node] size: /' >&2 || true
 for app in "${apps[@]}"; do echo "docker.io/kruntimes/$app:$tag"; done
