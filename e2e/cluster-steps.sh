@@ -164,8 +164,13 @@ get(process.argv[1], 40).then(async (r) => { if (!r.ok) process.exit(1); process
   [ "${#missing[@]}" -eq 0 ] || fail "metrics not exported by the running services: ${missing[*]}"
 }
 
-# What a failed run needs to be understood.
-krt_diagnostics() {
+# On exit: stops the background commands (port-forwards, log followers) and, when the run
+# failed, prints what it needs to be understood.
+krt_finish() { # exit status of the run
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ "$1" -ne 0 ] || return 0
+  krt_log "diagnostics"
   kubectl get nodes -o wide || true
   kubectl get pods -A -o wide || true
   kubectl -n "$demo" get runtimes,runs -o wide || true

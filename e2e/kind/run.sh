@@ -29,11 +29,7 @@ KRT_E2E_NAME=kind-e2e
 
 cleanup() {
   local status=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  if [ "$status" -ne 0 ]; then
-    krt_log "diagnostics"
-    krt_diagnostics
-  fi
+  krt_finish "$status"
   if [ "${KEEP_CLUSTER:-0}" != 1 ]; then kind delete cluster --name "$cluster" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
   exit "$status"

@@ -56,10 +56,8 @@ if [ "${1:-}" = down ]; then teardown; exit 0; fi
 
 cleanup() {
   local status=$?
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  krt_finish "$status"
   if [ "$status" -ne 0 ]; then
-    krt_log "diagnostics"
-    krt_diagnostics
     for log in kubelet containerd kube-proxy kube-router coredns; do
       echo "--- $state/logs/$log.log (tail)"
       tail -n 30 "$state/logs/$log.log" 2>/dev/null || true
