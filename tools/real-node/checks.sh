@@ -153,7 +153,7 @@ rn_check_uninstall() { # helm binary
   # What the user made by hand (the CA and the gateway certificate, the invoker, run.sh's
   # policy for the host's calls to the gateway) and what Kubernetes itself puts in every
   # namespace.
-  left=$(grep -vE '^(secret/(kruntimes-internal-ca|runtime-gateway-tls)|serviceaccount/(default|invoker)|role\.rbac\.authorization\.k8s\.io/invoke-hello|rolebinding\.rbac\.authorization\.k8s\.io/invoke-hello|networkpolicy\.networking\.k8s\.io/runtime-gateway-from-host|configmap/kube-root-ca\.crt)$' <<<"$left" || true)
+  left=$(grep -vE '^(secret/(kruntimes-internal-ca|runtime-gateway-tls)|serviceaccount/(default|invoker)|role\.rbac\.authorization\.k8s\.io/invoke-hello|rolebinding\.rbac\.authorization\.k8s\.io/invoke-hello|configmap/kube-root-ca\.crt)$' <<<"$left" || true)
   echo "left after uninstall (besides what the user made): ${left:-nothing}" >&2
   echo "leases: $(kubectl get leases -n "$system" -o name | xargs) $(kubectl get leases -n "$demo" -o name | xargs)" >&2
   [ -z "$left" ] || fail "helm uninstall left: $left"

@@ -102,22 +102,12 @@ krt_log "5. certificates and the chart"
 # kube-router enforces the chart's NetworkPolicies (README.md). The kubelet's probes of
 # runtimed's health port come from the node's own address, which kube-router lets reach the
 # node's Pods before any policy: runtimes.healthProbeFrom stays empty.
-krt_install_chart --set global.image.pullPolicy=Never
-# The chart lets only Pods of gateway.networkPolicy.allowedNamespaces reach the gateway; step
-# 7 calls its ClusterIP from this host through the veth (source 10.203.0.1, no Pod of any
-# namespace), which kube-router refuses. As for any caller outside the Pod network, a
-# NetworkPolicy of the user's own opens the HTTPS port to it (policies add up).
-kubectl -n "$system" apply -f - <<YAML
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: { name: runtime-gateway-from-host }
-spec:
-  podSelector: { matchLabels: { app.kubernetes.io/name: runtime-gateway, app.kubernetes.io/instance: kruntimes } }
-  policyTypes: [Ingress]
-  ingress:
-    - from: [{ ipBlock: { cidr: $api_address/32 } }]
-      ports: [{ port: https, protocol: TCP }]
-YAML
+#
+# The gateway admits Pods of gateway.networkPolicy.allowedNamespaces; step 7 also calls its
+# ClusterIP from this host through the veth (source 10.203.0.1, no Pod of any namespace), a
+# caller outside the Pod network like a load balancer: gateway.networkPolicy.allowedFrom.
+krt_install_chart --set global.image.pullPolicy=Never \
+  --set-json "gateway.networkPolicy.allowedFrom=[{\"ipBlock\":{\"cidr\":\"$api_address/32\"}}]"
 
 krt_log "6. a python Runtime, a function Run and a task Run"
 krt_create_demo

@@ -279,6 +279,17 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     ]);
   });
 
+  it('opens the gateway to the peers of gateway.networkPolicy.allowedFrom too', async () => {
+    if (!gatewayEnabled) return;
+    const spec = get(
+      await renderChart(helm, NAMESPACE, [...COMMON, ...set, 'gateway.networkPolicy.allowedFrom[0].ipBlock.cidr=10.0.0.0/8']),
+      'NetworkPolicy',
+      'runtime-gateway',
+      NAMESPACE,
+    ).spec as { ingress: { from: unknown[]; ports: { port: string }[] }[] };
+    expect(spec.ingress).toContainEqual({ from: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 'https', protocol: 'TCP' }] });
+  });
+
   it('has a PodDisruptionBudget per service and ServiceMonitors for the services with metrics', () => {
     expect(
       objects
@@ -431,6 +442,11 @@ describe('values.schema.json rejects bad values', () => {
     ['a Runtime namespace that is not a DNS label', ['runtimes.namespaces={Team_A}'], '/runtimes/namespaces/0'],
     ['a watched namespace that is not a DNS label', ['global.watchNamespace=Team_A'], '/global/watchNamespace'],
     ['a port out of range', ['runtimes.ports.grpc=70000'], '/runtimes/ports/grpc'],
+    [
+      'a gateway caller that is a CIDR, not a peer',
+      ['gateway.networkPolicy.allowedFrom={10.0.0.0/8}'],
+      '/gateway/networkPolicy/allowedFrom/0',
+    ],
     ['a bad ServiceMonitor interval', ['global.serviceMonitor.interval=often'], '/global/serviceMonitor/interval'],
     [
       'a leader lease of zero seconds',

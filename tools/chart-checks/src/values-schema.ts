@@ -178,7 +178,11 @@ const schema: Schema = {
           then: { properties: { existingSecret: { const: '' } } },
           else: { properties: { existingSecret: { minLength: 1 } } },
         },
-        networkPolicy: looseObject({ allowedNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label } }),
+        networkPolicy: looseObject({
+          allowedNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label },
+          // NetworkPolicy peers: the API server checks their shape; an empty one would allow everyone.
+          allowedFrom: { type: 'array', items: { type: 'object', minProperties: 1 } },
+        }),
       }),
     },
   }),
