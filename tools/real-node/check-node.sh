@@ -27,7 +27,7 @@ started=$(date +%s)
 log() { printf '[real-node] check: %s (%ss)\n' "$*" "$(($(date +%s) - started))" >&2; }
 fail() { log "FAILED: $*"; exit 1; }
 
-BIN=$("$repo/tools/kube-binaries/build.sh" --node 2>/dev/null)
+BIN=${KRT_KUBE_BIN_DIR:-$("$repo/tools/kube-binaries/build.sh" --node 2>/dev/null)}
 kube_cache=$(mktemp -d) # kubectl's discovery cache, not in ~/.kube
 k() { "$BIN/kubectl" --cache-dir "$kube_cache" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
 dns() { ip netns exec "$NS" python3 "$here/dns-query.py" "$@" 2>/dev/null || echo "no answer"; }

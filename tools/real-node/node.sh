@@ -683,8 +683,9 @@ fingerprint() { cat "$STATE"/config/* "$STATE"/cni/net.d/* "$STATE"/kubeconfigs/
 usage() { echo "usage: $0 up [CLUSTER_DIR] | stop | start | down   (CLUSTER_DIR default: \$KRT_CLUSTER_DIR)" >&2; exit 2; }
 case "${1-}" in up) [ $# -le 2 ] || usage ;; stop | start | down) [ $# -eq 1 ] || usage ;; *) usage ;; esac
 
-# Binaries: kubelet, containerd ... (cached after the first build; this verifies them).
-BIN=$("$repo/tools/kube-binaries/build.sh" --node)
+# Binaries: kubelet, containerd ... (cached after the first build; this verifies them), or
+# the directory KRT_KUBE_BIN_DIR names (run.sh's, built and verified once per run).
+BIN=${KRT_KUBE_BIN_DIR:-$("$repo/tools/kube-binaries/build.sh" --node)}
 
 case $1 in
   up)
