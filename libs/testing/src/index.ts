@@ -18,3 +18,4 @@ export * from './namespace-access.ts';
 export * from './artifact-grants-server.ts';
 export * from './object-store.ts';
 export * from './workload-config.ts';
+export * from './bench.ts';
