@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChannelCredentials } from '@grpc/grpc-js';
@@ -10,7 +12,7 @@ import { METADATA_KEYS, durationFromMillis, healthV1, runtimedV1 } from '@krunti
 import { pathExists } from '@kruntimes/host';
 import { NamespaceAccess, failure, waitFor } from '@kruntimes/testing';
 import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
-import { Metadata, createChannel, createClient } from 'nice-grpc';
+import { Metadata, Status, createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
 import { RuntimeEnvironment } from './runtime-pods.ts';
 
@@ -58,6 +60,16 @@ function peerClient(pod: V1Pod, certificate: { certPem: string; keyPem: string }
   });
   channels.push(channel);
   return createClient(runtimedV1.FunctionRuntimeDefinition, channel);
+}
+
+/** Resolves once a TCP connection to the port was accepted (rejects on a refusal). */
+async function listening(host: string, port: number): Promise<void> {
+  const socket = connect(port, host);
+  try {
+    await once(socket, 'connect');
+  } finally {
+    socket.destroy();
+  }
 }
 
 function plaintextClient(pod: V1Pod, port: number): Client<runtimedV1.FunctionRuntimeDefinition> {
@@ -305,7 +317,10 @@ test('no plaintext: the gRPC and peer ports refuse it; the health port is plaint
         signal: AbortSignal.timeout(10_000),
       }),
     );
-    expect(refused.code).toBeUndefined();
+    // The port listens (so the refusal is not a connection refused) and ends the plaintext
+    // call before any handler runs: no kruntimes error code, UNAVAILABLE.
+    await listening(owner.status?.podIP ?? '', port);
+    expect(refused).toMatchObject({ status: Status.UNAVAILABLE, code: undefined });
   }
   const healthChannel = createChannel(`${owner.status?.podIP ?? ''}:${DEFAULTS.runtimedHealthPort}`);
   channels.push(healthChannel);
