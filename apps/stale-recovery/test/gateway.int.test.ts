@@ -7,6 +7,7 @@ import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-c
 import { System } from '@kruntimes/e2e';
 import { kubeConfigFor } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
+import { overlappingServing, servedInvocations } from './serving-overlap.ts';
 
 /**
  * Recovery seen from a caller: invokes through the real HTTPS gateway before, during and
@@ -35,6 +36,13 @@ beforeAll(async () => {
   system.adopt(recovery);
   await system.grantGetRuns('alice');
 }, 180_000);
+
+afterEach(async () => {
+  // Over the whole test, zombies included: never two registrations of one Run serving at once.
+  const served = await servedInvocations(system.node.config.stateDir, system.name);
+  expect(served.length).toBeGreaterThan(0); // every test invokes: the logs were read
+  expect(overlappingServing(served)).toEqual([]);
+});
 
 afterAll(async () => {
   await system.stop();
