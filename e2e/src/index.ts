@@ -9,3 +9,5 @@ export { WAIT } from './runs.ts';
 export type { Stoppable } from './services.ts';
 export { listeningSockets, plaintextRequestWithToken, processesOfGroups } from './listening-ports.ts';
 export type { ListeningSocket } from './listening-ports.ts';
+export { overlappingServing, parseServed, servedInvocations } from './serving-overlap.ts';
+export type { ServedInvocation } from './serving-overlap.ts';

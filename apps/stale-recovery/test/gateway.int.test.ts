@@ -4,10 +4,9 @@ import { CONDITION_TYPES } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, findCondition } from '@kruntimes/run-state';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
-import { System } from '@kruntimes/e2e';
+import { System, overlappingServing, servedInvocations } from '@kruntimes/e2e';
 import { kubeConfigFor } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
-import { overlappingServing, servedInvocations } from './serving-overlap.ts';
 
 /**
  * Recovery seen from a caller: invokes through the real HTTPS gateway before, during and

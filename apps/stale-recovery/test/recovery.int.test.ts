@@ -10,8 +10,8 @@ import { podLabelSelector } from '@kruntimes/runtime-workload';
 import { waitFor } from '@kruntimes/testing';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the shared integration environment of the scheduler (real runtimed, local node, controller-manager)
 import { Environment, WAIT, admin, core, objects, recordingLogger, serviceAccountKubeConfig } from '../../scheduler/test/environment.ts';
+import { overlappingServing, servedInvocations } from '@kruntimes/e2e';
 import { RecoveryObserver, liveRegistrations } from './invariants.ts';
-import { overlappingServing, servedInvocations } from './serving-overlap.ts';
 
 /**
  * Recovery end to end: real runtimed and Runtime Servers (local node processes), the

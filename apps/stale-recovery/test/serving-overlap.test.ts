@@ -1,5 +1,5 @@
-import { overlappingServing, parseServed } from './serving-overlap.ts';
-import type { ServedInvocation } from './serving-overlap.ts';
+import { overlappingServing, parseServed } from '@kruntimes/e2e';
+import type { ServedInvocation } from '@kruntimes/e2e';
 
 const at = (podUID: string, attempt: number, time: number, runUid = 'run-1'): ServedInvocation => ({
   podUID,

@@ -9,13 +9,14 @@ import { ControlPlaneError } from './errors.ts';
 import { httpsGet } from './https-probe.ts';
 import { kubeConfigFor, kubeconfigYaml } from './kubeconfig.ts';
 import { ManagedProcess } from './managed-process.ts';
+import type { ProcessSpec } from './managed-process.ts';
 import { generatePki } from './pki.ts';
 import type { Pki } from './pki.ts';
 import { freePorts, LOOPBACK } from './ports.ts';
 import { ADMIN_USER, CONTROLLER_MANAGER_USER, DEFAULT_USERS, KUBE_PROXY_USER, nodeUser, tokenAuthFile, withTokens } from './users.ts';
 import type { UserSpec } from './users.ts';
 import { waitFor } from './wait.ts';
-import { Watchdog } from '@kruntimes/host';
+import { Watchdog, signalGroup } from '@kruntimes/host';
 
 export interface ControlPlaneOptions {
   /** Directory with etcd, kube-apiserver, kube-controller-manager; default: ensureBinaries(). */
@@ -71,13 +72,22 @@ export class ControlPlane {
   readonly timings: Readonly<Record<string, number>>;
   readonly #processes: Processes;
   readonly #watchdog: Watchdog;
+  /** How kube-apiserver was started, to start it again the same way (a restart fault). */
+  readonly #apiserverSpec: ProcessSpec;
   #stopping: Promise<void> | undefined;
 
-  private constructor(info: ClusterInfo, processes: Processes, watchdog: Watchdog, timings: Record<string, number>) {
+  private constructor(
+    info: ClusterInfo,
+    processes: Processes,
+    watchdog: Watchdog,
+    timings: Record<string, number>,
+    apiserverSpec: ProcessSpec,
+  ) {
     this.info = info;
     this.#processes = processes;
     this.#watchdog = watchdog;
     this.timings = timings;
+    this.#apiserverSpec = apiserverSpec;
   }
 
   static async start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -132,7 +142,8 @@ export class ControlPlane {
       const caPem = await readFile(pki.caCert, 'utf8');
       await writeFile(join(dir, 'tokens.csv'), tokenAuthFile(users), { mode: 0o600 });
       // kube-apiserver retries etcd until it answers; no need to wait for etcd in between.
-      processes.apiserver = ManagedProcess.start(apiserverSpec(binDir, dir, pki, network, etcdUrl), watchdog);
+      const apiserver = apiserverSpec(binDir, dir, pki, network, etcdUrl);
+      processes.apiserver = ManagedProcess.start(apiserver, watchdog);
 
       await waitReady(
         processes,
@@ -162,7 +173,7 @@ export class ControlPlane {
         log(`${crds.length} CustomResourceDefinitions established after ${timings['crds established']} ms`);
       }
       mark('total');
-      return new ControlPlane(info, processes, watchdog, timings);
+      return new ControlPlane(info, processes, watchdog, timings, apiserver);
     } catch (error) {
       try {
         await stopAll(processes, dir, watchdog);
@@ -189,7 +200,43 @@ export class ControlPlane {
     return Promise.race(running.map(async (p) => p.exited.then(() => p)));
   }
 
+  /**
+   * A fault for soak tests: kube-apiserver stopped (SIGTERM) and started again with the
+   * same flags on the same address; resolves once it is ready again. Callers of
+   * `anyExit()` from before see the old process's exit.
+   */
+  async restartApiServer(options: { downMs?: number; readyTimeoutMs?: number } = {}): Promise<void> {
+    await this.#processes.apiserver?.stop();
+    if (options.downMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.downMs));
+    this.#processes.apiserver = ManagedProcess.start(this.#apiserverSpec, this.#watchdog);
+    const admin = this.info.users.find((user) => user.name === ADMIN_USER);
+    await waitReady(
+      this.#processes,
+      async () => {
+        const res = await httpsGet(`${this.info.server}/readyz`, { caPem: this.info.caPem, token: admin?.token ?? '', timeoutMs: 2_000 });
+        return res.status === 200 ? true : undefined;
+      },
+      'kube-apiserver /readyz after its restart',
+      options.readyTimeoutMs ?? 60_000,
+    );
+  }
+
+  /**
+   * A fault for soak tests: etcd frozen (SIGSTOP to its process group) until the returned
+   * function thaws it (SIGCONT). kube-apiserver's requests that need etcd hang meanwhile.
+   */
+  freezeEtcd(): () => void {
+    const etcd = this.#processes.etcd;
+    if (etcd === undefined) throw new Error('etcd is not running');
+    signalGroup(etcd.pid, 'SIGSTOP');
+    return () => {
+      signalGroup(etcd.pid, 'SIGCONT');
+    };
+  }
+
   stop(): Promise<void> {
+    // A frozen etcd would never stop on SIGTERM within its grace.
+    if (this.#processes.etcd !== undefined) signalGroup(this.#processes.etcd.pid, 'SIGCONT');
     this.#stopping ??= stopAll(this.#processes, this.info.dir, this.#watchdog);
     return this.#stopping;
   }
