@@ -45,6 +45,8 @@ interface GatewayFiles {
 
 /** The CA of each gateway's serving certificate, kept to issue its next one. */
 const servingCas = new WeakMap<GatewayProcess, TestCert>();
+/** How each gateway was started, to start it again the same way. */
+const launches = new WeakMap<GatewayProcess, string[]>();
 const STOP_GRACE_MS = 8_000;
 const ANSWER_TIMEOUT_MS = 30_000;
 
@@ -131,7 +133,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   const ca = await testCa(`gateway-ca-${options.namespace}`);
   const files = await writeGatewayFiles(options, ca);
   const [port = 0, metricsPort = 0] = await freePorts(2);
-  const { pid, exited } = spawnGateway(gatewayArguments(files, options.namespace, port, metricsPort), files.log);
+  const args = gatewayArguments(files, options.namespace, port, metricsPort);
+  const { pid, exited } = spawnGateway(args, files.log);
   const gateway: GatewayProcess = {
     pid,
     url: `https://127.0.0.1:${port}`,
@@ -145,6 +148,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
     exited,
   };
   servingCas.set(gateway, ca);
+  launches.set(gateway, args);
   try {
     await waitAnswering(gateway);
   } catch (error) {
@@ -152,6 +156,28 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
     throw error;
   }
   return gateway;
+}
+
+/**
+ * The gateway stopped (drained) and started again with the same flags, port, certificate
+ * and CA (a restart fault); resolves with the new process once it answers.
+ */
+export async function restartGateway(gateway: GatewayProcess): Promise<GatewayProcess> {
+  const args = launches.get(gateway);
+  const ca = servingCas.get(gateway);
+  if (args === undefined || ca === undefined) throw new Error('a gateway this module did not start');
+  await stopGateway(gateway);
+  const { pid, exited } = spawnGateway(args, gateway.logFile);
+  const restarted: GatewayProcess = { ...gateway, pid, exited };
+  servingCas.set(restarted, ca);
+  launches.set(restarted, args);
+  try {
+    await waitAnswering(restarted);
+  } catch (error) {
+    await stopGateway(restarted);
+    throw error;
+  }
+  return restarted;
 }
 
 /** SIGTERM to the process group, SIGKILL after a bound; resolves once it exited. */

@@ -52,6 +52,36 @@ async function startControllerManager(
   return [manager, internalCa];
 }
 
+/** A scheduler like the system's first, started in place of one that was stopped (a new leader). */
+export async function restartedScheduler(
+  access: NamespaceAccess,
+  namespace: string,
+  loggers: Record<string, RecordingLogger>,
+): Promise<Scheduler> {
+  const logger = loggers.scheduler;
+  if (logger === undefined) throw new Error('no scheduler logger');
+  const scheduler = new Scheduler({ kubeConfig: await access.existingServiceAccountKubeConfig('scheduler'), namespace, logger });
+  await scheduler.start();
+  return scheduler;
+}
+
+/** A stale-recovery like the system's first, started in place of one that was stopped. */
+export async function restartedStaleRecovery(
+  access: NamespaceAccess,
+  namespace: string,
+  loggers: Record<string, RecordingLogger>,
+): Promise<StaleRecovery> {
+  const logger = loggers['stale-recovery'];
+  if (logger === undefined) throw new Error('no stale-recovery logger');
+  const recovery = new StaleRecovery({
+    kubeConfig: await access.existingServiceAccountKubeConfig('stale-recovery'),
+    namespace,
+    logger,
+  });
+  await recovery.start();
+  return recovery;
+}
+
 /** controller-manager, scheduler and (when asked) stale-recovery, started in that order. */
 export async function startServices(options: ServicesOptions): Promise<Services> {
   const { namespace, access, started } = options;

@@ -26,12 +26,13 @@ import { issuedServiceAccountTokens } from '@kruntimes/testing';
 import type { NamespaceAccess, Rule } from '@kruntimes/testing';
 import { USERS, invoke, invokeUrl } from './callers.ts';
 import type { InvokeOptions, InvokeRoute, UserName } from './callers.ts';
-import { rotateServingCertificate, stopGateway } from './gateway-process.ts';
+import { restartGateway, rotateServingCertificate, stopGateway } from './gateway-process.ts';
 import type { GatewayProcess } from './gateway-process.ts';
 import { linesContaining, logTails, readLogs } from './logs.ts';
 import type { LogFile, RecordingLogger } from './logs.ts';
 import { NamespaceObjects, WAIT } from './runs.ts';
 import { RUNTIME_POD_STOP_GRACE_MS, projectedTokens } from './runtime-pods.ts';
+import { restartedScheduler, restartedStaleRecovery } from './services.ts';
 import type { Stoppable } from './services.ts';
 import { startSystemParts } from './system-parts.ts';
 import type { SystemOptions, SystemParts } from './system-parts.ts';
@@ -46,9 +47,9 @@ export class System {
   readonly node: LocalNode;
   readonly internalCa: CertificateAuthority;
   readonly manager: ControllerManager;
-  readonly scheduler: Scheduler;
-  readonly staleRecovery: StaleRecovery | undefined;
-  readonly gateway: GatewayProcess | undefined;
+  #scheduler: Scheduler;
+  #staleRecovery: StaleRecovery | undefined;
+  #gateway: GatewayProcess | undefined;
   /** In-process component loggers; `.errors` holds what each logged at error level. */
   readonly loggers: Record<string, RecordingLogger>;
   /** Every log file of every component lives under here. */
@@ -70,9 +71,9 @@ export class System {
     this.node = parts.node;
     this.internalCa = parts.internalCa;
     this.manager = parts.manager;
-    this.scheduler = parts.scheduler;
-    this.staleRecovery = parts.staleRecovery;
-    this.gateway = parts.gateway;
+    this.#scheduler = parts.scheduler;
+    this.#staleRecovery = parts.staleRecovery;
+    this.#gateway = parts.gateway;
     this.loggers = parts.loggers;
     this.dir = parts.dir;
   }
@@ -95,6 +96,43 @@ export class System {
 
   get name(): string {
     return this.namespace.name;
+  }
+
+  get scheduler(): Scheduler {
+    return this.#scheduler;
+  }
+
+  get staleRecovery(): StaleRecovery | undefined {
+    return this.#staleRecovery;
+  }
+
+  get gateway(): GatewayProcess | undefined {
+    return this.#gateway;
+  }
+
+  // ---- faults: a component lost and started again (soak tests) ----
+
+  /** The gateway stopped and started again on the same port with the same certificate. */
+  async restartGateway(): Promise<GatewayProcess> {
+    const old = this.#gateway;
+    if (old === undefined) throw new Error('this system has no gateway');
+    this.#gateway = await restartGateway(old);
+    return this.#gateway;
+  }
+
+  /** The scheduler stopped (its leader lost) and, after `downMs`, a new one started in its place. */
+  async restartScheduler(downMs: number): Promise<void> {
+    await this.#scheduler.stop();
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    this.#scheduler = await restartedScheduler(this.#access, this.name, this.loggers);
+  }
+
+  /** stale-recovery stopped and, after `downMs`, a new one started in its place. */
+  async restartStaleRecovery(downMs: number): Promise<void> {
+    if (this.#staleRecovery === undefined) throw new Error('this system runs no stale-recovery');
+    await this.#staleRecovery.stop();
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    this.#staleRecovery = await restartedStaleRecovery(this.#access, this.name, this.loggers);
   }
 
   /** Stopped with the system, before the rest (e.g. a component a test started). */
@@ -197,12 +235,12 @@ export class System {
 
   /** The gateway URL of a Run's invoke path. */
   invokeUrl(runtime: string, uid: string, route: InvokeRoute = 'functions'): string {
-    return invokeUrl(this.#gateway(), this.name, runtime, uid, route);
+    return invokeUrl(this.#requireGateway(), this.name, runtime, uid, route);
   }
 
   /** One invoke through the gateway: status, headers, the JSON body (when it is JSON). */
   async invoke(options: InvokeOptions): Promise<HttpAnswer> {
-    return invoke(this.#gateway(), this.name, options);
+    return invoke(this.#requireGateway(), this.name, options);
   }
 
   /**
@@ -210,10 +248,10 @@ export class System {
    * new certificate's SHA-256 fingerprint; the gateway picks it up within its reload interval.
    */
   async rotateGatewayCertificate(): Promise<string> {
-    return rotateServingCertificate(this.#gateway());
+    return rotateServingCertificate(this.#requireGateway());
   }
 
-  #gateway(): GatewayProcess {
+  #requireGateway(): GatewayProcess {
     if (this.gateway === undefined) throw new Error('this system was started without the gateway');
     return this.gateway;
   }

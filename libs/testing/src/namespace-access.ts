@@ -74,14 +74,26 @@ export class NamespaceAccess {
     const namespace = this.#namespace;
     await this.#core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
     await this.grantServiceAccount(name, name, rules);
+    return this.existingServiceAccountToken(name);
+  }
+
+  /** A fresh token of a ServiceAccount made before (a component started again keeps its identity). */
+  async existingServiceAccountToken(name: string): Promise<string> {
     const created = await this.#core.createNamespacedServiceAccountToken({
-      namespace,
+      namespace: this.#namespace,
       name,
       body: { spec: { audiences: [], expirationSeconds: 3600 } },
     });
     const token = created.status?.token ?? '';
     issuedTokens.push(token);
     return token;
+  }
+
+  /** A ServiceAccount made before, as a client configuration with a fresh token. */
+  async existingServiceAccountKubeConfig(name: string): Promise<KubeConfig> {
+    const token = await this.existingServiceAccountToken(name);
+    const { server, caPem } = this.#cluster.info;
+    return kubeConfigFor({ server, caPem, user: `${this.#namespace}-${name}`, token });
   }
 
   /** The same ServiceAccount as a client configuration of the control plane. */
