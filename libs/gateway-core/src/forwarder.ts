@@ -80,6 +80,8 @@ class ChannelPool {
         'grpc.default_authority': serverName,
         'grpc.keepalive_time_ms': 30_000,
         'grpc.max_receive_message_length': 8 * 1024 * 1024,
+        // grpc-js's per-call introspection counters, which nothing reads.
+        'grpc.enable_channelz': 0,
       });
       entry = { channel, client: createClient(runtimedV1.FunctionRuntimeDefinition, channel), inflight: 0, uses: 0, retired: false };
       this.#evict();
