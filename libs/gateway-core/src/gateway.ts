@@ -356,11 +356,12 @@ export class Gateway {
       status = body.status;
       json = { invocationId: state.invocationId, error: { code: body.code, message: body.message, source: body.source } };
     }
-    const text = Buffer.from(JSON.stringify(json), 'utf8');
+    // A string, not a Buffer: Node then sends the head and the body in one write.
+    const text = JSON.stringify(json);
     response.statusCode = status;
     response.setHeader('content-type', JSON_CONTENT_TYPE);
-    response.setHeader('content-length', text.length);
-    response.end(text);
+    response.setHeader('content-length', Buffer.byteLength(text, 'utf8'));
+    response.end(text, 'utf8');
   }
 }
 

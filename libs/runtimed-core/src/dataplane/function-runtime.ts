@@ -240,7 +240,8 @@ async function decide(
       peerHop: incoming.peerHop,
       run,
       registrationFor: (attempt) => o.registrationFor(incoming.runUid, attempt),
-      ownerPod: assigned === undefined || assigned === '' ? undefined : o.podByUid(assigned),
+      // Only another Pod is looked up (a scan of the Pod cache): routing to this one never reads it.
+      ownerPod: assigned === undefined || assigned === '' || assigned === o.self.podUID ? undefined : o.podByUid(assigned),
       requestTimeoutMs: incoming.timeoutMs,
       final,
     });
