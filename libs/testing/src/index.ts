@@ -19,3 +19,4 @@ export * from './artifact-grants-server.ts';
 export * from './object-store.ts';
 export * from './workload-config.ts';
 export * from './bench.ts';
+export * from './python-venv.ts';

@@ -1,0 +1,81 @@
+"""What the client decides on its own, before or without a gateway."""
+
+import socket
+
+import pytest
+
+import kruntimes
+from kruntimes.errors import error_from_answer
+from kruntimes.kube import ConfigurationError, KubeAccess
+
+URL = "https://127.0.0.1:9/v1/namespaces/demo/runtimes/py/functions/uid:invoke"
+
+
+@pytest.mark.parametrize("invocation_id", ["", "with space", "x" * 129, "ünicode"])
+def test_an_invalid_invocation_id_is_refused_before_sending(invocation_id):
+    with pytest.raises(kruntimes.InvalidInvocation) as raised:
+        kruntimes.invoke(URL, {}, token="t", invocation_id=invocation_id)
+    assert raised.value.code == "InvalidInvocationId"
+    assert not raised.value.sent
+
+
+@pytest.mark.parametrize("payload, code", [
+    ("x" * (1024 * 1024), "PayloadTooLarge"),
+    (b"not json", "InvalidRequest"),
+    (float("nan"), "InvalidRequest"),
+    (object(), "InvalidRequest"),
+])
+def test_a_payload_the_gateway_would_refuse_is_refused_before_sending(payload, code):
+    with pytest.raises(kruntimes.InvalidInvocation) as raised:
+        kruntimes.invoke(URL, payload, token="t", invocation_id="local-1")
+    assert (raised.value.code, raised.value.invocation_id, raised.value.http_status) == (code, "local-1", None)
+
+
+@pytest.mark.parametrize("url, token", [("http://127.0.0.1:9/x", "t"), (URL, None), (URL, "two words")])
+def test_a_plain_http_url_or_a_missing_token_is_refused(url, token):
+    with pytest.raises(kruntimes.InvalidInvocation):
+        kruntimes.invoke(url, {}, token=token)
+
+
+def test_a_connection_that_fails_proves_nothing_was_sent():
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with pytest.raises(kruntimes.TransportError) as raised:
+        kruntimes.invoke(f"https://127.0.0.1:{port}/v1/x:invoke", {}, token="t", invocation_id="refused-1", timeout=5)
+    assert (raised.value.kind, raised.value.request_may_have_been_sent, raised.value.invocation_id) == (
+        "connect", False, "refused-1")
+
+
+@pytest.mark.parametrize("status, body, kind, code, source", [
+    (403, {"invocationId": "a", "error": {"code": "Forbidden", "message": "no", "source": "platform"}},
+     kruntimes.Forbidden, "Forbidden", "platform"),
+    (500, {"invocationId": "a", "error": {"code": "FunctionFailed", "message": "raised", "source": "function"}},
+     kruntimes.FunctionFailed, "FunctionFailed", "function"),
+    (503, {"invocationId": "a", "error": {"code": "OwnerUnavailable", "message": "", "source": "platform"}},
+     kruntimes.RunNotReady, "OwnerUnavailable", "platform"),
+    (429, {"invocationId": "a", "error": {"code": "InvocationInFlight", "message": "", "source": "platform"}},
+     kruntimes.InvocationInFlight, "InvocationInFlight", "platform"),
+    (400, {"invocationId": "a", "error": {"code": "InvalidRequest", "message": "", "source": "platform"}},
+     kruntimes.PlatformError, "InvalidRequest", "platform"),
+    (502, "<html>bad gateway</html>", kruntimes.PlatformError, "Internal", "platform"),
+])
+def test_an_answer_becomes_the_error_of_its_code_and_source(status, body, kind, code, source):
+    error = error_from_answer(status, body, "sent-id")
+    assert type(error) is kind
+    assert (error.code, error.source, error.http_status, error.sent) == (code, source, status, True)
+
+
+def test_a_kubeconfig_it_cannot_use_says_why():
+    base = {
+        "clusters": [{"cluster": {"server": "https://127.0.0.1:6443"}}],
+        "contexts": [{"context": {}}],
+        "users": [{"user": {"token": "t"}}],
+    }
+    assert KubeAccess.from_config(base).token == "t"
+    with pytest.raises(ConfigurationError, match="skips TLS verification"):
+        KubeAccess.from_config({**base, "clusters": [{"cluster": {"server": "https://x", "insecure-skip-tls-verify": True}}]})
+    with pytest.raises(ConfigurationError, match="neither a token nor a client certificate"):
+        KubeAccess.from_config({**base, "users": [{"user": {"exec": {"command": "aws"}}}]})
+    with pytest.raises(ConfigurationError, match="not an https URL"):
+        KubeAccess.from_config({**base, "clusters": [{"cluster": {"server": "http://127.0.0.1:8080"}}]})
