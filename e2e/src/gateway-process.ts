@@ -9,6 +9,7 @@ import { groupAlive, signalGroup } from '@kruntimes/host';
 import { REPO_ROOT, call, freePorts, kubeconfigYaml, testCa, testServerCert, waitFor } from '@kruntimes/testing';
 import type { Cluster, TestCert } from '@kruntimes/testing';
 import type { NamespaceAccess } from '@kruntimes/testing';
+import { childNodeOptions } from './runtime-pods.ts';
 
 export interface GatewayProcess {
   pid: number;
@@ -84,12 +85,14 @@ function gatewayArguments(files: GatewayFiles, namespace: string, port: number, 
   ];
 }
 
-/** Output to the log file; only PATH and HOME of this process's environment. */
+/** Output to the log file; only PATH and HOME of this process's environment (and KRT_E2E_NODE_OPTIONS as NODE_OPTIONS). */
 function spawnGateway(args: string[], logFile: string): { pid: number; exited: Promise<number | null> } {
   const log = openSync(logFile, 'a');
   let child;
   try {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+    const nodeOptions = childNodeOptions();
+    if (nodeOptions !== undefined) env.NODE_OPTIONS = nodeOptions;
     child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   } finally {
     closeSync(log);

@@ -16,11 +16,26 @@ export interface RuntimePodsOptions {
   podEnv?: Record<string, string>;
 }
 
+/**
+ * Node flags for the gateway and runtimed processes a system starts, from the environment
+ * variable KRT_E2E_NODE_OPTIONS (unset: none), e.g. to profile them under a benchmark:
+ * `KRT_E2E_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
+ */
+export function childNodeOptions(): string | undefined {
+  const value = process.env.KRT_E2E_NODE_OPTIONS;
+  return value === undefined || value === '' ? undefined : value;
+}
+
 /** What each image of the workload runs as: the repository's own entry points under this Node. */
 function images(podEnv: Record<string, string> | undefined): Record<string, ImageCommand> {
   const entrypoint = (main: string): string[] => [process.execPath, join(REPO_ROOT, main)];
+  const nodeOptions = childNodeOptions();
+  const runtimedEnv = nodeOptions === undefined ? podEnv : { NODE_OPTIONS: nodeOptions, ...podEnv };
   return {
-    'kruntimes/runtimed': { entrypoint: entrypoint('apps/runtimed/src/main.ts'), ...(podEnv === undefined ? {} : { env: podEnv }) },
+    'kruntimes/runtimed': {
+      entrypoint: entrypoint('apps/runtimed/src/main.ts'),
+      ...(runtimedEnv === undefined ? {} : { env: runtimedEnv }),
+    },
     'kruntimes/runtime-server-python': { entrypoint: entrypoint('apps/runtime-server-python/src/main.ts') },
     'kruntimes/runtime-server-bash': { entrypoint: entrypoint('apps/runtime-server-bash/src/main.ts') },
   };

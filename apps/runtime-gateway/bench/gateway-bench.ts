@@ -1,73 +1,136 @@
 /**
- * Benchmark (not a test): what the invoke path through the gateway costs compared with
- * calling the Runtime Server directly, measured in one run on the same Runtime Pod.
- *   node apps/runtime-gateway/bench/gateway-bench.ts [invocations=500]
+ * Benchmark (not a test): what each hop of the invoke path costs, measured in one run on
+ * the same Runtime Pod.
+ *   node apps/runtime-gateway/bench/gateway-bench.ts [invocations=500] [streams=4] [rounds=4]
  *
  * A real control plane, the full system (controller-manager, scheduler, local-node
  * Runtime Pod with runtimed and the Python Runtime Server, the gateway as a child
- * process), one function Run with an empty handler. Then, sequentially (v0.x allows one
- * invocation in flight per Run):
- * - gateway: N HTTPS invokes on one keep-alive connection (gateway -> runtimed TLS gRPC
- *   with the caller's token, authorized by runtimed with its cached review -> Runtime Server);
- * - direct: RegisterFunction once on the same Pod's Runtime Server, then N InvokeFunction.
- * Then the same with S function Runs on the Pod invoked in parallel (one stream each).
- * Prints p50/p99 latency and invocations/s of both and their ratios.
- *   node apps/runtime-gateway/bench/gateway-bench.ts [invocations=500] [streams=4]
+ * process), `streams` function Runs with an empty handler on one Pod. Four paths:
+ * - floor: HTTPS keep-alive -> a bare `node:https` server of this process -> the Runtime
+ *   Server over one persistent gRPC channel, no checks at all (what Node can do with two hops);
+ * - direct: the Runtime Server's gRPC API (RegisterFunction once, then InvokeFunction);
+ * - runtimed: runtimed's gRPC port directly (FunctionRuntime.InvokeFunction over TLS with
+ *   the caller's token, exactly as the gateway calls it: reviewed, routed, then the Runtime Server);
+ * - gateway: HTTPS keep-alive -> gateway -> runtimed -> Runtime Server.
+ * Each path runs `invocations` times, first with one stream (sequential, one Run), then
+ * with `streams` Runs in parallel (v0.x allows one invocation in flight per Run), split
+ * into `rounds` rounds whose order rotates, so no path always runs first or last.
+ * Prints nearest-rank p50/p99 and invocations/s of each, the ratios to direct and the gap
+ * to the floor, and the API server's requests while the gateway was measured beside an
+ * idle window of the same length (background lease renewals), so what is per invoke shows.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { Agent } from 'node:https';
+import { Agent, createServer } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DEFAULTS } from '@kruntimes/api';
-import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { System } from '@kruntimes/e2e';
-import { Cluster, ControlPlane, REPO_ROOT, call } from '@kruntimes/testing';
-import { createChannel, createClient } from 'nice-grpc';
+import { runtimedServerName } from '@kruntimes/gateway-core';
+import { METADATA_KEYS, durationFromMillis, runtimeServerV1, runtimedV1 } from '@kruntimes/proto';
+import {
+  Cluster,
+  ControlPlane,
+  REPO_ROOT,
+  apiServerRequestDelta,
+  apiServerRequests,
+  call,
+  formatApiServerRequestDelta,
+  formatLatencies,
+  summarizeLatencies,
+  testCa,
+  testServerCert,
+} from '@kruntimes/testing';
+import type { ApiServerRequests, LatencySummary } from '@kruntimes/testing';
+import { ChannelCredentials, Metadata, createChannel, createClient } from 'nice-grpc';
 
 const COUNT = Number(process.argv[2] ?? 500);
 /** Function Runs invoked in parallel in the second measurement (one stream each: one invocation in flight per Run). */
 const STREAMS = Number(process.argv[3] ?? 4);
+const ROUNDS = Number(process.argv[4] ?? 4);
 const WARMUP = Math.min(50, COUNT);
 const HANDLER = 'def handle(event, context):\n    return None\n';
+const PAYLOAD = Buffer.from('{}');
 
-interface Summary {
-  p50: number;
-  p99: number;
+type PathName = 'floor' | 'direct' | 'runtimed' | 'gateway';
+const PATHS: readonly PathName[] = ['floor', 'direct', 'runtimed', 'gateway'];
+type One = (stream: number, i: number) => Promise<void>;
+
+interface Result extends LatencySummary {
   perSecond: number;
 }
 
-/** `count` invocations split over `streams` parallel sequential streams; `one(stream, i)` is one invocation. */
-async function measure(count: number, streams: number, one: (stream: number, i: number) => Promise<void>): Promise<Summary> {
-  await Promise.all(
-    Array.from({ length: streams }, async (_, stream) => {
-      for (let i = 0; i < WARMUP; i += 1) await one(stream, -1 - i);
-    }),
-  );
-  const latencies: number[] = [];
+/** Per path: its latencies and the wall time of its segments. */
+class Tally {
+  readonly latencies: number[] = [];
+  seconds = 0;
+
+  result(): Result {
+    return { ...summarizeLatencies(this.latencies), perSecond: this.latencies.length / this.seconds };
+  }
+}
+
+/** `count` invocations split over `streams` parallel sequential streams; adds to the tally. */
+async function segment(count: number, streams: number, offset: number, one: One, tally: Tally): Promise<void> {
   const started = performance.now();
   await Promise.all(
     Array.from({ length: streams }, async (_, stream) => {
       for (let i = stream; i < count; i += streams) {
         const t0 = performance.now();
-        await one(stream, i);
-        latencies.push(performance.now() - t0);
+        await one(stream, offset + i);
+        tally.latencies.push(performance.now() - t0);
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
-  return { p50: pct(50), p99: pct(99), perSecond: count / seconds };
+  tally.seconds += (performance.now() - started) / 1000;
 }
 
-const line = (what: string, s: Summary): string =>
-  `  ${what}: p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms, ${s.perSecond.toFixed(0)} invocations/s`;
-const ratios = (gateway: Summary, direct: Summary): string =>
-  `  ratio gateway / direct: p50 ${(gateway.p50 / direct.p50).toFixed(2)}x, p99 ${(gateway.p99 / direct.p99).toFixed(2)}x, throughput ${(gateway.perSecond / direct.perSecond).toFixed(2)}x`;
+async function warmUp(streams: number, one: One): Promise<void> {
+  await Promise.all(
+    Array.from({ length: streams }, async (_, stream) => {
+      for (let i = 0; i < WARMUP; i += 1) await one(stream, -1 - i);
+    }),
+  );
+}
+
+function at<T>(items: readonly T[], index: number): T {
+  const item = items[index];
+  if (item === undefined) throw new Error(`no stream ${index}`);
+  return item;
+}
+
+/** Adds what changed between two readings to `into`. */
+function addDelta(into: Map<string, number>, before: ApiServerRequests, after: ApiServerRequests): void {
+  for (const [kind, count] of apiServerRequestDelta(before, after).byKind) into.set(kind, (into.get(kind) ?? 0) + count);
+}
+
+const line = (what: PathName, s: Result): string => `  ${what.padEnd(8)} ${formatLatencies(s)}, ${s.perSecond.toFixed(0)} invocations/s`;
+
+function report(title: string, results: Record<PathName, Result>): string {
+  const { floor, direct, runtimed, gateway } = results;
+  const vs = (what: PathName, s: Result): string =>
+    `  ${what.padEnd(8)} p50 ${(s.p50 / direct.p50).toFixed(2)}x direct (+${(s.p50 - direct.p50).toFixed(2)} ms), ` +
+    `throughput ${(s.perSecond / direct.perSecond).toFixed(2)}x direct` +
+    (what === 'floor'
+      ? ''
+      : `; gap to floor p50 +${(s.p50 - floor.p50).toFixed(2)} ms, throughput ${(s.perSecond / floor.perSecond).toFixed(2)}x floor`);
+  return [
+    title,
+    ...PATHS.map((what) => line(what, results[what])),
+    vs('floor', floor),
+    vs('runtimed', runtimed),
+    vs('gateway', gateway),
+    `  gateway hop alone (gateway - runtimed): p50 +${(gateway.p50 - runtimed.p50).toFixed(2)} ms; ` +
+      `runtimed hop alone (runtimed - direct): p50 +${(runtimed.p50 - direct.p50).toFixed(2)} ms`,
+  ].join('\n');
+}
 
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
 let system: System | undefined;
+const closers: (() => unknown)[] = [];
 const workdir = await mkdtemp(join(tmpdir(), 'krt-gateway-bench-'));
 try {
   system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info) });
@@ -78,71 +141,207 @@ try {
   await current.createRuntime('py', { language: 'python', runs: STREAMS });
   for (let k = 0; k < STREAMS; k += 1) await current.createFunctionRun(`fn-${k}`, 'py', HANDLER, 'main:handle');
   const runs = await Promise.all(Array.from({ length: STREAMS }, (_, k) => current.waitReady(`fn-${k}`)));
+  const uids = runs.map((run) => run.metadata.uid ?? '');
   await current.grantGetRuns('alice');
   const token = current.token('alice');
+  const pod = await current.assignedPod('fn-0');
+  const podIp = pod.status?.podIP ?? '';
 
-  const agents = runs.map(() => new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.caPem }));
-  const urls = runs.map((run) => current.invokeUrl('py', run.metadata.uid ?? ''));
+  // gateway: HTTPS keep-alive, one connection per stream.
+  const gatewayAgents = runs.map(() => new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.caPem }));
+  closers.push(() => {
+    for (const agent of gatewayAgents) agent.destroy();
+  });
+  const urls = uids.map((uid) => current.invokeUrl('py', uid));
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const viaGateway = async (stream: number, i: number): Promise<void> => {
-    const agent = agents[stream];
-    if (agent === undefined) throw new Error(`no stream ${stream}`);
+  const viaGateway: One = async (stream, i) => {
     const answer = await call(urls[stream] ?? '', {
       ca: gateway.caPem,
-      headers: { ...headers, 'x-kruntime-invocation-id': `bench-${stream}-${i}` },
-      body: '{}',
-      agent,
+      headers: { ...headers, 'x-kruntime-invocation-id': `gateway-${stream}-${i}` },
+      body: PAYLOAD,
+      agent: at(gatewayAgents, stream),
     });
     if (answer.status !== 200) throw new Error(`gateway answered ${answer.status}: ${answer.body}`);
   };
 
-  // The same Pod's Runtime Server, on its plaintext port (reachable from this host only
-  // because the local node's Pods share its network namespace).
-  const pod = await current.assignedPod('fn-0');
+  // direct: the same Pod's Runtime Server, on its plaintext port (reachable from this host
+  // only because the local node's Pods share its network namespace), own registrations.
   await writeFile(join(workdir, 'main.py'), HANDLER);
-  const channel = createChannel(`${pod.status?.podIP ?? ''}:${DEFAULTS.runtimeServerPort}`);
-  const client = createClient(runtimeServerV1.RuntimeServerDefinition, channel);
+  const serverChannel = createChannel(`${podIp}:${DEFAULTS.runtimeServerPort}`);
+  closers.push(() => {
+    serverChannel.close();
+  });
+  const server = createClient(runtimeServerV1.RuntimeServerDefinition, serverChannel);
   const registrations = await Promise.all(
-    runs.map(() => client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })),
+    runs.map(() => server.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })),
   );
-  const direct = async (stream: number, i: number): Promise<void> => {
-    await client.invokeFunction({
-      registrationId: registrations[stream]?.registrationId ?? '',
+  closers.push(async () => {
+    for (const registration of registrations) await server.unregisterFunction({ registrationId: registration.registrationId });
+  });
+  const registrationIds = registrations.map((registration) => registration.registrationId);
+  const direct: One = async (stream, i) => {
+    await server.invokeFunction({
+      registrationId: registrationIds[stream] ?? '',
       invocationId: `direct-${stream}-${i}`,
-      payload: Buffer.from('{}'),
+      payload: PAYLOAD,
       timeout: durationFromMillis(10_000),
     });
   };
 
-  const sequentialGateway = await measure(COUNT, 1, viaGateway);
-  const sequentialDirect = await measure(COUNT, 1, direct);
-  const parallelGateway = await measure(COUNT, STREAMS, viaGateway);
-  const parallelDirect = await measure(COUNT, STREAMS, direct);
+  // runtimed: its gRPC port over TLS, the caller's token in the metadata, as the gateway calls it.
+  const serverName = runtimedServerName(current.name, 'py');
+  const runtimedChannel = createChannel(
+    `${podIp}:${DEFAULTS.runtimedGrpcPort}`,
+    ChannelCredentials.createSsl(Buffer.from(current.internalCa.certPem)),
+    { 'grpc.ssl_target_name_override': serverName, 'grpc.default_authority': serverName },
+  );
+  closers.push(() => {
+    runtimedChannel.close();
+  });
+  const runtimed = createClient(runtimedV1.FunctionRuntimeDefinition, runtimedChannel);
+  const viaRuntimed: One = async (stream, i) => {
+    const metadata = Metadata();
+    metadata.set(METADATA_KEYS.authorization, `Bearer ${token}`);
+    await runtimed.invokeFunction(
+      {
+        namespace: current.name,
+        runtime: 'py',
+        runUid: uids[stream] ?? '',
+        invocationId: `runtimed-${stream}-${i}`,
+        payload: PAYLOAD,
+        timeout: durationFromMillis(10_000),
+        peerHop: undefined,
+      },
+      { metadata },
+    );
+  };
+
+  // floor: a bare HTTPS server that forwards to the same Runtime Server over one channel, no checks.
+  const ca = await testCa('gateway-bench-floor');
+  const floorCert = await testServerCert(ca, { ips: ['127.0.0.1'] });
+  const floorChannel = createChannel(`${podIp}:${DEFAULTS.runtimeServerPort}`);
+  const floorClient = createClient(runtimeServerV1.RuntimeServerDefinition, floorChannel);
+  const floorRegistrations = await Promise.all(
+    runs.map(() => floorClient.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })),
+  );
+  const floorServer = createServer(
+    { cert: floorCert.certPem, key: floorCert.keyPem },
+    (request: IncomingMessage, response: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const stream = Number(request.url?.slice(1));
+        floorClient
+          .invokeFunction({
+            registrationId: floorRegistrations[stream]?.registrationId ?? '',
+            invocationId: String(request.headers['x-kruntime-invocation-id']),
+            payload: Buffer.concat(chunks),
+            timeout: durationFromMillis(10_000),
+          })
+          .then(
+            (answer) => {
+              response.writeHead(200, { 'content-type': 'application/json' });
+              response.end(
+                JSON.stringify({ result: answer.result.length === 0 ? null : (JSON.parse(answer.result.toString('utf8')) as unknown) }),
+              );
+            },
+            (error: unknown) => {
+              response.writeHead(500);
+              response.end(String(error));
+            },
+          );
+      });
+    },
+  );
+  await new Promise<void>((resolve) => floorServer.listen(0, '127.0.0.1', resolve));
+  closers.push(async () => {
+    floorServer.closeAllConnections();
+    await new Promise((resolve) => floorServer.close(resolve));
+    for (const registration of floorRegistrations) await floorClient.unregisterFunction({ registrationId: registration.registrationId });
+    floorChannel.close();
+  });
+  const floorUrl = `https://127.0.0.1:${(floorServer.address() as AddressInfo).port}`;
+  const floorAgents = runs.map(() => new Agent({ keepAlive: true, maxSockets: 1, ca: ca.certPem }));
+  closers.push(() => {
+    for (const agent of floorAgents) agent.destroy();
+  });
+  const viaFloor: One = async (stream, i) => {
+    const answer = await call(`${floorUrl}/${stream}`, {
+      ca: ca.certPem,
+      headers: { ...headers, 'x-kruntime-invocation-id': `floor-${stream}-${i}` },
+      body: PAYLOAD,
+      agent: at(floorAgents, stream),
+    });
+    if (answer.status !== 200) throw new Error(`floor answered ${answer.status}: ${answer.body}`);
+  };
+
+  const paths: Record<PathName, One> = { floor: viaFloor, direct, runtimed: viaRuntimed, gateway: viaGateway };
+  // API server requests while the gateway was measured, summed over its segments.
+  const duringGateway = new Map<string, number>();
+  let gatewaySeconds = 0;
+  let gatewayInvokes = 0;
+  const measure = async (streams: number): Promise<Record<PathName, Result>> => {
+    for (const what of PATHS) await warmUp(streams, paths[what]);
+    const tallies = { floor: new Tally(), direct: new Tally(), runtimed: new Tally(), gateway: new Tally() };
+    const perRound = Math.ceil(COUNT / ROUNDS);
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const count = Math.min(perRound, COUNT - round * perRound);
+      for (let k = 0; k < PATHS.length; k += 1) {
+        const what = PATHS[(round + k) % PATHS.length] ?? 'gateway';
+        if (what !== 'gateway') {
+          await segment(count, streams, round * perRound, paths[what], tallies[what]);
+          continue;
+        }
+        const before = await apiServerRequests(controlPlane.info);
+        const t0 = performance.now();
+        await segment(count, streams, round * perRound, paths[what], tallies[what]);
+        gatewaySeconds += (performance.now() - t0) / 1000;
+        gatewayInvokes += count;
+        addDelta(duringGateway, before, await apiServerRequests(controlPlane.info));
+      }
+    }
+    return {
+      floor: tallies.floor.result(),
+      direct: tallies.direct.result(),
+      runtimed: tallies.runtimed.result(),
+      gateway: tallies.gateway.result(),
+    };
+  };
+
+  const sequential = await measure(1);
+  const parallel = await measure(STREAMS);
+  // The background: the same length of time with nothing invoked.
+  const idleBefore = await apiServerRequests(controlPlane.info);
+  await sleep(gatewaySeconds * 1000);
+  const idle = apiServerRequestDelta(idleBefore, await apiServerRequests(controlPlane.info));
+  const invoking = apiServerRequestDelta(new Map(), duringGateway);
+
   // The gateway's own share (its overhead histogram: total minus the upstream call), warm-ups included.
   const exposition = await (await fetch(gateway.metricsUrl)).text();
   const sample = (name: string): number =>
     Number(new RegExp(`^${name}\\{route="functions"\\} (\\S+)$`, 'm').exec(exposition)?.[1] ?? Number.NaN);
   const overheadMs = (sample('kruntimes_gateway_overhead_seconds_sum') / sample('kruntimes_gateway_overhead_seconds_count')) * 1000;
-  for (const agent of agents) agent.destroy();
-  for (const registration of registrations) await client.unregisterFunction({ registrationId: registration.registrationId });
-  channel.close();
 
   process.stdout.write(
-    `empty Python handler, ${COUNT} invocations per measurement (after ${WARMUP} warm-up per stream), one Runtime Pod\n`,
+    [
+      `empty Python handler, ${COUNT} invocations per path and measurement (after ${WARMUP} warm-up per stream), ` +
+        `${ROUNDS} rounds in rotating order, one Runtime Pod`,
+      'floor    = HTTPS keep-alive -> bare node:https server (no checks) -> Runtime Server (one gRPC channel)',
+      'direct   = Runtime Server gRPC',
+      "runtimed = runtimed's gRPC port (TLS, the caller's token reviewed, cached) -> Runtime Server",
+      'gateway  = HTTPS keep-alive -> gateway -> runtimed -> Runtime Server',
+      report('1 stream (sequential, one Run):', sequential),
+      report(`${STREAMS} streams (one Run each, in parallel):`, parallel),
+      `the gateway's own time per invoke (its overhead histogram, mean): ${overheadMs.toFixed(2)} ms`,
+      `API server requests during the ${gatewayInvokes} measured gateway invokes (${gatewaySeconds.toFixed(1)} s): ` +
+        formatApiServerRequestDelta(invoking),
+      `API server requests in an idle window of the same length (background: leases, watches): ${formatApiServerRequestDelta(idle)}`,
+      `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
+      '',
+    ].join('\n'),
   );
-  process.stdout.write(
-    'gateway = HTTPS keep-alive -> gateway -> runtimed (TLS gRPC, token reviewed, cached) -> Runtime Server; direct = Runtime Server gRPC\n',
-  );
-  process.stdout.write('1 stream (sequential, one Run):\n');
-  process.stdout.write(
-    `${line('gateway', sequentialGateway)}\n${line('direct ', sequentialDirect)}\n${ratios(sequentialGateway, sequentialDirect)}\n`,
-  );
-  process.stdout.write(`${STREAMS} streams (one Run each, in parallel):\n`);
-  process.stdout.write(
-    `${line('gateway', parallelGateway)}\n${line('direct ', parallelDirect)}\n${ratios(parallelGateway, parallelDirect)}\n`,
-  );
-  process.stdout.write(`the gateway's own time per invoke (its overhead histogram, mean): ${overheadMs.toFixed(2)} ms\n`);
 } finally {
+  for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
   await system?.stop();
   await controlPlane.stop();
   await rm(workdir, { recursive: true, force: true });

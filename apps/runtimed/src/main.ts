@@ -5,12 +5,18 @@ import { stopOnSignals } from '@kruntimes/host';
 import { NO_METRICS, loadConfig, startPrometheusMetrics, startRuntimed } from '@kruntimes/runtimed-core';
 import { pino } from 'pino';
 
-const logger = pino({
-  name: 'runtimed',
-  level: process.env.KRT_LOG_LEVEL ?? 'info',
-  // Logs never carry credentials; this is the belt to that rule's braces.
-  redact: ['*.authorization', '*.token', 'env', '*.env'],
-});
+// Asynchronous writes (coalesced while one is in flight): a log line never blocks the
+// invoke path on a write(2). pino flushes what is left when the process exits.
+const logDestination = pino.destination({ sync: false });
+const logger = pino(
+  {
+    name: 'runtimed',
+    level: process.env.KRT_LOG_LEVEL ?? 'info',
+    // Logs never carry credentials; this is the belt to that rule's braces.
+    redact: ['*.authorization', '*.token', 'env', '*.env'],
+  },
+  logDestination,
+);
 
 try {
   const config = loadConfig(process.env);
@@ -28,7 +34,16 @@ try {
   void stopOnSignals(logger, async () => {
     await runtimed.stop();
     await prometheus?.shutdown();
-  }).then((code) => process.exit(code));
+  }).then(async (code) => {
+    // Every line written before exiting: end() waits for a write in flight (an exit
+    // handler could only write what is queued), bounded in case the output blocks.
+    await new Promise<void>((resolve) => {
+      setTimeout(resolve, 2_000).unref();
+      logDestination.once('close', resolve);
+      logDestination.end();
+    });
+    process.exit(code);
+  });
 } catch (error) {
   logger.fatal({ err: error }, 'runtimed failed to start');
   process.exitCode = 1;

@@ -86,6 +86,11 @@ export class EndpointsResolver implements UpstreamResolver {
   readonly #services: SharedInformer<V1Service>;
   readonly #pods: SharedInformer<V1Pod>;
   readonly #next = new Map<string, number>();
+  /**
+   * The ready endpoints per Runtime, computed once from the caches and forgotten at any
+   * change of either (so an invoke does not list, filter and sort Pods every time).
+   */
+  readonly #ready = new Map<string, UpstreamAddress[]>();
 
   constructor(options: { kubeConfig: KubeConfig; namespace?: string; logger: ControllerLogger }) {
     const { kubeConfig, namespace, logger } = options;
@@ -112,6 +117,10 @@ export class EndpointsResolver implements UpstreamResolver {
         namespace === undefined ? core.listPodForAllNamespaces({ labelSelector }) : core.listNamespacedPod({ namespace, labelSelector }),
       logger,
     });
+    const forget = (): void => {
+      this.#ready.clear();
+    };
+    for (const informer of [this.#services, this.#pods]) informer.addEventHandler({ add: forget, update: forget, delete: forget });
   }
 
   /** Resolves once both caches hold a complete list. */
@@ -120,21 +129,30 @@ export class EndpointsResolver implements UpstreamResolver {
   }
 
   resolve(namespace: string, runtime: string): Promise<UpstreamAddress[]> {
-    const service = this.#services.get(runtime, namespace);
-    if (service === undefined) return Promise.resolve([]);
-    const pods = this.#pods.list(namespace).filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === runtime);
-    // Sorted: the round-robin position must mean the same endpoint from call to call.
-    const endpoints = serviceEndpoints(service, pods).sort((a, b) => a.podName.localeCompare(b.podName));
-    const ready = endpoints.flatMap((endpoint) => {
-      const port = endpoint.ports[GRPC_PORT_NAME];
-      return port === undefined ? [] : [{ address: `${endpoint.ip}:${port}`, pod: endpoint.podName }];
-    });
-    if (ready.length <= 1) return Promise.resolve(ready);
     const key = `${namespace}/${runtime}`;
+    let ready = this.#ready.get(key);
+    if (ready === undefined) {
+      ready = this.#readyEndpoints(namespace, runtime);
+      if (this.#ready.size > 4096) this.#ready.clear();
+      this.#ready.set(key, ready);
+    }
+    if (ready.length <= 1) return Promise.resolve([...ready]);
     const start = (this.#next.get(key) ?? 0) % ready.length;
     this.#next.set(key, start + 1);
     if (this.#next.size > 4096) this.#next.clear();
     return Promise.resolve([...ready.slice(start), ...ready.slice(0, start)]);
+  }
+
+  #readyEndpoints(namespace: string, runtime: string): UpstreamAddress[] {
+    const service = this.#services.get(runtime, namespace);
+    if (service === undefined) return [];
+    const pods = this.#pods.list(namespace).filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === runtime);
+    // Sorted: the round-robin position must mean the same endpoint from call to call.
+    const endpoints = serviceEndpoints(service, pods).sort((a, b) => a.podName.localeCompare(b.podName));
+    return endpoints.flatMap((endpoint) => {
+      const port = endpoint.ports[GRPC_PORT_NAME];
+      return port === undefined ? [] : [{ address: `${endpoint.ip}:${port}`, pod: endpoint.podName }];
+    });
   }
 
   async stop(): Promise<void> {

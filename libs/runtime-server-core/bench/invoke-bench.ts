@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
+import { formatLatencies, summarizeLatencies } from '@kruntimes/testing';
 import { createChannel, createClient } from 'nice-grpc';
 
 const language = process.argv[2] === 'bash' ? 'bash' : 'python';
@@ -49,10 +50,8 @@ try {
     latencies.push(performance.now() - t0);
   }
   const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => (latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0).toFixed(2);
   console.log(
-    `${language}: ${count} sequential invocations of an empty handler: p50 ${pct(50)} ms, p99 ${pct(99)} ms, ${(count / seconds).toFixed(0)} invocations/s`,
+    `${language}: ${count} sequential invocations of an empty handler: ${formatLatencies(summarizeLatencies(latencies))}, ${(count / seconds).toFixed(0)} invocations/s`,
   );
   channel.close();
 } finally {

@@ -67,6 +67,9 @@ export class RuntimeServerClient {
   constructor(address: string) {
     this.#channel = createChannel(
       address.startsWith('unix:') && !address.startsWith('unix://') ? `unix://${address.slice('unix:'.length)}` : address,
+      undefined,
+      // grpc-js's per-call introspection counters, which nothing reads.
+      { 'grpc.enable_channelz': 0 },
     );
     this.#client = createClient(runtimeServerV1.RuntimeServerDefinition, this.#channel);
     this.#health = createClient(healthV1.HealthDefinition, this.#channel);
@@ -103,8 +106,20 @@ export class RuntimeServerClient {
    * cancels the call and rejects with the abort reason.
    */
   async invoke(request: InvokeRequest, signal: AbortSignal): Promise<runtimeServerV1.InvokeFunctionResponse> {
-    const deadline = AbortSignal.timeout(request.timeoutMs + INVOKE_DEADLINE_MARGIN_MS);
-    let trailer = Metadata();
+    // One controller for the deadline and the caller gone, one timer cleared at the end:
+    // cheaper per call than AbortSignal.timeout plus AbortSignal.any.
+    const abort = new AbortController();
+    const deadline = { exceeded: false };
+    const timer = setTimeout(() => {
+      deadline.exceeded = true;
+      abort.abort();
+    }, request.timeoutMs + INVOKE_DEADLINE_MARGIN_MS);
+    const onCallerGone = (): void => {
+      abort.abort(signal.reason);
+    };
+    if (signal.aborted) onCallerGone();
+    else signal.addEventListener('abort', onCallerGone, { once: true });
+    let trailer: Metadata | undefined;
     try {
       return await this.#client.invokeFunction(
         {
@@ -114,17 +129,20 @@ export class RuntimeServerClient {
           timeout: durationFromMillis(request.timeoutMs),
         },
         {
-          signal: AbortSignal.any([signal, deadline]),
+          signal: abort.signal,
           onTrailer: (t) => {
             trailer = t;
           },
         },
       );
     } catch (error) {
-      if (deadline.aborted && !signal.aborted) {
+      if (deadline.exceeded && !signal.aborted) {
         throw new RuntimeServerError('InvocationTimeout', `the Runtime Server did not answer within ${request.timeoutMs} ms`, false, error);
       }
-      throw toRuntimeServerError(error, trailer);
+      throw toRuntimeServerError(error, trailer ?? Metadata());
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onCallerGone);
     }
   }
 

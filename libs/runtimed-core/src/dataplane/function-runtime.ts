@@ -75,7 +75,11 @@ interface InvokeCall {
   context: CallContext;
   incoming: IncomingInvocation;
   started: number;
-  log: Logger;
+  /**
+   * What the call's log line says about it, added as it goes. One object, not a pino
+   * child logger per step: children serialise their bindings each time they are made.
+   */
+  fields: Record<string, unknown>;
   /** Where the call was routed, once it was. */
   route?: Route['type'];
   /** Whether the invocation ID passed validation (only then is it echoed in a trailer). */
@@ -103,7 +107,7 @@ async function invoke(
       timeoutMs: millisFromDuration(request.timeout),
       peerHop: request.peerHop,
     },
-    log: o.logger.child({ port, runUID: request.runUid.slice(0, 64) }),
+    fields: { port, runUID: request.runUid.slice(0, 64) },
     validId: false,
   };
   try {
@@ -118,10 +122,8 @@ async function serve(call: InvokeCall): Promise<runtimedV1.InvokeFunctionRespons
   const { o, port, context, incoming } = call;
   validateInvocation(incoming, o.self, port);
   call.validId = true;
-  call.log = call.log.child({
-    invocationId: incoming.invocationId,
-    ...(incoming.peerHop === undefined ? {} : { fromPod: incoming.peerHop.fromPod }),
-  });
+  call.fields.invocationId = incoming.invocationId;
+  if (incoming.peerHop !== undefined) call.fields.fromPod = incoming.peerHop.fromPod;
   const authorization = context.metadata.get(METADATA_KEYS.authorization);
   const token = bearerToken(authorization);
   // A cache that is still listing would answer 404 for a Run that exists.
@@ -151,7 +153,7 @@ async function invokeHere(
   cachedName: string | undefined,
 ): Promise<runtimedV1.InvokeFunctionResponse> {
   const { o, incoming, context } = call;
-  call.log = call.log.child({ attempt: decided.attempt });
+  call.fields.attempt = decided.attempt;
   // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
   const run = o.runByUid(incoming.runUid)?.metadata.name ?? cachedName ?? '';
   const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
@@ -181,7 +183,8 @@ async function forwardToOwner(
   authorization: string | undefined,
 ): Promise<runtimedV1.InvokeFunctionResponse> {
   const { o, request, context } = call;
-  call.log = call.log.child({ attempt: decided.attempt, owner: decided.owner.name });
+  call.fields.attempt = decided.attempt;
+  call.fields.owner = decided.owner.name;
   const hop: runtimedV1.PeerHop = { expectedAttempt: decided.attempt, expectedPodUid: decided.owner.uid, fromPod: o.self.podName };
   const response = await o.forwarder.forward(
     decided.owner.ip,
@@ -200,14 +203,14 @@ async function forwardToOwner(
 
 /** What the call ends with after an error: the status of the error table and its trailers. */
 function failure(call: InvokeCall, error: unknown): unknown {
-  const { context, log, route } = call;
+  const { context, o, fields, route } = call;
   // The caller went away: nobody is listening for a status.
   if (context.signal.aborted) return error;
   let typed: KruntimesError;
   if (isKruntimesError(error)) {
     typed = error;
   } else {
-    log.error({ err: error }, 'unexpected error in the invoke path');
+    o.logger.error({ ...fields, err: error }, 'unexpected error in the invoke path');
     typed = new KruntimesError('Internal', 'internal error');
   }
   finish(call, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, { err: typed.message });
@@ -237,7 +240,8 @@ async function decide(
       peerHop: incoming.peerHop,
       run,
       registrationFor: (attempt) => o.registrationFor(incoming.runUid, attempt),
-      ownerPod: assigned === undefined || assigned === '' ? undefined : o.podByUid(assigned),
+      // Only another Pod is looked up (a scan of the Pod cache): routing to this one never reads it.
+      ownerPod: assigned === undefined || assigned === '' || assigned === o.self.podUID ? undefined : o.podByUid(assigned),
       requestTimeoutMs: incoming.timeoutMs,
       final,
     });
@@ -263,14 +267,14 @@ async function invokeLocally(
 }
 
 function finish(
-  { o, log, port, started }: InvokeCall,
+  { o, port, fields, started }: InvokeCall,
   route: 'local' | 'forwarded' | 'refused',
   code: string,
-  fields: Record<string, unknown>,
+  extra: Record<string, unknown>,
 ): void {
   o.metrics.invocation({ port, route, code });
-  log.info(
-    { route, code, durationMs: Math.round(performance.now() - started), ...fields },
+  o.logger.info(
+    { ...fields, route, code, durationMs: Math.round(performance.now() - started), ...extra },
     code === 'OK' ? 'invocation served' : 'invocation failed',
   );
 }

@@ -98,6 +98,7 @@ export class PeerForwarder {
       'grpc.ssl_target_name_override': this.#o.targetName,
       'grpc.default_authority': this.#o.targetName,
       'grpc.enable_retries': 0,
+      'grpc.enable_channelz': 0,
     });
     const entry: PeerChannel = { version: snapshot.version, channel, client: createClient(runtimedV1.FunctionRuntimeDefinition, channel) };
     this.#channels.set(address, entry);
