@@ -1,4 +1,9 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
@@ -233,6 +238,28 @@ test('the gateway logs one access line per request with its invocation ID and Ru
     namespace: system.name,
     runtime: 'py',
   });
+});
+
+describe('a body over 1 MiB from a Python client that writes before it reads gets the 413, not a reset', () => {
+  const MiB = 1024 * 1024;
+  const script = join(import.meta.dirname, 'fixtures', 'post-large-body.py');
+  test.each(
+    [MiB + 1, 4 * MiB, 32 * MiB].flatMap((size) => ['urllib', 'expect-nowait', 'expect-wait'].map((mode) => [size, mode] as const)),
+  )(
+    '%i bytes, %s',
+    async (size, mode) => {
+      const gateway = system.gateway;
+      if (gateway === undefined) throw new Error('no gateway');
+      const caFile = join(await mkdtemp(join(tmpdir(), 'gateway-413-')), 'gateway-ca.crt');
+      await writeFile(caFile, gateway.caPem);
+      const url = system.invokeUrl('py', uidOf(await system.getRun('fn-py')));
+      const { stdout } = await promisify(execFile)('python3', [script, url, caFile, String(size), mode], { timeout: 120_000 });
+      const seen = JSON.parse(stdout) as { status?: number; body?: string; error?: string };
+      expect({ status: seen.status, error: seen.error }).toEqual({ status: 413, error: undefined });
+      expect(JSON.parse(seen.body ?? '')).toMatchObject({ error: { code: 'PayloadTooLarge', source: 'platform' } });
+    },
+    150_000,
+  );
 });
 
 test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, then exits 0', async () => {

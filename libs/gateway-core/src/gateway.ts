@@ -60,8 +60,13 @@ function securityHeaders(): readonly (readonly [string, string])[] {
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
-/** How long the rest of a refused (413) body is read and discarded before the connection is cut. */
-const DISCARD_BOUND_MS = 5_000;
+/**
+ * A refused (413) body still on its way is read and discarded before the answer is sent,
+ * at most this long and this much: a client that writes its whole body before it reads
+ * (Python's urllib, requests) then reads the 413 instead of a reset connection.
+ */
+const DISCARD_BOUND_MS = 10_000;
+const DISCARD_BOUND_BYTES = 64 * 1024 * 1024;
 
 /** What the access line and the metrics of one request say, filled in as it goes. */
 interface RequestState {
@@ -249,8 +254,11 @@ export class Gateway {
       if (!isKruntimesError(error) && (request.destroyed || response.destroyed)) return;
       if (!isKruntimesError(error)) throw error;
       if (error.code === 'MethodNotAllowed') response.setHeader('allow', 'POST');
+      if (error.code === 'PayloadTooLarge' && !request.complete) {
+        await this.#refuseWhileReceiving(request, response, state, httpErrorOf(error.code, error.message));
+        return;
+      }
       this.#send(response, state, httpErrorOf(error.code, error.message));
-      if (error.code === 'PayloadTooLarge') this.#discardRest(request);
     }
   }
 
@@ -324,26 +332,64 @@ export class Gateway {
   }
 
   /**
-   * After a 413 the rest of the body is read and thrown away (never kept) so that the
-   * client, still sending, reads the answer instead of a reset; bounded in time.
+   * A 413 for a body that is still arriving, answered like nginx's lingering close: the whole
+   * answer is written at once (a client that waits, e.g. on `Expect: 100-continue`, reads it
+   * and sends nothing more), but the response is ended only once the rest of the body was
+   * read and thrown away, bounded. Node closes a connection whose answer ended before its
+   * request did, and the bytes still arriving would then reset it: a client that writes its
+   * whole body before it reads (Python's urllib, requests) would see the reset, not the 413.
    */
-  #discardRest(request: Request): void {
-    if (request.complete) return;
-    const timer = setTimeout(() => {
-      request.socket.destroy();
-    }, DISCARD_BOUND_MS);
-    timer.unref();
-    request.removeAllListeners('data');
-    request.once('end', () => {
-      clearTimeout(timer);
-    });
-    request.once('close', () => {
-      clearTimeout(timer);
-    });
-    request.resume();
+  async #refuseWhileReceiving(request: Request, response: Response, state: RequestState, error: HttpError): Promise<void> {
+    this.#send(response, state, error, { endLater: true });
+    const ended = await this.#discardRest(request);
+    response.end();
+    // Past the bounds: whatever the client is still sending is not read any more.
+    if (!ended) request.socket.destroySoon();
   }
 
-  #send(response: Response, state: Pick<RequestState, 'invocationId' | 'code'>, body: HttpError | Record<string, unknown>): void {
+  /**
+   * Reads the rest of a refused body and throws it away (never kept), bounded in time and
+   * bytes. True when the body ended within the bounds.
+   */
+  async #discardRest(request: Request): Promise<boolean> {
+    request.removeAllListeners('data');
+    return new Promise<boolean>((resolve) => {
+      let discarded = 0;
+      const done = (ended: boolean): void => {
+        clearTimeout(timer);
+        request.off('data', count);
+        request.off('end', onEnd);
+        request.off('close', onClose);
+        if (!ended) request.pause();
+        resolve(ended);
+      };
+      const count = (chunk: Buffer): void => {
+        discarded += chunk.length;
+        if (discarded > DISCARD_BOUND_BYTES) done(false);
+      };
+      const onEnd = (): void => {
+        done(true);
+      };
+      const onClose = (): void => {
+        done(request.complete);
+      };
+      const timer = setTimeout(() => {
+        done(false);
+      }, DISCARD_BOUND_MS);
+      request.on('data', count);
+      request.once('end', onEnd);
+      request.once('close', onClose);
+      request.resume();
+    });
+  }
+
+  /** The answer, head and body in one write; `endLater` leaves the response to be ended by the caller. */
+  #send(
+    response: Response,
+    state: Pick<RequestState, 'invocationId' | 'code'>,
+    body: HttpError | Record<string, unknown>,
+    options: { endLater?: boolean } = {},
+  ): void {
     if (response.headersSent || response.destroyed) return;
     for (const [name, value] of this.#securityHeaders) response.setHeader(name, value);
     response.setHeader(INVOCATION_ID_HEADER, state.invocationId);
@@ -361,7 +407,8 @@ export class Gateway {
     response.statusCode = status;
     response.setHeader('content-type', JSON_CONTENT_TYPE);
     response.setHeader('content-length', Buffer.byteLength(text, 'utf8'));
-    response.end(text, 'utf8');
+    if (options.endLater === true) response.write(text, 'utf8');
+    else response.end(text, 'utf8');
   }
 }
 
