@@ -1,3 +1,7 @@
+import { Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
 import type { ClusterInfo } from './cluster.ts';
 import { call } from './https-client.ts';
 import { ADMIN_USER } from './users.ts';
@@ -88,4 +92,102 @@ export function apiServerRequestDelta(before: ApiServerRequests, after: ApiServe
 export function formatApiServerRequestDelta(delta: { total: number; byKind: [string, number][] }): string {
   if (delta.total === 0) return '0';
   return `${delta.total} (${delta.byKind.map(([kind, count]) => `${count} ${kind}`).join(', ')})`;
+}
+
+/**
+ * One watch of a namespace's Runs for the benchmarks: the newest phase of every Run and,
+ * on this process's clock (`performance.now()`), when each (Run, phase) was first seen,
+ * so that a latency is read from the watch's delivery and not from a poll.
+ */
+export class RunPhaseWatch {
+  readonly #phase = new Map<string, string>();
+  readonly #seenAt = new Map<string, number>();
+  readonly #waiters = new Set<() => void>();
+  readonly #errors: string[] = [];
+  #abort: (() => void) | undefined;
+  #stopped = false;
+
+  static async start(kubeConfig: KubeConfig, namespace: string): Promise<RunPhaseWatch> {
+    const watch = new RunPhaseWatch();
+    const request = await new Watch(kubeConfig).watch(
+      `/apis/${API_GROUP}/${API_VERSION}/namespaces/${namespace}/${RUN_PLURAL}`,
+      {},
+      (type: string, run: Run) => {
+        watch.#observe(type, run);
+      },
+      (error: unknown) => {
+        // stop() aborts the request, which reports an AbortError here: not a failure.
+        if (!watch.#stopped && error !== undefined && error !== null)
+          watch.#errors.push(`watch: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
+      },
+    );
+    watch.#abort = () => {
+      request.abort();
+    };
+    return watch;
+  }
+
+  /** The newest phase seen (`Pending` before any status), undefined when absent or deleted. */
+  phase(name: string): string | undefined {
+    return this.#phase.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.#phase.has(name);
+  }
+
+  /** When `name` was first seen in `phase`, on `performance.now()`'s clock. */
+  seenAt(name: string, phase: string): number | undefined {
+    return this.#seenAt.get(`${name}\u0000${phase}`);
+  }
+
+  get errors(): readonly string[] {
+    return this.#errors;
+  }
+
+  /** Resolves once `predicate` holds (checked now and on every event). */
+  until(predicate: () => boolean, timeoutMs: number, what = 'the condition'): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const check = (): void => {
+        if (!predicate()) return;
+        this.#waiters.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check);
+        reject(
+          new Error(`${what}: timed out after ${String(timeoutMs)} ms${this.#errors.length > 0 ? ` (${this.#errors.join('; ')})` : ''}`),
+        );
+      }, timeoutMs);
+      this.#waiters.add(check);
+      check();
+    });
+  }
+
+  /** Resolves once `name` was seen in `phase`. */
+  untilSeen(name: string, phase: string, timeoutMs = 60_000): Promise<void> {
+    return this.until(() => this.seenAt(name, phase) !== undefined, timeoutMs, `Run ${name} ${phase}`);
+  }
+
+  untilGone(name: string, timeoutMs = 60_000): Promise<void> {
+    return this.until(() => !this.#phase.has(name), timeoutMs, `Run ${name} gone`);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#abort?.();
+  }
+
+  #observe(type: string, run: Run): void {
+    const name = run.metadata.name ?? '';
+    if (type === 'DELETED') this.#phase.delete(name);
+    else {
+      const current = run.status?.phase ?? 'Pending';
+      this.#phase.set(name, current);
+      const key = `${name}\u0000${current}`;
+      if (!this.#seenAt.has(key)) this.#seenAt.set(key, performance.now());
+    }
+    for (const check of [...this.#waiters]) check();
+  }
 }
