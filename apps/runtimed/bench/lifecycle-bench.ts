@@ -118,6 +118,7 @@ try {
     '  bind -> Running (claim)',
     bashTasks.map((s) => s.running),
   );
+  if (runs.restarts > 0) process.stdout.write(`the watch was resumed ${String(runs.restarts)} times (times in the gaps are late)\n`);
   if (runs.errors.length > 0) process.stdout.write(`watch errors: ${runs.errors.join('; ')}\n`);
 } finally {
   watch?.stop();

@@ -229,6 +229,7 @@ try {
   /** One round; returns its Runs/s (undefined for the warm-up, which prints nothing). */
   const bindRound = async (mode: 'backlog' | 'stream' | 'warm-up', bindConcurrency?: number): Promise<number> => {
     rounds += 1;
+    const restartsBefore = watch.restarts;
     const count = mode === 'warm-up' ? Math.ceil(RUNS / 4) : RUNS;
     const names = Array.from({ length: count }, (_, i) => `r${String(rounds)}-${String(i).padStart(4, '0')}`);
     const stream = mode === 'stream';
@@ -272,6 +273,8 @@ try {
         `  kube-apiserver over the round (${requestSeconds.toFixed(2)} s): ${(requests.total / requestSeconds).toFixed(0)} requests/s, ` +
           formatApiServerRequestDelta(requests),
       );
+      if (watch.restarts > restartsBefore)
+        log(`  (the bench's watch was resumed ${String(watch.restarts - restartsBefore)} times: times in the gaps are late)`);
     }
     await objects.deleteCollectionNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL });
     await watch.until(() => names.every((name) => !watch.has(name)), WAIT.timeoutMs, 'Runs deleted');

@@ -104,27 +104,55 @@ export class RunPhaseWatch {
   readonly #seenAt = new Map<string, number>();
   readonly #waiters = new Set<() => void>();
   readonly #errors: string[] = [];
+  readonly #kubeConfig: KubeConfig;
+  readonly #path: string;
+  #resourceVersion: string | undefined;
   #abort: (() => void) | undefined;
   #stopped = false;
+  #restarts = 0;
+
+  private constructor(kubeConfig: KubeConfig, namespace: string) {
+    this.#kubeConfig = kubeConfig;
+    this.#path = `/apis/${API_GROUP}/${API_VERSION}/namespaces/${namespace}/${RUN_PLURAL}`;
+  }
 
   static async start(kubeConfig: KubeConfig, namespace: string): Promise<RunPhaseWatch> {
-    const watch = new RunPhaseWatch();
-    const request = await new Watch(kubeConfig).watch(
-      `/apis/${API_GROUP}/${API_VERSION}/namespaces/${namespace}/${RUN_PLURAL}`,
-      {},
+    const watch = new RunPhaseWatch(kubeConfig, namespace);
+    await watch.#connect();
+    return watch;
+  }
+
+  /**
+   * Watches from the last resourceVersion seen. The API server ends a watch that falls
+   * behind a burst of events (or after its timeout): it is resumed where it stopped, and
+   * counted in `restarts`, since the events of the gap are timed at their late delivery.
+   */
+  async #connect(): Promise<void> {
+    const request = await new Watch(this.#kubeConfig).watch(
+      this.#path,
+      { allowWatchBookmarks: true, ...(this.#resourceVersion === undefined ? {} : { resourceVersion: this.#resourceVersion }) },
       (type: string, run: Run) => {
-        watch.#observe(type, run);
+        this.#observe(type, run);
       },
       (error: unknown) => {
         // stop() aborts the request, which reports an AbortError here: not a failure.
-        if (!watch.#stopped && error !== undefined && error !== null)
-          watch.#errors.push(`watch: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
+        if (this.#stopped) return;
+        if (error !== undefined && error !== null)
+          this.#errors.push(`watch: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
+        this.#restarts += 1;
+        this.#connect().catch((connectError: unknown) => {
+          this.#errors.push(`watch restart: ${connectError instanceof Error ? connectError.message : String(connectError)}`);
+        });
       },
     );
-    watch.#abort = () => {
+    this.#abort = () => {
       request.abort();
     };
-    return watch;
+  }
+
+  /** How often the watch was resumed. */
+  get restarts(): number {
+    return this.#restarts;
   }
 
   /** The newest phase seen (`Pending` before any status), undefined when absent or deleted. */
@@ -180,6 +208,14 @@ export class RunPhaseWatch {
   }
 
   #observe(type: string, run: Run): void {
+    if (type === 'ERROR') {
+      // A Status, e.g. 410 Gone: the resourceVersion is too old; watch anew (the API server lists first).
+      this.#resourceVersion = undefined;
+      this.#errors.push(`watch: ${JSON.stringify(run)}`);
+      return;
+    }
+    this.#resourceVersion = run.metadata.resourceVersion ?? this.#resourceVersion;
+    if (type === 'BOOKMARK') return;
     const name = run.metadata.name ?? '';
     if (type === 'DELETED') this.#phase.delete(name);
     else {
