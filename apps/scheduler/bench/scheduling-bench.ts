@@ -46,12 +46,14 @@ import {
   NamespaceAccess,
   REPO_ROOT,
   RunPhaseWatch,
+  apiServerPid,
   apiServerRequestDelta,
   apiServerRequests,
   formatApiServerRequestDelta,
   formatLatencies,
   freePorts,
   kubeconfigYaml,
+  processCpuSeconds,
   summarizeLatencies,
   waitFor,
 } from '@kruntimes/testing';
@@ -155,6 +157,7 @@ try {
     const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
     return {
       started: performance.now(),
+      cpuSeconds: () => processCpuSeconds(child.pid ?? 0),
       metrics,
       stop: async () => {
         cleanup.splice(cleanup.indexOf(stop), 1);
@@ -225,6 +228,8 @@ try {
     return Promise.resolve();
   });
 
+  const apiPid = await apiServerPid(controlPlane.info);
+  const apiCpu = async (): Promise<number> => (apiPid === undefined ? Number.NaN : processCpuSeconds(apiPid));
   let rounds = 0;
   /** One round; returns its Runs/s (undefined for the warm-up, which prints nothing). */
   const bindRound = async (mode: 'backlog' | 'stream' | 'warm-up', bindConcurrency?: number): Promise<number> => {
@@ -243,14 +248,18 @@ try {
       await watch.untilGone(probe, WAIT.timeoutMs);
     }
     const requestsBefore = stream ? await apiServerRequests(controlPlane.info) : undefined;
+    const apiCpuBefore = stream ? await apiCpu() : undefined;
     const createStart = performance.now();
     await forEachLimited(names, 20, (name) => createRun(bindNs, name, 'bind', false));
     const created = performance.now();
     const before = requestsBefore ?? (await apiServerRequests(controlPlane.info));
+    const apiCpuStart = apiCpuBefore ?? (await apiCpu());
     const readAt = stream ? createStart : performance.now();
     scheduler ??= await startScheduler(bindNs, bindConcurrency);
     await watch.until(() => names.every((name) => watch.seenAt(name, 'Scheduled') !== undefined), WAIT.timeoutMs, `${mode} round bound`);
     const requests = apiServerRequestDelta(before, await apiServerRequests(controlPlane.info));
+    const apiCpuSeconds = (await apiCpu()) - apiCpuStart;
+    const schedulerCpuSeconds = await scheduler.cpuSeconds();
     const requestSeconds = (performance.now() - readAt) / 1000;
     const bound = names.map((name) => watch.seenAt(name, 'Scheduled') ?? Number.NaN);
     const first = Math.min(...bound);
@@ -272,6 +281,10 @@ try {
       log(
         `  kube-apiserver over the round (${requestSeconds.toFixed(2)} s): ${(requests.total / requestSeconds).toFixed(0)} requests/s, ` +
           formatApiServerRequestDelta(requests),
+      );
+      log(
+        `  CPU: kube-apiserver ${apiCpuSeconds.toFixed(2)} s over the round (${((apiCpuSeconds / requestSeconds) * 100).toFixed(0)}% of a core), ` +
+          `scheduler process ${schedulerCpuSeconds.toFixed(2)} s from its start (${((schedulerCpuSeconds * 1000) / count).toFixed(2)} ms per Run)`,
       );
       if (watch.restarts > restartsBefore)
         log(`  (the bench's watch was resumed ${String(watch.restarts - restartsBefore)} times: times in the gaps are late)`);

@@ -1,3 +1,4 @@
+import { readFile, readdir } from 'node:fs/promises';
 import { Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
@@ -226,4 +227,27 @@ export class RunPhaseWatch {
     }
     for (const check of [...this.#waiters]) check();
   }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export async function processCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${String(pid)}/stat`, 'utf8');
+  // Fields after the command (which may hold spaces) start after its closing parenthesis; utime and stime are the 14th and 15th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** The kernel's USER_HZ, 100 on every Linux this runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** The kube-apiserver process serving `info` (found by its --secure-port), for processCpuSeconds. */
+export async function apiServerPid(info: ClusterInfo): Promise<number | undefined> {
+  const flag = `--secure-port=${new URL(info.server).port}`;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const args = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const argv = args.split('\0');
+    if (argv[0]?.endsWith('kube-apiserver') === true && argv.includes(flag)) return Number(entry);
+  }
+  return undefined;
 }
