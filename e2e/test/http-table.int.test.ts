@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
@@ -16,12 +16,17 @@ import { System } from '../src/index.ts';
 // apps/stale-recovery/test/gateway.int.test.ts.)
 
 const PYTHON = `
-import time
+import os, time
 
 def handle(event, context):
     if isinstance(event, dict) and "marker" in event:
         open(event["marker"], "w").close()
-    if isinstance(event, dict) and "sleep" in event:
+    if isinstance(event, dict) and "release" in event:
+        # Held until the test says so (bounded by "sleep"), not for a guessed while.
+        deadline = time.monotonic() + event["sleep"]
+        while not os.path.exists(event["release"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+    elif isinstance(event, dict) and "sleep" in event:
         time.sleep(event["sleep"])
     if isinstance(event, dict) and event.get("fail"):
         raise ValueError("the handler refuses")
@@ -109,14 +114,19 @@ test('503 for a Run that is not Ready (no capacity left, still Pending)', async 
 
 test('429 for an overlapping invocation, 504 past invocationTimeoutSeconds, 500 with source function when the handler raises', async () => {
   const marker = join(scratch, 'slow.started');
-  const slow = invokeAs('alice', fn, { sleep: 1.5, marker });
+  const release = join(scratch, 'slow.release');
+  // In flight until released ('other' has the default invocation timeout, far away): the
+  // overlapping invoke is answered whatever the machine's load.
+  const held = await system.getRun('other');
+  const slow = invokeAs('alice', held, { sleep: 20, marker, release });
   await waitFor('the first invocation in flight', async () => ((await pathExists(marker)) ? true : undefined), {
     timeoutMs: 10_000,
     intervalMs: 20,
   });
-  const overlapping = await invokeAs('alice', fn, {});
+  const overlapping = await invokeAs('alice', held, {});
   expect(overlapping.status).toBe(429);
   expect(errorOf(overlapping)).toMatchObject({ code: 'InvocationInFlight', source: 'platform' });
+  await writeFile(release, '');
   expect((await slow).status).toBe(200);
 
   const timedOut = await invokeAs('alice', fn, { sleep: 10 });

@@ -1,3 +1,3 @@
 import { jestConfig } from '../../jest.preset.mjs';
 
-export default jestConfig(import.meta.dirname, { passWithNoTests: true });
+export default jestConfig(import.meta.dirname);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the upstream control-plane binaries (kube-apiserver, kube-controller-manager,
-# etcd) and SeaweedFS's `weed` (the S3-compatible object store for artifacts) from their
+# etcd), kubectl (the client the tests and the local cluster's users run: the same
+# pinned version, not whatever the machine has) and SeaweedFS's `weed` (the S3-compatible object store for artifacts) from their
 # Go modules into a cache outside the repository, keyed by version. A second run with the
 # same versions only verifies the cached binaries. With --node it also builds what the
-# real node runs (tools/real-node): kubelet, kube-proxy, kube-scheduler and kubectl from
+# real node runs (tools/real-node): kubelet, kube-proxy and kube-scheduler from
 # the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd),
 # coredns (./coredns) and kube-router (./kube-router, its network policy controller); the
 # test suite never asks for those.
@@ -68,6 +69,7 @@ kube_ldflags() {
 build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "-X go.etcd.io/etcd/api/v3/version.GitSHA=module-$etcd_version"
 build kube-apiserver "$here/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)"
 build kube-controller-manager "$here/kubernetes" k8s.io/kubernetes/cmd/kube-controller-manager "$(kube_ldflags)"
+build kubectl "$here/kubernetes" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
 # bin_dir is keyed by the control plane's versions only, so that moving the SeaweedFS pin
 # does not rebuild kube-apiserver: weed is cached under its own version, and `weed` is a
 # symlink to the current one (its version output names the module version, stamped below).
@@ -89,7 +91,6 @@ if $node; then
   build kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
   build kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
   build kube-scheduler "$here/kubernetes" k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags)"
-  build kubectl "$here/kubernetes" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
   # Like weed, each cached under its own version behind a symlink. Static (CGO_ENABLED=0),
   # so without the snapshotters that need cgo or are of no use here (containerd's Makefile
   # tags for a static build; the shim, like upstream's, without the gRPC API).
@@ -114,12 +115,12 @@ fi
 verify etcd "${etcd_version#v}"
 verify kube-apiserver "$kube_version"
 verify kube-controller-manager "$kube_version"
+verify kubectl "$kube_version" version --client
 verify weed "module-$seaweedfs_version" version
 if $node; then
   verify kubelet "$kube_version"
   verify kube-proxy "$kube_version"
   verify kube-scheduler "$kube_version"
-  verify kubectl "$kube_version" version --client
   verify containerd "$containerd_version module-$containerd_version"
   verify containerd-shim-runc-v2 "$containerd_version" -v
   verify ctr "$containerd_version"

@@ -17,21 +17,31 @@ import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
 import { stopOnSignals } from '@kruntimes/host';
 import { pino } from 'pino';
 
-const { values } = parseArgs({
-  options: {
-    listen: { type: 'string', default: '0.0.0.0:8443' },
-    'tls-cert-file': { type: 'string' },
-    'tls-key-file': { type: 'string' },
-    'runtimed-ca-file': { type: 'string' },
-    resolve: { type: 'string', default: 'dns' },
-    namespace: { type: 'string' },
-    kubeconfig: { type: 'string' },
-    'metrics-address': { type: 'string' },
-    'drain-seconds': { type: 'string', default: '30' },
-    'log-level': { type: 'string' },
-  },
-  strict: true,
-});
+/** The flags, or a usage error on stderr and exit 2 (no stack trace: the user mistyped a flag). */
+function parseFlags() {
+  try {
+    return parseArgs({
+      options: {
+        listen: { type: 'string', default: '0.0.0.0:8443' },
+        'tls-cert-file': { type: 'string' },
+        'tls-key-file': { type: 'string' },
+        'runtimed-ca-file': { type: 'string' },
+        resolve: { type: 'string', default: 'dns' },
+        namespace: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        'metrics-address': { type: 'string' },
+        'drain-seconds': { type: 'string', default: '30' },
+        'log-level': { type: 'string' },
+      },
+      strict: true,
+    });
+  } catch (error) {
+    process.stderr.write(`runtime-gateway: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+}
+
+const { values } = parseFlags();
 
 const logger = pino({
   name: 'runtime-gateway',

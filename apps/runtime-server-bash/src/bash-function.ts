@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { BoundedCapture, baseEnv, exited, signalGroup } from '@kruntimes/runtime-server-core';
+import { BoundedCapture, baseEnv, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
 import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
 
 /** Sources the user's script, then calls the handler function with the payload on stdin. */
@@ -41,8 +41,8 @@ export class BashFunction implements LoadedFunction {
   async close(): Promise<void> {
     const child = this.#running;
     if (child === undefined) return;
-    signalGroup(child, 'SIGKILL');
-    await exited(child);
+    // Unregister returns once no process of the invocation is left.
+    await killGroup(child);
   }
 
   async #run(request: InvocationRequest, outputsDir: string): Promise<InvocationResult> {

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS, OUTPUT_KEY_PATTERN } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { LineSplitter, baseEnv, exited, signalGroup } from '@kruntimes/runtime-server-core';
+import { LineSplitter, baseEnv, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
 import type { FunctionEvents, FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
 import { userPythonPath } from './helper-module.ts';
@@ -156,8 +156,8 @@ export class PythonFunction implements LoadedFunction {
     worker.expectedExit = true;
     worker.waiting?.reject(reason);
     worker.waiting = undefined;
-    signalGroup(worker.child, 'SIGKILL');
-    await exited(worker.child);
+    // Unregister and the restart after a timeout return once no process of the worker is left.
+    await killGroup(worker.child);
   }
 
   #next(worker: Worker): Promise<unknown> {

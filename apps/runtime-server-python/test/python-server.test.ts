@@ -44,6 +44,14 @@ def crash(event, context):
 
 def pid(event, context):
     return os.getpid()
+
+def spawn(event, context):
+    import subprocess
+    children = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
+    with open(event["pid_file"], "w") as f:
+        f.write(" ".join([str(c.pid) for c in children] + [str(os.getpid())]))
+    time.sleep(event["seconds"])
+    return "spawned"
 `;
 
 const TASK = `
@@ -214,6 +222,31 @@ describe('runtime-server-python', () => {
     await server.client.unregisterFunction({ registrationId });
   });
 
+  it('answers a timeout, and unregisters, only once no process of the worker is left', async () => {
+    const { registrationId } = await register(randomUUID(), 1, 'handlers:spawn');
+    const timeoutPids = join(workdir, 'timeout-pids');
+    const timedOut = await failure((o) =>
+      server.client.invokeFunction(
+        {
+          registrationId,
+          invocationId: 'spawn-1',
+          payload: json({ pid_file: timeoutPids, seconds: 60 }),
+          timeout: durationFromMillis(1_000),
+        },
+        o,
+      ),
+    );
+    expect(timedOut).toMatchObject({ status: Status.DEADLINE_EXCEEDED, code: 'InvocationTimeout' });
+    expect(await survivingProcesses(readFileSync(timeoutPids, 'utf8').split(' ').map(Number), 0)).toEqual([]);
+
+    const unregisterPids = join(workdir, 'unregister-pids');
+    expect(parse((await invoke(registrationId, { pid_file: unregisterPids, seconds: 0 })).result)).toBe('spawned');
+    const pids = readFileSync(unregisterPids, 'utf8').split(' ').map(Number);
+    expect(await survivingProcesses(pids, 0)).toEqual(pids);
+    expect(await server.client.unregisterFunction({ registrationId })).toEqual({ found: true });
+    expect(await survivingProcesses(pids, 0)).toEqual([]);
+  });
+
   it('reports handler errors, bounds output and results, and stays healthy', async () => {
     const run = randomUUID();
     const failed = await register(run, 1, 'handlers:fail');
@@ -327,7 +360,8 @@ describe('runtime-server-python', () => {
     expect(exited).toMatchObject({ reason: ExitReason.EXIT_REASON_CANCELLED, signal: 'SIGTERM', exitCode: -1 });
     const pids = readFileSync(pidFile, 'utf8').split(' ').map(Number);
     expect(pids).toHaveLength(3);
-    expect(await survivingProcesses(pids)).toEqual([]);
+    // Reported only once no process of the group is left: none may be alive at this moment.
+    expect(await survivingProcesses(pids, 0)).toEqual([]);
     expect(await server.client.cancelExecution({ executionId: 'task-2' })).toEqual({ found: false });
   });
 });

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChannelCredentials } from '@grpc/grpc-js';
@@ -10,12 +12,12 @@ import { METADATA_KEYS, durationFromMillis, healthV1, runtimedV1 } from '@krunti
 import { pathExists } from '@kruntimes/host';
 import { NamespaceAccess, failure, waitFor } from '@kruntimes/testing';
 import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
-import { Metadata, createChannel, createClient } from 'nice-grpc';
+import { Metadata, Status, createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
 import { RuntimeEnvironment } from './runtime-pods.ts';
 
 const FUNCTIONS = `
-import time
+import os, time
 
 def echo(event, context):
     context.set_output("invocation", context.invocation_id)
@@ -24,6 +26,12 @@ def echo(event, context):
 def sleep(event, context):
     if "marker" in event:
         open(event["marker"], "w").close()
+    if "release" in event:
+        # Held until the test says so (bounded by "seconds"), not for a guessed while.
+        deadline = time.monotonic() + event["seconds"]
+        while not os.path.exists(event["release"]) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return "released" if os.path.exists(event["release"]) else "not released"
     time.sleep(event["seconds"])
     return "slept"
 
@@ -58,6 +66,16 @@ function peerClient(pod: V1Pod, certificate: { certPem: string; keyPem: string }
   });
   channels.push(channel);
   return createClient(runtimedV1.FunctionRuntimeDefinition, channel);
+}
+
+/** Resolves once a TCP connection to the port was accepted (rejects on a refusal). */
+async function listening(host: string, port: number): Promise<void> {
+  const socket = connect(port, host);
+  try {
+    await once(socket, 'connect');
+  } finally {
+    socket.destroy();
+  }
 }
 
 function plaintextClient(pod: V1Pod, port: number): Client<runtimedV1.FunctionRuntimeDefinition> {
@@ -175,10 +193,12 @@ test('callers: 401 without a token and with a garbage token, 403 without RBAC on
 });
 
 test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504; a raising handler: 500 from the function', async () => {
-  const sleeper = await readyFunction('sleeper', 'main:sleep', { invocationTimeoutSeconds: 3 });
+  const sleeper = await readyFunction('sleeper', 'main:sleep', { invocationTimeoutSeconds: 60 });
   const client = gatewayClient(owner);
   const marker = join(scratch, 'slow-1.started');
-  const first = client.invokeFunction(request(sleeper, { seconds: 2, marker }, 'slow-1'), { metadata: bearer('bob') });
+  const release = join(scratch, 'slow-1.release');
+  // In flight until released: the overlapping call is answered whatever the machine's load.
+  const first = client.invokeFunction(request(sleeper, { seconds: 50, marker, release }, 'slow-1'), { metadata: bearer('bob') });
   await waitFor('the first invocation to be in flight', async () => ((await pathExists(marker)) ? true : undefined), {
     timeoutMs: 10_000,
     intervalMs: 20,
@@ -187,10 +207,12 @@ test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504
     gatewayClient(other).invokeFunction(request(sleeper, { seconds: 0 }, 'slow-2'), { ...o, metadata: bearer('bob') }),
   );
   expect(second).toMatchObject({ code: 'InvocationInFlight', source: 'platform' });
-  expect(JSON.parse((await first).result.toString('utf8'))).toBe('slept');
+  await writeFile(release, '');
+  expect(JSON.parse((await first).result.toString('utf8'))).toBe('released');
 
+  const short = await readyFunction('short', 'main:sleep', { invocationTimeoutSeconds: 1 });
   const timedOut = await failure((o) =>
-    client.invokeFunction(request(sleeper, { seconds: 30 }, 'too-slow'), { ...o, metadata: bearer('bob') }),
+    client.invokeFunction(request(short, { seconds: 30 }, 'too-slow'), { ...o, metadata: bearer('bob') }),
   );
   expect(timedOut).toMatchObject({ code: 'InvocationTimeout', source: 'platform' });
 
@@ -305,7 +327,10 @@ test('no plaintext: the gRPC and peer ports refuse it; the health port is plaint
         signal: AbortSignal.timeout(10_000),
       }),
     );
-    expect(refused.code).toBeUndefined();
+    // The port listens (so the refusal is not a connection refused) and ends the plaintext
+    // call before any handler runs: no kruntimes error code, UNAVAILABLE.
+    await listening(owner.status?.podIP ?? '', port);
+    expect(refused).toMatchObject({ status: Status.UNAVAILABLE, code: undefined });
   }
   const healthChannel = createChannel(`${owner.status?.podIP ?? ''}:${DEFAULTS.runtimedHealthPort}`);
   channels.push(healthChannel);

@@ -8,7 +8,7 @@ import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { FunctionMode, Run, RunSpec } from '@kruntimes/api';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { findCondition } from '@kruntimes/run-state';
-import { NamespaceAccess, waitFor } from '@kruntimes/testing';
+import { NamespaceAccess, ensureBinaries, waitFor } from '@kruntimes/testing';
 import { createChannel, createClient } from 'nice-grpc';
 import { GATEWAY_HOST, RUNTIME_SERVER_PORT, RuntimeEnvironment } from './runtime-pods.ts';
 
@@ -146,8 +146,10 @@ test('a user with RBAC on runs only creates a function Run with kubectl, and kub
   const dir = await mkdtemp(join(tmpdir(), 'runtimed-kubectl-'));
   try {
     const kubeconfig = (await env.cluster.writeKubeconfigs(dir)).alice ?? '';
+    // The kubectl built with the control plane from the same pinned module, not the machine's.
+    const kubectlPath = join(await ensureBinaries(), 'kubectl');
     const kubectl = (args: string[], input?: string) =>
-      execFileAsync('kubectl', ['--kubeconfig', kubeconfig, '--namespace', env.name, ...args], {
+      execFileAsync(kubectlPath, ['--kubeconfig', kubeconfig, '--namespace', env.name, ...args], {
         timeout: 90_000,
         ...(input === undefined ? {} : { input }),
       });

@@ -98,7 +98,8 @@ test('a cancelled task Run is stopped with its whole process group, then Cancell
   const cancelled = await env.waitForRun('long', 'Cancelled', (r) => phase(r) === 'Cancelled');
   expect(cancelled.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled' });
   // Cancelled is written only after the Runtime Server reported the execution's end.
-  expect(await survivingProcesses(pids)).toEqual([]);
+  // Reported only once no process of the group is left: none may be alive at this moment.
+  expect(await survivingProcesses(pids, 0)).toEqual([]);
 });
 
 test('deleting a running task Run stops its execution: no process is left behind', async () => {
@@ -188,7 +189,8 @@ test('a cancel being carried out shows Ready=False Cancelling while the process 
   // The exit 0 after the accepted cancel does not make it Succeeded; it is recorded.
   expect(cancelled.status).toMatchObject({ phase: 'Cancelled', reason: 'Cancelled', exitCode: 0 });
   expect(cancelled.status?.message).toContain('the task exited 0');
-  expect(await survivingProcesses(pids)).toEqual([]);
+  // Reported only once no process of the group is left: none may be alive at this moment.
+  expect(await survivingProcesses(pids, 0)).toEqual([]);
 });
 
 test('a task that exits 0 just after its cancel was stored ends Cancelled, its exit code recorded', async () => {

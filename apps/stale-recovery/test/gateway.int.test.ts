@@ -5,8 +5,9 @@ import type { Run } from '@kruntimes/api';
 import { currentPhase, findCondition } from '@kruntimes/run-state';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { System } from '@kruntimes/e2e';
-import { kubeConfigFor, waitFor } from '@kruntimes/testing';
+import { kubeConfigFor } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
+import { overlappingServing, servedInvocations } from './serving-overlap.ts';
 
 /**
  * Recovery seen from a caller: invokes through the real HTTPS gateway before, during and
@@ -36,6 +37,13 @@ beforeAll(async () => {
   await system.grantGetRuns('alice');
 }, 180_000);
 
+afterEach(async () => {
+  // Over the whole test, zombies included: never two registrations of one Run serving at once.
+  const served = await servedInvocations(system.node.config.stateDir, system.name);
+  expect(served.length).toBeGreaterThan(0); // every test invokes: the logs were read
+  expect(overlappingServing(served)).toEqual([]);
+});
+
 afterAll(async () => {
   await system.stop();
 });
@@ -48,16 +56,30 @@ async function invoke(runtime: string, run: Run): Promise<HttpAnswer> {
   return system.invoke({ runtime, uid: run.metadata.uid ?? '', token: system.token('alice'), body: '{"ping":1}' });
 }
 
-/** Invokes until one answers `status` (caches of the gateway and runtimed follow the Run a moment later). */
+/** Answers other than the awaited one that one invokeUntil accepts: 60 x 250 ms, 15 s of lagging caches. */
+const MAX_OTHER_ANSWERS = 60;
+
+/**
+ * Invokes until one answers `status` (the caches of the gateway and runtimed follow the Run
+ * a moment later). Every other answer is counted and must be an error of the contract (a
+ * code and a source in the body); more than MAX_OTHER_ANSWERS of them fail the test.
+ */
 async function invokeUntil(runtime: string, run: Run, status: number): Promise<HttpAnswer> {
-  return waitFor(
-    `an invoke of ${run.metadata.name ?? ''} answered ${String(status)}`,
-    async () => {
-      const answer = await invoke(runtime, run);
-      return answer.status === status ? answer : undefined;
-    },
-    WAIT,
-  );
+  const others: string[] = [];
+  const deadline = performance.now() + WAIT.timeoutMs;
+  for (;;) {
+    const answer = await invoke(runtime, run);
+    if (answer.status === status) return answer;
+    const error = (answer.json as { error?: { code?: unknown; source?: unknown } } | undefined)?.error;
+    if (typeof error?.code !== 'string' || typeof error.source !== 'string')
+      throw new Error(`an answer ${String(answer.status)} without the error shape of the contract: ${answer.body}`);
+    others.push(`${String(answer.status)} ${error.code}`);
+    if (others.length > MAX_OTHER_ANSWERS || performance.now() >= deadline)
+      throw new Error(
+        `no ${String(status)} from ${run.metadata.name ?? ''} after ${String(others.length)} other answers: ${others.join(', ')}`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, WAIT.intervalMs));
+  }
 }
 
 async function functionOn(runtime: string, name: string): Promise<Run> {
@@ -68,10 +90,8 @@ async function functionOn(runtime: string, name: string): Promise<Run> {
 }
 
 async function invocationsServedBy(pod: string, podUID: string): Promise<number> {
-  const text = await readFile(
-    join(system.node.config.stateDir, 'logs', `${system.name}_${pod}_${podUID}`, 'runtime-server.log'),
-    'utf8',
-  ).catch(() => '');
+  // A log that cannot be read fails the test: an empty count would prove nothing.
+  const text = await readFile(join(system.node.config.stateDir, 'logs', `${system.name}_${pod}_${podUID}`, 'runtime-server.log'), 'utf8');
   return text.split('\n').filter((line) => line.includes('"msg":"invocation succeeded"') || line.includes('"msg":"invocation failed"'))
     .length;
 }
@@ -119,6 +139,8 @@ test(
     await invokeUntil('gc', first, 200);
     const zombie = await system.node.forceDeletePod(system.name, pod);
     const before = await invocationsServedBy(pod, zombie);
+    // It served the first invoke: its log is the one being read.
+    expect(before).toBeGreaterThanOrEqual(1);
     const second = await system.waitForRun('fn-gc', 'Ready at attempt 2', (run) => readyTrue(run) && run.status?.attempt === 2);
     expect(attemptOf(await invokeUntil('gc', second, 200))).toBe(2);
     for (let i = 0; i < 5; i += 1) {

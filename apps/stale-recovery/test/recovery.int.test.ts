@@ -11,6 +11,7 @@ import { waitFor } from '@kruntimes/testing';
 // eslint-disable-next-line @nx/enforce-module-boundaries -- the shared integration environment of the scheduler (real runtimed, local node, controller-manager)
 import { Environment, WAIT, admin, core, objects, recordingLogger, serviceAccountKubeConfig } from '../../scheduler/test/environment.ts';
 import { RecoveryObserver, liveRegistrations } from './invariants.ts';
+import { overlappingServing, servedInvocations } from './serving-overlap.ts';
 
 /**
  * Recovery end to end: real runtimed and Runtime Servers (local node processes), the
@@ -81,6 +82,8 @@ afterEach(async () => {
   const livePods = new Set((await core.listNamespacedPod({ namespace: env.name })).items.map((pod) => pod.metadata?.uid ?? ''));
   const registrations = await liveRegistrations(env.node.config.stateDir, env.name, livePods);
   expect([...registrations].filter(([, pods]) => pods.length > 1)).toEqual([]);
+  // Over the whole run, zombies and deleted Pods included: never two registrations serving at once.
+  expect(overlappingServing(await servedInvocations(env.node.config.stateDir, env.name))).toEqual([]);
   expect(recoveryLogger.errors).toEqual([]);
   expect(schedulerLogger.errors).toEqual([]);
 });

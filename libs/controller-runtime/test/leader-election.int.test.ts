@@ -21,8 +21,10 @@ test('exactly one of two candidates leads; the other takes over when the leader 
     namespace: namespace.name,
     leaseName: 'scheduler',
     logger,
-    leaseDurationSeconds: 3,
-    renewDeadlineSeconds: 2,
+    // Long enough that a leader on a loaded machine (renewals delayed by seconds) keeps its
+    // Lease: this test is about the hand-over on release, not about expiry.
+    leaseDurationSeconds: 15,
+    renewDeadlineSeconds: 10,
     retryPeriodSeconds: 0.2,
   };
   const a = new LeaderElector({ ...options, identity: 'a' });
@@ -60,7 +62,9 @@ test('exactly one of two candidates leads; the other takes over when the leader 
 test('a Lease whose holder keeps renewing is never taken over; one that stops renewing is, after a full lease duration', async () => {
   const namespace = await cluster.createNamespace({ prefix: 'leader-expiry' });
   const api = cluster.kubeConfig().makeApiClient(CoordinationV1Api);
-  const leaseDurationSeconds = 2;
+  // The test renews the ghost's Lease every 500 ms; 6 s leaves room for renewals delayed by
+  // a loaded machine, so that only the stop of the renewals lets the candidate in.
+  const leaseDurationSeconds = 6;
   // A "ghost" leader (a frozen process elsewhere) whose renewals this test writes itself.
   await api.createNamespacedLease({
     namespace: namespace.name,
@@ -92,7 +96,7 @@ test('a Lease whose holder keeps renewing is never taken over; one that stops re
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(leading).toBe(false);
   }
-  await eventually(() => leading, 'the candidate to take over the expired Lease');
+  await eventually(() => leading, 'the candidate to take over the expired Lease', 400);
   const lease = await api.readNamespacedLease({ name: 'controller', namespace: namespace.name });
   expect(lease.spec).toMatchObject({ holderIdentity: 'candidate', leaseTransitions: 1 });
   candidate.stop();

@@ -14,7 +14,7 @@ import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
-import { exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
+import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
 import { writeResumeFiles } from './resume-files.ts';
 import type { ResumeInput } from './resume-files.ts';
 import { spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
@@ -289,7 +289,7 @@ export class ExecutionService {
 
   /** User code has its answer: nothing of the attempt may keep running, no grace. */
   #endWaiting(running: Running): void {
-    if (running.stopping === undefined) running.stopping = terminateGroup(running.child, 0);
+    if (running.stopping === undefined) running.stopping = this.#terminate(running, 0);
     else signalGroup(running.child, 'SIGKILL');
   }
 
@@ -354,7 +354,16 @@ export class ExecutionService {
       running.stopReason = reason;
       running.stopMessage = message;
     }
-    running.stopping = terminateGroup(running.child, graceMs ?? running.graceMs);
+    running.stopping = this.#terminate(running, graceMs ?? running.graceMs);
+  }
+
+  /** Ends the group; the end is reported only after this, once no member is left (bounded). */
+  async #terminate(running: Running, graceMs: number): Promise<void> {
+    if (await terminateGroup(running.child, graceMs)) return;
+    this.#logger.warn(
+      { pgid: running.child.pid },
+      `processes of the stopped execution survived SIGKILL for ${String(GROUP_GONE_BOUND_MS / 1000)} s`,
+    );
   }
 
   async #pipeLines(stream: NodeJS.ReadableStream | null, name: 'stdout' | 'stderr', queue: EventQueue<ExecutionEvent>): Promise<void> {

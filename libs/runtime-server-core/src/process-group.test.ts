@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { groupHasLiveMembers, killGroupUntilGone, parseStat } from './process-group.ts';
+import { groupHasLiveMembers, killGroup, killGroupUntilGone, parseStat, terminateGroup } from './process-group.ts';
 
 describe('process groups', () => {
   it('parses /proc/PID/stat whatever the command name holds', () => {
@@ -14,6 +14,28 @@ describe('process groups', () => {
     expect(pgid).toBeGreaterThan(1);
     expect(await groupHasLiveMembers(pgid)).toBe(true);
     expect(await killGroupUntilGone(pgid, 10_000)).toBe(true);
+    expect(await groupHasLiveMembers(pgid)).toBe(false);
+  });
+
+  // The leader exits at SIGTERM; what it left ignores SIGTERM and outlives it unless killed.
+  const stubbornGroup = (): ReturnType<typeof spawn> =>
+    spawn('sh', ['-c', "(trap '' TERM; sleep 300) & (trap '' TERM; sleep 300) & trap 'exit 0' TERM; wait"], {
+      detached: true,
+      stdio: 'ignore',
+    });
+
+  it('terminateGroup returns only once no member is alive, not when the leader exited', async () => {
+    const leader = stubbornGroup();
+    const pgid = leader.pid ?? 0;
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the traps are set
+    expect(await terminateGroup(leader, 5_000)).toBe(true);
+    expect(await groupHasLiveMembers(pgid)).toBe(false);
+  });
+
+  it('killGroup returns only once no member is alive', async () => {
+    const leader = stubbornGroup();
+    const pgid = leader.pid ?? 0;
+    expect(await killGroup(leader)).toBe(true);
     expect(await groupHasLiveMembers(pgid)).toBe(false);
   });
 });

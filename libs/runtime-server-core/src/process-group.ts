@@ -21,12 +21,17 @@ export function exited(child: ChildProcess): Promise<void> {
   );
 }
 
+/** How long a killed group may take to be empty before its survivors are reported. */
+export const GROUP_GONE_BOUND_MS = 5_000;
+
 /**
  * SIGTERM to the group, SIGKILL to the group after the grace period if the leader is
- * still running, and SIGKILL to the group once more after the leader exits: members
- * that ignored SIGTERM or were re-parented must not outlive the execution.
+ * still running, then SIGKILL to the group until none of its members is left (bounded):
+ * members that ignored SIGTERM or were re-parented must not outlive the execution, and
+ * whoever reports the end (Cancelled, Timeout) reports it only once they are gone.
+ * False when members survived the bound.
  */
-export async function terminateGroup(child: ChildProcess, graceMs: number): Promise<void> {
+export async function terminateGroup(child: ChildProcess, graceMs: number, boundMs = GROUP_GONE_BOUND_MS): Promise<boolean> {
   signalGroup(child, 'SIGTERM');
   let timer: NodeJS.Timeout | undefined;
   const grace = new Promise<void>((resolve) => {
@@ -34,9 +39,17 @@ export async function terminateGroup(child: ChildProcess, graceMs: number): Prom
   });
   await Promise.race([exited(child), grace]);
   clearTimeout(timer);
+  return killGroup(child, boundMs);
+}
+
+/**
+ * SIGKILL to the group, then again until none of its members is left, at most `boundMs`
+ * after the leader exited. False when members survived the bound.
+ */
+export async function killGroup(child: ChildProcess, boundMs = GROUP_GONE_BOUND_MS): Promise<boolean> {
   signalGroup(child, 'SIGKILL');
   await exited(child);
-  signalGroup(child, 'SIGKILL');
+  return child.pid === undefined || killGroupUntilGone(child.pid, boundMs);
 }
 
 /** How often a group that must be gone is signalled and looked at again. */

@@ -268,8 +268,11 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     );
   });
 
-  it('opens the gateway only to the namespaces the values name', () => {
-    if (!gatewayEnabled) return;
+  it('opens the gateway only to the namespaces the values name; no gateway policy without a gateway', () => {
+    if (!gatewayEnabled) {
+      expect(find(objects, 'NetworkPolicy', 'runtime-gateway', NAMESPACE)).toBeUndefined();
+      return;
+    }
     const spec = get(objects, 'NetworkPolicy', 'runtime-gateway', NAMESPACE).spec as {
       ingress: { from: { namespaceSelector: { matchExpressions: { values: string[] }[] } }[]; ports: { port: string }[] }[];
     };
@@ -280,13 +283,18 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
   });
 
   it('opens the gateway to the peers of gateway.networkPolicy.allowedFrom too', async () => {
-    if (!gatewayEnabled) return;
-    const spec = get(
-      await renderChart(helm, NAMESPACE, [...COMMON, ...set, 'gateway.networkPolicy.allowedFrom[0].ipBlock.cidr=10.0.0.0/8']),
-      'NetworkPolicy',
-      'runtime-gateway',
-      NAMESPACE,
-    ).spec as { ingress: { from: unknown[]; ports: { port: string }[] }[] };
+    const rendered = await renderChart(helm, NAMESPACE, [
+      ...COMMON,
+      ...set,
+      'gateway.networkPolicy.allowedFrom[0].ipBlock.cidr=10.0.0.0/8',
+    ]);
+    if (!gatewayEnabled) {
+      expect(find(rendered, 'NetworkPolicy', 'runtime-gateway', NAMESPACE)).toBeUndefined();
+      return;
+    }
+    const spec = get(rendered, 'NetworkPolicy', 'runtime-gateway', NAMESPACE).spec as {
+      ingress: { from: unknown[]; ports: { port: string }[] }[];
+    };
     expect(spec.ingress).toContainEqual({ from: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 'https', protocol: 'TCP' }] });
   });
 

@@ -1,6 +1,7 @@
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BINARY_NAMES } from '@kruntimes/testing';
 import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
 
 let root: string;
@@ -33,7 +34,7 @@ async function fakeBuild(binaries: readonly string[]): Promise<{ script: string;
 }
 
 test('streams the build output and a phase/elapsed line while it runs; returns the bin directory', async () => {
-  const { script, bin } = await fakeBuild(['etcd', 'kube-apiserver', 'kube-controller-manager', 'weed']);
+  const { script, bin } = await fakeBuild(BINARY_NAMES);
   const lines: string[] = [];
   const dir = await binariesWithProgress((line) => lines.push(line), { script, cacheRoot: join(root, 'cache'), tickMs: 100 });
   expect(dir).toBe(bin);
@@ -47,7 +48,7 @@ test('streams the build output and a phase/elapsed line while it runs; returns t
 test('a missing binary in what build.sh printed is an error', async () => {
   const { script } = await fakeBuild(['etcd']);
   await expect(binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000 })).rejects.toThrow(
-    /(kube-apiserver|kube-controller-manager|weed) is not an executable/,
+    /(kube-apiserver|kube-controller-manager|kubectl|weed) is not an executable/,
   );
   // All three are missing; the checks run in parallel, so any of them may be reported first.
 });
@@ -62,7 +63,7 @@ test('elapsed time', () => {
 });
 
 test('a stop requested during the build ends the build', async () => {
-  const { bin } = await fakeBuild(['etcd', 'kube-apiserver', 'kube-controller-manager', 'weed']);
+  const { bin } = await fakeBuild(BINARY_NAMES);
   const script = join(root, 'slow-build.sh');
   await writeFile(script, `#!/bin/sh\necho '[kube-binaries] etcd: building' >&2\nsleep 30\necho ${bin}\n`);
   await chmod(script, 0o755);

@@ -12,7 +12,7 @@ import { DEMO_INVOKER, DEMO_NAMESPACE, createDemoObjects, invokeDemo, prepareDem
 import type { DemoInvoker } from './dev-demo.ts';
 import { httpsStatus } from './dev-https.ts';
 import { IMAGES, NODE_NAME, nodeAgentConfig } from './dev-node-agent.ts';
-import { missingPrerequisites, onPath } from './dev-prerequisites.ts';
+import { missingPrerequisites } from './dev-prerequisites.ts';
 import { environmentProcesses, formatSocket, listeningSocketsOf, terminate } from './dev-processes.ts';
 import { RUNTIMED_SERVICE_ACCOUNT, SYSTEM_NAMESPACE, installServiceRbac, serviceAccountToken } from './dev-rbac.ts';
 import type { ServiceName } from './dev-rbac.ts';
@@ -111,6 +111,8 @@ class DevSession {
   readonly #signal: AbortSignal;
   readonly #running: Running[] = [];
   #controlPlane: ControlPlane | undefined;
+  /** Where the pinned binaries are, kubectl among them. */
+  #binDir: string | undefined;
   #objectStore: ObjectStore | undefined;
 
   constructor(options: UpOptions, say: Say, signal: AbortSignal) {
@@ -178,6 +180,7 @@ class DevSession {
     const missing = await missingPrerequisites();
     if (missing.length > 0) throw new DevError(`missing on the PATH: ${missing.join('; ')}`);
     const binDir = await binariesWithProgress(this.#say, { signal: this.#signal });
+    this.#binDir = binDir;
     this.#checkStop();
     this.#say('starting etcd, kube-apiserver and kube-controller-manager on loopback');
     const crdDirectories = [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')];
@@ -304,7 +307,8 @@ class DevSession {
     out(`  export KUBECONFIG=${this.state.kubeconfig ?? ''}    # admin; or: eval "$(npx krt dev env${dirArg})"`);
     out(`  npx krt invoke hello-py -n ${DEMO_NAMESPACE} --kubeconfig ${invoker.kubeconfig} --data '{"name":"you"}'`);
     out(`  npx krt invoke echo-sh -n ${DEMO_NAMESPACE} --kubeconfig ${invoker.kubeconfig} --data '{"n":1}'`);
-    if (await onPath('kubectl')) out(`  kubectl get runtimes,runs -n ${DEMO_NAMESPACE}`);
+    // The kubectl pinned with the control plane, which the build left beside it.
+    out(`  ${this.#binDir === undefined ? 'kubectl' : join(this.#binDir, 'kubectl')} get runtimes,runs -n ${DEMO_NAMESPACE}`);
     out(`  npx krt get -n ${DEMO_NAMESPACE}`);
     out(
       `  npx krt artifacts ${DEMO_ARTIFACT_RUN} -n ${DEMO_NAMESPACE} --get report.csv -o report.csv    # admin: reads the store's Secret`,
