@@ -1,7 +1,8 @@
 /**
  * Benchmark (not a test) of scheduling on a real control plane with local-node Pods:
  *   node apps/scheduler/bench/scheduling-bench.ts [runs=1000] [functionRuns=30]
- * BENCH_CPU_PROF=DIR runs every scheduler process under `node --cpu-prof` into DIR.
+ * BENCH_CPU_PROF=DIR runs every scheduler process under `node --cpu-prof` into DIR, and runtimed
+ * (part 2) into DIR/runtimed.
  *
  * The scheduler always runs as its own process, as deployed (apps/scheduler/src/main.ts,
  * with its leader Lease); the bench process only creates Runs and watches them, and
@@ -106,7 +107,13 @@ try {
       namespaces: [bindNs, fnNs],
       images: {
         'kruntimes/fake-runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/scheduler/test/fixtures/fake-runtimed.ts')] },
-        'kruntimes/runtimed': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtimed/src/main.ts')] },
+        'kruntimes/runtimed': {
+          entrypoint: [
+            process.execPath,
+            ...(CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(CPU_PROF, 'runtimed')}`]),
+            join(REPO_ROOT, 'apps/runtimed/src/main.ts'),
+          ],
+        },
         'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
       },
     },
