@@ -21,8 +21,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
-import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import {
   ControllerManager,
   DEFAULT_FINISHED_RUNS_PER_RUNTIME,
@@ -119,7 +118,7 @@ try {
   }
   if (listen !== 'loopback' && listen !== 'podIP')
     throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
   const exitCode = await runLeaderElectedProcess({

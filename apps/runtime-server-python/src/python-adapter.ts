@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { KruntimesError } from '@kruntimes/errors';
 import type {
@@ -11,7 +12,7 @@ import type {
 } from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
 import { userPythonPath } from './helper-module.ts';
-import { PythonFunction } from './python-function.ts';
+import { PythonFunction, needsColdStart, spareAlive, startSpareWorker } from './python-function.ts';
 
 /** `module:function` (dotted module) or `function` (in module `main`). */
 const HANDLER = /^(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:)?[A-Za-z_]\w*$/;
@@ -26,12 +27,22 @@ export function resolvePython(configured = process.env.KRT_PYTHON ?? 'python3'):
   return execFileSync(configured, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8', timeout: 30_000 }).trim();
 }
 
+export interface PythonAdapterOptions {
+  /**
+   * Keep one function worker started ahead (an interpreter that has already started and
+   * imported the worker), so that a registration only imports the user's module.
+   */
+  spareWorker?: boolean;
+}
+
 export class PythonAdapter implements LanguageAdapter {
   readonly language = 'python';
   readonly #python: string;
+  #spare: ChildProcess | undefined;
 
-  constructor(python: string) {
+  constructor(python: string, options: PythonAdapterOptions = {}) {
     this.#python = python;
+    if (options.spareWorker === true) this.#spare = startSpareWorker(python, WORKER_SCRIPT);
   }
 
   prepare(config: FunctionConfig): void {
@@ -41,7 +52,16 @@ export class PythonAdapter implements LanguageAdapter {
   }
 
   register(spec: FunctionSpec, events: FunctionEvents, logger: Logger): Promise<LoadedFunction> {
-    return PythonFunction.start({ python: this.#python, workerScript: WORKER_SCRIPT, spec, events, logger });
+    const spare = needsColdStart(spec.env) ? undefined : this.#takeSpare();
+    return PythonFunction.start({ python: this.#python, workerScript: WORKER_SCRIPT, spec, events, logger, spare });
+  }
+
+  /** The spare, if there is a live one, and the next spare started in its place. */
+  #takeSpare(): ChildProcess | undefined {
+    const spare = this.#spare;
+    if (spare === undefined) return undefined;
+    this.#spare = startSpareWorker(this.#python, WORKER_SCRIPT);
+    return spareAlive(spare) ? spare : undefined;
   }
 
   taskCommand(entrypoint: string, args: readonly string[], env: Readonly<Record<string, string>>): TaskCommand {

@@ -41,6 +41,47 @@ export interface PythonFunctionOptions {
   readonly spec: FunctionSpec;
   readonly events: FunctionEvents;
   readonly logger: Logger;
+  /** A spare worker (startSpareWorker) to assign instead of starting an interpreter; restarts start cold. */
+  readonly spare?: ChildProcess | undefined;
+}
+
+/**
+ * A worker started ahead of any registration (`krt_worker.py --spare`): the interpreter
+ * and the worker's imports are paid before a registration needs them. It starts with the
+ * base environment, the one a cold start gets before the registration's additions, which
+ * its assignment then brings (see `assigned` in krt_worker.py). Unreferenced until used,
+ * so an unused spare never keeps the server alive; it exits when the server does (its
+ * fd 3 closes).
+ */
+export function startSpareWorker(python: string, workerScript: string): ChildProcess {
+  const child = spawn(python, ['-u', workerScript, '--spare', LIMITS], {
+    cwd: '/',
+    env: baseEnv(),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+  });
+  // A spare that cannot start is simply not used (see spareAlive).
+  child.on('error', () => undefined);
+  setReferenced(child, false);
+  return child;
+}
+
+/** Whether a spare can still be assigned: started, and not exited. */
+export function spareAlive(child: ChildProcess): boolean {
+  return child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+}
+
+/** Environment variables read when the interpreter starts, which a spare started without: such a registration starts cold. */
+export function needsColdStart(env: Readonly<Record<string, string>>): boolean {
+  return Object.keys(env).some((name) => (name.startsWith('PYTHON') && name !== 'PYTHONPATH') || name.startsWith('LC_') || name === 'LANG');
+}
+
+function setReferenced(child: ChildProcess, referenced: boolean): void {
+  for (const stream of [child, ...child.stdio]) {
+    const handle = stream as { ref?: () => void; unref?: () => void } | null;
+    if (referenced) handle?.ref?.();
+    else handle?.unref?.();
+  }
 }
 
 /**
@@ -58,7 +99,7 @@ export class PythonFunction implements LoadedFunction {
 
   private constructor(options: PythonFunctionOptions) {
     this.#options = options;
-    this.#ready = this.#startWorker();
+    this.#ready = this.#startWorker(options.spare);
   }
 
   static async start(options: PythonFunctionOptions): Promise<PythonFunction> {
@@ -125,20 +166,19 @@ export class PythonFunction implements LoadedFunction {
     });
   }
 
-  async #startWorker(): Promise<Worker> {
+  async #startWorker(spare?: ChildProcess): Promise<Worker> {
     const { spec, logger } = this.#options;
-    const child = spawn(this.#options.python, ['-u', this.#options.workerScript, spec.workdir, spec.handler, LIMITS], {
-      cwd: spec.workdir,
-      env: {
-        ...baseEnv(),
-        ...spec.env,
-        PYTHONPATH: userPythonPath(spec.env),
-        KRT_RUN_UID: spec.runUid,
-        KRT_ATTEMPT: String(spec.attempt),
-      },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-    });
+    // What the worker's environment gets on top of the base environment.
+    const env = { ...spec.env, PYTHONPATH: userPythonPath(spec.env), KRT_RUN_UID: spec.runUid, KRT_ATTEMPT: String(spec.attempt) };
+    const child =
+      spare ??
+      spawn(this.#options.python, ['-u', this.#options.workerScript, spec.workdir, spec.handler, LIMITS], {
+        cwd: spec.workdir,
+        env: { ...baseEnv(), ...env },
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+      });
+    if (spare !== undefined) setReferenced(spare, true);
     const worker: Worker = { child, requests: child.stdio[3] as Writable, expectedExit: false, ready: false, waiting: undefined };
     this.#worker = worker;
     const ready = this.#next(worker);
@@ -175,6 +215,9 @@ export class PythonFunction implements LoadedFunction {
     child.on('exit', (code, signal) => {
       this.#died(worker, `python worker exited (${signal === null ? `code ${code ?? 'unknown'}` : `signal ${signal}`})`);
     });
+    if (spare !== undefined) {
+      worker.requests.write(`${JSON.stringify({ workdir: spec.workdir, handler: spec.handler, env, pythonpath: env.PYTHONPATH })}\n`);
+    }
 
     let message: ReadyMessage;
     try {

@@ -64,6 +64,13 @@ with open(os.environ["KRT_OUTPUTS_FILE"], "w") as f:
 sys.exit(3)
 `;
 
+const WHERE = `
+import os, sys, krt
+def where(event, context):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {"cwd": os.getcwd(), "env": env, "path": sys.path, "groupLeader": os.getpgid(0) == os.getpid(), "helper": krt.__name__}
+`;
+
 const SPAWNING_TASK = `
 import os, subprocess, sys, time
 children = [subprocess.Popen(["sleep", "300"]) for _ in range(2)]
@@ -82,6 +89,7 @@ describe('runtime-server-python', () => {
     writeFileSync(join(workdir, 'handlers.py'), HANDLERS);
     writeFileSync(join(workdir, 'task.py'), TASK);
     writeFileSync(join(workdir, 'spawner.py'), SPAWNING_TASK);
+    writeFileSync(join(workdir, 'where.py'), WHERE);
     server = await startServerProcess(MAIN);
   });
 
@@ -132,6 +140,25 @@ describe('runtime-server-python', () => {
     );
     expect(missing).toMatchObject({ status: Status.UNKNOWN, code: 'FunctionFailed', source: 'function' });
     expect(missing.message).toContain('no function');
+  });
+
+  it('a worker started ahead (spare) gets the same working directory, environment and sys.path as one started cold', async () => {
+    const where = async (env: Record<string, string>) => {
+      const run = randomUUID();
+      const { registrationId } = await register(run, 1, 'where:where', env);
+      const answer = parse((await invoke(registrationId, null)).result) as { env: Record<string, string> };
+      await server.client.unregisterFunction({ registrationId });
+      expect(answer.env.KRT_RUN_UID).toBe(run);
+      delete answer.env.KRT_RUN_UID;
+      return answer;
+    };
+    const env = { MY_SETTING: 'on', PYTHONPATH: 'lib:/opt/extra' };
+    const spare = await where(env);
+    // A PYTHON* variable other than PYTHONPATH is read at interpreter start: that registration starts cold.
+    const cold = await where({ ...env, PYTHONDONTWRITEBYTECODE: '1' });
+    expect(spare).toEqual(cold);
+    expect(spare).toMatchObject({ cwd: workdir, groupLeader: true, helper: 'krt', env: { MY_SETTING: 'on' } });
+    expect((spare as unknown as { path: string[] }).path).toEqual(expect.arrayContaining([join(workdir, 'lib'), '/opt/extra']));
   });
 
   it('imports the module once and keeps it warm across invocations', async () => {

@@ -1,6 +1,6 @@
 // runtimed: wiring only (logic in @kruntimes/runtimed-core). Configuration: environment
 // variables, see loadConfig in libs/runtimed-core/src/config.ts.
-import { KubeConfig } from '@kubernetes/client-node';
+import { PooledKubeConfig } from '@kruntimes/controller-runtime';
 import { stopOnSignals } from '@kruntimes/host';
 import { NO_METRICS, loadConfig, startPrometheusMetrics, startRuntimed } from '@kruntimes/runtimed-core';
 import { pino } from 'pino';
@@ -20,7 +20,7 @@ const logger = pino(
 
 try {
   const config = loadConfig(process.env);
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   // On the local node the service-account files live under the container root.
   kubeConfig.loadFromCluster(config.containerRoot === '' ? undefined : config.containerRoot);
   // Served on the Pod IP like the gRPC port; KRT_METRICS_PORT=0 turns it off.

@@ -8,8 +8,7 @@
 //   --workers N                    Runtimes placed in parallel (default 2)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
-import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -42,7 +41,7 @@ function positive(flag: string, value: string): number {
 }
 
 try {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
   const metrics = new SchedulerMetrics();

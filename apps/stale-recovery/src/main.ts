@@ -9,8 +9,7 @@
 //   --workers N                    Runs reconciled in parallel (default 2)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
-import { runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -46,7 +45,7 @@ function number(flag: string, value: string, allowZero = false): number {
 }
 
 try {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
   const metrics = new RecoveryMetrics();

@@ -1,7 +1,7 @@
 import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import { Controller, InformerFactory, objectKey } from '@kruntimes/controller-runtime';
+import { Controller, InformerFactory, PooledKubeConfig, objectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { isWaitingForInput } from '@kruntimes/run-state';
 import { MANAGED_BY, RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
@@ -73,7 +73,9 @@ export class ControllerManager {
   constructor(options: ControllerManagerOptions) {
     const now = options.now ?? Date.now;
     validateConfiguration(options, now());
-    const { kubeConfig, namespace, logger } = options;
+    const { namespace, logger } = options;
+    // One connection pool for every request of the manager (see PooledKubeConfig).
+    const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#metrics = options.metrics;
     this.#informers = new InformerFactory({ kubeConfig, logger });
     const kruntimes = { group: API_GROUP, version: API_VERSION, namespace };

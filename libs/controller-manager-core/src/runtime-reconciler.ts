@@ -17,7 +17,7 @@ import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { cleanupPending, phaseOf, podView } from './caches.ts';
 import type { ManagerCaches } from './caches.ts';
-import { runtimeStatus, sameStatus } from './runtime-status.ts';
+import { decideStatusWrite, runtimeStatus } from './runtime-status.ts';
 import type { RolloutView } from './runtime-status.ts';
 import { rfc3339, writeRuntimeStatus } from './runtime-status-writer.ts';
 import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
@@ -48,6 +48,8 @@ interface WorkloadState {
 export class RuntimeReconciler {
   readonly #options: RuntimeReconcilerOptions;
   readonly #caches: ManagerCaches;
+  /** When this process last wrote each Runtime's status (decideStatusWrite spaces out usage-only writes). */
+  readonly #lastStatusWrite = new Map<string, number>();
 
   constructor(options: RuntimeReconcilerOptions) {
     this.#options = options;
@@ -58,7 +60,10 @@ export class RuntimeReconciler {
     const { namespace = '', name } = splitObjectKey(key);
     const cached = this.#caches.runtimes.get(name, namespace);
     // Gone: its Deployment, Service and Secret go with it through their owner references.
-    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) return undefined;
+    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
+      this.#lastStatusWrite.delete(key);
+      return undefined;
+    }
     const runtime = structuredClone(cached) as unknown as Runtime;
 
     const workload = await this.#ensureWorkload(runtime);
@@ -77,9 +82,15 @@ export class RuntimeReconciler {
       problems: workload.problems,
       now: rfc3339(this.#options.now()),
     });
-    if (!sameStatus(runtime.status, status)) await writeRuntimeStatus(this.#options.custom, this.#options.logger, runtime, status);
-    // Back at the certificate's renewal point (bounded), even if nothing else happens.
-    return workload.recheckAfterMs === undefined ? undefined : { requeueAfterMs: workload.recheckAfterMs };
+    const nowMs = this.#options.now();
+    const write = decideStatusWrite({ previous: runtime.status, next: status, lastWriteMs: this.#lastStatusWrite.get(key), nowMs });
+    if (write.action === 'write') {
+      this.#lastStatusWrite.set(key, nowMs);
+      await writeRuntimeStatus(this.#options.custom, this.#options.logger, runtime, status);
+    }
+    // Back at the certificate's renewal point (bounded), or when a deferred usage change is due.
+    const wakeups = [workload.recheckAfterMs, write.action === 'later' ? write.afterMs : undefined].filter((ms) => ms !== undefined);
+    return wakeups.length === 0 ? undefined : { requeueAfterMs: Math.min(...wakeups) };
   }
 
   async #ensureWorkload(runtime: Runtime): Promise<WorkloadState> {

@@ -1,5 +1,5 @@
 import type { RuntimeStatus } from '@kruntimes/api';
-import { runtimeStatus, sameStatus } from './runtime-status.ts';
+import { USAGE_WRITE_INTERVAL_MS, decideStatusWrite, runtimeStatus, sameStatus } from './runtime-status.ts';
 import type { RolloutView, RuntimeStatusInput } from './runtime-status.ts';
 
 const NOW = '2026-12-02T12:00:00Z';
@@ -123,5 +123,56 @@ describe('runtimeStatus', () => {
     const third = runtimeStatus(input({ pods: [ready, ready], rollout: rolledOut, previous: second, now: '2026-12-02T12:06:00Z' }));
     expect(sameStatus(second, third)).toBe(false);
     expect(third.conditions?.find((c) => c.type === 'Available')?.lastTransitionTime).toBe(NOW);
+  });
+});
+
+describe('decideStatusWrite', () => {
+  const base: RuntimeStatus = { observedGeneration: 1, replicas: 2, readyPods: 2, totalCapacity: 8, usedCapacity: 3, conditions: [] };
+  test.each<[string, Parameters<typeof decideStatusWrite>[0], ReturnType<typeof decideStatusWrite>]>([
+    ['unchanged: nothing', { previous: base, next: { ...base }, lastWriteMs: undefined, nowMs: 0 }, { action: 'none' }],
+    ['no status yet: write', { previous: undefined, next: base, lastWriteMs: undefined, nowMs: 0 }, { action: 'write' }],
+    [
+      'usage only, never written by this process: write',
+      { previous: base, next: { ...base, usedCapacity: 4 }, lastWriteMs: undefined, nowMs: 0 },
+      { action: 'write' },
+    ],
+    [
+      'usage only, written 400 ms ago: 600 ms later',
+      { previous: base, next: { ...base, usedCapacity: 4 }, lastWriteMs: 10_000, nowMs: 10_400 },
+      { action: 'later', afterMs: 600 },
+    ],
+    [
+      'usage only, written one interval ago: write',
+      { previous: base, next: { ...base, usedCapacity: 4 }, lastWriteMs: 10_000, nowMs: 10_000 + USAGE_WRITE_INTERVAL_MS },
+      { action: 'write' },
+    ],
+    [
+      'another field changed, written just now: write at once',
+      { previous: base, next: { ...base, usedCapacity: 4, readyPods: 1 }, lastWriteMs: 10_000, nowMs: 10_001 },
+      { action: 'write' },
+    ],
+    [
+      'a condition changed, written just now: write at once',
+      {
+        previous: base,
+        next: {
+          ...base,
+          conditions: [
+            {
+              type: 'Available',
+              status: 'True',
+              reason: 'PodsReady',
+              message: '2 of 2 Pods ready',
+              lastTransitionTime: '2026-12-02T12:00:00Z',
+            },
+          ],
+        },
+        lastWriteMs: 10_000,
+        nowMs: 10_001,
+      },
+      { action: 'write' },
+    ],
+  ])('%s', (_, input, expected) => {
+    expect(decideStatusWrite(input)).toEqual(expected);
   });
 });

@@ -142,3 +142,29 @@ function normalise(value: unknown): unknown {
   }
   return value;
 }
+
+/**
+ * How often at most a Runtime's status is written when only `usedCapacity` changed: it
+ * changes with every bind and release, and each write is one more request to the API
+ * server while it is busiest (binding a backlog). Any other change is written at once.
+ */
+export const USAGE_WRITE_INTERVAL_MS = 1_000;
+
+export type StatusWriteDecision = { action: 'none' } | { action: 'write' } | { action: 'later'; afterMs: number };
+
+/** Whether to write `next` over `previous` now, given when this process last wrote the Runtime's status. */
+export function decideStatusWrite(input: {
+  previous: RuntimeStatus | undefined;
+  next: RuntimeStatus;
+  lastWriteMs: number | undefined;
+  nowMs: number;
+}): StatusWriteDecision {
+  const { previous, next, lastWriteMs, nowMs } = input;
+  if (sameStatus(previous, next)) return { action: 'none' };
+  const usageOnly =
+    previous !== undefined &&
+    sameStatus({ ...previous, ...(next.usedCapacity === undefined ? {} : { usedCapacity: next.usedCapacity }) }, next);
+  if (!usageOnly || lastWriteMs === undefined) return { action: 'write' };
+  const afterMs = lastWriteMs + USAGE_WRITE_INTERVAL_MS - nowMs;
+  return afterMs <= 0 ? { action: 'write' } : { action: 'later', afterMs };
+}

@@ -32,3 +32,4 @@ export type {
   OwnedRefusal,
 } from './ensure-owned.ts';
 export { RecencyBoundedMap } from './recency-bounded-map.ts';
+export { CONNECTION_POOL_RENEW_MS, PooledKubeConfig } from './pooled-kube-config.ts';

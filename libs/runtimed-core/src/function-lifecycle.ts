@@ -37,7 +37,8 @@ export class FunctionLifecycle {
     if (fn === undefined) return undefined;
     // The finalizer first: from now on Pod-local state may exist, and deleting the Run
     // object must wait for runtimed to release it.
-    await o.runs.addFinalizer(epoch, ['Running']);
+    // Each write goes on from the Run as known (the claim's result, else the cache), fenced on its resourceVersion.
+    const finalized = await o.runs.addFinalizer(epoch, ['Running'], run);
     const state = this.#w.track(ctx, 'function');
     let registrationId: string;
     try {
@@ -56,7 +57,7 @@ export class FunctionLifecycle {
     }
     state.registrationId = registrationId;
     const endpoint = functionEndpoint(o.gatewayHost, { namespace: epoch.namespace, runtime: o.runtime, runUID: epoch.uid }, o.gatewayCaPem);
-    await o.runs.transition(epoch, { type: 'Registered', endpoint });
+    await o.runs.transition(epoch, { type: 'Registered', endpoint }, finalized);
     log.info({ endpoint: endpoint.url }, 'function registered; Ready');
     return { requeueAfterMs: FUNCTION_POLL_MS };
   }

@@ -195,7 +195,8 @@ export class RunReconciler {
   }
 
   async #claim(ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
-    const claimed = await this.#o.runs.transition(ctx.epoch, { type: 'Claim' });
+    // From the cached Run: the write is fenced on its resourceVersion (a lagging cache gets 409 and a fresh read).
+    const claimed = await this.#o.runs.transition(ctx.epoch, { type: 'Claim' }, ctx.run);
     ctx.log.info({ mode: runModeKind(plain<RunSpec>(ctx.run.spec)) }, 'claimed');
     // Go on from the object just written instead of waiting for its watch event
     // (safe: every step re-checks the live Run before it creates anything).
@@ -206,7 +207,7 @@ export class RunReconciler {
       local: this.#local.get(ctx.key),
       nowMs: this.#now(),
     });
-    return next.type === 'register' || next.type === 'execute' ? this.#act(next, { ...ctx, run: claimed }) : undefined;
+    return next.type === 'register' || next.type === 'execute' ? this.#act(next, { ...ctx, run: claimed, written: true }) : undefined;
   }
 
   /** Drops local work for a Run this Pod no longer owns. Writes nothing to the Run. */

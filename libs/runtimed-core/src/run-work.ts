@@ -17,6 +17,8 @@ export interface ReconcileContext {
   key: string;
   /** The cached Run, or the object a step just wrote (claim goes on from it). */
   run: ReadonlyDeep<Run>;
+  /** Set when `run` is the object a write of this very reconcile returned: the live Run as of that write. */
+  written?: boolean;
   epoch: Epoch;
   /** Carries the Run's key, UID and attempt. */
   log: Logger;

@@ -72,7 +72,7 @@ export class TaskExecution {
     if (this.#executed.has(executionId)) return undefined;
     // The cache may lag: an execution that just ended and wrote its outcome would
     // otherwise look like a Running task that still has to run.
-    await o.runs.verify(epoch, ['Running']);
+    await o.runs.verify(epoch, ['Running'], ctx.written === true ? run : undefined);
     if (await pathExists(await o.workspaces.attemptDir(epoch.uid, epoch.attempt))) {
       // This attempt's workspace exists but no execution does: runtimed restarted while
       // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
@@ -316,7 +316,8 @@ export class TaskExecution {
   /** The attempt ended with a terminal outcome: its workspace goes, the outcome is written, the epoch is released. */
   async #finished({ key, epoch }: ReconcileContext, outcome: RunEvent): Promise<RunPhase | undefined> {
     await this.#w.o.workspaces.remove(epoch.uid);
-    const written = await this.#w.o.runs.transition(epoch, outcome);
+    // From the cached Run (fenced on its resourceVersion; a lagging cache gets 409 and a fresh read).
+    const written = await this.#w.o.runs.transition(epoch, outcome, this.#w.o.cached(epoch.namespace, epoch.name));
     this.#w.forget(key, epoch);
     return written.status?.phase;
   }

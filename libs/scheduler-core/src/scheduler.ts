@@ -2,7 +2,7 @@ import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, DEFAULTS, LABELS, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, RunStatus } from '@kruntimes/api';
-import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
+import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
@@ -72,7 +72,9 @@ export class Scheduler {
     this.#now = options.now ?? Date.now;
     this.#bindConcurrency = Math.max(1, options.bindConcurrency ?? 16);
     this.#uncertainBindTtlMs = options.uncertainBindTtlMs ?? 30_000;
-    const { kubeConfig, namespace, logger } = options;
+    const { namespace, logger } = options;
+    // One connection pool for every request of this scheduler (see PooledKubeConfig).
+    const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
     const informers = new InformerFactory({ kubeConfig, logger });
     this.#informers = informers;

@@ -1,3 +1,8 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
 import type { ClusterInfo } from './cluster.ts';
 import { call } from './https-client.ts';
 import { ADMIN_USER } from './users.ts';
@@ -88,4 +93,161 @@ export function apiServerRequestDelta(before: ApiServerRequests, after: ApiServe
 export function formatApiServerRequestDelta(delta: { total: number; byKind: [string, number][] }): string {
   if (delta.total === 0) return '0';
   return `${delta.total} (${delta.byKind.map(([kind, count]) => `${count} ${kind}`).join(', ')})`;
+}
+
+/**
+ * One watch of a namespace's Runs for the benchmarks: the newest phase of every Run and,
+ * on this process's clock (`performance.now()`), when each (Run, phase) was first seen,
+ * so that a latency is read from the watch's delivery and not from a poll.
+ */
+export class RunPhaseWatch {
+  readonly #phase = new Map<string, string>();
+  readonly #seenAt = new Map<string, number>();
+  readonly #waiters = new Set<() => void>();
+  readonly #errors: string[] = [];
+  readonly #kubeConfig: KubeConfig;
+  readonly #path: string;
+  #resourceVersion: string | undefined;
+  #abort: (() => void) | undefined;
+  #stopped = false;
+  #restarts = 0;
+
+  private constructor(kubeConfig: KubeConfig, namespace: string) {
+    this.#kubeConfig = kubeConfig;
+    this.#path = `/apis/${API_GROUP}/${API_VERSION}/namespaces/${namespace}/${RUN_PLURAL}`;
+  }
+
+  static async start(kubeConfig: KubeConfig, namespace: string): Promise<RunPhaseWatch> {
+    const watch = new RunPhaseWatch(kubeConfig, namespace);
+    await watch.#connect();
+    return watch;
+  }
+
+  /**
+   * Watches from the last resourceVersion seen. The API server ends a watch that falls
+   * behind a burst of events (or after its timeout): it is resumed where it stopped, and
+   * counted in `restarts`, since the events of the gap are timed at their late delivery.
+   */
+  async #connect(): Promise<void> {
+    const request = await new Watch(this.#kubeConfig).watch(
+      this.#path,
+      { allowWatchBookmarks: true, ...(this.#resourceVersion === undefined ? {} : { resourceVersion: this.#resourceVersion }) },
+      (type: string, run: Run) => {
+        this.#observe(type, run);
+      },
+      (error: unknown) => {
+        // stop() aborts the request, which reports an AbortError here: not a failure.
+        if (this.#stopped) return;
+        if (error !== undefined && error !== null)
+          this.#errors.push(`watch: ${error instanceof Error ? error.message : JSON.stringify(error)}`);
+        this.#restarts += 1;
+        this.#connect().catch((connectError: unknown) => {
+          this.#errors.push(`watch restart: ${connectError instanceof Error ? connectError.message : String(connectError)}`);
+        });
+      },
+    );
+    this.#abort = () => {
+      request.abort();
+    };
+  }
+
+  /** How often the watch was resumed. */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  /** The newest phase seen (`Pending` before any status), undefined when absent or deleted. */
+  phase(name: string): string | undefined {
+    return this.#phase.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.#phase.has(name);
+  }
+
+  /** When `name` was first seen in `phase`, on `performance.now()`'s clock. */
+  seenAt(name: string, phase: string): number | undefined {
+    return this.#seenAt.get(`${name}\u0000${phase}`);
+  }
+
+  get errors(): readonly string[] {
+    return this.#errors;
+  }
+
+  /** Resolves once `predicate` holds (checked now and on every event). */
+  until(predicate: () => boolean, timeoutMs: number, what = 'the condition'): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const check = (): void => {
+        if (!predicate()) return;
+        this.#waiters.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check);
+        reject(
+          new Error(`${what}: timed out after ${String(timeoutMs)} ms${this.#errors.length > 0 ? ` (${this.#errors.join('; ')})` : ''}`),
+        );
+      }, timeoutMs);
+      this.#waiters.add(check);
+      check();
+    });
+  }
+
+  /** Resolves once `name` was seen in `phase`. */
+  untilSeen(name: string, phase: string, timeoutMs = 60_000): Promise<void> {
+    return this.until(() => this.seenAt(name, phase) !== undefined, timeoutMs, `Run ${name} ${phase}`);
+  }
+
+  untilGone(name: string, timeoutMs = 60_000): Promise<void> {
+    return this.until(() => !this.#phase.has(name), timeoutMs, `Run ${name} gone`);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#abort?.();
+  }
+
+  #observe(type: string, run: Run): void {
+    if (type === 'ERROR') {
+      // A Status, e.g. 410 Gone: the resourceVersion is too old; watch anew (the API server lists first).
+      this.#resourceVersion = undefined;
+      this.#errors.push(`watch: ${JSON.stringify(run)}`);
+      return;
+    }
+    this.#resourceVersion = run.metadata.resourceVersion ?? this.#resourceVersion;
+    if (type === 'BOOKMARK') return;
+    const name = run.metadata.name ?? '';
+    if (type === 'DELETED') this.#phase.delete(name);
+    else {
+      const current = run.status?.phase ?? 'Pending';
+      this.#phase.set(name, current);
+      const key = `${name}\u0000${current}`;
+      if (!this.#seenAt.has(key)) this.#seenAt.set(key, performance.now());
+    }
+    for (const check of [...this.#waiters]) check();
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export async function processCpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${String(pid)}/stat`, 'utf8');
+  // Fields after the command (which may hold spaces) start after its closing parenthesis; utime and stime are the 14th and 15th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** The kernel's USER_HZ, 100 on every Linux this runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** The kube-apiserver process serving `info` (found by its --secure-port), for processCpuSeconds. */
+export async function apiServerPid(info: ClusterInfo): Promise<number | undefined> {
+  const flag = `--secure-port=${new URL(info.server).port}`;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const args = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const argv = args.split('\0');
+    if (argv[0]?.endsWith('kube-apiserver') === true && argv.includes(flag)) return Number(entry);
+  }
+  return undefined;
 }

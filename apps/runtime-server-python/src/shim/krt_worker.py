@@ -11,6 +11,10 @@ head is returned with the response; the real fds 1 and 2 (subprocesses, C code) 
 the server's log.
 
 Usage: krt_worker.py WORKDIR HANDLER LIMITS_JSON
+       krt_worker.py --spare LIMITS_JSON
+A spare is started before any registration, so that the interpreter's start is already
+paid when one comes: its first line on fd 3 assigns it (see `assigned`). It exits when
+fd 3 closes before that (the server stopped).
 """
 
 import contextlib
@@ -130,13 +134,35 @@ def invoke(function, request, limits):
             "stdout": stdout.captured(), "stderr": stderr.captured()}
 
 
+def assigned(line):
+    """What a cold start gets from its command line and environment, given to a spare:
+    {"workdir", "handler", "env", "pythonpath"}. `env` goes into os.environ (the spare
+    started with the server's base environment, the cold start's before its additions) and
+    `pythonpath` into sys.path where the interpreter puts PYTHONPATH (after the script's
+    directory, made absolute from the working directory, which a cold start has as cwd)."""
+    assignment = json.loads(line)
+    workdir = assignment["workdir"]
+    os.environ.update(assignment["env"])
+    entries = [entry for entry in assignment["pythonpath"].split(os.pathsep) if entry]
+    sys.path[1:1] = [os.path.normpath(os.path.join(workdir, entry)) for entry in entries]
+    return workdir, assignment["handler"]
+
+
 def main():
-    workdir, handler, limits_json = sys.argv[1:4]
+    spare = sys.argv[1] == "--spare"
+    limits_json = sys.argv[2] if spare else sys.argv[3]
     limits = json.loads(limits_json)
     for fd in (REQUEST_FD, RESPONSE_FD):
         os.set_inheritable(fd, False)
     requests = os.fdopen(REQUEST_FD, "rb")
     responses = os.fdopen(RESPONSE_FD, "wb")
+    if spare:
+        line = requests.readline()
+        if not line:
+            return 0
+        workdir, handler = assigned(line)
+    else:
+        workdir, handler = sys.argv[1:3]
 
     def send(message):
         responses.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
