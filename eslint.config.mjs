@@ -6,7 +6,6 @@ import unicorn from 'eslint-plugin-unicorn';
 // every service shares, and they are tested without a cluster, a socket or a logger.
 const ioPackages = [
   '@kubernetes/client-node',
-  'express',
   'helmet',
   'nice-grpc',
   'nice-grpc-common',

@@ -12,7 +12,7 @@ async function lintAs(relativePath: string, code: string): Promise<string[]> {
 }
 
 describe('module boundaries', () => {
-  it.each(['@kubernetes/client-node', 'express', 'nice-grpc', 'pino'])('a domain lib may not import %s', async (ioPackage) => {
+  it.each(['@kubernetes/client-node', 'helmet', 'nice-grpc', 'pino'])('a domain lib may not import %s', async (ioPackage) => {
     const messages = await lintAs('libs/run-state/src/transition.ts', `import '${ioPackage}';\nexport const x = 1;\n`);
     expect(messages).toContainEqual(expect.stringMatching(new RegExp(`^@nx/enforce-module-boundaries: .*type:domain.*${ioPackage}`)));
   });
