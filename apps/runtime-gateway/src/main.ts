@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DnsResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
 import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
-import { stopOnSignals } from '@kruntimes/host';
+import { exitAfterFlush, stopOnSignals } from '@kruntimes/host';
 import { pino } from 'pino';
 
 /** The flags, or a usage error on stderr and exit 2 (no stack trace: the user mistyped a flag). */
@@ -120,16 +120,7 @@ try {
     logger.info({ drainSeconds }, 'draining in-flight requests');
     await gateway.stop({ drainMs: drainSeconds * 1000 });
     await metrics?.shutdown();
-  }).then(async (code) => {
-    // Every line written before exiting: end() waits for a write in flight (an exit
-    // handler could only write what is queued), bounded in case the output blocks.
-    await new Promise<void>((resolve) => {
-      setTimeout(resolve, 2_000).unref();
-      logDestination.once('close', resolve);
-      logDestination.end();
-    });
-    process.exit(code);
-  });
+  }).then((code) => exitAfterFlush(logDestination, code));
 } catch (error) {
   logger.fatal({ err: error }, 'runtime-gateway failed to start');
   // Nothing may keep the process alive (the resolver's watches, the metrics listener).

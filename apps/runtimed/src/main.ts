@@ -1,7 +1,7 @@
 // runtimed: wiring only (logic in @kruntimes/runtimed-core). Configuration: environment
 // variables, see loadConfig in libs/runtimed-core/src/config.ts.
 import { PooledKubeConfig } from '@kruntimes/controller-runtime';
-import { stopOnSignals } from '@kruntimes/host';
+import { exitAfterFlush, stopOnSignals } from '@kruntimes/host';
 import { NO_METRICS, loadConfig, startPrometheusMetrics, startRuntimed } from '@kruntimes/runtimed-core';
 import { pino } from 'pino';
 
@@ -34,16 +34,7 @@ try {
   void stopOnSignals(logger, async () => {
     await runtimed.stop();
     await prometheus?.shutdown();
-  }).then(async (code) => {
-    // Every line written before exiting: end() waits for a write in flight (an exit
-    // handler could only write what is queued), bounded in case the output blocks.
-    await new Promise<void>((resolve) => {
-      setTimeout(resolve, 2_000).unref();
-      logDestination.once('close', resolve);
-      logDestination.end();
-    });
-    process.exit(code);
-  });
+  }).then((code) => exitAfterFlush(logDestination, code));
 } catch (error) {
   logger.fatal({ err: error }, 'runtimed failed to start');
   process.exitCode = 1;

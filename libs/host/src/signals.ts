@@ -39,3 +39,23 @@ export function stopOnSignals(logger: SignalLogger, stop: (signal: NodeJS.Signal
     for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   });
 }
+
+/** What exitAfterFlush needs of a log destination (pino's SonicBoom). */
+export interface FlushableDestination {
+  once(event: 'close', listener: () => void): unknown;
+  end(): void;
+}
+
+/**
+ * Ends the process with `code` once every log line was written: end() waits for a write in
+ * flight (an exit handler could only write what is queued), bounded in case the output
+ * blocks.
+ */
+export async function exitAfterFlush(destination: FlushableDestination, code: number, boundMs = 2_000): Promise<never> {
+  await new Promise<void>((resolve) => {
+    setTimeout(resolve, boundMs).unref();
+    destination.once('close', resolve);
+    destination.end();
+  });
+  process.exit(code);
+}
