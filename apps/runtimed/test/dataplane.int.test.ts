@@ -104,10 +104,22 @@ async function readyFunction(name: string, handler: string, fn: Partial<Function
   return env.waitForRun(name, 'Ready', (run) => run.status?.phase === 'Ready');
 }
 
+/**
+ * runtimed's log lines of one invocation. runtimed writes its log asynchronously, so a line
+ * may reach the file a moment after the answer: wait (bounded) for the first, then look
+ * once more a little later so that a second line, which would be a defect, is seen too.
+ */
 async function invocationLogs(pod: string, invocationId: string): Promise<Record<string, unknown>[]> {
-  return (await env.logs(pod, 'runtimed')).filter(
-    (line) => line.invocationId === invocationId && (line.msg === 'invocation served' || line.msg === 'invocation failed'),
-  );
+  const read = async (): Promise<Record<string, unknown>[]> =>
+    (await env.logs(pod, 'runtimed')).filter(
+      (line) => line.invocationId === invocationId && (line.msg === 'invocation served' || line.msg === 'invocation failed'),
+    );
+  await waitFor(`runtimed's log line of ${invocationId} on ${pod}`, async () => ((await read()).length > 0 ? true : undefined), {
+    timeoutMs: 10_000,
+    intervalMs: 50,
+  }).catch(() => undefined);
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  return read();
 }
 
 beforeAll(async () => {
