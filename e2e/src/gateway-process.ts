@@ -44,10 +44,8 @@ interface GatewayFiles {
   log: string;
 }
 
-/** The CA of each gateway's serving certificate, kept to issue its next one. */
-const servingCas = new WeakMap<GatewayProcess, TestCert>();
-/** How each gateway was started, to start it again the same way. */
-const launches = new WeakMap<GatewayProcess, string[]>();
+/** How each gateway was started (to start it again the same way) and the CA of its serving certificate (to issue its next one). */
+const launches = new WeakMap<GatewayProcess, { args: string[]; ca: TestCert }>();
 const STOP_GRACE_MS = 8_000;
 const ANSWER_TIMEOUT_MS = 30_000;
 
@@ -150,8 +148,12 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
     keyFile: files.key,
     exited,
   };
-  servingCas.set(gateway, ca);
-  launches.set(gateway, args);
+  return answering(gateway, { args, ca });
+}
+
+/** The gateway, remembered with how it was started, once it answers; stopped when it does not. */
+async function answering(gateway: GatewayProcess, launch: { args: string[]; ca: TestCert }): Promise<GatewayProcess> {
+  launches.set(gateway, launch);
   try {
     await waitAnswering(gateway);
   } catch (error) {
@@ -166,21 +168,11 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
  * and CA (a restart fault); resolves with the new process once it answers.
  */
 export async function restartGateway(gateway: GatewayProcess): Promise<GatewayProcess> {
-  const args = launches.get(gateway);
-  const ca = servingCas.get(gateway);
-  if (args === undefined || ca === undefined) throw new Error('a gateway this module did not start');
+  const launch = launches.get(gateway);
+  if (launch === undefined) throw new Error('a gateway this module did not start');
   await stopGateway(gateway);
-  const { pid, exited } = spawnGateway(args, gateway.logFile);
-  const restarted: GatewayProcess = { ...gateway, pid, exited };
-  servingCas.set(restarted, ca);
-  launches.set(restarted, args);
-  try {
-    await waitAnswering(restarted);
-  } catch (error) {
-    await stopGateway(restarted);
-    throw error;
-  }
-  return restarted;
+  const { pid, exited } = spawnGateway(launch.args, gateway.logFile);
+  return answering({ ...gateway, pid, exited }, launch);
 }
 
 /** SIGTERM to the process group, SIGKILL after a bound; resolves once it exited. */
@@ -208,7 +200,7 @@ export async function stopGateway({ pid, exited }: GatewayProcess): Promise<void
  * new certificate's SHA-256 fingerprint; the gateway picks it up within its reload interval.
  */
 export async function rotateServingCertificate(gateway: GatewayProcess): Promise<string> {
-  const ca = servingCas.get(gateway);
+  const ca = launches.get(gateway)?.ca;
   if (ca === undefined) throw new Error('a gateway this module did not start');
   const next = await servingCertificate(ca);
   // Key first: until the cert follows, the pair does not match and the gateway keeps the old one.

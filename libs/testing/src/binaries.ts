@@ -36,8 +36,7 @@ export async function ensureBinaries(): Promise<string> {
  * otherwise compile the same binaries side by side on the same cores.
  */
 async function runBuildScript(): Promise<string> {
-  // The same cache root as build.sh computes (an empty variable counts as unset there too).
-  const cacheRoot = env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
+  const cacheRoot = kruntimesCacheRoot();
   await mkdir(cacheRoot, { recursive: true });
   const lock = join(cacheRoot, 'kube-binaries.lock');
   try {
@@ -47,6 +46,14 @@ async function runBuildScript(): Promise<string> {
     process.stderr.write('[kube-binaries] flock(1) not found; building without a lock\n');
     return run(BUILD_SCRIPT, []);
   }
+}
+
+/**
+ * The project's cache outside the repository (built binaries, test venvs): the same root
+ * as build.sh computes, where an empty variable counts as unset too.
+ */
+export function kruntimesCacheRoot(): string {
+  return env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
 }
 
 function env(name: string): string | undefined {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { kruntimesCacheRoot } from './binaries.ts';
 
 const run = promisify(execFile);
 
@@ -15,7 +15,7 @@ const run = promisify(execFile);
 export async function pythonTestVenv(requirementsFile: string): Promise<string> {
   const requirements = await readFile(requirementsFile);
   const key = createHash('sha256').update(requirements).digest('hex').slice(0, 16);
-  const cacheRoot = process.env.KRT_KUBE_BIN_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kruntimes');
+  const cacheRoot = kruntimesCacheRoot();
   const venv = join(cacheRoot, 'python-venvs', key);
   const python = join(venv, 'bin', 'python');
   try {

@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { access, constants, mkdir } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { signalGroup } from '@kruntimes/host';
-import { BINARY_NAMES, ensureBinaries, REPO_ROOT } from '@kruntimes/testing';
+import { BINARY_NAMES, ensureBinaries, kruntimesCacheRoot, REPO_ROOT } from '@kruntimes/testing';
 
 function env(name: string): string | undefined {
   const value = process.env[name];
@@ -26,7 +25,7 @@ export async function binariesWithProgress(
   options: { script?: string; cacheRoot?: string; tickMs?: number; signal?: AbortSignal } = {},
 ): Promise<string> {
   if (env('KRT_KUBE_BIN_DIR') !== undefined) return ensureBinaries();
-  const cacheRoot = options.cacheRoot ?? env('KRT_KUBE_BIN_CACHE') ?? join(env('XDG_CACHE_HOME') ?? join(homedir(), '.cache'), 'kruntimes');
+  const cacheRoot = options.cacheRoot ?? kruntimesCacheRoot();
   await mkdir(cacheRoot, { recursive: true });
   const script = options.script ?? join(REPO_ROOT, 'tools/kube-binaries/build.sh');
   // The same lock as the test harness: two builds on a cold cache would compete for the cores.
