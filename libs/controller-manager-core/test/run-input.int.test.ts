@@ -310,6 +310,9 @@ describe('the RunInput controller', () => {
   it('a RunInput is immutable (CEL): an update of its spec is refused', async () => {
     await waitingRun('report');
     const name = await respond('report', 'approval-1', { approved: false });
+    // The controller writes its decision to the RunInput's status: read it after that, so that
+    // the update below is refused for what it changes (422), not for a stale version (409).
+    await decided(name);
     const input = await getInput(name);
     const refused = await objects
       .replaceNamespacedCustomObject({
