@@ -22,6 +22,7 @@ describe('exit codes', () => {
     ['Unauthenticated', 4],
     ['Forbidden', 4],
     ['InvocationInFlight', 5],
+    ['AuthorizationUnavailable', 5],
     ['RunNotReady', 5],
     ['OwnerUnavailable', 5],
     ['InvocationTimeout', 5],

@@ -65,6 +65,7 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
       return EXIT.unauthorized;
     case 'InvocationInFlight':
     case 'Internal':
+    case 'AuthorizationUnavailable':
     case 'RunNotReady':
     case 'OwnerUnavailable':
     case 'EpochMismatch':

@@ -54,6 +54,8 @@ def test_a_connection_that_fails_proves_nothing_was_sent():
      kruntimes.FunctionFailed, "FunctionFailed", "function"),
     (503, {"invocationId": "a", "error": {"code": "OwnerUnavailable", "message": "", "source": "platform"}},
      kruntimes.RunNotReady, "OwnerUnavailable", "platform"),
+    (503, {"invocationId": "a", "error": {"code": "AuthorizationUnavailable", "message": "", "source": "platform"}},
+     kruntimes.AuthorizationUnavailable, "AuthorizationUnavailable", "platform"),
     (429, {"invocationId": "a", "error": {"code": "InvocationInFlight", "message": "", "source": "platform"}},
      kruntimes.InvocationInFlight, "InvocationInFlight", "platform"),
     (400, {"invocationId": "a", "error": {"code": "InvalidRequest", "message": "", "source": "platform"}},
@@ -64,6 +66,13 @@ def test_an_answer_becomes_the_error_of_its_code_and_source(status, body, kind, 
     error = error_from_answer(status, body, "sent-id")
     assert type(error) is kind
     assert (error.code, error.source, error.http_status, error.sent) == (code, source, status, True)
+
+
+@pytest.mark.parametrize("code, retryable", [
+    ("AuthorizationUnavailable", True), ("RunNotReady", False), ("OwnerUnavailable", False), ("Forbidden", False)])
+def test_only_a_refusal_before_the_handler_ran_that_may_pass_is_retryable(code, retryable):
+    body = {"invocationId": "a", "error": {"code": code, "message": "", "source": "platform"}}
+    assert error_from_answer(503, body, "sent-id").retryable is retryable
 
 
 def test_a_kubeconfig_it_cannot_use_says_why():

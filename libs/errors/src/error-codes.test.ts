@@ -12,6 +12,7 @@ const dataplane: [ErrorCode, number, 'platform' | 'function'][] = [
   ['PayloadTooLarge', 413, 'platform'],
   ['InvocationInFlight', 429, 'platform'],
   ['FunctionFailed', 500, 'function'],
+  ['AuthorizationUnavailable', 503, 'platform'],
   ['RunNotReady', 503, 'platform'],
   ['OwnerUnavailable', 503, 'platform'],
   ['InvocationTimeout', 504, 'platform'],

@@ -108,6 +108,14 @@ export const ERROR_CODES = {
     summary: 'the handler returned a result or outputs over the bounds',
   },
   Internal: { grpc: 'INTERNAL', http: 500, source: 'platform', triggersRecovery: false, summary: 'unexpected platform error' },
+  AuthorizationUnavailable: {
+    grpc: 'UNAVAILABLE',
+    http: 503,
+    source: 'platform',
+    // The API server being down says nothing about the Run's owner.
+    triggersRecovery: false,
+    summary: 'the API server could not be asked whether the caller may get this Run; retry',
+  },
   RunNotReady: {
     grpc: 'UNAVAILABLE',
     http: 503,

@@ -14,6 +14,7 @@ describe('a failed InvokeFunction as HTTP', () => {
     ['FunctionFailed', GRPC_STATUS.UNKNOWN, 500, 'function'],
     ['FunctionOutputInvalid', GRPC_STATUS.UNKNOWN, 500, 'function'],
     ['Internal', GRPC_STATUS.INTERNAL, 500, 'platform'],
+    ['AuthorizationUnavailable', GRPC_STATUS.UNAVAILABLE, 503, 'platform'],
     ['RunNotReady', GRPC_STATUS.UNAVAILABLE, 503, 'platform'],
     ['OwnerUnavailable', GRPC_STATUS.UNAVAILABLE, 503, 'platform'],
     ['EpochMismatch', GRPC_STATUS.FAILED_PRECONDITION, 503, 'platform'],

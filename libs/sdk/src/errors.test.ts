@@ -16,6 +16,7 @@ describe('errorFromResponse', () => {
     ['FunctionFailed', 'function'],
     ['FunctionOutputInvalid', 'function'],
     ['Internal', 'platform'],
+    ['AuthorizationUnavailable', 'platform'],
     ['RunNotReady', 'platform'],
     ['OwnerUnavailable', 'platform'],
     ['InvocationTimeout', 'platform'],
@@ -37,6 +38,22 @@ describe('errorFromResponse', () => {
       message: 'why',
     });
     expect(error.local).toBe(false);
+  });
+
+  it.each([
+    ['AuthorizationUnavailable', 'platform', true],
+    ['AuthorizationUnavailable', 'function', false],
+    ['RunNotReady', 'platform', false],
+    ['OwnerUnavailable', 'platform', false],
+    ['Forbidden', 'platform', false],
+    ['Internal', 'platform', false],
+  ] as const)('%s from the %s is retryable: %s', (code, source, retryable) => {
+    const error = errorFromResponse(ERROR_CODES[code].http, JSON.stringify({ error: { code, message: 'm', source } }), 'id');
+    expect(error.retryable).toBe(retryable);
+  });
+
+  it('a bare 503 is not retryable: nothing says the function did not run', () => {
+    expect(errorFromResponse(503, '<html>unavailable</html>', 'id').retryable).toBe(false);
   });
 
   it('reads an unknown code as the HTTP status says', () => {

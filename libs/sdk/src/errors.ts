@@ -2,6 +2,13 @@ import { ERROR_CODES, isErrorCode } from '@kruntimes/errors';
 import type { ErrorCode, ErrorSource } from '@kruntimes/errors';
 
 /**
+ * Codes the platform answers before the handler could run, for a reason that may pass on
+ * its own: repeating the same request is safe. Only codes a body names explicitly; a
+ * status read without a body (codeForHttpStatus) never lands here.
+ */
+const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['AuthorizationUnavailable']);
+
+/**
  * An invocation the platform or the function refused or failed: the gateway's JSON error
  * body (`{ invocationId, error: { code, message, source } }`), or a check the SDK made
  * before sending (then `httpStatus` is undefined and nothing was sent).
@@ -25,6 +32,11 @@ export class InvocationError extends Error {
   /** Whether the SDK refused the request itself (bad input): nothing was sent. */
   get local(): boolean {
     return this.httpStatus === undefined;
+  }
+
+  /** Whether the function certainly did not run and the same request may succeed later (`AuthorizationUnavailable`). */
+  get retryable(): boolean {
+    return this.source === 'platform' && RETRYABLE_CODES.has(this.code);
   }
 }
 

@@ -9,6 +9,7 @@ contract's ``code``, ``source`` and the ``invocation_id``; nothing is retried af
 """
 
 from .errors import (
+    AuthorizationUnavailable,
     Forbidden,
     FunctionFailed,
     InvalidInvocation,
@@ -25,6 +26,7 @@ from .invoke import DEFAULT_TIMEOUT_SECONDS, Invocation, invoke
 from .kube import ConfigurationError, KubeAccess
 
 __all__ = [
+    "AuthorizationUnavailable",
     "DEFAULT_TIMEOUT_SECONDS",
     "ConfigurationError",
     "Forbidden",

@@ -22,6 +22,9 @@ class KruntimesError(Exception):
         self.invocation_id = invocation_id
         self.http_status = http_status
 
+    #: Whether the function certainly did not run and the same call may succeed later.
+    retryable = False
+
     @property
     def sent(self) -> bool:
         """Whether the gateway answered (the request certainly reached it)."""
@@ -61,6 +64,13 @@ class RunNotReady(PlatformError):
     """The Run is not Ready, is recovering or terminating, or its owner is unreachable (503)."""
 
 
+class AuthorizationUnavailable(PlatformError):
+    """The API server could not be asked whether the caller may ``get`` the Run (503): it was
+    unreachable, overloaded or restarting. Refused before the handler ran: repeating is safe."""
+
+    retryable = True
+
+
 class InvocationTimeout(PlatformError):
     """The invocation did not finish in time (504): the handler may have run, or still run."""
 
@@ -82,6 +92,7 @@ _BY_CODE = {
     "Forbidden": Forbidden,
     "RunNotFound": RunNotFound,
     "InvocationInFlight": InvocationInFlight,
+    "AuthorizationUnavailable": AuthorizationUnavailable,
     "RunNotReady": RunNotReady,
     "OwnerUnavailable": RunNotReady,
     "EpochMismatch": RunNotReady,
