@@ -84,6 +84,12 @@ export const DEFAULTS = {
   leaseDurationSeconds: 90,
   leaseRenewSeconds: 20,
   authzCacheTtlSeconds: 30,
+  /**
+   * Denied and unauthenticated answers are remembered much shorter than allowed ones (the
+   * webhook authorizer's 30 s vs 5 min): a denial from a just-restarted API server must not
+   * outlive its RBAC catching up (issue 21).
+   */
+  authzDenialCacheTtlSeconds: 5,
   cancelGracePeriodSeconds: 10,
   artifactStoreRegion: 'us-east-1',
   artifactRetentionAfterRunDeleted: '24h',

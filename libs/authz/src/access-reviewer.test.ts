@@ -3,13 +3,13 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { isKruntimesError } from '@kruntimes/errors';
+import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
-import { AccessReviewer, DEFAULT_MAX_TTL_MS } from './access-reviewer.ts';
+import { AccessReviewer, DEFAULT_MAX_DENIED_TTL_MS, DEFAULT_MAX_TTL_MS } from './access-reviewer.ts';
 import type { AccessReviewerOptions } from './access-reviewer.ts';
 import type { AccessRequest } from './cache-policy.ts';
 import { AuthzCounters } from './metrics.ts';
-import type { ReviewDecision } from './self-subject-access-review.ts';
+import type { ReviewAnswer, ReviewDecision } from './self-subject-access-review.ts';
 
 const T0 = 1_800_000_000_000;
 
@@ -32,8 +32,8 @@ async function codeOf(promise: Promise<unknown>): Promise<ErrorCode | 'ok'> {
   }
 }
 
-/** An AccessReviewer over a scripted reviewer and a hand-moved clock. */
-function setup(answer: (request: AccessRequest) => Promise<ReviewDecision>, options: Partial<AccessReviewerOptions> = {}) {
+/** An AccessReviewer over a scripted reviewer (a bare decision has no evaluation error) and a hand-moved clock. */
+function setup(answer: (request: AccessRequest) => Promise<ReviewDecision | ReviewAnswer>, options: Partial<AccessReviewerOptions> = {}) {
   const clock = { now: T0 };
   const metrics = new AuthzCounters();
   const calls: AccessRequest[] = [];
@@ -41,9 +41,10 @@ function setup(answer: (request: AccessRequest) => Promise<ReviewDecision>, opti
     kubeConfig: new KubeConfig(),
     now: () => clock.now,
     metrics,
-    review: (req) => {
+    review: async (req) => {
       calls.push(req);
-      return answer(req);
+      const given = await answer(req);
+      return typeof given === 'string' ? { decision: given, evaluationError: false } : given;
     },
     ...options,
   });
@@ -52,13 +53,13 @@ function setup(answer: (request: AccessRequest) => Promise<ReviewDecision>, opti
 
 describe('AccessReviewer cache', () => {
   it.each([
-    ['allowed', 'ok'],
-    ['denied', 'Forbidden'],
-    ['unauthenticated', 'Unauthenticated'],
-  ] as const)('caches a %s decision for maxTtlMs, then reviews again', async (decision, code) => {
+    ['allowed', 'ok', DEFAULT_MAX_TTL_MS],
+    ['denied', 'Forbidden', DEFAULT_MAX_DENIED_TTL_MS],
+    ['unauthenticated', 'Unauthenticated', DEFAULT_MAX_DENIED_TTL_MS],
+  ] as const)('caches a %s decision for %#, %s ms, then reviews again', async (decision, code, ttlMs) => {
     const { clock, metrics, calls, reviewer } = setup(() => Promise.resolve(decision));
     expect(await codeOf(reviewer.authorize(request()))).toBe(code);
-    clock.now += DEFAULT_MAX_TTL_MS - 1;
+    clock.now += ttlMs - 1;
     expect(await codeOf(reviewer.authorize(request()))).toBe(code);
     expect(calls).toHaveLength(1);
     clock.now += 1;
@@ -98,6 +99,49 @@ describe('AccessReviewer cache', () => {
     expect(await codeOf(reviewer.authorize(request({ uid: 'uid-2' })))).toBe('ok');
     expect(await codeOf(reviewer.authorize(request({ namespace: 'ns2' })))).toBe('ok');
     expect(calls).toHaveLength(5);
+  });
+
+  it('remembers denials far shorter than allowed answers by default', () => {
+    expect(DEFAULT_MAX_DENIED_TTL_MS).toBeLessThanOrEqual(DEFAULT_MAX_TTL_MS / 5);
+  });
+
+  it('a denial from an API server whose RBAC was not loaded yet gives way to the allow within maxDeniedTtlMs', async () => {
+    let loaded = false;
+    const { clock, calls, reviewer } = setup(() => Promise.resolve(loaded ? 'allowed' : 'denied'), { maxDeniedTtlMs: 2_000 });
+    expect(await codeOf(reviewer.authorize(request()))).toBe('Forbidden');
+    loaded = true;
+    clock.now += 1_999;
+    expect(await codeOf(reviewer.authorize(request()))).toBe('Forbidden');
+    clock.now += 1;
+    expect(await codeOf(reviewer.authorize(request()))).toBe('ok');
+    clock.now += DEFAULT_MAX_TTL_MS - 1;
+    expect(await codeOf(reviewer.authorize(request()))).toBe('ok');
+    expect(calls).toHaveLength(2);
+  });
+
+  it('does not cache a denial the authorizer reached with an evaluation error', async () => {
+    let answer: ReviewAnswer = { decision: 'denied', evaluationError: true };
+    const { calls, reviewer, metrics } = setup(() => Promise.resolve(answer));
+    expect(await codeOf(reviewer.authorize(request()))).toBe('Forbidden');
+    expect(reviewer.size).toBe(0);
+    answer = { decision: 'allowed', evaluationError: false };
+    expect(await codeOf(reviewer.authorize(request()))).toBe('ok');
+    expect(calls).toHaveLength(2);
+    expect(metrics.reviews).toEqual({ allowed: 1, denied: 1, unauthenticated: 0, error: 0 });
+  });
+
+  it('AuthorizationUnavailable passes through and is not cached: the next call reviews again', async () => {
+    let down = true;
+    const { calls, reviewer, metrics } = setup(() =>
+      down ? Promise.reject(new KruntimesError('AuthorizationUnavailable', 'HTTP 503')) : Promise.resolve('allowed'),
+    );
+    expect(await codeOf(reviewer.authorize(request()))).toBe('AuthorizationUnavailable');
+    expect(await codeOf(reviewer.authorize(request()))).toBe('AuthorizationUnavailable');
+    expect(reviewer.size).toBe(0);
+    down = false;
+    expect(await codeOf(reviewer.authorize(request()))).toBe('ok');
+    expect(calls).toHaveLength(3);
+    expect(metrics.reviews).toEqual({ allowed: 1, denied: 0, unauthenticated: 0, error: 2 });
   });
 
   it('does not cache failures: the next call reviews again', async () => {
@@ -241,14 +285,15 @@ describe('AccessReviewer with the real SelfSubjectAccessReview call', () => {
       expect(String((first as Error).cause)).toMatch(/ENOENT/);
       await writeFile(caFile, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
       const second = await reviewer.authorize(request()).catch((e: unknown) => e);
-      expect(isKruntimesError(second, 'Internal')).toBe(true);
+      // Read this time: the review got as far as the (closed) port.
+      expect(isKruntimesError(second, 'AuthorizationUnavailable')).toBe(true);
       expect(String((second as Error).cause)).not.toMatch(/ENOENT/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
 
-  it('an unreachable API server is an Internal error and is not cached', async () => {
+  it('an unreachable API server is AuthorizationUnavailable (retry) and is not cached', async () => {
     const port = await closedPort();
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromOptions({
@@ -261,7 +306,7 @@ describe('AccessReviewer with the real SelfSubjectAccessReview call', () => {
     const reviewer = new AccessReviewer({ kubeConfig, metrics });
     const token = 'token-that-must-not-leak';
     const error = await reviewer.authorize(request({ token })).catch((e: unknown) => e);
-    expect(isKruntimesError(error, 'Internal')).toBe(true);
+    expect(isKruntimesError(error, 'AuthorizationUnavailable')).toBe(true);
     expect((error as Error).message).toMatch(/ECONNREFUSED/);
     expect((error as Error).message).not.toContain(token);
     await reviewer.authorize(request({ token })).catch(() => undefined);

@@ -1,7 +1,12 @@
 import { cacheKey, decisionTtlMs, tokenExpiryMs } from './cache-policy.ts';
+import type { DecisionTtls } from './cache-policy.ts';
+import type { ReviewAnswer } from './self-subject-access-review.ts';
 
 const NOW = 1_800_000_000_000;
 const MAX = 30_000;
+const DENIED_MAX = 5_000;
+const TTLS: DecisionTtls = { maxTtlMs: MAX, maxDeniedTtlMs: DENIED_MAX };
+const ALLOWED: ReviewAnswer = { decision: 'allowed', evaluationError: false };
 
 function b64url(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -12,7 +17,7 @@ export function jwt(claims: Record<string, unknown>): string {
   return `${b64url({ alg: 'RS256', typ: 'JWT' })}.${b64url(claims)}.c2lnbmF0dXJl`;
 }
 
-describe('decisionTtlMs', () => {
+describe('decisionTtlMs of an allowed answer', () => {
   const cases: [string, string, number, number][] = [
     ['an opaque token gets maxTtlMs', 'static-token-abc', MAX, MAX],
     ['a JWT without exp gets maxTtlMs', jwt({ sub: 'x' }), MAX, MAX],
@@ -26,7 +31,75 @@ describe('decisionTtlMs', () => {
     ['a negative maxTtlMs turns caching off', jwt({ exp: NOW / 1000 + 5 }), -1, 0],
   ];
   it.each(cases)('%s', (_name, token, maxTtlMs, expected) => {
-    expect(decisionTtlMs(token, NOW, maxTtlMs)).toBe(expected);
+    expect(decisionTtlMs(ALLOWED, token, NOW, { ...TTLS, maxTtlMs })).toBe(expected);
+  });
+});
+
+describe('decisionTtlMs by answer: denials are remembered far shorter than allowed', () => {
+  const cases: [string, ReviewAnswer, string, DecisionTtls, number][] = [
+    ['allowed gets maxTtlMs', ALLOWED, 'opaque', TTLS, MAX],
+    [
+      'allowed with an evaluation error still gets maxTtlMs: some rule allowed it',
+      { decision: 'allowed', evaluationError: true },
+      'opaque',
+      TTLS,
+      MAX,
+    ],
+    ['denied gets maxDeniedTtlMs', { decision: 'denied', evaluationError: false }, 'opaque', TTLS, DENIED_MAX],
+    ['unauthenticated gets maxDeniedTtlMs', { decision: 'unauthenticated', evaluationError: false }, 'opaque', TTLS, DENIED_MAX],
+    ['denied with an evaluation error is not cached', { decision: 'denied', evaluationError: true }, 'opaque', TTLS, 0],
+    [
+      'denied never gets more than maxTtlMs',
+      { decision: 'denied', evaluationError: false },
+      'opaque',
+      { maxTtlMs: 1_000, maxDeniedTtlMs: DENIED_MAX },
+      1_000,
+    ],
+    [
+      'maxTtlMs 0 turns caching of denials off too',
+      { decision: 'denied', evaluationError: false },
+      'opaque',
+      { maxTtlMs: 0, maxDeniedTtlMs: DENIED_MAX },
+      0,
+    ],
+    [
+      'maxDeniedTtlMs 0 caches no denial',
+      { decision: 'unauthenticated', evaluationError: false },
+      'opaque',
+      { maxTtlMs: MAX, maxDeniedTtlMs: 0 },
+      0,
+    ],
+    [
+      'a negative maxDeniedTtlMs caches no denial',
+      { decision: 'denied', evaluationError: false },
+      'opaque',
+      { maxTtlMs: MAX, maxDeniedTtlMs: -1 },
+      0,
+    ],
+    [
+      'denied for a JWT expiring within maxDeniedTtlMs: until exp',
+      { decision: 'denied', evaluationError: false },
+      jwt({ exp: NOW / 1000 + 2 }),
+      TTLS,
+      2_000,
+    ],
+    [
+      'denied for a JWT expiring after maxDeniedTtlMs: maxDeniedTtlMs',
+      { decision: 'denied', evaluationError: false },
+      jwt({ exp: NOW / 1000 + 20 }),
+      TTLS,
+      DENIED_MAX,
+    ],
+    [
+      'unauthenticated for an expired JWT is not cached',
+      { decision: 'unauthenticated', evaluationError: false },
+      jwt({ exp: NOW / 1000 - 1 }),
+      TTLS,
+      0,
+    ],
+  ];
+  it.each(cases)('%s', (_name, answer, token, ttls, expected) => {
+    expect(decisionTtlMs(answer, token, NOW, ttls)).toBe(expected);
   });
 });
 

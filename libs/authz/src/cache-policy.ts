@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
+import type { ReviewAnswer } from './self-subject-access-review.ts';
 
 /** The one resource a caller must be allowed to read before invoking a Run. */
 export interface AccessRequest {
@@ -35,12 +36,26 @@ export function tokenExpiryMs(token: string): number | undefined {
   return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
 }
 
+/** Upper bounds on how long an answer is remembered, by what it said. */
+export interface DecisionTtls {
+  /** Any answer; 0 turns caching off. */
+  maxTtlMs: number;
+  /** Denied and unauthenticated answers, within maxTtlMs. */
+  maxDeniedTtlMs: number;
+}
+
 /**
- * How long a decision for `token` may be cached from `nowMs`: at most `maxTtlMs`, never
- * past the token's expiry. 0 means do not cache (the token has expired, or caching is off).
+ * How long `answer` for `token` may be cached from `nowMs`. Allowed: at most maxTtlMs.
+ * Denied or unauthenticated: at most maxDeniedTtlMs, as the Kubernetes webhook authorizer
+ * keeps unauthorized answers far shorter than authorized ones, so that a denial from an
+ * API server whose RBAC is still loading is soon asked again. A denial the authorizer
+ * reached with an evaluation error is not cached at all. Never past the token's expiry.
+ * 0 means do not cache.
  */
-export function decisionTtlMs(token: string, nowMs: number, maxTtlMs: number): number {
-  const ceiling = Math.max(0, maxTtlMs);
+export function decisionTtlMs(answer: ReviewAnswer, token: string, nowMs: number, ttls: DecisionTtls): number {
+  if (answer.decision === 'denied' && answer.evaluationError) return 0;
+  const bound = answer.decision === 'allowed' ? ttls.maxTtlMs : Math.min(ttls.maxTtlMs, ttls.maxDeniedTtlMs);
+  const ceiling = Math.max(0, bound);
   const expiry = tokenExpiryMs(token);
   if (expiry === undefined) return ceiling;
   return Math.max(0, Math.min(ceiling, expiry - nowMs));

@@ -8,11 +8,23 @@ import type { AccessRequest } from './cache-policy.ts';
 /** What the API server decided about one caller and one Run. */
 export type ReviewDecision = 'allowed' | 'denied' | 'unauthenticated';
 
+/** One review's answer: the decision, and whether the authorizer said it hit errors reaching it. */
+export interface ReviewAnswer {
+  decision: ReviewDecision;
+  /**
+   * `status.evaluationError` was set: RBAC could not resolve some binding (say, a Role its
+   * informer has not listed yet), so a denial may rest on partial data.
+   */
+  evaluationError: boolean;
+}
+
 /**
- * Asks the API server whether the caller may `get` the Run. Resolves with a decision;
- * rejects (KruntimesError `Internal`) when no decision could be had.
+ * Asks the API server whether the caller may `get` the Run. Resolves with its answer;
+ * rejects with a KruntimesError when none could be had: `AuthorizationUnavailable` when
+ * the API server could not be asked (unreachable, timed out, 5xx, 429, or it refused the
+ * review itself), `Internal` when what came back is not a review.
  */
-export type Reviewer = (request: AccessRequest) => Promise<ReviewDecision>;
+export type Reviewer = (request: AccessRequest) => Promise<ReviewAnswer>;
 
 const SSAR_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
 /** A SelfSubjectAccessReview answer is a few hundred bytes; anything far larger is not one. */
@@ -95,11 +107,20 @@ function tlsOptionsOf(opts: RequestOptions): AgentOptions {
 }
 
 /** Reads the API server's answer to one review; exported for table-driven tests. */
-export function decisionOf(status: number, text: string): ReviewDecision {
-  if (status === 401) return 'unauthenticated';
-  // The bootstrap policy lets every authenticated user create self-reviews; a cluster that
-  // took that away has said no for this caller.
-  if (status === 403) return 'denied';
+export function decisionOf(status: number, text: string): ReviewAnswer {
+  if (status === 401) return { decision: 'unauthenticated', evaluationError: false };
+  if (status === 403) {
+    // Not a decision about the Run: the bootstrap policy (system:basic-user) lets every
+    // authenticated user create self-reviews, and a kube-apiserver that has just started
+    // answers this 403 until its RBAC informers have listed that ClusterRole (issue 21).
+    throw new KruntimesError(
+      'AuthorizationUnavailable',
+      `authz: the API server refused the SelfSubjectAccessReview itself (HTTP 403${statusMessage(text)}); its RBAC may not be loaded yet`,
+    );
+  }
+  if (status === 429 || status >= 500) {
+    throw new KruntimesError('AuthorizationUnavailable', `authz: SelfSubjectAccessReview answered HTTP ${status}${statusMessage(text)}`);
+  }
   if (status !== 200 && status !== 201) {
     throw new KruntimesError('Internal', `authz: SelfSubjectAccessReview answered HTTP ${status}${statusMessage(text)}`);
   }
@@ -109,9 +130,11 @@ export function decisionOf(status: number, text: string): ReviewDecision {
   } catch (error) {
     throw new KruntimesError('Internal', 'authz: SelfSubjectAccessReview answer is not JSON', { cause: error });
   }
-  const allowed = (parsed as { status?: { allowed?: unknown } } | null)?.status?.allowed;
+  const review = (parsed as { status?: { allowed?: unknown; evaluationError?: unknown } } | null)?.status;
+  const allowed = review?.allowed;
   if (typeof allowed !== 'boolean') throw new KruntimesError('Internal', 'authz: SelfSubjectAccessReview answer has no status.allowed');
-  return allowed ? 'allowed' : 'denied';
+  const evaluationError = typeof review?.evaluationError === 'string' && review.evaluationError !== '';
+  return { decision: allowed ? 'allowed' : 'denied', evaluationError };
 }
 
 function statusMessage(text: string): string {
@@ -125,9 +148,9 @@ function statusMessage(text: string): string {
 
 function post(options: RequestOptions, body: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const fail = (message: string, cause?: unknown): void => {
+    const fail = (message: string, cause?: unknown, code: 'AuthorizationUnavailable' | 'Internal' = 'AuthorizationUnavailable'): void => {
       // Node's errors name the host and the syscall, never the request headers (the token).
-      reject(new KruntimesError('Internal', `authz: SelfSubjectAccessReview failed: ${message}`, { cause }));
+      reject(new KruntimesError(code, `authz: SelfSubjectAccessReview failed: ${message}`, { cause }));
     };
     const req = httpsRequest(options, (res) => {
       const chunks: Buffer[] = [];
@@ -136,7 +159,8 @@ function post(options: RequestOptions, body: string): Promise<{ status: number; 
         size += chunk.length;
         if (size > MAX_RESPONSE_BYTES) {
           req.destroy();
-          fail(`answer larger than ${MAX_RESPONSE_BYTES} bytes`);
+          // Whatever answered, it was not a review.
+          fail(`answer larger than ${MAX_RESPONSE_BYTES} bytes`, undefined, 'Internal');
           return;
         }
         chunks.push(chunk);
