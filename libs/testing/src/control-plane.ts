@@ -206,8 +206,18 @@ export class ControlPlane {
    * `anyExit()` from before see the old process's exit.
    */
   async restartApiServer(options: { downMs?: number; readyTimeoutMs?: number } = {}): Promise<void> {
-    await this.#processes.apiserver?.stop();
+    await this.stopApiServer();
     if (options.downMs !== undefined) await new Promise((resolve) => setTimeout(resolve, options.downMs));
+    await this.startApiServer(options);
+  }
+
+  /** The first half of restartApiServer, for a test that looks at what clients see while it is down. */
+  async stopApiServer(): Promise<void> {
+    await this.#processes.apiserver?.stop();
+  }
+
+  /** The second half of restartApiServer: started again with the same flags; resolves once ready. */
+  async startApiServer(options: { readyTimeoutMs?: number } = {}): Promise<void> {
     this.#processes.apiserver = ManagedProcess.start(this.#apiserverSpec, this.#watchdog);
     const admin = this.info.users.find((user) => user.name === ADMIN_USER);
     await waitReady(
