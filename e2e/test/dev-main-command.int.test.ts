@@ -132,6 +132,10 @@ test(
     expect(output).toContain('as ServiceAccount demo/demo-invoker');
     // The demo task wrote its artifact to the local object store, verified before Succeeded.
     expect(output).toMatch(/report-py \(python task\) -> Succeeded with verified artifacts: report\.csv \(text\/csv, \d+ bytes, sha256:/);
+    // Every query of the chart's dashboards, evaluated through the local Prometheus after the demo's traffic.
+    expect(output).toMatch(
+      /^dashboards: \d+ queries evaluated through Prometheus: \d+ with data, \d+ empty as expected, 0 failed \(\d+ targets up\)$/m,
+    );
     expect(output).toContain('stopped: no process and no listening port left');
     const ports = printedPorts(output);
     expect(ports.length).toBeGreaterThanOrEqual(5);
@@ -163,6 +167,7 @@ test(
     for (const component of ['kube-apiserver', 'local-node', 'scheduler', 'controller-manager', 'stale-recovery', 'runtime-gateway'])
       expect(status.output).toContain(component);
     expect(status.output).toMatch(/runtime-gateway\s+serving https:\/\/127\.0\.0\.1:\d+/);
+    expect(status.output).toMatch(/prometheus\s+serving http:\/\/127\.0\.0\.1:\d+/);
     const env = krt(['dev', 'env', '--dir', dir]);
     expect(env.code).toBe(0);
     expect(env.output).toContain(`export KUBECONFIG=${join(dir, 'admin.kubeconfig')}`);
@@ -181,9 +186,9 @@ test(
 );
 
 test(
-  'Ctrl-C (SIGINT) stops everything and leaves nothing behind',
+  'Ctrl-C (SIGINT) stops everything and leaves nothing behind (here without Prometheus)',
   async () => {
-    const command = mainCommand(['--dir', dir]);
+    const command = mainCommand(['--dir', dir, '--no-prometheus']);
     await waitFor(
       'the ready line',
       () => {
@@ -196,6 +201,7 @@ test(
     process.kill(command.pid, 'SIGINT');
     expect(await command.exited).toBe(0);
     expect(command.output()).toContain('SIGINT: stopping everything');
+    expect(command.output()).not.toContain('prometheus (');
     await expectNothingLeft(dir, ports);
   },
   TIMEOUT_MS,

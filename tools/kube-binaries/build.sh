@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the upstream control-plane binaries (kube-apiserver, kube-controller-manager,
 # etcd), kubectl (the client the tests and the local cluster's users run: the same
-# pinned version, not whatever the machine has) and SeaweedFS's `weed` (the S3-compatible object store for artifacts) from their
-# Go modules into a cache outside the repository, keyed by version. A second run with the
+# pinned version, not whatever the machine has), SeaweedFS's `weed` (the S3-compatible object store for artifacts) and
+# Prometheus (the local cluster's metrics; the dashboards' queries are evaluated on it) from their Go modules into a cache outside the repository, keyed by version. A second run with the
 # same versions only verifies the cached binaries. With --node it also builds what the
 # real node runs (tools/real-node): kubelet, kube-proxy and kube-scheduler from
 # the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd),
@@ -29,8 +29,9 @@ module_version() { # module dir, module path -> version from go.mod
 kube_version=$(module_version "$here/kubernetes" k8s.io/kubernetes)
 etcd_version=$(module_version "$here/etcd" go.etcd.io/etcd/server/v3)
 seaweedfs_version=$(module_version "$here/seaweedfs" github.com/seaweedfs/seaweedfs)
+prometheus_version=$(module_version "$here/prometheus" github.com/prometheus/prometheus)
 go_version=$(go env GOVERSION)
-[ -n "$kube_version" ] && [ -n "$etcd_version" ] && [ -n "$seaweedfs_version" ] ||
+[ -n "$kube_version" ] && [ -n "$etcd_version" ] && [ -n "$seaweedfs_version" ] && [ -n "$prometheus_version" ] ||
   { echo "build.sh: cannot read versions from go.mod" >&2; exit 1; }
 
 cache_root=${KRT_KUBE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes}
@@ -81,6 +82,13 @@ link() { # name, versioned file it points to
   mv -fT "$bin_dir/.$1.tmp.$$" "$bin_dir/$1" # atomic replacement of the symlink
 }
 link weed "$weed_name"
+# Without the web UI's assets (they are built with npm, not Go): the HTTP API and /graph's
+# query page answer; the React UI says it was built without assets.
+prometheus_name="prometheus-$prometheus_version"
+prom_common=github.com/prometheus/common/version
+build "$prometheus_name" "$here/prometheus" github.com/prometheus/prometheus/cmd/prometheus \
+  "-X $prom_common.Version=$prometheus_version -X $prom_common.Revision=module-$prometheus_version -X $prom_common.Branch=module"
+link prometheus "$prometheus_name"
 
 if $node; then
   containerd_version=$(module_version "$here/containerd" github.com/containerd/containerd/v2)
@@ -117,6 +125,7 @@ verify kube-apiserver "$kube_version"
 verify kube-controller-manager "$kube_version"
 verify kubectl "$kube_version" version --client
 verify weed "module-$seaweedfs_version" version
+verify prometheus "revision: module-$prometheus_version"
 if $node; then
   verify kubelet "$kube_version"
   verify kube-proxy "$kube_version"

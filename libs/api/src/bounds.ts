@@ -80,6 +80,8 @@ export const DEFAULTS = {
   runtimedPeerPort: 7444,
   /** Plaintext gRPC health only (kubelet gRPC probes cannot speak TLS); never carries a token. */
   runtimedHealthPort: 7445,
+  /** Prometheus /metrics of runtimed (plaintext, on the Pod IP), the container port `metrics` that the chart's PodMonitor scrapes. */
+  runtimedMetricsPort: 9464,
   runtimeServerPort: 7450,
   leaseDurationSeconds: 90,
   leaseRenewSeconds: 20,

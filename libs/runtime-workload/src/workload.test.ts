@@ -84,6 +84,8 @@ describe('runtimeWorkload', () => {
       { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
       { name: 'peer', containerPort: peer, protocol: 'TCP' },
       { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
+      // The chart's PodMonitor scrapes this named port.
+      { name: 'metrics', containerPort: DEFAULTS.runtimedMetricsPort, protocol: 'TCP' },
     ]);
     expect(runtimed.readinessProbe?.grpc).toEqual({ port: DEFAULTS.runtimedHealthPort });
     expect(env(runtimed)).toMatchObject({
@@ -246,6 +248,7 @@ describe('workloadProblems', () => {
     ['equal ports', runtime({ ports: { grpc: 9000, peer: 9000 } }), ['ports.grpc and ports.peer are both 9000']],
     ['the Runtime Server port', runtime({ ports: { peer: 7450 } }), ["ports.peer 7450 is the Runtime Server's port"]],
     ["runtimed's health port", runtime({ ports: { grpc: 7445 } }), ["ports.grpc 7445 is runtimed's health port"]],
+    ["runtimed's metrics port", runtime({ ports: { peer: 9464 } }), ["ports.peer 9464 is runtimed's metrics port"]],
   ])('%s', (_name, candidate, problems) => {
     expect(workloadProblems(candidate)).toEqual(problems);
   });

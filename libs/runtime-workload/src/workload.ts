@@ -133,6 +133,7 @@ export function workloadProblems(runtime: Pick<Runtime, 'metadata' | 'spec'>): s
   ] as const) {
     if (port === DEFAULTS.runtimeServerPort) problems.push(`ports.${field} ${port} is the Runtime Server's port`);
     if (port === DEFAULTS.runtimedHealthPort) problems.push(`ports.${field} ${port} is runtimed's health port`);
+    if (port === DEFAULTS.runtimedMetricsPort) problems.push(`ports.${field} ${port} is runtimed's metrics port`);
   }
   return problems;
 }
@@ -333,6 +334,8 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
       { name: 'peer', containerPort: peer, protocol: 'TCP' },
       { name: 'health', containerPort: DEFAULTS.runtimedHealthPort, protocol: 'TCP' },
+      // Declared so that the chart's PodMonitor, which selects a named port, finds runtimed's /metrics.
+      { name: 'metrics', containerPort: DEFAULTS.runtimedMetricsPort, protocol: 'TCP' },
     ],
     volumeMounts: [
       parts.workspaceMount,

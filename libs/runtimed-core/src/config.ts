@@ -76,7 +76,6 @@ export interface PodIdentity {
 
 export const DEFAULT_WORKSPACE_DIR = '/var/lib/kruntimes/workspaces';
 export const DEFAULT_GATEWAY_HOST = 'runtime-gateway.kruntimes-system.svc';
-export const DEFAULT_METRICS_PORT = 9464;
 /** Any free loopback port: the bound address reaches the Runtime Server in each ExecuteRequest, so none is fixed. */
 export const DEFAULT_ARTIFACT_GRANTS_ADDRESS = '127.0.0.1:0';
 
@@ -209,7 +208,7 @@ function listenPorts(read: EnvReader): Pick<RuntimedConfig, 'grpcPort' | 'peerPo
   const grpcPort = read.integer('KRT_GRPC_PORT', DEFAULTS.runtimedGrpcPort, 1, 65_535);
   const peerPort = read.integer('KRT_PEER_PORT', DEFAULTS.runtimedPeerPort, 1, 65_535);
   const healthPort = read.integer('KRT_HEALTH_PORT', DEFAULTS.runtimedHealthPort, 1, 65_535);
-  const metricsPort = read.integer('KRT_METRICS_PORT', DEFAULT_METRICS_PORT, 0, 65_535);
+  const metricsPort = read.integer('KRT_METRICS_PORT', DEFAULTS.runtimedMetricsPort, 0, 65_535);
   // All of them listen on the Pod IP: two on one port would fail at bind time, less clearly.
   const ports = [
     ['KRT_GRPC_PORT', grpcPort],

@@ -261,7 +261,9 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
         .sort();
       // grpc only from the gateway (when there is one), peer only from Runtime Pods, metrics from Prometheus.
       expect(ports).toEqual(gatewayEnabled ? [7443, 7444, 9464] : [7444, 9464]);
-      expect(get(objects, 'PodMonitor', 'kruntimes-runtimed', namespace)).toBeDefined();
+      // prometheus-operator keeps only the Pods' declared ports: the Runtime Pod template's runtimed declares `metrics`.
+      const podMonitor = get(objects, 'PodMonitor', 'kruntimes-runtimed', namespace).spec as { podMetricsEndpoints: { port?: string }[] };
+      expect(podMonitor.podMetricsEndpoints.map((endpoint) => endpoint.port)).toEqual(['metrics']);
     }
     expect(objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'kruntimes-runtimed')).toHaveLength(
       RUNTIME_NAMESPACES.length,

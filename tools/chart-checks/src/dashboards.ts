@@ -274,7 +274,8 @@ export const DASHBOARDS: readonly Dashboard[] = [
             unit: 'percentunit',
             targets: [
               {
-                expr: `sum(rate(kruntimes_authz_cache_requests_total{${RUNTIMED}, result="hit"}[${RATE}])) / sum(rate(kruntimes_authz_cache_requests_total{${RUNTIMED}}[${RATE}]))`,
+                // `or vector(0)`: no hit yet is a ratio of 0, not an empty panel (the hit series appears with the first hit).
+                expr: `(sum(rate(kruntimes_authz_cache_requests_total{${RUNTIMED}, result="hit"}[${RATE}])) or vector(0)) / sum(rate(kruntimes_authz_cache_requests_total{${RUNTIMED}}[${RATE}]))`,
                 legend: 'hit ratio',
               },
             ],
@@ -382,7 +383,8 @@ export const DASHBOARDS: readonly Dashboard[] = [
             unit: 'percentunit',
             targets: [
               {
-                expr: `sum by (run) (rate(kruntimes_function_invocations_total{${FN}, code!="OK"}[${RATE}])) / sum by (run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`,
+                // A Run without a failed invocation shows 0 (its error series do not exist until the first failure), not nothing.
+                expr: `(sum by (run) (rate(kruntimes_function_invocations_total{${FN}, code!="OK"}[${RATE}])) or sum by (run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}])) * 0) / sum by (run) (rate(kruntimes_function_invocations_total{${FN}}[${RATE}]))`,
                 legend: '{{run}}',
               },
             ],

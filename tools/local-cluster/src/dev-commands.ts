@@ -75,6 +75,12 @@ export async function status(dir: string, out: Out): Promise<number> {
       health = answered ? `serving ${state.gatewayUrl}` : 'NOT ANSWERING';
       healthy &&= answered;
     }
+    if (alive && name === 'prometheus' && state.prometheusUrl !== undefined) {
+      const ready =
+        (await fetch(`${state.prometheusUrl}/-/ready`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined))?.ok === true;
+      health = ready ? `serving ${state.prometheusUrl}` : 'NOT READY';
+      healthy &&= ready;
+    }
     healthy &&= alive;
     out(`  ${name.padEnd(20)} ${health}  pid ${String(component.pid)}  log ${component.log}`);
   }

@@ -38,6 +38,11 @@ export interface Running extends DevComponent {
 
 /** `node <script> <args>` with its output appended to `<dir>/logs/<name>.log`, without the caller's KUBECONFIG. */
 export function spawnComponent(dir: string, name: string, script: string, args: string[]): Running {
+  return spawnProgram(dir, name, process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, script), ...args]);
+}
+
+/** Any program (e.g. a pinned binary) supervised like a component. */
+export function spawnProgram(dir: string, name: string, program: string, args: string[]): Running {
   const log = join(dir, 'logs', `${name}.log`);
   const fd = openSync(log, 'a');
   let child;
@@ -45,7 +50,7 @@ export function spawnComponent(dir: string, name: string, script: string, args: 
     const env: NodeJS.ProcessEnv = { ...process.env, KRT_DEV_DIR: dir };
     delete env.KUBECONFIG;
     // Its own process group: Ctrl-C reaches only the supervisor, which stops the components in order.
-    child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, script), ...args], {
+    child = spawn(program, args, {
       cwd: dir,
       detached: true,
       stdio: ['ignore', fd, fd],

@@ -104,6 +104,50 @@ export async function invokeDemo(admin: KubeConfig, invoker: DemoInvoker, signal
   return results;
 }
 
+/** Steady traffic for the dashboards' check: each function invoked this often, with a pause between rounds. */
+const TRAFFIC_ROUNDS = 12;
+const TRAFFIC_PAUSE_MS = 250;
+
+/**
+ * After the demo, traffic of the kinds the dashboards show, spread over several scrapes so
+ * that every rate() sees increases: the demo functions invoked in rounds through the
+ * gateway, and one more task Run (a bind, a task duration). Returns what it did, as a line.
+ */
+export async function dashboardTraffic(admin: KubeConfig, invoker: DemoInvoker, signal: AbortSignal, check: () => void): Promise<string> {
+  const objects = admin.makeApiClient(CustomObjectsApi);
+  const task = (await objects.createNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: DEMO_NAMESPACE,
+    plural: RUN_PLURAL,
+    body: {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'Run',
+      // A new name each time: an earlier `dev up` of the same directory left its own.
+      metadata: { generateName: 'dashboards-' },
+      spec: { runtime: 'python', source: { inline: 'print("traffic for the dashboards")\n' }, mode: { task: {} } },
+    },
+  })) as Run;
+  const endpoints = await Promise.all(DEMO.map(async (demo) => ({ demo, run: await waitDemoRun(admin, demo.run, signal, check) })));
+  for (let round = 0; round < TRAFFIC_ROUNDS; round += 1) {
+    for (const { demo, run } of endpoints) {
+      const endpoint = run.status?.endpoint;
+      if (endpoint === undefined) throw new Error(`Run ${demo.run} is Ready without an endpoint`);
+      await invokeFunction({
+        url: endpoint.url,
+        ...(endpoint.caBundle === undefined ? {} : { caBundle: endpoint.caBundle }),
+        token: invoker.token,
+        payload: demo.payload,
+        timeoutMs: INVOKE_TIMEOUT_MS,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, TRAFFIC_PAUSE_MS));
+  }
+  const name = task.metadata.name ?? '';
+  const finished = await waitDemoRun(admin, name, signal, check, 'finished');
+  return `traffic for the dashboards: ${String(TRAFFIC_ROUNDS * DEMO.length)} invocations over ${String(TRAFFIC_ROUNDS)} rounds, task Run ${name} ${currentPhase(finished)}`;
+}
+
 /** A crash-looping container of the demo namespace fails the wait at once, naming the log to read. */
 async function throwIfCrashing(core: CoreV1Api): Promise<void> {
   for (const pod of (await core.listNamespacedPod({ namespace: DEMO_NAMESPACE })).items) {

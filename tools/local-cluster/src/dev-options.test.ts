@@ -1,16 +1,33 @@
 import { parseDevArgs } from './dev-options.ts';
 import { UsageError } from './options.ts';
 
-test('up is the default; --dir and --once', () => {
-  expect(parseDevArgs([], '/repo/tmp/dev')).toEqual({ subcommand: 'up', dir: '/repo/tmp/dev', once: false });
-  expect(parseDevArgs(['up', '--once', '--dir', '/tmp/x'], '/d')).toEqual({ subcommand: 'up', dir: '/tmp/x', once: true });
-  expect(parseDevArgs(['down', '--dir=/tmp/x'], '/d')).toEqual({ subcommand: 'down', dir: '/tmp/x', once: false });
-  expect(parseDevArgs(['logs', 'hello/runtimed'], '/d')).toEqual({ subcommand: 'logs', dir: '/d', once: false, target: 'hello/runtimed' });
+test('up is the default; --dir, --once and --no-prometheus', () => {
+  expect(parseDevArgs([], '/repo/tmp/dev')).toEqual({ subcommand: 'up', dir: '/repo/tmp/dev', once: false, noPrometheus: false });
+  expect(parseDevArgs(['up', '--once', '--dir', '/tmp/x'], '/d')).toEqual({
+    subcommand: 'up',
+    dir: '/tmp/x',
+    once: true,
+    noPrometheus: false,
+  });
+  expect(parseDevArgs(['down', '--dir=/tmp/x'], '/d')).toEqual({ subcommand: 'down', dir: '/tmp/x', once: false, noPrometheus: false });
+  expect(parseDevArgs(['up', '--no-prometheus'], '/d')).toEqual({ subcommand: 'up', dir: '/d', once: false, noPrometheus: true });
+  expect(parseDevArgs(['logs', 'hello/runtimed'], '/d')).toEqual({
+    subcommand: 'logs',
+    dir: '/d',
+    once: false,
+    noPrometheus: false,
+    target: 'hello/runtimed',
+  });
 });
 
-test.each([[['bogus']], [['down', '--once']], [['status', 'extra']], [['logs', 'a', 'b']], [['up', '--dir', '']], [['up', '--nope']]])(
-  'usage errors: %j',
-  (argv) => {
-    expect(() => parseDevArgs(argv, '/d')).toThrow(UsageError);
-  },
-);
+test.each([
+  [['bogus']],
+  [['down', '--once']],
+  [['status', '--no-prometheus']],
+  [['status', 'extra']],
+  [['logs', 'a', 'b']],
+  [['up', '--dir', '']],
+  [['up', '--nope']],
+])('usage errors: %j', (argv) => {
+  expect(() => parseDevArgs(argv, '/d')).toThrow(UsageError);
+});

@@ -11,17 +11,21 @@ export interface DevOptions {
   dir: string;
   /** up: tear everything down after printing the demo's results. */
   once: boolean;
+  /** up: without Prometheus and the dashboards' check (--no-prometheus). */
+  noPrometheus: boolean;
   /** logs: COMPONENT, POD/CONTAINER or NAMESPACE/POD/CONTAINER; absent: list what there is. */
   target?: string;
 }
 
-export const DEV_USAGE = `Usage: krt dev up|down|status|env|logs [TARGET] [--dir DIR] [--once]
-       node tools/local-cluster/src/dev.ts up|down|status|env|logs [TARGET] [--dir DIR] [--once]
+export const DEV_USAGE = `Usage: krt dev up|down|status|env|logs [TARGET] [--dir DIR] [--once] [--no-prometheus]
+       node tools/local-cluster/src/dev.ts up|down|status|env|logs [TARGET] [--dir DIR] [--once] [--no-prometheus]
 
   up       the local cluster (etcd, kube-apiserver, kube-controller-manager, the local node
            agent), the CRDs and RBAC, every kruntimes service, and the demo (namespace demo,
            a Python and a Bash function invoked through the HTTPS gateway as a non-admin
-           ServiceAccount); stays in the foreground until Ctrl-C or \`krt dev down\`
+           ServiceAccount), and Prometheus scraping it all as the chart's monitors would;
+           after the demo, every query of the chart's dashboards is evaluated through
+           Prometheus and reported; stays in the foreground until Ctrl-C or \`krt dev down\`
   down     stops every process of the state directory (SIGTERM, SIGKILL after a grace) and
            checks that no listening port is left
   status   which components run (pid alive, health)
@@ -30,7 +34,8 @@ export const DEV_USAGE = `Usage: krt dev up|down|status|env|logs [TARGET] [--dir
            (POD/CONTAINER); without TARGET: what there is
 
   --dir DIR   state directory (default: $KRT_DEV_DIR, else <repo>/tmp/dev)
-  --once      up: tear everything down after printing the results (one-shot mode)`;
+  --once      up: tear everything down after printing the results (one-shot mode)
+  --no-prometheus  up: without Prometheus (and without the dashboards' check)`;
 
 export function parseDevArgs(argv: readonly string[], defaultDir: string): DevOptions {
   let parsed;
@@ -40,6 +45,7 @@ export function parseDevArgs(argv: readonly string[], defaultDir: string): DevOp
       options: {
         dir: { type: 'string' },
         once: { type: 'boolean', default: false },
+        'no-prometheus': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -54,8 +60,15 @@ export function parseDevArgs(argv: readonly string[], defaultDir: string): DevOp
   if (!isSubcommand(subcommand)) throw new UsageError(`unknown subcommand ${JSON.stringify(subcommand)}`);
   if (rest.length > 0 || (target !== undefined && subcommand !== 'logs')) throw new UsageError(`too many arguments for ${subcommand}`);
   if (values.once && subcommand !== 'up') throw new UsageError('--once goes with up only');
+  if (values['no-prometheus'] && subcommand !== 'up') throw new UsageError('--no-prometheus goes with up only');
   if (values.dir === '') throw new UsageError('--dir must not be empty');
-  return { subcommand, dir: resolve(values.dir ?? defaultDir), once: values.once, ...(target === undefined ? {} : { target }) };
+  return {
+    subcommand,
+    dir: resolve(values.dir ?? defaultDir),
+    once: values.once,
+    noPrometheus: values['no-prometheus'],
+    ...(target === undefined ? {} : { target }),
+  };
 }
 
 function isSubcommand(value: string): value is DevSubcommand {

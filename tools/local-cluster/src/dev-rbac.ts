@@ -18,6 +18,10 @@ export const SYSTEM_NAMESPACE = 'kruntimes-system';
 /** The ServiceAccount of Runtime Pods (controller-manager --runtime-service-account). */
 export const RUNTIMED_SERVICE_ACCOUNT = 'kruntimes-runtimed';
 
+/** The local cluster's Prometheus: discovers Runtime Pods, so it may read Pods, nothing else. */
+export const PROMETHEUS_SERVICE_ACCOUNT = 'prometheus';
+const PROMETHEUS_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }];
+
 export const SERVICES = ['scheduler', 'controller-manager', 'stale-recovery', 'runtime-gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
@@ -100,6 +104,15 @@ export async function installServiceRbac(admin: KubeConfig): Promise<void> {
     }
   }
   await ensure(() => rbac.createClusterRole({ body: { metadata: { name: 'kruntimes-runtimed' }, rules: mutable(RUNTIMED_ROLE_RULES) } }));
+  const prometheus = `kruntimes-dev-${PROMETHEUS_SERVICE_ACCOUNT}`;
+  const subjects = [{ kind: 'ServiceAccount', name: PROMETHEUS_SERVICE_ACCOUNT, namespace: SYSTEM_NAMESPACE }];
+  await ensure(() =>
+    core.createNamespacedServiceAccount({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: PROMETHEUS_SERVICE_ACCOUNT } } }),
+  );
+  await ensure(() => rbac.createClusterRole({ body: { metadata: { name: prometheus }, rules: mutable(PROMETHEUS_RULES) } }));
+  await ensure(() =>
+    rbac.createClusterRoleBinding({ body: { metadata: { name: prometheus }, roleRef: ROLE_REF('ClusterRole', prometheus), subjects } }),
+  );
 }
 
 /** What a namespace needs to run Runtimes: runtimed's ServiceAccount, bound to `kruntimes-runtimed` there. */

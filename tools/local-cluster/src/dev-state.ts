@@ -22,6 +22,8 @@ export interface DevState {
   invokerKubeconfig?: string;
   gatewayUrl?: string;
   gatewayCaFile?: string;
+  /** Prometheus's HTTP API and UI (absent with --no-prometheus). */
+  prometheusUrl?: string;
   /** The S3 API of the local object store (SeaweedFS). */
   objectStoreEndpoint?: string;
   /** Node agent stateDir: Pod directories and container logs. */

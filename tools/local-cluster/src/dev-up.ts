@@ -6,16 +6,25 @@ import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerC
 import type { ObjectStore } from '@kruntimes/testing';
 import { DEMO_ARTIFACT_RUN, artifactDemoResult, createArtifactDemo, startObjectStore } from './dev-artifacts.ts';
 import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
-import { DevError, STOP_GRACE_MS, StopRequested, spawnComponent, teardown, waitUntil } from './dev-components.ts';
+import { DevError, STOP_GRACE_MS, StopRequested, spawnComponent, spawnProgram, teardown, waitUntil } from './dev-components.ts';
 import type { Running, Say } from './dev-components.ts';
-import { DEMO_INVOKER, DEMO_NAMESPACE, createDemoObjects, invokeDemo, prepareDemoInvoker } from './dev-demo.ts';
+import { DEMO, DEMO_INVOKER, DEMO_NAMESPACE, createDemoObjects, dashboardTraffic, invokeDemo, prepareDemoInvoker } from './dev-demo.ts';
 import type { DemoInvoker } from './dev-demo.ts';
 import { httpsStatus } from './dev-https.ts';
+import { checkDashboards, startPrometheus, waitForScrapes } from './dev-metrics.ts';
+import type { DevPrometheus } from './dev-metrics.ts';
 import { IMAGES, NODE_NAME, nodeAgentConfig } from './dev-node-agent.ts';
 import { missingPrerequisites } from './dev-prerequisites.ts';
 import { environmentProcesses, formatSocket, listeningSocketsOf, terminate } from './dev-processes.ts';
-import { RUNTIMED_SERVICE_ACCOUNT, SYSTEM_NAMESPACE, installServiceRbac, serviceAccountToken } from './dev-rbac.ts';
+import {
+  PROMETHEUS_SERVICE_ACCOUNT,
+  RUNTIMED_SERVICE_ACCOUNT,
+  SYSTEM_NAMESPACE,
+  installServiceRbac,
+  serviceAccountToken,
+} from './dev-rbac.ts';
 import type { ServiceName } from './dev-rbac.ts';
+import type { ScrapedService } from './dev-prometheus.ts';
 import { readState, stateFile, writeState } from './dev-state.ts';
 import type { DevState } from './dev-state.ts';
 import { ensureInternalCa } from './internal-ca.ts';
@@ -32,6 +41,8 @@ export interface UpOptions {
   /** The dir is not the default one: printed commands need --dir. */
   dirFlag: boolean;
   once: boolean;
+  /** Start Prometheus and check the dashboards' queries after the demo. */
+  prometheus: boolean;
   out: (line: string) => void;
 }
 
@@ -135,7 +146,8 @@ class DevSession {
     this.state.objectStoreEndpoint = objectStore.endpoint;
     this.#checkStop();
     await this.#startNodeAgent(gateway);
-    await this.#startServices(gateway, internalCaDir, kubeconfigOf);
+    const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf);
+    const prometheus = this.#options.prometheus ? await this.#startPrometheus(scraped, kubeconfigOf) : undefined;
     const invoker = await this.#prepareDemo(controlPlane, admin);
     await createArtifactDemo(admin, objectStore);
     const check = (): void => {
@@ -147,6 +159,7 @@ class DevSession {
       `invoked through ${gateway.url} as ServiceAccount ${DEMO_NAMESPACE}/${DEMO_INVOKER} (it may only get Runs in ${DEMO_NAMESPACE}):`,
     );
     for (const line of results) this.#options.out(line);
+    if (prometheus !== undefined) await this.#checkDashboards(prometheus, scraped.length, admin, invoker, check);
     await this.#announceReady(invoker);
     if (this.#options.once) {
       this.#say('--once: tearing everything down');
@@ -195,7 +208,10 @@ class DevSession {
   }
 
   /** The services' RBAC; returns how to write a service's kubeconfig (a token of its own ServiceAccount). */
-  async #installServiceAccess(controlPlane: ControlPlane, admin: KubeConfig): Promise<(service: ServiceName) => Promise<string>> {
+  async #installServiceAccess(
+    controlPlane: ControlPlane,
+    admin: KubeConfig,
+  ): Promise<(service: ServiceName | typeof PROMETHEUS_SERVICE_ACCOUNT) => Promise<string>> {
     await installServiceRbac(admin);
     this.#say(`CRDs and RBAC installed (a ServiceAccount per service in ${SYSTEM_NAMESPACE}, bound to its rules from the code)`);
     return async (service) => {
@@ -225,9 +241,12 @@ class DevSession {
   }
 
   async #start(name: string, script: string, args: string[]): Promise<Running> {
-    const component = spawnComponent(this.#options.dir, name, script, args);
+    return this.#supervise(spawnComponent(this.#options.dir, name, script, args));
+  }
+
+  async #supervise(component: Running): Promise<Running> {
     this.#running.push(component);
-    this.state.components[name] = { pid: component.pid, log: component.log };
+    this.state.components[component.name] = { pid: component.pid, log: component.log };
     await writeState(this.state);
     return component;
   }
@@ -248,21 +267,32 @@ class DevSession {
     this.#say(`local node agent ${NODE_NAME} running (Runtime Pods as processes on 127.0.0.x)`);
   }
 
-  /** scheduler, controller-manager, stale-recovery and the gateway, each as its own ServiceAccount; resolves once the gateway answers. */
+  /**
+   * scheduler, controller-manager, stale-recovery and the gateway, each as its own
+   * ServiceAccount and with its /metrics on loopback; resolves once the gateway answers,
+   * with what Prometheus scrapes.
+   */
   async #startServices(
     gateway: GatewayPlan,
     internalCaDir: string,
     kubeconfigOf: (service: ServiceName) => Promise<string>,
-  ): Promise<void> {
+  ): Promise<ScrapedService[]> {
     const leaseFlags = ['--lease-namespace', SYSTEM_NAMESPACE];
-    await this.#start('scheduler', 'apps/scheduler/src/main.ts', ['--kubeconfig', await kubeconfigOf('scheduler'), ...leaseFlags]);
+    const [schedulerMetrics = 0, managerMetrics = 0, recoveryMetrics = 0] = await freePorts(3);
+    const metrics = (port: number): string[] => ['--metrics-address', `127.0.0.1:${String(port)}`];
+    await this.#start('scheduler', 'apps/scheduler/src/main.ts', [
+      ...['--kubeconfig', await kubeconfigOf('scheduler'), ...leaseFlags, ...metrics(schedulerMetrics)],
+    ]);
     await this.#start('controller-manager', 'apps/controller-manager/src/main.ts', [
       ...['--kubeconfig', await kubeconfigOf('controller-manager'), ...leaseFlags, '--internal-ca-dir', internalCaDir],
+      ...metrics(managerMetrics),
       ...['--runtimed-image', IMAGES.runtimed, '--python-image', IMAGES.python, '--bash-image', IMAGES.bash],
       ...['--runtime-service-account', RUNTIMED_SERVICE_ACCOUNT, '--runtime-server-listen', 'podIP'],
     ]);
     const recoveryKubeconfig = await kubeconfigOf('stale-recovery');
-    await this.#start('stale-recovery', 'apps/stale-recovery/src/main.ts', ['--kubeconfig', recoveryKubeconfig, ...leaseFlags]);
+    await this.#start('stale-recovery', 'apps/stale-recovery/src/main.ts', [
+      ...['--kubeconfig', recoveryKubeconfig, ...leaseFlags, ...metrics(recoveryMetrics)],
+    ]);
     const gatewayProcess = await this.#start('runtime-gateway', 'apps/runtime-gateway/src/main.ts', [
       ...['--listen', `127.0.0.1:${String(gateway.port)}`, '--tls-cert-file', gateway.files.cert, '--tls-key-file', gateway.files.key],
       ...['--runtimed-ca-file', join(internalCaDir, 'ca.crt'), '--resolve', 'endpoints'],
@@ -277,6 +307,58 @@ class DevSession {
     this.#say(
       `scheduler, controller-manager, stale-recovery and runtime-gateway (${gateway.url}) running, each with its own ServiceAccount`,
     );
+    // The chart's metrics Services (`<name>-metrics`); only the controller-manager's monitor honours the series' labels.
+    const scraped = (service: ServiceName, port: number): ScrapedService => ({
+      service: `kruntimes-${service}-metrics`,
+      address: `127.0.0.1:${String(port)}`,
+      honorLabels: service === 'controller-manager',
+    });
+    return [
+      scraped('scheduler', schedulerMetrics),
+      scraped('controller-manager', managerMetrics),
+      scraped('stale-recovery', recoveryMetrics),
+      scraped('runtime-gateway', gateway.metricsPort),
+    ];
+  }
+
+  /** Prometheus on loopback, discovering Runtime Pods with a ServiceAccount that may only read Pods. */
+  async #startPrometheus(
+    services: readonly ScrapedService[],
+    kubeconfigOf: (service: typeof PROMETHEUS_SERVICE_ACCOUNT) => Promise<string>,
+  ): Promise<DevPrometheus> {
+    const binDir = this.#binDir;
+    if (binDir === undefined) throw new Error('the binaries were not built');
+    const prometheus = await startPrometheus({
+      dir: this.#options.dir,
+      binDir,
+      systemNamespace: SYSTEM_NAMESPACE,
+      services,
+      kubeconfigFile: await kubeconfigOf(PROMETHEUS_SERVICE_ACCOUNT),
+      signal: this.#signal,
+      start: (name, program, args) => this.#supervise(spawnProgram(this.#options.dir, name, program, args)),
+    });
+    this.state.prometheusUrl = prometheus.url;
+    await writeState(this.state);
+    this.#say(`prometheus (${prometheus.url}) scraping the services and every Runtime Pod as the chart's monitors would`);
+    return prometheus;
+  }
+
+  /**
+   * Every dashboard query through Prometheus, after steady traffic and a scrape that follows
+   * it. The traffic starts once the services and every demo Runtime Pod are scraped: a series
+   * first seen after its increase shows no rate.
+   */
+  async #checkDashboards(
+    prometheus: DevPrometheus,
+    services: number,
+    admin: KubeConfig,
+    invoker: DemoInvoker,
+    check: () => void,
+  ): Promise<void> {
+    await waitForScrapes(prometheus.url, new Date(), services + DEMO.length, this.#signal);
+    this.#say(await dashboardTraffic(admin, invoker, this.#signal, check));
+    const report = await checkDashboards(prometheus.url, this.#signal);
+    for (const line of report.lines) this.#options.out(line);
   }
 
   async #prepareDemo(controlPlane: ControlPlane, admin: KubeConfig): Promise<DemoInvoker> {
@@ -313,6 +395,8 @@ class DevSession {
     out(
       `  npx krt artifacts ${DEMO_ARTIFACT_RUN} -n ${DEMO_NAMESPACE} --get report.csv -o report.csv    # admin: reads the store's Secret`,
     );
+    if (this.state.prometheusUrl !== undefined)
+      out(`  curl -s '${this.state.prometheusUrl}/api/v1/query?query=kruntimes_function_invocations_total'    # Prometheus`);
     out(`  npx krt dev status${dirArg}; npx krt dev logs${dirArg} [COMPONENT|POD/CONTAINER]`);
     out(`  npx krt dev down${dirArg}    # or Ctrl-C here`);
   }

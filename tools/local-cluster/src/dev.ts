@@ -20,6 +20,7 @@ async function main(): Promise<number> {
         dir: options.dir,
         dirFlag: options.dir !== resolve(defaultDir),
         once: options.once,
+        prometheus: !options.noPrometheus,
         out: line,
       });
     case 'down':
