@@ -85,6 +85,12 @@ export const RUN_REASONS = {
   noReadyPods: 'NoReadyPods',
   noCapacity: 'NoCapacity',
   retryBackoff: 'RetryBackoff',
+  /**
+   * Pending: the runtimed of the Pod it was bound to refused the claim, because the Pod
+   * already held `spec.runs` Runs (a bind beyond capacity, e.g. by a stale scheduler
+   * leader); the Run was given back for scheduling, at the same attempt.
+   */
+  podAtCapacity: 'PodAtCapacity',
   // Scheduled / Running
   scheduled: 'Scheduled',
   preparing: 'Preparing',

@@ -1,4 +1,5 @@
 export * from './classification.ts';
+export * from './capacity.ts';
 export * from './conditions.ts';
 export * from './retry.ts';
 export * from './transition.ts';

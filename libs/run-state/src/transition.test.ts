@@ -58,6 +58,7 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec>; s
   Bind: { event: { type: 'Bind', pod: 'pod-b', podUID: 'pod-uid-b' }, spec: {} },
   CancelBeforeAssignment: { event: { type: 'CancelBeforeAssignment' }, spec: { cancelRequested: true } },
   Claim: { event: { type: 'Claim' }, spec: {} },
+  RefuseClaim: { event: { type: 'RefuseClaim', reason: 'PodAtCapacity', message: 'Pod pod-a holds 1 of 1' }, spec: {} },
   Registered: { event: { type: 'Registered', endpoint: { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' } }, spec: functionMode },
   RegistrationLost: { event: { type: 'RegistrationLost', message: 'runtime server restarted' }, spec: functionMode },
   Succeeded: { event: { type: 'Succeeded', outputs: { answer: '42' } }, spec: {} },
@@ -87,6 +88,7 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   Bind: { writers: ['scheduler'], from: ['Pending'] },
   CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
   Claim: { writers: ['runtimed'], from: ['Scheduled'] },
+  RefuseClaim: { writers: ['runtimed'], from: ['Scheduled'] },
   Registered: { writers: ['runtimed'], from: ['Running'] },
   RegistrationLost: { writers: ['runtimed'], from: ['Ready'] },
   Succeeded: { writers: ['runtimed'], from: ['Running'] },
@@ -110,6 +112,7 @@ const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   Bind: 'Scheduled',
   CancelBeforeAssignment: 'Cancelled',
   Claim: 'Running',
+  RefuseClaim: 'Pending',
   Registered: 'Ready',
   RegistrationLost: 'Running',
   Succeeded: 'Succeeded',
@@ -284,6 +287,49 @@ describe('runtimed', () => {
     expect(task).toMatchObject({ phase: 'Running', startTime: NOW, reason: 'Executing' });
     const fn = expectOk(transition({ run: makeRun('Scheduled', functionMode), event: { type: 'Claim' }, writer: 'runtimed', now: NOW }));
     expect(fn.reason).toBe('Registering');
+  });
+
+  describe('refuses a claim beyond the Pod capacity (RefuseClaim)', () => {
+    const refuse: RunEvent = { type: 'RefuseClaim', reason: 'PodAtCapacity', message: 'Pod pod-a already holds 1 of its 1 Runs' };
+
+    it('gives the Run back: Pending, the assignment cleared, the attempt kept, Ready=False PodAtCapacity', () => {
+      const run = makeRun('Scheduled', functionMode, { attempt: 2, startTime: EARLIER, reportSequence: 3 });
+      const status = expectOk(transition({ run, event: refuse, writer: 'runtimed', now: NOW, sequence: 4 }));
+      expect(status).toMatchObject({
+        phase: 'Pending',
+        attempt: 2,
+        startTime: EARLIER,
+        reason: 'PodAtCapacity',
+        message: 'Pod pod-a already holds 1 of its 1 Runs',
+        // The same attempt goes on: its count of reports too.
+        reportSequence: 4,
+      });
+      expect(status).not.toHaveProperty('assignedPod');
+      expect(status).not.toHaveProperty('assignedPodUID');
+      expect(status).not.toHaveProperty('notBefore');
+      expect(status.conditions?.[0]).toMatchObject({ type: 'Ready', status: 'False', reason: 'PodAtCapacity', lastTransitionTime: NOW });
+    });
+
+    it('also with cancel requested: the scheduler then ends it before assignment', () => {
+      const refused = expectOk(
+        transition({ run: makeRun('Scheduled', { cancelRequested: true }), event: refuse, writer: 'runtimed', now: NOW }),
+      );
+      const pending = makeRun('Pending', { cancelRequested: true }, refused);
+      const cancelled = expectOk(transition({ run: pending, event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }));
+      expect(cancelled).toMatchObject({ phase: 'Cancelled', reason: 'CancelledBeforeStart', attempt: 1 });
+    });
+
+    it('the scheduler binds it again at the same attempt, on another Pod', () => {
+      const refused = expectOk(transition({ run: makeRun('Scheduled'), event: refuse, writer: 'runtimed', now: NOW, sequence: 1 }));
+      const bound = expectOk(
+        transition({ run: makeRun('Pending', {}, refused), event: samples.Bind.event, writer: 'scheduler', now: NOW }),
+      );
+      expect(bound).toMatchObject({ phase: 'Scheduled', attempt: 1, assignedPod: 'pod-b', assignedPodUID: 'pod-uid-b', reportSequence: 1 });
+    });
+
+    it('a claim already taken cannot be refused any more', () => {
+      expectRefused(transition({ run: makeRun('Running'), event: refuse, writer: 'runtimed', now: NOW }), 'wrongPhase');
+    });
   });
 
   it('keeps the first startTime across attempts', () => {

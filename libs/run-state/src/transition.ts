@@ -38,6 +38,7 @@ export type FailureReason =
   | typeof RUN_REASONS.artifactMissing
   | typeof RUN_REASONS.artifactInvalid;
 export type TimeoutReason = typeof RUN_REASONS.timeout | typeof RUN_REASONS.idleTimeout;
+export type ClaimRefusalReason = typeof RUN_REASONS.podAtCapacity;
 export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.cancelUnconfirmed;
 
 export type RunEvent =
@@ -49,6 +50,12 @@ export type RunEvent =
   | { type: 'CancelBeforeAssignment' }
   /** runtimed: Scheduled -> Running, sets startTime. */
   | { type: 'Claim' }
+  /**
+   * runtimed: it will not claim a Run bound to its Pod beyond the Pod's capacity
+   * (`spec.runs`): Scheduled -> Pending without the assignment, at the same attempt
+   * (nothing ran), for the scheduler to place again.
+   */
+  | { type: 'RefuseClaim'; reason: ClaimRefusalReason; message: string }
   /** runtimed: function Running -> Ready with its endpoint. */
   | { type: 'Registered'; endpoint: RunEndpoint }
   /** runtimed: the Runtime Server lost the registration; Ready -> Running (registration recovery). */
@@ -142,6 +149,7 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   Bind: { writers: ['scheduler'], from: ['Pending'] },
   CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
   Claim: { writers: ['runtimed'], from: ['Scheduled'] },
+  RefuseClaim: { writers: ['runtimed'], from: ['Scheduled'] },
   Registered: { writers: ['runtimed'], from: ['Running'] },
   RegistrationLost: { writers: ['runtimed'], from: ['Ready'] },
   Succeeded: { writers: ['runtimed'], from: ['Running'] },
@@ -284,6 +292,15 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
           mode === 'function' ? 'preparing the workspace and registering the function' : 'executing',
         ),
       };
+
+    case 'RefuseClaim': {
+      // Allowed with cancel requested too: back in Pending, the scheduler ends it at once
+      // (CancelBeforeAssignment), as for any Run cancelled before it was claimed. The
+      // attempt stays: it counts executions, and nothing ran; the refusal is written by
+      // the would-be owner itself, fenced on its epoch, so that epoch can never start.
+      const { assignedPod: _assignedPod, assignedPodUID: _assignedPodUID, ...rest } = previous;
+      return { ok: true, status: withReady({ ...rest, phase: 'Pending' }, false, event.reason, event.message) };
+    }
 
     case 'Registered': {
       if (mode !== 'function') return refuse('precondition', 'only function Runs register');

@@ -28,6 +28,7 @@ test('identity from the downward API and defaults for everything else', () => {
     leaseDurationSeconds: 90,
     leaseRenewSeconds: 20,
     cancelGraceSeconds: 10,
+    runsPerPod: undefined,
     artifactGrantsAddress: '127.0.0.1:0',
     logLevel: 'info',
     containerRoot: '',
@@ -67,9 +68,21 @@ test.each([
     /KRT_ARTIFACT_GRANTS: refusing to listen on 10.1.2.3/,
   ],
   ['grants on no address', { ...IDENTITY, KRT_ARTIFACT_GRANTS: 'nowhere' }, /KRT_ARTIFACT_GRANTS: listen address "nowhere"/],
+  ['a capacity of 0', { ...IDENTITY, KRT_RUNS_PER_POD: '0' }, /KRT_RUNS_PER_POD="0" is not an integer in \[1, 256\]/],
+  ['a capacity that is no number', { ...IDENTITY, KRT_RUNS_PER_POD: 'two' }, /KRT_RUNS_PER_POD="two" is not an integer/],
   ['renew not shorter than lease', { ...IDENTITY, KRT_LEASE_DURATION_SECONDS: '10', KRT_LEASE_RENEW_SECONDS: '10' }, /must be shorter/],
 ] as const)('refuses %s, naming every problem', (_name, env, message) => {
   expect(() => loadConfig(env)).toThrow(message);
+});
+
+test.each([
+  ['unset: not checked', undefined, undefined],
+  ['empty: not checked', '', undefined],
+  ['one', '1', 1],
+  ['the CRD maximum', '256', 256],
+])('KRT_RUNS_PER_POD %s', (_name, value, expected) => {
+  const env = value === undefined ? IDENTITY : { ...IDENTITY, KRT_RUNS_PER_POD: value };
+  expect(loadConfig(env).runsPerPod).toBe(expected);
 });
 
 test('ports and the TLS directory from the environment', () => {

@@ -34,6 +34,7 @@ import { checkListenAddress } from '@kruntimes/runtime-server-core';
  * | `KRT_LEASE_DURATION_SECONDS`, `KRT_LEASE_RENEW_SECONDS` | the Pod Lease | `90`, `20` |
  * | `KRT_ARTIFACT_GRANTS` | ArtifactGrants (plaintext gRPC for the local Runtime Server): loopback `host:port` (port 0: any free one) or `unix:/path` | `127.0.0.1:0` |
  * | `KRT_CANCEL_GRACE_SECONDS` | SIGTERM -> SIGKILL grace of a cancelled task | `10` |
+ * | `KRT_RUNS_PER_POD` | this Pod's Run capacity (the Runtime's `spec.runs` when the Pod was made; the scheduler reads the same variable from the Pod spec): a claim beyond it is refused | unset: not checked |
  * | `KRT_LOG_LEVEL` | pino level | `info` |
  * | `KRUNTIMES_CONTAINER_ROOT` | set only by the local node agent: container paths live under it | unset |
  */
@@ -60,6 +61,12 @@ export interface RuntimedConfig {
   leaseDurationSeconds: number;
   leaseRenewSeconds: number;
   cancelGraceSeconds: number;
+  /**
+   * The Pod's Run capacity (`KRT_RUNS_PER_POD`, set by the Pod template from the Runtime's
+   * `spec.runs`, and what the scheduler counts against for this Pod): runtimed refuses a
+   * claim beyond it. Undefined only for a Pod made without it: then nothing is checked.
+   */
+  runsPerPod: number | undefined;
   /** Where ArtifactGrants listens: loopback or a unix socket only (its bound address goes to the Runtime Server per execution). */
   artifactGrantsAddress: string;
   logLevel: string;
@@ -114,6 +121,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     leaseDurationSeconds,
     leaseRenewSeconds,
     cancelGraceSeconds: read.integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
+    // The CRD's bounds of spec.runs.
+    runsPerPod: read.optional('KRT_RUNS_PER_POD') === undefined ? undefined : read.integer('KRT_RUNS_PER_POD', 1, 1, 256),
     artifactGrantsAddress: read.listenAddress('KRT_ARTIFACT_GRANTS', DEFAULT_ARTIFACT_GRANTS_ADDRESS),
     logLevel: read.optional('KRT_LOG_LEVEL') ?? 'info',
     containerRoot: read.optional('KRUNTIMES_CONTAINER_ROOT') ?? '',

@@ -5,6 +5,8 @@ import type { ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtim
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import type { TaskArtifacts } from './artifact-outcome.ts';
+import { ClaimSlots } from './claim-slots.ts';
+import type { ClaimDecision, SlotRun } from './claim-slots.ts';
 import type { Epoch } from './epoch.ts';
 import { FunctionLifecycle } from './function-lifecycle.ts';
 import { letWaitingExecutionEnd } from './input-wait.ts';
@@ -37,8 +39,12 @@ export interface RunReconcilerOptions {
   gatewayHost: string;
   gatewayCaPem: string | undefined;
   cancelGraceMs: number;
+  /** This Pod's Run capacity (`KRT_RUNS_PER_POD`): a claim beyond it is refused. Undefined: not checked. */
+  runsPerPod: number | undefined;
   /** The informer cache of the namespace's Runs. */
   cached(namespace: string, name: string): ReadonlyDeep<Run> | undefined;
+  /** Every Run of the namespace in the informer cache (the claim check counts this Pod's). */
+  cachedRuns(namespace: string): readonly ReadonlyDeep<Run>[];
   runs: RunClient;
   server: RuntimeServerClient;
   /** Upload grants and verification for task Runs that declare artifacts. */
@@ -67,10 +73,13 @@ export class RunReconciler {
   readonly #work: RunWork;
   readonly #functions: FunctionLifecycle;
   readonly #tasks: TaskExecution;
+  /** The claims in flight and the capacity check in front of each claim. */
+  readonly #slots: ClaimSlots;
 
   constructor(options: RunReconcilerOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    this.#slots = new ClaimSlots(options.podUID, options.podName, options.runsPerPod);
     this.#work = new RunWork({ options, now: this.#now, local: this.#local, released: this.#released });
     this.#tasks = new TaskExecution(this.#work);
     this.#functions = new FunctionLifecycle(this.#work, this.#tasks.stop);
@@ -195,6 +204,16 @@ export class RunReconciler {
   }
 
   async #claim(ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
+    const { namespace } = ctx.epoch;
+    const self = plain<SlotRun>(ctx.run);
+    let decision = this.#slots.decide(self, this.#o.cachedRuns(namespace));
+    if (!decision.claim) {
+      // The cache may lag the live Runs (one this process just ended may still show as
+      // holding its unit while the scheduler already saw it end): refuse only on what the
+      // API server says now. Decided again, synchronously, with the claims in flight by then.
+      decision = this.#slots.decide(self, await this.#withLiveHolders(namespace, decision.holders));
+      if (!decision.claim) return this.#refuseClaim(ctx, decision);
+    }
     // From the cached Run: the write is fenced on its resourceVersion (a lagging cache gets 409 and a fresh read).
     const claimed = await this.#o.runs.transition(ctx.epoch, { type: 'Claim' }, ctx.run);
     ctx.log.info({ mode: runModeKind(plain<RunSpec>(ctx.run.spec)) }, 'claimed');
@@ -208,6 +227,28 @@ export class RunReconciler {
       nowMs: this.#now(),
     });
     return next.type === 'register' || next.type === 'execute' ? this.#act(next, { ...ctx, run: claimed, written: true }) : undefined;
+  }
+
+  /** The namespace's cached Runs, with the given holders as the API server has them now (gone ones left out). */
+  async #withLiveHolders(namespace: string, holders: ReadonlyMap<string, string>): Promise<SlotRun[]> {
+    const live = await Promise.all([...holders.values()].map((name) => this.#o.runs.get(namespace, name)));
+    const cached = this.#o.cachedRuns(namespace).filter((run) => !holders.has(run.metadata.uid ?? ''));
+    return [...cached.map((run) => plain<SlotRun>(run)), ...live.filter((run) => run !== undefined)];
+  }
+
+  /**
+   * Gives a Run bound beyond this Pod's capacity back to the scheduler (RefuseClaim:
+   * Pending, no assignment, same attempt, Ready=False PodAtCapacity), fenced on this
+   * epoch like every write of the owner: a stale epoch cannot do it.
+   */
+  async #refuseClaim(ctx: ReconcileContext, decision: Extract<ClaimDecision, { claim: false }>): Promise<undefined> {
+    this.#slots.release(ctx.epoch.uid);
+    await this.#o.runs.transition(ctx.epoch, { type: 'RefuseClaim', reason: decision.reason, message: decision.message }, ctx.run);
+    ctx.log.warn(
+      { reason: decision.reason, held: decision.held, capacity: decision.capacity },
+      'refused the claim: the Pod is at capacity; the Run goes back to be scheduled',
+    );
+    return undefined;
   }
 
   /** Drops local work for a Run this Pod no longer owns. Writes nothing to the Run. */

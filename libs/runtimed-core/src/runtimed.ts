@@ -89,6 +89,8 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
       podUID: pod.uid,
       runtime: config.runtime,
       capabilities: config.capabilities,
+      // Unset only on a Pod made without KRT_RUNS_PER_POD: then no claim is checked against a capacity.
+      runsPerPod: config.runsPerPod ?? 'unchecked',
       grpcPort,
       peerPort,
       healthPort,
@@ -219,8 +221,11 @@ function buildReconciler(
     gatewayHost: config.gatewayHost,
     gatewayCaPem: clients.gatewayCaPem,
     cancelGraceMs: config.cancelGraceSeconds * 1000,
+    runsPerPod: config.runsPerPod,
     // The cache holds what the API server sent: a Run (client-node's ObjectMeta type differs only in Date fields it never parses for custom objects).
     cached: (namespace, name) => caches.runs.get(name, namespace) as ReadonlyDeep<Run> | undefined,
+    // Custom objects arrive as parsed JSON: their timestamps are the strings Run says, not client-node Dates.
+    cachedRuns: (namespace) => caches.runs.list(namespace).map((run) => run as unknown as ReadonlyDeep<Run>),
     runs: clients.runs,
     server: clients.server,
     artifacts,

@@ -1,9 +1,8 @@
 import type { V1Pod } from '@kubernetes/client-node';
-import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
-import { currentPhase, holdsCapacity, isExecutedElsewhere } from '@kruntimes/run-state';
+import { capacityHold, currentPhase, isExecutedElsewhere } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { PodInfo, RunInfo } from './placement.ts';
 import type { RunObject } from './scheduler-caches.ts';
@@ -28,7 +27,6 @@ export function podInfo(pod: ReadonlyDeep<V1Pod>): PodInfo {
 
 export function runInfo(run: ReadonlyDeep<Run>): RunInfo {
   const phase = currentPhase({ status: { ...(run.status?.phase === undefined ? {} : { phase: run.status.phase }) } });
-  const cleanupPending = run.metadata.finalizers?.includes(REGISTRATION_CLEANUP_FINALIZER) === true;
   return {
     uid: run.metadata.uid ?? '',
     name: run.metadata.name ?? '',
@@ -36,7 +34,8 @@ export function runInfo(run: ReadonlyDeep<Run>): RunInfo {
     phase,
     reason: run.status?.reason,
     assignedPodUID: run.status?.assignedPodUID,
-    holdsCapacity: holdsCapacity(phase, cleanupPending),
+    // The one occupancy count, shared with runtimed's claim check (run-state's capacityHold).
+    holdsCapacity: capacityHold(run) !== undefined,
     cancelRequested: run.spec.cancelRequested === true,
     executedElsewhere: isExecutedElsewhere(run.spec),
     deleting: run.metadata.deletionTimestamp !== undefined,

@@ -22,7 +22,7 @@ export interface RunInfo {
   /** `status.reason` as stored: an Unschedulable reason is written only when it changes. */
   reason: string | undefined;
   assignedPodUID: string | undefined;
-  /** From run-state's holdsCapacity (phase and the registration-cleanup finalizer). */
+  /** From run-state's capacityHold (assigned, and the phase or the registration-cleanup finalizer holds a unit). */
   holdsCapacity: boolean;
   cancelRequested: boolean;
   /** run-state's isExecutedElsewhere (spec.origin): never bound, cancelled or reported unschedulable here. */
