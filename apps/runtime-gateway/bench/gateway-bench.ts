@@ -8,6 +8,9 @@
  * process), `streams` function Runs with an empty handler on one Pod. Four paths:
  * - floor: HTTPS keep-alive -> a bare `node:https` server of this process -> the Runtime
  *   Server over one persistent gRPC channel, no checks at all (what Node can do with two hops);
+ * - relays: the gateway path's structure with nothing else: HTTPS keep-alive -> a bare relay
+ *   process -> gRPC over TLS -> a second bare relay process -> the Runtime Server (bare-relay.ts):
+ *   the floor of three processes and these protocols on this machine;
  * - direct: the Runtime Server's gRPC API (RegisterFunction once, then InvokeFunction);
  * - runtimed: runtimed's gRPC port directly (FunctionRuntime.InvokeFunction over TLS with
  *   the caller's token, exactly as the gateway calls it: reviewed, routed, then the Runtime Server);
@@ -19,6 +22,7 @@
  * to the floor, and the API server's requests while the gateway was measured beside an
  * idle window of the same length (background lease renewals), so what is per invoke shows.
  */
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, createServer } from 'node:https';
@@ -55,8 +59,8 @@ const WARMUP = Math.min(50, COUNT);
 const HANDLER = 'def handle(event, context):\n    return None\n';
 const PAYLOAD = Buffer.from('{}');
 
-type PathName = 'floor' | 'direct' | 'runtimed' | 'gateway';
-const PATHS: readonly PathName[] = ['floor', 'direct', 'runtimed', 'gateway'];
+type PathName = 'floor' | 'relays' | 'direct' | 'runtimed' | 'gateway';
+const PATHS: readonly PathName[] = ['floor', 'relays', 'direct', 'runtimed', 'gateway'];
 type One = (stream: number, i: number) => Promise<void>;
 
 interface Result extends LatencySummary {
@@ -110,7 +114,7 @@ function addDelta(into: Map<string, number>, before: ApiServerRequests, after: A
 const line = (what: PathName, s: Result): string => `  ${what.padEnd(8)} ${formatLatencies(s)}, ${s.perSecond.toFixed(0)} invocations/s`;
 
 function report(title: string, results: Record<PathName, Result>): string {
-  const { floor, direct, runtimed, gateway } = results;
+  const { floor, relays, direct, runtimed, gateway } = results;
   const vs = (what: PathName, s: Result): string =>
     `  ${what.padEnd(8)} p50 ${(s.p50 / direct.p50).toFixed(2)}x direct (+${(s.p50 - direct.p50).toFixed(2)} ms), ` +
     `throughput ${(s.perSecond / direct.perSecond).toFixed(2)}x direct` +
@@ -121,11 +125,44 @@ function report(title: string, results: Record<PathName, Result>): string {
     title,
     ...PATHS.map((what) => line(what, results[what])),
     vs('floor', floor),
+    vs('relays', relays),
     vs('runtimed', runtimed),
     vs('gateway', gateway),
+    `  gateway - relays (what the checks, routing, logs and metrics cost over bare relays of the same shape): ` +
+      `p50 +${(gateway.p50 - relays.p50).toFixed(2)} ms, throughput ${(gateway.perSecond / relays.perSecond).toFixed(2)}x relays`,
     `  gateway hop alone (gateway - runtimed): p50 +${(gateway.p50 - runtimed.p50).toFixed(2)} ms; ` +
       `runtimed hop alone (runtimed - direct): p50 +${(runtimed.p50 - direct.p50).toFixed(2)} ms`,
   ].join('\n');
+}
+
+/** A bare-relay.ts child process (stopped by `closers`); resolves with the port it listens on. */
+async function startRelay(config: Record<string, unknown>, closers: (() => unknown)[]): Promise<number> {
+  const child = spawn(
+    process.execPath,
+    ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, 'apps/runtime-gateway/bench/bare-relay.ts')],
+    {
+      env: { PATH: process.env.PATH ?? '', KRT_BENCH_RELAY: JSON.stringify(config), NODE_OPTIONS: process.env.KRT_E2E_NODE_OPTIONS ?? '' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  closers.push(() => child.kill('SIGTERM'));
+  return new Promise<number>((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => {
+      reject(new Error(`bare relay ${String(config.mode)} did not start within 30 s: ${output}`));
+    }, 30_000);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk;
+      const port = /^listening (\d+)$/m.exec(output)?.[1];
+      if (port === undefined) return;
+      clearTimeout(timer);
+      resolve(Number(port));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`bare relay ${String(config.mode)} exited (${String(code)}): ${output}`));
+    });
+  });
 }
 
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
@@ -275,14 +312,56 @@ try {
     if (answer.status !== 200) throw new Error(`floor answered ${answer.status}: ${answer.body}`);
   };
 
-  const paths: Record<PathName, One> = { floor: viaFloor, direct, runtimed: viaRuntimed, gateway: viaGateway };
+  // relays: two bare relay processes with the gateway path's protocols, own registrations.
+  const relayRegistrations = await Promise.all(
+    runs.map(() => floorClient.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })),
+  );
+  closers.push(async () => {
+    for (const registration of relayRegistrations) await floorClient.unregisterFunction({ registrationId: registration.registrationId });
+  });
+  const relayCert = await testServerCert(ca, { dns: ['localhost'], ips: ['127.0.0.1'] });
+  const grpcRelay = await startRelay(
+    {
+      mode: 'grpc',
+      certPem: relayCert.certPem,
+      keyPem: relayCert.keyPem,
+      upstream: `${podIp}:${DEFAULTS.runtimeServerPort}`,
+      registrations: Object.fromEntries(relayRegistrations.map((registration, k) => [`relay-${String(k)}`, registration.registrationId])),
+    },
+    closers,
+  );
+  const httpsRelay = await startRelay(
+    {
+      mode: 'https',
+      certPem: relayCert.certPem,
+      keyPem: relayCert.keyPem,
+      upstreamCaPem: ca.certPem,
+      upstream: `127.0.0.1:${String(grpcRelay)}`,
+    },
+    closers,
+  );
+  const relayAgents = runs.map(() => new Agent({ keepAlive: true, maxSockets: 1, ca: ca.certPem }));
+  closers.push(() => {
+    for (const agent of relayAgents) agent.destroy();
+  });
+  const viaRelays: One = async (stream, i) => {
+    const answer = await call(`https://127.0.0.1:${String(httpsRelay)}/relay-${String(stream)}`, {
+      ca: ca.certPem,
+      headers: { ...headers, 'x-kruntime-invocation-id': `relays-${stream}-${i}` },
+      body: PAYLOAD,
+      agent: at(relayAgents, stream),
+    });
+    if (answer.status !== 200) throw new Error(`relays answered ${answer.status}: ${answer.body}`);
+  };
+
+  const paths: Record<PathName, One> = { floor: viaFloor, relays: viaRelays, direct, runtimed: viaRuntimed, gateway: viaGateway };
   // API server requests while the gateway was measured, summed over its segments.
   const duringGateway = new Map<string, number>();
   let gatewaySeconds = 0;
   let gatewayInvokes = 0;
   const measure = async (streams: number): Promise<Record<PathName, Result>> => {
     for (const what of PATHS) await warmUp(streams, paths[what]);
-    const tallies = { floor: new Tally(), direct: new Tally(), runtimed: new Tally(), gateway: new Tally() };
+    const tallies = { floor: new Tally(), relays: new Tally(), direct: new Tally(), runtimed: new Tally(), gateway: new Tally() };
     const perRound = Math.ceil(COUNT / ROUNDS);
     for (let round = 0; round < ROUNDS; round += 1) {
       const count = Math.min(perRound, COUNT - round * perRound);
@@ -302,6 +381,7 @@ try {
     }
     return {
       floor: tallies.floor.result(),
+      relays: tallies.relays.result(),
       direct: tallies.direct.result(),
       runtimed: tallies.runtimed.result(),
       gateway: tallies.gateway.result(),
@@ -327,6 +407,7 @@ try {
       `empty Python handler, ${COUNT} invocations per path and measurement (after ${WARMUP} warm-up per stream), ` +
         `${ROUNDS} rounds in rotating order, one Runtime Pod`,
       'floor    = HTTPS keep-alive -> bare node:https server (no checks) -> Runtime Server (one gRPC channel)',
+      'relays   = HTTPS keep-alive -> bare relay process -> gRPC over TLS -> bare relay process -> Runtime Server (the path without its checks)',
       'direct   = Runtime Server gRPC',
       "runtimed = runtimed's gRPC port (TLS, the caller's token reviewed, cached) -> Runtime Server",
       'gateway  = HTTPS keep-alive -> gateway -> runtimed -> Runtime Server',
