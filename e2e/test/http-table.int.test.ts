@@ -109,6 +109,7 @@ test('503 for a Run that is not Ready (no capacity left, still Pending)', async 
   const answer = await invokeAs('alice', pending, {});
   expect(answer.status).toBe(503);
   expect(errorOf(answer)).toMatchObject({ code: 'RunNotReady', source: 'platform' });
+  expect(answer.headers['retry-after']).toBe('1');
   await system.deleteRun('pending');
 });
 
@@ -126,6 +127,7 @@ test('429 for an overlapping invocation, 504 past invocationTimeoutSeconds, 500 
   const overlapping = await invokeAs('alice', held, {});
   expect(overlapping.status).toBe(429);
   expect(errorOf(overlapping)).toMatchObject({ code: 'InvocationInFlight', source: 'platform' });
+  expect(overlapping.headers['retry-after']).toBe('1');
   await writeFile(release, '');
   expect((await slow).status).toBe(200);
 

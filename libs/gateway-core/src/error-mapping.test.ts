@@ -1,6 +1,13 @@
 import { ERROR_CODES, GRPC_STATUS } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
-import { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
+import { RETRY_AFTER_SECONDS, httpErrorOf, httpErrorOfGrpcFailure, retryAfterSeconds } from './error-mapping.ts';
+
+describe('Retry-After: only on the answers that say "not now"', () => {
+  it.each(Object.entries(ERROR_CODES).map(([code, spec]) => [code, spec.http] as const))('%s (HTTP %i)', (code, http) => {
+    const expected = http === 429 || http === 503 ? RETRY_AFTER_SECONDS : undefined;
+    expect(retryAfterSeconds(httpErrorOf(code as ErrorCode, 'm'))).toBe(expected);
+  });
+});
 
 describe('a failed InvokeFunction as HTTP', () => {
   // The table under "Response" in docs/invoke-contract.md, with the code runtimed sends in the krt-error-code trailer.

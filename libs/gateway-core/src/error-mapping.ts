@@ -37,6 +37,18 @@ export function httpErrorOfGrpcFailure(failure: GrpcFailure): HttpError {
   return { status: spec.http, code, source, message: failure.details === '' ? spec.summary : failure.details };
 }
 
+/** Seconds a client should wait before trying again, sent as `Retry-After`. */
+export const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * `Retry-After` for an answer that says "not now" (429: an invocation of the Run is in
+ * flight; 503: authorization, the Run or its owner unavailable for now): clients and proxies
+ * that honour it back off instead of retrying at once. Other answers get none.
+ */
+export function retryAfterSeconds(error: Pick<HttpError, 'status'>): number | undefined {
+  return error.status === 429 || error.status === 503 ? RETRY_AFTER_SECONDS : undefined;
+}
+
 export function httpErrorOf(code: ErrorCode, message: string): HttpError {
   const spec = ERROR_CODES[code];
   return { status: spec.http, code, source: spec.source, message };

@@ -11,7 +11,7 @@ import { BOUNDS, INVOCATION_ID_HEADER } from '@kruntimes/api';
 import { isKruntimesError } from '@kruntimes/errors';
 import type { runtimedV1 } from '@kruntimes/proto';
 import { readBoundedBody } from './body.ts';
-import { httpErrorOf } from './error-mapping.ts';
+import { httpErrorOf, retryAfterSeconds } from './error-mapping.ts';
 import type { HttpError } from './error-mapping.ts';
 import { FilePoller } from './file-poller.ts';
 import { Forwarder } from './forwarder.ts';
@@ -401,6 +401,8 @@ export class Gateway {
       state.code = body.code;
       status = body.status;
       json = { invocationId: state.invocationId, error: { code: body.code, message: body.message, source: body.source } };
+      const retryAfter = retryAfterSeconds(body);
+      if (retryAfter !== undefined) response.setHeader('retry-after', String(retryAfter));
     }
     // A string, not a Buffer: Node then sends the head and the body in one write.
     const text = JSON.stringify(json);

@@ -276,6 +276,8 @@ describe('runtimed answers', () => {
     expect(answer.status).toBe(status);
     expect(answer.headers[INVOCATION_ID_HEADER]).toBe('inv-e');
     expect(answer.json).toEqual({ invocationId: 'inv-e', error: { code, message: `because ${code}`, source } });
+    // "Not now" answers say when to come back; the others do not.
+    expect(answer.headers['retry-after']).toBe(status === 429 || status === 503 ? '1' : undefined);
     expect(runtimed.calls).toHaveLength(1);
   });
 
