@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { truncateUtf8 } from '@kruntimes/api';
+import { RUNTIMED_LOG_MESSAGES, truncateUtf8 } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { ERROR_CODES, KruntimesError, isKruntimesError } from '@kruntimes/errors';
@@ -275,6 +275,6 @@ function finish(
   o.metrics.invocation({ port, route, code });
   o.logger.info(
     { ...fields, route, code, durationMs: Math.round(performance.now() - started), ...extra },
-    code === 'OK' ? 'invocation served' : 'invocation failed',
+    code === 'OK' ? RUNTIMED_LOG_MESSAGES.invocationServed : RUNTIMED_LOG_MESSAGES.invocationFailed,
   );
 }
