@@ -16,6 +16,7 @@ import { ArtifactVerification } from './artifact-verification.ts';
 import type { RuntimedConfig } from './config.ts';
 import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
+import type { Tracer } from '@kruntimes/tracing';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
@@ -35,6 +36,8 @@ export interface RuntimedOptions {
   kubeConfig: KubeConfig;
   logger: Logger;
   metrics: RuntimedMetrics;
+  /** Tracing on: spans of the invoke path (@kruntimes/tracing's startTracing); undefined: none. */
+  tracer?: Tracer;
   /** Reconcile workers; Runs are independent, a slow one must not hold the others. */
   workers?: number;
 }
