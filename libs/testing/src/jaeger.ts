@@ -84,9 +84,7 @@ export class Jaeger {
           command: join(binDir, 'jaeger-all-in-one'),
           args: jaegerArgs(ports),
           logFile: join(dir, 'jaeger.log'),
-          // In-memory storage (its default, said explicitly). Its own spans go to its own OTLP
-          // receiver: otherwise to localhost:4317, whatever listens there.
-          env: { SPAN_STORAGE_TYPE: 'memory', OTEL_EXPORTER_OTLP_ENDPOINT: `http://${LOOPBACK}:${ports.otlpGrpc}` },
+          env: jaegerEnv(ports),
         },
         watchdog,
       );
@@ -171,6 +169,31 @@ interface JaegerPorts {
   queryGrpc: number;
   queryHttp: number;
   admin: number;
+}
+
+/** How to start an all-in-one on free loopback ports (e.g. under another supervisor, as `krt dev up` does). */
+export interface JaegerLaunch {
+  args: string[];
+  env: Record<string, string>;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT of the services (HTTP/protobuf). */
+  otlpEndpoint: string;
+  /** The query API and UI. */
+  queryUrl: string;
+}
+
+export async function jaegerLaunch(): Promise<JaegerLaunch> {
+  const ports = await jaegerPorts();
+  return {
+    args: jaegerArgs(ports),
+    env: jaegerEnv(ports),
+    otlpEndpoint: `http://${LOOPBACK}:${ports.otlpHttp}`,
+    queryUrl: `http://${LOOPBACK}:${ports.queryHttp}`,
+  };
+}
+
+/** In-memory storage (its default, said explicitly). Its own spans go to its own OTLP receiver: otherwise to localhost:4317, whatever listens there. */
+function jaegerEnv(ports: JaegerPorts): Record<string, string> {
+  return { SPAN_STORAGE_TYPE: 'memory', OTEL_EXPORTER_OTLP_ENDPOINT: `http://${LOOPBACK}:${ports.otlpGrpc}` };
 }
 
 async function jaegerPorts(): Promise<JaegerPorts> {
