@@ -20,3 +20,4 @@ export * from './object-store.ts';
 export * from './workload-config.ts';
 export * from './bench.ts';
 export * from './python-venv.ts';
+export * from './run-tally.ts';
