@@ -21,3 +21,4 @@ export * from './jaeger.ts';
 export * from './workload-config.ts';
 export * from './bench.ts';
 export * from './python-venv.ts';
+export * from './run-tally.ts';
