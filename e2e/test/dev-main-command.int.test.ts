@@ -144,6 +144,9 @@ test(
     const ports = printedPorts(output);
     expect(ports.length).toBeGreaterThanOrEqual(5);
     await expectNothingLeft(dir, ports);
+    // The panel check as the user saw it: every query and the series it returned.
+    const report = output.slice(output.indexOf('dashboards: '), output.indexOf('traces: '));
+    process.stdout.write(`[dashboards] ${report}`);
     process.stdout.write(
       `[bench] dev up --once (cached binaries): ${String(Math.round(performance.now() - started))} ms in all; ${/\[dev\s+(\S+)\] invoked through/.exec(output)?.[1] ?? '?'} until both results\n`,
     );

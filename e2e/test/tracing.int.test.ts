@@ -104,6 +104,21 @@ const FORWARDED = [
   ...LOCAL_TAIL,
 ];
 
+/** A trace span by span: depth, service, kind, name, start offset and duration, and its kruntimes attributes. */
+function printedTrace(title: string, trace: JaegerTrace, steps: readonly Step[]): string {
+  const start = steps[0]?.span.startTime ?? 0;
+  const lines = steps.map(({ service, kind, name, span }, depth) => {
+    const at = `+${(((span.startTime ?? start) - start) / 1000).toFixed(2)} ms`;
+    const took = `${((span.duration ?? 0) / 1000).toFixed(2)} ms`;
+    const attributes = span.tags
+      .filter((t) => t.key.startsWith('kruntimes.'))
+      .map((t) => `${t.key.slice('kruntimes.'.length)}=${String(t.value)}`)
+      .join(' ');
+    return `  ${'  '.repeat(depth)}${service} ${kind} ${name} [${at}, ${took}] ${attributes}`;
+  });
+  return `[trace] ${title}: trace ${trace.traceID}, ${String(steps.length)} spans\n${lines.join('\n')}\n`;
+}
+
 /** The one trace of an invocation, once every span of it reached Jaeger (bounded). */
 async function traceOf(invocationId: string): Promise<{ trace: JaegerTrace; steps: Step[] }> {
   // Each process exports in its own batches: complete once the handler's span is in and
@@ -162,7 +177,10 @@ test('one trace per invocation: gateway, runtimed (and the peer hop to the owner
       expect(steps[0]?.span.references).toEqual([expect.objectContaining({ refType: 'CHILD_OF', spanID: '00f067aa0ba902b7' })]);
     }
     const forwarded = steps.length === FORWARDED.length;
-    shapes.add(forwarded ? 'forwarded' : 'direct');
+    const shape = forwarded ? 'forwarded' : 'direct';
+    // The first trace of each shape, span by span, in the test's output.
+    if (!shapes.has(shape)) process.stdout.write(printedTrace(`${shape} invocation ${invocationId}`, trace, steps));
+    shapes.add(shape);
     expect(described(steps)).toEqual(forwarded ? FORWARDED : DIRECT);
     for (const { span, name } of steps) {
       // Every span of the invoke path names the invocation; the handler span is inside the server span that does.

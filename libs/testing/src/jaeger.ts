@@ -21,6 +21,9 @@ export interface JaegerSpan {
   spanID: string;
   operationName: string;
   references: { refType: string; traceID: string; spanID: string }[];
+  /** Microseconds since the epoch, and the span's length in microseconds. */
+  startTime?: number;
+  duration?: number;
   tags: { key: string; type: string; value: unknown }[];
   processID: string;
 }

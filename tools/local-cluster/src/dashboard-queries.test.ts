@@ -84,7 +84,7 @@ test('dashboardQueries: variables first, then every target of every panel, rows 
   ]);
 });
 
-test('formatDashboardReport: unexpected empties and errors fail; expected empties are listed with the reason', () => {
+test('formatDashboardReport: every query with its series; unexpected empties and errors fail; expected empties say why', () => {
   const result = (panel: string, outcome: QueryResult['outcome']): QueryResult => ({
     dashboard: 'D',
     panel,
@@ -109,9 +109,11 @@ test('formatDashboardReport: unexpected empties and errors fail; expected emptie
     failures: 2,
     lines: [
       'dashboards: 5 queries evaluated through Prometheus: 2 with data, 1 empty as expected, 2 failed',
-      '  empty  D / quiet (expected: nothing recovered)',
-      '  EMPTY  D / broken: s',
-      '  ERROR  D / bad: parse error in s',
+      '    3 series  D / ok: s',
+      '  empty       D / quiet (expected: nothing recovered)',
+      '  EMPTY       D / broken: s',
+      '  ERROR       D / bad: parse error in s',
+      '    1 series  D / quiet-but-filled: s',
     ],
   });
 });

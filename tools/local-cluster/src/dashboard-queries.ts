@@ -143,7 +143,7 @@ export interface DashboardReport {
   failures: number;
 }
 
-/** One summary line, then a line per query that erred or was empty (expected or not). */
+/** One summary line, then a line per query: how many series it returned, or why it returned none. */
 export function formatDashboardReport(results: readonly QueryResult[], expectedEmpty: ExpectedEmpty): DashboardReport {
   const lines: string[] = [];
   let data = 0;
@@ -154,21 +154,22 @@ export function formatDashboardReport(results: readonly QueryResult[], expectedE
     switch (result.outcome.kind) {
       case 'data':
         data += 1;
+        lines.push(`  ${String(result.outcome.series).padStart(3)} series  ${where}: ${result.sent}`);
         break;
       case 'empty': {
         const reason = expectedEmpty.get(result.panel);
         if (reason === undefined) {
           failures += 1;
-          lines.push(`  EMPTY  ${where}: ${result.sent}`);
+          lines.push(`  EMPTY       ${where}: ${result.sent}`);
         } else {
           expected += 1;
-          lines.push(`  empty  ${where} (expected: ${reason})`);
+          lines.push(`  empty       ${where} (expected: ${reason})`);
         }
         break;
       }
       case 'error':
         failures += 1;
-        lines.push(`  ERROR  ${where}: ${result.outcome.message} in ${result.sent}`);
+        lines.push(`  ERROR       ${where}: ${result.outcome.message} in ${result.sent}`);
         break;
     }
   }
