@@ -30,21 +30,30 @@ export class RuntimedLogs {
     }
   }
 
-  /** Every Run record of one Pod's runtimed log (since `sinceSeconds`, if given). */
-  async read(pod: string, sinceSeconds?: number): Promise<RunLogRecord[]> {
-    let text: string;
+  /**
+   * Every Run record of one Pod's runtimed log (since `sinceSeconds`, if given): the log of
+   * the runtimed that ran before a restart first (what it wrote is there), then the current one.
+   */
+  async read(pod: string, sinceSeconds?: number): Promise<{ previous: RunLogRecord[]; current: RunLogRecord[] }> {
+    const previous = await this.#readLog(pod, true, sinceSeconds);
+    const current = await this.#readLog(pod, false, sinceSeconds);
+    return { previous: parseLines(previous), current: parseLines(current) };
+  }
+
+  async #readLog(pod: string, previous: boolean, sinceSeconds: number | undefined): Promise<string> {
     try {
-      text = await this.#core.readNamespacedPodLog({
+      return await this.#core.readNamespacedPodLog({
         namespace: this.#namespace,
         name: pod,
         container: CONTAINERS.runtimed,
+        ...(previous ? { previous } : {}),
         ...(sinceSeconds === undefined ? {} : { sinceSeconds }),
       });
     } catch (error) {
-      if (error instanceof ApiException && error.code === 404) return [];
+      // Gone, or (previous) no container ran before this one: nothing to read.
+      if (error instanceof ApiException && (error.code === 404 || (previous && error.code === 400))) return '';
       throw refused(error, `read the logs of Pod "${pod}" (pods/log) in namespace "${this.#namespace}"`);
     }
-    return parseLines(text);
   }
 
   /**

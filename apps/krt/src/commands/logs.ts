@@ -100,10 +100,17 @@ export async function logsCommand(ctx: CommandContext, command: LogsCommandLine)
   const seen = new Map<string, number>();
   for (const pod of pods) {
     const name = pod.metadata?.name ?? '';
-    if (name === '' || name === followed) continue;
-    const read = (await logs.read(name, sinceSeconds)).filter((r) => r.uid === uid);
-    seen.set(name, read.length);
-    records.push(...read);
+    if (name === '') continue;
+    const { previous, current } = await logs.read(name, sinceSeconds);
+    if (name === followed) {
+      // Its current log is followed from the start; what a runtimed before a restart wrote is read here.
+      records.push(...previous.filter((r) => r.uid === uid));
+      continue;
+    }
+    const mine = current.filter((r) => r.uid === uid);
+    // A follow replays the current container's log only.
+    seen.set(name, mine.length);
+    records.push(...previous.filter((r) => r.uid === uid), ...mine);
   }
   const found = selectRunLogs(records, selection);
   writeRecords(ctx.io, found);
