@@ -17,7 +17,7 @@ export interface RuntimePodsOptions {
 }
 
 /**
- * Node flags for the gateway and runtimed processes a system starts, from the environment
+ * Node flags for the gateway, runtimed and Runtime Server processes a system starts, from the environment
  * variable KRT_E2E_NODE_OPTIONS (unset: none), e.g. to profile them under a benchmark:
  * `KRT_E2E_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
  */
@@ -31,13 +31,17 @@ function images(podEnv: Record<string, string> | undefined): Record<string, Imag
   const entrypoint = (main: string): string[] => [process.execPath, join(REPO_ROOT, main)];
   const nodeOptions = childNodeOptions();
   const runtimedEnv = nodeOptions === undefined ? podEnv : { NODE_OPTIONS: nodeOptions, ...podEnv };
+  const server = (main: string): ImageCommand => ({
+    entrypoint: entrypoint(main),
+    ...(nodeOptions === undefined ? {} : { env: { NODE_OPTIONS: nodeOptions } }),
+  });
   return {
     'kruntimes/runtimed': {
       entrypoint: entrypoint('apps/runtimed/src/main.ts'),
       ...(runtimedEnv === undefined ? {} : { env: runtimedEnv }),
     },
-    'kruntimes/runtime-server-python': { entrypoint: entrypoint('apps/runtime-server-python/src/main.ts') },
-    'kruntimes/runtime-server-bash': { entrypoint: entrypoint('apps/runtime-server-bash/src/main.ts') },
+    'kruntimes/runtime-server-python': server('apps/runtime-server-python/src/main.ts'),
+    'kruntimes/runtime-server-bash': server('apps/runtime-server-bash/src/main.ts'),
   };
 }
 
