@@ -8,11 +8,11 @@
  * for `grpc` the Runtime Server registration of each Run UID).
  */
 import { createServer as createHttpsServer } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { durationFromMillis, runtimeServerV1, runtimedV1 } from '@kruntimes/proto';
 import { ServerCredentials } from '@grpc/grpc-js';
 import { ChannelCredentials, createChannel, createClient, createServer } from 'nice-grpc';
+import { relayHandler } from './relay-handler.ts';
 
 interface RelayConfig {
   mode: 'https' | 'grpc';
@@ -33,34 +33,20 @@ if (config.mode === 'https') {
     'grpc.default_authority': 'localhost',
   });
   const upstream = createClient(runtimedV1.FunctionRuntimeDefinition, channel);
-  const server = createHttpsServer({ cert: config.certPem, key: config.keyPem }, (request: IncomingMessage, response: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      upstream
-        .invokeFunction({
-          namespace: '',
-          runtime: '',
-          runUid: request.url?.slice(1) ?? '',
-          invocationId: String(request.headers['x-kruntime-invocation-id']),
-          payload: Buffer.concat(chunks),
-          timeout: durationFromMillis(10_000),
-          peerHop: undefined,
-        })
-        .then(
-          (answer) => {
-            response.writeHead(200, { 'content-type': 'application/json' });
-            response.end(
-              JSON.stringify({ result: answer.result.length === 0 ? null : (JSON.parse(answer.result.toString('utf8')) as unknown) }),
-            );
-          },
-          (error: unknown) => {
-            response.writeHead(500);
-            response.end(String(error));
-          },
-        );
-    });
-  });
+  const server = createHttpsServer(
+    { cert: config.certPem, key: config.keyPem },
+    relayHandler((request) =>
+      upstream.invokeFunction({
+        namespace: '',
+        runtime: '',
+        runUid: request.target,
+        invocationId: request.invocationId,
+        payload: request.payload,
+        timeout: durationFromMillis(10_000),
+        peerHop: undefined,
+      }),
+    ),
+  );
   server.listen(0, '127.0.0.1', () => {
     process.stdout.write(`listening ${String((server.address() as AddressInfo).port)}\n`);
   });

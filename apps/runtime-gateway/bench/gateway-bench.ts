@@ -26,7 +26,6 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, createServer } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +49,7 @@ import {
 } from '@kruntimes/testing';
 import type { ApiServerRequests, LatencySummary } from '@kruntimes/testing';
 import { ChannelCredentials, Metadata, createChannel, createClient } from 'nice-grpc';
+import { relayHandler } from './relay-handler.ts';
 
 const COUNT = Number(process.argv[2] ?? 500);
 /** Function Runs invoked in parallel in the second measurement (one stream each: one invocation in flight per Run). */
@@ -263,32 +263,14 @@ try {
   );
   const floorServer = createServer(
     { cert: floorCert.certPem, key: floorCert.keyPem },
-    (request: IncomingMessage, response: ServerResponse) => {
-      const chunks: Buffer[] = [];
-      request.on('data', (chunk: Buffer) => chunks.push(chunk));
-      request.on('end', () => {
-        const stream = Number(request.url?.slice(1));
-        floorClient
-          .invokeFunction({
-            registrationId: floorRegistrations[stream]?.registrationId ?? '',
-            invocationId: String(request.headers['x-kruntime-invocation-id']),
-            payload: Buffer.concat(chunks),
-            timeout: durationFromMillis(10_000),
-          })
-          .then(
-            (answer) => {
-              response.writeHead(200, { 'content-type': 'application/json' });
-              response.end(
-                JSON.stringify({ result: answer.result.length === 0 ? null : (JSON.parse(answer.result.toString('utf8')) as unknown) }),
-              );
-            },
-            (error: unknown) => {
-              response.writeHead(500);
-              response.end(String(error));
-            },
-          );
-      });
-    },
+    relayHandler((request) =>
+      floorClient.invokeFunction({
+        registrationId: floorRegistrations[Number(request.target)]?.registrationId ?? '',
+        invocationId: request.invocationId,
+        payload: request.payload,
+        timeout: durationFromMillis(10_000),
+      }),
+    ),
   );
   await new Promise<void>((resolve) => floorServer.listen(0, '127.0.0.1', resolve));
   closers.push(async () => {

@@ -1,4 +1,4 @@
-import { RUNTIMED_LOG_MESSAGES, attemptsWithoutLogs, parseRuntimedLogLine, selectRunLogs } from './run-logs.ts';
+import { RUNTIMED_LOG_MESSAGES, attemptsWithoutLogs, parseJsonObject, parseRuntimedLogLine, selectRunLogs } from './run-logs.ts';
 import type { RunLogRecord } from './run-logs.ts';
 
 const line = (fields: Record<string, unknown>): string => JSON.stringify({ level: 30, time: 1000, pid: 7, hostname: 'h', ...fields });
@@ -102,4 +102,14 @@ describe('selectRunLogs and attemptsWithoutLogs', () => {
   ])('%s', (_name, lastAttempt, only, expected) => {
     expect(attemptsWithoutLogs(records, 'u', lastAttempt, only)).toEqual(expected);
   });
+});
+
+test.each<[string, string, Record<string, unknown> | undefined]>([
+  ['an object', '{"a":1}', { a: 1 }],
+  ['an array', '[1]', undefined],
+  ['null', 'null', undefined],
+  ['a number', '3', undefined],
+  ['not JSON', '{a', undefined],
+])('parseJsonObject: %s', (_name, text, expected) => {
+  expect(parseJsonObject(text)).toEqual(expected);
 });

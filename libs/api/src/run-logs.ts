@@ -27,17 +27,22 @@ export type RunLogRecord =
       durationMs: number | undefined;
     };
 
-/** One line of runtimed's log as a record about a Run; undefined for any other line (or one that is not JSON). */
-export function parseRuntimedLogLine(text: string): RunLogRecord | undefined {
-  if (!text.startsWith('{')) return undefined;
+/** `text` as a JSON object (its fields still unchecked); undefined when it is not JSON or not an object. */
+export function parseJsonObject(text: string): Record<string, unknown> | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const record = value as Record<string, unknown>;
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** One line of runtimed's log as a record about a Run; undefined for any other line (or one that is not JSON). */
+export function parseRuntimedLogLine(text: string): RunLogRecord | undefined {
+  if (!text.startsWith('{')) return undefined;
+  const record = parseJsonObject(text);
+  if (record === undefined) return undefined;
   const uid = record.runUID;
   const timeMs = record.time;
   if (typeof uid !== 'string' || uid === '' || typeof timeMs !== 'number') return undefined;

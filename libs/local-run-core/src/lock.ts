@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { parseJsonObject } from '@kruntimes/api';
 import type { RunSpec, RuntimeLanguage } from '@kruntimes/api';
 
 /** The version of the lock file format (docs/local-mode.md). */
@@ -190,13 +191,8 @@ export function lockMismatchMessage(lockFile: string, changes: readonly LockChan
 
 /** Parses a lock file's JSON; undefined when it is not a lock of this format. */
 export function parseLock(text: string): RunLock | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
+  const value = parseJsonObject(text);
+  if (value === undefined) return undefined;
   const lock = value as Partial<RunLock>;
   const digestOk = (field: { digest?: unknown } | undefined): boolean => typeof field?.digest === 'string';
   if (typeof lock.lockVersion !== 'number' || typeof lock.runFile !== 'string' || typeof lock.language !== 'string') return undefined;
