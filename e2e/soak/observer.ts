@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
+import { LastPhases } from '@kruntimes/testing';
 
 /**
  * Every version of every Run of the namespace as the watch delivers it, checked as it comes:
@@ -14,6 +15,8 @@ export class RunObserver {
   readonly violations: string[] = [];
   readonly current = new Map<string, Run>();
   readonly created = new Set<string>();
+  /** The last phase of every Run seen, deleted ones included (the report counts by it). */
+  readonly lastPhases = new LastPhases();
   restarts = 0;
   readonly #capacity: ReadonlyMap<string, number>;
   readonly #attempt = new Map<string, number>();
@@ -63,6 +66,7 @@ export class RunObserver {
     const uid = run.metadata.uid ?? '';
     const name = run.metadata.name ?? '';
     this.created.add(uid);
+    this.lastPhases.observe(type, run);
     if (type === 'DELETED') {
       this.current.delete(uid);
       return;

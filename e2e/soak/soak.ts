@@ -13,9 +13,10 @@ import { randomInt } from 'node:crypto';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CONDITION_TYPES } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL } from '@kruntimes/api';
 import { currentPhase, findCondition, isTerminal } from '@kruntimes/run-state';
-import { Cluster, ControlPlane, REPO_ROOT, percentile } from '@kruntimes/testing';
+import type { Run } from '@kruntimes/api';
+import { Cluster, ControlPlane, REPO_ROOT, percentile, tallyTasks } from '@kruntimes/testing';
 import { System, servedInvocations } from '../src/index.ts';
 import { Faults } from './faults.ts';
 import type { FaultRecord } from './faults.ts';
@@ -111,7 +112,7 @@ try {
     observer,
     records: callers.records,
     faults: faults.records,
-    tasksCreated: tasks.created.length,
+    tasksCreated: tasks.created,
     tasksRefused: tasks.refused.length,
     settleMs: Date.now() - faultsEnded,
   });
@@ -124,8 +125,9 @@ try {
 say(failed ? 'FAILED: an invariant broke (above)' : 'all invariants held');
 process.exitCode = failed ? 1 : 0;
 
-function unsettled(observer: RunObserver): string[] {
+function unsettled(observer: RunObserver, only?: 'function'): string[] {
   return [...observer.current.values()]
+    .filter((run) => only === undefined || run.spec.mode.function !== undefined)
     .filter((run) => {
       const phase = currentPhase(run);
       if (run.spec.mode.function !== undefined)
@@ -140,7 +142,8 @@ interface Outcome {
   observer: RunObserver;
   records: InvokeRecord[];
   faults: FaultRecord[];
-  tasksCreated: number;
+  /** Names of the task Runs the soak created (the API server accepted the create). */
+  tasksCreated: readonly string[];
   tasksRefused: number;
   settleMs: number;
 }
@@ -196,17 +199,30 @@ async function report(o: Outcome): Promise<boolean> {
         .join(', ')}`,
     );
 
-  // Runs: created, terminal by phase, lost.
-  const runs = [...o.observer.current.values()];
-  const phases = new Map<string, number>();
-  for (const run of runs.filter((r) => r.spec.mode.task !== undefined))
-    phases.set(currentPhase(run), (phases.get(currentPhase(run)) ?? 0) + 1);
-  const lost = unsettled(o.observer);
+  // Task Runs: every one created, by the last phase seen (watch events, DELETED ones
+  // included, and a list now). Finished Runs are collected (the per-Runtime history keeps
+  // the newest), so those present now are only a part of them. A Run gone without its
+  // terminal version seen finished (only finished Runs are collected) while the watch was
+  // down; lost means created and, after the settle bound, neither terminal nor gone.
+  const listed = await listRuns(o.system);
+  for (const run of listed) o.observer.lastPhases.observe('LISTED', run);
+  const tally = tallyTasks(o.tasksCreated, o.observer.lastPhases.byName(), new Set(listed.map((run) => run.metadata.name ?? '')));
   line(
-    `task Runs created: ${String(o.tasksCreated)} (${String(o.tasksRefused)} refused by a down API server); by phase: ${[...phases].map(([p, n]) => `${p} ${String(n)}`).join(', ')}`,
+    `task Runs created: ${String(tally.created)} (${String(o.tasksRefused)} refused by a down API server); by the last phase seen: ${[
+      ...tally.byLastPhase,
+    ]
+      .sort((a, b) => b[1] - a[1])
+      .map(([p, n]) => `${p} ${String(n)}`)
+      .join(', ')}`,
   );
   line(
-    `Runs lost (neither Ready nor terminal ${String(Math.round(o.settleMs / 1000))} s after the faults stopped): ${String(lost.length)}`,
+    `task Runs never seen finish (collected after the watch missed their end): ${String(tally.finishedUnseen.length)}${
+      tally.finishedUnseen.length === 0 ? '' : ` (${tally.finishedUnseen.slice(0, 10).join(', ')})`
+    }`,
+  );
+  const lost = [...tally.lost, ...unsettled(o.observer, 'function')];
+  line(
+    `Runs lost (created, neither Ready nor terminal ${String(Math.round(o.settleMs / 1000))} s after the faults stopped): ${String(lost.length)} (tasks ${String(tally.lost.length)})`,
   );
   if (lost.length > 0) problems.push(`lost Runs: ${lost.slice(0, 10).join(', ')}`);
 
@@ -235,6 +251,16 @@ async function report(o: Outcome): Promise<boolean> {
   );
   for (const problem of problems) process.stdout.write(`  VIOLATION ${problem}\n`);
   return problems.length > 0;
+}
+
+async function listRuns(system: System): Promise<Run[]> {
+  const list = (await system.objects.listNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: system.name,
+    plural: RUN_PLURAL,
+  })) as { items: Run[] };
+  return list.items;
 }
 
 /** Status writes runtimed gave up because its epoch was fenced (its log lines say so). */

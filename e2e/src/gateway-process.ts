@@ -34,6 +34,8 @@ export interface GatewayOptions {
   dir: string;
   /** The CA of runtimed's serving certificates (the system's internal CA). */
   internalCaPem: string;
+  /** Tracing on: its OTEL_EXPORTER_OTLP_ENDPOINT. */
+  otlpEndpoint?: string;
 }
 
 interface GatewayFiles {
@@ -45,7 +47,7 @@ interface GatewayFiles {
 }
 
 /** How each gateway was started (to start it again the same way) and the CA of its serving certificate (to issue its next one). */
-const launches = new WeakMap<GatewayProcess, { args: string[]; ca: TestCert }>();
+const launches = new WeakMap<GatewayProcess, { args: string[]; ca: TestCert; env: Record<string, string> }>();
 const STOP_GRACE_MS = 8_000;
 const ANSWER_TIMEOUT_MS = 30_000;
 
@@ -83,12 +85,12 @@ function gatewayArguments(files: GatewayFiles, namespace: string, port: number, 
   ];
 }
 
-/** Output to the log file; only PATH and HOME of this process's environment (and KRT_E2E_NODE_OPTIONS as NODE_OPTIONS). */
-function spawnGateway(args: string[], logFile: string): { pid: number; exited: Promise<number | null> } {
+/** Output to the log file; only PATH and HOME of this process's environment (and KRT_E2E_NODE_OPTIONS as NODE_OPTIONS), plus `extraEnv`. */
+function spawnGateway(args: string[], logFile: string, extraEnv: Record<string, string>): { pid: number; exited: Promise<number | null> } {
   const log = openSync(logFile, 'a');
   let child;
   try {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...extraEnv };
     const nodeOptions = childNodeOptions();
     if (nodeOptions !== undefined) env.NODE_OPTIONS = nodeOptions;
     child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
@@ -135,7 +137,8 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   const files = await writeGatewayFiles(options, ca);
   const [port = 0, metricsPort = 0] = await freePorts(2);
   const args = gatewayArguments(files, options.namespace, port, metricsPort);
-  const { pid, exited } = spawnGateway(args, files.log);
+  const env: Record<string, string> = options.otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint };
+  const { pid, exited } = spawnGateway(args, files.log, env);
   const gateway: GatewayProcess = {
     pid,
     url: `https://127.0.0.1:${port}`,
@@ -148,11 +151,14 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
     keyFile: files.key,
     exited,
   };
-  return answering(gateway, { args, ca });
+  return answering(gateway, { args, ca, env });
 }
 
 /** The gateway, remembered with how it was started, once it answers; stopped when it does not. */
-async function answering(gateway: GatewayProcess, launch: { args: string[]; ca: TestCert }): Promise<GatewayProcess> {
+async function answering(
+  gateway: GatewayProcess,
+  launch: { args: string[]; ca: TestCert; env: Record<string, string> },
+): Promise<GatewayProcess> {
   launches.set(gateway, launch);
   try {
     await waitAnswering(gateway);
@@ -171,7 +177,7 @@ export async function restartGateway(gateway: GatewayProcess): Promise<GatewayPr
   const launch = launches.get(gateway);
   if (launch === undefined) throw new Error('a gateway this module did not start');
   await stopGateway(gateway);
-  const { pid, exited } = spawnGateway(launch.args, gateway.logFile);
+  const { pid, exited } = spawnGateway(launch.args, gateway.logFile, launch.env);
   return answering({ ...gateway, pid, exited }, launch);
 }
 

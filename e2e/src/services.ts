@@ -32,6 +32,8 @@ export interface ServicesOptions {
   staleRecovery: boolean;
   /** Each started service is pushed here at once, so that a later failure still stops it. */
   started: Stoppable[];
+  /** The Runtime Pods' OTLP endpoint (the controller-manager's --runtime-otlp-endpoint). */
+  otlpEndpoint?: string;
 }
 
 /** The controller-manager keeps each Runtime's runtimed TLS Secret from this namespace's own internal CA. */
@@ -45,7 +47,10 @@ async function startControllerManager(
     namespace: options.namespace,
     logger,
     internalCa,
-    workload: testWorkloadConfig({ terminationGracePeriodSeconds: 3 }),
+    workload: testWorkloadConfig({
+      terminationGracePeriodSeconds: 3,
+      ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
+    }),
   });
   await manager.start();
   options.started.push(manager);

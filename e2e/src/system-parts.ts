@@ -20,6 +20,11 @@ export interface SystemOptions {
   gateway?: boolean;
   /** Extra environment of every runtimed container (an image ENV: the Pod's own env wins), e.g. short Lease durations. */
   podEnv?: Record<string, string>;
+  /**
+   * Tracing on: the OTLP endpoint (HTTP/protobuf) the gateway exports to, and that the
+   * controller-manager gives the Runtime Pods (runtimed, Runtime Server) like in a cluster.
+   */
+  otlpEndpoint?: string;
 }
 
 export interface SystemParts extends Services {
@@ -55,11 +60,19 @@ export async function startSystemParts(
     logDir: join(dir, 'logs'),
     staleRecovery: options.staleRecovery === true,
     started,
+    ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
   });
   const gateway =
     options.gateway === false
       ? undefined
-      : await startGateway({ cluster, namespace: ns, access, dir: join(dir, 'gateway'), internalCaPem: services.internalCa.certPem });
+      : await startGateway({
+          cluster,
+          namespace: ns,
+          access,
+          dir: join(dir, 'gateway'),
+          internalCaPem: services.internalCa.certPem,
+          ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
+        });
   if (gateway !== undefined) started.push({ stop: () => stopGateway(gateway) });
   return { ...services, cluster, namespace, access, node, gateway, dir };
 }

@@ -136,6 +136,10 @@ test(
     expect(output).toMatch(
       /^dashboards: \d+ queries evaluated through Prometheus: \d+ with data, \d+ empty as expected, 0 failed \(\d+ targets up\)$/m,
     );
+    // One invocation's spans in the local Jaeger, across the gateway, runtimed and the Runtime Server.
+    expect(output).toMatch(
+      /^traces: an invocation in Jaeger \(http:\/\/127\.0\.0\.1:\d+\): \d+ spans across kruntimes-runtime-gateway, kruntimes-runtime-server-(python|bash), kruntimes-runtimed \(trace [0-9a-f]{32}\)$/m,
+    );
     expect(output).toContain('stopped: no process and no listening port left');
     const ports = printedPorts(output);
     expect(ports.length).toBeGreaterThanOrEqual(5);
@@ -186,9 +190,9 @@ test(
 );
 
 test(
-  'Ctrl-C (SIGINT) stops everything and leaves nothing behind (here without Prometheus)',
+  'Ctrl-C (SIGINT) stops everything and leaves nothing behind (here without Prometheus and Jaeger)',
   async () => {
-    const command = mainCommand(['--dir', dir, '--no-prometheus']);
+    const command = mainCommand(['--dir', dir, '--no-prometheus', '--no-jaeger']);
     await waitFor(
       'the ready line',
       () => {
@@ -202,6 +206,7 @@ test(
     expect(await command.exited).toBe(0);
     expect(command.output()).toContain('SIGINT: stopping everything');
     expect(command.output()).not.toContain('prometheus (');
+    expect(command.output()).not.toContain('jaeger (');
     await expectNothingLeft(dir, ports);
   },
   TIMEOUT_MS,

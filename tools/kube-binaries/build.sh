@@ -2,7 +2,8 @@
 # Builds the upstream control-plane binaries (kube-apiserver, kube-controller-manager,
 # etcd), kubectl (the client the tests and the local cluster's users run: the same
 # pinned version, not whatever the machine has), SeaweedFS's `weed` (the S3-compatible object store for artifacts) and
-# Prometheus (the local cluster's metrics; the dashboards' queries are evaluated on it) from their Go modules into a cache outside the repository, keyed by version. A second run with the
+# Prometheus (the local cluster's metrics; the dashboards' queries are evaluated on it) and Jaeger's
+# all-in-one (./jaeger: the OTLP receiver and query API the tracing test reads spans back from) from their Go modules into a cache outside the repository, keyed by version. A second run with the
 # same versions only verifies the cached binaries. With --node it also builds what the
 # real node runs (tools/real-node): kubelet, kube-proxy and kube-scheduler from
 # the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd),
@@ -30,8 +31,9 @@ kube_version=$(module_version "$here/kubernetes" k8s.io/kubernetes)
 etcd_version=$(module_version "$here/etcd" go.etcd.io/etcd/server/v3)
 seaweedfs_version=$(module_version "$here/seaweedfs" github.com/seaweedfs/seaweedfs)
 prometheus_version=$(module_version "$here/prometheus" github.com/prometheus/prometheus)
+jaeger_version=$(module_version "$here/jaeger" github.com/jaegertracing/jaeger)
 go_version=$(go env GOVERSION)
-[ -n "$kube_version" ] && [ -n "$etcd_version" ] && [ -n "$seaweedfs_version" ] && [ -n "$prometheus_version" ] ||
+[ -n "$kube_version" ] && [ -n "$etcd_version" ] && [ -n "$seaweedfs_version" ] && [ -n "$prometheus_version" ] && [ -n "$jaeger_version" ] ||
   { echo "build.sh: cannot read versions from go.mod" >&2; exit 1; }
 
 cache_root=${KRT_KUBE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes}
@@ -89,6 +91,12 @@ prom_common=github.com/prometheus/common/version
 build "$prometheus_name" "$here/prometheus" github.com/prometheus/prometheus/cmd/prometheus \
   "-X $prom_common.Version=$prometheus_version -X $prom_common.Revision=module-$prometheus_version -X $prom_common.Branch=module"
 link prometheus "$prometheus_name"
+# Jaeger v1's all-in-one (collector and query in one process, in-memory storage by default).
+jaeger_name="jaeger-all-in-one-$jaeger_version"
+jaeger_pkg=github.com/jaegertracing/jaeger
+build "$jaeger_name" "$here/jaeger" "$jaeger_pkg/cmd/all-in-one" \
+  "-X $jaeger_pkg/internal/version.latestVersion=$jaeger_version -X $jaeger_pkg/internal/version.commitSHA=module-$jaeger_version"
+link jaeger-all-in-one "$jaeger_name"
 
 if $node; then
   containerd_version=$(module_version "$here/containerd" github.com/containerd/containerd/v2)
@@ -126,6 +134,7 @@ verify kube-controller-manager "$kube_version"
 verify kubectl "$kube_version" version --client
 verify weed "module-$seaweedfs_version" version
 verify prometheus "revision: module-$prometheus_version"
+verify jaeger-all-in-one "\"gitCommit\":\"module-$jaeger_version\"" version
 if $node; then
   verify kubelet "$kube_version"
   verify kube-proxy "$kube_version"

@@ -18,6 +18,8 @@
 //                                         (Runtime Pods' KRT_GATEWAY_HOST; default: runtimed's own)
 //   --gateway-ca-file FILE                PEM certificate(s) of the gateway's CA, read at start; copied as
 //                                         gateway-ca.crt into each runtimed TLS Secret, published as caBundle
+//   --runtime-otlp-endpoint URL           OTLP endpoint (HTTP/protobuf) of Runtime Pods' spans: their
+//                                         OTEL_EXPORTER_OTLP_ENDPOINT (default: none, tracing off there)
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -56,6 +58,7 @@ const { values } = parseArgs({
     'metrics-address': { type: 'string' },
     'gateway-host': { type: 'string' },
     'gateway-ca-file': { type: 'string' },
+    'runtime-otlp-endpoint': { type: 'string' },
   },
   strict: true,
 });
@@ -105,6 +108,9 @@ try {
   const listen = values['runtime-server-listen'];
   const ca = await internalCa(values['internal-ca-dir']);
   const gateway = await gatewayEndpoint(values['gateway-host'], values['gateway-ca-file']);
+  const otlpEndpoint = values['runtime-otlp-endpoint'] === '' ? undefined : values['runtime-otlp-endpoint'];
+  if (otlpEndpoint !== undefined && !/^https?:\/\/./.test(otlpEndpoint))
+    throw new Error(`--runtime-otlp-endpoint must be an http:// or https:// URL, not ${JSON.stringify(otlpEndpoint)}`);
   // Served by every replica; only the leader's caches give it series.
   const metrics = new ManagerMetrics();
   const scheduleMetrics = new ScheduleMetrics();
@@ -141,6 +147,7 @@ try {
           serviceAccountName: values['runtime-service-account'],
           runtimeServerListen: listen,
           ...(gateway === undefined ? {} : { gateway }),
+          ...(otlpEndpoint === undefined ? {} : { otlpEndpoint }),
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,

@@ -17,18 +17,37 @@ export type Command =
   | { name: 'delete'; run: string }
   /** Creates the RunInput of one response, then waits at most `waitTimeoutMs` for its decision. */
   | { name: 'respond'; run: string; responseId: string; input: RespondInput; waitTimeoutMs: number }
+  /** `krt logs RUN [-f] [--attempt N] [--since D] [--invocation-id ID]`. */
+  | { name: 'logs'; run: string; follow: boolean; attempt?: number; sinceMs?: number; invocationId?: string }
   | ScheduleCommandLine
   | ArtifactsCommandLine
   | RunLocalCommandLine
+  | RunClusterCommandLine
   | SyncCommandLine
   | { name: 'help' };
 
 /** `krt run --local -f FILE [--language python|bash] [--update-lock]` (docs/local-mode.md). */
 export interface RunLocalCommandLine {
   name: 'run';
+  local: true;
   file: string;
   language?: string;
   updateLock: boolean;
+}
+
+/** `krt run -f FILE|- [--name N] [--wait] [--follow] [--timeout D]`: a Run created on the cluster. */
+export interface RunClusterCommandLine {
+  name: 'run';
+  local: false;
+  /** `-`: standard input. */
+  file: string;
+  runName?: string;
+  /** Until the Run finished (a task) or is Ready (a function), printing its phase changes. */
+  wait: boolean;
+  /** Also stream the task's output (implies wait). */
+  follow: boolean;
+  /** Bound of the wait; none when not given. */
+  timeoutMs?: number;
 }
 
 /** `krt sync ID|DIR [--without-artifacts]`. */
@@ -89,6 +108,10 @@ const OPTIONS = {
   'without-artifacts': { type: 'boolean' },
   'data-file': { type: 'string' },
   'wait-timeout': { type: 'string' },
+  follow: { type: 'boolean' },
+  attempt: { type: 'string' },
+  since: { type: 'string' },
+  name: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -103,7 +126,8 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   respond: ['id', 'data', 'data-file', 'wait-timeout'],
   schedule: ['id', 'output'],
   artifacts: ['get', 'output'],
-  run: ['local', 'file', 'language', 'update-lock'],
+  run: ['local', 'file', 'language', 'update-lock', 'name', 'wait', 'follow', 'timeout'],
+  logs: ['follow', 'attempt', 'since', 'invocation-id'],
   sync: ['without-artifacts'],
 };
 
@@ -115,7 +139,7 @@ function isCommandName(name: string): name is keyof typeof COMMAND_OPTIONS {
 export function parseCommandLine(argv: readonly string[]): CommandLine {
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: followFlag(argv), options: OPTIONS, allowPositionals: true, strict: true });
   } catch (error) {
     throw usageError((error as Error).message.split('\n')[0] ?? 'invalid arguments');
   }
@@ -134,7 +158,9 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   }
   if (name === 'schedule') return { command: scheduleCommandLine(rest, values), global };
   if (name === 'artifacts') return { command: artifactsCommandLine(rest, values), global };
-  if (name === 'run') return { command: runLocalCommandLine(rest, values), global };
+  if (name === 'run')
+    return { command: values.local === true ? runLocalCommandLine(rest, values) : runClusterCommandLine(rest, values), global };
+  if (name === 'logs') return { command: logsCommandLine(rest, values), global };
   if (name === 'sync') {
     if (rest.length !== 1 || rest[0] === undefined || rest[0] === '')
       throw usageError('krt sync takes exactly one local run ID or run directory');
@@ -184,17 +210,70 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   }
 }
 
+/** In `krt logs`, `-f` means --follow, as in kubectl logs (elsewhere it is -f FILE). */
+function followFlag(argv: readonly string[]): string[] {
+  const command = argv.find((arg) => !arg.startsWith('-'));
+  return command === 'logs' ? argv.map((arg) => (arg === '-f' ? '--follow' : arg)) : [...argv];
+}
+
+function logsCommandLine(
+  rest: string[],
+  values: { follow?: boolean; attempt?: string; since?: string; 'invocation-id'?: string },
+): Command {
+  if (rest.length !== 1 || rest[0] === undefined) throw usageError('krt logs takes exactly one Run name');
+  const command: Extract<Command, { name: 'logs' }> = { name: 'logs', run: runName(rest[0]), follow: values.follow === true };
+  if (values.attempt !== undefined) {
+    if (!/^[1-9]\d{0,8}$/.test(values.attempt)) throw usageError(`--attempt must be a positive integer, not "${values.attempt}"`);
+    command.attempt = Number(values.attempt);
+  }
+  if (values.since !== undefined) command.sinceMs = duration(values.since, 0, '--since');
+  if (values['invocation-id'] !== undefined) command.invocationId = nonEmpty('--invocation-id', values['invocation-id']);
+  return command;
+}
+
+function runClusterCommandLine(
+  rest: string[],
+  values: { file?: string; language?: string; 'update-lock'?: boolean; name?: string; wait?: boolean; follow?: boolean; timeout?: string },
+): RunClusterCommandLine {
+  if (rest.length > 0) throw usageError('krt run takes the Run from -f FILE (or - for stdin), not from arguments');
+  if (values.file === undefined || values.file === '') throw usageError('krt run needs -f FILE (a Run manifest, or - for stdin)');
+  if (values.language !== undefined || values['update-lock'] !== undefined)
+    throw usageError('--language and --update-lock go with --local');
+  const command: RunClusterCommandLine = {
+    name: 'run',
+    local: false,
+    file: values.file,
+    wait: values.wait === true || values.follow === true,
+    follow: values.follow === true,
+  };
+  if (values.name !== undefined) command.runName = runName(values.name);
+  if (values.timeout !== undefined) {
+    if (!command.wait) throw usageError('krt run takes --timeout only with --wait or --follow');
+    command.timeoutMs = duration(values.timeout, 0);
+  }
+  return command;
+}
+
 function runLocalCommandLine(
   rest: string[],
-  values: { local?: boolean; file?: string; language?: string; 'update-lock'?: boolean },
+  values: {
+    local?: boolean;
+    file?: string;
+    language?: string;
+    'update-lock'?: boolean;
+    name?: string;
+    wait?: boolean;
+    follow?: boolean;
+    timeout?: string;
+  },
 ): RunLocalCommandLine {
-  if (values.local !== true) {
-    throw usageError('krt run runs a task Run on this machine and needs --local (to create a Run on a cluster: kubectl apply -f FILE)');
+  if (values.name !== undefined || values.wait !== undefined || values.follow !== undefined || values.timeout !== undefined) {
+    throw usageError('krt run --local always waits and shows the output; --name, --wait, --follow and --timeout go without --local');
   }
   if (rest.length > 0) throw usageError('krt run --local takes the Run from -f FILE, not from arguments');
   if (values.file === undefined || values.file === '' || values.file === '-')
     throw usageError('krt run --local needs -f FILE (the run file; its lock and results go to .krt/ beside it)');
-  const command: RunLocalCommandLine = { name: 'run', file: values.file, updateLock: values['update-lock'] === true };
+  const command: RunLocalCommandLine = { name: 'run', local: true, file: values.file, updateLock: values['update-lock'] === true };
   if (values.language !== undefined) command.language = values.language;
   return command;
 }
@@ -355,6 +434,17 @@ Usage:
   krt artifacts RUN [-o json]               list the verified artifacts of a succeeded Run
   krt artifacts RUN --get ID -o FILE|-      download one, verified against its size and sha256
                                             (needs get on the Run's ArtifactStore and its Secret)
+  krt logs RUN [-f] [--attempt N] [--since 5m] [--invocation-id ID]
+                                            a task's stdout and stderr (per attempt), or a function
+                                            Run's invocation lines, from runtimed's log on the
+                                            Runtime's Pods (needs get on pods/log); -f until the Run
+                                            ends. An attempt whose Pod is gone is named, exit 3
+  krt run -f FILE|- [--name N] [--wait] [--follow] [--timeout D]
+                                            create a Run from a manifest (generateName when it has
+                                            no name); --wait prints its phase changes until it
+                                            finished (or is Ready); --follow also streams a task's
+                                            output. Exit 0 Succeeded, 1 Failed, 5 Timeout or other
+                                            platform error; Ctrl-C: 130 (asks whether to cancel)
   krt run --local -f FILE [--language python|bash] [--update-lock]
                                             run a task Run on this machine, no cluster: the real
                                             Runtime Server, the same bounds and result shape.

@@ -6,9 +6,11 @@ import { deleteCommand } from './commands/delete.ts';
 import { devCommand } from './commands/dev.ts';
 import { getCommand } from './commands/get.ts';
 import { invokeCommand } from './commands/invoke.ts';
+import { logsCommand } from './commands/logs.ts';
 import { respondCommand } from './commands/respond.ts';
 import { retryCommand } from './commands/retry.ts';
 import { runLocalCommand } from './commands/run-local.ts';
+import { runClusterCommand } from './commands/run.ts';
 import { scheduleCommand } from './commands/schedule.ts';
 import { syncCommand } from './commands/sync.ts';
 import { waitCommand } from './commands/wait.ts';
@@ -27,7 +29,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       return EXIT.ok;
     }
     // No cluster: the kubeconfig is read only to lock a ConfigMap source.
-    if (command.name === 'run') return await runLocalCommand(command, global, io);
+    if (command.name === 'run' && command.local) return await runLocalCommand(command, global, io);
     const kubeConfig = loadKubeConfig(global.kubeconfig);
     const ctx: CommandContext = {
       kubeConfig,
@@ -56,6 +58,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
         return await artifactsCommand(ctx, command);
       case 'sync':
         return await syncCommand(ctx, command);
+      case 'logs':
+        return await logsCommand(ctx, command);
+      case 'run':
+        return await runClusterCommand(ctx, command);
     }
   } catch (error) {
     io.stderr.write(`error: ${describeError(error)}\n`);

@@ -6,7 +6,16 @@ import { CliError, EXIT, describeError, exitCodeFor, exitCodeForErrorCode, exitC
 
 describe('exit codes', () => {
   it('are the documented table', () => {
-    expect(EXIT).toEqual({ ok: 0, functionError: 1, usage: 2, notFound: 3, unauthorized: 4, unavailable: 5, lockMismatch: 6 });
+    expect(EXIT).toEqual({
+      ok: 0,
+      functionError: 1,
+      usage: 2,
+      notFound: 3,
+      unauthorized: 4,
+      unavailable: 5,
+      lockMismatch: 6,
+      interrupted: 130,
+    });
   });
 
   const byCode: [ErrorCode, number][] = [

@@ -10,11 +10,14 @@
 //   --metrics-address HOST:PORT    Prometheus /metrics, plaintext (default: off)
 //   --drain-seconds N              bound on finishing in-flight requests after SIGTERM (default 30)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
+// Tracing: spans exported over OTLP (HTTP/protobuf) when OTEL_EXPORTER_OTLP_ENDPOINT or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off (no SDK at all) otherwise.
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DnsResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
 import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
 import { exitAfterFlush, stopOnSignals } from '@kruntimes/host';
+import { startTracing } from '@kruntimes/tracing';
 import { pino } from 'pino';
 
 /** The flags, or a usage error on stderr and exit 2 (no stack trace: the user mistyped a flag). */
@@ -78,6 +81,7 @@ function required(flag: 'tls-cert-file' | 'tls-key-file' | 'runtimed-ca-file'): 
 
 let metrics: MetricsServer | undefined;
 let resolver: UpstreamResolver | undefined;
+const tracing = startTracing('kruntimes-runtime-gateway');
 try {
   const listen = hostPort('listen', values.listen);
   const drainSeconds = Number(values['drain-seconds']);
@@ -115,16 +119,21 @@ try {
     resolver,
     logger,
     ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
+    ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
   });
+  if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
   void stopOnSignals(logger, async () => {
     logger.info({ drainSeconds }, 'draining in-flight requests');
     await gateway.stop({ drainMs: drainSeconds * 1000 });
     await metrics?.shutdown();
+    // After the drain: the last requests' spans are exported too.
+    await tracing?.shutdown();
   }).then((code) => exitAfterFlush(logDestination, code));
 } catch (error) {
   logger.fatal({ err: error }, 'runtime-gateway failed to start');
   // Nothing may keep the process alive (the resolver's watches, the metrics listener).
   await resolver?.stop();
   await metrics?.shutdown();
+  await tracing?.shutdown();
   process.exitCode = 1;
 }

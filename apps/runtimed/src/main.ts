@@ -1,8 +1,10 @@
 // runtimed: wiring only (logic in @kruntimes/runtimed-core). Configuration: environment
-// variables, see loadConfig in libs/runtimed-core/src/config.ts.
+// variables, see loadConfig in libs/runtimed-core/src/config.ts. Tracing: spans exported over
+// OTLP (HTTP/protobuf) when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
 import { PooledKubeConfig } from '@kruntimes/controller-runtime';
 import { exitAfterFlush, stopOnSignals } from '@kruntimes/host';
 import { NO_METRICS, loadConfig, startPrometheusMetrics, startRuntimed } from '@kruntimes/runtimed-core';
+import { startTracing } from '@kruntimes/tracing';
 import { pino } from 'pino';
 
 // Synchronous writes: a line is in the log when the event it records is visible (tests
@@ -19,6 +21,7 @@ const logger = pino(
   logDestination,
 );
 
+const tracing = startTracing('kruntimes-runtimed');
 try {
   const config = loadConfig(process.env);
   const kubeConfig = new PooledKubeConfig();
@@ -31,12 +34,16 @@ try {
     kubeConfig,
     logger: logger.child({ pod: config.pod.name }),
     metrics: prometheus?.metrics ?? NO_METRICS,
+    ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
   });
+  if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
   void stopOnSignals(logger, async () => {
     await runtimed.stop();
     await prometheus?.shutdown();
+    await tracing?.shutdown();
   }).then((code) => exitAfterFlush(logDestination, code));
 } catch (error) {
   logger.fatal({ err: error }, 'runtimed failed to start');
+  await tracing?.shutdown();
   process.exitCode = 1;
 }

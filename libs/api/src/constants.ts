@@ -22,6 +22,12 @@ export const CRD_CATEGORIES = ['kruntimes'] as const;
  */
 export const REGISTRATION_CLEANUP_FINALIZER = 'kruntimes.io/registration-cleanup';
 
+/**
+ * The Run field a list or watch selects a Runtime's Runs by (`fieldSelector=spec.runtime=NAME`),
+ * declared as a selectable field of the Run CRD (Kubernetes 1.31+).
+ */
+export const RUN_RUNTIME_FIELD = 'spec.runtime';
+
 /** Labels set by kruntimes on the objects it creates. */
 export const LABELS = {
   /** Name of the Runtime a Pod, Deployment, Service or Run belongs to. */

@@ -7,3 +7,4 @@ export * from './schedule.ts';
 export * from './artifacts.ts';
 export * from './origin.ts';
 export * from './input.ts';
+export * from './run-logs.ts';

@@ -1,5 +1,6 @@
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import { RUN_RUNTIME_FIELD } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Cluster, waitFor } from '@kruntimes/testing';
 import { InformerFactory } from '../src/index.ts';
@@ -66,6 +67,55 @@ test('one informer per watch: built-in and custom resources, namespace and selec
     await core.createNamespacedPod({ namespace: namespace.name, body: pod('later-other', { role: 'other' }) });
     await waitFor('the watched Pod in the cache', () => Promise.resolve(pods.get('later', namespace.name)), { timeoutMs: 30_000 });
     expect(pods.get('later-other', namespace.name)).toBeUndefined();
+  } finally {
+    await factory.stop();
+  }
+});
+
+test("Runs selected by spec.runtime on the server (the CRD's selectable field): a watcher of one Runtime's Runs gets no event of another's", async () => {
+  const namespace = await cluster.createNamespace({ prefix: 'informer-runtime-field' });
+  const kubeConfig = cluster.kubeConfig();
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const target = { group: 'kruntimes.io', version: 'v1alpha1', namespace: namespace.name, plural: 'runs' };
+  const create = (name: string, runtime: string): Promise<unknown> =>
+    custom.createNamespacedCustomObject({
+      ...target,
+      body: {
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Run',
+        metadata: { name },
+        spec: { runtime, source: { inline: 'print(1)' }, mode: { task: {} } },
+      },
+    });
+  await create('mine-0', 'mine');
+  for (let k = 0; k < 20; k += 1) await create(`theirs-${String(k)}`, 'theirs');
+
+  const factory = new InformerFactory({ kubeConfig, logger });
+  const runs = factory.informer<RunObject>({ ...target, fieldSelector: `${RUN_RUNTIME_FIELD}=mine` });
+  const events: string[] = [];
+  runs.enqueueTo(
+    () => undefined,
+    (run) => {
+      events.push(run.metadata.name ?? '');
+      return undefined;
+    },
+  );
+  try {
+    await factory.start();
+    expect(runs.list().map((r) => r.metadata.name)).toEqual(['mine-0']);
+    for (let k = 20; k < 40; k += 1) await create(`theirs-${String(k)}`, 'theirs');
+    // Created after the others: once it is here, any event of theirs would have come first (one watch, in order).
+    await create('mine-1', 'mine');
+    await waitFor('the later Run of this Runtime in the cache', () => Promise.resolve(runs.get('mine-1', namespace.name)), {
+      timeoutMs: 30_000,
+    });
+    expect(events.filter((name) => !name.startsWith('mine-'))).toEqual([]);
+    expect(
+      runs
+        .list()
+        .map((r) => r.metadata.name)
+        .sort(),
+    ).toEqual(['mine-0', 'mine-1']);
   } finally {
     await factory.stop();
   }

@@ -18,6 +18,8 @@ export interface NamespacedCrdDefinition {
   subresources?: Subresources;
   /** CEL rules on the whole object (they can see metadata). */
   validations?: readonly CelRule[];
+  /** JSON paths of spec fields that a list or watch may select on (`fieldSelector`). */
+  selectableFields?: readonly string[];
 }
 
 /**
@@ -42,6 +44,9 @@ export function namespacedCrd(definition: NamespacedCrdDefinition): CustomResour
           storage: true,
           subresources: definition.subresources ?? { status: {} },
           additionalPrinterColumns: printerColumns,
+          ...(definition.selectableFields === undefined
+            ? {}
+            : { selectableFields: definition.selectableFields.map((jsonPath) => ({ jsonPath })) }),
           schema: {
             openAPIV3Schema: object(
               description,

@@ -1,4 +1,5 @@
 import {
+  RUN_RUNTIME_FIELD,
   ARTIFACT_DIGEST_PATTERN,
   ARTIFACT_ID_PATTERN,
   BOUNDS,
@@ -455,6 +456,8 @@ export function runCrd(): CustomResourceDefinition {
         fieldPath: '.status.phase',
       },
     ],
+    // runtimed watches only its own Runtime's Runs: the API server filters, not each Pod.
+    selectableFields: [`.${RUN_RUNTIME_FIELD}`],
     printerColumns: [
       { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
       // In the default view: it shows what an active Run waits for, e.g. Cancelling.

@@ -105,6 +105,8 @@ export interface CustomResourceDefinition {
       storage: boolean;
       subresources: { status: Record<string, never>; scale?: { specReplicasPath: string; statusReplicasPath: string } };
       additionalPrinterColumns: readonly PrinterColumn[];
+      /** Fields a list or watch may select on (`fieldSelector`); Kubernetes 1.31+ (beta), 1.32+ (GA). */
+      selectableFields?: readonly { jsonPath: string }[];
       schema: { openAPIV3Schema: JsonSchema };
     }[];
   };

@@ -3,6 +3,8 @@ import type { Channel } from '@grpc/grpc-js';
 import { ClientError, Metadata, createChannel, createClient } from 'nice-grpc';
 import type { Logger } from 'pino';
 import { METADATA_KEYS, durationFromMillis, runtimedV1 } from '@kruntimes/proto';
+import { ATTR, SpanKind, endFailed, parentOf, startSpan, traceHeaders } from '@kruntimes/tracing';
+import type { Span, Tracer } from '@kruntimes/tracing';
 import { DEADLINE_MARGIN_MS } from './invoke-request.ts';
 import { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
 import type { HttpError } from './error-mapping.ts';
@@ -21,6 +23,11 @@ export interface ForwardRequest {
   token: string;
   traceparent?: string;
   tracestate?: string;
+  /**
+   * The gateway's span of the request (tracing on): the call gets a client span under it,
+   * and runtimed gets that span's context instead of the caller's `traceparent`.
+   */
+  span?: Span;
   /** Aborted when the HTTP client went away: the call is cancelled. */
   signal: AbortSignal;
 }
@@ -38,7 +45,12 @@ export interface ForwarderOptions {
   connectTimeoutMs?: number;
   /** Cached channels (one per dialled address). Default 256. */
   maxChannels?: number;
+  /** Makes the client span of each call whose request has a span (tracing on). */
+  tracer?: Tracer;
 }
+
+/** The span name of the call, as the gRPC semantic conventions name it (`service/method`). */
+const INVOKE_RPC = `${runtimedV1.FunctionRuntimeDefinition.fullName}/InvokeFunction`;
 
 interface PooledChannel {
   channel: Channel;
@@ -150,9 +162,11 @@ export class Forwarder {
   readonly #pool: ChannelPool;
   readonly #logger: Logger;
   readonly #connectTimeoutMs: number;
+  readonly #tracer: Tracer | undefined;
 
   constructor(options: ForwarderOptions) {
     this.#resolver = options.resolver;
+    this.#tracer = options.tracer;
     this.#logger = options.logger;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
     this.#pool = new ChannelPool(options.caPem, options.maxChannels ?? 256);
@@ -229,6 +243,8 @@ export class Forwarder {
     if (request.signal.aborted) abort.abort();
     else request.signal.addEventListener('abort', onClientGone, { once: true });
     let trailer: Metadata | undefined;
+    const span =
+      request.span === undefined || this.#tracer === undefined ? undefined : clientSpan(this.#tracer, request.span, request, upstream);
     const started = performance.now();
     try {
       const response = await client.invokeFunction(
@@ -242,13 +258,14 @@ export class Forwarder {
           peerHop: undefined,
         },
         {
-          metadata: invocationMetadata(request),
+          metadata: invocationMetadata(request, span),
           signal: abort.signal,
           onTrailer: (received) => {
             trailer = received;
           },
         },
       );
+      span?.end();
       return { ok: true, response, upstreamSeconds: (performance.now() - started) / 1000, upstream };
     } catch (error) {
       const failure = callFailure(error, trailer, {
@@ -256,6 +273,7 @@ export class Forwarder {
         deadlineExceeded,
         clientGone: request.signal.aborted,
       });
+      if (span !== undefined) endFailed(span, failure?.code ?? 'Internal', failure?.message ?? String(error));
       if (failure === undefined) throw error;
       return { ok: false, upstreamSeconds: (performance.now() - started) / 1000, upstream, error: failure };
     } finally {
@@ -265,12 +283,29 @@ export class Forwarder {
   }
 }
 
-/** The caller's token and trace context, as gRPC metadata of the call. */
-function invocationMetadata(request: ForwardRequest): Metadata {
+function clientSpan(tracer: Tracer, parent: Span, request: ForwardRequest, upstream: string): Span {
+  return startSpan(tracer, INVOKE_RPC, SpanKind.CLIENT, parentOf(parent), {
+    'rpc.system': 'grpc',
+    'rpc.service': runtimedV1.FunctionRuntimeDefinition.fullName,
+    'rpc.method': 'InvokeFunction',
+    'server.address': upstream,
+    [ATTR.invocationId]: request.invocationId,
+    [ATTR.namespace]: request.namespace,
+    [ATTR.runtime]: request.runtime,
+    [ATTR.runUid]: request.uid,
+  });
+}
+
+/**
+ * The caller's token and trace context, as gRPC metadata of the call: with tracing on,
+ * the client span's context replaces the caller's (one traceparent, never both).
+ */
+function invocationMetadata(request: ForwardRequest, span: Span | undefined): Metadata {
   const metadata = Metadata();
   metadata.set(METADATA_KEYS.authorization, `Bearer ${request.token}`);
-  if (request.traceparent !== undefined) metadata.set('traceparent', request.traceparent);
-  if (request.tracestate !== undefined) metadata.set('tracestate', request.tracestate);
+  const trace = span === undefined ? request : traceHeaders(span);
+  if (trace.traceparent !== undefined) metadata.set('traceparent', trace.traceparent);
+  if (trace.tracestate !== undefined) metadata.set('tracestate', trace.tracestate);
   return metadata;
 }
 

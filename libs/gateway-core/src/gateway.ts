@@ -10,6 +10,8 @@ import type { Logger } from 'pino';
 import { BOUNDS, INVOCATION_ID_HEADER } from '@kruntimes/api';
 import { isKruntimesError } from '@kruntimes/errors';
 import type { runtimedV1 } from '@kruntimes/proto';
+import { ATTR, SpanKind, endFailed, remoteParent, startSpan } from '@kruntimes/tracing';
+import type { Span, Tracer } from '@kruntimes/tracing';
 import { readBoundedBody } from './body.ts';
 import { httpErrorOf, retryAfterSeconds } from './error-mapping.ts';
 import type { HttpError } from './error-mapping.ts';
@@ -30,6 +32,11 @@ export interface GatewayOptions {
   resolver: UpstreamResolver;
   logger: Logger;
   metrics?: GatewayMetrics;
+  /**
+   * Tracing on: a server span per request and a client span per call to runtimed
+   * (@kruntimes/tracing's startTracing). Undefined: no span is made, not even a no-op one.
+   */
+  tracer?: Tracer;
   /** How often the certificate files are checked for a change. Default 1 s. */
   reloadIntervalMs?: number;
   connectTimeoutMs?: number;
@@ -77,7 +84,18 @@ interface RequestState {
   code?: string;
   upstream?: string | undefined;
   upstreamSeconds?: number | undefined;
+  /** The message of the error answered (with `code`), for the span's status. */
+  message?: string;
+  /** The request's server span (tracing on). */
+  span?: Span;
 }
+
+/** The server span's name: the route template, never the path (its UIDs would make every name unique). */
+const SPAN_NAMES: Record<RouteLabel, string> = {
+  functions: 'POST /v1/namespaces/{namespace}/runtimes/{runtime}/functions/{uid}:invoke',
+  runs: 'POST /v1/namespaces/{namespace}/runtimes/{runtime}/runs/{uid}:invoke',
+  other: 'HTTP',
+};
 
 /**
  * The runtime-gateway: HTTPS only (there is no plaintext listener), stateless. Turns
@@ -91,6 +109,7 @@ export class Gateway {
   readonly #forwarder: Forwarder;
   readonly #metrics: GatewayMetrics;
   readonly #logger: Logger;
+  readonly #tracer: Tracer | undefined;
   readonly #pollers: FilePoller[] = [];
   readonly #bodyLimit: number;
   #inflight = 0;
@@ -103,12 +122,14 @@ export class Gateway {
     this.#options = options;
     this.#logger = options.logger;
     this.#metrics = options.metrics ?? NO_METRICS;
+    this.#tracer = options.tracer;
     this.#bodyLimit = options.bodyLimitBytes ?? BOUNDS.requestBodyBytes;
     this.#certificate = new X509Certificate(tls.cert);
     this.#forwarder = new Forwarder({
       resolver: options.resolver,
       caPem,
       logger: options.logger,
+      ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
     });
     // Plain node:http handling (no framework): one handler, the answer written once.
@@ -245,6 +266,7 @@ export class Gateway {
       invocationId: (parsed.ok ? parsed.request.invocationId : parsed.invocationId) ?? randomUUID(),
       target: parsed.ok ? parsed.request.target : parsed.target,
     };
+    if (this.#tracer !== undefined) state.span = serverSpan(this.#tracer, request, state, parsed.ok ? parsed.request : undefined);
     this.#track(request, response, state, started);
     try {
       if (!parsed.ok) throw parsed.error;
@@ -282,7 +304,13 @@ export class Gateway {
   #record(request: Request, response: Response, state: RequestState, seconds: number): void {
     const status = response.writableFinished ? response.statusCode : 499;
     this.#metrics.requestFinished(state.route, status, seconds, state.upstreamSeconds);
-    const { target, code, upstream } = state;
+    const { target, code, upstream, span } = state;
+    if (span !== undefined) {
+      span.setAttribute('http.response.status_code', status);
+      if (code !== undefined) endFailed(span, code, state.message ?? '');
+      else if (status === 499) endFailed(span, 'Internal', 'the client closed the request');
+      else span.end();
+    }
     this.#logger.info(
       {
         method: request.method,
@@ -318,6 +346,7 @@ export class Gateway {
       token,
       ...(traceparent === undefined ? {} : { traceparent }),
       ...(tracestate === undefined ? {} : { tracestate }),
+      ...(state.span === undefined ? {} : { span: state.span }),
       signal: abort.signal,
     });
     response.off('close', onClose);
@@ -386,7 +415,7 @@ export class Gateway {
   /** The answer, head and body in one write; `endLater` leaves the response to be ended by the caller. */
   #send(
     response: Response,
-    state: Pick<RequestState, 'invocationId' | 'code'>,
+    state: Pick<RequestState, 'invocationId' | 'code' | 'message'>,
     body: HttpError | Record<string, unknown>,
     options: { endLater?: boolean } = {},
   ): void {
@@ -399,6 +428,7 @@ export class Gateway {
     let json: unknown = body;
     if (isHttpError(body)) {
       state.code = body.code;
+      state.message = body.message;
       status = body.status;
       json = { invocationId: state.invocationId, error: { code: body.code, message: body.message, source: body.source } };
       const retryAfter = retryAfterSeconds(body);
@@ -412,6 +442,18 @@ export class Gateway {
     if (options.endLater === true) response.write(text, 'utf8');
     else response.end(text, 'utf8');
   }
+}
+
+/** The request's server span, under the caller's trace context when it sent a valid one. */
+function serverSpan(tracer: Tracer, request: Request, state: RequestState, invoke: InvokeRequest | undefined): Span {
+  const { target } = state;
+  return startSpan(tracer, SPAN_NAMES[state.route], SpanKind.SERVER, remoteParent(invoke?.traceparent, invoke?.tracestate), {
+    'http.request.method': request.method ?? '',
+    'url.path': state.path,
+    ...(state.route === 'other' ? {} : { 'http.route': SPAN_NAMES[state.route].slice('POST '.length) }),
+    [ATTR.invocationId]: state.invocationId,
+    ...(target === undefined ? {} : { [ATTR.namespace]: target.namespace, [ATTR.runtime]: target.runtime, [ATTR.runUid]: target.uid }),
+  });
 }
 
 function isHttpError(body: HttpError | Record<string, unknown>): body is HttpError {

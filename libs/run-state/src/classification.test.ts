@@ -4,6 +4,7 @@ import {
   acceptsInvokes,
   classify,
   countByPhase,
+  finishKind,
   hasOwner,
   holdsCapacity,
   isActive,
@@ -169,6 +170,22 @@ describe.each(RUN_PHASES.map((phase) => [phase, expected[phase]] as const))('pha
   it('has exactly one class', () => {
     expect(['queued', 'assigned', 'executing', 'serving', 'parked', 'terminal']).toContain(classify(phase));
   });
+});
+
+test.each<[RunPhase, ReturnType<typeof finishKind>]>([
+  ['Pending', undefined],
+  ['Scheduled', undefined],
+  ['Running', undefined],
+  ['Ready', undefined],
+  ['WaitingInput', undefined],
+  ['Succeeded', 'succeeded'],
+  ['Failed', 'failed'],
+  ['Timeout', 'timedOut'],
+  ['Cancelled', 'cancelled'],
+  ['Interrupted', 'interrupted'],
+])('finishKind(%s) is %s, and defined exactly for the terminal phases', (phase, kind) => {
+  expect(finishKind(phase)).toBe(kind);
+  expect(finishKind(phase) !== undefined).toBe(isTerminal(phase));
 });
 
 describe('countByPhase', () => {

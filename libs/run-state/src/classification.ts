@@ -28,6 +28,30 @@ export function classify(phase: RunPhase): PhaseClass {
   }
 }
 
+/** How a Run ended, for callers that answer with it (krt's exit code); undefined while it has not. */
+export type FinishKind = 'succeeded' | 'failed' | 'timedOut' | 'cancelled' | 'interrupted';
+
+export function finishKind(phase: RunPhase): FinishKind | undefined {
+  switch (phase) {
+    case 'Pending':
+    case 'Scheduled':
+    case 'Running':
+    case 'Ready':
+    case 'WaitingInput':
+      return undefined;
+    case 'Succeeded':
+      return 'succeeded';
+    case 'Failed':
+      return 'failed';
+    case 'Timeout':
+      return 'timedOut';
+    case 'Cancelled':
+      return 'cancelled';
+    case 'Interrupted':
+      return 'interrupted';
+  }
+}
+
 /** The Run waits for a response (WaitingInput): no owner, no capacity, answered through a RunInput. */
 export function isWaitingForInput(phase: RunPhase): boolean {
   return classify(phase) === 'parked';

@@ -1,6 +1,8 @@
 import { BOUNDS, isUid, isValidInvocationId, utf8ByteLength, validateOutputs } from '@kruntimes/api';
 import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
+import { ATTR, SpanKind, endFailed, parentOf, remoteParent, startSpan } from '@kruntimes/tracing';
+import type { Span, Tracer } from '@kruntimes/tracing';
 import type { InvocationResult, LanguageAdapter, LoadedFunction } from './adapter.ts';
 import type { Clock } from './clock.ts';
 import { RegistrationTable } from './registration-table.ts';
@@ -14,13 +16,20 @@ export interface InvokeRequest {
   readonly invocationId: string;
   readonly payload: Uint8Array;
   readonly timeoutMs: number | undefined;
+  /** The caller's W3C trace context (runtimed's client span), used only with tracing on. */
+  readonly traceparent?: string | undefined;
+  readonly tracestate?: string | undefined;
 }
+
+const INVOKE_RPC = 'kruntimes.runtimeserver.v1.RuntimeServer/InvokeFunction';
 
 export interface FunctionServiceOptions {
   readonly adapter: LanguageAdapter;
   readonly logger: Logger;
   readonly clock: Clock;
   readonly newId: () => string;
+  /** Tracing on: a server span per invocation and a child span for the handler. */
+  readonly tracer?: Tracer | undefined;
 }
 
 /**
@@ -32,6 +41,7 @@ export class FunctionService {
   readonly #adapter: LanguageAdapter;
   readonly #logger: Logger;
   readonly #clock: Clock;
+  readonly #tracer: Tracer | undefined;
   /** Loaded functions of READY registrations, by registration ID. */
   readonly #loaded = new Map<string, LoadedFunction>();
   /** Loads in progress, shared by identical concurrent RegisterFunction calls. */
@@ -41,6 +51,7 @@ export class FunctionService {
     this.#adapter = options.adapter;
     this.#logger = options.logger;
     this.#clock = options.clock;
+    this.#tracer = options.tracer;
     this.#table = new RegistrationTable({ clock: options.clock, newId: options.newId });
   }
 
@@ -81,6 +92,25 @@ export class FunctionService {
   }
 
   async invoke(request: InvokeRequest): Promise<InvocationResult> {
+    const tracer = this.#tracer;
+    if (tracer === undefined) return this.#invoke(request, undefined);
+    const span = startSpan(tracer, INVOKE_RPC, SpanKind.SERVER, remoteParent(request.traceparent, request.tracestate), {
+      'rpc.system': 'grpc',
+      'rpc.service': 'kruntimes.runtimeserver.v1.RuntimeServer',
+      'rpc.method': 'InvokeFunction',
+      [ATTR.invocationId]: request.invocationId.slice(0, 128),
+    });
+    try {
+      const result = await this.#invoke(request, { tracer, span });
+      span.end();
+      return result;
+    } catch (error) {
+      endFailed(span, isKruntimesError(error) ? error.code : 'Internal', error instanceof Error ? error.message : String(error));
+      throw error;
+    }
+  }
+
+  async #invoke(request: InvokeRequest, trace: { tracer: Tracer; span: Span } | undefined): Promise<InvocationResult> {
     const { payload, timeoutMs } = validateInvoke(request);
     const slot = this.#table.beginInvocation(request.registrationId, request.invocationId);
     const registration = this.#table.get(request.registrationId);
@@ -93,13 +123,14 @@ export class FunctionService {
       const loaded = this.#loaded.get(request.registrationId);
       if (loaded === undefined) throw new KruntimesError('Internal', `registration ${request.registrationId} is ready but not loaded`);
       const started = this.#clock();
-      const result = await loaded.invoke({
+      const invoking = loaded.invoke({
         invocationId: request.invocationId,
         payload,
         timeoutMs,
         deadline: started + timeoutMs,
         logger,
       });
+      const result = trace === undefined ? await invoking : await traceHandler(trace, registration, invoking);
       checkResult(result);
       logger.info({ durationMs: this.#clock() - started }, 'invocation succeeded');
       return result;
@@ -206,5 +237,27 @@ function checkResult(result: InvocationResult): void {
   const violations = validateOutputs(result.outputs);
   if (violations.length > 0) {
     throw new KruntimesError('FunctionOutputInvalid', `invalid outputs: ${violations.map((v) => `${v.field}: ${v.message}`).join('; ')}`);
+  }
+}
+
+/** The handler's own span (its run time in the function process), under the invocation's server span. */
+async function traceHandler(
+  { tracer, span }: { tracer: Tracer; span: Span },
+  registration: Registration,
+  invoking: Promise<InvocationResult>,
+): Promise<InvocationResult> {
+  span.setAttributes({ [ATTR.runUid]: registration.runUid, [ATTR.attempt]: registration.attempt });
+  const handler = startSpan(tracer, 'function handler', SpanKind.INTERNAL, parentOf(span), {
+    [ATTR.runUid]: registration.runUid,
+    [ATTR.attempt]: registration.attempt,
+    'code.function.name': registration.config.handler,
+  });
+  try {
+    const result = await invoking;
+    handler.end();
+    return result;
+  } catch (error) {
+    endFailed(handler, isKruntimesError(error) ? error.code : 'Internal', error instanceof Error ? error.message : String(error));
+    throw error;
   }
 }

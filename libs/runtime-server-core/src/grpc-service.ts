@@ -41,12 +41,14 @@ export function runtimeServerService(functions: FunctionService, executions: Exe
       return toStatusResponse(functions.status(request.registrationId));
     },
 
-    async invokeFunction(request) {
+    async invokeFunction(request, context: CallContext) {
       const result = await functions.invoke({
         registrationId: request.registrationId,
         invocationId: request.invocationId,
         payload: request.payload,
         timeoutMs: millisFromDuration(request.timeout),
+        traceparent: context.metadata.get('traceparent'),
+        tracestate: context.metadata.get('tracestate'),
       });
       return toInvokeResponse(request.invocationId, result);
     },

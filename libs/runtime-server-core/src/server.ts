@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { DEFAULTS } from '@kruntimes/api';
 import { stopOnSignals } from '@kruntimes/host';
+import { startTracing } from '@kruntimes/tracing';
+import type { Tracer } from '@kruntimes/tracing';
 import { healthV1, runtimeServerV1 } from '@kruntimes/proto';
 import { createServer } from 'nice-grpc';
 import { pino } from 'pino';
@@ -21,6 +23,8 @@ export interface RuntimeServerOptions {
   /** `127.0.0.1:7450`, `[::1]:0`, `unix:/run/kruntimes/runtime-server.sock`. */
   readonly listen: string;
   readonly logger: Logger;
+  /** Tracing on: spans of each invocation (startTracing of @kruntimes/tracing); undefined: none. */
+  readonly tracer?: Tracer | undefined;
 }
 
 export interface RunningRuntimeServer {
@@ -34,7 +38,13 @@ export interface RunningRuntimeServer {
 export async function startRuntimeServer(options: RuntimeServerOptions): Promise<RunningRuntimeServer> {
   const listen = checkListenAddress(options.listen);
   const { adapter, logger } = options;
-  const functions = new FunctionService({ adapter, logger, clock: systemClock, newId: () => `reg-${randomUUID()}` });
+  const functions = new FunctionService({
+    adapter,
+    logger,
+    clock: systemClock,
+    newId: () => `reg-${randomUUID()}`,
+    tracer: options.tracer,
+  });
   // Same loopback host as the gRPC listener (127.0.0.1 for a unix socket), an ephemeral port.
   const artifacts = await ArtifactEndpoint.start(artifactEndpointHost(listen), logger);
   const executions = new ExecutionService({ adapter, logger, clock: systemClock, artifacts });
@@ -64,6 +74,8 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
  * Entry point of a Runtime Server process: flags, environment, pino logger, signals.
  *   --listen ADDRESS   (env KRT_LISTEN; default 127.0.0.1:7450)
  *   --log-level LEVEL  (env KRT_LOG_LEVEL; default info)
+ * Tracing: spans exported over OTLP (HTTP/protobuf) as service `kruntimes-<name>` when
+ * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off otherwise.
  */
 export async function runRuntimeServerMain(name: string, createAdapter: (logger: Logger) => Promise<LanguageAdapter>): Promise<void> {
   const { values } = parseArgs({
@@ -76,16 +88,24 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
     // Logs never carry credentials; this is the belt to that rule's braces.
     redact: ['*.authorization', '*.token', 'env'],
   });
+  const tracing = startTracing(`kruntimes-${name}`);
   try {
     const adapter = await createAdapter(logger);
     const server = await startRuntimeServer({
       adapter,
       listen: values.listen ?? process.env.KRT_LISTEN ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
       logger,
+      tracer: tracing?.tracer,
     });
-    void stopOnSignals(logger, () => server.shutdown()).then((code) => process.exit(code));
+    if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
+    void stopOnSignals(logger, async () => {
+      await server.shutdown();
+      // After the last invocation ended: its spans are exported too.
+      await tracing?.shutdown();
+    }).then((code) => process.exit(code));
   } catch (error) {
     logger.fatal({ err: error }, 'runtime server failed to start');
+    await tracing?.shutdown();
     process.exitCode = 1;
   }
 }

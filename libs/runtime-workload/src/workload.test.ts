@@ -207,6 +207,17 @@ describe('runtimeWorkload', () => {
     }
   });
 
+  it('gives both containers the OTLP endpoint when tracing is on, and nothing (the same spec hash) when it is off', () => {
+    const traced = runtimeWorkload(runtime(), { ...config, otlpEndpoint: 'http://collector:4318' });
+    for (const name of [CONTAINERS.runtimed, CONTAINERS.runtimeServer])
+      expect(env(container(traced, name)).OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://collector:4318');
+    const plain = runtimeWorkload(runtime(), { ...config, otlpEndpoint: '' });
+    expect(Object.keys(env(container(plain, CONTAINERS.runtimed)))).not.toContain('OTEL_EXPORTER_OTLP_ENDPOINT');
+    expect(plain.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(
+      runtimeWorkload(runtime(), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION],
+    );
+  });
+
   it.each([
     ['loopback', '127.0.0.1:7450', false],
     ['podIP', '$(POD_IP):7450', true],

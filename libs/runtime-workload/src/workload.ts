@@ -50,6 +50,8 @@ export const ENV = {
   gatewayCaFile: 'KRT_GATEWAY_CA_FILE',
   /** The Runtime's spec.capabilities, comma-separated (set only when it declares any). */
   capabilities: 'KRT_RUNTIME_CAPABILITIES',
+  /** Where runtimed and the Runtime Server export spans (OTLP); set only when tracing is on. */
+  otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
 } as const;
 
 /**
@@ -78,6 +80,12 @@ export interface WorkloadConfig {
    * Unset: runtimed's own default host and no caBundle.
    */
   gateway?: GatewayEndpointConfig;
+  /**
+   * The OTLP endpoint (`http[s]://host:port`, HTTP/protobuf) runtimed and the Runtime
+   * Server export their spans to, as OTEL_EXPORTER_OTLP_ENDPOINT of both containers.
+   * Unset: tracing off in Runtime Pods (and no env entry: their spec hash stays the same).
+   */
+  otlpEndpoint?: string;
 }
 
 export interface GatewayEndpointConfig {
@@ -302,6 +310,7 @@ function containerParts(runtime: Pick<Runtime, 'spec'>, config: WorkloadConfig, 
       { name: ENV.runtime, value: name },
       { name: ENV.language, value: runtime.spec.language },
       { name: ENV.workspaceDir, value: WORKSPACE_MOUNT_PATH },
+      ...(config.otlpEndpoint === undefined || config.otlpEndpoint === '' ? [] : [{ name: ENV.otlpEndpoint, value: config.otlpEndpoint }]),
     ],
     address: runtimeServerAddress(config.runtimeServerListen),
     securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },

@@ -48,8 +48,10 @@ function run(shape: RunShape): Run {
 }
 
 const local = (attempt = 1, uid = UID): LocalRun => ({ uid, attempt, mode: 'function' });
+const taskLocal = (attempt = 1): LocalRun => ({ uid: UID, attempt, mode: 'task' });
+const unwritten = { outcomeUnwritten: true };
 
-const cases: [string, Run | undefined, LocalRun | undefined, RunAction['type']][] = [
+const cases: [string, Run | undefined, LocalRun | undefined, RunAction['type'], { outcomeUnwritten?: boolean }?][] = [
   ['gone, nothing local', undefined, undefined, 'ignore'],
   ['gone, held locally', undefined, local(), 'release'],
   ['another Runtime', run({ runtime: 'bash', phase: 'Scheduled', pod: POD }), undefined, 'ignore'],
@@ -78,10 +80,30 @@ const cases: [string, Run | undefined, LocalRun | undefined, RunAction['type']][
   ['moved to another Pod', run({ phase: 'Scheduled', pod: OTHER_POD, attempt: 2 }), local(1), 'release'],
   ['name reused by another Run', run({ phase: 'Scheduled', pod: POD }), local(1, '44444444-4444-4444-8444-444444444444'), 'release'],
   ['WaitingInput has no owner', run({ phase: 'WaitingInput', pod: POD }), undefined, 'ignore'],
+  // The outcome of an execution that ended here could not be written (API server down).
+  ['task ended, outcome unwritten', run({ phase: 'Running', pod: POD }), taskLocal(), 'writeOutcome', unwritten],
+  [
+    'outcome unwritten past the lifetime: the outcome, not Timeout',
+    run({ phase: 'Running', pod: POD, timeout: '25s', startedSecondsAgo: 40 }),
+    taskLocal(),
+    'writeOutcome',
+    unwritten,
+  ],
+  [
+    'outcome unwritten with cancel requested: the outcome (the state machine lets the cancel win)',
+    run({ phase: 'Running', pod: POD, cancel: true }),
+    taskLocal(),
+    'writeOutcome',
+    unwritten,
+  ],
+  ['outcome unwritten, local state already released', run({ phase: 'Running', pod: POD }), undefined, 'writeOutcome', unwritten],
+  ['outcome unwritten but the Run moved on', run({ phase: 'Pending', attempt: 2 }), taskLocal(1), 'release', unwritten],
+  ['outcome unwritten but the Run ended', run({ phase: 'Succeeded', pod: POD }), undefined, 'ignore', unwritten],
+  ['outcome unwritten but the Run is deleting', run({ phase: 'Running', pod: POD, deleting: true }), undefined, 'ignore', unwritten],
 ];
 
-test.each(cases)('%s', (_name, r, l, expected) => {
-  expect(planRun({ run: r, podUID: POD, runtime: 'python', local: l, nowMs: NOW }).type).toBe(expected);
+test.each(cases)('%s', (_name, r, l, expected, extra = {}) => {
+  expect(planRun({ run: r, podUID: POD, runtime: 'python', local: l, nowMs: NOW, ...extra }).type).toBe(expected);
 });
 
 test('lifetime counts spec.timeout from startTime; no timeout or no start means none', () => {

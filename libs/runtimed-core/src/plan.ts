@@ -28,6 +28,11 @@ export type RunAction =
   | { type: 'register' }
   /** A Ready function Run: watch its registration (fatal error, idle timeout). */
   | { type: 'watch'; lifetimeRemainingMs: number | undefined }
+  /**
+   * A task Run in Running whose execution ended here but whose outcome could not be
+   * written (the API server did not answer): write the outcome kept in memory.
+   */
+  | { type: 'writeOutcome' }
   /** A task Run in Running: execute it, or keep waiting for the execution in flight. */
   | { type: 'execute'; lifetimeRemainingMs: number | undefined }
   /** Terminal but still carrying the finalizer (runtimed stopped between the two writes). */
@@ -39,6 +44,11 @@ export interface PlanInput {
   runtime: string;
   /** What this process holds for the Run's UID (or, when the Run is gone, for its key). */
   local: LocalRun | undefined;
+  /**
+   * This process holds the outcome of this Run's current attempt, ended here but not yet
+   * written (the write failed for a reason other than the Run moving on).
+   */
+  outcomeUnwritten?: boolean;
   nowMs: number;
 }
 
@@ -47,7 +57,7 @@ export interface PlanInput {
  * reconciler does the I/O, and every write it makes is fenced again against the live
  * object, so a decision taken on a stale cache can only lead to a refused write.
  */
-export function planRun({ run, podUID, runtime, local, nowMs }: PlanInput): RunAction {
+export function planRun({ run, podUID, runtime, local, outcomeUnwritten = false, nowMs }: PlanInput): RunAction {
   if (run === undefined)
     return local === undefined ? { type: 'ignore', why: 'the Run is gone' } : { type: 'release', why: 'the Run is gone' };
   if (run.spec.runtime !== runtime) return { type: 'ignore', why: `the Run belongs to Runtime ${run.spec.runtime}` };
@@ -81,6 +91,11 @@ export function planRun({ run, podUID, runtime, local, nowMs }: PlanInput): RunA
     case 'serving':
       break;
   }
+  // The code ended before any cancel or lifetime timeout could be acted on: its outcome
+  // stands, however late the API server lets it be written (a cancel stored meanwhile
+  // still wins, in the state machine). Deciding on the lifetime counted from startTime
+  // instead would turn a task that finished in time into Timeout.
+  if (outcomeUnwritten && runModeKind(plain<RunSpec>(run.spec)) === 'task') return { type: 'writeOutcome' };
   if (run.spec.cancelRequested === true) return { type: 'cancel' };
   const lifetimeRemainingMs = remainingLifetimeMs(run, nowMs);
   if (lifetimeRemainingMs !== undefined && lifetimeRemainingMs <= 0) return { type: 'expire' };

@@ -111,7 +111,8 @@ export class RunReconciler {
     const { namespace = '', name } = splitObjectKey(key);
     const run = this.#o.cached(namespace, name);
     const local = this.#local.get(key);
-    const action = planRun({ run, podUID: this.#o.podUID, runtime: this.#o.runtime, local, nowMs: this.#now() });
+    const outcomeUnwritten = run?.metadata.uid !== undefined && this.#tasks.outcomeUnwritten(run.metadata.uid, run.status?.attempt ?? 0);
+    const action = planRun({ run, podUID: this.#o.podUID, runtime: this.#o.runtime, local, outcomeUnwritten, nowMs: this.#now() });
     if (action.type === 'ignore') return undefined;
     if (action.type === 'release' || run === undefined) {
       await this.#release(key, action.type === 'release' ? action.why : 'the Run is gone');
@@ -154,6 +155,8 @@ export class RunReconciler {
         return this.#functions.watch(ctx, action.lifetimeRemainingMs);
       case 'execute':
         return this.#tasks.execute(ctx, action.lifetimeRemainingMs);
+      case 'writeOutcome':
+        return this.#tasks.writeOutcome(ctx);
       case 'cancel': {
         // Cancelling first, so that kubectl and krt show the stop while it lasts (up to the grace period).
         const accept = async (): Promise<void> => {

@@ -50,6 +50,15 @@ export interface InvokeRequest {
   payload: Uint8Array;
   /** The Runtime Server kills the invocation after this long and answers InvocationTimeout. */
   timeoutMs: number;
+  /** W3C trace context of runtimed's client span (tracing on), sent as gRPC metadata. */
+  traceparent?: string;
+  tracestate?: string | undefined;
+}
+
+function traceMetadata(traceparent: string, tracestate: string | undefined): Metadata {
+  const metadata = Metadata({ traceparent });
+  if (tracestate !== undefined) metadata.set('tracestate', tracestate);
+  return metadata;
 }
 
 /** Past the invocation's own timeout, how long runtimed waits for the Runtime Server to say so. */
@@ -130,6 +139,7 @@ export class RuntimeServerClient {
         },
         {
           signal: abort.signal,
+          ...(request.traceparent === undefined ? {} : { metadata: traceMetadata(request.traceparent, request.tracestate) }),
           onTrailer: (t) => {
             trailer = t;
           },

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL, RUN_RUNTIME_FIELD } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
@@ -16,6 +16,7 @@ import { ArtifactVerification } from './artifact-verification.ts';
 import type { RuntimedConfig } from './config.ts';
 import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
+import type { Tracer } from '@kruntimes/tracing';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
@@ -35,6 +36,8 @@ export interface RuntimedOptions {
   kubeConfig: KubeConfig;
   logger: Logger;
   metrics: RuntimedMetrics;
+  /** Tracing on: spans of the invoke path (@kruntimes/tracing's startTracing); undefined: none. */
+  tracer?: Tracer;
   /** Reconcile workers; Runs are independent, a slow one must not hold the others. */
   workers?: number;
 }
@@ -61,7 +64,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   const { config, logger } = options;
   const { pod } = config;
   const clients = await buildClients(options);
-  const caches = buildCaches(options);
+  const caches = await buildCaches(options);
   // The Lease is built after the reconciler (it reports the reconciler's Runs); grants read its expiry when asked.
   const built: { lease?: PodLease } = {};
   const artifacts = await startArtifacts(options, clients, () => built.lease?.expiresAtMs());
@@ -152,22 +155,50 @@ async function buildClients({ config, kubeConfig, metrics }: RuntimedOptions): P
 
 interface Caches {
   informers: InformerFactory;
-  /** The namespace's Runs, all of them: the Runtime filter is client-side (see buildReconciler). */
+  /**
+   * This Runtime's Runs, selected by the API server (spec.runtime is a selectable field), or
+   * the namespace's Runs where the server cannot select on it (then filtered in buildReconciler).
+   */
   runs: SharedInformer<RunObject>;
   peers: PeerPods;
   synced(): boolean;
 }
 
-function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Caches {
+async function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Promise<Caches> {
   const informers = new InformerFactory({ kubeConfig, logger });
+  const fieldSelector = `${RUN_RUNTIME_FIELD}=${config.runtime}`;
+  const selectable = await serverSelectsRuns(kubeConfig, config.pod.namespace, fieldSelector);
+  if (!selectable) {
+    logger.warn(
+      { fieldSelector },
+      'the API server cannot select Runs by spec.runtime (a Run CRD without selectableFields, or Kubernetes before 1.31): every Run of the namespace is watched and filtered here',
+    );
+  }
   const runs = informers.informer<RunObject>({
     group: API_GROUP,
     version: API_VERSION,
     namespace: config.pod.namespace,
     plural: RUN_PLURAL,
+    ...(selectable ? { fieldSelector } : {}),
   });
   const peers = new PeerPods(kubeConfig, config.pod.namespace, config.runtime, logger, informers);
   return { informers, runs, peers, synced: () => runs.hasSynced && peers.hasSynced };
+}
+
+/**
+ * Whether the API server answers a Run list selected by `fieldSelector` (one item asked for):
+ * false for its 400 (the field is not selectable there); any other failure is thrown.
+ */
+async function serverSelectsRuns(kubeConfig: KubeConfig, namespace: string, fieldSelector: string): Promise<boolean> {
+  try {
+    await kubeConfig
+      .makeApiClient(CustomObjectsApi)
+      .listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, fieldSelector, limit: 1 });
+    return true;
+  } catch (error) {
+    if (error instanceof ApiException && error.code === 400) return false;
+    throw error;
+  }
 }
 
 /** ArtifactGrants on loopback, and the verification at exit 0, over the namespace's ArtifactStores. */
@@ -238,7 +269,7 @@ function buildReconciler(
     },
   });
   exportHeldFunctions(options, reconciler, caches.runs);
-  // Only Runs of this Runtime (client-side: Runs carry spec.runtime, not a label), plus
+  // Only Runs of this Runtime (the cache may hold the namespace's, see buildCaches), plus
   // any Run this process holds state for, whatever it says now.
   caches.runs.enqueueTo(
     (key) => {

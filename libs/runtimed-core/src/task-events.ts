@@ -1,3 +1,4 @@
+import { RUNTIMED_LOG_MESSAGES } from '@kruntimes/api';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import type { Logger } from 'pino';
 import type { TaskOutcome } from './metrics.ts';
@@ -25,7 +26,7 @@ export function exitReasonName(exited: runtimeServerV1.ExecutionExited | undefin
 export function logEvent(log: Logger, event: Exclude<runtimeServerV1.ExecuteEvent['event'], { $case: 'exited' }>): void {
   switch (event?.$case) {
     case 'started':
-      log.info({ pid: event.started.pid }, 'task started');
+      log.info({ pid: event.started.pid }, RUNTIMED_LOG_MESSAGES.taskStarted);
       break;
     case 'log':
       log.info(
@@ -34,7 +35,7 @@ export function logEvent(log: Logger, event: Exclude<runtimeServerV1.ExecuteEven
           line: event.log.text,
           truncated: event.log.truncated || undefined,
         },
-        'task output',
+        RUNTIMED_LOG_MESSAGES.taskOutput,
       );
       break;
     case undefined:

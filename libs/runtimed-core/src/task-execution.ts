@@ -11,6 +11,7 @@ import { settleBrokenStream } from './lost-execution.ts';
 import { resumeFailed } from './resume.ts';
 import { STOPPED_OUTCOME, exitReasonName, logEvent } from './task-events.ts';
 import { NotOwnerError } from './run-client.ts';
+import type { TaskOutcome } from './metrics.ts';
 import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
 import { entrypointFile, runEnv } from './workspace.ts';
 
@@ -25,6 +26,13 @@ const MAX_REMEMBERED_EXECUTIONS = 10_000;
  * execution whose stream closed, so it ends within that period once it notices).
  */
 const LOST_EXECUTION_MARGIN_MS = 15_000;
+
+/**
+ * Writes the outcome of an attempt that ended (and whatever goes with it: the workspace
+ * removed, a requeue or the final phase), from the Run as the reconcile that calls it
+ * sees it. Idempotent: kept and called again when the API server did not answer.
+ */
+type OutcomeWrite = (ctx: ReconcileContext) => Promise<void>;
 
 /** What an execution gets besides the Run: its artifacts access, and for a continuation the checkpoint and response. */
 interface ExecuteExtras {
@@ -56,6 +64,12 @@ export class TaskExecution {
    * workspace is the marker). Bounded; insertion order makes it a FIFO.
    */
   readonly #executed = new Set<string>();
+  /**
+   * Outcomes of attempts that ended here but whose write failed (the API server down or
+   * unreachable), by `uid/attempt`: written by a later reconcile (writeOutcome), never
+   * lost to the lifetime timeout counted from startTime meanwhile. Bounded like #executed.
+   */
+  readonly #unwritten = new Map<string, OutcomeWrite>();
 
   constructor(work: RunWork) {
     this.#w = work;
@@ -88,6 +102,34 @@ export class TaskExecution {
     const execution: Execution = { id: executionId, abort: new AbortController(), done: Promise.resolve() };
     state.execution = execution;
     execution.done = this.#runExecution(ctx, workdir, execution, lifetimeRemainingMs);
+    return undefined;
+  }
+
+  /** Whether this process holds an outcome of this attempt that it could not write yet. */
+  outcomeUnwritten(uid: string, attempt: number): boolean {
+    return this.#unwritten.has(`${uid}/${String(attempt)}`);
+  }
+
+  /**
+   * Writes the kept outcome of an attempt that ended here. A failure that is not the Run
+   * moving on keeps it and throws: the reconcile is retried with backoff.
+   */
+  async writeOutcome(ctx: ReconcileContext): Promise<undefined> {
+    const id = `${ctx.epoch.uid}/${String(ctx.epoch.attempt)}`;
+    const write = this.#unwritten.get(id);
+    if (write === undefined) return undefined;
+    try {
+      await write(ctx);
+    } catch (error) {
+      // Fenced or refused: the Run went on without this outcome, which is never written.
+      if (error instanceof NotOwnerError || error instanceof TransitionRefusedError) {
+        this.#unwritten.delete(id);
+        ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
+      }
+      throw error;
+    }
+    this.#unwritten.delete(id);
+    ctx.log.info('task outcome written after the API server answered again');
     return undefined;
   }
 
@@ -144,6 +186,14 @@ export class TaskExecution {
     const { exited, failure } = streamEnd;
     if (exited !== undefined) execution.exited = { exitCode: exited.exitCode, signal: exited.signal };
     const seconds = (now() - started) / 1000;
+    // Counted once, however many times the outcome has to be written.
+    let counted = false;
+    const count = (outcome: TaskOutcome): void => {
+      if (counted) return;
+      counted = true;
+      o.metrics.taskFinished(outcome, seconds);
+    };
+    let write: OutcomeWrite | undefined;
     try {
       // An AwaitInput whose write is in flight decides whether this end is the wait's.
       if (execution.waitWrite !== undefined) await execution.waitWrite;
@@ -154,17 +204,25 @@ export class TaskExecution {
         return;
       }
       if (resume.type === 'failed' || resume.type === 'interrupted') {
-        o.metrics.taskFinished('failed', seconds);
-        await resumeFailed(this.#w, ctx, resume);
-        return;
+        count('failed');
+        write = (current) => resumeFailed(this.#w, current, resume);
+      } else {
+        if (exited !== undefined) {
+          const { reason, exitCode, signal, outputsError } = exited;
+          ctx.log.info({ reason, exitCode, signal: signal || undefined, outputsError: outputsError || undefined, seconds }, 'task exited');
+        }
+        write = (current) => this.#taskEnded(current, exited, failure, count);
       }
-      await this.#taskEnded(ctx, exited, failure, seconds);
+      await write(ctx);
     } catch (error) {
       if (error instanceof NotOwnerError || error instanceof TransitionRefusedError) {
         ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
       } else {
-        // The reconcile that follows re-reads everything and retries the write.
-        ctx.log.error({ err: error }, 'writing the task outcome failed');
+        // Kept: the reconcile that follows (enqueued below, retried with backoff while
+        // the API server does not answer) writes it from the Run as it then is. Without
+        // it the attempt would stay Running until its lifetime ran out (Timeout).
+        if (write !== undefined) this.#keepUnwritten(execution.id, write);
+        ctx.log.error({ err: error, kept: write !== undefined }, 'writing the task outcome failed');
       }
     } finally {
       const current = this.#w.local.get(ctx.key);
@@ -231,29 +289,27 @@ export class TaskExecution {
     ctx: ReconcileContext,
     exited: runtimeServerV1.ExecutionExited | undefined,
     failure: unknown,
-    seconds: number,
+    count: (outcome: TaskOutcome) => void,
   ): Promise<void> {
-    const { metrics } = this.#w.o;
     if (exited === undefined) {
-      metrics.taskFinished('failed', seconds);
+      count('failed');
       await this.#w.attemptFailed(ctx, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`, {
         interrupted: true,
       });
       return;
     }
-    const { reason, exitCode, signal, outputsError, message } = exited;
-    ctx.log.info({ reason, exitCode, signal: signal || undefined, outputsError: outputsError || undefined, seconds }, 'task exited');
+    const { reason, exitCode, message } = exited;
     switch (reason) {
       case ExitReason.EXIT_REASON_COMPLETED:
         if (exitCode === 0) {
-          await this.#exitedZero(ctx, exited, seconds);
+          await this.#exitedZero(ctx, exited, count);
           return;
         }
-        metrics.taskFinished('failed', seconds);
+        count('failed');
         await this.#w.attemptFailed(ctx, `exited with code ${exitCode}`, { exitCode });
         return;
       case ExitReason.EXIT_REASON_TIMED_OUT:
-        metrics.taskFinished('timeout', seconds);
+        count('timeout');
         await this.#finished(ctx, {
           type: 'TimedOut',
           reason: RUN_REASONS.timeout,
@@ -261,7 +317,7 @@ export class TaskExecution {
         });
         return;
       case ExitReason.EXIT_REASON_START_FAILED:
-        metrics.taskFinished('failed', seconds);
+        count('failed');
         await this.#w.attemptFailed(ctx, `could not start: ${message}`);
         return;
       case ExitReason.EXIT_REASON_CANCELLED:
@@ -270,7 +326,7 @@ export class TaskExecution {
       case ExitReason.EXIT_REASON_WAITING_INPUT:
       case ExitReason.EXIT_REASON_UNSPECIFIED:
       case ExitReason.UNRECOGNIZED:
-        metrics.taskFinished('failed', seconds);
+        count('failed');
         await this.#w.attemptFailed(ctx, `the execution ended unexpectedly (${message || String(reason)})`, { interrupted: true });
         return;
     }
@@ -281,22 +337,22 @@ export class TaskExecution {
    * missing or mismatched one ends it Failed (the same code would give the same result);
    * a store that cannot be read makes the attempt interrupted.
    */
-  async #exitedZero(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, seconds: number): Promise<void> {
-    const { metrics, artifacts } = this.#w.o;
+  async #exitedZero(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, count: (outcome: TaskOutcome) => void): Promise<void> {
+    const { artifacts } = this.#w.o;
     const outcome = await exitZeroOutcome(artifacts, ctx, exited.manifest);
     switch (outcome.type) {
       case 'interrupted':
-        metrics.taskFinished('failed', seconds);
+        count('failed');
         await this.#w.attemptFailed(ctx, `exited 0, but its artifacts could not be verified: ${outcome.message}`, { interrupted: true });
         return;
       case 'failed': {
-        metrics.taskFinished('failed', seconds);
+        count('failed');
         const phase = await this.#finished(ctx, { type: 'Failed', reason: outcome.reason, message: outcome.message, exitCode: 0 });
         ctx.log.info({ phase, reason: outcome.reason, why: outcome.message }, 'exited 0, but its artifacts failed verification');
         return;
       }
       case 'succeeded': {
-        metrics.taskFinished('succeeded', seconds);
+        count('succeeded');
         // A cancel stored before this write wins: the transition ends the Run Cancelled.
         const phase = await this.#finished(ctx, {
           type: 'Succeeded',
@@ -320,6 +376,14 @@ export class TaskExecution {
     const written = await this.#w.o.runs.transition(epoch, outcome, this.#w.o.cached(epoch.namespace, epoch.name));
     this.#w.forget(key, epoch);
     return written.status?.phase;
+  }
+
+  #keepUnwritten(executionId: string, write: OutcomeWrite): void {
+    this.#unwritten.set(executionId, write);
+    if (this.#unwritten.size > MAX_REMEMBERED_EXECUTIONS) {
+      const oldest = this.#unwritten.keys().next();
+      if (oldest.done !== true) this.#unwritten.delete(oldest.value);
+    }
   }
 
   #rememberExecuted(executionId: string): void {

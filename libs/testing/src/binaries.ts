@@ -7,11 +7,23 @@ import { ControlPlaneError } from './errors.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const BUILD_SCRIPT = join(REPO_ROOT, 'tools/kube-binaries/build.sh');
-/** The control plane's binaries, kubectl (pinned with them), SeaweedFS's `weed` (the object store for artifacts) and Prometheus (the dashboards' check). */
-export const BINARY_NAMES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl', 'weed', 'prometheus'] as const;
+/**
+ * The control plane's binaries, kubectl (pinned with them), SeaweedFS's `weed` (the object
+ * store for artifacts), Prometheus (the dashboards' check) and Jaeger's all-in-one (the
+ * tracing test's OTLP receiver).
+ */
+export const BINARY_NAMES = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kubectl',
+  'weed',
+  'prometheus',
+  'jaeger-all-in-one',
+] as const;
 
 /**
- * Returns the directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, weed and prometheus.
+ * Returns the directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, weed, prometheus and jaeger-all-in-one.
  * `KRT_KUBE_BIN_DIR` points at prebuilt binaries; otherwise tools/kube-binaries/build.sh
  * provides them: a no-op when its cache holds them, a build of several minutes on a fresh
  * machine, with its progress on our stderr so that a long first run is not a silent one.

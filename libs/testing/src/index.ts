@@ -17,6 +17,8 @@ export * from './https-stub.ts';
 export * from './namespace-access.ts';
 export * from './artifact-grants-server.ts';
 export * from './object-store.ts';
+export * from './jaeger.ts';
 export * from './workload-config.ts';
 export * from './bench.ts';
 export * from './python-venv.ts';
+export * from './run-tally.ts';

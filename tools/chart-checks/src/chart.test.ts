@@ -409,6 +409,34 @@ describe('controllerManager.gatewayEndpoint', () => {
   });
 });
 
+describe('global.tracing.otlpEndpoint', () => {
+  const ENDPOINT = 'http://otel-collector.observability.svc:4318';
+  const envOf = (objects: KubeObject[], name: string): Record<string, string | undefined> =>
+    Object.fromEntries(
+      (
+        (podSpec(get(objects, 'Deployment', name)).containers[0] as { env?: { name: string; value?: string }[] } | undefined)?.env ?? []
+      ).map((entry) => [entry.name, entry.value]),
+    );
+
+  it('reaches every service, with a kruntimes- service name, and the Runtime Pods through the controller-manager', async () => {
+    const objects = await renderChart(helm, NAMESPACE, [...COMMON, `global.tracing.otlpEndpoint=${ENDPOINT}`]);
+    expect(envOf(objects, 'runtime-gateway')).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: ENDPOINT,
+      OTEL_SERVICE_NAME: 'kruntimes-runtime-gateway',
+    });
+    expect(envOf(objects, 'kruntimes-scheduler')).toMatchObject({ OTEL_SERVICE_NAME: 'kruntimes-scheduler' });
+    const manager = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager')).containers[0];
+    expect(manager?.args).toContain(`--runtime-otlp-endpoint=${ENDPOINT}`);
+  });
+
+  it('is off by default: no endpoint anywhere', async () => {
+    const objects = await renderChart(helm, NAMESPACE, COMMON);
+    expect(envOf(objects, 'runtime-gateway').OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    const manager = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager')).containers[0];
+    expect(manager?.args?.some((arg) => arg.startsWith('--runtime-otlp-endpoint'))).toBe(false);
+  });
+});
+
 describe('images', () => {
   it('take the tag from the chart appVersion by default, and a digest wins over a tag', async () => {
     const digest = `sha256:${'a'.repeat(64)}`;

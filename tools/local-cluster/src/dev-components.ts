@@ -37,24 +37,24 @@ export interface Running extends DevComponent {
 }
 
 /** `node <script> <args>` with its output appended to `<dir>/logs/<name>.log`, without the caller's KUBECONFIG. */
-export function spawnComponent(dir: string, name: string, script: string, args: string[]): Running {
-  return spawnProgram(dir, name, process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, script), ...args]);
+export function spawnComponent(dir: string, name: string, script: string, args: string[], env: Record<string, string> = {}): Running {
+  return spawnProgram(dir, name, process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, script), ...args], env);
 }
 
-/** Any program (e.g. a pinned binary) supervised like a component. */
-export function spawnProgram(dir: string, name: string, program: string, args: string[]): Running {
+/** Any program (e.g. a pinned binary) supervised like a component; `env` is added to this process's. */
+export function spawnProgram(dir: string, name: string, program: string, args: string[], env: Record<string, string> = {}): Running {
   const log = join(dir, 'logs', `${name}.log`);
   const fd = openSync(log, 'a');
   let child;
   try {
-    const env: NodeJS.ProcessEnv = { ...process.env, KRT_DEV_DIR: dir };
-    delete env.KUBECONFIG;
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, KRT_DEV_DIR: dir };
+    delete childEnv.KUBECONFIG;
     // Its own process group: Ctrl-C reaches only the supervisor, which stops the components in order.
     child = spawn(program, args, {
       cwd: dir,
       detached: true,
       stdio: ['ignore', fd, fd],
-      env,
+      env: childEnv,
     });
   } finally {
     closeSync(fd);

@@ -13,17 +13,20 @@ export interface DevOptions {
   once: boolean;
   /** up: without Prometheus and the dashboards' check (--no-prometheus). */
   noPrometheus: boolean;
+  /** up: without Jaeger and the traces (--no-jaeger). */
+  noJaeger: boolean;
   /** logs: COMPONENT, POD/CONTAINER or NAMESPACE/POD/CONTAINER; absent: list what there is. */
   target?: string;
 }
 
-export const DEV_USAGE = `Usage: krt dev up|down|status|env|logs [TARGET] [--dir DIR] [--once] [--no-prometheus]
-       node tools/local-cluster/src/dev.ts up|down|status|env|logs [TARGET] [--dir DIR] [--once] [--no-prometheus]
+export const DEV_USAGE = `Usage: krt dev up|down|status|env|logs [TARGET] [--dir DIR] [--once] [--no-prometheus] [--no-jaeger]
+       node tools/local-cluster/src/dev.ts up|down|status|env|logs [TARGET] [--dir DIR] [--once] [--no-prometheus] [--no-jaeger]
 
   up       the local cluster (etcd, kube-apiserver, kube-controller-manager, the local node
            agent), the CRDs and RBAC, every kruntimes service, and the demo (namespace demo,
            a Python and a Bash function invoked through the HTTPS gateway as a non-admin
-           ServiceAccount), and Prometheus scraping it all as the chart's monitors would;
+           ServiceAccount), Prometheus scraping it all as the chart's monitors would, and
+           Jaeger receiving the invoke path's spans (one trace per invocation);
            after the demo, every query of the chart's dashboards is evaluated through
            Prometheus and reported; stays in the foreground until Ctrl-C or \`krt dev down\`
   down     stops every process of the state directory (SIGTERM, SIGKILL after a grace) and
@@ -35,7 +38,8 @@ export const DEV_USAGE = `Usage: krt dev up|down|status|env|logs [TARGET] [--dir
 
   --dir DIR   state directory (default: $KRT_DEV_DIR, else <repo>/tmp/dev)
   --once      up: tear everything down after printing the results (one-shot mode)
-  --no-prometheus  up: without Prometheus (and without the dashboards' check)`;
+  --no-prometheus  up: without Prometheus (and without the dashboards' check)
+  --no-jaeger      up: without Jaeger (no spans are exported)`;
 
 export function parseDevArgs(argv: readonly string[], defaultDir: string): DevOptions {
   let parsed;
@@ -46,6 +50,7 @@ export function parseDevArgs(argv: readonly string[], defaultDir: string): DevOp
         dir: { type: 'string' },
         once: { type: 'boolean', default: false },
         'no-prometheus': { type: 'boolean', default: false },
+        'no-jaeger': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
       strict: true,
@@ -61,12 +66,14 @@ export function parseDevArgs(argv: readonly string[], defaultDir: string): DevOp
   if (rest.length > 0 || (target !== undefined && subcommand !== 'logs')) throw new UsageError(`too many arguments for ${subcommand}`);
   if (values.once && subcommand !== 'up') throw new UsageError('--once goes with up only');
   if (values['no-prometheus'] && subcommand !== 'up') throw new UsageError('--no-prometheus goes with up only');
+  if (values['no-jaeger'] && subcommand !== 'up') throw new UsageError('--no-jaeger goes with up only');
   if (values.dir === '') throw new UsageError('--dir must not be empty');
   return {
     subcommand,
     dir: resolve(values.dir ?? defaultDir),
     once: values.once,
     noPrometheus: values['no-prometheus'],
+    noJaeger: values['no-jaeger'],
     ...(target === undefined ? {} : { target }),
   };
 }

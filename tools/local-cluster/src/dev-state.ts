@@ -22,6 +22,8 @@ export interface DevState {
   invokerKubeconfig?: string;
   gatewayUrl?: string;
   gatewayCaFile?: string;
+  /** Jaeger's query API and UI (absent with --no-jaeger). */
+  jaegerUrl?: string;
   /** Prometheus's HTTP API and UI (absent with --no-prometheus). */
   prometheusUrl?: string;
   /** The S3 API of the local object store (SeaweedFS). */

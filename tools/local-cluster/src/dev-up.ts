@@ -12,6 +12,8 @@ import { DEMO, DEMO_INVOKER, DEMO_NAMESPACE, createDemoObjects, dashboardTraffic
 import type { DemoInvoker } from './dev-demo.ts';
 import { httpsStatus } from './dev-https.ts';
 import { checkDashboards, startPrometheus, waitForScrapes } from './dev-metrics.ts';
+import { checkTraces, startJaeger } from './dev-traces.ts';
+import type { DevJaeger } from './dev-traces.ts';
 import type { DevPrometheus } from './dev-metrics.ts';
 import { IMAGES, NODE_NAME, nodeAgentConfig } from './dev-node-agent.ts';
 import { missingPrerequisites } from './dev-prerequisites.ts';
@@ -43,6 +45,8 @@ export interface UpOptions {
   once: boolean;
   /** Start Prometheus and check the dashboards' queries after the demo. */
   prometheus: boolean;
+  /** Start Jaeger, export the invoke path's spans to it and check a trace after the demo. */
+  jaeger: boolean;
   out: (line: string) => void;
 }
 
@@ -145,8 +149,9 @@ class DevSession {
     this.#objectStore = objectStore;
     this.state.objectStoreEndpoint = objectStore.endpoint;
     this.#checkStop();
+    const jaeger = this.#options.jaeger ? await this.#startJaeger() : undefined;
     await this.#startNodeAgent(gateway, controlPlane.info.kubeletServer);
-    const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf);
+    const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf, jaeger?.otlpEndpoint);
     const prometheus = this.#options.prometheus ? await this.#startPrometheus(scraped, kubeconfigOf) : undefined;
     const invoker = await this.#prepareDemo(controlPlane, admin);
     await createArtifactDemo(admin, objectStore);
@@ -160,6 +165,7 @@ class DevSession {
     );
     for (const line of results) this.#options.out(line);
     if (prometheus !== undefined) await this.#checkDashboards(prometheus, scraped.length, admin, invoker, check);
+    if (jaeger !== undefined) this.#options.out(await checkTraces(jaeger.queryUrl, this.#signal));
     await this.#announceReady(invoker);
     if (this.#options.once) {
       this.#say('--once: tearing everything down');
@@ -240,8 +246,23 @@ class DevSession {
     return { url, port, metricsPort, caPem: ca.certPem, files };
   }
 
-  async #start(name: string, script: string, args: string[]): Promise<Running> {
-    return this.#supervise(spawnComponent(this.#options.dir, name, script, args));
+  async #start(name: string, script: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
+    return this.#supervise(spawnComponent(this.#options.dir, name, script, args, env));
+  }
+
+  /** Jaeger on loopback, before the services and Pods that export to it. */
+  async #startJaeger(): Promise<DevJaeger> {
+    const binDir = this.#binDir;
+    if (binDir === undefined) throw new Error('the binaries were not built');
+    const jaeger = await startJaeger({
+      binDir,
+      signal: this.#signal,
+      start: (name, program, args, env) => this.#supervise(spawnProgram(this.#options.dir, name, program, args, env)),
+    });
+    this.state.jaegerUrl = jaeger.queryUrl;
+    await writeState(this.state);
+    this.#say(`jaeger (${jaeger.queryUrl}) receiving the invoke path's spans over OTLP (${jaeger.otlpEndpoint})`);
+    return jaeger;
   }
 
   async #supervise(component: Running): Promise<Running> {
@@ -279,8 +300,12 @@ class DevSession {
     gateway: GatewayPlan,
     internalCaDir: string,
     kubeconfigOf: (service: ServiceName) => Promise<string>,
+    otlpEndpoint: string | undefined,
   ): Promise<ScrapedService[]> {
     const leaseFlags = ['--lease-namespace', SYSTEM_NAMESPACE];
+    // Spans in the Runtime Pods (through the controller-manager's workload config) and the gateway.
+    const tracing = otlpEndpoint === undefined ? [] : ['--runtime-otlp-endpoint', otlpEndpoint];
+    const tracingEnv: Record<string, string> = otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint };
     const [schedulerMetrics = 0, managerMetrics = 0, recoveryMetrics = 0] = await freePorts(3);
     const metrics = (port: number): string[] => ['--metrics-address', `127.0.0.1:${String(port)}`];
     await this.#start('scheduler', 'apps/scheduler/src/main.ts', [
@@ -289,6 +314,7 @@ class DevSession {
     await this.#start('controller-manager', 'apps/controller-manager/src/main.ts', [
       ...['--kubeconfig', await kubeconfigOf('controller-manager'), ...leaseFlags, '--internal-ca-dir', internalCaDir],
       ...metrics(managerMetrics),
+      ...tracing,
       ...['--runtimed-image', IMAGES.runtimed, '--python-image', IMAGES.python, '--bash-image', IMAGES.bash],
       ...['--runtime-service-account', RUNTIMED_SERVICE_ACCOUNT, '--runtime-server-listen', 'podIP'],
     ]);
@@ -296,12 +322,17 @@ class DevSession {
     await this.#start('stale-recovery', 'apps/stale-recovery/src/main.ts', [
       ...['--kubeconfig', recoveryKubeconfig, ...leaseFlags, ...metrics(recoveryMetrics)],
     ]);
-    const gatewayProcess = await this.#start('runtime-gateway', 'apps/runtime-gateway/src/main.ts', [
-      ...['--listen', `127.0.0.1:${String(gateway.port)}`, '--tls-cert-file', gateway.files.cert, '--tls-key-file', gateway.files.key],
-      ...['--runtimed-ca-file', join(internalCaDir, 'ca.crt'), '--resolve', 'endpoints'],
-      ...['--kubeconfig', await kubeconfigOf('runtime-gateway'), '--metrics-address', `127.0.0.1:${String(gateway.metricsPort)}`],
-      ...['--drain-seconds', '5'],
-    ]);
+    const gatewayProcess = await this.#start(
+      'runtime-gateway',
+      'apps/runtime-gateway/src/main.ts',
+      [
+        ...['--listen', `127.0.0.1:${String(gateway.port)}`, '--tls-cert-file', gateway.files.cert, '--tls-key-file', gateway.files.key],
+        ...['--runtimed-ca-file', join(internalCaDir, 'ca.crt'), '--resolve', 'endpoints'],
+        ...['--kubeconfig', await kubeconfigOf('runtime-gateway'), '--metrics-address', `127.0.0.1:${String(gateway.metricsPort)}`],
+        ...['--drain-seconds', '5'],
+      ],
+      tracingEnv,
+    );
     await waitUntil('the runtime-gateway answering HTTPS', this.#signal, START_TIMEOUT_MS, async () => {
       if (gatewayProcess.exitCode !== undefined)
         throw new Error(`the runtime-gateway exited (${String(gatewayProcess.exitCode)}); see ${gatewayProcess.log}`);

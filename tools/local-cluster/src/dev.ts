@@ -21,6 +21,7 @@ async function main(): Promise<number> {
         dirFlag: options.dir !== resolve(defaultDir),
         once: options.once,
         prometheus: !options.noPrometheus,
+        jaeger: !options.noJaeger,
         out: line,
       });
     case 'down':

@@ -72,7 +72,7 @@ seccompProfile:
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ . | quote }}
 - name: OTEL_SERVICE_NAME
-  value: {{ $.name | quote }}
+  value: {{ ternary $.name (printf "kruntimes-%s" $.name) (hasPrefix "kruntimes-" $.name) | quote }}
 {{- end }}
 {{- end }}
 

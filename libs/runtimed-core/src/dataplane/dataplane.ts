@@ -7,6 +7,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { RuntimedConfig } from '../config.ts';
 import type { RuntimedMetrics } from '../metrics.ts';
+import type { Tracer } from '@kruntimes/tracing';
 import type { PeerPods } from '../peer-pods.ts';
 import type { RuntimeServerClient } from '../runtime-server.ts';
 import { OwnerUnreachableEvents } from './owner-events.ts';
@@ -21,6 +22,7 @@ export interface DataplaneOptions {
   kubeConfig: KubeConfig;
   logger: Logger;
   metrics: RuntimedMetrics;
+  tracer?: Tracer;
   server: RuntimeServerClient;
   /** The informer caches the invoke path reads, and whether both hold a complete list. */
   runs: SharedInformer<Run & KubernetesObject>;
@@ -69,6 +71,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       },
       metrics,
       logger,
+      ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
     },
   });
   return {

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { truncateUtf8 } from '@kruntimes/api';
+import { RUNTIMED_LOG_MESSAGES, truncateUtf8 } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { ERROR_CODES, KruntimesError, isKruntimesError } from '@kruntimes/errors';
@@ -8,6 +8,8 @@ import type { runtimeServerV1, runtimedV1 } from '@kruntimes/proto';
 import { ServerError, Status } from 'nice-grpc';
 import type { CallContext } from 'nice-grpc';
 import type { Logger } from 'pino';
+import { ATTR, SpanKind, endFailed, parentOf, remoteParent, startSpan, traceHeaders } from '@kruntimes/tracing';
+import type { Span, Tracer } from '@kruntimes/tracing';
 import type { RuntimedMetrics } from '../metrics.ts';
 import type { PeerPod } from '../peer-pods.ts';
 import { RuntimeServerError } from '../runtime-server.ts';
@@ -39,6 +41,11 @@ export interface FunctionRuntimeOptions {
   ownerUnreachable(run: { name: string; uid: string }, message: string): void;
   metrics: RuntimedMetrics;
   logger: Logger;
+  /**
+   * Tracing on: a server span per call, a client span per call to the Runtime Server or
+   * to the owner. Undefined: no span is made, not even a no-op one.
+   */
+  tracer?: Tracer;
   /** How long a possibly lagging cache is given before the answer is final. */
   recheckWaitMs?: number;
   recheckIntervalMs?: number;
@@ -84,7 +91,14 @@ interface InvokeCall {
   route?: Route['type'];
   /** Whether the invocation ID passed validation (only then is it echoed in a trailer). */
   validId: boolean;
+  /** The call's server span (tracing on). */
+  span?: Span;
+  /** The error the call ended with, once it did. */
+  failed?: KruntimesError;
 }
+
+const INVOKE_RPC = 'kruntimes.runtimed.v1.FunctionRuntime/InvokeFunction';
+const RUNTIME_SERVER_INVOKE_RPC = 'kruntimes.runtimeserver.v1.RuntimeServer/InvokeFunction';
 
 async function invoke(
   o: FunctionRuntimeOptions,
@@ -110,10 +124,55 @@ async function invoke(
     fields: { port, runUID: request.runUid.slice(0, 64) },
     validId: false,
   };
+  if (o.tracer !== undefined) call.span = serverSpan(o.tracer, call);
   try {
-    return await serve(call);
+    const response = await serve(call);
+    call.span?.end();
+    return response;
   } catch (error) {
-    throw failure(call, error);
+    const answer = failure(call, error);
+    if (call.span !== undefined) {
+      const { code, message } = call.failed ?? { code: 'Internal', message: 'the caller went away' };
+      endFailed(call.span, code, message);
+    }
+    throw answer;
+  }
+}
+
+/** The call's server span, under the caller's trace context (the gateway's or the forwarding runtimed's client span). */
+function serverSpan(tracer: Tracer, call: InvokeCall): Span {
+  const { metadata } = call.context;
+  return startSpan(tracer, INVOKE_RPC, SpanKind.SERVER, remoteParent(metadata.get('traceparent'), metadata.get('tracestate')), {
+    'rpc.system': 'grpc',
+    'rpc.service': 'kruntimes.runtimed.v1.FunctionRuntime',
+    'rpc.method': 'InvokeFunction',
+    [ATTR.port]: call.port,
+    [ATTR.invocationId]: call.request.invocationId.slice(0, 128),
+    [ATTR.namespace]: call.o.self.namespace,
+    [ATTR.runtime]: call.o.self.runtime,
+    [ATTR.runUid]: call.request.runUid.slice(0, 64),
+  });
+}
+
+/** A client span under the call's server span, and the trace context the next hop gets from it. */
+function clientSpan(call: InvokeCall, name: string, attributes: Record<string, string | number>): Span | undefined {
+  if (call.span === undefined || call.o.tracer === undefined) return undefined;
+  return startSpan(call.o.tracer, name, SpanKind.CLIENT, parentOf(call.span), {
+    [ATTR.invocationId]: call.incoming.invocationId,
+    ...attributes,
+  });
+}
+
+/** Ends a client span with how the awaited call ended. */
+async function traced<T>(span: Span | undefined, calling: Promise<T>): Promise<T> {
+  if (span === undefined) return calling;
+  try {
+    const result = await calling;
+    span.end();
+    return result;
+  } catch (error) {
+    endFailed(span, isKruntimesError(error) ? error.code : 'Internal', error instanceof Error ? error.message : String(error));
+    throw error;
   }
 }
 
@@ -156,10 +215,17 @@ async function invokeHere(
   call.fields.attempt = decided.attempt;
   // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
   const run = o.runByUid(incoming.runUid)?.metadata.name ?? cachedName ?? '';
+  call.span?.setAttributes({ [ATTR.runName]: run, [ATTR.attempt]: decided.attempt, [ATTR.route]: 'local' });
   const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
   let response: runtimeServerV1.InvokeFunctionResponse;
   try {
-    response = await invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal);
+    const span = clientSpan(call, RUNTIME_SERVER_INVOKE_RPC, {
+      'rpc.system': 'grpc',
+      'rpc.service': 'kruntimes.runtimeserver.v1.RuntimeServer',
+      'rpc.method': 'InvokeFunction',
+      [ATTR.attempt]: decided.attempt,
+    });
+    response = await traced(span, invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal, span));
   } catch (error) {
     ended(isKruntimesError(error) ? error.code : 'Internal');
     throw error;
@@ -185,17 +251,29 @@ async function forwardToOwner(
   const { o, request, context } = call;
   call.fields.attempt = decided.attempt;
   call.fields.owner = decided.owner.name;
+  call.span?.setAttributes({ [ATTR.attempt]: decided.attempt, [ATTR.route]: 'forwarded', 'kruntimes.runtimed.owner': decided.owner.name });
+  const span = clientSpan(call, INVOKE_RPC, {
+    'rpc.system': 'grpc',
+    'rpc.service': 'kruntimes.runtimed.v1.FunctionRuntime',
+    'rpc.method': 'InvokeFunction',
+    'server.address': decided.owner.ip,
+    [ATTR.attempt]: decided.attempt,
+  });
+  // With tracing on the owner gets the hop's client span as its parent, not the caller's context.
+  const trace =
+    span === undefined
+      ? { traceparent: context.metadata.get('traceparent'), tracestate: context.metadata.get('tracestate') }
+      : traceHeaders(span);
   const hop: runtimedV1.PeerHop = { expectedAttempt: decided.attempt, expectedPodUid: decided.owner.uid, fromPod: o.self.podName };
-  const response = await o.forwarder.forward(
-    decided.owner.ip,
-    { ...request, peerHop: hop },
-    {
-      authorization: authorization ?? '',
-      traceparent: context.metadata.get('traceparent'),
-      tracestate: context.metadata.get('tracestate'),
-    },
-    decided.timeoutMs + FORWARD_DEADLINE_MARGIN_MS,
-    context.signal,
+  const response = await traced(
+    span,
+    o.forwarder.forward(
+      decided.owner.ip,
+      { ...request, peerHop: hop },
+      { authorization: authorization ?? '', ...trace },
+      decided.timeoutMs + FORWARD_DEADLINE_MARGIN_MS,
+      context.signal,
+    ),
   );
   finish(call, 'forwarded', 'OK', {});
   return response;
@@ -213,6 +291,7 @@ function failure(call: InvokeCall, error: unknown): unknown {
     o.logger.error({ ...fields, err: error }, 'unexpected error in the invoke path');
     typed = new KruntimesError('Internal', 'internal error');
   }
+  call.failed = typed;
   finish(call, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, { err: typed.message });
   context.trailer.set(METADATA_KEYS.errorCode, typed.code);
   context.trailer.set(METADATA_KEYS.errorSource, typed.source);
@@ -256,9 +335,11 @@ async function invokeLocally(
   registrationId: string,
   timeoutMs: number,
   signal: AbortSignal,
+  span: Span | undefined,
 ): Promise<runtimeServerV1.InvokeFunctionResponse> {
+  const request = { registrationId, invocationId: incoming.invocationId, payload: incoming.payload, timeoutMs };
   try {
-    return await o.server.invoke({ registrationId, invocationId: incoming.invocationId, payload: incoming.payload, timeoutMs }, signal);
+    return await o.server.invoke(span === undefined ? request : { ...request, ...traceHeaders(span) }, signal);
   } catch (error) {
     if (error instanceof RuntimeServerError)
       throw new KruntimesError(invocationErrorCode(error.code, error.answered), error.message, { cause: error });
@@ -275,6 +356,6 @@ function finish(
   o.metrics.invocation({ port, route, code });
   o.logger.info(
     { ...fields, route, code, durationMs: Math.round(performance.now() - started), ...extra },
-    code === 'OK' ? 'invocation served' : 'invocation failed',
+    code === 'OK' ? RUNTIMED_LOG_MESSAGES.invocationServed : RUNTIMED_LOG_MESSAGES.invocationFailed,
   );
 }

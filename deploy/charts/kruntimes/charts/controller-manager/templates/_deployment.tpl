@@ -59,6 +59,9 @@ spec:
             {{- if $gateway.caSecret }}
             - --gateway-ca-file=/var/run/kruntimes/gateway-ca/ca.crt
             {{- end }}
+            {{- with .Values.global.tracing.otlpEndpoint }}
+            - --runtime-otlp-endpoint={{ . }}
+            {{- end }}
           env:
             {{- include "kruntimes.commonEnv" $s | nindent 12 }}
           {{- if .Values.global.metrics.enabled }}

@@ -1,0 +1,87 @@
+// A task that ends while kube-apiserver is down (issue 21, found by the soak with seed 53:
+// a task of about 1 s ended Timeout after a kube-apiserver restart, long after it had
+// exited 0). runtimed cannot write the outcome then; once the API server is back the
+// outcome it kept is written, whatever time passed, and never overtaken by the lifetime
+// timeout. A control plane of its own: the shared one must not stop.
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Run } from '@kruntimes/api';
+import { currentPhase, isTerminal } from '@kruntimes/run-state';
+import { Cluster, ControlPlane, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { RuntimeEnvironment, WAIT } from './runtime-pods.ts';
+
+let controlPlane: ControlPlane;
+let env: RuntimeEnvironment;
+let pod: V1Pod;
+let scratch: string;
+
+beforeAll(async () => {
+  controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
+  env = await RuntimeEnvironment.start('runtimed-apiserver', new Cluster(controlPlane.info));
+  pod = await env.createRuntimePod('bash-0', 'bash');
+  scratch = await mkdtemp(join(tmpdir(), 'runtimed-apiserver-'));
+}, 180_000);
+
+afterAll(async () => {
+  await env.stop();
+  await controlPlane.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+const exists = (path: string): Promise<true | undefined> =>
+  stat(path).then(
+    () => true,
+    () => undefined,
+  );
+
+test('a task that exits 0 while kube-apiserver is down ends Succeeded once it is back, not Timeout', async () => {
+  const started = join(scratch, 'started');
+  const go = join(scratch, 'go');
+  // Far longer than the task (it runs about 1 s once released), short enough that a
+  // lost outcome shows as Timeout within the test's wait.
+  const timeout = 25;
+  await env.createRun('short', {
+    runtime: 'rt',
+    source: { inline: 'touch "$STARTED"\nwhile [ ! -e "$GO" ]; do sleep 0.1; done\nsleep 1\necho done\n' },
+    mode: { task: {} },
+    timeout: `${String(timeout)}s`,
+    env: [
+      { name: 'STARTED', value: started },
+      { name: 'GO', value: go },
+    ],
+    retryPolicy: { maxAttempts: 1 },
+  });
+  const bound = await env.bind('short', pod);
+  const uid = bound.metadata.uid ?? '';
+  await waitFor('the task to start', () => exists(started), WAIT);
+
+  const mine = (line: Record<string, unknown>): boolean => line.runUID === uid;
+  await controlPlane.stopApiServer();
+  try {
+    // The task ends while nothing can be written: runtimed's first outcome write fails.
+    await writeFile(go, '');
+    await waitFor(
+      'runtimed to fail writing the outcome',
+      async () =>
+        (await env.logs('bash-0', 'runtimed')).some((line) => mine(line) && line.msg === 'writing the task outcome failed')
+          ? true
+          : undefined,
+      WAIT,
+    );
+  } finally {
+    // Started again whatever happened: the environment's cleanup needs it.
+    await controlPlane.startApiServer();
+  }
+
+  // Terminal within the lifetime bound and some margin: a lost outcome would leave it
+  // Running until spec.timeout and then end it Timeout.
+  const ended = await env.waitForRun('short', 'terminal', (run: Run) => isTerminal(currentPhase(run)), (timeout + 20) * 1000);
+  expect(ended.status).toMatchObject({ phase: 'Succeeded', exitCode: 0, attempt: 1 });
+  const said = (await env.logs('bash-0', 'runtimed')).filter(mine).map((line) => line.msg);
+  // Run once, and the outcome it had is the one written.
+  expect(said.filter((msg) => msg === 'task exited')).toHaveLength(1);
+  expect(said).toContain('task outcome written after the API server answered again');
+  expect(said).not.toContain('lifetime timeout');
+});
