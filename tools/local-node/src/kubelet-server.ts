@@ -142,6 +142,8 @@ export class KubeletServer {
     let remaining = query.limitBytes;
     /** False once limitBytes is reached. */
     const write = async (text: string): Promise<boolean> => {
+      // Gone (the client left, the agent stops): neither 'drain' nor another 'abort' would come.
+      if (signal.aborted) return false;
       const bytes = cutToLimit(Buffer.from(text), remaining);
       if (remaining !== undefined) remaining -= bytes.length;
       if (bytes.length > 0 && !res.write(bytes)) await Promise.race([once(res, 'drain'), once(signal, 'abort')]);
