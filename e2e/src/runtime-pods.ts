@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { LocalNode } from '@kruntimes/local-node';
-import type { ImageCommand } from '@kruntimes/local-node';
+import type { ImageCommand, KubeletServerConfig } from '@kruntimes/local-node';
 import { REPO_ROOT } from '@kruntimes/testing';
 import { fileLogger } from './logs.ts';
 
@@ -14,6 +14,8 @@ export interface RuntimePodsOptions {
   dir: string;
   /** Extra environment of every runtimed container (an image ENV: the Pod's own env wins). */
   podEnv?: Record<string, string>;
+  /** The kubelet endpoint's certificates (`ClusterInfo.kubeletServer`): `kubectl logs` of the Runtime Pods works. */
+  kubeletServer?: KubeletServerConfig;
 }
 
 /**
@@ -56,6 +58,7 @@ export async function startRuntimePods(admin: KubeConfig, options: RuntimePodsOp
       namespaces: [namespace],
       images: images(options.podEnv),
       crashLoopBackoff: { initialMs: 100, maxMs: 1_000 },
+      ...(options.kubeletServer === undefined ? {} : { kubeletServer: options.kubeletServer }),
     },
     { deleteNodeOnStop: true, logger: fileLogger(join(dir, 'logs', 'local-node.log'), 'local-node') },
   );

@@ -50,6 +50,7 @@ export async function startSystemParts(
   const node = await startRuntimePods(cluster.kubeConfig(), {
     namespace: ns,
     dir,
+    kubeletServer: cluster.info.kubeletServer,
     ...(options.podEnv === undefined ? {} : { podEnv: options.podEnv }),
   });
   started.push({ stop: () => node.stop({ graceMs: RUNTIME_POD_STOP_GRACE_MS }) });

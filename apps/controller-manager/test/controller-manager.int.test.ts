@@ -91,6 +91,7 @@ async function start(options: {
           'kruntimes/runtimed': { entrypoint: [process.execPath, FAKE_RUNTIMED] },
           'kruntimes/runtime-server-bash': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
         },
+        kubeletServer: cluster.info.kubeletServer,
       },
       { deleteNodeOnStop: true },
     );

@@ -69,6 +69,7 @@ export class RuntimeEnvironment {
         namespaces: [namespace.name],
         images: IMAGES,
         crashLoopBackoff: { initialMs: 100, maxMs: 1_000 },
+        kubeletServer: cluster.info.kubeletServer,
       },
       { deleteNodeOnStop: true },
     );

@@ -116,6 +116,7 @@ try {
         },
         'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
       },
+      kubeletServer: cluster.info.kubeletServer,
     },
     { deleteNodeOnStop: true },
   );

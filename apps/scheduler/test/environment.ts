@@ -110,6 +110,7 @@ export class Environment {
           'kruntimes/runtime-server-bash': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-bash/src/main.ts')] },
           'kruntimes/runtime-server-python': { entrypoint: [process.execPath, join(REPO_ROOT, 'apps/runtime-server-python/src/main.ts')] },
         },
+        kubeletServer: cluster.info.kubeletServer,
       },
       { deleteNodeOnStop: true },
     );

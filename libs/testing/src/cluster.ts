@@ -20,6 +20,12 @@ export interface ClusterInfo {
   /** The Service ClusterIP range: allocated from, never dialled. */
   serviceClusterIpRange: string;
   users: User[];
+  /**
+   * What a local node agent (tools/local-node) serves its kubelet endpoint with: a serving
+   * certificate for its InternalIP that kube-apiserver verifies, and the CA of the client
+   * certificate kube-apiserver presents (logs). Files in `dir`.
+   */
+  kubeletServer: { certFile: string; keyFile: string; clientCaFile: string };
 }
 
 /** Set by the jest global setup for the test files: path of the running cluster's `cluster.json`. */

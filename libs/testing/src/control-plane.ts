@@ -42,9 +42,10 @@ export interface ControlPlaneOptions {
   /** kube-apiserver's port; default: a free one. */
   securePort?: number;
   /**
-   * Kubelets that join: users `system:node:NAME` (in system:nodes) and system:kube-proxy,
-   * and a client certificate for kube-apiserver towards the kubelets (logs, exec,
-   * port-forward), which reaches them at their InternalIP. Default: none.
+   * Real kubelets that join (tools/real-node): users `system:node:NAME` (in system:nodes)
+   * and system:kube-proxy; kube-apiserver then does not verify kubelet serving
+   * certificates (a real kubelet's is self-signed). Default: none. Local node agents
+   * (tools/local-node) need no entry: they serve with `info.kubeletServer`.
    */
   nodes?: readonly string[];
 }
@@ -136,13 +137,12 @@ export class ControlPlane {
       const pki = await generatePki(join(dir, 'pki'), {
         serviceIp: SERVICE_IP,
         ...(network.bindAddress === LOOPBACK ? {} : { extraIps: [network.bindAddress] }),
-        ...(nodes.length === 0 ? {} : { kubeletClient: true }),
       });
       mark('pki');
       const caPem = await readFile(pki.caCert, 'utf8');
       await writeFile(join(dir, 'tokens.csv'), tokenAuthFile(users), { mode: 0o600 });
       // kube-apiserver retries etcd until it answers; no need to wait for etcd in between.
-      const apiserver = apiserverSpec(binDir, dir, pki, network, etcdUrl);
+      const apiserver = apiserverSpec(binDir, dir, pki, network, etcdUrl, nodes.length > 0);
       processes.apiserver = ManagedProcess.start(apiserver, watchdog);
 
       await waitReady(
@@ -157,7 +157,16 @@ export class ControlPlane {
       mark('kube-apiserver ready');
       log(`kube-apiserver ready at ${server} after ${timings['kube-apiserver ready']} ms`);
 
-      const info: ClusterInfo = { server, caPem, etcdUrl, dir, serviceClusterIpRange: SERVICE_CLUSTER_IP_RANGE, users };
+      const info: ClusterInfo = {
+        server,
+        caPem,
+        etcdUrl,
+        dir,
+        serviceClusterIpRange: SERVICE_CLUSTER_IP_RANGE,
+        users,
+        // The API server's kubelet client certificate is signed by the cluster CA, as kubeadm does.
+        kubeletServer: { certFile: pki.localNodeServingCert, keyFile: pki.localNodeServingKey, clientCaFile: pki.caCert },
+      };
       if (options.controllerManager ?? true) {
         const kcmKubeconfig = join(dir, 'kube-controller-manager.kubeconfig');
         const kcm = users.find((u) => u.name === CONTROLLER_MANAGER_USER.name);
@@ -318,18 +327,27 @@ function etcdSpec(binDir: string, dir: string, clientPort: number, peerPort: num
   };
 }
 
-function apiserverSpec(binDir: string, dir: string, pki: Pki, network: { bindAddress: string; port: number }, etcdUrl: string) {
+function apiserverSpec(
+  binDir: string,
+  dir: string,
+  pki: Pki,
+  network: { bindAddress: string; port: number },
+  etcdUrl: string,
+  realNodes: boolean,
+) {
   const { bindAddress, port } = network;
-  // The defaults' arguments stay exactly as they were; a real node adds to them.
-  const nodeArgs = [
-    ...(pki.kubeletClientCert === undefined || pki.kubeletClientKey === undefined
-      ? []
-      : [
-          `--kubelet-client-certificate=${pki.kubeletClientCert}`,
-          `--kubelet-client-key=${pki.kubeletClientKey}`,
-          // The node's name does not resolve here; its InternalIP is the veth address.
-          '--kubelet-preferred-address-types=InternalIP',
-        ]),
+  // kube-apiserver dials a node for logs, exec and port-forward: always at its InternalIP
+  // (a local node's is on loopback; a real node's is its veth address), never at its name,
+  // which would be a DNS query leaving the machine. It presents its own client certificate.
+  const kubeletArgs = [
+    `--kubelet-client-certificate=${pki.kubeletClientCert}`,
+    `--kubelet-client-key=${pki.kubeletClientKey}`,
+    '--kubelet-preferred-address-types=InternalIP',
+    // A local node agent serves with a certificate from the kubelet serving CA, for its
+    // InternalIP. A real kubelet (tools/real-node) serves with a self-signed certificate,
+    // which no CA given here could verify: with one joining, the flag is left out and
+    // kube-apiserver does not verify kubelets (its default), as in a kubeadm cluster.
+    ...(realNodes ? [] : [`--kubelet-certificate-authority=${pki.kubeletServingCaCert}`]),
   ];
   return {
     component: 'kube-apiserver' as const,
@@ -354,7 +372,7 @@ function apiserverSpec(binDir: string, dir: string, pki: Pki, network: { bindAdd
       ...(bindAddress === LOOPBACK ? ['--endpoint-reconciler-type=none'] : []),
       '--allow-privileged=false',
       '--profiling=false',
-      ...nodeArgs,
+      ...kubeletArgs,
     ],
     logFile: join(dir, 'kube-apiserver.log'),
   };

@@ -9,8 +9,17 @@ export const IMAGES = {
   bash: 'kruntimes/runtime-server-bash:dev',
 } as const;
 
-/** The node agent's images: the repository's entry points under this Node; Run endpoints point at this gateway with its CA. */
-export function nodeAgentConfig(nodeDir: string, gatewayPort: number, gatewayCaFile: string): object {
+/**
+ * The node agent's images: the repository's entry points under this Node; Run endpoints
+ * point at this gateway with its CA. `kubeletServer`: the control plane's certificates for
+ * the kubelet endpoint (`kubectl logs`).
+ */
+export function nodeAgentConfig(
+  nodeDir: string,
+  gatewayPort: number,
+  gatewayCaFile: string,
+  kubeletServer: { certFile: string; keyFile: string; clientCaFile: string },
+): object {
   const image = (reference: string): string => reference.split(':')[0] ?? '';
   const entrypoint = (main: string): string[] => [process.execPath, join(REPO_ROOT, main)];
   return {
@@ -25,6 +34,7 @@ export function nodeAgentConfig(nodeDir: string, gatewayPort: number, gatewayCaF
       [image(IMAGES.bash)]: { entrypoint: entrypoint('apps/runtime-server-bash/src/main.ts') },
     },
     crashLoopBackoff: { initialMs: 500, maxMs: 10_000 },
+    kubeletServer,
   };
 }
 

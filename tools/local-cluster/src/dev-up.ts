@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerCert } from '@kruntimes/testing';
-import type { ObjectStore } from '@kruntimes/testing';
+import type { ClusterInfo, ObjectStore } from '@kruntimes/testing';
 import { DEMO_ARTIFACT_RUN, artifactDemoResult, createArtifactDemo, startObjectStore } from './dev-artifacts.ts';
 import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
 import { DevError, STOP_GRACE_MS, StopRequested, spawnComponent, spawnProgram, teardown, waitUntil } from './dev-components.ts';
@@ -150,7 +150,7 @@ class DevSession {
     this.state.objectStoreEndpoint = objectStore.endpoint;
     this.#checkStop();
     const jaeger = this.#options.jaeger ? await this.#startJaeger() : undefined;
-    await this.#startNodeAgent(gateway);
+    await this.#startNodeAgent(gateway, controlPlane.info.kubeletServer);
     const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf, jaeger?.otlpEndpoint);
     const prometheus = this.#options.prometheus ? await this.#startPrometheus(scraped, kubeconfigOf) : undefined;
     const invoker = await this.#prepareDemo(controlPlane, admin);
@@ -272,12 +272,15 @@ class DevSession {
     return component;
   }
 
-  /** The node agent plays the kubelet: it runs as admin, as a kubelet has node-wide rights. */
-  async #startNodeAgent(gateway: GatewayPlan): Promise<void> {
+  /**
+   * The node agent plays the kubelet: it runs as admin, as a kubelet has node-wide rights,
+   * and serves the kubelet's log endpoint on its InternalIP for `kubectl logs`.
+   */
+  async #startNodeAgent(gateway: GatewayPlan, kubeletServer: ClusterInfo['kubeletServer']): Promise<void> {
     const { dir } = this.#options;
     const nodeDir = join(dir, 'node');
     const nodeConfig = join(dir, 'local-node.json');
-    await writeFile(nodeConfig, JSON.stringify(nodeAgentConfig(nodeDir, gateway.port, gateway.files.ca), null, 2));
+    await writeFile(nodeConfig, JSON.stringify(nodeAgentConfig(nodeDir, gateway.port, gateway.files.ca, kubeletServer), null, 2));
     this.state.nodeDir = nodeDir;
     const adminKubeconfig = this.state.kubeconfig ?? join(dir, 'admin.kubeconfig');
     const node = await this.#start('local-node', 'tools/local-node/src/main.ts', ['--config', nodeConfig, '--kubeconfig', adminKubeconfig]);

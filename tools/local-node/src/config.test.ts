@@ -26,6 +26,7 @@ test('parses a config and resolves relative paths against its directory', () => 
       images: { server: { entrypoint: ['node', 'x.ts'], cmd: ['--port', '8080'] }, tool: { entrypoint: ['./bin/tool'] } },
       namespaces: ['a'],
       crashLoopBackoff: { initialMs: 100, maxMs: 1000 },
+      kubeletServer: { certFile: 'pki/node.crt', keyFile: '/abs/node.key', clientCaFile: 'ca.crt', port: 10250 },
     },
     '/etc/krt',
   );
@@ -33,6 +34,12 @@ test('parses a config and resolves relative paths against its directory', () => 
   expect(config.images.tool?.entrypoint).toEqual(['/etc/krt/bin/tool']);
   expect(config.images.server?.entrypoint).toEqual(['node', 'x.ts']);
   expect(config.crashLoopBackoff).toEqual({ initialMs: 100, maxMs: 1000 });
+  expect(config.kubeletServer).toEqual({
+    certFile: '/etc/krt/pki/node.crt',
+    keyFile: '/abs/node.key',
+    clientCaFile: '/etc/krt/ca.crt',
+    port: 10250,
+  });
 });
 
 test.each([
@@ -41,6 +48,8 @@ test.each([
   [{ nodeName: 'n', stateDir: '', images: {} }],
   [{ nodeName: 'n', stateDir: 's', images: { x: { entrypoint: [] } } }],
   [{ nodeName: 'n', stateDir: 's', images: {}, crashLoopBackoff: { initialMs: 0, maxMs: 1 } }],
+  [{ nodeName: 'n', stateDir: 's', images: {}, kubeletServer: { certFile: 'c', keyFile: 'k' } }],
+  [{ nodeName: 'n', stateDir: 's', images: {}, kubeletServer: { certFile: 'c', keyFile: 'k', clientCaFile: 'ca', port: 70_000 } }],
 ])('rejects %j with a ConfigError', (raw) => {
   expect(() => parseConfig(raw, '/')).toThrow(ConfigError);
 });

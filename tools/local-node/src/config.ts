@@ -32,6 +32,21 @@ export interface LocalNodeConfig {
   leaseDurationSeconds?: number;
   /** Where the 127.0.0.x lock files of all agents on this host live. */
   addressLockDir?: string;
+  /**
+   * The kubelet endpoint (container logs for `kubectl logs`) on the node's InternalIP:
+   * serving certificate and key for that address, and the CA that signs kube-apiserver's
+   * kubelet client certificate (`ClusterInfo.kubeletServer` of @kruntimes/testing).
+   * Absent: no endpoint, and the API server cannot read this node's logs.
+   */
+  kubeletServer?: KubeletServerConfig;
+}
+
+export interface KubeletServerConfig {
+  certFile: string;
+  keyFile: string;
+  clientCaFile: string;
+  /** Default 0: a free port, which the Node's status names. */
+  port?: number;
 }
 
 export const DEFAULT_SCHEDULER_NAMES = ['default-scheduler'];
@@ -107,6 +122,20 @@ export function parseConfig(raw: unknown, baseDir: string): LocalNodeConfig {
       throw new ConfigError('crashLoopBackoff must be {initialMs, maxMs} with positive numbers');
     }
     config.crashLoopBackoff = { initialMs: backoff.initialMs, maxMs: backoff.maxMs };
+  }
+  const kubeletServer = raw.kubeletServer;
+  if (kubeletServer !== undefined) {
+    const { certFile, keyFile, clientCaFile, port } = isRecord(kubeletServer) ? kubeletServer : {};
+    if (typeof certFile !== 'string' || typeof keyFile !== 'string' || typeof clientCaFile !== 'string')
+      throw new ConfigError('kubeletServer must be {certFile, keyFile, clientCaFile, port?} with paths');
+    if (port !== undefined && !(typeof port === 'number' && Number.isInteger(port) && port >= 0 && port < 65_536))
+      throw new ConfigError('kubeletServer.port must be a port number');
+    config.kubeletServer = {
+      certFile: resolve(baseDir, certFile),
+      keyFile: resolve(baseDir, keyFile),
+      clientCaFile: resolve(baseDir, clientCaFile),
+      ...(port === undefined ? {} : { port }),
+    };
   }
   const lease = raw.leaseDurationSeconds;
   if (lease !== undefined) {

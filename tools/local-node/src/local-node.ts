@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, makeInformer, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, makeInformer, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Informer, KubeConfig, ObjectCache, V1Pod } from '@kubernetes/client-node';
 import { Controller } from '@kruntimes/controller-runtime';
 import type { ReconcileResult } from '@kruntimes/controller-runtime';
@@ -11,8 +12,10 @@ import { AddressPool } from './address-pool.ts';
 import { isConflict, isNotFound } from './api-objects.ts';
 import { KUBELET_BACKOFF } from './backoff.ts';
 import { DEFAULT_SCHEDULER_NAMES } from './config.ts';
-import type { LocalNodeConfig } from './config.ts';
+import type { KubeletServerConfig, LocalNodeConfig } from './config.ts';
 import { ConfigError, ContainerConfigError, LocalNodeError } from './errors.ts';
+import { KubeletServer } from './kubelet-server.ts';
+import type { CertificateUser } from './kubelet-server.ts';
 import { assertLoopback } from './loopback.ts';
 import { NodeRegistration } from './node-registration.ts';
 import { PodRuntime } from './pod-runtime.ts';
@@ -57,6 +60,9 @@ export class LocalNode {
   readonly #apiServer: { host: string; port: number };
   #informers: { namespace: string | undefined; informer: PodInformer }[] = [];
   #watchdog: Watchdog | undefined;
+  #kubelet: KubeletServer | undefined;
+  /** SubjectAccessReview answers per user, kept as long as the kubelet's webhook authorizer keeps them. */
+  readonly #authorizations = new Map<string, { allowed: boolean; until: number }>();
   #stopping = false;
 
   constructor(kubeConfig: KubeConfig, config: LocalNodeConfig, options: LocalNodeOptions = {}) {
@@ -76,6 +82,7 @@ export class LocalNode {
       nodeName: config.nodeName,
       leaseDurationSeconds: config.leaseDurationSeconds ?? 40,
       hostIP: HOST_IP,
+      kubeletPort: () => this.#kubelet?.port ?? 0,
     });
     this.#controller = new Controller({ name: 'local-node', reconcile: (key) => this.#reconcile(key), logger: this.#logger, workers: 4 });
   }
@@ -86,6 +93,8 @@ export class LocalNode {
 
   async start(): Promise<void> {
     this.#watchdog = Watchdog.start({ graceMs: 2_000, owner: 'local-node' });
+    // Listening before the Node is registered: its status names the port.
+    if (this.config.kubeletServer !== undefined) this.#kubelet = await this.#startKubeletServer(this.config.kubeletServer);
     await this.#registration.register((error: unknown) => {
       this.#logger.error({ err: error }, 'node lease renewal failed; retried on the next period');
     });
@@ -121,6 +130,8 @@ export class LocalNode {
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    // Followers of a log end now, not when the Pods do: kube-apiserver ends their streams.
+    await this.#kubelet?.close();
     await Promise.all(this.#informers.map(({ informer }) => informer.stop()));
     await this.#controller.stop();
     this.#registration.stop();
@@ -132,6 +143,58 @@ export class LocalNode {
     this.#runtimes.clear();
     this.#watchdog?.close();
     if (this.#options.deleteNodeOnStop === true) await this.#registration.deleteNode();
+  }
+
+  /** The port of the kubelet endpoint on the InternalIP (HOST_IP); undefined without `kubeletServer`. */
+  get kubeletPort(): number | undefined {
+    return this.#kubelet?.port;
+  }
+
+  async #startKubeletServer(config: KubeletServerConfig): Promise<KubeletServer> {
+    const [certPem, keyPem, clientCaPem] = await Promise.all(
+      [config.certFile, config.keyFile, config.clientCaFile].map(async (file) => readFile(file, 'utf8')),
+    );
+    return KubeletServer.start({
+      host: HOST_IP,
+      port: config.port ?? 0,
+      certPem: certPem ?? '',
+      keyPem: keyPem ?? '',
+      clientCaPem: clientCaPem ?? '',
+      authorize: (user) => this.#authorize(user),
+      lookup: (namespace, name, container, previous) => {
+        const runtime = [...this.#runtimes.values()].find((r) => r.key === `${namespace}/${name}` && !r.zombie);
+        if (runtime === undefined) return { kind: 'not-found', message: `pod "${name}" does not exist` };
+        const log = runtime.containerLog(container, previous);
+        if (log === undefined) return { kind: 'not-found', message: `container "${container}" not found in pod "${name}"` };
+        return 'error' in log ? { kind: 'unavailable', message: log.error } : { kind: 'log', ...log };
+      },
+      onError: (error) => {
+        this.#logger.error({ err: error }, 'kubelet endpoint request failed');
+      },
+    });
+  }
+
+  /**
+   * As the kubelet's webhook authorizer: may the certificate's user get this node's
+   * `proxy` subresource (what /containerLogs is)? Allowed answers are kept 5 minutes,
+   * denied ones 30 seconds (the kubelet's defaults).
+   */
+  async #authorize(user: CertificateUser): Promise<boolean> {
+    const key = JSON.stringify(user);
+    const cached = this.#authorizations.get(key);
+    if (cached !== undefined && cached.until > Date.now()) return cached.allowed;
+    const review = await this.#kubeConfig.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
+      body: {
+        spec: {
+          user: user.name,
+          groups: user.groups,
+          resourceAttributes: { verb: 'get', resource: 'nodes', subresource: 'proxy', name: this.nodeName },
+        },
+      },
+    });
+    const allowed = review.status?.allowed === true;
+    this.#authorizations.set(key, { allowed, until: Date.now() + (allowed ? 300_000 : 30_000) });
+    return allowed;
   }
 
   // ---- lib API for tests ----

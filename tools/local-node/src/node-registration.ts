@@ -18,16 +18,19 @@ export class NodeRegistration {
   readonly #coordination: CoordinationV1Api;
   readonly #leaseDurationSeconds: number;
   readonly #hostIP: string;
+  readonly #kubeletPort: () => number;
   #timer: NodeJS.Timeout | undefined;
   #renewals = 0;
   #uid = '';
 
-  constructor(config: KubeConfig, options: { nodeName: string; leaseDurationSeconds: number; hostIP: string }) {
+  /** `kubeletPort`: where the node serves the kubelet endpoint on hostIP (known once it listens); 0 for none. */
+  constructor(config: KubeConfig, options: { nodeName: string; leaseDurationSeconds: number; hostIP: string; kubeletPort: () => number }) {
     this.nodeName = options.nodeName;
     this.#core = config.makeApiClient(CoreV1Api);
     this.#coordination = config.makeApiClient(CoordinationV1Api);
     this.#leaseDurationSeconds = options.leaseDurationSeconds;
     this.#hostIP = options.hostIP;
+    this.#kubeletPort = options.kubeletPort;
   }
 
   labels(): Record<string, string> {
@@ -90,10 +93,13 @@ export class NodeRegistration {
           condition('PIDPressure', 'False', 'KubeletHasSufficientPID', 'local node agent'),
           condition('Ready', 'True', 'KubeletReady', 'local node agent is posting ready status'),
         ],
+        // kube-apiserver dials the InternalIP (--kubelet-preferred-address-types=InternalIP), never the name.
         addresses: [
           { type: 'InternalIP', address: this.#hostIP },
           { type: 'Hostname', address: this.nodeName },
         ],
+        // The field is `Port` in the API. Without an endpoint, 0 (kube-apiserver would try 10250).
+        daemonEndpoints: { kubeletEndpoint: { Port: this.#kubeletPort() } },
         capacity: resources,
         allocatable: resources,
         nodeInfo: {

@@ -14,6 +14,7 @@ import type {
 import { backoffDelayMs, backoffResets } from './backoff.ts';
 import type { BackoffOptions } from './backoff.ts';
 import { imageCommand } from './config.ts';
+import { chooseLogInstance } from './container-logs.ts';
 import type { ImageCommand } from './config.ts';
 import { containerEnv } from './env.ts';
 import { ContainerConfigError, errorMessage } from './errors.ts';
@@ -69,6 +70,10 @@ interface ContainerRuntime {
   /** Bumped on every start; probe loops and restart timers of an older start stop. */
   generation: number;
   restartTimer: NodeJS.Timeout | undefined;
+  /** The start (generation - 1) that lastTerminated describes: `previous` logs read its file. */
+  lastTerminatedInstance: number | undefined;
+  /** When the current start's output is all written: a follower of its log ends then. */
+  logsClosed: Promise<void>;
   env: Record<string, string>;
   cwd: string;
 }
@@ -122,6 +127,8 @@ export class PodRuntime {
         ready: false,
         generation: 0,
         restartTimer: undefined,
+        lastTerminatedInstance: undefined,
+        logsClosed: Promise.resolve(),
         env: {},
         cwd: this.podDir,
       });
@@ -136,8 +143,42 @@ export class PodRuntime {
     this.#pod = pod;
   }
 
+  /** The plain log of a container: the output of every start, as written. */
   logFile(container: string): string {
     return join(this.logDir, `${container}.log`);
+  }
+
+  /** The CRI log of one start of a container (0 is the first), as the kubelet lays them out. */
+  criLogFile(container: string, instance: number): string {
+    return join(this.logDir, container, `${String(instance)}.log`);
+  }
+
+  /**
+   * The log the kubelet's endpoint serves for a container: the file of the start that
+   * `previous` (or not) names, and when that start's output ends; the kubelet's message
+   * when there is none; undefined for a container the Pod does not have.
+   */
+  containerLog(name: string, previous: boolean): { file: string; closed: Promise<void> } | { error: string } | undefined {
+    const container = this.#containers.get(name);
+    if (container === undefined) return undefined;
+    const { state, generation, lastTerminatedInstance } = container;
+    const current = generation - 1;
+    const chosen = chooseLogInstance(
+      name,
+      this.#pod.metadata?.name ?? '',
+      {
+        state: state.kind,
+        ...(state.kind === 'waiting' ? { waitingReason: state.reason } : {}),
+        ...(state.kind !== 'waiting' && generation > 0 ? { instance: current } : {}),
+        ...(lastTerminatedInstance === undefined ? {} : { lastTerminatedInstance }),
+      },
+      previous,
+    );
+    if ('error' in chosen) return chosen;
+    return {
+      file: this.criLogFile(name, chosen.instance),
+      closed: chosen.instance === current ? container.logsClosed : Promise.resolve(),
+    };
   }
 
   /** PIDs (= process group IDs) of the running containers. */
@@ -203,7 +244,12 @@ export class PodRuntime {
     container.generation += 1;
     container.ready = false;
     const name = container.spec.name;
-    const started = startProcessGroup(this.#argv(container), { cwd: container.cwd, env: container.env, logFile: this.logFile(name) });
+    const started = startProcessGroup(this.#argv(container), {
+      cwd: container.cwd,
+      env: container.env,
+      logs: { plain: this.logFile(name), cri: this.criLogFile(name, container.generation - 1) },
+    });
+    container.logsClosed = started.logsClosed;
     const startedAt = new Date();
     if (started.pid > 0) this.#deps.watchdog.watchProcessGroup(started.pid);
     container.state = { kind: 'running', pid: started.pid, startedAt, exited: started.exited };
@@ -246,6 +292,7 @@ export class PodRuntime {
       container.consecutiveFailures += 1;
       const delayMs = backoffDelayMs(this.#deps.backoff, container.consecutiveFailures);
       container.lastTerminated = terminated;
+      container.lastTerminatedInstance = generation - 1;
       container.restartCount += 1;
       container.state = {
         kind: 'waiting',

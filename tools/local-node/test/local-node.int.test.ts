@@ -39,6 +39,7 @@ beforeEach(async () => {
         'kruntimes.test/crasher': { entrypoint: [process.execPath, join(fixtures, 'crasher.ts')] },
       },
       crashLoopBackoff: { initialMs: 100, maxMs: 1_600 },
+      kubeletServer: cluster.info.kubeletServer,
     },
     { deleteNodeOnStop: true },
   );
