@@ -163,6 +163,11 @@ describe('parseCommandLine', () => {
       { command: { name: 'logs', run: 'r1', follow: true, attempt: 2, sinceMs: 300_000 }, global: {} },
     ],
     [
+      'logs -f after the global flags (their values are not the command)',
+      ['--kubeconfig', '/k', '-n', 'team', 'logs', 'r1', '-f'],
+      { command: { name: 'logs', run: 'r1', follow: true }, global: { kubeconfig: '/k', namespace: 'team' } },
+    ],
+    [
       'logs of one invocation',
       ['logs', 'fn', '--invocation-id', 'inv-1', '-n', 'team'],
       { command: { name: 'logs', run: 'fn', follow: false, invocationId: 'inv-1' }, global: { namespace: 'team' } },

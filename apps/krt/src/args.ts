@@ -212,8 +212,24 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
 
 /** In `krt logs`, `-f` means --follow, as in kubectl logs (elsewhere it is -f FILE). */
 function followFlag(argv: readonly string[]): string[] {
-  const command = argv.find((arg) => !arg.startsWith('-'));
-  return command === 'logs' ? argv.map((arg) => (arg === '-f' ? '--follow' : arg)) : [...argv];
+  return commandOf(argv) === 'logs' ? argv.map((arg) => (arg === '-f' ? '--follow' : arg)) : [...argv];
+}
+
+/** The first positional argument: options and the values of those that take one are skipped. */
+function commandOf(argv: readonly string[]): string | undefined {
+  const takesValue = new Set<string>();
+  for (const [name, option] of Object.entries(OPTIONS)) {
+    if (option.type !== 'string') continue;
+    takesValue.add(`--${name}`);
+    if ('short' in option) takesValue.add(`-${option.short}`);
+  }
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i] ?? '';
+    if (arg === '--') return argv[i + 1];
+    if (!arg.startsWith('-')) return arg;
+    if (takesValue.has(arg)) i += 1;
+  }
+  return undefined;
 }
 
 function logsCommandLine(

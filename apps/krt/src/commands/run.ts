@@ -80,13 +80,15 @@ export async function runClusterCommand(ctx: CommandContext, command: RunCluster
     const following = command.follow ? followOutput(ctx, name, created.metadata.uid ?? '', interrupted.signal) : Promise.resolve();
     const [outcome] = await Promise.all([finished, following]);
     if (outcome.kind === 'interrupted') return await askToCancel(ctx, name);
+    if (outcome.summary !== undefined) ctx.io.stderr.write(`${outcome.summary}\n`);
     return outcome.code;
   } finally {
     process.removeListener('SIGINT', onSigint);
   }
 }
 
-type Outcome = { kind: 'done'; code: ExitCode } | { kind: 'interrupted' };
+/** How the wait ended; `summary` is written once the output that was followed is all out. */
+type Outcome = { kind: 'done'; code: ExitCode; summary?: string } | { kind: 'interrupted' };
 
 /** Phase changes as lines on stderr until the Run finished (or is Ready, for a function Run); the summary at the end. */
 async function watchProgress(
@@ -109,8 +111,7 @@ async function watchProgress(
     }
     const kind = finishKind(phase);
     if (kind !== undefined) {
-      ctx.io.stderr.write(`${summaryLine(name, run, phase)}\n`);
-      return { kind: 'done', code: exitCodeForFinish(kind) };
+      return { kind: 'done', code: exitCodeForFinish(kind), summary: summaryLine(name, run, phase) };
     }
     if (run.spec.mode.function !== undefined && waitOutcome(phase, 'ready') === 'satisfied') {
       ctx.io.stdout.write(`run/${name} Ready${run.status?.endpoint === undefined ? '' : ` at ${run.status.endpoint.url}`}\n`);
