@@ -8,6 +8,7 @@ import { isKruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { AccessReviewer, AuthzCounters, DEFAULT_MAX_DENIED_TTL_MS, DEFAULT_MAX_TTL_MS } from '../src/index.ts';
 import type { AccessRequest } from '../src/index.ts';
+import { codeOf } from './code-of.ts';
 
 let controlPlane: ControlPlane;
 let namespace: TestNamespace;
@@ -27,16 +28,6 @@ afterAll(async () => {
 function access(user: string): AccessRequest {
   // A SelfSubjectAccessReview needs no Run (nor its CRD) to exist: RBAC alone decides.
   return { token: controlPlane.cluster.user(user).token, namespace: namespace.name, name: 'fn', uid: 'uid-1' };
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<ErrorCode | 'ok'> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    if (isKruntimesError(error)) return error.code;
-    throw error;
-  }
 }
 
 test('API server stopped: an uncached caller gets AuthorizationUnavailable and nothing is cached; back: allowed within the denial TTL', async () => {

@@ -5,12 +5,12 @@ import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes
 import { decodeJwt } from 'jose';
 import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { isKruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { Cluster, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { AccessReviewer, AuthzCounters } from '../src/index.ts';
 import type { AccessRequest } from '../src/index.ts';
+import { codeOf } from './code-of.ts';
 
 const cluster = Cluster.fromEnvironment();
 // The reviewer is given the admin's kubeconfig on purpose: it must use only its cluster,
@@ -42,16 +42,6 @@ afterEach(async () => {
 
 function access(token: string): AccessRequest {
   return { token, namespace: namespace.name, name: run.name, uid: run.uid };
-}
-
-async function codeOf(promise: Promise<unknown>): Promise<ErrorCode | 'ok'> {
-  try {
-    await promise;
-    return 'ok';
-  } catch (error) {
-    if (isKruntimesError(error)) return error.code;
-    throw error;
-  }
 }
 
 /** Role `run-reader` (get runs) bound to `subject`. */

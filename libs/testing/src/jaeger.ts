@@ -6,7 +6,6 @@ import { ensureBinaries } from './binaries.ts';
 import { ControlPlaneError } from './errors.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { LOOPBACK, freePorts } from './ports.ts';
-import { waitFor } from './wait.ts';
 
 export interface JaegerOptions {
   /** Directory with `jaeger-all-in-one`; default: ensureBinaries(). */
@@ -92,24 +91,11 @@ export class Jaeger {
         watchdog,
       );
       const jaeger = new Jaeger(ports, process, dir, watchdog);
-      const exited = process.exited.then(() => 'exited' as const);
-      const abort = new AbortController();
-      try {
-        const ready = await Promise.race([
-          waitFor('the Jaeger query API to answer', async () => ((await jaeger.#get('/api/services')) === undefined ? undefined : true), {
-            timeoutMs: options.startTimeoutMs ?? 30_000,
-            intervalMs: 100,
-            signal: abort.signal,
-          }),
-          exited,
-        ]);
-        if (ready === 'exited') throw await process.failure('exited while starting');
-      } catch (error) {
-        if (error instanceof ControlPlaneError) throw error;
-        throw await process.failure(`not ready: ${error instanceof Error ? error.message : String(error)}`, error);
-      } finally {
-        abort.abort();
-      }
+      await process.untilReady(
+        'the Jaeger query API to answer',
+        async () => ((await jaeger.#get('/api/services')) === undefined ? undefined : true),
+        options.startTimeoutMs ?? 30_000,
+      );
       return jaeger;
     } catch (error) {
       await process?.stop();

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { signalGroup } from '@kruntimes/host';
 import type { Component } from './errors.ts';
 import { ControlPlaneError } from './errors.ts';
+import { waitFor } from './wait.ts';
 import type { Watchdog } from '@kruntimes/host';
 
 export interface ProcessSpec {
@@ -111,6 +112,24 @@ export class ManagedProcess {
         .trimEnd();
     } catch (error) {
       return `(cannot read ${this.logFile}: ${error instanceof Error ? error.message : String(error)})`;
+    }
+  }
+
+  /**
+   * Polls `probe` every 100 ms until it answers (bounded by `timeoutMs`), unless the process
+   * exits first; either failure is a ControlPlaneError with the process's log tail.
+   */
+  async untilReady(description: string, probe: () => Promise<true | undefined>, timeoutMs: number): Promise<void> {
+    const exited = this.exited.then(() => 'exited' as const);
+    const abort = new AbortController();
+    try {
+      const ready = await Promise.race([waitFor(description, probe, { timeoutMs, intervalMs: 100, signal: abort.signal }), exited]);
+      if (ready === 'exited') throw await this.failure('exited while starting');
+    } catch (error) {
+      if (error instanceof ControlPlaneError) throw error;
+      throw await this.failure(`not ready: ${error instanceof Error ? error.message : String(error)}`, error);
+    } finally {
+      abort.abort();
     }
   }
 

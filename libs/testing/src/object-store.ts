@@ -8,7 +8,6 @@ import { ensureBinaries } from './binaries.ts';
 import { ControlPlaneError } from './errors.ts';
 import { ManagedProcess } from './managed-process.ts';
 import { freePorts, LOOPBACK } from './ports.ts';
-import { waitFor } from './wait.ts';
 
 export interface ObjectStoreOptions {
   /** Directory with `weed`; default: ensureBinaries(). */
@@ -116,27 +115,17 @@ export class ObjectStore {
       process = ManagedProcess.start(weedSpec(binDir, dir, ports), watchdog);
       const endpoint = `http://${LOOPBACK}:${String(ports.s3)}`;
       const client = s3Client(endpoint, credentials);
-      const exited = process.exited.then(() => 'exited' as const);
-      const abort = new AbortController();
       try {
         // A signed ListBuckets that succeeds means the gateway is up and has loaded the identity.
-        const ready = await Promise.race([
-          waitFor(
-            'the S3 API of weed to answer a signed request',
-            async () => {
-              await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(2_000) });
-              return true as const;
-            },
-            { timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 100, signal: abort.signal },
-          ),
-          exited,
-        ]);
-        if (ready === 'exited') throw await process.failure('exited while starting');
-      } catch (error) {
-        if (error instanceof ControlPlaneError) throw error;
-        throw await process.failure(`not ready: ${error instanceof Error ? error.message : String(error)}`, error);
+        await process.untilReady(
+          'the S3 API of weed to answer a signed request',
+          async () => {
+            await client.send(new ListBucketsCommand({}), { abortSignal: AbortSignal.timeout(2_000) });
+            return true as const;
+          },
+          options.startTimeoutMs ?? 60_000,
+        );
       } finally {
-        abort.abort();
         client.destroy();
       }
       const startupMs = Math.round(performance.now() - started);
