@@ -35,9 +35,12 @@ export class RuntimedLogs {
    * the runtimed that ran before a restart first (what it wrote is there), then the current one.
    */
   async read(pod: string, sinceSeconds?: number): Promise<{ previous: RunLogRecord[]; current: RunLogRecord[] }> {
-    const previous = await this.#readLog(pod, true, sinceSeconds);
-    const current = await this.#readLog(pod, false, sinceSeconds);
-    return { previous: parseLines(previous), current: parseLines(current) };
+    return { previous: await this.readPrevious(pod, sinceSeconds), current: parseLines(await this.#readLog(pod, false, sinceSeconds)) };
+  }
+
+  /** Only what a runtimed before the last restart wrote (the current log is followed instead). */
+  async readPrevious(pod: string, sinceSeconds?: number): Promise<RunLogRecord[]> {
+    return parseLines(await this.#readLog(pod, true, sinceSeconds));
   }
 
   async #readLog(pod: string, previous: boolean, sinceSeconds: number | undefined): Promise<string> {

@@ -101,12 +101,12 @@ export async function logsCommand(ctx: CommandContext, command: LogsCommandLine)
   for (const pod of pods) {
     const name = pod.metadata?.name ?? '';
     if (name === '') continue;
-    const { previous, current } = await logs.read(name, sinceSeconds);
     if (name === followed) {
       // Its current log is followed from the start; what a runtimed before a restart wrote is read here.
-      records.push(...previous.filter((r) => r.uid === uid));
+      records.push(...(await logs.readPrevious(name, sinceSeconds)).filter((r) => r.uid === uid));
       continue;
     }
+    const { previous, current } = await logs.read(name, sinceSeconds);
     const mine = current.filter((r) => r.uid === uid);
     // A follow replays the current container's log only.
     seen.set(name, mine.length);
