@@ -13,7 +13,7 @@ import { randomInt } from 'node:crypto';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, BOUNDS, CONDITION_TYPES, RUN_PLURAL } from '@kruntimes/api';
 import { currentPhase, findCondition, isTerminal } from '@kruntimes/run-state';
 import type { Run } from '@kruntimes/api';
 import { Cluster, ControlPlane, REPO_ROOT, percentile, tallyTasks } from '@kruntimes/testing';
@@ -36,6 +36,13 @@ if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, not ${S
 const random = new SeededRandom(seed);
 
 const FUNCTION_RUNS = 4;
+/**
+ * A function Run is retried within its budget after each lost owner and ends Failed once
+ * the budget is spent (the design's rule). The soak may hit one function's owner several
+ * times, so its functions get the largest budget: a Failed function then means a bug, not
+ * a budget the faults used up.
+ */
+const FUNCTION_RETRY_POLICY = { maxAttempts: BOUNDS.maxAttempts, initialBackoffSeconds: 1, maxBackoffSeconds: 5 };
 const CAPACITY = new Map([
   ['py', 4],
   ['sh', 4],
@@ -58,6 +65,7 @@ say(`seed ${String(seed)} (replay: npx nx run integration:soak -- --seed ${Strin
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
 let system: System | undefined;
 let failed = false;
+let reported = false;
 try {
   system = await System.start({
     prefix: 'soak',
@@ -70,7 +78,8 @@ try {
   await current.createRuntime('sh', { language: 'bash', replicas: 2, runs: CAPACITY.get('sh') ?? 1 });
   await Promise.all([current.waitRuntimeReady('py', 3), current.waitRuntimeReady('sh', 2)]);
   const handler = 'def handle(event, context):\n    return event\n';
-  for (let k = 0; k < FUNCTION_RUNS; k += 1) await current.createFunctionRun(`fn-${String(k)}`, 'py', handler, 'main:handle');
+  for (let k = 0; k < FUNCTION_RUNS; k += 1)
+    await current.createFunctionRun(`fn-${String(k)}`, 'py', handler, 'main:handle', { retryPolicy: FUNCTION_RETRY_POLICY });
   const functions = await Promise.all(Array.from({ length: FUNCTION_RUNS }, (_, k) => current.waitReady(`fn-${String(k)}`)));
   await current.grantGetRuns('alice');
   say(`system up: 3 Python and 2 Bash Runtime Pods, ${String(FUNCTION_RUNS)} function Runs Ready`);
@@ -116,8 +125,12 @@ try {
     tasksRefused: tasks.refused.length,
     settleMs: Date.now() - faultsEnded,
   });
+  reported = true;
 } finally {
-  await system?.stop().catch((error: unknown) => {
+  // A broken invariant, or a soak that threw, keeps the processes' logs for the post-mortem.
+  const keepLogs = failed || !reported;
+  if (keepLogs && system !== undefined) say(`logs kept in ${system.dir}`);
+  await system?.stop({ keepLogs }).catch((error: unknown) => {
     say(`the system did not stop cleanly: ${String(error)}`);
   });
   await controlPlane.stop();
@@ -134,7 +147,14 @@ function unsettled(observer: RunObserver, only?: 'function'): string[] {
         return !(phase === 'Ready' && findCondition(run.status?.conditions, CONDITION_TYPES.ready)?.status === 'True');
       return !isTerminal(phase);
     })
-    .map((run) => `${run.metadata.name ?? ''} (${currentPhase(run)})`);
+    .map(describeUnsettled);
+}
+
+/** Name, phase, attempt and the Ready condition's reason: why a Run did not settle, without the logs. */
+function describeUnsettled(run: Run): string {
+  const ready = findCondition(run.status?.conditions, CONDITION_TYPES.ready);
+  const why = ready === undefined ? '' : `, ${ready.reason}: ${ready.message}`;
+  return `${run.metadata.name ?? ''} (${currentPhase(run)}, attempt ${String(run.status?.attempt ?? 0)}${why})`;
 }
 
 interface Outcome {
