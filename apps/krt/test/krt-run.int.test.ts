@@ -144,6 +144,17 @@ describe('Ctrl-C while krt run waits', () => {
     expect((await krt(['cancel', 'ctrl-c-no'])).code).toBe(0);
   }, 240_000);
 
+  test('on a terminal, a second Ctrl-C at the question: a no, the Run goes on, exit 130', async () => {
+    const krtRun = await start('ctrl-c-twice', true, false);
+    krtRun.write('\x03');
+    await krtRun.waitForOutput('cancel run/ctrl-c-twice? [y/N] ', OUTPUT_WAIT_MS);
+    krtRun.write('\x03');
+    expect(await krtRun.exited).toBe(130);
+    expect(krtRun.output()).toContain('run/ctrl-c-twice goes on (krt cancel ctrl-c-twice stops it)\r\n');
+    expect(await cancelRequested('ctrl-c-twice')).toBe(false);
+    expect((await krt(['cancel', 'ctrl-c-twice'])).code).toBe(0);
+  }, 240_000);
+
   test('without a terminal (--wait): SIGINT asks nothing, the Run goes on, exit 130', async () => {
     const krtRun = await start('ctrl-c-pipe', false, false);
     krtRun.kill('SIGINT');
