@@ -259,6 +259,14 @@ test(
     const refused = await krt(['logs', 'followed'], 'bob');
     expect(refused.code).toBe(4);
     expect(refused.stderr).toMatch(/^error: the API server refused to read the logs of Pod "[^"]+" \(pods\/log\)/);
+
+    // krt run --follow as bob: the Run is created, its output refused; krt stops waiting there (exit 4), the Run goes on.
+    const createdByBob = await krt(['run', '-f', manifest, '--name', 'bobs', '--follow', '--timeout', '90s'], 'bob');
+    expect(createdByBob.code).toBe(4);
+    expect(createdByBob.stdout).toBe('run/bobs created\n');
+    expect(createdByBob.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^error: the API server refused to follow the logs of Pod "[^"]+" \(pods\/log\)/,
+    );
   },
   TEST_TIMEOUT_MS,
 );
