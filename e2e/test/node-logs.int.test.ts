@@ -99,6 +99,22 @@ test('kube-apiserver dials nodes at their InternalIP only, with a client certifi
   expect(pod.spec?.nodeName).toBe(system.node.nodeName);
 });
 
+test('kube-apiserver is given only loopback IP addresses to dial or listen on: no name to resolve, nothing off the machine', async () => {
+  const pid = await apiServerPid(system.cluster.info);
+  const argv = (await readFile(`/proc/${String(pid)}/cmdline`, 'utf8')).split('\0').filter((arg) => arg !== '');
+  const value = (flag: string): string | undefined => argv.find((arg) => arg.startsWith(`${flag}=`))?.slice(flag.length + 1);
+  const loopback = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+  const etcd = (value('--etcd-servers') ?? '').split(',').map((url) => new URL(url).hostname);
+  expect({ etcd, bind: value('--bind-address'), advertise: value('--advertise-address') }).toEqual({
+    etcd: [expect.stringMatching(loopback) as unknown],
+    bind: expect.stringMatching(loopback) as unknown,
+    advertise: expect.stringMatching(loopback) as unknown,
+  });
+  // Nothing it would call out to: no webhook (authentication, authorization, audit), OIDC issuer, egress proxy or external hostname.
+  expect(argv.filter((arg) => /^--(?:.*webhook|oidc-|egress-selector|external-hostname)/.test(arg))).toEqual([]);
+  expect(new URL(system.cluster.info.server).hostname).toMatch(loopback);
+});
+
 test('kubectl logs: the container output as written; --tail, --timestamps, --since', async () => {
   const all = await kubectl(['logs', podName, '-c', CONTAINER]);
   expect(all).toBe(await plainLog());

@@ -106,11 +106,17 @@ export class RunApi {
   /**
    * Waits for the next change of the Run after `resourceVersion` through a watch, at most
    * `timeoutMs`: a wake-up for a loop that re-reads the Run. `ended` means the watch could
-   * not start or closed without an event (the caller pauses before re-reading).
+   * not start or closed without an event (the caller pauses before re-reading); `signal`
+   * ends the wait (and its watch) early, as `ended`.
    */
-  async nextChange(name: string, resourceVersion: string, timeoutMs: number): Promise<'changed' | 'ended' | 'timeout'> {
+  async nextChange(
+    name: string,
+    resourceVersion: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<'changed' | 'ended' | 'timeout'> {
     const path = `/apis/${API_GROUP}/${API_VERSION}/namespaces/${this.namespace}/${RUN_PLURAL}`;
-    return nextChange(this.#config, path, name, resourceVersion, timeoutMs);
+    return nextChange(this.#config, path, name, resourceVersion, timeoutMs, signal);
   }
 
   #notFound(error: unknown, name: string): unknown {
@@ -137,6 +143,7 @@ export async function nextChange(
   name: string,
   resourceVersion: string,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<'changed' | 'ended' | 'timeout'> {
   let settle: (how: 'changed' | 'ended' | 'timeout') => void = () => undefined;
   const outcome = new Promise<'changed' | 'ended' | 'timeout'>((resolve) => {
@@ -145,6 +152,12 @@ export async function nextChange(
   const timer = setTimeout(() => {
     settle('timeout');
   }, timeoutMs);
+  // Ctrl-C: the watch must not keep the process alive until its timeout.
+  const abandon = (): void => {
+    settle('ended');
+  };
+  if (signal?.aborted === true) abandon();
+  else signal?.addEventListener('abort', abandon, { once: true });
   let controller: AbortController | undefined;
   try {
     controller = await new Watch(config).watch(
@@ -163,6 +176,7 @@ export async function nextChange(
     return 'ended';
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener('abort', abandon);
     controller?.abort();
   }
 }

@@ -1,14 +1,17 @@
 // `krt logs` end to end: the real CLI reads a task's output through the API server's Pod log
 // API (the local node serves it as a kubelet does) with the user's own rights: two attempts
-// of a task (the first failed, the user's retry policy ran it again), one attempt, -f while
-// the task runs, the line bound, attempts whose Pod is gone (exit 3), and a user without
-// pods/log (exit 4). `krt run -f --follow` streams the same lines.
+// of a task (the first failed, the user's retry policy ran it again), two attempts of a
+// retrySafe task whose first owner (runtimed) was killed, one attempt, -f while the task
+// runs (and across the kill), the line bound, attempts whose Pod is gone (exit 3), a
+// function Run's invocations (--invocation-id; an unknown one is exit 3), and a user
+// without pods/log (exit 4). `krt run -f --follow` streams the same lines.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, INVOCATION_ID_HEADER, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { currentPhase, finishKind } from '@kruntimes/run-state';
+import { CONTAINERS } from '@kruntimes/runtime-workload';
 import { NamespaceAccess, kubeconfigYaml, waitFor } from '@kruntimes/testing';
 import { runKrt } from './run-krt.ts';
 import type { CliResult } from './run-krt.ts';
@@ -36,6 +39,7 @@ beforeAll(async () => {
   }
   await system.createRuntime('one', { language: 'python', runs: 2 });
   await system.createRuntime('sh', { language: 'bash', runs: 2 });
+  await system.createRuntime('fn', { language: 'python', runs: 1 });
   await system.waitRuntimeReady('one', 1);
 }, 180_000);
 
@@ -116,6 +120,110 @@ test(
   TEST_TIMEOUT_MS,
 );
 
+// Attempt 1 writes its lines and waits: its owner is killed under it; attempt 2 finishes.
+const KILLED_OWNER = `import os, sys, time
+attempt = os.environ["KRT_ATTEMPT"]
+print(f"attempt {attempt}: out", flush=True)
+print(f"attempt {attempt}: err", file=sys.stderr, flush=True)
+if attempt == "1":
+    time.sleep(300)
+print(f"attempt {attempt}: done", flush=True)
+`;
+
+test(
+  "a retrySafe task whose first owner was killed (SIGKILL to runtimed), run again: both attempts from the Pod's previous and current runtimed logs, by attempt, and followed across the kill",
+  async () => {
+    const [pod] = await system.waitRuntimeReady('one', 1);
+    const podName = pod?.metadata?.name ?? '';
+    await createTask('killed', 'one', KILLED_OWNER, { retryPolicy: { retrySafe: true, maxAttempts: 2, initialBackoffSeconds: 1 } });
+    await system.waitForRun('killed', 'Running', (run) => currentPhase(run) === 'Running' || finished(run));
+    const following = krt(['logs', 'killed', '-f']);
+    // Attempt 1's lines are in its owner's log before the owner goes.
+    expect(await waitForOutput(['logs', 'killed'], 'attempt 1: err')).toEqual({
+      code: 0,
+      stdout: 'attempt 1: out\n',
+      stderr: 'attempt 1: err\n',
+    });
+
+    system.node.crashContainer(system.name, podName, CONTAINERS.runtimed, 'SIGKILL');
+    const done = await system.waitForRun('killed', 'finished', finished, 120_000);
+    expect({ phase: currentPhase(done), attempt: done.status?.attempt, pod: done.status?.assignedPod }).toEqual({
+      phase: 'Succeeded',
+      attempt: 2,
+      pod: podName,
+    });
+    // The kubelet's way (the local node's too): the killed container restarted in its Pod, its log kept as the previous one.
+    const restarted = await system.core.readNamespacedPod({ namespace: system.name, name: podName });
+    expect(restarted.status?.containerStatuses?.find((c) => c.name === CONTAINERS.runtimed)?.restartCount).toBe(1);
+
+    const both = await waitForOutput(['logs', 'killed'], 'attempt 2: done');
+    expect(both).toEqual({
+      code: 0,
+      stdout: 'attempt 1: out\nattempt 2: out\nattempt 2: done\n',
+      stderr: '== attempt 1 ==\nattempt 1: err\n== attempt 2 ==\nattempt 2: err\n',
+    });
+    expect(await krt(['logs', 'killed', '--attempt', '1'])).toEqual({ code: 0, stdout: 'attempt 1: out\n', stderr: 'attempt 1: err\n' });
+    expect(await krt(['logs', 'killed', '--attempt', '2'])).toEqual({
+      code: 0,
+      stdout: 'attempt 2: out\nattempt 2: done\n',
+      stderr: 'attempt 2: err\n',
+    });
+    // -f from attempt 1 on: each line once, a heading when attempt 2 starts, the end with the Run.
+    expect(await following).toEqual({
+      code: 0,
+      stdout: 'attempt 1: out\nattempt 2: out\nattempt 2: done\n',
+      stderr: 'attempt 1: err\n== attempt 2 ==\nattempt 2: err\n',
+    });
+  },
+  TEST_TIMEOUT_MS,
+);
+
+const ECHO = `
+def handle(event, context):
+    return {"echo": event}
+`;
+
+test(
+  'a function Run invoked twice: one line per invocation; --invocation-id shows only that one; an unknown ID says so, exit 3',
+  async () => {
+    await system.createFunctionRun('echo', 'fn', ECHO, 'main:handle');
+    const ready = await system.waitReady('echo');
+    // Not invoked yet: nothing to show, and nothing missing.
+    expect(await krt(['logs', 'echo'])).toEqual({ code: 0, stdout: '', stderr: '' });
+    for (const id of ['inv-one', 'inv-two']) {
+      const answer = await system.invoke({
+        runtime: 'fn',
+        uid: ready.metadata.uid ?? '',
+        token: system.token('alice'),
+        body: '{"n":1}',
+        headers: { [INVOCATION_ID_HEADER]: id },
+      });
+      expect(answer.status).toBe(200);
+    }
+    const line = (id: string): RegExp => new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z ${id} OK \\d+ms attempt 1 local$`);
+    const all = await waitForOutput(['logs', 'echo'], ' inv-two ');
+    expect(all).toMatchObject({ code: 0, stderr: '' });
+    const lines = all.stdout.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(line('inv-one'));
+    expect(lines[1]).toMatch(line('inv-two'));
+    expect(lines[2]).toBe('');
+
+    const one = await krt(['logs', 'echo', '--invocation-id', 'inv-two']);
+    expect(one).toMatchObject({ code: 0, stderr: '' });
+    expect(one.stdout).toMatch(new RegExp(`${line('inv-two').source.slice(0, -1)}\n$`));
+    expect(one.stdout.split('\n')).toHaveLength(2);
+
+    expect(await krt(['logs', 'echo', '--invocation-id', 'never-invoked'])).toEqual({
+      code: 3,
+      stdout: '',
+      stderr:
+        'invocation "never-invoked" of Run "echo" is not in the logs of its Runtime\'s Pods (not invoked, or the Pod that served it is gone)\n',
+    });
+  },
+  TEST_TIMEOUT_MS,
+);
+
 test(
   'krt logs -f while a Bash task runs: every line as it comes, then it ends with the Run; a line over the bound is cut with a marker',
   async () => {
@@ -151,6 +259,14 @@ test(
     const refused = await krt(['logs', 'followed'], 'bob');
     expect(refused.code).toBe(4);
     expect(refused.stderr).toMatch(/^error: the API server refused to read the logs of Pod "[^"]+" \(pods\/log\)/);
+
+    // krt run --follow as bob: the Run is created, its output refused; krt stops waiting there (exit 4), the Run goes on.
+    const createdByBob = await krt(['run', '-f', manifest, '--name', 'bobs', '--follow', '--timeout', '90s'], 'bob');
+    expect(createdByBob.code).toBe(4);
+    expect(createdByBob.stdout).toBe('run/bobs created\n');
+    expect(createdByBob.stderr.trimEnd().split('\n').at(-1)).toMatch(
+      /^error: the API server refused to follow the logs of Pod "[^"]+" \(pods\/log\)/,
+    );
   },
   TEST_TIMEOUT_MS,
 );

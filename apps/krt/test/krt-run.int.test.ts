@@ -1,13 +1,16 @@
 // `krt run -f` end to end: the real CLI creates Runs from manifest files (and stdin) on the
 // real control plane as alice, who may only create and read Runs; a local-node Runtime Pod
 // runs them; krt prints the phase changes and a summary and exits with the code of the end.
+// Ctrl-C while it waits: on a terminal (a pseudo-terminal, the Ctrl-C typed) krt asks whether
+// to cancel the Run; without one it does not ask and leaves the Run running; 130 each time.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
+import { currentPhase, finishKind } from '@kruntimes/run-state';
 import { NamespaceAccess, kubeconfigYaml } from '@kruntimes/testing';
-import { runKrt } from './run-krt.ts';
-import type { CliResult } from './run-krt.ts';
+import { runKrt, startKrt } from './run-krt.ts';
+import type { CliResult, RunningKrt } from './run-krt.ts';
 
 const CLI_TIMEOUT_MS = 120_000;
 
@@ -18,6 +21,8 @@ beforeAll(async () => {
   system = await System.start({ prefix: 'krt-run' });
   await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-author', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+    // --follow reads the task's output.
+    { apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get', 'list'] },
   ]);
   kubeconfig = join(system.dir, 'alice.kubeconfig');
   await writeFile(
@@ -95,3 +100,69 @@ test('without --wait: created, exit 0 at once; bad manifests and a Run the API s
   const missing = await krt(['run', '-f', join(system.dir, 'nowhere.yaml')]);
   expect(missing).toMatchObject({ code: 2, stderr: expect.stringContaining('cannot read') as string });
 }, 180_000);
+
+describe('Ctrl-C while krt run waits', () => {
+  const OUTPUT_WAIT_MS = 90_000;
+  const sleeper = task('py', 'import time\nprint("sleeping", flush=True)\ntime.sleep(300)\n');
+  const start = async (name: string, terminal: boolean, follow: boolean): Promise<RunningKrt> => {
+    const file = await manifest(`${name}.yaml`, sleeper);
+    const krtRun = startKrt(['run', '-f', file, '--name', name, follow ? '--follow' : '--wait', '--timeout', '150s'], {
+      kubeconfig,
+      namespace: system.name,
+      timeoutMs: CLI_TIMEOUT_MS * 2,
+      terminal,
+    });
+    // Ctrl-C once the Run runs (its progress line is out; with --follow, its first line too).
+    await krtRun.waitForOutput(follow ? 'sleeping' : 'Running', OUTPUT_WAIT_MS);
+    return krtRun;
+  };
+  const cancelRequested = async (name: string): Promise<boolean | undefined> => (await system.getRun(name)).spec.cancelRequested;
+
+  test('on a terminal, answered yes (--follow): the Run is cancelled, exit 130', async () => {
+    const krtRun = await start('ctrl-c-yes', true, true);
+    krtRun.write('\x03');
+    await krtRun.waitForOutput('cancel run/ctrl-c-yes? [y/N] ', OUTPUT_WAIT_MS);
+    krtRun.write('y\r');
+    expect(await krtRun.exited).toBe(130);
+    expect(krtRun.output()).toContain('run/ctrl-c-yes cancel requested\r\n');
+    expect(krtRun.output()).not.toContain('goes on');
+    expect(await cancelRequested('ctrl-c-yes')).toBe(true);
+    const ended = await system.waitForRun('ctrl-c-yes', 'finished', (run) => finishKind(currentPhase(run)) !== undefined, 90_000);
+    expect(currentPhase(ended)).toBe('Cancelled');
+  }, 240_000);
+
+  test('on a terminal, answered no (--wait): the Run goes on, exit 130', async () => {
+    const krtRun = await start('ctrl-c-no', true, false);
+    krtRun.write('\x03');
+    await krtRun.waitForOutput('cancel run/ctrl-c-no? [y/N] ', OUTPUT_WAIT_MS);
+    krtRun.write('n\r');
+    expect(await krtRun.exited).toBe(130);
+    expect(krtRun.output()).toContain('run/ctrl-c-no goes on (krt cancel ctrl-c-no stops it)\r\n');
+    expect(await cancelRequested('ctrl-c-no')).toBe(false);
+    expect(currentPhase(await system.getRun('ctrl-c-no'))).toBe('Running');
+    // What krt said to do stops it.
+    expect((await krt(['cancel', 'ctrl-c-no'])).code).toBe(0);
+  }, 240_000);
+
+  test('on a terminal, a second Ctrl-C at the question: a no, the Run goes on, exit 130', async () => {
+    const krtRun = await start('ctrl-c-twice', true, false);
+    krtRun.write('\x03');
+    await krtRun.waitForOutput('cancel run/ctrl-c-twice? [y/N] ', OUTPUT_WAIT_MS);
+    krtRun.write('\x03');
+    expect(await krtRun.exited).toBe(130);
+    expect(krtRun.output()).toContain('run/ctrl-c-twice goes on (krt cancel ctrl-c-twice stops it)\r\n');
+    expect(await cancelRequested('ctrl-c-twice')).toBe(false);
+    expect((await krt(['cancel', 'ctrl-c-twice'])).code).toBe(0);
+  }, 240_000);
+
+  test('without a terminal (--wait): SIGINT asks nothing, the Run goes on, exit 130', async () => {
+    const krtRun = await start('ctrl-c-pipe', false, false);
+    krtRun.kill('SIGINT');
+    expect(await krtRun.exited).toBe(130);
+    expect(krtRun.output()).not.toContain('[y/N]');
+    expect(krtRun.output().trimEnd().split('\n').at(-1)).toBe('run/ctrl-c-pipe goes on (krt cancel ctrl-c-pipe stops it)');
+    expect(await cancelRequested('ctrl-c-pipe')).toBe(false);
+    expect(currentPhase(await system.getRun('ctrl-c-pipe'))).toBe('Running');
+    expect((await krt(['cancel', 'ctrl-c-pipe'])).code).toBe(0);
+  }, 240_000);
+});

@@ -62,16 +62,64 @@ export function writeRecord(io: CliIo, record: RunLogRecord): void {
   }
 }
 
+/**
+ * Writes records as the user reads them, with an `== attempt N ==` heading (on stderr)
+ * before the records of an attempt whenever more than one attempt is shown: all of them at
+ * once (`krt logs`), or as they come (`-f`, where a heading starts once a second attempt does).
+ */
+export class RecordWriter {
+  readonly #io: CliIo;
+  #headings: boolean;
+  #lastAttempt: number | undefined;
+
+  constructor(io: CliIo) {
+    this.#io = io;
+    this.#headings = false;
+  }
+
+  /** Writes `records`; headings when they (or what was written before) span several attempts. */
+  write(records: readonly RunLogRecord[]): void {
+    const attempts = new Set(records.filter((r) => r.kind !== 'invocation').map((r) => r.attempt));
+    if (this.#lastAttempt !== undefined) attempts.add(this.#lastAttempt);
+    if (attempts.size > 1) this.#headings = true;
+    for (const record of records) {
+      if (record.kind !== 'invocation') {
+        if (this.#lastAttempt !== undefined && record.attempt !== this.#lastAttempt) this.#headings = true;
+        if (this.#headings && record.attempt !== this.#lastAttempt) this.#io.stderr.write(`== attempt ${String(record.attempt)} ==\n`);
+        this.#lastAttempt = record.attempt;
+      }
+      writeRecord(this.#io, record);
+    }
+  }
+}
+
 /** Writes the records, with an attempt heading (on stderr) whenever the attempt changes and more than one is shown. */
 export function writeRecords(io: CliIo, records: readonly RunLogRecord[]): void {
-  const attempts = new Set(records.filter((r) => r.kind !== 'invocation').map((r) => r.attempt));
-  let shown: number | undefined;
-  for (const record of records) {
-    if (attempts.size > 1 && record.kind !== 'invocation' && record.attempt !== shown) {
-      shown = record.attempt;
-      io.stderr.write(`== attempt ${String(record.attempt)} ==\n`);
-    }
-    writeRecord(io, record);
+  new RecordWriter(io).write(records);
+}
+
+/**
+ * Which records of a container log are new to the user. A log is read (or followed) from
+ * its start, and the same container's log may be read more than once: a follow replays
+ * what was read before it, a follow that ended (runtimed restarted, the container is
+ * waiting) starts again on the last container's log. The n-th occurrence of one record in
+ * one log is shown once however many reads return it; a restarted container's records
+ * (other times, another attempt) are new.
+ */
+export class ShownRecords {
+  readonly #shown = new Map<string, number>();
+
+  /** A filter for one read of one container log, from its start: true for a record to show. */
+  reader(): (record: RunLogRecord) => boolean {
+    const counts = new Map<string, number>();
+    return (record) => {
+      const key = JSON.stringify(record);
+      const occurrence = (counts.get(key) ?? 0) + 1;
+      counts.set(key, occurrence);
+      if (occurrence <= (this.#shown.get(key) ?? 0)) return false;
+      this.#shown.set(key, occurrence);
+      return true;
+    };
   }
 }
 
@@ -79,7 +127,7 @@ export function writeRecords(io: CliIo, records: readonly RunLogRecord[]): void 
  * `krt logs RUN [-f] [--attempt N] [--since D] [--invocation-id ID]`: a task's output per
  * attempt, or a function Run's invocation lines, from runtimed's log of the Runtime's Pods
  * (the Pod log API, with the user's own rights). Attempts whose Pod is gone are named on
- * stderr, and the exit code is then 3.
+ * stderr, and the exit code is then 3; so is an invocation ID no log names.
  */
 export async function logsCommand(ctx: CommandContext, command: LogsCommandLine): Promise<ExitCode> {
   const run = await ctx.runs.get(command.run);
@@ -94,45 +142,51 @@ export async function logsCommand(ctx: CommandContext, command: LogsCommandLine)
   // A follow replays whole logs (append-only) and skips what was shown: no `since` on the Pod log API then.
   const sinceSeconds = command.sinceMs === undefined || command.follow ? undefined : Math.max(1, Math.ceil(command.sinceMs / 1000));
   const pods = await logs.pods(run.spec.runtime);
-  const followed = command.follow ? run.status?.assignedPod : undefined;
+  const shown = new ShownRecords();
   const records: RunLogRecord[] = [];
-  /** Per Pod, how many records of this Run were read: a follow of that Pod skips them. */
-  const seen = new Map<string, number>();
   for (const pod of pods) {
     const name = pod.metadata?.name ?? '';
     if (name === '') continue;
-    if (name === followed) {
-      // Its current log is followed from the start; what a runtimed before a restart wrote is read here.
-      records.push(...(await logs.readPrevious(name, sinceSeconds)).filter((r) => r.uid === uid));
-      continue;
-    }
+    // The log of a runtimed before its container's last restart (an attempt whose owner was killed), then the current one.
     const { previous, current } = await logs.read(name, sinceSeconds);
-    const mine = current.filter((r) => r.uid === uid);
-    // A follow replays the current container's log only.
-    seen.set(name, mine.length);
-    records.push(...previous.filter((r) => r.uid === uid), ...mine);
+    for (const log of [previous, current]) records.push(...log.filter((r) => r.uid === uid).filter(shown.reader()));
   }
   const found = selectRunLogs(records, selection);
-  writeRecords(ctx.io, found);
-  let code: ExitCode = EXIT.ok;
-  if (command.follow && followed !== undefined) {
-    await followRunLogs(ctx, command.run, logs, followed, selection, seen);
-  } else if (command.sinceMs === undefined && command.invocationId === undefined) {
-    // Only an unfiltered read can tell that an attempt left nothing behind.
-    const missing = attemptsWithoutLogs(found, uid, lastStartedAttempt(run), command.attempt);
-    for (const attempt of missing) {
-      ctx.io.stderr.write(
-        `attempt ${String(attempt)} of Run "${command.run}": its output is no longer available (the Pod it ran on is gone)\n`,
-      );
-    }
-    if (missing.length > 0) code = EXIT.notFound;
+  const writer = new RecordWriter(ctx.io);
+  writer.write(found);
+  const followed = command.follow ? run.status?.assignedPod : undefined;
+  if (followed !== undefined && followed !== '') {
+    await followRunLogs(ctx, command.run, logs, followed, selection, { shown, writer });
+    return EXIT.ok;
   }
-  return code;
+  if (command.invocationId !== undefined && found.length === 0) {
+    ctx.io.stderr.write(
+      `invocation "${command.invocationId}" of Run "${command.run}" is not in the logs of its Runtime's Pods (not invoked, or the Pod that served it is gone)\n`,
+    );
+    return EXIT.notFound;
+  }
+  // Only an unfiltered read of a task can tell that an attempt left nothing behind (a
+  // function Run that was never invoked has no line to show, on a Pod that is there).
+  if (command.sinceMs !== undefined || command.invocationId !== undefined || run.spec.mode.task === undefined) return EXIT.ok;
+  const missing = attemptsWithoutLogs(found, uid, lastStartedAttempt(run), command.attempt);
+  for (const attempt of missing) {
+    ctx.io.stderr.write(
+      `attempt ${String(attempt)} of Run "${command.run}": its output is no longer available (the Pod it ran on is gone)\n`,
+    );
+  }
+  return missing.length > 0 ? EXIT.notFound : EXIT.ok;
+}
+
+/** What a follow shares with what was shown before it: the records shown, and the attempt headings. */
+export interface FollowState {
+  shown: ShownRecords;
+  writer: RecordWriter;
 }
 
 /**
  * Follows the log of the Pod the Run is assigned to until the Run ends (then a short tail),
- * moving to the Pod of a new attempt when the Run gets one.
+ * moving to the Pod of a new attempt when the Run gets one, and following a Pod's runtimed
+ * again after its container restarted (its new log; the replay of the old one is skipped).
  */
 export async function followRunLogs(
   ctx: CommandContext,
@@ -140,7 +194,7 @@ export async function followRunLogs(
   logs: RuntimedLogs,
   firstPod: string,
   selection: RunLogSelection,
-  seen: Map<string, number>,
+  state: FollowState,
   signal?: AbortSignal,
 ): Promise<void> {
   const aborted = new Promise<'aborted'>((resolve) => {
@@ -155,22 +209,12 @@ export async function followRunLogs(
       );
   });
   let pod: string | undefined = firstPod;
-  let lastAttempt: number | undefined;
   while (pod !== undefined) {
     const current: string = pod;
-    let count = 0;
+    const fresh = state.shown.reader();
     const onRecord = (record: RunLogRecord): void => {
-      if (record.uid !== selection.uid) return;
-      count += 1;
-      // A Pod's log is append-only: its first records are the ones already shown.
-      if (count <= (seen.get(current) ?? 0)) return;
-      seen.set(current, count);
-      if (selectRunLogs([record], selection).length === 0) return;
-      if (record.kind !== 'invocation') {
-        if (lastAttempt !== undefined && record.attempt !== lastAttempt) ctx.io.stderr.write(`== attempt ${String(record.attempt)} ==\n`);
-        lastAttempt = record.attempt;
-      }
-      writeRecord(ctx.io, record);
+      if (record.uid !== selection.uid || !fresh(record)) return;
+      state.writer.write(selectRunLogs([record], selection));
     };
     const stop = new AbortController();
     const following = logs.follow(current, onRecord, stop.signal);

@@ -9,7 +9,7 @@ import type { ExitCode } from '../exit-codes.ts';
 import { RuntimedLogs } from '../pod-logs.ts';
 import { runFromManifest } from '../run-manifest.ts';
 import type { CommandContext } from './context.ts';
-import { followRunLogs } from './logs.ts';
+import { RecordWriter, ShownRecords, followRunLogs } from './logs.ts';
 
 /** Pause after a watch that could not start or closed early, so that the loop cannot spin. */
 const REWATCH_PAUSE_MS = 1_000;
@@ -84,6 +84,8 @@ export async function runClusterCommand(ctx: CommandContext, command: RunCluster
     return outcome.code;
   } finally {
     process.removeListener('SIGINT', onSigint);
+    // Whichever of the two ended first (a follow refused with 403, say), the other stops too.
+    interrupted.abort();
   }
 }
 
@@ -124,7 +126,7 @@ async function watchProgress(
         `timed out after ${String(command.timeoutMs)} ms waiting for Run "${name}" (phase ${phase}); it goes on`,
       );
     }
-    const change = ctx.runs.nextChange(name, run.metadata.resourceVersion ?? '', remaining);
+    const change = ctx.runs.nextChange(name, run.metadata.resourceVersion ?? '', remaining, signal);
     const how = await Promise.race([change, abortOf(signal)]);
     if (how === 'aborted') return { kind: 'interrupted' };
     if (how === 'ended') await Promise.race([new Promise((resolve) => setTimeout(resolve, REWATCH_PAUSE_MS)), abortOf(signal)]);
@@ -140,7 +142,7 @@ async function followOutput(ctx: CommandContext, name: string, uid: string, sign
     const run = await ctx.runs.get(name);
     const pod = run.status?.assignedPod;
     if (pod !== undefined && pod !== '') {
-      await followRunLogs(ctx, name, logs, pod, { uid }, new Map(), signal);
+      await followRunLogs(ctx, name, logs, pod, { uid }, { shown: new ShownRecords(), writer: new RecordWriter(ctx.io) }, signal);
       return;
     }
     if (finishKind(currentPhase(run)) !== undefined) return;
@@ -148,17 +150,31 @@ async function followOutput(ctx: CommandContext, name: string, uid: string, sign
   }
 }
 
-/** On a terminal, asks whether to cancel the Run (it goes on otherwise); 130 either way. */
+/**
+ * On a terminal, asks whether to cancel the Run (it goes on unless the answer is yes; a
+ * second Ctrl-C or the end of the input at the prompt is a no); without one, no question:
+ * the Run goes on. 130 either way.
+ */
 async function askToCancel(ctx: CommandContext, name: string): Promise<ExitCode> {
   if (process.stdin.isTTY) {
     const prompt = createInterface({ input: process.stdin, output: process.stderr });
+    const unanswered = new AbortController();
+    const noAnswer = (): void => {
+      unanswered.abort();
+    };
+    prompt.once('SIGINT', noAnswer);
+    prompt.once('close', noAnswer);
     try {
-      const answer = await prompt.question(`\ncancel run/${name}? [y/N] `);
+      const answer = await prompt.question(`\ncancel run/${name}? [y/N] `, { signal: unanswered.signal }).catch((error: unknown) => {
+        if (unanswered.signal.aborted) return '';
+        throw error;
+      });
       if (/^y(es)?$/i.test(answer.trim())) {
         await ctx.runs.patch(name, { spec: { cancelRequested: true } });
         ctx.io.stderr.write(`run/${name} cancel requested\n`);
         return EXIT.interrupted;
       }
+      if (unanswered.signal.aborted) ctx.io.stderr.write('\n');
     } finally {
       prompt.close();
     }
