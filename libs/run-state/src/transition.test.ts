@@ -355,6 +355,12 @@ describe('source snapshot (scheduler)', () => {
     expectRefused(transition({ run: makeRun('Pending', {}, { source: SNAPSHOT }), event, writer: 'scheduler', now: NOW }), 'precondition');
   });
 
+  it('keeps status.source into a continuation after input', () => {
+    const run = makeRun('WaitingInput', {}, { ...WAITING, source: SNAPSHOT });
+    const status = expectOk(transition({ run, event: samples.InputReceived.event, writer: 'controller-manager', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', attempt: 2, source: SNAPSHOT });
+  });
+
   it('keeps status.source through a requeue (every attempt runs the snapshot)', () => {
     const run = makeRun('Running', { retryPolicy: { retrySafe: true, maxAttempts: 3 } }, { source: SNAPSHOT });
     const status = expectOk(transition({ run, event: samples.Requeue.event, writer: 'runtimed', now: NOW }));
