@@ -159,6 +159,27 @@ test(
 );
 
 test(
+  'a function Run whose snapshot was tampered with is refused before it registers: Failed SourceDigestMismatch, no finalizer left',
+  async () => {
+    await writeConfigMap('tamper-fn-src', 'handle() { echo "{\\"v\\": 1}"; }\n');
+    await createTask('tampered-fn', 'later-fn', 'tamper-fn-src', { mode: { function: { handler: 'handle' } } });
+    const waiting = await system.waitForRun('tampered-fn', 'snapshotted', (run) => run.status?.source !== undefined);
+    const name = waiting.status?.source?.configMapName ?? '';
+    await system.core.deleteNamespacedConfigMap({ namespace: system.name, name });
+    await system.core.createNamespacedConfigMap({
+      namespace: system.name,
+      body: { metadata: { name }, immutable: true, data: { [SOURCE_SNAPSHOT.key]: 'handle() { echo "{}"; }\n' } },
+    });
+    await system.createRuntime('later-fn', { language: 'bash' });
+    const done = await system.waitForRun('tampered-fn', 'finished', finished, 150_000);
+    expect(outcome(done)).toEqual({ phase: 'Failed', reason: 'SourceDigestMismatch', exitCode: undefined });
+    expect(done.status?.endpoint).toBeUndefined();
+    expect(done.metadata.finalizers ?? []).toEqual([]);
+  },
+  TEST_TIMEOUT_MS,
+);
+
+test(
   'a missing ConfigMap leaves the Run Pending with reason SourceNotFound, never bound, then Failed after the wait',
   async () => {
     await createTask('missing', 'sh', 'no-such-configmap');
