@@ -34,6 +34,8 @@ export interface ServicesOptions {
   started: Stoppable[];
   /** The Runtime Pods' OTLP endpoint (the controller-manager's --runtime-otlp-endpoint). */
   otlpEndpoint?: string;
+  /** The scheduler's --source-wait-seconds, in ms (default: the scheduler's). */
+  sourceWaitMs?: number;
 }
 
 /** The controller-manager keeps each Runtime's runtimed TLS Secret from this namespace's own internal CA. */
@@ -99,6 +101,7 @@ export async function startServices(options: ServicesOptions): Promise<Services>
     kubeConfig: await access.serviceAccountKubeConfig('scheduler', SCHEDULER_RULES),
     namespace,
     logger: schedulerLogger,
+    ...(options.sourceWaitMs === undefined ? {} : { sourceWaitMs: options.sourceWaitMs }),
   });
   await scheduler.start();
   started.push(scheduler);

@@ -25,6 +25,8 @@ export interface SystemOptions {
    * controller-manager gives the Runtime Pods (runtimed, Runtime Server) like in a cluster.
    */
   otlpEndpoint?: string;
+  /** How long a Run with an unresolvable source stays Pending before it fails (the scheduler's --source-wait-seconds). */
+  sourceWaitMs?: number;
 }
 
 export interface SystemParts extends Services {
@@ -61,6 +63,7 @@ export async function startSystemParts(
     staleRecovery: options.staleRecovery === true,
     started,
     ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
+    ...(options.sourceWaitMs === undefined ? {} : { sourceWaitMs: options.sourceWaitMs }),
   });
   const gateway =
     options.gateway === false

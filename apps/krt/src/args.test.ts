@@ -73,6 +73,11 @@ describe('parseCommandLine', () => {
       },
     ],
     ['retry', ['retry', 'r1'], { command: { name: 'retry', run: 'r1' }, global: {} }],
+    [
+      'retry --refresh-source',
+      ['retry', 'r1', '--refresh-source'],
+      { command: { name: 'retry', run: 'r1', refreshSource: true }, global: {} },
+    ],
     ['cancel', ['cancel', 'r1', '-n', 'ns'], { command: { name: 'cancel', run: 'r1' }, global: { namespace: 'ns' } }],
     [
       'cancel and wait, default timeout',

@@ -11,7 +11,7 @@ export type Command =
   | { name: 'get'; run?: string; output: OutputFormat }
   | { name: 'wait'; run: string; target: WaitTarget; timeoutMs: number }
   | { name: 'invoke'; run: string; input: InvokeInput; invocationId?: string; timeoutMs: number; gateway?: string; gatewayCaFile?: string }
-  | { name: 'retry'; run: string }
+  | { name: 'retry'; run: string; refreshSource?: boolean }
   /** `wait`: wait until the Run is terminal, at most `timeoutMs`. */
   | { name: 'cancel'; run: string; wait?: { timeoutMs: number } }
   | { name: 'delete'; run: string }
@@ -112,6 +112,7 @@ const OPTIONS = {
   attempt: { type: 'string' },
   since: { type: 'string' },
   name: { type: 'string' },
+  'refresh-source': { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -120,7 +121,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   get: ['output'],
   wait: ['for', 'timeout'],
   invoke: ['file', 'data', 'invocation-id', 'timeout', 'gateway', 'gateway-ca'],
-  retry: [],
+  retry: ['refresh-source'],
   cancel: ['wait', 'timeout'],
   delete: [],
   respond: ['id', 'data', 'data-file', 'wait-timeout'],
@@ -205,6 +206,7 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     case 'respond':
       return { command: respondCommandLine(run, values), global };
     case 'retry':
+      return { command: values['refresh-source'] === true ? { name, run, refreshSource: true } : { name, run }, global };
     case 'delete':
       return { command: { name, run }, global };
   }
@@ -440,7 +442,9 @@ Usage:
                                             invoke a Ready function Run; result JSON on stdout
                                             (--gateway: reach the gateway at another address,
                                             e.g. a port-forward; --gateway-ca: its CA PEM)
-  krt retry RUN                             create a new Run retrying a finished one
+  krt retry RUN [--refresh-source]          create a new Run retrying a finished one; it runs the
+                                            parent's source snapshot (same digest) unless
+                                            --refresh-source reads spec.source again
   krt cancel RUN [--wait [--timeout 60s]]   request cancellation; --wait: until the Run finished
   krt delete RUN                            delete a Run
   krt schedule trigger SCHEDULE [--id ID]   a manual Run of a RunSchedule; the same --id again

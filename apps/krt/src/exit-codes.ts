@@ -66,6 +66,8 @@ export function exitCodeForErrorCode(code: ErrorCode): ExitCode {
     case 'Forbidden':
       return EXIT.unauthorized;
     case 'InvocationInFlight':
+    // runtimed refused a snapshot that is not status.source's: the Run failed, nothing ran.
+    case 'SourceMismatch':
     case 'Internal':
     case 'AuthorizationUnavailable':
     case 'RunNotReady':

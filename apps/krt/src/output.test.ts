@@ -35,6 +35,7 @@ describe('formatRuns', () => {
       assignedPod: 'pod-a',
       reason: 'FunctionRegistered',
       endpoint: { protocol: 'HTTPS', url: 'https://gw/x' },
+      source: { digest: `sha256:0123456789ab${'f'.repeat(52)}`, size: 10 },
     },
   });
   const pending = run('task-1', {
@@ -54,9 +55,9 @@ describe('formatRuns', () => {
 
   it('prints wide columns', () => {
     const lines = formatRuns([ready, pending], 'wide', NOW).split('\n');
-    expect(lines[0]).toMatch(/POD\s+PARENT\s+ENDPOINT$/);
-    expect(lines[1]).toMatch(/pod-a\s+-\s+https:\/\/gw\/x$/);
-    expect(lines[2]).toMatch(/\s-\s+task-0\s+-$/);
+    expect(lines[0]).toMatch(/POD\s+PARENT\s+SOURCE\s+ENDPOINT$/);
+    expect(lines[1]).toMatch(/pod-a\s+-\s+sha256:0123456789ab\s+https:\/\/gw\/x$/);
+    expect(lines[2]).toMatch(/\s-\s+task-0\s+-\s+-$/);
   });
 
   it('prints one Run as the object and several as a List, in JSON and YAML', () => {

@@ -61,7 +61,7 @@ function columns(rows: readonly (readonly string[])[]): string {
 
 function table(runs: readonly Run[], wide: boolean, nowMs: number): string {
   // REASON is in the default view, like kubectl's: it tells what an active Run is doing (e.g. Cancelling).
-  const header = ['NAME', 'PHASE', 'REASON', 'MODE', 'RUNTIME', 'ATTEMPT', 'AGE', ...(wide ? ['POD', 'PARENT', 'ENDPOINT'] : [])];
+  const header = ['NAME', 'PHASE', 'REASON', 'MODE', 'RUNTIME', 'ATTEMPT', 'AGE', ...(wide ? ['POD', 'PARENT', 'SOURCE', 'ENDPOINT'] : [])];
   const rows = runs.map((run) => [
     run.metadata.name ?? '',
     currentPhase(run),
@@ -70,7 +70,14 @@ function table(runs: readonly Run[], wide: boolean, nowMs: number): string {
     run.spec.runtime,
     String(run.status?.attempt ?? '-'),
     age(run.metadata.creationTimestamp, nowMs),
-    ...(wide ? [run.status?.assignedPod ?? '-', run.spec.parentRunRef?.name ?? '-', run.status?.endpoint?.url ?? '-'] : []),
+    ...(wide
+      ? [
+          run.status?.assignedPod ?? '-',
+          run.spec.parentRunRef?.name ?? '-',
+          run.status?.source === undefined ? '-' : shortDigest(run.status.source.digest),
+          run.status?.endpoint?.url ?? '-',
+        ]
+      : []),
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
   return (
@@ -83,4 +90,9 @@ function table(runs: readonly Run[], wide: boolean, nowMs: number): string {
       )
       .join('\n') + '\n'
   );
+}
+
+/** The short form of a source digest, as `krt get -o wide` prints it: `sha256:` and 12 hex digits. */
+export function shortDigest(digest: string): string {
+  return digest.startsWith('sha256:') ? digest.slice(0, 'sha256:'.length + 12) : digest;
 }

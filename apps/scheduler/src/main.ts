@@ -6,7 +6,10 @@
 //   --lease-duration-seconds N     default 15; --renew-deadline-seconds 10; --retry-period-seconds 2
 //   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
 //   --workers N                    Runtimes placed in parallel (default 2)
+//   --source-wait-seconds N        a Run whose source cannot be snapshotted (ConfigMap missing, too large,
+//                                  not readable) stays Pending this long, then fails (default 300)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
+import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import { parseArgs } from 'node:util';
 import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
@@ -23,6 +26,7 @@ const { values } = parseArgs({
     'retry-period-seconds': { type: 'string', default: '2' },
     'metrics-address': { type: 'string' },
     workers: { type: 'string', default: '2' },
+    'source-wait-seconds': { type: 'string', default: String(SOURCE_SNAPSHOT.maxWaitSeconds) },
     'log-level': { type: 'string' },
   },
   strict: true,
@@ -65,6 +69,7 @@ try {
         logger,
         metrics,
         workers: positive('workers', values.workers),
+        sourceWaitMs: positive('source-wait-seconds', values['source-wait-seconds']) * 1000,
       }),
   });
   process.exit(exitCode);

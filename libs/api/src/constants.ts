@@ -75,7 +75,31 @@ export const CONDITION_TYPES = {
   available: 'Available',
   /** Runtime: the Deployment is rolling out. */
   progressing: 'Progressing',
+  /**
+   * Run: the source snapshot is in status.source (True), or why it is not yet (False; its
+   * lastTransitionTime starts the bounded wait before the Run fails).
+   */
+  sourceResolved: 'SourceResolved',
 } as const;
+
+/** The execution snapshot of a Run's source (docs/lifecycle.md "Source snapshot"). */
+export const SOURCE_SNAPSHOT = {
+  /** The snapshot ConfigMap's only key. */
+  key: 'source',
+  /** Snapshot ConfigMaps are named this prefix plus the first `nameHexChars` hex digits of the digest. */
+  namePrefix: 'krt-src-',
+  nameHexChars: 20,
+  /** The full digest, on the snapshot ConfigMap. */
+  digestAnnotation: 'kruntimes.io/source-digest',
+  /** How long a Run stays Pending with an unresolvable source before it fails. */
+  maxWaitSeconds: 5 * 60,
+} as const;
+
+/** The snapshot ConfigMap of a digest (`sha256:<64 hex>`). */
+export function snapshotConfigMapName(digest: string): string {
+  const hex = digest.startsWith('sha256:') ? digest.slice('sha256:'.length) : digest;
+  return `${SOURCE_SNAPSHOT.namePrefix}${hex.slice(0, SOURCE_SNAPSHOT.nameHexChars)}`;
+}
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
@@ -97,6 +121,24 @@ export const RUN_REASONS = {
    * leader); the Run was given back for scheduling, at the same attempt.
    */
   podAtCapacity: 'PodAtCapacity',
+  /**
+   * Pending (condition SourceResolved False), then Failed after SOURCE_SNAPSHOT.maxWaitSeconds:
+   * the source ConfigMap or its key does not exist.
+   */
+  sourceNotFound: 'SourceNotFound',
+  /** The source is over the source bound (BOUNDS.inlineSourceBytes). */
+  sourceTooLarge: 'SourceTooLarge',
+  /** The platform may not read the source ConfigMap (403). */
+  sourceForbidden: 'SourceForbidden',
+  /**
+   * The source is not the one pinned (spec.source.digest), or, at runtimed, the snapshot
+   * it is about to run is not status.source.digest (then Failed at once, nothing run).
+   */
+  sourceDigestMismatch: 'SourceDigestMismatch',
+  /** A ConfigMap of the snapshot's name exists with other content, or is not immutable. */
+  sourceSnapshotConflict: 'SourceSnapshotConflict',
+  /** Condition SourceResolved True: status.source records the snapshot. */
+  sourceSnapshotted: 'SourceSnapshotted',
   // Scheduled / Running
   scheduled: 'Scheduled',
   preparing: 'Preparing',

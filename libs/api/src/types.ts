@@ -95,6 +95,28 @@ export interface ConfigMapKeyReference {
 export interface RunSource {
   inline?: string;
   configMapKeyRef?: ConfigMapKeyReference;
+  /**
+   * The sha256 the source must have (`sha256:<64 hex>`): the snapshot is refused otherwise.
+   * `krt retry` sets it, with configMapKeyRef naming the parent's snapshot ConfigMap, so that
+   * the retry runs the very program its parent ran.
+   */
+  digest?: string;
+}
+
+/**
+ * `status.source`: the execution snapshot, resolved once before the first binding and
+ * immutable afterwards. Every attempt runs exactly these bytes (runtimed checks the digest).
+ */
+export interface SourceSnapshot {
+  /** sha256 of the UTF-8 source, `sha256:<64 hex>`. */
+  digest: string;
+  /** Bytes of the UTF-8 source. */
+  size: number;
+  /**
+   * The immutable ConfigMap holding the copy (key SOURCE_SNAPSHOT.key) of a
+   * configMapKeyRef source; absent for an inline source, which is its own snapshot.
+   */
+  configMapName?: string;
 }
 
 export interface TaskMode {
@@ -200,6 +222,8 @@ export interface RunStatus {
   resume?: ResumeStatus;
   /** The latest accepted responses (BOUNDS.responsesKept), so that a repeated response ID continues nothing. */
   responses?: ResponseRecord[];
+  /** The execution snapshot of spec.source (docs/lifecycle.md "Source snapshot"); set once, never changed. */
+  source?: SourceSnapshot;
 }
 
 export interface Run {

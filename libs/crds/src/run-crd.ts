@@ -42,6 +42,10 @@ const source = object(
       },
       { required: ['name', 'key'] },
     ),
+    digest: string('The sha256 the source must have (`sha256:<64 hex>`); the snapshot is refused otherwise (set by krt retry).', {
+      pattern: ARTIFACT_DIGEST_PATTERN,
+      maxLength: 71,
+    }),
   },
   {
     'x-kubernetes-validations': [
@@ -380,6 +384,18 @@ const status = object(
       },
       { required: ['checkpoint', 'responseId', 'runInput', 'input', 'attempt'] },
     ),
+    source: object(
+      'The execution snapshot of spec.source, resolved once before the first binding; every attempt runs it (runtimed checks the digest).',
+      {
+        digest,
+        size: integer('Size of the source in bytes.', { minimum: 0, maximum: BOUNDS.inlineSourceBytes }),
+        configMapName: string('The immutable ConfigMap (key `source`) holding the copy of a configMapKeyRef source; absent for inline.', {
+          pattern: DNS1123_SUBDOMAIN_PATTERN,
+          maxLength: BOUNDS.dnsSubdomainBytes,
+        }),
+      },
+      { required: ['digest', 'size'] },
+    ),
     responses: array(
       'The latest accepted responses: a response ID listed here continues nothing again.',
       object(
@@ -413,6 +429,11 @@ const status = object(
         rule: "!has(self.phase) || self.phase != 'WaitingInput' || (has(self.waitingInput) && !has(self.assignedPod))",
         message: 'a WaitingInput Run records status.waitingInput and holds no Pod',
         fieldPath: '.waitingInput',
+      },
+      {
+        rule: '!has(oldSelf.source) || (has(self.source) && self.source == oldSelf.source)',
+        message: 'status.source (the execution snapshot) is set once and never changed',
+        fieldPath: '.source',
       },
       {
         rule: 'has(self.assignedPod) == has(self.assignedPodUID)',
@@ -468,6 +489,7 @@ export function runCrd(): CustomResourceDefinition {
       { name: 'Attempt', type: 'integer', jsonPath: '.status.attempt' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
       { name: 'Endpoint', type: 'string', jsonPath: '.status.endpoint.url', priority: 1 },
+      { name: 'Source', type: 'string', jsonPath: '.status.source.digest', priority: 1 },
     ],
   });
 }

@@ -252,6 +252,14 @@ export const ERROR_CODES = {
     triggersRecovery: false,
     summary: 'the resolved source or inputs of a local run differ from its lock file (re-lock with --update-lock)',
   },
+  // The execution snapshot (docs/lifecycle.md "Source snapshot").
+  SourceMismatch: {
+    grpc: 'FAILED_PRECONDITION',
+    http: 409,
+    source: 'platform',
+    triggersRecovery: false,
+    summary: 'the source runtimed was about to run is not the snapshot recorded in status.source (nothing ran; the Run failed)',
+  },
   OriginConflict: {
     grpc: 'ALREADY_EXISTS',
     http: 409,

@@ -55,6 +55,9 @@ const functionMode: Partial<RunSpec> = { mode: { function: { handler: 'main' } }
 /** One event of each type, with the spec it needs for its preconditions to hold. */
 const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec>; status?: RunStatus }> = {
   Unschedulable: { event: { type: 'Unschedulable', reason: 'NoCapacity', message: 'all Pods full' }, spec: {} },
+  SourceResolved: { event: { type: 'SourceResolved', source: { digest: DIGEST, size: 8 } }, spec: {} },
+  SourceUnresolved: { event: { type: 'SourceUnresolved', reason: 'SourceNotFound', message: 'ConfigMap src not found' }, spec: {} },
+  SourceFailed: { event: { type: 'SourceFailed', reason: 'SourceNotFound', message: 'ConfigMap src not found for 5m' }, spec: {} },
   Bind: { event: { type: 'Bind', pod: 'pod-b', podUID: 'pod-uid-b' }, spec: {} },
   CancelBeforeAssignment: { event: { type: 'CancelBeforeAssignment' }, spec: { cancelRequested: true } },
   Claim: { event: { type: 'Claim' }, spec: {} },
@@ -85,6 +88,9 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec>; s
 const ACTIVE_OWNED: RunPhase[] = ['Scheduled', 'Running', 'Ready'];
 const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }> = {
   Unschedulable: { writers: ['scheduler'], from: ['Pending'] },
+  SourceResolved: { writers: ['scheduler'], from: ['Pending'] },
+  SourceUnresolved: { writers: ['scheduler'], from: ['Pending'] },
+  SourceFailed: { writers: ['scheduler'], from: ['Pending'] },
   Bind: { writers: ['scheduler'], from: ['Pending'] },
   CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
   Claim: { writers: ['runtimed'], from: ['Scheduled'] },
@@ -109,6 +115,9 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
 
 const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   Unschedulable: 'Pending',
+  SourceResolved: 'Pending',
+  SourceUnresolved: 'Pending',
+  SourceFailed: 'Failed',
   Bind: 'Scheduled',
   CancelBeforeAssignment: 'Cancelled',
   Claim: 'Running',
@@ -278,6 +287,84 @@ describe('scheduler', () => {
       transition({ run: makeRun('Pending'), event: samples.CancelBeforeAssignment.event, writer: 'scheduler', now: NOW }),
       'precondition',
     );
+  });
+});
+
+describe('source snapshot (scheduler)', () => {
+  const SNAPSHOT = { digest: DIGEST, size: 8, configMapName: 'krt-src-abababababababababab' };
+  const sourceCondition = (status: RunStatus) => status.conditions?.find((c) => c.type === 'SourceResolved');
+
+  it('records the snapshot once: status.source, SourceResolved True, Ready False AwaitingSchedule', () => {
+    const status = expectOk(
+      transition({ run: makeRun(undefined), event: { type: 'SourceResolved', source: SNAPSHOT }, writer: 'scheduler', now: NOW }),
+    );
+    expect(status).toMatchObject({ phase: 'Pending', source: SNAPSHOT, reason: 'AwaitingSchedule' });
+    expect(sourceCondition(status)).toMatchObject({
+      status: 'True',
+      reason: 'SourceSnapshotted',
+      lastTransitionTime: NOW,
+      observedGeneration: 2,
+    });
+  });
+
+  it('records the same snapshot again (idempotent), never another one', () => {
+    const run = makeRun('Pending', {}, { source: SNAPSHOT });
+    expectOk(transition({ run, event: { type: 'SourceResolved', source: SNAPSHOT }, writer: 'scheduler', now: NOW }));
+    const other = { digest: `sha256:${'cd'.repeat(32)}`, size: 8 };
+    expectRefused(transition({ run, event: { type: 'SourceResolved', source: other }, writer: 'scheduler', now: NOW }), 'precondition');
+  });
+
+  it.each([
+    ['a digest that is not sha256', { digest: 'md5:abc', size: 1 }],
+    ['a size over the source bound', { digest: DIGEST, size: BOUNDS.inlineSourceBytes + 1 }],
+    ['a negative size', { digest: DIGEST, size: -1 }],
+  ])('refuses %s', (_name, source) => {
+    expectRefused(
+      transition({ run: makeRun('Pending'), event: { type: 'SourceResolved', source }, writer: 'scheduler', now: NOW }),
+      'bounds',
+    );
+  });
+
+  it('an unresolved source keeps the Run Pending with the reason; the False condition keeps its first time', () => {
+    const event = { type: 'SourceUnresolved', reason: 'SourceForbidden', message: 'ConfigMap src: 403' } as const;
+    const first = expectOk(transition({ run: makeRun(undefined), event, writer: 'scheduler', now: EARLIER }));
+    expect(first).toMatchObject({ phase: 'Pending', reason: 'SourceForbidden' });
+    expect(sourceCondition(first)).toMatchObject({ status: 'False', reason: 'SourceForbidden', lastTransitionTime: EARLIER });
+    const again = expectOk(
+      transition({
+        run: makeRun('Pending', {}, first),
+        event: { type: 'SourceUnresolved', reason: 'SourceNotFound', message: 'gone' },
+        writer: 'scheduler',
+        now: NOW,
+      }),
+    );
+    expect(sourceCondition(again)).toMatchObject({ status: 'False', reason: 'SourceNotFound', lastTransitionTime: EARLIER });
+  });
+
+  it('fails a Run whose source stayed unresolvable, with the reason', () => {
+    const event = { type: 'SourceFailed', reason: 'SourceTooLarge', message: 'over 262144 bytes' } as const;
+    const status = expectOk(transition({ run: makeRun('Pending'), event, writer: 'scheduler', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Failed', reason: 'SourceTooLarge', completionTime: NOW });
+    expect(sourceCondition(status)).toMatchObject({ status: 'False', reason: 'SourceTooLarge' });
+  });
+
+  it.each([
+    ['SourceUnresolved', { type: 'SourceUnresolved', reason: 'SourceNotFound', message: 'x' }],
+    ['SourceFailed', { type: 'SourceFailed', reason: 'SourceNotFound', message: 'x' }],
+  ] as const)('%s is refused once the snapshot is recorded', (_name, event) => {
+    expectRefused(transition({ run: makeRun('Pending', {}, { source: SNAPSHOT }), event, writer: 'scheduler', now: NOW }), 'precondition');
+  });
+
+  it('keeps status.source into a continuation after input', () => {
+    const run = makeRun('WaitingInput', {}, { ...WAITING, source: SNAPSHOT });
+    const status = expectOk(transition({ run, event: samples.InputReceived.event, writer: 'controller-manager', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', attempt: 2, source: SNAPSHOT });
+  });
+
+  it('keeps status.source through a requeue (every attempt runs the snapshot)', () => {
+    const run = makeRun('Running', { retryPolicy: { retrySafe: true, maxAttempts: 3 } }, { source: SNAPSHOT });
+    const status = expectOk(transition({ run, event: samples.Requeue.event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', attempt: 2, source: SNAPSHOT });
   });
 });
 

@@ -20,6 +20,7 @@ import type {
   RunReason,
   RunSpec,
   RunStatus,
+  SourceSnapshot,
 } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { classify } from './classification.ts';
@@ -36,7 +37,16 @@ export type FailureReason =
   | typeof RUN_REASONS.registrationFailed
   | typeof RUN_REASONS.retriesExhausted
   | typeof RUN_REASONS.artifactMissing
-  | typeof RUN_REASONS.artifactInvalid;
+  | typeof RUN_REASONS.artifactInvalid
+  /** runtimed: the snapshot it was about to run is not status.source.digest; nothing ran. */
+  | typeof RUN_REASONS.sourceDigestMismatch;
+/** Why a Run's source snapshot cannot be made (yet): it waits Pending, then fails with the same reason. */
+export type SourceProblemReason =
+  | typeof RUN_REASONS.sourceNotFound
+  | typeof RUN_REASONS.sourceTooLarge
+  | typeof RUN_REASONS.sourceForbidden
+  | typeof RUN_REASONS.sourceDigestMismatch
+  | typeof RUN_REASONS.sourceSnapshotConflict;
 export type TimeoutReason = typeof RUN_REASONS.timeout | typeof RUN_REASONS.idleTimeout;
 export type ClaimRefusalReason = typeof RUN_REASONS.podAtCapacity;
 export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.cancelUnconfirmed;
@@ -44,6 +54,12 @@ export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.
 export type RunEvent =
   /** scheduler: the Run stays Pending and says why. */
   | { type: 'Unschedulable'; reason: UnschedulableReason; message: string }
+  /** scheduler (its snapshot controller): the execution snapshot is made; status.source records it, once. */
+  | { type: 'SourceResolved'; source: SourceSnapshot }
+  /** scheduler (its snapshot controller): no snapshot yet; the Run stays Pending and says why. */
+  | { type: 'SourceUnresolved'; reason: SourceProblemReason; message: string }
+  /** scheduler (its snapshot controller): the source stayed unresolvable for the bounded wait: Pending -> Failed. */
+  | { type: 'SourceFailed'; reason: SourceProblemReason; message: string }
   /** scheduler: Pending -> Scheduled on a Pod with free capacity. */
   | { type: 'Bind'; pod: string; podUID: string }
   /** scheduler: Pending and cancel requested -> Cancelled at once. */
@@ -146,6 +162,9 @@ interface EventRule {
 /** Which writer may send which event, and from which phases. Everything else is refused. */
 export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   Unschedulable: { writers: ['scheduler'], from: ['Pending'] },
+  SourceResolved: { writers: ['scheduler'], from: ['Pending'] },
+  SourceUnresolved: { writers: ['scheduler'], from: ['Pending'] },
+  SourceFailed: { writers: ['scheduler'], from: ['Pending'] },
   Bind: { writers: ['scheduler'], from: ['Pending'] },
   CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
   Claim: { writers: ['runtimed'], from: ['Scheduled'] },
@@ -245,6 +264,16 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
     if (generation !== undefined) next.observedGeneration = generation;
     return next;
   };
+  // The snapshot's own condition: its lastTransitionTime (False since) starts the bounded wait.
+  const withSourceCondition = (status: RunStatus, resolved: boolean, reason: RunReason, message: string): RunStatus => ({
+    ...status,
+    conditions: setCondition(
+      status.conditions,
+      { type: CONDITION_TYPES.sourceResolved, status: resolved ? 'True' : 'False', reason, message: boundedMessage(message) },
+      now,
+      generation,
+    ),
+  });
   const finish = (terminal: RunPhase, reason: RunReason, message: string, extra: Partial<RunStatus> = {}): TransitionResult => {
     // The schema is asked of a waiting Run only; the record of responses stays.
     const { waitingInput: _waitingInput, ...rest } = previous;
@@ -259,6 +288,32 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
   switch (event.type) {
     case 'Unschedulable':
       return { ok: true, status: withReady({ ...previous, phase: 'Pending' }, false, event.reason, event.message) };
+
+    case 'SourceResolved': {
+      const problem = sourceSnapshotProblem(event.source);
+      if (problem !== undefined) return refuse('bounds', problem);
+      const recorded = previous.source;
+      if (recorded !== undefined && recorded.digest !== event.source.digest) {
+        return refuse('precondition', `status.source already records ${recorded.digest}; a snapshot is never replaced`);
+      }
+      const source: SourceSnapshot = structuredClone(event.source);
+      const message = `source snapshot ${source.digest} (${String(source.size)} bytes) taken; waiting to be scheduled`;
+      const status = withReady({ ...previous, phase: 'Pending', source }, false, RUN_REASONS.awaitingSchedule, message);
+      return { ok: true, status: withSourceCondition(status, true, RUN_REASONS.sourceSnapshotted, message) };
+    }
+
+    case 'SourceUnresolved': {
+      if (previous.source !== undefined) return refuse('precondition', 'status.source already records the snapshot');
+      const status = withReady({ ...previous, phase: 'Pending' }, false, event.reason, event.message);
+      return { ok: true, status: withSourceCondition(status, false, event.reason, event.message) };
+    }
+
+    case 'SourceFailed': {
+      if (previous.source !== undefined) return refuse('precondition', 'status.source already records the snapshot');
+      const ended = finish('Failed', event.reason, event.message);
+      if (!ended.ok) return ended;
+      return { ok: true, status: withSourceCondition(ended.status, false, event.reason, event.message) };
+    }
 
     case 'Bind': {
       if (cancelRequested) return refuse('precondition', 'cancel was requested; end the Run instead');
@@ -497,6 +552,15 @@ function decide({ run, event, writer, now }: TransitionInput): TransitionResult 
       if (!cancelRequested) return refuse('precondition', 'spec.cancelRequested is not true');
       return finish('Cancelled', RUN_REASONS.cancelled, event.message);
   }
+}
+
+/** A snapshot's digest and size against the API bounds. */
+export function sourceSnapshotProblem(source: SourceSnapshot): string | undefined {
+  if (!ARTIFACT_DIGEST.test(source.digest)) return 'source digest is not sha256:<64 hex>';
+  if (!Number.isSafeInteger(source.size) || source.size < 0 || source.size > BOUNDS.inlineSourceBytes) {
+    return `source size ${String(source.size)} is not within 0..${String(BOUNDS.inlineSourceBytes)}`;
+  }
+  return undefined;
 }
 
 /** The schema and checkpoint a WaitForInput records, against the API bounds. */

@@ -5,6 +5,7 @@ import { functionEndpoint } from './endpoint.ts';
 import { remainingIdleMs } from './plan.ts';
 import type { LocalState, ReconcileContext, RunWork } from './run-work.ts';
 import { RuntimeServerError, isDefiniteRegistrationFailure } from './runtime-server.ts';
+import { SourceMismatchError } from './workspace.ts';
 
 const { RegistrationState } = runtimeServerV1;
 
@@ -44,6 +45,10 @@ export class FunctionLifecycle {
     try {
       ({ registrationId } = await this.#w.registerIdempotently(ctx, fn.handler));
     } catch (error) {
+      if (error instanceof SourceMismatchError) {
+        await this.#w.sourceRefused(ctx, error);
+        return undefined;
+      }
       if (!isDefiniteRegistrationFailure(error)) {
         // Unknown outcome (server unreachable, deadline): retried with the same attempt,
         // which the Runtime Server answers with the same registration if it took effect.

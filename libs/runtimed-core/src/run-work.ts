@@ -10,7 +10,7 @@ import type { LocalRun } from './plan.ts';
 import type { ReleasedRuns, RunRef } from './pod-lease.ts';
 import type { RunReconcilerOptions } from './run-reconciler.ts';
 import { isDefiniteRegistrationFailure } from './runtime-server.ts';
-import { runEnv } from './workspace.ts';
+import { SourceMismatchError, runEnv } from './workspace.ts';
 
 /** What one reconcile of one Run works on; every step of it takes this instead of its parts. */
 export interface ReconcileContext {
@@ -90,6 +90,40 @@ export class RunWork {
     this.released.add(epoch);
   }
 
+  /**
+   * This attempt's workspace, written from the Run's snapshot; undefined when the snapshot
+   * was refused (SourceMismatchError): the Run then Failed and nothing ran.
+   */
+  async prepareWorkspace(ctx: ReconcileContext): Promise<string | undefined> {
+    try {
+      return await this.o.workspaces.prepare(ctx.run, ctx.epoch.attempt, this.o.language, this.o.readConfigMap);
+    } catch (error) {
+      if (!(error instanceof SourceMismatchError)) throw error;
+      await this.sourceRefused(ctx, error);
+      return undefined;
+    }
+  }
+
+  /**
+   * The snapshot is not what status.source records: Failed at once, never retried (the
+   * snapshot is immutable, so another attempt reads the same bytes; running anything else
+   * is what the snapshot exists to prevent).
+   */
+  async sourceRefused(ctx: ReconcileContext, error: SourceMismatchError): Promise<void> {
+    const { epoch, log } = ctx;
+    await this.cleanUp(ctx, false);
+    await this.o.runs.removeFinalizer(epoch);
+    const ended = await this.o.runs.transition(epoch, {
+      type: 'Failed',
+      reason: RUN_REASONS.sourceDigestMismatch,
+      message: `attempt ${String(epoch.attempt)}: nothing ran: ${error.message}`,
+    });
+    log.warn(
+      { reason: RUN_REASONS.sourceDigestMismatch, err: error.message, phase: ended.status?.phase },
+      'source snapshot refused; nothing ran',
+    );
+  }
+
   /** RegisterFunction for this epoch: same attempt and configuration give the same ID. */
   async registerIdempotently(
     { run, epoch, log }: ReconcileContext,
@@ -131,8 +165,8 @@ export class RunWork {
       try {
         ({ registrationId } = await this.registerIdempotently(ctx, fn.handler));
       } catch (error) {
-        // The code never loaded in this attempt: there is nothing to unregister.
-        if (!isDefiniteRegistrationFailure(error)) throw error;
+        // The code never loaded in this attempt (or its snapshot was refused): there is nothing to unregister.
+        if (!isDefiniteRegistrationFailure(error) && !(error instanceof SourceMismatchError)) throw error;
       }
     }
     if (registrationId !== undefined) {

@@ -96,7 +96,9 @@ export class TaskExecution {
       });
       return undefined;
     }
-    const workdir = await o.workspaces.prepare(run, epoch.attempt, o.language, o.readConfigMap);
+    // From the snapshot, its digest checked: a refused one failed the Run and runs nothing.
+    const workdir = await this.#w.prepareWorkspace(ctx);
+    if (workdir === undefined) return undefined;
     const state = this.#w.track(ctx, 'task');
     this.#rememberExecuted(executionId);
     const execution: Execution = { id: executionId, abort: new AbortController(), done: Promise.resolve() };

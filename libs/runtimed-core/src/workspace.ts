@@ -1,10 +1,24 @@
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathExists } from '@kruntimes/host';
+import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import type { Run, RuntimeLanguage } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
-import { KruntimesError } from '@kruntimes/errors';
+import { KruntimesError, isKruntimesError } from '@kruntimes/errors';
 import { entrypointFile } from '@kruntimes/run-state';
+import { snapshotMismatch } from '@kruntimes/snapshot-core';
+
+/**
+ * The source of an attempt is not the Run's snapshot (status.source): other bytes, or the
+ * snapshot ConfigMap is gone. Terminal: the snapshot is immutable, so another attempt
+ * would read the same bytes, and running anything else is what the snapshot prevents.
+ */
+export class SourceMismatchError extends KruntimesError {
+  constructor(message: string) {
+    super('SourceMismatch', message, { terminal: true });
+    this.name = 'SourceMismatchError';
+  }
+}
 
 /** Reads `spec.source.configMapKeyRef`; injected so that tests of pure code need no API. */
 export type ConfigMapReader = (namespace: string, name: string, key: string) => Promise<string>;
@@ -45,7 +59,11 @@ export class Workspaces {
     return join(await this.runDir(runUID), String(attempt));
   }
 
-  /** Writes the Run's source into its attempt's workspace; returns the workspace path. */
+  /**
+   * Writes the Run's snapshot (status.source) into its attempt's workspace, after checking
+   * its sha256 against the recorded digest; returns the workspace path. Throws
+   * SourceMismatchError, having written nothing, when the bytes are not the snapshot's.
+   */
   async prepare(run: ReadonlyDeep<Run>, attempt: number, language: RuntimeLanguage, readConfigMap: ConfigMapReader): Promise<string> {
     const uid = run.metadata.uid ?? '';
     const dir = await this.attemptDir(uid, attempt);
@@ -67,9 +85,39 @@ export class Workspaces {
 
 async function sourceText(run: ReadonlyDeep<Run>, readConfigMap: ConfigMapReader): Promise<string> {
   const { inline, configMapKeyRef } = run.spec.source;
+  const snapshot = run.status?.source;
+  if (snapshot !== undefined) {
+    const namespace = run.metadata.namespace ?? '';
+    const where = snapshot.configMapName === undefined ? 'spec.source.inline' : `snapshot ConfigMap ${snapshot.configMapName}`;
+    let text: string;
+    if (snapshot.configMapName === undefined) {
+      if (inline === undefined) throw new SourceMismatchError('status.source names no snapshot ConfigMap, and the source is not inline');
+      text = inline;
+    } else {
+      try {
+        text = await readConfigMap(namespace, snapshot.configMapName, SOURCE_SNAPSHOT.key);
+      } catch (error) {
+        if (!isSnapshotGone(error)) throw error;
+        throw new SourceMismatchError(`${where} cannot be read: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    const mismatch = snapshotMismatch(text, snapshot);
+    if (mismatch !== undefined) throw new SourceMismatchError(`${where}: ${mismatch}`);
+    return text;
+  }
+  // A Run bound before snapshots existed (docs/lifecycle.md "Source snapshot"): its
+  // attempt in progress reads spec.source as it did; any next attempt passes Pending, where
+  // it gets its snapshot before it is bound again.
   if (inline !== undefined) return inline;
   if (configMapKeyRef !== undefined) return readConfigMap(run.metadata.namespace ?? '', configMapKeyRef.name, configMapKeyRef.key);
   throw new KruntimesError('InvalidRequest', 'spec.source has neither inline nor configMapKeyRef', { terminal: true });
+}
+
+/** The snapshot ConfigMap or its key is missing (404, or the reader's InvalidRequest); anything else may pass. */
+function isSnapshotGone(error: unknown): boolean {
+  if (isKruntimesError(error, 'InvalidRequest')) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 404;
 }
 
 /** A UID is a fixed-format token; anything else must not become a path. */

@@ -40,6 +40,7 @@ export function runInfo(run: ReadonlyDeep<Run>): RunInfo {
     executedElsewhere: isExecutedElsewhere(run.spec),
     deleting: run.metadata.deletionTimestamp !== undefined,
     notBefore: run.status?.notBefore,
+    hasSnapshot: run.status?.source !== undefined,
   };
 }
 

@@ -24,6 +24,7 @@ function run(name: string, phase: RunPhase = 'Pending', pod?: string, extra: Par
     executedElsewhere: false,
     deleting: false,
     notBefore: undefined,
+    hasSnapshot: true,
     ...extra,
   };
 }
@@ -171,6 +172,29 @@ describe('planPlacement', () => {
         runs: [run('x', 'Running', 'old'), run('a'), run('b'), run('c'), run('d')],
       },
       ['bind a->new', 'bind b->new', 'bind c->new', 'NoCapacity d'],
+      1,
+    ],
+    [
+      'the snapshot gate: a Run without its source snapshot is not bound (nor reported), a younger one with it is; a cancel still ends it',
+      {
+        pods: [pod('p1')],
+        runs: [
+          run('unresolved', 'Pending', undefined, {
+            creationTimestamp: '2026-12-02T10:00:00Z',
+            hasSnapshot: false,
+            reason: 'SourceNotFound',
+          }),
+          run('cancelled', 'Pending', undefined, { creationTimestamp: '2026-12-02T10:00:01Z', hasSnapshot: false, cancelRequested: true }),
+          run('resolved'),
+        ],
+      },
+      ['cancel cancelled', 'bind resolved->p1'],
+      1,
+    ],
+    [
+      "the snapshot gate comes before the Runtime checks: no Unschedulable reason overwrites the snapshot controller's",
+      { runtimeExists: false, runs: [run('unresolved', 'Pending', undefined, { hasSnapshot: false })] },
+      [],
       1,
     ],
     ['a deleting Pending Run is left alone', { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { deleting: true })] }, [], 0],

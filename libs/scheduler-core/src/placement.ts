@@ -29,6 +29,8 @@ export interface RunInfo {
   executedElsewhere: boolean;
   deleting: boolean;
   notBefore: string | undefined;
+  /** status.source is recorded: the execution snapshot exists (made by the snapshot controller). */
+  hasSnapshot: boolean;
 }
 
 export interface PlacementInput {
@@ -98,6 +100,12 @@ export function planPlacement(input: PlacementInput): Plan {
   for (const run of pending) {
     if (run.cancelRequested) {
       decisions.push({ action: 'cancel', run });
+      continue;
+    }
+    // The snapshot gate: a Run runs the source resolved before its first binding, never a
+    // later read. Nothing is written: the snapshot controller records why it waits.
+    if (!run.hasSnapshot) {
+      unbound += 1;
       continue;
     }
     const notBeforeMs = run.notBefore === undefined ? undefined : Date.parse(run.notBefore);

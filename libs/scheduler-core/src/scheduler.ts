@@ -6,6 +6,7 @@ import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKe
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
+import { SnapshotController } from '@kruntimes/snapshot-core';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
@@ -28,6 +29,8 @@ export interface SchedulerOptions {
   now?: () => number;
   /** How long a bind whose write outcome is unknown keeps its unit (see AssumeCache). Default 30 s. */
   uncertainBindTtlMs?: number;
+  /** How long a Run may stay Pending with an unresolvable source before it fails. Default SOURCE_SNAPSHOT.maxWaitSeconds. */
+  sourceWaitMs?: number;
 }
 
 /** One pass's plan and what its writes and its next look need. */
@@ -65,6 +68,12 @@ export class Scheduler {
   readonly #now: () => number;
   readonly #bindConcurrency: number;
   readonly #uncertainBindTtlMs: number;
+  /**
+   * Makes the execution snapshot a Run needs before placement binds it. Run here, not in
+   * the controller-manager, so that whatever can bind can also resolve: a scheduler never
+   * waits on another component for the gate it enforces.
+   */
+  readonly #snapshots: SnapshotController;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -92,16 +101,24 @@ export class Scheduler {
     routeToRuntimes(this.#caches, this.#assume, (key) => {
       this.#controller.enqueue(key);
     });
+    this.#snapshots = new SnapshotController({
+      kubeConfig,
+      runs: this.#caches.runs,
+      logger,
+      now: this.#now,
+      ...(options.sourceWaitMs === undefined ? {} : { maxWaitMs: options.sourceWaitMs }),
+    });
   }
 
   /** Fills the caches, then starts placing: the first pass sees complete caches. */
   async start(): Promise<void> {
     await this.#informers.start();
+    this.#snapshots.start();
     this.#controller.start();
   }
 
   async stop(): Promise<void> {
-    await this.#controller.stop();
+    await Promise.all([this.#controller.stop(), this.#snapshots.stop()]);
     await this.#informers.stop();
   }
 

@@ -37,6 +37,27 @@ describe('retryOf', () => {
     expect(retried.metadata.generateName).toBe('job-retry-');
   });
 
+  const DIGEST = `sha256:${'ab'.repeat(32)}`;
+  const fromConfigMap = { source: { configMapKeyRef: { name: 'src', key: 'main.sh' } } };
+  const snapshotted = (overrides: Partial<Run['spec']> = {}): Run => ({
+    ...finished(overrides),
+    status: { phase: 'Failed', attempt: 1, source: { digest: DIGEST, size: 4, configMapName: 'krt-src-abababababababababab' } },
+  });
+
+  it("pins the parent's source snapshot: same digest, the user's reference kept", () => {
+    expect(retryOf(snapshotted(fromConfigMap)).spec.source).toEqual({ configMapKeyRef: { name: 'src', key: 'main.sh' }, digest: DIGEST });
+    expect(retryOf(snapshotted()).spec.source).toEqual({ inline: 'echo', digest: DIGEST });
+  });
+
+  it('with refreshSource reads spec.source again: no pin, not even one the parent carried', () => {
+    const parent = snapshotted({ source: { configMapKeyRef: { name: 'src', key: 'main.sh' }, digest: DIGEST } });
+    expect(retryOf(parent, { refreshSource: true }).spec.source).toEqual({ configMapKeyRef: { name: 'src', key: 'main.sh' } });
+  });
+
+  it('a parent of before snapshots has nothing to pin', () => {
+    expect(retryOf(finished(fromConfigMap)).spec.source).toEqual(fromConfigMap.source);
+  });
+
   it('does not share objects with the original', () => {
     const original = finished();
     const retried = retryOf(original);

@@ -15,6 +15,9 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get","list","watch"]
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get","create","update"]
 {{- end }}
 {{- define "kruntimes.rules.scheduler.namespaced" -}}
 - apiGroups: ["coordination.k8s.io"]

@@ -1,0 +1,2 @@
+export * from './decide-snapshot.ts';
+export * from './snapshot-controller.ts';
