@@ -57,7 +57,17 @@ export const LEASE_ANNOTATIONS = {
 export const EVENT_REASONS = {
   /** runtimed could not reach the owner of a Run, or found it stale: stale-recovery re-checks the Run at once. */
   ownerUnreachable: 'OwnerUnreachable',
+  /** The scheduler will not bind a Run: its Runtime is suspended, its namespace blocked, or its creator may not use the Runtime. */
+  runtimeSuspended: 'RuntimeSuspended',
+  namespaceBlocked: 'NamespaceBlocked',
+  forbidden: 'Forbidden',
 } as const;
+
+/**
+ * A namespace labelled `kruntimes.io/blocked=true` binds no new Run (block policy); Runs
+ * already bound there are not touched.
+ */
+export const NAMESPACE_BLOCKED_LABEL = 'kruntimes.io/blocked';
 
 /** Where runtimed finds its workload certificate (the `<runtime>-runtimed-tls` Secret). */
 export const RUNTIMED_TLS_MOUNT_PATH = '/var/run/kruntimes/tls';
@@ -97,6 +107,15 @@ export const RUN_REASONS = {
    * leader); the Run was given back for scheduling, at the same attempt.
    */
   podAtCapacity: 'PodAtCapacity',
+  /** Pending: the Runtime has `spec.suspend: true` (block policy); lifting it lets the Run bind. */
+  runtimeSuspended: 'RuntimeSuspended',
+  /** Pending: the namespace is labelled `kruntimes.io/blocked=true` (block policy). */
+  namespaceBlocked: 'NamespaceBlocked',
+  /**
+   * Pending: the user recorded as the Run's creator may no longer `use` its Runtime (the
+   * scheduler's SubjectAccessReview at assignment); granting it again lets the Run bind.
+   */
+  forbidden: 'Forbidden',
   // Scheduled / Running
   scheduled: 'Scheduled',
   preparing: 'Preparing',

@@ -55,6 +55,11 @@ export interface RuntimeSpec {
    * `checkpoint-v1` lets a task wait for input (docs/waiting-input.md).
    */
   capabilities?: RuntimeCapability[];
+  /**
+   * While true the scheduler binds no new Run of this Runtime (they wait `Pending` with
+   * reason `RuntimeSuspended`); Runs already bound are not touched. The block policy.
+   */
+  suspend?: boolean;
 }
 
 export interface RuntimePorts {

@@ -1,17 +1,19 @@
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
-import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, DEFAULTS, LABELS, RUN_PLURAL } from '@kruntimes/api';
+import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_PLURAL, RUN_REASONS } from '@kruntimes/api';
 import type { Run, RunStatus } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import { transition } from '@kruntimes/run-state';
+import { classify, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
+import { decideBlockPolicy } from './admission-gate.ts';
+import type { AdmissionVerdict } from './admission-gate.ts';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
 import type { Decision, Plan } from './placement.ts';
 import { plainRun, podInfo, rfc3339, runInfo } from './placement-input.ts';
-import { RUNS, RUNTIMES, RUNTIME_PODS, routeToRuntimes } from './scheduler-caches.ts';
+import { RUNS, RUNTIMES, RUNTIME_PODS, namespacesWatch, routeToRuntimes } from './scheduler-caches.ts';
 import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
 
 export interface SchedulerOptions {
@@ -58,6 +60,7 @@ export class Scheduler {
   readonly metrics: SchedulerMetrics;
   readonly #options: SchedulerOptions;
   readonly #custom: CustomObjectsApi;
+  readonly #core: CoreV1Api;
   readonly #informers: InformerFactory;
   readonly #caches: SchedulerCaches;
   readonly #controller: Controller;
@@ -76,12 +79,14 @@ export class Scheduler {
     // One connection pool for every request of this scheduler (see PooledKubeConfig).
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
     const informers = new InformerFactory({ kubeConfig, logger });
     this.#informers = informers;
     this.#caches = {
       runs: informers.informer<RunObject>({ ...RUNS, namespace }),
       runtimes: informers.informer<RuntimeObject>({ ...RUNTIMES, namespace }),
       pods: informers.informer<V1Pod>({ ...RUNTIME_PODS, namespace }),
+      namespaces: informers.informer<V1Namespace>(namespacesWatch(namespace)),
     };
     this.#controller = new Controller({
       name: 'scheduler',
@@ -133,6 +138,7 @@ export class Scheduler {
     // writes, so the plan must use the very same instant.
     const nowMs = Math.floor(this.#now() / 1000) * 1000;
     const assumptions = this.#assume.snapshot(key, (uid) => runs.get(uid)?.metadata.resourceVersion, this.#now());
+    const admission = this.#admission(namespace, name, runtime, runObjects);
     const plan = planPlacement({
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
@@ -142,9 +148,35 @@ export class Scheduler {
         .map(podInfo),
       runs: runObjects.map(runInfo),
       assumed: assumptions.assumed,
+      admission,
       nowMs,
     });
     return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
+  }
+
+  /**
+   * The admission gate's verdict for each Pending Run: the block policy (the Runtime's
+   * `spec.suspend`, the namespace's `kruntimes.io/blocked` label), from the caches.
+   */
+  #admission(
+    namespace: string,
+    name: string,
+    runtime: ReadonlyDeep<RuntimeObject> | undefined,
+    runs: readonly ReadonlyDeep<Run>[],
+  ): Map<string, AdmissionVerdict> {
+    const facts = {
+      runtime: name,
+      namespace,
+      runtimeSuspended: runtime?.spec.suspend === true,
+      namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
+    };
+    const verdicts = new Map<string, AdmissionVerdict>();
+    const blocked = decideBlockPolicy(facts);
+    for (const run of runs) {
+      if (classify(run.status?.phase ?? 'Pending') !== 'queued') continue;
+      verdicts.set(run.metadata.uid ?? '', blocked ?? { action: 'admit' });
+    }
+    return verdicts;
   }
 
   /** Writes every decision, a bounded number at once; any failures fail the pass together. */
@@ -181,6 +213,7 @@ export class Scheduler {
     if (decision.action === 'bind') this.#assume.assume(key, uid, decision.pod.uid, fencedOn);
     const started = performance.now();
     if (!(await this.#write(run, decision, result.status))) return;
+    if (decision.action === 'unschedulable' && ADMISSION_REASONS.has(decision.reason)) await this.#recordRefusal(run, decision);
     if (decision.action === 'bind') {
       this.metrics.binds += 1;
       this.metrics.bindWrite.observe((performance.now() - started) / 1000);
@@ -217,6 +250,39 @@ export class Scheduler {
     }
   }
 
+  /**
+   * A Warning Event on the Run when the admission gate refuses it (`kubectl describe run`,
+   * `krt describe`). Written only when the reason changes, as the status is, so a Run
+   * that waits long is one Event. Best effort: the Run's status is the record.
+   */
+  async #recordRefusal(run: ReadonlyDeep<Run>, decision: Decision & { action: 'unschedulable' }): Promise<void> {
+    const { name = '', namespace = '', uid = '' } = run.metadata;
+    const at = new Date(this.#now());
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { generateName: `${name}.`, namespace },
+          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name, namespace, uid },
+          reason: decision.reason,
+          message: decision.message,
+          type: 'Warning',
+          source: { component: 'kruntimes-scheduler' },
+          reportingComponent: 'kruntimes-scheduler',
+          reportingInstance: 'kruntimes-scheduler',
+          firstTimestamp: at,
+          lastTimestamp: at,
+          count: 1,
+        },
+      });
+    } catch (error) {
+      this.#options.logger.error(
+        { run: objectKey(run), err: error, reason: decision.reason },
+        'could not record the Event of a refused Run',
+      );
+    }
+  }
+
   async #writeStatus(run: ReadonlyDeep<Run>, status: RunStatus): Promise<void> {
     const { name = '', namespace = '', uid, resourceVersion } = run.metadata;
     await this.#custom.replaceNamespacedCustomObjectStatus({
@@ -230,6 +296,9 @@ export class Scheduler {
     });
   }
 }
+
+/** The reasons of the admission gate: a refusal is also an Event on the Run. */
+const ADMISSION_REASONS: ReadonlySet<string> = new Set([RUN_REASONS.runtimeSuspended, RUN_REASONS.namespaceBlocked, RUN_REASONS.forbidden]);
 
 function decisionEvent(decision: Decision): RunEvent {
   switch (decision.action) {

@@ -15,6 +15,12 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get","list","watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get","list","watch"]
 {{- end }}
 {{- define "kruntimes.rules.scheduler.namespaced" -}}
 - apiGroups: ["coordination.k8s.io"]
