@@ -3,7 +3,7 @@
 // runs them; krt prints the phase changes and a summary and exits with the code of the end.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, RUN_PLURAL, RUNTIME_USER_RULES } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { NamespaceAccess, kubeconfigYaml } from '@kruntimes/testing';
 import { runKrt } from './run-krt.ts';
@@ -18,6 +18,8 @@ beforeAll(async () => {
   system = await System.start({ prefix: 'krt-run' });
   await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-author', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
   ]);
   kubeconfig = join(system.dir, 'alice.kubeconfig');
   await writeFile(

@@ -64,6 +64,29 @@ export const EVENT_REASONS = {
 } as const;
 
 /**
+ * The verb on `runtimes.kruntimes.io` that creating a Run on a Runtime needs (checked by the
+ * ValidatingAdmissionPolicy at create, and again by the scheduler at every assignment).
+ */
+export const RUNTIME_USE_VERB = 'use';
+
+/**
+ * What a user needs, beyond creating Runs, to run code on the Runtimes of a namespace: the
+ * chart's ClusterRole kruntimes-runtime-user. The controller-manager holds it too (it
+ * creates the Runs of RunSchedules; the policy checked the RunSchedule's writer).
+ */
+export const RUNTIME_USER_RULES = [{ apiGroups: [API_GROUP], resources: [RUNTIME_PLURAL], verbs: [RUNTIME_USE_VERB] }] as const;
+
+/** Names of the admission policies the chart installs (libs/crds renders them). */
+export const ADMISSION_POLICY_NAMES = {
+  /** MutatingAdmissionPolicy: stamps spec.creator on a Run at create. */
+  runCreator: 'kruntimes.io-run-creator',
+  /** ValidatingAdmissionPolicy: `use` on the Runtime at create, spec.creator as stamped and immutable. */
+  runAdmission: 'kruntimes.io-run-admission',
+  /** ValidatingAdmissionPolicy: `use` on the Runtime a RunSchedule's Runs will name. */
+  runScheduleAdmission: 'kruntimes.io-runschedule-admission',
+} as const;
+
+/**
  * A namespace labelled `kruntimes.io/blocked=true` binds no new Run (block policy); Runs
  * already bound there are not touched.
  */

@@ -162,6 +162,18 @@ export interface RunSpec {
   artifacts?: RunArtifacts;
   /** Executed elsewhere (`krt run --local`), result recorded by `krt sync`: never scheduled. Immutable. */
   origin?: RunOrigin;
+  /**
+   * Who created the Run, stamped at create by the MutatingAdmissionPolicy
+   * `kruntimes.io-run-creator` from the request's user (whatever the client sent);
+   * immutable. The scheduler asks again at assignment whether this user may `use` the
+   * Runtime. Absent on a Run created without the policy installed.
+   */
+  creator?: RunCreator;
+}
+
+export interface RunCreator {
+  username: string;
+  groups?: string[];
 }
 
 export interface RunEndpoint {

@@ -17,7 +17,8 @@ import type { CommandContext } from './context.ts';
 export function retryOf(run: Run): NewRun {
   const name = run.metadata.name ?? '';
   const uid = run.metadata.uid ?? '';
-  const { cancelRequested: _cancelRequested, parentRunRef: _parentRunRef, ...spec } = structuredClone(run.spec);
+  // The new Run's creator is whoever retries it (stamped by the admission policy), never the parent's.
+  const { cancelRequested: _cancelRequested, parentRunRef: _parentRunRef, creator: _creator, ...spec } = structuredClone(run.spec);
   return {
     apiVersion: API_GROUP_VERSION,
     kind: 'Run',
