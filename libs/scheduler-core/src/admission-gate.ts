@@ -35,7 +35,7 @@ export interface AdmissionFacts {
   runtimeSuspended: boolean;
   /** The namespace's labels; undefined when the namespace is not in the cache. */
   namespaceLabels: Readonly<Record<string, string>> | undefined;
-  /** Undefined when the block policy already refused, so no review was asked. */
+  /** Undefined when no review was asked (the block policy refused first, or the Run could not be bound now). */
   access: CreatorAccess | undefined;
 }
 

@@ -12,7 +12,8 @@ export interface PolicyRule {
  * Runtime Pods; write Run status (bind, Unschedulable, cancel before assignment); an Event
  * on a Run the admission gate refuses; keep its leader Lease. It never writes a Run's spec
  * or metadata, and never touches Pods. Cluster-scoped, so always a ClusterRole: read
- * namespaces (the block policy's label).
+ * namespaces (the block policy's label); SubjectAccessReviews (may a Run's creator still
+ * `use` its Runtime, asked at assignment).
  */
 export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [RUN_PLURAL, RUNTIME_PLURAL], verbs: ['get', 'list', 'watch'] },
@@ -20,5 +21,6 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
   { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
 ];

@@ -4,10 +4,11 @@ import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, LABELS, RUN_KIND, 
 import type { Run, RunStatus } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import { classify, transition } from '@kruntimes/run-state';
+import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
+import { classify, isExecutedElsewhere, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
-import { decideBlockPolicy } from './admission-gate.ts';
-import type { AdmissionVerdict } from './admission-gate.ts';
+import { decideAdmission, decideBlockPolicy } from './admission-gate.ts';
+import type { AdmissionVerdict, CreatorAccess } from './admission-gate.ts';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
@@ -30,6 +31,14 @@ export interface SchedulerOptions {
   now?: () => number;
   /** How long a bind whose write outcome is unknown keeps its unit (see AssumeCache). Default 30 s. */
   uncertainBindTtlMs?: number;
+  /**
+   * Answers whether a Run's recorded creator may still `use` its Runtime (a cached
+   * SubjectAccessReview with the scheduler's identity). Default: one built from kubeConfig
+   * with the gateway's cache policy.
+   */
+  runtimeUse?: RuntimeUseReviewer;
+  /** While a Run waits Forbidden, or its creator could not be reviewed, look again this often. Default 10 s. */
+  accessRecheckMs?: number;
 }
 
 /** One pass's plan and what its writes and its next look need. */
@@ -68,6 +77,8 @@ export class Scheduler {
   readonly #now: () => number;
   readonly #bindConcurrency: number;
   readonly #uncertainBindTtlMs: number;
+  readonly #runtimeUse: RuntimeUseReviewer;
+  readonly #accessRecheckMs: number;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -80,6 +91,8 @@ export class Scheduler {
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#runtimeUse = options.runtimeUse ?? new RuntimeUseReviewer({ review: subjectAccessReview(kubeConfig) });
+    this.#accessRecheckMs = options.accessRecheckMs ?? 10_000;
     const informers = new InformerFactory({ kubeConfig, logger });
     this.#informers = informers;
     this.#caches = {
@@ -112,21 +125,77 @@ export class Scheduler {
 
   /** One placement pass over a Runtime's Pending Runs. */
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const pass = this.#plan(key);
+    const access = await this.#reviewCreators(key);
+    const pass = this.#plan(key, access);
     this.metrics.passes += 1;
     this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
     await this.#applyAll(key, pass);
     // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
     const { plan, nowMs, nextExpiryMs } = pass;
+    // A right granted again is no event the scheduler sees: a Run refused for it is looked at again.
+    const refusedAccess = [...access.values()].some((a) => a.kind === 'denied' || a.kind === 'unknown');
     const wakeups = [
       plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
       nextExpiryMs === undefined ? undefined : nextExpiryMs - this.#now() + 1,
+      refusedAccess ? this.#accessRecheckMs : undefined,
     ].filter((ms) => ms !== undefined);
     return wakeups.length === 0 ? undefined : { requeueAfterMs: Math.max(0, Math.min(...wakeups)) };
   }
 
+  /**
+   * Asks, for each creator recorded on a Run of this Runtime that could be bound now (Pending,
+   * not cancelled, not in backoff, the Runtime there and not blocked), whether they may still
+   * `use` the Runtime: one cached review per creator. A Run without a recorded creator
+   * (created before the admission policy) is `unrecorded`: nobody to ask, it binds as before.
+   */
+  async #reviewCreators(key: string): Promise<Map<string, CreatorAccess>> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const access = new Map<string, CreatorAccess>();
+    const runtime = this.#caches.runtimes.get(name, namespace);
+    if (runtime === undefined || runtime.metadata.deletionTimestamp !== undefined) return access;
+    const blocked = decideBlockPolicy({
+      runtime: name,
+      namespace,
+      runtimeSuspended: runtime.spec.suspend === true,
+      namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
+    });
+    if (blocked !== undefined) return access;
+    const nowMs = this.#now();
+    const candidates = this.#caches.runs
+      .list(namespace)
+      .map(plainRun)
+      .filter(
+        (run) =>
+          run.spec.runtime === name &&
+          classify(run.status?.phase ?? 'Pending') === 'queued' &&
+          !isExecutedElsewhere(run.spec) &&
+          run.spec.cancelRequested !== true &&
+          run.metadata.deletionTimestamp === undefined &&
+          !(run.status?.notBefore !== undefined && Date.parse(run.status.notBefore) > nowMs),
+      );
+    await Promise.all(
+      candidates.map(async (run) => {
+        access.set(run.metadata.uid ?? '', await this.#creatorAccess(run, namespace, name));
+      }),
+    );
+    return access;
+  }
+
+  async #creatorAccess(run: ReadonlyDeep<Run>, namespace: string, runtime: string): Promise<CreatorAccess> {
+    const creator = run.spec.creator;
+    if (creator === undefined) return { kind: 'unrecorded' };
+    try {
+      const answer = await this.#runtimeUse.review({ username: creator.username, groups: creator.groups ?? [], namespace, runtime });
+      return answer.decision === 'allowed' ? { kind: 'allowed' } : { kind: 'denied', user: creator.username, reason: answer.reason };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#options.logger.debug({ run: objectKey(run), err: error }, 'could not review the creator of a Run');
+      return { kind: 'unknown', user: creator.username, error: message };
+    }
+  }
+
   /** Plans a Runtime's Runs against its Pods, from the caches and the binds assumed so far. */
-  #plan(key: string): Pass {
+  #plan(key: string, access: ReadonlyMap<string, CreatorAccess>): Pass {
     const { namespace = '', name } = splitObjectKey(key);
     const runtime = this.#caches.runtimes.get(name, namespace);
     const runObjects = this.#caches.runs
@@ -138,7 +207,7 @@ export class Scheduler {
     // writes, so the plan must use the very same instant.
     const nowMs = Math.floor(this.#now() / 1000) * 1000;
     const assumptions = this.#assume.snapshot(key, (uid) => runs.get(uid)?.metadata.resourceVersion, this.#now());
-    const admission = this.#admission(namespace, name, runtime, runObjects);
+    const admission = this.#admission(namespace, name, runtime, runObjects, access);
     const plan = planPlacement({
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
@@ -156,13 +225,15 @@ export class Scheduler {
 
   /**
    * The admission gate's verdict for each Pending Run: the block policy (the Runtime's
-   * `spec.suspend`, the namespace's `kruntimes.io/blocked` label), from the caches.
+   * `spec.suspend`, the namespace's `kruntimes.io/blocked` label, from the caches), then
+   * its creator's right to use the Runtime as just reviewed.
    */
   #admission(
     namespace: string,
     name: string,
     runtime: ReadonlyDeep<RuntimeObject> | undefined,
     runs: readonly ReadonlyDeep<Run>[],
+    access: ReadonlyMap<string, CreatorAccess>,
   ): Map<string, AdmissionVerdict> {
     const facts = {
       runtime: name,
@@ -171,10 +242,10 @@ export class Scheduler {
       namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
     };
     const verdicts = new Map<string, AdmissionVerdict>();
-    const blocked = decideBlockPolicy(facts);
     for (const run of runs) {
       if (classify(run.status?.phase ?? 'Pending') !== 'queued') continue;
-      verdicts.set(run.metadata.uid ?? '', blocked ?? { action: 'admit' });
+      const uid = run.metadata.uid ?? '';
+      verdicts.set(uid, decideAdmission({ ...facts, access: access.get(uid) }));
     }
     return verdicts;
   }

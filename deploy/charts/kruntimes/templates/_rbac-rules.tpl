@@ -29,6 +29,9 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 - apiGroups: [""]
   resources: ["namespaces"]
   verbs: ["get","list","watch"]
+- apiGroups: ["authorization.k8s.io"]
+  resources: ["subjectaccessreviews"]
+  verbs: ["create"]
 {{- end }}
 
 {{- /* CONTROLLER_MANAGER_RULES (libs/controller-manager-core) */ -}}
