@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, ORIGIN_LABEL, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, ORIGIN_LABEL, RUN_PLURAL, RUNTIME_USER_RULES } from '@kruntimes/api';
 import type { ArtifactStore, Run, RunSpec } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { OriginController } from '@kruntimes/local-run-core';
@@ -103,6 +103,8 @@ beforeAll(async () => {
   // What `krt sync` needs: create and read Runs.
   await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-syncer', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'create'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
     // What locking a configMapKeyRef source needs.
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
   ]);

@@ -7,7 +7,7 @@
 // without pods/log (exit 4). `krt run -f --follow` streams the same lines.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, INVOCATION_ID_HEADER, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, INVOCATION_ID_HEADER, RUN_PLURAL, RUNTIME_USER_RULES } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { currentPhase, finishKind } from '@kruntimes/run-state';
@@ -26,7 +26,12 @@ beforeAll(async () => {
   system = await System.start({ prefix: 'krt-logs' });
   const access = new NamespaceAccess(system.cluster, system.name);
   const runs = { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create'] };
-  await access.grantUser('alice', 'log-reader', [runs, { apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get', 'list'] }]);
+  // Creating a Run needs `use` on its Runtime (the admission policy).
+  await access.grantUser('alice', 'log-reader', [
+    runs,
+    ...RUNTIME_USER_RULES,
+    { apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get', 'list'] },
+  ]);
   // bob may read Runs and list Pods, not their logs.
   await access.grantUser('bob', 'run-reader', [runs, { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }]);
   for (const user of ['alice', 'bob'] as const) {

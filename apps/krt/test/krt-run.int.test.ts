@@ -5,7 +5,7 @@
 // to cancel the Run; without one it does not ask and leaves the Run running; 130 each time.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, RUN_PLURAL, RUNTIME_USER_RULES } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { currentPhase, finishKind } from '@kruntimes/run-state';
 import { NamespaceAccess, kubeconfigYaml } from '@kruntimes/testing';
@@ -23,6 +23,8 @@ beforeAll(async () => {
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch'] },
     // --follow reads the task's output.
     { apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get', 'list'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
   ]);
   kubeconfig = join(system.dir, 'alice.kubeconfig');
   await writeFile(

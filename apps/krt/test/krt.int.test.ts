@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL, RUNTIME_USER_RULES } from '@kruntimes/api';
 import type { Run, RunSpec } from '@kruntimes/api';
 import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
@@ -42,6 +42,8 @@ beforeEach(async () => {
   };
   await new NamespaceAccess(cluster, namespace.name).grantUser('alice', 'run-user', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
   ]);
 });
 afterEach(async () => {
@@ -197,7 +199,11 @@ describe('krt retry', () => {
     const name = /^run\/(job-retry-[a-z0-9]{5})\n$/.exec(retried.stdout)?.[1] ?? '';
     expect(name).not.toBe('');
     const copy = await getRun(name);
-    expect(copy.spec).toEqual({ ...original.spec, parentRunRef: { name: 'job', uid: original.metadata.uid } });
+    // The same spec but its creator: whoever retried it (alice), stamped by the admission policy.
+    const { creator: _originalCreator, ...originalSpec } = original.spec;
+    const { creator, ...copySpec } = copy.spec;
+    expect(copySpec).toEqual({ ...originalSpec, parentRunRef: { name: 'job', uid: original.metadata.uid } });
+    expect(creator?.username).toBe('alice');
     expect(copy.status?.phase).toBeUndefined();
   });
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
-import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
+import { REGISTRATION_CLEANUP_FINALIZER, RUNTIME_USER_RULES } from '@kruntimes/api';
 import type { FunctionMode, Run, RunSpec } from '@kruntimes/api';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { findCondition } from '@kruntimes/run-state';
@@ -142,6 +142,8 @@ test('a registration that keeps failing is retried per retryPolicy, counting att
 test('a user with RBAC on runs only creates a function Run with kubectl, and kubectl wait --for=condition=Ready returns', async () => {
   await new NamespaceAccess(env.cluster, env.name).grantUser('alice', 'run-user', [
     { apiGroups: ['kruntimes.io'], resources: ['runs'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
   ]);
   const dir = await mkdtemp(join(tmpdir(), 'runtimed-kubectl-'));
   try {

@@ -57,7 +57,40 @@ export const LEASE_ANNOTATIONS = {
 export const EVENT_REASONS = {
   /** runtimed could not reach the owner of a Run, or found it stale: stale-recovery re-checks the Run at once. */
   ownerUnreachable: 'OwnerUnreachable',
+  /** The scheduler will not bind a Run: its Runtime is suspended, its namespace blocked, or its creator may not use the Runtime. */
+  runtimeSuspended: 'RuntimeSuspended',
+  namespaceBlocked: 'NamespaceBlocked',
+  forbidden: 'Forbidden',
 } as const;
+
+/**
+ * The verb on `runtimes.kruntimes.io` that creating a Run on a Runtime needs (checked by the
+ * ValidatingAdmissionPolicy at create, and again by the scheduler at every assignment).
+ */
+export const RUNTIME_USE_VERB = 'use';
+
+/**
+ * What a user needs, beyond creating Runs, to run code on the Runtimes of a namespace: the
+ * chart's ClusterRole kruntimes-runtime-user. The controller-manager holds it too (it
+ * creates the Runs of RunSchedules; the policy checked the RunSchedule's writer).
+ */
+export const RUNTIME_USER_RULES = [{ apiGroups: [API_GROUP], resources: [RUNTIME_PLURAL], verbs: [RUNTIME_USE_VERB] }] as const;
+
+/** Names of the admission policies the chart installs (libs/crds renders them). */
+export const ADMISSION_POLICY_NAMES = {
+  /** MutatingAdmissionPolicy: stamps spec.creator on a Run at create. */
+  runCreator: 'kruntimes.io-run-creator',
+  /** ValidatingAdmissionPolicy: `use` on the Runtime at create, spec.creator as stamped and immutable. */
+  runAdmission: 'kruntimes.io-run-admission',
+  /** ValidatingAdmissionPolicy: `use` on the Runtime a RunSchedule's Runs will name. */
+  runScheduleAdmission: 'kruntimes.io-runschedule-admission',
+} as const;
+
+/**
+ * A namespace labelled `kruntimes.io/blocked=true` binds no new Run (block policy); Runs
+ * already bound there are not touched.
+ */
+export const NAMESPACE_BLOCKED_LABEL = 'kruntimes.io/blocked';
 
 /** Where runtimed finds its workload certificate (the `<runtime>-runtimed-tls` Secret). */
 export const RUNTIMED_TLS_MOUNT_PATH = '/var/run/kruntimes/tls';
@@ -139,6 +172,15 @@ export const RUN_REASONS = {
   sourceSnapshotConflict: 'SourceSnapshotConflict',
   /** Condition SourceResolved True: status.source records the snapshot. */
   sourceSnapshotted: 'SourceSnapshotted',
+  /** Pending: the Runtime has `spec.suspend: true` (block policy); lifting it lets the Run bind. */
+  runtimeSuspended: 'RuntimeSuspended',
+  /** Pending: the namespace is labelled `kruntimes.io/blocked=true` (block policy). */
+  namespaceBlocked: 'NamespaceBlocked',
+  /**
+   * Pending: the user recorded as the Run's creator may no longer `use` its Runtime (the
+   * scheduler's SubjectAccessReview at assignment); granting it again lets the Run bind.
+   */
+  forbidden: 'Forbidden',
   // Scheduled / Running
   scheduled: 'Scheduled',
   preparing: 'Preparing',

@@ -34,7 +34,7 @@ export type ScheduleReason = (typeof SCHEDULE_REASONS)[keyof typeof SCHEDULE_REA
 /** What a scheduled Run is made of: labels and annotations copied onto it, and its spec. */
 export interface RunTemplate {
   metadata?: Pick<ObjectMeta, 'labels' | 'annotations'>;
-  spec: Omit<RunSpec, 'cancelRequested' | 'parentRunRef'>;
+  spec: Omit<RunSpec, 'cancelRequested' | 'parentRunRef' | 'creator'>;
 }
 
 export interface RunScheduleSpec {

@@ -55,6 +55,11 @@ export interface RuntimeSpec {
    * `checkpoint-v1` lets a task wait for input (docs/waiting-input.md).
    */
   capabilities?: RuntimeCapability[];
+  /**
+   * While true the scheduler binds no new Run of this Runtime (they wait `Pending` with
+   * reason `RuntimeSuspended`); Runs already bound are not touched. The block policy.
+   */
+  suspend?: boolean;
 }
 
 export interface RuntimePorts {
@@ -179,6 +184,18 @@ export interface RunSpec {
   artifacts?: RunArtifacts;
   /** Executed elsewhere (`krt run --local`), result recorded by `krt sync`: never scheduled. Immutable. */
   origin?: RunOrigin;
+  /**
+   * Who created the Run, stamped at create by the MutatingAdmissionPolicy
+   * `kruntimes.io-run-creator` from the request's user (whatever the client sent);
+   * immutable. The scheduler asks again at assignment whether this user may `use` the
+   * Runtime. Absent on a Run created without the policy installed.
+   */
+  creator?: RunCreator;
+}
+
+export interface RunCreator {
+  username: string;
+  groups?: string[];
 }
 
 export interface RunEndpoint {

@@ -53,10 +53,19 @@ export interface DecisionTtls {
  * 0 means do not cache.
  */
 export function decisionTtlMs(answer: ReviewAnswer, token: string, nowMs: number, ttls: DecisionTtls): number {
-  if (answer.decision === 'denied' && answer.evaluationError) return 0;
-  const bound = answer.decision === 'allowed' ? ttls.maxTtlMs : Math.min(ttls.maxTtlMs, ttls.maxDeniedTtlMs);
-  const ceiling = Math.max(0, bound);
+  const ceiling = answerTtlMs(answer, ttls);
   const expiry = tokenExpiryMs(token);
   if (expiry === undefined) return ceiling;
   return Math.max(0, Math.min(ceiling, expiry - nowMs));
+}
+
+/**
+ * The same policy without a token (a review about another user, asked with the service's
+ * own identity): allowed at most maxTtlMs, denied at most maxDeniedTtlMs, a denial with an
+ * evaluation error not at all.
+ */
+export function answerTtlMs(answer: ReviewAnswer, ttls: DecisionTtls): number {
+  if (answer.decision === 'denied' && answer.evaluationError) return 0;
+  const bound = answer.decision === 'allowed' ? ttls.maxTtlMs : Math.min(ttls.maxTtlMs, ttls.maxDeniedTtlMs);
+  return Math.max(0, bound);
 }

@@ -154,6 +154,8 @@ function listerFor({ core, apps, coordination, discovery, custom }: Clients, spe
       (q) => core.listConfigMapForAllNamespaces(q),
       (q) => core.listNamespacedConfigMap(q),
     ),
+    // Cluster-scoped: there is no namespace to list in.
+    '/v1/namespaces': ({ namespace: _namespace, ...q }) => core.listNamespace(q),
     '/v1/events': scoped(
       (q) => core.listEventForAllNamespaces(q),
       (q) => core.listNamespacedEvent(q),

@@ -270,6 +270,19 @@ const origin = object(
   { required: ['local'] },
 );
 
+/** Bounds of spec.creator: generous for real identities, small enough for CEL's cost estimate of the immutability rule. */
+const CREATOR_NAME_BYTES = 512;
+const CREATOR_GROUPS = 256;
+
+const creator = object(
+  'Who created the Run: stamped at create by the MutatingAdmissionPolicy kruntimes.io-run-creator from the request (whatever the client sent). Immutable. The scheduler asks again at assignment whether this user may use the Runtime.',
+  {
+    username: string('The creating user, as the API server authenticated it.', { maxLength: CREATOR_NAME_BYTES }),
+    groups: array('Their groups at create.', string('A group.', { maxLength: CREATOR_NAME_BYTES }), { maxItems: CREATOR_GROUPS }),
+  },
+  { required: ['username'] },
+);
+
 const originNeedsTask = {
   rule: '!has(self.origin) || has(self.mode.task)',
   message: 'spec.origin is for task Runs only',
@@ -284,6 +297,7 @@ const spec = object(
   {
     ...templatedSpecProperties,
     origin,
+    creator,
     cancelRequested: boolean('Request cancellation. May only change from false to true.', { default: false }),
     parentRunRef: object(
       'The finished Run this Run retries.',
@@ -306,6 +320,7 @@ const spec = object(
       immutableOptional('parentRunRef'),
       immutableOptional('artifacts'),
       immutableOptional('origin'),
+      immutableOptional('creator'),
       retryNeedsRetrySafe,
       artifactsNeedTask,
       originNeedsTask,

@@ -10,7 +10,7 @@ import {
 } from '@kruntimes/api';
 import { conditionsSchema } from './conditions-schema.ts';
 import { namespacedCrd } from './crd.ts';
-import { array, int32, integer, object, string } from './schema.ts';
+import { array, boolean, int32, integer, object, string } from './schema.ts';
 import type { CustomResourceDefinition, JsonSchema } from './schema.ts';
 
 const quantities: JsonSchema = {
@@ -48,6 +48,10 @@ const spec = object(
       string('A capability.', { enum: RUNTIME_CAPABILITIES }),
       { maxItems: RUNTIME_CAPABILITIES.length, 'x-kubernetes-list-type': 'set' },
     ),
+    suspend: boolean(
+      'Bind no new Run of this Runtime while true (they wait Pending, reason RuntimeSuspended); Runs already bound are not touched.',
+      { default: false },
+    ),
   },
   {
     required: ['language'],
@@ -84,6 +88,7 @@ export function runtimeCrd(): CustomResourceDefinition {
       { name: 'Ready', type: 'integer', jsonPath: '.status.readyPods' },
       { name: 'Capacity', type: 'integer', jsonPath: '.status.totalCapacity' },
       { name: 'Used', type: 'integer', jsonPath: '.status.usedCapacity' },
+      { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],
   });

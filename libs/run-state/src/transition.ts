@@ -30,7 +30,11 @@ import { decideRetry, retryBudgetStart } from './retry.ts';
 /** Who writes a Run's status (docs/lifecycle.md). */
 export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery' | 'controller-manager';
 
-export type UnschedulableReason = typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity;
+export type UnschedulableReason =
+  typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity | AdmissionRefusalReason;
+/** The scheduler's admission gate at assignment: the block policy and the creator's right to use the Runtime. */
+export type AdmissionRefusalReason =
+  typeof RUN_REASONS.runtimeSuspended | typeof RUN_REASONS.namespaceBlocked | typeof RUN_REASONS.forbidden;
 export type FailureReason =
   | typeof RUN_REASONS.failed
   | typeof RUN_REASONS.nonZeroExit

@@ -1,3 +1,4 @@
+export * from './admission-gate.ts';
 export * from './assume-cache.ts';
 export * from './metrics.ts';
 export * from './placement.ts';

@@ -199,6 +199,56 @@ describe('planPlacement', () => {
     ],
     ['a deleting Pending Run is left alone', { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { deleting: true })] }, [], 0],
     [
+      'a Run the admission gate refuses waits with its reason, uses no capacity, and younger Runs still bind',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('blocked', 'Pending', undefined, { creationTimestamp: '2026-12-02T10:00:00Z' }), run('young')],
+        admission: new Map([['uid-blocked', { action: 'refuse', reason: 'RuntimeSuspended', message: 'suspended' }]]),
+      },
+      ['RuntimeSuspended blocked', 'bind young->p1'],
+      1,
+    ],
+    [
+      'a refusal already recorded is not written again',
+      {
+        pods: [pod('p1')],
+        runs: [run('a', 'Pending', undefined, { reason: 'Forbidden' })],
+        admission: new Map([['uid-a', { action: 'refuse', reason: 'Forbidden', message: 'no use' }]]),
+      },
+      [],
+      1,
+    ],
+    [
+      'a deferred Run waits as it is: nothing written',
+      {
+        pods: [pod('p1')],
+        runs: [run('a', 'Pending', undefined, { reason: 'NoCapacity' })],
+        admission: new Map([['uid-a', { action: 'defer', message: 'the review failed' }]]),
+      },
+      [],
+      1,
+    ],
+    [
+      'an admitted Run binds; cancel and RuntimeNotFound come before the gate',
+      {
+        runtimeExists: false,
+        runs: [run('a', 'Pending', undefined, { cancelRequested: true }), run('b')],
+        admission: new Map([
+          ['uid-a', { action: 'refuse', reason: 'NamespaceBlocked', message: 'blocked' }],
+          ['uid-b', { action: 'refuse', reason: 'NamespaceBlocked', message: 'blocked' }],
+        ]),
+      },
+      ['cancel a', 'RuntimeNotFound b'],
+      1,
+    ],
+    [
+      'admitted explicitly',
+      { pods: [pod('p1')], runs: [run('a')], admission: new Map([['uid-a', { action: 'admit' }]]) },
+      ['bind a->p1'],
+      0,
+    ],
+    [
       'an over-committed Pod (e.g. after a shrink of spec.runs) has no room, never negative room',
       { runsPerPod: 1, pods: [pod('p1'), pod('p2')], runs: [run('x', 'Running', 'p1'), run('y', 'Running', 'p1'), run('a'), run('b')] },
       ['bind a->p2', 'NoCapacity b'],
@@ -222,6 +272,18 @@ describe('planPlacement', () => {
     );
     expect(plan.decisions).toEqual([]);
     expect(plan.retryAtMs).toBe(Date.parse('2026-12-02T12:00:10Z'));
+  });
+
+  it('counts the Runs the admission gate deferred', () => {
+    const plan = planPlacement(
+      input({
+        pods: [pod('p1')],
+        runs: [run('a'), run('b')],
+        admission: new Map([['uid-a', { action: 'defer', message: 'the review failed' }]]),
+      }),
+    );
+    expect(summary(plan.decisions)).toEqual(['bind b->p1']);
+    expect(plan.deferred).toBe(1);
   });
 
   it('never plans more binds onto a Pod than its free capacity, for any mix', () => {

@@ -2,6 +2,7 @@ import { RUN_REASONS } from '@kruntimes/api';
 import type { RunPhase } from '@kruntimes/api';
 import { classify } from '@kruntimes/run-state';
 import type { UnschedulableReason } from '@kruntimes/run-state';
+import type { AdmissionVerdict } from './admission-gate.ts';
 
 /** What placement needs to know about one Pod of the Runtime. */
 export interface PodInfo {
@@ -45,6 +46,11 @@ export interface PlacementInput {
    * (the assume cache). They hold capacity exactly like visible assignments.
    */
   assumed: ReadonlyMap<string, string>;
+  /**
+   * Run UID -> the admission gate's verdict (block policy, the creator's right to use the
+   * Runtime; see decideAdmission). A Run without one is admitted.
+   */
+  admission?: ReadonlyMap<string, AdmissionVerdict>;
   nowMs: number;
 }
 
@@ -60,6 +66,8 @@ export interface Plan {
   retryAtMs: number | undefined;
   /** Pending Runs left unbound after this plan (the pending-Runs gauge). */
   unbound: number;
+  /** Runs the admission gate deferred (no answer about their creator's right): look again soon. */
+  deferred: number;
   /** Free capacity per ready, non-deleting Pod UID after this plan. */
   free: Map<string, number>;
 }
@@ -91,6 +99,7 @@ export function planPlacement(input: PlacementInput): Plan {
   const decisions: Decision[] = [];
   let retryAtMs: number | undefined;
   let unbound = 0;
+  let deferred = 0;
   const unschedulable = (run: RunInfo, reason: UnschedulableReason, message: string): void => {
     unbound += 1;
     // Writing the same reason again would only churn resourceVersions and watch events.
@@ -118,6 +127,16 @@ export function planPlacement(input: PlacementInput): Plan {
       unschedulable(run, RUN_REASONS.runtimeNotFound, 'the Runtime named in spec.runtime does not exist in this namespace');
       continue;
     }
+    const verdict = input.admission?.get(run.uid);
+    if (verdict?.action === 'refuse') {
+      unschedulable(run, verdict.reason, verdict.message);
+      continue;
+    }
+    if (verdict?.action === 'defer') {
+      unbound += 1;
+      deferred += 1;
+      continue;
+    }
     if (eligible.length === 0) {
       unschedulable(run, RUN_REASONS.noReadyPods, 'the Runtime has no ready Pod');
       continue;
@@ -130,7 +149,7 @@ export function planPlacement(input: PlacementInput): Plan {
     free.set(pod.uid, (free.get(pod.uid) ?? 0) - 1);
     decisions.push({ action: 'bind', run, pod });
   }
-  return { decisions, retryAtMs, unbound, free };
+  return { decisions, retryAtMs, unbound, deferred, free };
 }
 
 function roomiest(pods: readonly PodInfo[], free: ReadonlyMap<string, number>): PodInfo | undefined {

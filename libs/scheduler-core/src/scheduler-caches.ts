@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
 import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
@@ -21,15 +21,31 @@ export const RUNTIME_PODS: Watch = {
   name: 'runtime-pods',
 };
 
+/**
+ * Namespaces, for the block policy's `kruntimes.io/blocked` label: cluster-scoped, so a
+ * scheduler of one namespace watches only that one by name.
+ */
+export function namespacesWatch(namespace: string | undefined): WatchSpec {
+  return {
+    group: '',
+    version: 'v1',
+    plural: 'namespaces',
+    namespace: undefined,
+    ...(namespace === undefined ? {} : { fieldSelector: `metadata.name=${namespace}` }),
+  };
+}
+
 /** The read-only caches the scheduler plans from. */
 export interface SchedulerCaches {
   runs: SharedInformer<RunObject>;
   runtimes: SharedInformer<RuntimeObject>;
   pods: SharedInformer<V1Pod>;
+  namespaces: SharedInformer<V1Namespace>;
 }
 
 /**
- * Every Run, Runtime and Pod change enqueues its Runtime. Run changes also reach the
+ * Every Run, Runtime and Pod change enqueues its Runtime; a namespace change (its blocked
+ * label) enqueues every Runtime of the namespace. Run changes also reach the
  * assume cache first, so an assumed bind is settled once the watch shows a newer version.
  */
 export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, enqueue: (key: string) => void): void {
@@ -47,6 +63,11 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
   });
   caches.runtimes.enqueueTo(enqueue);
   caches.pods.enqueueTo(enqueue, runtimeKeyOfPod);
+  const namespaceChanged = (namespace: ReadonlyDeep<V1Namespace>): void => {
+    const name = namespace.metadata?.name ?? '';
+    for (const runtime of caches.runtimes.list(name)) enqueue(`${name}/${runtime.metadata.name ?? ''}`);
+  };
+  caches.namespaces.addEventHandler({ add: namespaceChanged, update: namespaceChanged, delete: namespaceChanged });
 }
 
 function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {

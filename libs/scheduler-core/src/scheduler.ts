@@ -1,18 +1,21 @@
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
-import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, DEFAULTS, LABELS, RUN_PLURAL } from '@kruntimes/api';
+import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_PLURAL, RUN_REASONS } from '@kruntimes/api';
 import type { Run, RunStatus } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import { transition } from '@kruntimes/run-state';
+import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
+import { classify, isExecutedElsewhere, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { SnapshotController } from '@kruntimes/snapshot-core';
+import { decideAdmission, decideBlockPolicy } from './admission-gate.ts';
+import type { AdmissionVerdict, CreatorAccess } from './admission-gate.ts';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
 import type { Decision, Plan } from './placement.ts';
 import { plainRun, podInfo, rfc3339, runInfo } from './placement-input.ts';
-import { RUNS, RUNTIMES, RUNTIME_PODS, routeToRuntimes } from './scheduler-caches.ts';
+import { RUNS, RUNTIMES, RUNTIME_PODS, namespacesWatch, routeToRuntimes } from './scheduler-caches.ts';
 import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
 
 export interface SchedulerOptions {
@@ -31,6 +34,14 @@ export interface SchedulerOptions {
   uncertainBindTtlMs?: number;
   /** How long a Run may stay Pending with an unresolvable source before it fails. Default SOURCE_SNAPSHOT.maxWaitSeconds. */
   sourceWaitMs?: number;
+  /**
+   * Answers whether a Run's recorded creator may still `use` its Runtime (a cached
+   * SubjectAccessReview with the scheduler's identity). Default: one built from kubeConfig
+   * with the gateway's cache policy.
+   */
+  runtimeUse?: RuntimeUseReviewer;
+  /** While a Run waits Forbidden, or its creator could not be reviewed, look again this often. Default 10 s. */
+  accessRecheckMs?: number;
 }
 
 /** One pass's plan and what its writes and its next look need. */
@@ -61,6 +72,7 @@ export class Scheduler {
   readonly metrics: SchedulerMetrics;
   readonly #options: SchedulerOptions;
   readonly #custom: CustomObjectsApi;
+  readonly #core: CoreV1Api;
   readonly #informers: InformerFactory;
   readonly #caches: SchedulerCaches;
   readonly #controller: Controller;
@@ -74,6 +86,8 @@ export class Scheduler {
    * waits on another component for the gate it enforces.
    */
   readonly #snapshots: SnapshotController;
+  readonly #runtimeUse: RuntimeUseReviewer;
+  readonly #accessRecheckMs: number;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -85,12 +99,16 @@ export class Scheduler {
     // One connection pool for every request of this scheduler (see PooledKubeConfig).
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#runtimeUse = options.runtimeUse ?? new RuntimeUseReviewer({ review: subjectAccessReview(kubeConfig) });
+    this.#accessRecheckMs = options.accessRecheckMs ?? 10_000;
     const informers = new InformerFactory({ kubeConfig, logger });
     this.#informers = informers;
     this.#caches = {
       runs: informers.informer<RunObject>({ ...RUNS, namespace }),
       runtimes: informers.informer<RuntimeObject>({ ...RUNTIMES, namespace }),
       pods: informers.informer<V1Pod>({ ...RUNTIME_PODS, namespace }),
+      namespaces: informers.informer<V1Namespace>(namespacesWatch(namespace)),
     };
     this.#controller = new Controller({
       name: 'scheduler',
@@ -124,21 +142,77 @@ export class Scheduler {
 
   /** One placement pass over a Runtime's Pending Runs. */
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const pass = this.#plan(key);
+    const access = await this.#reviewCreators(key);
+    const pass = this.#plan(key, access);
     this.metrics.passes += 1;
     this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
     await this.#applyAll(key, pass);
     // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
     const { plan, nowMs, nextExpiryMs } = pass;
+    // A right granted again is no event the scheduler sees: a Run refused for it is looked at again.
+    const refusedAccess = [...access.values()].some((a) => a.kind === 'denied' || a.kind === 'unknown');
     const wakeups = [
       plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
       nextExpiryMs === undefined ? undefined : nextExpiryMs - this.#now() + 1,
+      refusedAccess ? this.#accessRecheckMs : undefined,
     ].filter((ms) => ms !== undefined);
     return wakeups.length === 0 ? undefined : { requeueAfterMs: Math.max(0, Math.min(...wakeups)) };
   }
 
+  /**
+   * Asks, for each creator recorded on a Run of this Runtime that could be bound now (Pending,
+   * not cancelled, not in backoff, the Runtime there and not blocked), whether they may still
+   * `use` the Runtime: one cached review per creator. A Run without a recorded creator
+   * (created before the admission policy) is `unrecorded`: nobody to ask, it binds as before.
+   */
+  async #reviewCreators(key: string): Promise<Map<string, CreatorAccess>> {
+    const { namespace = '', name } = splitObjectKey(key);
+    const access = new Map<string, CreatorAccess>();
+    const runtime = this.#caches.runtimes.get(name, namespace);
+    if (runtime === undefined || runtime.metadata.deletionTimestamp !== undefined) return access;
+    const blocked = decideBlockPolicy({
+      runtime: name,
+      namespace,
+      runtimeSuspended: runtime.spec.suspend === true,
+      namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
+    });
+    if (blocked !== undefined) return access;
+    const nowMs = this.#now();
+    const candidates = this.#caches.runs
+      .list(namespace)
+      .map(plainRun)
+      .filter(
+        (run) =>
+          run.spec.runtime === name &&
+          classify(run.status?.phase ?? 'Pending') === 'queued' &&
+          !isExecutedElsewhere(run.spec) &&
+          run.spec.cancelRequested !== true &&
+          run.metadata.deletionTimestamp === undefined &&
+          !(run.status?.notBefore !== undefined && Date.parse(run.status.notBefore) > nowMs),
+      );
+    await Promise.all(
+      candidates.map(async (run) => {
+        access.set(run.metadata.uid ?? '', await this.#creatorAccess(run, namespace, name));
+      }),
+    );
+    return access;
+  }
+
+  async #creatorAccess(run: ReadonlyDeep<Run>, namespace: string, runtime: string): Promise<CreatorAccess> {
+    const creator = run.spec.creator;
+    if (creator === undefined) return { kind: 'unrecorded' };
+    try {
+      const answer = await this.#runtimeUse.review({ username: creator.username, groups: creator.groups ?? [], namespace, runtime });
+      return answer.decision === 'allowed' ? { kind: 'allowed' } : { kind: 'denied', user: creator.username, reason: answer.reason };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#options.logger.debug({ run: objectKey(run), err: error }, 'could not review the creator of a Run');
+      return { kind: 'unknown', user: creator.username, error: message };
+    }
+  }
+
   /** Plans a Runtime's Runs against its Pods, from the caches and the binds assumed so far. */
-  #plan(key: string): Pass {
+  #plan(key: string, access: ReadonlyMap<string, CreatorAccess>): Pass {
     const { namespace = '', name } = splitObjectKey(key);
     const runtime = this.#caches.runtimes.get(name, namespace);
     const runObjects = this.#caches.runs
@@ -150,6 +224,7 @@ export class Scheduler {
     // writes, so the plan must use the very same instant.
     const nowMs = Math.floor(this.#now() / 1000) * 1000;
     const assumptions = this.#assume.snapshot(key, (uid) => runs.get(uid)?.metadata.resourceVersion, this.#now());
+    const admission = this.#admission(namespace, name, runtime, runObjects, access);
     const plan = planPlacement({
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
@@ -159,9 +234,37 @@ export class Scheduler {
         .map(podInfo),
       runs: runObjects.map(runInfo),
       assumed: assumptions.assumed,
+      admission,
       nowMs,
     });
     return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
+  }
+
+  /**
+   * The admission gate's verdict for each Pending Run: the block policy (the Runtime's
+   * `spec.suspend`, the namespace's `kruntimes.io/blocked` label, from the caches), then
+   * its creator's right to use the Runtime as just reviewed.
+   */
+  #admission(
+    namespace: string,
+    name: string,
+    runtime: ReadonlyDeep<RuntimeObject> | undefined,
+    runs: readonly ReadonlyDeep<Run>[],
+    access: ReadonlyMap<string, CreatorAccess>,
+  ): Map<string, AdmissionVerdict> {
+    const facts = {
+      runtime: name,
+      namespace,
+      runtimeSuspended: runtime?.spec.suspend === true,
+      namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
+    };
+    const verdicts = new Map<string, AdmissionVerdict>();
+    for (const run of runs) {
+      if (classify(run.status?.phase ?? 'Pending') !== 'queued') continue;
+      const uid = run.metadata.uid ?? '';
+      verdicts.set(uid, decideAdmission({ ...facts, access: access.get(uid) }));
+    }
+    return verdicts;
   }
 
   /** Writes every decision, a bounded number at once; any failures fail the pass together. */
@@ -198,6 +301,7 @@ export class Scheduler {
     if (decision.action === 'bind') this.#assume.assume(key, uid, decision.pod.uid, fencedOn);
     const started = performance.now();
     if (!(await this.#write(run, decision, result.status))) return;
+    if (decision.action === 'unschedulable' && ADMISSION_REASONS.has(decision.reason)) await this.#recordRefusal(run, decision);
     if (decision.action === 'bind') {
       this.metrics.binds += 1;
       this.metrics.bindWrite.observe((performance.now() - started) / 1000);
@@ -234,6 +338,39 @@ export class Scheduler {
     }
   }
 
+  /**
+   * A Warning Event on the Run when the admission gate refuses it (`kubectl describe run`,
+   * `krt describe`). Written only when the reason changes, as the status is, so a Run
+   * that waits long is one Event. Best effort: the Run's status is the record.
+   */
+  async #recordRefusal(run: ReadonlyDeep<Run>, decision: Decision & { action: 'unschedulable' }): Promise<void> {
+    const { name = '', namespace = '', uid = '' } = run.metadata;
+    const at = new Date(this.#now());
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { generateName: `${name}.`, namespace },
+          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name, namespace, uid },
+          reason: decision.reason,
+          message: decision.message,
+          type: 'Warning',
+          source: { component: 'kruntimes-scheduler' },
+          reportingComponent: 'kruntimes-scheduler',
+          reportingInstance: 'kruntimes-scheduler',
+          firstTimestamp: at,
+          lastTimestamp: at,
+          count: 1,
+        },
+      });
+    } catch (error) {
+      this.#options.logger.error(
+        { run: objectKey(run), err: error, reason: decision.reason },
+        'could not record the Event of a refused Run',
+      );
+    }
+  }
+
   async #writeStatus(run: ReadonlyDeep<Run>, status: RunStatus): Promise<void> {
     const { name = '', namespace = '', uid, resourceVersion } = run.metadata;
     await this.#custom.replaceNamespacedCustomObjectStatus({
@@ -247,6 +384,9 @@ export class Scheduler {
     });
   }
 }
+
+/** The reasons of the admission gate: a refusal is also an Event on the Run. */
+const ADMISSION_REASONS: ReadonlySet<string> = new Set([RUN_REASONS.runtimeSuspended, RUN_REASONS.namespaceBlocked, RUN_REASONS.forbidden]);
 
 function decisionEvent(decision: Decision): RunEvent {
   switch (decision.action) {

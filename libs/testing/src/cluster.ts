@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiException, CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, KubernetesObjectApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ClusterInfoError } from './errors.ts';
 import { kubeConfigFor, kubeconfigYaml } from './kubeconfig.ts';
@@ -135,10 +135,18 @@ export class Cluster {
         } catch (error) {
           if (!(error instanceof ApiException && error.code === 404)) throw error;
         }
+        // Cluster-scoped grants made for this namespace's ServiceAccounts (NamespaceAccess).
+        const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+        const labelSelector = `${TEST_NAMESPACE_LABEL}=${name}`;
+        await rbac.deleteCollectionClusterRoleBinding({ labelSelector });
+        await rbac.deleteCollectionClusterRole({ labelSelector });
       },
     };
   }
 }
+
+/** On the cluster-scoped objects made for one test namespace, removed with it. */
+export const TEST_NAMESPACE_LABEL = 'kruntimes.io/test-namespace';
 
 /** `prefix-xxxxxx`: a DNS label (63 bytes) with 6 random hex characters. */
 export function namespaceName(prefix: string): string {

@@ -8,6 +8,7 @@ import { installCrds, readCrdDirectory } from './crds.ts';
 import { ControlPlaneError } from './errors.ts';
 import { httpsGet } from './https-probe.ts';
 import { kubeConfigFor, kubeconfigYaml } from './kubeconfig.ts';
+import { applyManifestFiles } from './manifests.ts';
 import { ManagedProcess } from './managed-process.ts';
 import type { ProcessSpec } from './managed-process.ts';
 import { generatePki } from './pki.ts';
@@ -27,6 +28,8 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Directories whose `*.yaml` CustomResourceDefinitions are installed before start returns. */
   crdDirectories?: readonly string[];
+  /** YAML files whose objects are created after the CRDs (the chart's admission policies). */
+  manifestFiles?: readonly string[];
   /** Parent of the state directory (PKI, etcd data, logs); default: the OS temp dir. */
   tmpRoot?: string;
   /** Bound on the whole start, binaries excluded. Default 90 s (2 busy cores are slow). */
@@ -180,6 +183,12 @@ export class ControlPlane {
         await installCrds(kubeConfigFor({ server, caPem, user: admin.name, token: admin.token }), crds, { timeoutMs: remaining() });
         mark('crds established');
         log(`${crds.length} CustomResourceDefinitions established after ${timings['crds established']} ms`);
+      }
+      const manifests = options.manifestFiles ?? [];
+      if (manifests.length > 0) {
+        const count = await applyManifestFiles(kubeConfigFor({ server, caPem, user: admin.name, token: admin.token }), manifests);
+        mark('manifests applied');
+        log(`${count} objects of ${manifests.join(', ')} applied after ${timings['manifests applied']} ms`);
       }
       mark('total');
       return new ControlPlane(info, processes, watchdog, timings, apiserver);

@@ -22,3 +22,4 @@ export * from './workload-config.ts';
 export * from './bench.ts';
 export * from './python-venv.ts';
 export * from './run-tally.ts';
+export * from './manifests.ts';

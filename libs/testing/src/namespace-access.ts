@@ -2,6 +2,7 @@
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
+import { TEST_NAMESPACE_LABEL } from './cluster.ts';
 import type { Cluster } from './cluster.ts';
 import { kubeConfigFor } from './kubeconfig.ts';
 
@@ -38,13 +39,26 @@ export class NamespaceAccess {
     this.#rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   }
 
-  /** A Role `name` with exactly `rules`, bound to `subject`. */
+  /**
+   * A Role `name` with exactly `rules`, bound to `subject`. Rules on cluster-scoped
+   * resources (namespaces, SubjectAccessReviews), which a Role cannot grant, go into a
+   * ClusterRole `<namespace>:<name>` instead, removed with the test namespace.
+   */
   async grant(name: string, rules: readonly Rule[], subject: Subject): Promise<void> {
     const namespace = this.#namespace;
-    await this.#rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: rules.map(mutableRule) } });
+    const clusterRules = rules.filter(isClusterScoped);
+    const namespacedRules = rules.filter((rule) => !isClusterScoped(rule));
+    await this.#rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: namespacedRules.map(mutableRule) } });
     await this.#rbac.createNamespacedRoleBinding({
       namespace,
       body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects: [subject] },
+    });
+    if (clusterRules.length === 0) return;
+    const clusterName = `${namespace}:${name}`;
+    const metadata = { name: clusterName, labels: { [TEST_NAMESPACE_LABEL]: namespace } };
+    await this.#rbac.createClusterRole({ body: { metadata, rules: clusterRules.map(mutableRule) } });
+    await this.#rbac.createClusterRoleBinding({
+      body: { metadata, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterName }, subjects: [subject] },
     });
   }
 
@@ -102,6 +116,13 @@ export class NamespaceAccess {
     const { server, caPem } = this.#cluster.info;
     return kubeConfigFor({ server, caPem, user: `${this.#namespace}-${name}`, token });
   }
+}
+
+/** Resources without a namespace that components' rule tables name. */
+const CLUSTER_SCOPED = new Set(['/namespaces', 'authorization.k8s.io/subjectaccessreviews']);
+
+function isClusterScoped(rule: Rule): boolean {
+  return rule.apiGroups.some((group) => rule.resources.some((resource) => CLUSTER_SCOPED.has(`${group}/${resource}`)));
 }
 
 /** client-node's V1PolicyRule has mutable arrays; the rule tables of the libs are readonly. */

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { RUNTIME_USER_RULES } from '@kruntimes/api';
+import { admissionObjects } from '@kruntimes/crds';
 import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
 import { RELEASE, VARIANTS, renderChart, singleNamespace } from './chart.ts';
 import type { KubeObject } from './chart.ts';
@@ -218,8 +220,14 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
       ['staleRecovery', 'kruntimes-stale-recovery'],
     ];
     for (const [set, name] of services) {
-      const { cluster, namespaced } = splitRules(set, rules[set]);
+      const { cluster, namespaced, clusterScoped } = splitRules(set, rules[set]);
       expect(rulesOf(get(objects, 'ClusterRole', name))).toEqual(cluster);
+      if (clusterScoped.length > 0) {
+        expect(rulesOf(get(objects, 'ClusterRole', `${name}-cluster-scoped`))).toEqual(clusterScoped);
+        expect(get(objects, 'ClusterRoleBinding', `${name}-cluster-scoped`).subjects).toEqual([
+          { kind: 'ServiceAccount', name, namespace: NAMESPACE },
+        ]);
+      }
       expect(rulesOf(get(objects, 'Role', `${name}-leader-election`, NAMESPACE))).toEqual(namespaced);
       expect(namespaced.length).toBeGreaterThan(0);
       expect(get(objects, 'ClusterRoleBinding', name).subjects).toEqual([{ kind: 'ServiceAccount', name, namespace: NAMESPACE }]);
@@ -343,11 +351,41 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
   });
 });
 
+describe('admission', () => {
+  it('installs the admission policies and their bindings exactly as libs/crds renders them, and the ClusterRole granting use', async () => {
+    const objects = await renderChart(helm, NAMESPACE, COMMON);
+    const admission = objects.filter((o) => o.apiVersion === 'admissionregistration.k8s.io/v1');
+    // helm orders by kind; the set and each object are what libs/crds renders.
+    const byKindAndName = (a: { kind: string; metadata: { name: string } }, b: { kind: string; metadata: { name: string } }): number =>
+      `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`);
+    expect([...admission].sort(byKindAndName)).toEqual(admissionObjects().sort(byKindAndName));
+    const role = get(objects, 'ClusterRole', 'kruntimes-runtime-user');
+    expect(rulesOf(role)).toEqual(RUNTIME_USER_RULES);
+    expect(role.metadata.labels).toMatchObject({
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+    });
+  });
+
+  it('admission.policies=false leaves the policies out; aggregateToDefaultRoles=false keeps the role to bind by hand', async () => {
+    const objects = await renderChart(helm, NAMESPACE, [...COMMON, 'admission.policies=false', 'admission.aggregateToDefaultRoles=false']);
+    expect(objects.filter((o) => o.apiVersion === 'admissionregistration.k8s.io/v1')).toEqual([]);
+    expect(
+      get(objects, 'ClusterRole', 'kruntimes-runtime-user').metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'],
+    ).toBeUndefined();
+  });
+});
+
 describe('global.watchNamespace', () => {
-  it('turns every ClusterRole but the runtimed one (granted by RoleBindings only) into a Role in that namespace, and passes --namespace', async () => {
+  it('turns every ClusterRole but the runtimed one (granted by RoleBindings only) and those on resources without a namespace into a Role in that namespace, and passes --namespace', async () => {
     const objects = await renderChart(helm, NAMESPACE, [...singleNamespace('team-a'), 'gateway.resolveMode=endpoints']);
-    expect(objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name)).toEqual(['kruntimes-runtimed']);
-    expect(objects.filter((o) => o.kind === 'ClusterRoleBinding')).toEqual([]);
+    const serviceClusterRoles = objects.filter(
+      (o) => o.kind === 'ClusterRole' && o.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'] === undefined,
+    );
+    expect(serviceClusterRoles.map((o) => o.metadata.name).sort()).toEqual(['kruntimes-runtimed', 'kruntimes-scheduler-cluster-scoped']);
+    expect(objects.filter((o) => o.kind === 'ClusterRoleBinding').map((o) => o.metadata.name)).toEqual([
+      'kruntimes-scheduler-cluster-scoped',
+    ]);
     const rules = serviceRules();
     const services: [RuleSetName, string][] = [
       ['scheduler', 'kruntimes-scheduler'],

@@ -21,6 +21,13 @@ describe('the chart RBAC rules', () => {
 
   it("runtimed's rules are all in its ClusterRole (RoleBindings grant it per Runtime namespace)", () => {
     const rule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] };
-    expect(splitRules('runtimed', [rule])).toEqual({ cluster: [rule], namespaced: [] });
+    expect(splitRules('runtimed', [rule])).toEqual({ cluster: [rule], namespaced: [], clusterScoped: [] });
+  });
+
+  it.each([
+    ['namespaces', { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }],
+    ['SubjectAccessReviews', { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] }],
+  ])('rules on %s (no namespace) go into the cluster-scoped ClusterRole', (_what, rule) => {
+    expect(splitRules('scheduler', [rule])).toEqual({ cluster: [], namespaced: [], clusterScoped: [rule] });
   });
 });

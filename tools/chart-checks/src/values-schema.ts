@@ -129,6 +129,10 @@ const schema: Schema = {
       labels: stringMap,
       annotations: stringMap,
     }),
+    admission: strictObject({
+      policies: bool,
+      aggregateToDefaultRoles: bool,
+    }),
     scheduler: service({ workers: { type: 'integer', minimum: 1, maximum: 64 }, leaderElection }),
     staleRecovery: service({
       leaderElection,

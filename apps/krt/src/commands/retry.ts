@@ -21,7 +21,8 @@ import type { CommandContext } from './context.ts';
 export function retryOf(run: Run, options: { refreshSource?: boolean } = {}): NewRun {
   const name = run.metadata.name ?? '';
   const uid = run.metadata.uid ?? '';
-  const { cancelRequested: _cancelRequested, parentRunRef: _parentRunRef, ...spec } = structuredClone(run.spec);
+  // The new Run's creator is whoever retries it (stamped by the admission policy), never the parent's.
+  const { cancelRequested: _cancelRequested, parentRunRef: _parentRunRef, creator: _creator, ...spec } = structuredClone(run.spec);
   const { digest: _digest, ...source } = spec.source;
   // A parent of before snapshots has none to pin: its retry is snapshotted like a new Run.
   const pinned = options.refreshSource === true ? undefined : (run.status?.source?.digest ?? spec.source.digest);

@@ -137,11 +137,14 @@ automountServiceAccountToken: {{ .automount }}
 RBAC from the generated rule sets in _rbac-rules.tpl: what the service does in the
 namespaces it watches is a ClusterRole (every namespace) or, with global.watchNamespace, a
 Role in that namespace only; its leader Lease is a Role `<name>-leader-election` in the
-release namespace. (dict "ctx" . "name" NAME "component" C "rules" "kruntimes.rules.scheduler")
+release namespace; rules on resources without a namespace (namespaces, SubjectAccessReviews)
+are the ClusterRole `<name>-cluster-scoped` either way.
+(dict "ctx" . "name" NAME "component" C "rules" "kruntimes.rules.scheduler")
 */ -}}
 {{- define "kruntimes.rbac" -}}
 {{- $cluster := include (printf "%s.cluster" .rules) . | trim -}}
 {{- $namespaced := include (printf "%s.namespaced" .rules) . | trim -}}
+{{- $clusterScoped := include (printf "%s.clusterScoped" .rules) . | trim -}}
 {{- $watch := .ctx.Values.global.watchNamespace -}}
 {{- if $cluster }}
 ---
@@ -170,6 +173,32 @@ roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: {{ not (empty $watch) | ternary "Role" "ClusterRole" }}
   name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ .name }}
+    namespace: {{ .ctx.Release.Namespace }}
+{{- end }}
+{{- if $clusterScoped }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ .name }}-cluster-scoped
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+rules:
+{{ $clusterScoped }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ .name }}-cluster-scoped
+  labels:
+    {{- include "kruntimes.labels" . | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ .name }}-cluster-scoped
 subjects:
   - kind: ServiceAccount
     name: {{ .name }}
