@@ -45,6 +45,15 @@ export class Workspaces {
     return join(await this.runDir(runUID), String(attempt));
   }
 
+  /**
+   * Where the ends of attempts are recorded until their outcome is written (outcome-record.ts):
+   * beside the Runs' directories, in the emptyDir that outlives runtimed's container, under
+   * a name no Run UID can take. Removing a Run's workspace leaves its records.
+   */
+  async outcomesDir(): Promise<string> {
+    return join(await this.root(), '.outcomes');
+  }
+
   /** Writes the Run's source into its attempt's workspace; returns the workspace path. */
   async prepare(run: ReadonlyDeep<Run>, attempt: number, language: RuntimeLanguage, readConfigMap: ConfigMapReader): Promise<string> {
     const uid = run.metadata.uid ?? '';
