@@ -94,7 +94,45 @@ test.each([
   ['exits 0 with outputs: Succeeded with them', 0, { phase: 'Succeeded', exitCode: 0, outputs: { answer: '42' } }],
   ['exits 3: Failed with its exit code', 3, { phase: 'Failed', exitCode: 3 }],
 ] as const)('runtimed restarted while kube-apiserver is down after the task ended: %s, executed once', async (_name, code, expected) => {
-  const name = `restarted-${String(code)}`;
+  const { uid, ended, executions, said } = await endThenRestartWhileDown(`restarted-${String(code)}`, code);
+  expect(ended.status).toMatchObject({ ...expected, attempt: 1 });
+  // Executed once: the restarted runtimed wrote the end the first one recorded on the Pod.
+  expect(executions).toBe('executed\n');
+  expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
+  expect(said).toContain('writing the outcome recorded on the Pod before runtimed restarted');
+  expect(said).toContain('task outcome written after the API server answered again');
+  expect(said).not.toContain('lifetime timeout');
+  // The record goes once the outcome is written.
+  await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
+});
+
+// A record that cannot be read still proves the attempt ran and ended here: it is not run
+// again, and since how it ended is unknown the attempt is interrupted (not retrySafe: the
+// Run ends Interrupted), with the reason in its message.
+test('an unreadable outcome record: the attempt is interrupted with the reason, not executed again', async () => {
+  const { uid, ended, executions, said } = await endThenRestartWhileDown('unreadable', 0, async (uid) => {
+    const [record, ...others] = await recordsOf(uid);
+    expect(others).toEqual([]);
+    await writeFile(join(env.stateDir, record ?? ''), '{"version":1,"uid":');
+  });
+  expect(ended.status).toMatchObject({ phase: 'Interrupted', reason: 'OwnerLost', attempt: 1 });
+  expect(ended.status?.message).toMatch(/record of how attempt 1 of Run .* ended is unreadable: not JSON/);
+  expect(executions).toBe('executed\n');
+  expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
+  expect(said).toContain('the outcome record is unreadable; the attempt is written as interrupted');
+  await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
+});
+
+/**
+ * A task that exits `code` while kube-apiserver is down; runtimed fails to write the
+ * outcome, is killed and started again (and fails to start) while the API server is still
+ * down; `meanwhile` runs then. Resolves once the Run is terminal after the API server is back.
+ */
+async function endThenRestartWhileDown(
+  name: string,
+  code: number,
+  meanwhile?: (uid: string) => Promise<void>,
+): Promise<{ uid: string; ended: Run; executions: string; said: unknown[] }> {
   const dir = await mkdtemp(join(scratch, `${name}-`));
   const started = join(dir, 'started');
   const go = join(dir, 'go');
@@ -138,6 +176,8 @@ test.each([
           : undefined,
       WAIT,
     );
+    // Recorded on the Pod before the workspace went.
+    expect(await recordsOf(uid)).toHaveLength(1);
     const before = (await env.logs('bash-0', 'runtimed')).length;
     env.node.crashContainer(env.name, 'bash-0', 'runtimed', 'SIGKILL');
     // Started again by the Pod's restart policy; it cannot start while the API server is down.
@@ -147,25 +187,27 @@ test.each([
         (await env.logs('bash-0', 'runtimed')).slice(before).some((line) => line.msg === 'runtimed failed to start') ? true : undefined,
       WAIT,
     );
+    await meanwhile?.(uid);
   } finally {
     await controlPlane.startApiServer();
   }
 
+  // Within the lifetime bound and some margin: an outcome lost again would end it Timeout.
   const ended = await env.waitForRun(name, 'terminal', (run: Run) => isTerminal(currentPhase(run)), (timeout + 20) * 1000);
-  expect(ended.status).toMatchObject({ ...expected, attempt: 1 });
-  // Executed once: the restarted runtimed wrote the end the first one recorded on the Pod.
-  expect(await readFile(executions, 'utf8')).toBe('executed\n');
   const said = (await env.logs('bash-0', 'runtimed')).filter(mine).map((line) => line.msg);
-  expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
-  expect(said).toContain('writing the outcome recorded on the Pod before runtimed restarted');
-  expect(said).toContain('task outcome written after the API server answered again');
-  expect(said).not.toContain('lifetime timeout');
-  // The record goes once the outcome is written.
-  await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
-});
+  return { uid, ended, executions: await readFile(executions, 'utf8'), said };
+}
 
-/** The outcome records of a Run kept on the test's Pods (in their workspace emptyDirs). */
+/**
+ * The outcome records of a Run kept in the test Pod's workspace emptyDir, relative to the
+ * state directory (each container's root links to the volume: only the volume is looked at).
+ */
 async function recordsOf(uid: string): Promise<string[]> {
   const paths = await readdir(env.stateDir, { recursive: true });
-  return paths.filter((path) => basename(dirname(path)) === '.outcomes' && basename(path).startsWith(`${uid}.`));
+  return paths.filter(
+    (path) =>
+      dirname(path).endsWith(join('volumes', 'workspaces', '.outcomes')) &&
+      /^[0-9a-f-]+\.[0-9]+\.json$/.test(basename(path)) &&
+      basename(path).startsWith(`${uid}.`),
+  );
 }

@@ -39,6 +39,8 @@ type Count = (outcome: TaskOutcome) => void;
 interface Ended {
   record: OutcomeRecord;
   count: Count;
+  /** Its record is on the Pod (saved by this process, or read from there after a restart). */
+  saved?: boolean;
 }
 
 /** Counted by whoever saw the attempt end (a runtimed before a restart). */
@@ -177,10 +179,9 @@ export class TaskExecution {
     const { uid, attempt } = ctx.epoch;
     let ended = this.#unwritten.get(`${uid}/${String(attempt)}`);
     if (ended === undefined) {
-      const record = await this.#readRecord(ctx);
-      if (record === undefined) return undefined;
-      ctx.log.info({ end: record.end.type }, 'writing the outcome recorded on the Pod before runtimed restarted');
-      ended = { record, count: COUNTED_BEFORE };
+      ended = await this.#readRecord(ctx);
+      if (ended === undefined) return undefined;
+      ctx.log.info({ end: ended.record.end.type }, 'writing the outcome recorded on the Pod before runtimed restarted');
     }
     await this.#writeEnded(ctx, ended);
     ctx.log.info('task outcome written after the API server answered again');
@@ -188,17 +189,20 @@ export class TaskExecution {
   }
 
   /**
-   * The attempt's record. One that cannot be read still proves that the attempt ran here
-   * and ended: it is never run again, and since how it ended is unknown it is interrupted
-   * (retried only within the policy for a lost owner), with the reason in the Run's message.
+   * The attempt's end as recorded on the Pod (counted by the runtimed that saw it). A record
+   * that cannot be read still proves that the attempt ran here and ended: it is never run
+   * again, and since how it ended is unknown it is interrupted (retried only within the
+   * policy for a lost owner), with the reason in the Run's message; that end replaces it.
    */
-  async #readRecord({ epoch, log }: ReconcileContext): Promise<OutcomeRecord | undefined> {
+  async #readRecord({ epoch, log }: ReconcileContext): Promise<Ended | undefined> {
     try {
-      return await this.#records.read(epoch.uid, epoch.attempt);
+      const record = await this.#records.read(epoch.uid, epoch.attempt);
+      return record === undefined ? undefined : { record, count: COUNTED_BEFORE, saved: true };
     } catch (error) {
       if (!(error instanceof OutcomeRecordUnreadableError)) throw error;
       log.error({ err: error }, 'the outcome record is unreadable; the attempt is written as interrupted');
-      return { uid: epoch.uid, attempt: epoch.attempt, end: { type: 'interrupted', message: error.message } };
+      const end: AttemptEnd = { type: 'interrupted', message: error.message };
+      return { record: { uid: epoch.uid, attempt: epoch.attempt, end }, count: COUNTED_BEFORE };
     }
   }
 
@@ -361,7 +365,8 @@ export class TaskExecution {
     const { uid, attempt, end } = ended.record;
     const id = `${uid}/${String(attempt)}`;
     try {
-      await this.#records.save(ended.record);
+      if (ended.saved !== true) await this.#records.save(ended.record);
+      ended.saved = true;
       await this.#writeEnd(ctx, end, ended.count);
     } catch (error) {
       if (!movedOn(error)) {
