@@ -45,5 +45,8 @@ try {
 } catch (error) {
   logger.fatal({ err: error }, 'runtimed failed to start');
   await tracing?.shutdown();
-  process.exitCode = 1;
+  // Exited, not left to the event loop: what started before the failure (the metrics
+  // server, client sockets) would keep a process that serves nothing alive, and the Pod's
+  // restart policy would never start runtimed again (e.g. after a start without the API server).
+  await exitAfterFlush(logDestination, 1);
 }

@@ -3,9 +3,9 @@
 // exited 0). runtimed cannot write the outcome then; once the API server is back the
 // outcome it kept is written, whatever time passed, and never overtaken by the lifetime
 // timeout. A control plane of its own: the shared one must not stop.
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, isTerminal } from '@kruntimes/run-state';
@@ -85,3 +85,129 @@ test('a task that exits 0 while kube-apiserver is down ends Succeeded once it is
   expect(said).toContain('task outcome written after the API server answered again');
   expect(said).not.toContain('lifetime timeout');
 });
+
+// The same end, and runtimed is killed (SIGKILL) and started again while kube-apiserver is
+// still down: the outcome it kept in memory is gone with it, and so is the attempt's
+// workspace (removed before the write). The end recorded on the Pod is written once the API
+// server is back; the task is never executed again (at most once per attempt).
+test.each([
+  ['exits 0 with outputs: Succeeded with them', 0, { phase: 'Succeeded', exitCode: 0, outputs: { answer: '42' } }],
+  ['exits 3: Failed with its exit code', 3, { phase: 'Failed', exitCode: 3 }],
+] as const)('runtimed restarted while kube-apiserver is down after the task ended: %s, executed once', async (_name, code, expected) => {
+  const { uid, ended, executions, said } = await endThenRestartWhileDown(`restarted-${String(code)}`, code);
+  expect(ended.status).toMatchObject({ ...expected, attempt: 1 });
+  // Executed once: the restarted runtimed wrote the end the first one recorded on the Pod.
+  expect(executions).toBe('executed\n');
+  expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
+  expect(said).toContain('writing the outcome recorded on the Pod before runtimed restarted');
+  expect(said).toContain('task outcome written after the API server answered again');
+  expect(said).not.toContain('lifetime timeout');
+  // The record goes once the outcome is written.
+  await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
+});
+
+// A record that cannot be read still proves the attempt ran and ended here: it is not run
+// again, and since how it ended is unknown the attempt is interrupted (not retrySafe: the
+// Run ends Interrupted), with the reason in its message.
+test('an unreadable outcome record: the attempt is interrupted with the reason, not executed again', async () => {
+  const { uid, ended, executions, said } = await endThenRestartWhileDown('unreadable', 0, async (uid) => {
+    const [record, ...others] = await recordsOf(uid);
+    expect(others).toEqual([]);
+    await writeFile(join(env.stateDir, record ?? ''), '{"version":1,"uid":');
+  });
+  expect(ended.status).toMatchObject({ phase: 'Interrupted', reason: 'OwnerLost', attempt: 1 });
+  expect(ended.status?.message).toMatch(/record of how attempt 1 of Run .* ended is unreadable: not JSON/);
+  expect(executions).toBe('executed\n');
+  expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
+  expect(said).toContain('the outcome record is unreadable; the attempt is written as interrupted');
+  await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
+});
+
+/**
+ * A task that exits `code` while kube-apiserver is down; runtimed fails to write the
+ * outcome, is killed and started again (and fails to start) while the API server is still
+ * down; `meanwhile` runs then. Resolves once the Run is terminal after the API server is back.
+ */
+async function endThenRestartWhileDown(
+  name: string,
+  code: number,
+  meanwhile?: (uid: string) => Promise<void>,
+): Promise<{ uid: string; ended: Run; executions: string; said: unknown[] }> {
+  const dir = await mkdtemp(join(scratch, `${name}-`));
+  const started = join(dir, 'started');
+  const go = join(dir, 'go');
+  // Outside the workspace: one line per execution of the task.
+  const executions = join(dir, 'executions');
+  const timeout = 25;
+  await env.createRun(name, {
+    runtime: 'rt',
+    source: {
+      inline: [
+        'echo executed >> "$EXECUTIONS"',
+        'touch "$STARTED"',
+        'while [ ! -e "$GO" ]; do sleep 0.1; done',
+        `printf '{"answer":"42"}' > "$KRT_OUTPUTS_FILE"`,
+        `exit ${String(code)}`,
+        '',
+      ].join('\n'),
+    },
+    mode: { task: {} },
+    timeout: `${String(timeout)}s`,
+    env: [
+      { name: 'STARTED', value: started },
+      { name: 'GO', value: go },
+      { name: 'EXECUTIONS', value: executions },
+    ],
+    retryPolicy: { maxAttempts: 1 },
+  });
+  const bound = await env.bind(name, pod);
+  const uid = bound.metadata.uid ?? '';
+  await waitFor('the task to start', () => exists(started), WAIT);
+
+  const mine = (line: Record<string, unknown>): boolean => line.runUID === uid;
+  await controlPlane.stopApiServer();
+  try {
+    await writeFile(go, '');
+    await waitFor(
+      'runtimed to fail writing the outcome',
+      async () =>
+        (await env.logs('bash-0', 'runtimed')).some((line) => mine(line) && line.msg === 'writing the task outcome failed')
+          ? true
+          : undefined,
+      WAIT,
+    );
+    // Recorded on the Pod before the workspace went.
+    expect(await recordsOf(uid)).toHaveLength(1);
+    const before = (await env.logs('bash-0', 'runtimed')).length;
+    env.node.crashContainer(env.name, 'bash-0', 'runtimed', 'SIGKILL');
+    // Started again by the Pod's restart policy; it cannot start while the API server is down.
+    await waitFor(
+      'runtimed to be started again and fail to start without the API server',
+      async () =>
+        (await env.logs('bash-0', 'runtimed')).slice(before).some((line) => line.msg === 'runtimed failed to start') ? true : undefined,
+      WAIT,
+    );
+    await meanwhile?.(uid);
+  } finally {
+    await controlPlane.startApiServer();
+  }
+
+  // Within the lifetime bound and some margin: an outcome lost again would end it Timeout.
+  const ended = await env.waitForRun(name, 'terminal', (run: Run) => isTerminal(currentPhase(run)), (timeout + 20) * 1000);
+  const said = (await env.logs('bash-0', 'runtimed')).filter(mine).map((line) => line.msg);
+  return { uid, ended, executions: await readFile(executions, 'utf8'), said };
+}
+
+/**
+ * The outcome records of a Run kept in the test Pod's workspace emptyDir, relative to the
+ * state directory (each container's root links to the volume: only the volume is looked at).
+ */
+async function recordsOf(uid: string): Promise<string[]> {
+  const paths = await readdir(env.stateDir, { recursive: true });
+  return paths.filter(
+    (path) =>
+      dirname(path).endsWith(join('volumes', 'workspaces', '.outcomes')) &&
+      /^[0-9a-f-]+\.[0-9]+\.json$/.test(basename(path)) &&
+      basename(path).startsWith(`${uid}.`),
+  );
+}

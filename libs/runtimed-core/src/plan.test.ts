@@ -1,6 +1,6 @@
 import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { Run, RunPhase } from '@kruntimes/api';
-import { planRun, remainingIdleMs, remainingLifetimeMs } from './plan.ts';
+import { decideOutcomeRecord, planRun, remainingIdleMs, remainingLifetimeMs } from './plan.ts';
 import type { LocalRun, RunAction } from './plan.ts';
 
 const POD = '11111111-1111-4111-8111-111111111111';
@@ -100,6 +100,29 @@ const cases: [string, Run | undefined, LocalRun | undefined, RunAction['type'], 
   ['outcome unwritten but the Run moved on', run({ phase: 'Pending', attempt: 2 }), taskLocal(1), 'release', unwritten],
   ['outcome unwritten but the Run ended', run({ phase: 'Succeeded', pod: POD }), undefined, 'ignore', unwritten],
   ['outcome unwritten but the Run is deleting', run({ phase: 'Running', pod: POD, deleting: true }), undefined, 'ignore', unwritten],
+  // runtimed restarted after the attempt ended here, its outcome recorded on the Pod and not
+  // written: nothing local, the workspace gone. Written, never executed again.
+  ['restarted, outcome recorded on the Pod', run({ phase: 'Running', pod: POD, attempt: 2 }), undefined, 'writeOutcome', unwritten],
+  [
+    'restarted, outcome recorded, lifetime over: the outcome, not Timeout',
+    run({ phase: 'Running', pod: POD, timeout: '25s', startedSecondsAgo: 600 }),
+    undefined,
+    'writeOutcome',
+    unwritten,
+  ],
+  [
+    'restarted, outcome recorded, cancel requested',
+    run({ phase: 'Running', pod: POD, cancel: true }),
+    undefined,
+    'writeOutcome',
+    unwritten,
+  ],
+  [
+    'restarted, nothing recorded: the attempt is executed (or found interrupted)',
+    run({ phase: 'Running', pod: POD }),
+    undefined,
+    'execute',
+  ],
 ];
 
 test.each(cases)('%s', (_name, r, l, expected, extra = {}) => {
@@ -120,4 +143,35 @@ test.each([
   ['no clock yet', 30, undefined, 0, undefined],
 ] as const)('idle: %s', (_name, idle, last, inFlight, expected) => {
   expect(remainingIdleMs(idle, last, inFlight, NOW)).toBe(expected);
+});
+
+interface RecordedRun {
+  phase?: RunPhase;
+  attempt?: number;
+  deleting?: boolean;
+  uid?: string;
+}
+
+const recordedRun = ({ phase, attempt = 1, deleting = false, uid = UID }: RecordedRun): Run => {
+  const r = run({ pod: POD, attempt, deleting, ...(phase === undefined ? {} : { phase }) });
+  return { ...r, metadata: { ...r.metadata, uid } };
+};
+
+// The record of how attempt 1 ended on this Pod, against the cached Run.
+test.each([
+  ['the Run is gone', undefined, 'drop'],
+  ['the name holds another Run', recordedRun({ phase: 'Running', uid: '44444444-4444-4444-8444-444444444444' }), 'drop'],
+  ['Running at the attempt: to be written', recordedRun({ phase: 'Running' }), 'keep'],
+  ['Ready at the attempt (a function; the write is refused, which drops it)', recordedRun({ phase: 'Ready' }), 'keep'],
+  ['a cache behind the claim: Scheduled at the attempt', recordedRun({ phase: 'Scheduled' }), 'keep'],
+  ['a cache behind the bind: Pending at the attempt', recordedRun({ phase: 'Pending' }), 'keep'],
+  ['a cache behind the attempt itself', recordedRun({ phase: 'Pending', attempt: 0 }), 'keep'],
+  ['the Run went on to another attempt', recordedRun({ phase: 'Pending', attempt: 2 }), 'drop'],
+  ['another attempt running', recordedRun({ phase: 'Running', attempt: 2 }), 'drop'],
+  ['the outcome was written', recordedRun({ phase: 'Succeeded' }), 'drop'],
+  ['ended otherwise (Cancelled)', recordedRun({ phase: 'Cancelled' }), 'drop'],
+  ['waiting for input', recordedRun({ phase: 'WaitingInput' }), 'drop'],
+  ['being deleted', recordedRun({ phase: 'Running', deleting: true }), 'drop'],
+] as const)('outcome record: %s', (_name, r, expected) => {
+  expect(decideOutcomeRecord({ uid: UID, attempt: 1 }, r).type).toBe(expected);
 });

@@ -45,8 +45,10 @@ export interface PlanInput {
   /** What this process holds for the Run's UID (or, when the Run is gone, for its key). */
   local: LocalRun | undefined;
   /**
-   * This process holds the outcome of this Run's current attempt, ended here but not yet
-   * written (the write failed for a reason other than the Run moving on).
+   * This Pod holds the end of this Run's current attempt, which ended here but whose
+   * outcome is not written yet (the write failed for a reason other than the Run moving
+   * on): kept in memory, or recorded on the Pod, also by a runtimed before a restart
+   * (outcome-record.ts; decideOutcomeRecord says how long a record is kept).
    */
   outcomeUnwritten?: boolean;
   nowMs: number;
@@ -94,13 +96,46 @@ export function planRun({ run, podUID, runtime, local, outcomeUnwritten = false,
   // The code ended before any cancel or lifetime timeout could be acted on: its outcome
   // stands, however late the API server lets it be written (a cancel stored meanwhile
   // still wins, in the state machine). Deciding on the lifetime counted from startTime
-  // instead would turn a task that finished in time into Timeout.
+  // instead would turn a task that finished in time into Timeout, and executing would
+  // run the attempt a second time (after a restart, its workspace is gone).
   if (outcomeUnwritten && runModeKind(plain<RunSpec>(run.spec)) === 'task') return { type: 'writeOutcome' };
   if (run.spec.cancelRequested === true) return { type: 'cancel' };
   const lifetimeRemainingMs = remainingLifetimeMs(run, nowMs);
   if (lifetimeRemainingMs !== undefined && lifetimeRemainingMs <= 0) return { type: 'expire' };
   if (runModeKind(plain<RunSpec>(run.spec)) === 'task') return { type: 'execute', lifetimeRemainingMs };
   return classify(phase) === 'serving' ? { type: 'watch', lifetimeRemainingMs } : { type: 'register' };
+}
+
+/** Whether the record of how an attempt ended on this Pod is still needed. */
+export type OutcomeRecordDecision = { type: 'keep' } | { type: 'drop'; why: string };
+
+/**
+ * Pure: keep the record of how attempt `attempt` of Run `uid` ended on this Pod while the
+ * Run may still take that attempt's outcome (planRun then writes it); drop it once the
+ * cached Run went past the attempt: gone (or the name holds another Run), a later attempt,
+ * deleting, ended, or waiting for input. A cache that is behind shows only earlier states
+ * (the attempt Scheduled, even Pending before its bind): those keep the record, so a
+ * lagging cache never loses an outcome, and the write itself is fenced.
+ */
+export function decideOutcomeRecord(
+  record: { uid: string; attempt: number },
+  run: ReadonlyDeep<Pick<Run, 'metadata' | 'status'>> | undefined,
+): OutcomeRecordDecision {
+  if (run?.metadata.uid !== record.uid) return { type: 'drop', why: 'the Run is gone' };
+  const attempt = run.status?.attempt ?? 0;
+  if (attempt > record.attempt) return { type: 'drop', why: `the Run went on to attempt ${String(attempt)}` };
+  if (run.metadata.deletionTimestamp !== undefined) return { type: 'drop', why: 'the Run is being deleted' };
+  const phase = currentPhase(plain<Pick<Run, 'status'>>(run));
+  switch (classify(phase)) {
+    case 'terminal':
+    case 'parked':
+      return { type: 'drop', why: `the Run is ${phase}` };
+    case 'queued':
+    case 'assigned':
+    case 'executing':
+    case 'serving':
+      return { type: 'keep' };
+  }
 }
 
 /**

@@ -97,6 +97,15 @@ export class RunReconciler {
     return undefined;
   }
 
+  /**
+   * Once the Run cache of `namespace` has synced after a start: drops the outcome records
+   * of Runs deleted meanwhile (no reconcile comes for them). Those of other Runs are
+   * decided by their reconciles.
+   */
+  async dropOutcomeRecordsOfGoneRuns(namespace: string): Promise<void> {
+    await this.#tasks.dropRecordsOfGoneRuns(namespace);
+  }
+
   /** Keys of the Runs this process holds local state for. */
   localKeys(): string[] {
     return [...this.#local.keys()];
@@ -111,7 +120,8 @@ export class RunReconciler {
     const { namespace = '', name } = splitObjectKey(key);
     const run = this.#o.cached(namespace, name);
     const local = this.#local.get(key);
-    const outcomeUnwritten = run?.metadata.uid !== undefined && this.#tasks.outcomeUnwritten(run.metadata.uid, run.status?.attempt ?? 0);
+    if (run === undefined) await this.#tasks.dropRecordsOfGoneRuns(namespace);
+    const outcomeUnwritten = run !== undefined && (await this.#tasks.outcomeUnwritten(key, run));
     const action = planRun({ run, podUID: this.#o.podUID, runtime: this.#o.runtime, local, outcomeUnwritten, nowMs: this.#now() });
     if (action.type === 'ignore') return undefined;
     if (action.type === 'release' || run === undefined) {

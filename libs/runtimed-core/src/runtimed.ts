@@ -85,6 +85,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   await lease.start();
   controller.start();
   await caches.informers.start();
+  await dropOutcomeRecordsOfGoneRuns(reconciler, config.pod.namespace, logger);
   const { grpcPort, peerPort, healthPort } = dataplane;
   logger.info(
     {
@@ -291,6 +292,18 @@ function exportHeldFunctions({ config, metrics }: RuntimedOptions, reconciler: R
       return { namespace, runtime: config.runtime, run: name, readySinceMs: Number.isNaN(since) ? undefined : since };
     }),
   );
+}
+
+/**
+ * Housekeeping after the caches synced: a failure leaves the records (a few small files)
+ * to the next start, and is logged; it must not keep runtimed from starting.
+ */
+async function dropOutcomeRecordsOfGoneRuns(reconciler: RunReconciler, namespace: string, logger: Logger): Promise<void> {
+  try {
+    await reconciler.dropOutcomeRecordsOfGoneRuns(namespace);
+  } catch (error) {
+    logger.error({ err: error }, 'could not drop the outcome records of deleted Runs');
+  }
 }
 
 /** The local Runtime Server's health, polled for runtimed's own readiness. */

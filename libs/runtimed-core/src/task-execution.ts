@@ -8,11 +8,16 @@ import type { RunEvent } from '@kruntimes/run-state';
 import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
 import { waitEnded } from './input-wait.ts';
 import { settleBrokenStream } from './lost-execution.ts';
+import { OutcomeRecordUnreadableError, OutcomeRecords } from './outcome-record.ts';
+import type { AttemptEnd, OutcomeRecord } from './outcome-record.ts';
+import { decideOutcomeRecord } from './plan.ts';
 import { resumeFailed } from './resume.ts';
 import { STOPPED_OUTCOME, exitReasonName, logEvent } from './task-events.ts';
 import { NotOwnerError } from './run-client.ts';
 import type { TaskOutcome } from './metrics.ts';
 import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import type { Run } from '@kruntimes/api';
 import { entrypointFile, runEnv } from './workspace.ts';
 
 const { ExitReason } = runtimeServerV1;
@@ -27,12 +32,19 @@ const MAX_REMEMBERED_EXECUTIONS = 10_000;
  */
 const LOST_EXECUTION_MARGIN_MS = 15_000;
 
-/**
- * Writes the outcome of an attempt that ended (and whatever goes with it: the workspace
- * removed, a requeue or the final phase), from the Run as the reconcile that calls it
- * sees it. Idempotent: kept and called again when the API server did not answer.
- */
-type OutcomeWrite = (ctx: ReconcileContext) => Promise<void>;
+/** Counts an attempt's end in the metrics (once, however many times its outcome has to be written). */
+type Count = (outcome: TaskOutcome) => void;
+
+/** An attempt that ended here, whose outcome is to be written. */
+interface Ended {
+  record: OutcomeRecord;
+  count: Count;
+  /** Its record is on the Pod (saved by this process, or read from there after a restart). */
+  saved?: boolean;
+}
+
+/** Counted by whoever saw the attempt end (a runtimed before a restart). */
+const COUNTED_BEFORE: Count = () => undefined;
 
 /** What an execution gets besides the Run: its artifacts access, and for a continuation the checkpoint and response. */
 interface ExecuteExtras {
@@ -61,18 +73,25 @@ export class TaskExecution {
   /**
    * Task attempts (`uid/attempt`) this process started: an attempt runs at most once per
    * process, whatever a lagging cache says afterwards (across restarts the attempt's
-   * workspace is the marker). Bounded; insertion order makes it a FIFO.
+   * workspace, then its outcome record, is the marker). Bounded; insertion order makes it a FIFO.
    */
   readonly #executed = new Set<string>();
   /**
-   * Outcomes of attempts that ended here but whose write failed (the API server down or
+   * Attempts that ended here but whose outcome write failed (the API server down or
    * unreachable), by `uid/attempt`: written by a later reconcile (writeOutcome), never
    * lost to the lifetime timeout counted from startTime meanwhile. Bounded like #executed.
+   * Each is also recorded on the Pod (#records), which is what a restarted runtimed has.
    */
-  readonly #unwritten = new Map<string, OutcomeWrite>();
+  readonly #unwritten = new Map<string, Ended>();
+  /**
+   * How attempts ended, on the Pod: saved before the attempt's workspace is removed, removed
+   * once the outcome is written or the Run went past the attempt.
+   */
+  readonly #records: OutcomeRecords;
 
   constructor(work: RunWork) {
     this.#w = work;
+    this.#records = new OutcomeRecords(() => work.o.workspaces.outcomesDir());
   }
 
   async execute(ctx: ReconcileContext, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
@@ -91,9 +110,12 @@ export class TaskExecution {
       // This attempt's workspace exists but no execution does: runtimed restarted while
       // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
       // did is unknown, so the attempt failed (retried only within the user's policy).
-      await this.#w.attemptFailed(ctx, 'runtimed restarted during the execution, which the Runtime Server then stopped', {
-        interrupted: true,
-      });
+      // Recorded before the workspace goes, like any end: it never runs again.
+      const end: AttemptEnd = {
+        type: 'interrupted',
+        message: 'runtimed restarted during the execution, which the Runtime Server then stopped',
+      };
+      await this.#writeEnded(ctx, { record: { uid: epoch.uid, attempt: epoch.attempt, end }, count: COUNTED_BEFORE });
       return undefined;
     }
     // From the snapshot, its digest checked: a refused one failed the Run and runs nothing.
@@ -107,32 +129,83 @@ export class TaskExecution {
     return undefined;
   }
 
-  /** Whether this process holds an outcome of this attempt that it could not write yet. */
-  outcomeUnwritten(uid: string, attempt: number): boolean {
-    return this.#unwritten.has(`${uid}/${String(attempt)}`);
+  /**
+   * Whether this Pod holds the end of the Run's current attempt with its outcome not yet
+   * written (kept in memory, or recorded on the Pod by this process or by one before a
+   * restart), while no execution of it is in flight here (its own end writes it). On the
+   * way, drops the records of attempts the cached Run went past (decideOutcomeRecord).
+   */
+  async outcomeUnwritten(key: string, run: ReadonlyDeep<Run>): Promise<boolean> {
+    const uid = run.metadata.uid ?? '';
+    const attempt = run.status?.attempt ?? 0;
+    let recorded = false;
+    for (const recordedAttempt of await this.#records.attempts(uid)) {
+      if (await this.#dropIfPast(uid, recordedAttempt, run, key)) continue;
+      if (recordedAttempt === attempt) recorded = true;
+    }
+    if (this.#w.local.get(key)?.execution !== undefined) return false;
+    return recorded || this.#unwritten.has(`${uid}/${String(attempt)}`);
   }
 
   /**
-   * Writes the kept outcome of an attempt that ended here. A failure that is not the Run
-   * moving on keeps it and throws: the reconcile is retried with backoff.
+   * Drops the records of Runs that are gone from the (synced) cache: deleted while the
+   * outcome waited, perhaps while runtimed was down. Called when a reconcile finds its
+   * Run gone and once after a start.
+   */
+  async dropRecordsOfGoneRuns(namespace: string): Promise<void> {
+    const uids = await this.#records.uids();
+    if (uids.length === 0) return;
+    const runs = new Map(this.#w.o.cachedRuns(namespace).map((run) => [run.metadata.uid ?? '', run]));
+    for (const uid of uids) {
+      if (runs.has(uid)) continue;
+      for (const attempt of await this.#records.attempts(uid)) await this.#dropIfPast(uid, attempt, undefined, undefined);
+    }
+  }
+
+  /** Removes the record (and the end kept in memory) when the Run went past the attempt; true if it did. */
+  async #dropIfPast(uid: string, attempt: number, run: ReadonlyDeep<Run> | undefined, key: string | undefined): Promise<boolean> {
+    const decision = decideOutcomeRecord({ uid, attempt }, run);
+    if (decision.type === 'keep') return false;
+    await this.#records.remove(uid, attempt);
+    this.#unwritten.delete(`${uid}/${String(attempt)}`);
+    this.#w.o.logger.info({ run: key, runUID: uid, attempt, why: decision.why }, 'outcome record dropped: the Run went on without it');
+    return true;
+  }
+
+  /**
+   * Writes the outcome of an attempt that ended here, kept in memory or, after a restart,
+   * from its record on the Pod. A failure that is not the Run moving on keeps it and
+   * throws: the reconcile is retried with backoff.
    */
   async writeOutcome(ctx: ReconcileContext): Promise<undefined> {
-    const id = `${ctx.epoch.uid}/${String(ctx.epoch.attempt)}`;
-    const write = this.#unwritten.get(id);
-    if (write === undefined) return undefined;
-    try {
-      await write(ctx);
-    } catch (error) {
-      // Fenced or refused: the Run went on without this outcome, which is never written.
-      if (error instanceof NotOwnerError || error instanceof TransitionRefusedError) {
-        this.#unwritten.delete(id);
-        ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
-      }
-      throw error;
+    const { uid, attempt } = ctx.epoch;
+    let ended = this.#unwritten.get(`${uid}/${String(attempt)}`);
+    if (ended === undefined) {
+      ended = await this.#readRecord(ctx);
+      if (ended === undefined) return undefined;
+      ctx.log.info({ end: ended.record.end.type }, 'writing the outcome recorded on the Pod before runtimed restarted');
     }
-    this.#unwritten.delete(id);
+    await this.#writeEnded(ctx, ended);
     ctx.log.info('task outcome written after the API server answered again');
     return undefined;
+  }
+
+  /**
+   * The attempt's end as recorded on the Pod (counted by the runtimed that saw it). A record
+   * that cannot be read still proves that the attempt ran here and ended: it is never run
+   * again, and since how it ended is unknown it is interrupted (retried only within the
+   * policy for a lost owner), with the reason in the Run's message; that end replaces it.
+   */
+  async #readRecord({ epoch, log }: ReconcileContext): Promise<Ended | undefined> {
+    try {
+      const record = await this.#records.read(epoch.uid, epoch.attempt);
+      return record === undefined ? undefined : { record, count: COUNTED_BEFORE, saved: true };
+    } catch (error) {
+      if (!(error instanceof OutcomeRecordUnreadableError)) throw error;
+      log.error({ err: error }, 'the outcome record is unreadable; the attempt is written as interrupted');
+      const end: AttemptEnd = { type: 'interrupted', message: error.message };
+      return { record: { uid: epoch.uid, attempt: epoch.attempt, end }, count: COUNTED_BEFORE };
+    }
   }
 
   /**
@@ -195,7 +268,6 @@ export class TaskExecution {
       counted = true;
       o.metrics.taskFinished(outcome, seconds);
     };
-    let write: OutcomeWrite | undefined;
     try {
       // An AwaitInput whose write is in flight decides whether this end is the wait's.
       if (execution.waitWrite !== undefined) await execution.waitWrite;
@@ -205,27 +277,24 @@ export class TaskExecution {
         if (execution.stoppedFor === 'waitingInput') await waitEnded(this.#w, ctx, exitReasonName(exited, failure));
         return;
       }
+      let end: AttemptEnd;
       if (resume.type === 'failed' || resume.type === 'interrupted') {
         count('failed');
-        write = (current) => resumeFailed(this.#w, current, resume);
+        end = { type: 'resumeFailed', load: resume };
+      } else if (exited === undefined) {
+        end = { type: 'interrupted', message: `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}` };
       } else {
-        if (exited !== undefined) {
-          const { reason, exitCode, signal, outputsError } = exited;
-          ctx.log.info({ reason, exitCode, signal: signal || undefined, outputsError: outputsError || undefined, seconds }, 'task exited');
-        }
-        write = (current) => this.#taskEnded(current, exited, failure, count);
+        const { reason, exitCode, signal, outputsError } = exited;
+        ctx.log.info({ reason, exitCode, signal: signal || undefined, outputsError: outputsError || undefined, seconds }, 'task exited');
+        end = { type: 'exited', exited };
       }
-      await write(ctx);
+      await this.#writeEnded(ctx, { record: { uid: ctx.epoch.uid, attempt: ctx.epoch.attempt, end }, count });
     } catch (error) {
-      if (error instanceof NotOwnerError || error instanceof TransitionRefusedError) {
-        ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
-      } else {
-        // Kept: the reconcile that follows (enqueued below, retried with backoff while
-        // the API server does not answer) writes it from the Run as it then is. Without
-        // it the attempt would stay Running until its lifetime ran out (Timeout).
-        if (write !== undefined) this.#keepUnwritten(execution.id, write);
-        ctx.log.error({ err: error, kept: write !== undefined }, 'writing the task outcome failed');
-      }
+      // Moved on: logged by #writeEnded. Otherwise kept (in memory and on the Pod): the
+      // reconcile that follows (enqueued below, retried with backoff while the API server
+      // does not answer) writes it from the Run as it then is. Without it the attempt
+      // would stay Running until its lifetime ran out (Timeout).
+      if (!movedOn(error)) ctx.log.error({ err: error }, 'writing the task outcome failed');
     } finally {
       const current = this.#w.local.get(ctx.key);
       if (current?.execution === execution) delete current.execution;
@@ -287,19 +356,55 @@ export class TaskExecution {
     return { exited, failure: undefined };
   }
 
-  async #taskEnded(
-    ctx: ReconcileContext,
-    exited: runtimeServerV1.ExecutionExited | undefined,
-    failure: unknown,
-    count: (outcome: TaskOutcome) => void,
-  ): Promise<void> {
-    if (exited === undefined) {
-      count('failed');
-      await this.#w.attemptFailed(ctx, `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`, {
-        interrupted: true,
-      });
-      return;
+  /**
+   * Writes an attempt's end: first its record on the Pod (before anything removes the
+   * attempt's workspace, which marked that the attempt ran), then the outcome, then the
+   * record goes. Fenced or refused: the Run went on without this outcome, which is never
+   * written (the record goes too). Any other failure keeps the end in memory and on the
+   * Pod, and is thrown.
+   */
+  async #writeEnded(ctx: ReconcileContext, ended: Ended): Promise<void> {
+    const { uid, attempt, end } = ended.record;
+    const id = `${uid}/${String(attempt)}`;
+    try {
+      if (ended.saved !== true) await this.#records.save(ended.record);
+      ended.saved = true;
+      await this.#writeEnd(ctx, end, ended.count);
+    } catch (error) {
+      if (!movedOn(error)) {
+        this.#keepUnwritten(id, ended);
+        throw error;
+      }
+      ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
+      this.#unwritten.delete(id);
+      await this.#records.remove(uid, attempt);
+      throw error;
     }
+    this.#unwritten.delete(id);
+    await this.#records.remove(uid, attempt);
+  }
+
+  /**
+   * The outcome of an end, from the Run as the reconcile that calls it sees it (and
+   * whatever goes with it: the workspace removed, a requeue or the final phase).
+   * Idempotent: called again when the API server did not answer.
+   */
+  async #writeEnd(ctx: ReconcileContext, end: AttemptEnd, count: Count): Promise<void> {
+    switch (end.type) {
+      case 'resumeFailed':
+        await resumeFailed(this.#w, ctx, end.load);
+        return;
+      case 'interrupted':
+        count('failed');
+        await this.#w.attemptFailed(ctx, end.message, { interrupted: true });
+        return;
+      case 'exited':
+        await this.#taskExited(ctx, end.exited, count);
+        return;
+    }
+  }
+
+  async #taskExited(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, count: Count): Promise<void> {
     const { reason, exitCode, message } = exited;
     switch (reason) {
       case ExitReason.EXIT_REASON_COMPLETED:
@@ -339,7 +444,7 @@ export class TaskExecution {
    * missing or mismatched one ends it Failed (the same code would give the same result);
    * a store that cannot be read makes the attempt interrupted.
    */
-  async #exitedZero(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, count: (outcome: TaskOutcome) => void): Promise<void> {
+  async #exitedZero(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, count: Count): Promise<void> {
     const { artifacts } = this.#w.o;
     const outcome = await exitZeroOutcome(artifacts, ctx, exited.manifest);
     switch (outcome.type) {
@@ -380,8 +485,8 @@ export class TaskExecution {
     return written.status?.phase;
   }
 
-  #keepUnwritten(executionId: string, write: OutcomeWrite): void {
-    this.#unwritten.set(executionId, write);
+  #keepUnwritten(executionId: string, ended: Ended): void {
+    this.#unwritten.set(executionId, ended);
     if (this.#unwritten.size > MAX_REMEMBERED_EXECUTIONS) {
       const oldest = this.#unwritten.keys().next();
       if (oldest.done !== true) this.#unwritten.delete(oldest.value);
@@ -395,4 +500,9 @@ export class TaskExecution {
       if (oldest.done !== true) this.#executed.delete(oldest.value);
     }
   }
+}
+
+/** The Run went on without this write: fenced (another epoch) or refused by the state machine. */
+function movedOn(error: unknown): error is NotOwnerError | TransitionRefusedError {
+  return error instanceof NotOwnerError || error instanceof TransitionRefusedError;
 }

@@ -60,6 +60,15 @@ export class Workspaces {
   }
 
   /**
+   * Where the ends of attempts are recorded until their outcome is written (outcome-record.ts):
+   * beside the Runs' directories, in the emptyDir that outlives runtimed's container, under
+   * a name no Run UID can take. Removing a Run's workspace leaves its records.
+   */
+  async outcomesDir(): Promise<string> {
+    return join(await this.root(), '.outcomes');
+  }
+
+  /**
    * Writes the Run's snapshot (status.source) into its attempt's workspace, after checking
    * its sha256 against the recorded digest; returns the workspace path. Throws
    * SourceMismatchError, having written nothing, when the bytes are not the snapshot's.

@@ -1,0 +1,240 @@
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RUN_REASONS, boundedMessage } from '@kruntimes/api';
+import { KruntimesError } from '@kruntimes/errors';
+import { runtimeServerV1 } from '@kruntimes/proto';
+import type { ResumeLoad } from './resume.ts';
+
+/**
+ * How an attempt that ran on this Pod ended: what it takes to write its outcome (the same
+ * steps, from the Run as it is when the write is made).
+ */
+export type AttemptEnd =
+  /** The Runtime Server reported the exit: the message it sent. */
+  | { type: 'exited'; exited: runtimeServerV1.ExecutionExited }
+  /** Cut short by the platform (the execution was lost, runtimed restarted while it ran). */
+  | { type: 'interrupted'; message: string }
+  /** A continuation that could not start from its checkpoint. */
+  | { type: 'resumeFailed'; load: Extract<ResumeLoad, { type: 'failed' | 'interrupted' }> };
+
+/** The end of one attempt, kept on the Pod until its outcome is written. */
+export interface OutcomeRecord {
+  uid: string;
+  attempt: number;
+  end: AttemptEnd;
+}
+
+const VERSION = 1;
+
+/**
+ * A record holds at most one ExecutionExited, which reached runtimed in one gRPC message
+ * (grpc-js receives at most 4 MiB), base64 in the record, plus bounded messages. Under the
+ * invoke contract's output bounds a record is about 100 KB at most; anything larger on
+ * disk is not one this code wrote.
+ */
+export const MAX_OUTCOME_RECORD_BYTES = Math.ceil(((4 * 1024 * 1024) / 3) * 4) + 16 * 1024;
+
+const UID = /^[0-9a-z-]{1,64}$/;
+const FILE = /^([0-9a-z-]{1,64})\.([1-9][0-9]{0,8})\.json$/;
+const TEMP_SUFFIX = '.tmp';
+
+/** A record that exists but cannot be used: how the attempt ended is unknown. */
+export class OutcomeRecordUnreadableError extends KruntimesError {
+  constructor(uid: string, attempt: number, detail: string, cause?: unknown) {
+    super('Internal', `the record of how attempt ${String(attempt)} of Run ${uid} ended is unreadable: ${detail}`, {
+      ...(cause === undefined ? {} : { cause }),
+    });
+    this.name = 'OutcomeRecordUnreadableError';
+  }
+}
+
+/** Pure: the record as stored (JSON; the exit as the protobuf bytes it came in). Messages are bounded like status messages. */
+export function encodeOutcomeRecord({ uid, attempt, end }: OutcomeRecord): string {
+  const stored = { version: VERSION, uid, attempt, end: storedEnd(end) };
+  const text = JSON.stringify(stored);
+  if (Buffer.byteLength(text) > MAX_OUTCOME_RECORD_BYTES) {
+    throw new KruntimesError(
+      'Internal',
+      `the record of how attempt ${String(attempt)} of Run ${uid} ended is ${String(Buffer.byteLength(text))} bytes, over ${String(MAX_OUTCOME_RECORD_BYTES)}`,
+    );
+  }
+  return text;
+}
+
+function storedEnd(end: AttemptEnd): unknown {
+  switch (end.type) {
+    case 'exited': {
+      const exited = { ...end.exited, message: boundedMessage(end.exited.message), outputsError: boundedMessage(end.exited.outputsError) };
+      return { type: 'exited', exited: Buffer.from(runtimeServerV1.ExecutionExited.encode(exited).finish()).toString('base64') };
+    }
+    case 'interrupted':
+      return { type: 'interrupted', message: boundedMessage(end.message) };
+    case 'resumeFailed':
+      return { type: 'resumeFailed', load: { ...end.load, message: boundedMessage(end.load.message) } };
+  }
+}
+
+/**
+ * Pure: a stored record, checked field by field against the attempt its file is named for.
+ * Anything else is an OutcomeRecordUnreadableError, never a guess.
+ */
+export function decodeOutcomeRecord(text: string, uid: string, attempt: number): OutcomeRecord {
+  const bad = (detail: string, cause?: unknown): OutcomeRecordUnreadableError =>
+    new OutcomeRecordUnreadableError(uid, attempt, detail, cause);
+  if (Buffer.byteLength(text) > MAX_OUTCOME_RECORD_BYTES) throw bad(`over ${String(MAX_OUTCOME_RECORD_BYTES)} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw bad(`not JSON (${error instanceof Error ? error.message : String(error)})`, error);
+  }
+  if (!isObject(parsed)) throw bad('not a JSON object');
+  if (parsed.version !== VERSION) throw bad(`version ${JSON.stringify(parsed.version)}, not ${String(VERSION)}`);
+  if (parsed.uid !== uid || parsed.attempt !== attempt) {
+    throw bad(`it names Run ${JSON.stringify(parsed.uid)} attempt ${JSON.stringify(parsed.attempt)}`);
+  }
+  const { end } = parsed;
+  if (!isObject(end)) throw bad('no end');
+  switch (end.type) {
+    case 'exited': {
+      if (typeof end.exited !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(end.exited)) throw bad('end.exited is not base64');
+      try {
+        return { uid, attempt, end: { type: 'exited', exited: runtimeServerV1.ExecutionExited.decode(Buffer.from(end.exited, 'base64')) } };
+      } catch (error) {
+        throw bad(`end.exited is not an ExecutionExited (${error instanceof Error ? error.message : String(error)})`, error);
+      }
+    }
+    case 'interrupted':
+      if (typeof end.message !== 'string') throw bad('end.message is not a string');
+      return { uid, attempt, end: { type: 'interrupted', message: end.message } };
+    case 'resumeFailed': {
+      const { load } = end;
+      if (!isObject(load) || typeof load.message !== 'string') throw bad('end.load has no message');
+      if (load.type === 'interrupted')
+        return { uid, attempt, end: { type: 'resumeFailed', load: { type: 'interrupted', message: load.message } } };
+      if (load.type === 'failed' && (load.reason === RUN_REASONS.artifactMissing || load.reason === RUN_REASONS.artifactInvalid)) {
+        return { uid, attempt, end: { type: 'resumeFailed', load: { type: 'failed', reason: load.reason, message: load.message } } };
+      }
+      throw bad(`end.load is not a failed resume (${JSON.stringify(load.type)}, ${JSON.stringify(load.reason)})`);
+    }
+    default:
+      throw bad(`unknown end type ${JSON.stringify(end.type)}`);
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The ends of attempts kept on the Pod, one file per attempt (`<uid>.<attempt>.json`) in a
+ * directory of the workspace emptyDir, which outlives runtimed's container: written before
+ * the attempt's workspace is removed and removed once the outcome is written (or the Run
+ * went on without it). A restarted runtimed finds in them the attempts that already ran
+ * here. Which records exist is indexed in memory, read from the directory on first use;
+ * only this process writes there.
+ */
+export class OutcomeRecords {
+  readonly #dir: () => Promise<string>;
+  #index: Promise<Map<string, Set<number>>> | undefined;
+
+  /** `dir`: the directory of the records (created on the first save). */
+  constructor(dir: () => Promise<string>) {
+    this.#dir = dir;
+  }
+
+  /** The attempts of a Run that have a record. */
+  async attempts(uid: string): Promise<number[]> {
+    return [...((await this.#load()).get(uid) ?? [])];
+  }
+
+  /** Every Run UID with a record. */
+  async uids(): Promise<string[]> {
+    return [...(await this.#load()).keys()];
+  }
+
+  /** Writes the record whole or not at all (a rename): a runtimed killed meanwhile leaves no half of it. */
+  async save(record: OutcomeRecord): Promise<void> {
+    const text = encodeOutcomeRecord(record);
+    const index = await this.#load();
+    const path = await this.#path(record.uid, record.attempt);
+    await mkdir(await this.#dir(), { recursive: true });
+    await writeFile(path + TEMP_SUFFIX, text, { mode: 0o600 });
+    await rename(path + TEMP_SUFFIX, path);
+    let attempts = index.get(record.uid);
+    if (attempts === undefined) index.set(record.uid, (attempts = new Set()));
+    attempts.add(record.attempt);
+  }
+
+  /** The record, undefined when there is none; OutcomeRecordUnreadableError when it cannot be used. */
+  async read(uid: string, attempt: number): Promise<OutcomeRecord | undefined> {
+    const path = await this.#path(uid, attempt);
+    let text: string;
+    try {
+      const { size } = await stat(path);
+      if (size > MAX_OUTCOME_RECORD_BYTES) throw new OutcomeRecordUnreadableError(uid, attempt, `${String(size)} bytes`);
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      this.#forget(await this.#load(), uid, attempt);
+      return undefined;
+    }
+    return decodeOutcomeRecord(text, uid, attempt);
+  }
+
+  /** Removes the record (idempotent). */
+  async remove(uid: string, attempt: number): Promise<void> {
+    await rm(await this.#path(uid, attempt), { force: true });
+    this.#forget(await this.#load(), uid, attempt);
+  }
+
+  async #path(uid: string, attempt: number): Promise<string> {
+    if (!UID.test(uid) || !Number.isSafeInteger(attempt) || attempt < 1) {
+      throw new KruntimesError('InvalidRequest', `no outcome record for Run ${JSON.stringify(uid)} attempt ${String(attempt)}`, {
+        terminal: true,
+      });
+    }
+    return join(await this.#dir(), `${uid}.${String(attempt)}.json`);
+  }
+
+  #forget(index: Map<string, Set<number>>, uid: string, attempt: number): void {
+    const attempts = index.get(uid);
+    attempts?.delete(attempt);
+    if (attempts?.size === 0) index.delete(uid);
+  }
+
+  #load(): Promise<Map<string, Set<number>>> {
+    this.#index ??= this.#scan().catch((error: unknown) => {
+      // Not cached: the next use reads the directory again.
+      this.#index = undefined;
+      throw error;
+    });
+    return this.#index;
+  }
+
+  async #scan(): Promise<Map<string, Set<number>>> {
+    const dir = await this.#dir();
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
+      throw error;
+    }
+    const index = new Map<string, Set<number>>();
+    for (const name of names) {
+      // A save cut short by a kill: its attempt's write had not started (the record comes first).
+      if (name.endsWith(TEMP_SUFFIX)) {
+        await rm(join(dir, name), { force: true });
+        continue;
+      }
+      const match = FILE.exec(name);
+      if (match?.[1] === undefined || match[2] === undefined) continue;
+      const attempt = Number(match[2]);
+      let attempts = index.get(match[1]);
+      if (attempts === undefined) index.set(match[1], (attempts = new Set()));
+      attempts.add(attempt);
+    }
+    return index;
+  }
+}
