@@ -6,7 +6,7 @@
 // Which program ran is told by its exit: v1 exits 0, every edit exits 7.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, CONDITION_TYPES, RUN_PLURAL, SOURCE_SNAPSHOT } from '@kruntimes/api';
+import { API_GROUP, CONDITION_TYPES, RUN_PLURAL, RUNTIME_USER_RULES, SOURCE_SNAPSHOT } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { currentPhase, findCondition, finishKind } from '@kruntimes/run-state';
@@ -29,6 +29,8 @@ beforeAll(async () => {
   });
   await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-user', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
   ]);
   kubeconfig = join(system.dir, 'alice.kubeconfig');
   await writeFile(
