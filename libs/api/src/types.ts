@@ -4,6 +4,17 @@ import type { RunOrigin } from './origin.ts';
 import type { ResponseRecord, ResumeStatus, RuntimeCapability, WaitingInputStatus } from './input.ts';
 import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
 
+/**
+ * An RBAC rule as each component declares what it needs (its `*_RULES`), from which the
+ * chart's Roles are generated and the tests grant exactly that.
+ */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  resourceNames?: string[];
+  verbs: string[];
+}
+
 /** The subset of Kubernetes ObjectMeta that kruntimes code reads and writes. */
 export interface ObjectMeta {
   name?: string;

@@ -1,8 +1,4 @@
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
+import type { PolicyRule } from '@kruntimes/api';
 
 /**
  * What the gateway reads through the API in `--resolve endpoints` mode, and nothing

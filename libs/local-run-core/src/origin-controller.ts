@@ -1,3 +1,4 @@
+import type { PolicyRule } from '@kruntimes/api';
 import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, ORIGIN_LABEL, RUN_PLURAL } from '@kruntimes/api';
@@ -7,12 +8,6 @@ import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntim
 import { decideOrigin } from './decide-origin.ts';
 
 type RunObject = Run & KubernetesObject;
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 
 /** What the origin controller does through the API: read labelled Runs, write their status. */
 export const ORIGIN_CONTROLLER_RULES: readonly PolicyRule[] = [

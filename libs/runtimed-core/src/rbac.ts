@@ -1,10 +1,5 @@
+import type { PolicyRule } from '@kruntimes/api';
 import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_PLURAL } from '@kruntimes/api';
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 
 /**
  * What runtimed's ServiceAccount needs in its Runtime's namespace (a Role, not a

@@ -14,4 +14,3 @@ export { LATENESS_BUCKETS_SECONDS, ScheduleMetrics } from './metrics.ts';
 export { DEFAULT_REQUEUE_CAP_MS, ScheduleController } from './schedule-controller.ts';
 export type { ScheduleControllerOptions } from './schedule-controller.ts';
 export { SCHEDULE_CONTROLLER_RULES } from './rbac.ts';
-export type { PolicyRule } from './rbac.ts';

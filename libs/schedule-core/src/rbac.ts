@@ -1,10 +1,5 @@
+import type { PolicyRule } from '@kruntimes/api';
 import { API_GROUP, RUN_PLURAL, RUN_SCHEDULE_PLURAL, RUNTIME_PLURAL, RUNTIME_USE_VERB } from '@kruntimes/api';
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 
 /**
  * What the schedule controller does through the API (granted to the controller-manager,

@@ -1,11 +1,6 @@
+import type { PolicyRule } from '@kruntimes/api';
 import { API_GROUP, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { SNAPSHOT_CONTROLLER_RULES } from '@kruntimes/snapshot-core';
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 
 /**
  * Everything the scheduler does through the API, and nothing else (a ClusterRole when it

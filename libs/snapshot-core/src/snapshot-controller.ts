@@ -1,3 +1,4 @@
+import type { PolicyRule } from '@kruntimes/api';
 import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL, SOURCE_SNAPSHOT, snapshotConfigMapName } from '@kruntimes/api';
@@ -17,12 +18,6 @@ import {
 import type { ConfigMapView, SourceRead } from './decide-snapshot.ts';
 
 type RunObject = Run & KubernetesObject;
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-}
 
 /**
  * What the snapshot controller does through the API, besides what its host (the scheduler)

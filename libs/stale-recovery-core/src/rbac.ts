@@ -1,11 +1,5 @@
+import type { PolicyRule } from '@kruntimes/api';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
-
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  resourceNames?: string[];
-  verbs: string[];
-}
 
 /** The leader-election Lease of stale-recovery. */
 export const STALE_RECOVERY_LEASE_NAME = 'kruntimes-stale-recovery';
