@@ -27,7 +27,11 @@ async function fakeBuild(binaries: readonly string[]): Promise<{ script: string;
   const script = join(root, 'build.sh');
   await writeFile(
     script,
-    `#!/bin/sh\necho '[kube-binaries] etcd: building go.etcd.io/etcd/server/v3' >&2\nsleep 0.4\necho '[kube-binaries] etcd: built in 1s' >&2\necho ${bin}\n`,
+    // It goes on once the test saw the phase line (bounded: 10 s), so a busy machine cannot
+    // make the build end before a tick.
+    `#!/bin/sh\necho '[kube-binaries] etcd: building go.etcd.io/etcd/server/v3' >&2\n` +
+      `i=0; while [ ! -e ${join(root, 'go')} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n` +
+      `echo '[kube-binaries] etcd: built in 1s' >&2\necho ${bin}\n`,
   );
   await chmod(script, 0o755);
   return { script, bin };
@@ -36,17 +40,26 @@ async function fakeBuild(binaries: readonly string[]): Promise<{ script: string;
 test('streams the build output and a phase/elapsed line while it runs; returns the bin directory', async () => {
   const { script, bin } = await fakeBuild(BINARY_NAMES);
   const lines: string[] = [];
-  const dir = await binariesWithProgress((line) => lines.push(line), { script, cacheRoot: join(root, 'cache'), tickMs: 100 });
-  expect(dir).toBe(bin);
-  expect(lines[0]).toMatch(/^\[kube-binaries\] etcd: building go\.etcd\.io\/etcd\/server\/v3 \(0s\)$/);
-  expect(lines).toContainEqual(
-    expect.stringMatching(/^building the control-plane binaries: etcd: building go\.etcd\.io\/etcd\/server\/v3 \(elapsed 0s\)$/),
+  const phaseLine = /^building the control-plane binaries: etcd: building go\.etcd\.io\/etcd\/server\/v3 \(elapsed \d+s\)$/;
+  const dir = await binariesWithProgress(
+    (line) => {
+      lines.push(line);
+      if (phaseLine.test(line)) void writeFile(join(root, 'go'), '');
+    },
+    { script, cacheRoot: join(root, 'cache'), tickMs: 100 },
   );
+  expect(dir).toBe(bin);
+  // A tick may come before the script's first line ("starting"): the build's own lines keep their order.
+  expect(lines.find((line) => line.startsWith('[kube-binaries]'))).toMatch(
+    /^\[kube-binaries\] etcd: building go\.etcd\.io\/etcd\/server\/v3 \(\d+s\)$/,
+  );
+  expect(lines).toContainEqual(expect.stringMatching(phaseLine));
   expect(lines.at(-1)).toMatch(/etcd: built in 1s/);
 });
 
 test('a missing binary in what build.sh printed is an error', async () => {
   const { script } = await fakeBuild(['etcd']);
+  await writeFile(join(root, 'go'), '');
   await expect(binariesWithProgress(() => undefined, { script, cacheRoot: join(root, 'cache'), tickMs: 1_000 })).rejects.toThrow(
     /(kube-apiserver|kube-controller-manager|kubectl|weed) is not an executable/,
   );
