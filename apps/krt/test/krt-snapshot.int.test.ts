@@ -6,7 +6,7 @@
 // Which program ran is told by its exit: v1 exits 0, every edit exits 7.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, CONDITION_TYPES, RUN_PLURAL, SOURCE_SNAPSHOT } from '@kruntimes/api';
+import { API_GROUP, CONDITION_TYPES, RUN_PLURAL, RUNTIME_USER_RULES, SOURCE_SNAPSHOT } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { currentPhase, findCondition, finishKind } from '@kruntimes/run-state';
@@ -29,6 +29,8 @@ beforeAll(async () => {
   });
   await new NamespaceAccess(system.cluster, system.name).grantUser('alice', 'run-user', [
     { apiGroups: [API_GROUP], resources: [RUN_PLURAL], verbs: ['get', 'list', 'watch', 'create'] },
+    // Creating a Run needs `use` on its Runtime (the admission policy).
+    ...RUNTIME_USER_RULES,
   ]);
   kubeconfig = join(system.dir, 'alice.kubeconfig');
   await writeFile(
@@ -113,7 +115,8 @@ test(
     expect(outcome(parent)).toEqual({ phase: 'Succeeded', reason: 'Succeeded', exitCode: 0 });
     await writeConfigMap('retry-src', 'echo retry v2\nexit 7\n');
 
-    const retried = await krt(['retry', 'once']);
+    // Not retrySafe: the retry may repeat its side effects, so it is confirmed with --yes.
+    const retried = await krt(['retry', 'once', '--yes']);
     expect(retried.code).toBe(0);
     const name = /^run\/(once-retry-[a-z0-9]{5})\n$/.exec(retried.stdout)?.[1] ?? '';
     expect(retried.stderr).toContain(`the source snapshot ${(parent.status?.source?.digest ?? '').slice(0, 19)}`);
@@ -126,7 +129,7 @@ test(
     const wide = await krt(['get', name, '-o', 'wide']);
     expect(wide.stdout).toContain((parent.status?.source?.digest ?? '').slice(0, 'sha256:'.length + 12));
 
-    const refreshed = await krt(['retry', 'once', '--refresh-source']);
+    const refreshed = await krt(['retry', 'once', '--refresh-source', '--yes']);
     expect(refreshed.code).toBe(0);
     const refreshedName = /^run\/(once-retry-[a-z0-9]{5})\n$/.exec(refreshed.stdout)?.[1] ?? '';
     const fresh = await system.waitForRun(refreshedName, 'finished', finished, 120_000);
