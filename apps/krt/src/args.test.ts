@@ -78,6 +78,12 @@ describe('parseCommandLine', () => {
       ['retry', 'r1', '--refresh-source'],
       { command: { name: 'retry', run: 'r1', refreshSource: true }, global: {} },
     ],
+    ['retry --yes', ['retry', 'r1', '--yes'], { command: { name: 'retry', run: 'r1', yes: true }, global: {} }],
+    [
+      'retry -y --refresh-source',
+      ['retry', '-y', 'r1', '--refresh-source'],
+      { command: { name: 'retry', run: 'r1', refreshSource: true, yes: true }, global: {} },
+    ],
     ['cancel', ['cancel', 'r1', '-n', 'ns'], { command: { name: 'cancel', run: 'r1' }, global: { namespace: 'ns' } }],
     [
       'cancel and wait, default timeout',

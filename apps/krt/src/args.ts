@@ -11,7 +11,8 @@ export type Command =
   | { name: 'get'; run?: string; output: OutputFormat }
   | { name: 'wait'; run: string; target: WaitTarget; timeoutMs: number }
   | { name: 'invoke'; run: string; input: InvokeInput; invocationId?: string; timeoutMs: number; gateway?: string; gatewayCaFile?: string }
-  | { name: 'retry'; run: string; refreshSource?: boolean }
+  /** `yes`: retry without asking, also what may repeat side effects (docs/lifecycle.md "Retries"). */
+  | { name: 'retry'; run: string; refreshSource?: boolean; yes?: boolean }
   /** `wait`: wait until the Run is terminal, at most `timeoutMs`. */
   | { name: 'cancel'; run: string; wait?: { timeoutMs: number } }
   | { name: 'delete'; run: string }
@@ -113,6 +114,7 @@ const OPTIONS = {
   since: { type: 'string' },
   name: { type: 'string' },
   'refresh-source': { type: 'boolean' },
+  yes: { type: 'boolean', short: 'y' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -121,7 +123,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   get: ['output'],
   wait: ['for', 'timeout'],
   invoke: ['file', 'data', 'invocation-id', 'timeout', 'gateway', 'gateway-ca'],
-  retry: ['refresh-source'],
+  retry: ['refresh-source', 'yes'],
   cancel: ['wait', 'timeout'],
   delete: [],
   respond: ['id', 'data', 'data-file', 'wait-timeout'],
@@ -206,7 +208,15 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
     case 'respond':
       return { command: respondCommandLine(run, values), global };
     case 'retry':
-      return { command: values['refresh-source'] === true ? { name, run, refreshSource: true } : { name, run }, global };
+      return {
+        command: {
+          name,
+          run,
+          ...(values['refresh-source'] === true ? { refreshSource: true } : {}),
+          ...(values.yes === true ? { yes: true } : {}),
+        },
+        global,
+      };
     case 'delete':
       return { command: { name, run }, global };
   }
@@ -442,9 +452,12 @@ Usage:
                                             invoke a Ready function Run; result JSON on stdout
                                             (--gateway: reach the gateway at another address,
                                             e.g. a port-forward; --gateway-ca: its CA PEM)
-  krt retry RUN [--refresh-source]          create a new Run retrying a finished one; it runs the
+  krt retry RUN [--refresh-source] [--yes]  create a new Run retrying a finished one; it runs the
                                             parent's source snapshot (same digest) unless
-                                            --refresh-source reads spec.source again
+                                            --refresh-source reads spec.source again. A task that
+                                            ended Interrupted or is not retrySafe may repeat side
+                                            effects: asks [y/N] on a terminal, refused without one
+                                            (exit 7) unless --yes
   krt cancel RUN [--wait [--timeout 60s]]   request cancellation; --wait: until the Run finished
   krt delete RUN                            delete a Run
   krt schedule trigger SCHEDULE [--id ID]   a manual Run of a RunSchedule; the same --id again

@@ -14,6 +14,7 @@ describe('exit codes', () => {
       unauthorized: 4,
       unavailable: 5,
       lockMismatch: 6,
+      notConfirmed: 7,
       interrupted: 130,
     });
   });

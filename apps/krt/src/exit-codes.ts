@@ -7,7 +7,8 @@ import { InvocationError, InvocationTransportError } from '@kruntimes/sdk';
  * krt's exit codes, one table (README):
  * 0 ok; 1 the function failed (error source `function`); 2 usage or invalid input;
  * 3 not found; 4 unauthenticated or forbidden; 5 unavailable, timeout or any other
- * platform error; 6 the run file of `krt run --local` does not match its lock; 130 Ctrl-C
+ * platform error; 6 the run file of `krt run --local` does not match its lock; 7 a `krt retry`
+ * that may repeat side effects was not confirmed (answered no, or no terminal and no --yes); 130 Ctrl-C
  * (128 + SIGINT, as shells report it) while `krt run` waited. A local task that did not
  * succeed is 1, like a failed function.
  */
@@ -19,6 +20,7 @@ export const EXIT = {
   unauthorized: 4,
   unavailable: 5,
   lockMismatch: 6,
+  notConfirmed: 7,
   interrupted: 130,
 } as const;
 

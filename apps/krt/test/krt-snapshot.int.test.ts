@@ -115,7 +115,8 @@ test(
     expect(outcome(parent)).toEqual({ phase: 'Succeeded', reason: 'Succeeded', exitCode: 0 });
     await writeConfigMap('retry-src', 'echo retry v2\nexit 7\n');
 
-    const retried = await krt(['retry', 'once']);
+    // Not retrySafe: the retry may repeat its side effects, so it is confirmed with --yes.
+    const retried = await krt(['retry', 'once', '--yes']);
     expect(retried.code).toBe(0);
     const name = /^run\/(once-retry-[a-z0-9]{5})\n$/.exec(retried.stdout)?.[1] ?? '';
     expect(retried.stderr).toContain(`the source snapshot ${(parent.status?.source?.digest ?? '').slice(0, 19)}`);
@@ -128,7 +129,7 @@ test(
     const wide = await krt(['get', name, '-o', 'wide']);
     expect(wide.stdout).toContain((parent.status?.source?.digest ?? '').slice(0, 'sha256:'.length + 12));
 
-    const refreshed = await krt(['retry', 'once', '--refresh-source']);
+    const refreshed = await krt(['retry', 'once', '--refresh-source', '--yes']);
     expect(refreshed.code).toBe(0);
     const refreshedName = /^run\/(once-retry-[a-z0-9]{5})\n$/.exec(refreshed.stdout)?.[1] ?? '';
     const fresh = await system.waitForRun(refreshedName, 'finished', finished, 120_000);

@@ -11,7 +11,7 @@ import { transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { Cluster, HttpsStub, NamespaceAccess, json, kubeconfigYaml, selfSignedCertificate, waitFor } from '@kruntimes/testing';
 import type { KeyPair, StubHandler, TestNamespace } from '@kruntimes/testing';
-import { runKrt } from './run-krt.ts';
+import { runKrt, startKrt } from './run-krt.ts';
 import type { CliResult } from './run-krt.ts';
 
 const cluster = Cluster.fromEnvironment();
@@ -214,6 +214,77 @@ describe('krt retry', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/Run "busy" is still active \(phase Running\): only a finished Run can be retried/);
     expect((await listRuns()).map((run) => run.metadata.name)).toEqual(['busy']);
+  });
+});
+
+describe('krt retry of what may repeat side effects', () => {
+  /** A task that is not retrySafe whose owner was lost while it ran: Interrupted at attempt 1. */
+  async function interrupted(name: string): Promise<void> {
+    await createRun(name);
+    await start(name);
+    await act(name, 'stale-recovery', { type: 'Interrupted', reason: 'OwnerLost', message: 'the owner Pod pod-1 was lost' });
+  }
+  const retries = async (): Promise<string[]> =>
+    (await listRuns()).map((run) => run.metadata.name ?? '').filter((name) => name.includes('-retry-'));
+  const WARNING =
+    /run\/lost: it is a task that is not retrySafe \(spec\.retryPolicy\.retrySafe\)\. Its attempt 1 ended Interrupted \(OwnerLost: the owner Pod pod-1 was lost\): its owner was lost, so it may have run partly or wholly\. A retry runs the program again from the start, so its external side effects \(writes, calls, messages sent\) may repeat\./;
+
+  test('without a terminal it is refused (exit 7, naming --yes) and nothing is created; --yes retries it, with the warning', async () => {
+    await interrupted('lost');
+    const refused = await krt(['retry', 'lost']);
+    expect(refused.code).toBe(7);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(WARNING);
+    expect(refused.stderr).toContain('Not retried: there is no terminal to confirm on; give --yes to retry anyway (krt retry lost --yes)');
+    expect(await retries()).toEqual([]);
+
+    const confirmed = await krt(['retry', 'lost', '--yes']);
+    expect(confirmed.code).toBe(0);
+    expect(confirmed.stderr).toMatch(WARNING);
+    const name = /^run\/(lost-retry-[a-z0-9]{5})\n$/.exec(confirmed.stdout)?.[1] ?? '';
+    expect(await retries()).toEqual([name]);
+    expect((await getRun(name)).spec.parentRunRef?.name).toBe('lost');
+  });
+
+  test('on a terminal it asks [y/N]: n creates nothing (exit 7), y retries', async () => {
+    await interrupted('lost');
+    const ask = (): ReturnType<typeof startKrt> =>
+      startKrt(['retry', 'lost'], { kubeconfig: kubeconfigs.alice, timeoutMs: CLI_TIMEOUT_MS, terminal: true });
+
+    const declined = ask();
+    await declined.waitForOutput('retry run/lost? [y/N] ', 30_000);
+    expect(declined.output()).toMatch(WARNING);
+    declined.write('n\r');
+    expect(await declined.exited).toBe(7);
+    expect(declined.output()).toContain('run/lost not retried (not confirmed)');
+    expect(await retries()).toEqual([]);
+
+    const accepted = ask();
+    await accepted.waitForOutput('retry run/lost? [y/N] ', 30_000);
+    accepted.write('y\r');
+    expect(await accepted.exited).toBe(0);
+    const name = /run\/(lost-retry-[a-z0-9]{5})\r\n/.exec(accepted.output())?.[1] ?? '';
+    expect(name).not.toBe('');
+    expect(await retries()).toEqual([name]);
+  });
+
+  test('a task that is not retrySafe and Failed asks too; a retrySafe task that Failed and a function Run do not', async () => {
+    await createRun('once');
+    await fail('once');
+    const refused = await krt(['retry', 'once']);
+    expect(refused.code).toBe(7);
+    expect(refused.stderr).toMatch(
+      /run\/once: it is a task that is not retrySafe .* Its attempt 1 ended Failed \(NonZeroExit: exit 3, exit code 3\): it may have run partly\./,
+    );
+
+    await createRun('safe', { retryPolicy: { retrySafe: true } });
+    await fail('safe');
+    expect(await krt(['retry', 'safe'])).toMatchObject({ code: 0, stderr: expect.not.stringContaining('may repeat') as unknown });
+
+    await createRun('fn', FUNCTION);
+    await start('fn');
+    await act('fn', 'stale-recovery', { type: 'Interrupted', reason: 'OwnerLost', message: 'the owner Pod pod-1 was lost' });
+    expect((await krt(['retry', 'fn'])).code).toBe(0);
   });
 });
 

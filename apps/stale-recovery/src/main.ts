@@ -7,6 +7,9 @@
 //   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
 //   --resync SECONDS               look at every Run again this often (default 300; 0: never)
 //   --workers N                    Runs reconciled in parallel (default 2)
+//   --automatic-retry true|false   the cluster retry policy: may a retrySafe task that lost its
+//                                  owner be retried automatically (default true; env
+//                                  KRT_AUTOMATIC_RETRY); a namespace annotation can only narrow it
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
 import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
@@ -25,6 +28,7 @@ const { values } = parseArgs({
     'metrics-address': { type: 'string' },
     resync: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
+    'automatic-retry': { type: 'string' },
     'log-level': { type: 'string' },
   },
   strict: true,
@@ -44,7 +48,14 @@ function number(flag: string, value: string, allowZero = false): number {
   return parsed;
 }
 
+function boolean(flag: string, value: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new Error(`--${flag} must be true or false, not ${JSON.stringify(value)}`);
+}
+
 try {
+  const automaticRetry = boolean('automatic-retry', values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true');
   const kubeConfig = new PooledKubeConfig();
   if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
   else kubeConfig.loadFromFile(values.kubeconfig);
@@ -70,6 +81,7 @@ try {
         metrics,
         workers: number('workers', values.workers),
         resyncMs: number('resync', values.resync, true) * 1000,
+        automaticRetry,
       }),
   });
   process.exit(exitCode);

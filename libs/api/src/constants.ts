@@ -92,6 +92,13 @@ export const ADMISSION_POLICY_NAMES = {
  */
 export const NAMESPACE_BLOCKED_LABEL = 'kruntimes.io/blocked';
 
+/**
+ * A namespace annotated `kruntimes.io/automatic-retry: "false"` forbids the automatic retry
+ * of a retrySafe task after a lost owner there (retry policy); it can only narrow the
+ * cluster default (`--automatic-retry`), never allow what the cluster forbids.
+ */
+export const NAMESPACE_AUTOMATIC_RETRY_ANNOTATION = 'kruntimes.io/automatic-retry';
+
 /** Where runtimed finds its workload certificate (the `<runtime>-runtimed-tls` Secret). */
 export const RUNTIMED_TLS_MOUNT_PATH = '/var/run/kruntimes/tls';
 

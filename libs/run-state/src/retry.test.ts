@@ -1,5 +1,6 @@
 import { BOUNDS, DEFAULTS } from '@kruntimes/api';
-import { backoffSeconds, decideRetry, resolveRetryPolicy } from './retry.ts';
+import { AUTOMATIC_RETRY_ALLOWED, backoffSeconds, decideRetry, resolveAutomaticRetryPolicy, resolveRetryPolicy } from './retry.ts';
+import type { AutomaticRetryPolicy } from './retry.ts';
 
 describe('resolveRetryPolicy', () => {
   it('applies defaults', () => {
@@ -86,5 +87,61 @@ describe('decideRetry with the default policy', () => {
     ['function', undefined, 2, 'attemptFailed', { retry: true, nextAttempt: 3 }],
   ] as const)('%s %j attempt=%d %s', (mode, policy, attempt, cause, expected) => {
     expect(decideRetry(mode, policy, attempt, cause)).toMatchObject(expected);
+  });
+});
+
+describe('resolveAutomaticRetryPolicy', () => {
+  const annotated = (value: string): Record<string, string> => ({ 'kruntimes.io/automatic-retry': value, other: 'x' });
+  it.each([
+    // clusterAllows, annotations, expected
+    [true, undefined, { allowed: true }],
+    [true, {}, { allowed: true }],
+    [true, annotated('true'), { allowed: true }],
+    [true, annotated('false'), { allowed: false, refusedBy: 'namespace' }],
+    // A mistyped value stays a narrowing.
+    [true, annotated('no'), { allowed: false, refusedBy: 'namespace' }],
+    [true, annotated(''), { allowed: false, refusedBy: 'namespace' }],
+    // The namespace can never allow what the cluster forbids.
+    [false, undefined, { allowed: false, refusedBy: 'cluster' }],
+    [false, annotated('true'), { allowed: false, refusedBy: 'cluster' }],
+    [false, annotated('false'), { allowed: false, refusedBy: 'cluster' }],
+  ] as const)('cluster allows=%s, annotations %j: %j', (clusterAllows, annotations, expected) => {
+    expect(resolveAutomaticRetryPolicy({ clusterAllows, namespace: 'team-a', annotations })).toMatchObject(expected);
+  });
+
+  it('says which switch refused and where it is set', () => {
+    expect(resolveAutomaticRetryPolicy({ clusterAllows: false, namespace: 'team-a', annotations: undefined })).toEqual({
+      allowed: false,
+      refusedBy: 'cluster',
+      message: 'the cluster retry policy forbids automatic retries (--automatic-retry=false, chart value global.automaticRetry)',
+    });
+    expect(resolveAutomaticRetryPolicy({ clusterAllows: true, namespace: 'team-a', annotations: annotated('false') })).toEqual({
+      allowed: false,
+      refusedBy: 'namespace',
+      message: 'the namespace retry policy forbids automatic retries (annotation kruntimes.io/automatic-retry="false" on namespace team-a)',
+    });
+    expect(resolveAutomaticRetryPolicy({ clusterAllows: true, namespace: 'team-a', annotations: annotated('off') })).toMatchObject({
+      message: expect.stringContaining('not "true" or "false", taken as "false"') as unknown,
+    });
+  });
+});
+
+describe('decideRetry with the organisation policy', () => {
+  const forbidden: AutomaticRetryPolicy = { allowed: false, refusedBy: 'namespace', message: 'm' };
+  it.each([
+    // mode, retrySafe, attempt, cause, automatic, expected
+    ['task', true, 1, 'ownerLost', AUTOMATIC_RETRY_ALLOWED, { retry: true, nextAttempt: 2 }],
+    ['task', true, 1, 'ownerLost', forbidden, { retry: false, outcome: 'Interrupted', why: 'policyForbids', policy: forbidden }],
+    // Even with no attempts left: nothing proves what the lost attempt did.
+    ['task', true, 3, 'ownerLost', forbidden, { retry: false, outcome: 'Interrupted', why: 'policyForbids' }],
+    // Not retrySafe is the first reason.
+    ['task', false, 1, 'ownerLost', forbidden, { retry: false, outcome: 'Interrupted', why: 'notRetrySafe' }],
+    // No code ran, or the code reported its own failure (the user's policy): not the organisation's switch.
+    ['task', false, 1, 'ownerLostBeforeStart', forbidden, { retry: true, nextAttempt: 2 }],
+    ['task', true, 1, 'attemptFailed', forbidden, { retry: true, nextAttempt: 2 }],
+    // A function registration is always safe to retry.
+    ['function', false, 1, 'ownerLost', forbidden, { retry: true, nextAttempt: 2 }],
+  ] as const)('%s retrySafe=%s attempt=%d %s %j', (mode, retrySafe, attempt, cause, automatic, expected) => {
+    expect(decideRetry(mode, { maxAttempts: 3, retrySafe }, attempt, cause, 1, automatic)).toMatchObject(expected);
   });
 });

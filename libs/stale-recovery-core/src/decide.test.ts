@@ -60,6 +60,28 @@ const table: [string, RunFacts, OwnerEvidence, Expected][] = [
   ['task not retrySafe, Pod gone: Interrupted OwnerLost', task, gone, { type: 'interrupt', reason: 'OwnerLost', cause: 'podGone' }],
   ['retrySafe task, Pod gone: requeue', safeTask, gone, { type: 'requeue', nextAttempt: 2 }],
   ['task never claimed (Scheduled), Pod gone: requeue (no code ran)', { ...task, phase: 'Scheduled' }, gone, { type: 'requeue' }],
+  // the organisation's retry policy
+  [
+    'retrySafe task, Pod gone, the namespace policy forbids: Interrupted OwnerLost naming it',
+    {
+      ...safeTask,
+      automaticRetry: { allowed: false, refusedBy: 'namespace', message: 'the namespace retry policy forbids automatic retries (x)' },
+    },
+    gone,
+    { type: 'interrupt', reason: 'OwnerLost', cause: 'podGone' },
+  ],
+  [
+    'retrySafe task, Pod gone, the policy allows: requeue',
+    { ...safeTask, automaticRetry: { allowed: true } },
+    gone,
+    { type: 'requeue', nextAttempt: 2 },
+  ],
+  [
+    'function, Pod gone, the cluster policy forbids: requeue (a registration is always safe)',
+    { ...fn, automaticRetry: { allowed: false, refusedBy: 'cluster', message: 'c' } },
+    gone,
+    { type: 'requeue' },
+  ],
   // exhausted
   ['function at its last attempt: Failed', { ...fn, epoch: { ...epoch, attempt: 3 } }, gone, { type: 'fail', cause: 'podGone' }],
   ['retrySafe task with maxAttempts 1: Failed', { ...safeTask, retryPolicy: { retrySafe: true, maxAttempts: 1 } }, gone, { type: 'fail' }],
@@ -116,6 +138,17 @@ const table: [string, RunFacts, OwnerEvidence, Expected][] = [
 describe('decideRecovery', () => {
   it.each(table)('%s', (_name, run, evidence, expected) => {
     expect(decideRecovery(run, evidence)).toMatchObject(expected);
+  });
+
+  it('names the retry policy that refused in the interrupt message', () => {
+    const forbidden: RunFacts = {
+      ...safeTask,
+      automaticRetry: { allowed: false, refusedBy: 'cluster', message: 'the cluster retry policy forbids automatic retries (y)' },
+    };
+    const action = decideRecovery(forbidden, gone);
+    expect(action.type === 'interrupt' ? action.message : action.type).toMatch(
+      /^owner lost and not retried automatically: the cluster retry policy forbids automatic retries \(y\); retry it with krt retry: attempt 1 on Pod /,
+    );
   });
 
   it('never starts a new attempt without a fence proof', () => {

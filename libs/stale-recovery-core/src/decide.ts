@@ -3,6 +3,7 @@ import type { RetryPolicy, RunModeKind, RunPhase } from '@kruntimes/api';
 import { decideFence } from '@kruntimes/fencing';
 import type { FenceProof, OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
 import { classify, decideRetry, hasOwner } from '@kruntimes/run-state';
+import type { AutomaticRetryPolicy } from '@kruntimes/run-state';
 
 /** What stale-recovery knows about the Run itself (from its cached object). */
 export interface RunFacts {
@@ -20,6 +21,11 @@ export interface RunFacts {
   readyReason: string | undefined;
   /** The ownership epoch (attempt, Pod, Pod UID); undefined when unassigned. */
   epoch: OwnershipEpoch | undefined;
+  /**
+   * The organisation's retry policy for the Run's namespace (resolveAutomaticRetryPolicy);
+   * undefined: not looked up yet, taken as allowed (it only matters once a requeue is decided).
+   */
+  automaticRetry?: AutomaticRetryPolicy;
 }
 
 /** Why stale-recovery suspects the owner (metrics label `cause` while not fenced). */
@@ -110,6 +116,7 @@ export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): Recovery
     epoch.attempt,
     classify(run.phase) === 'assigned' ? 'ownerLostBeforeStart' : 'ownerLost',
     run.retryBudgetStart,
+    run.automaticRetry,
   );
   if (decision.retry) {
     return {
@@ -122,6 +129,14 @@ export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): Recovery
   }
   if (decision.why === 'notRetrySafe') {
     return { type: 'interrupt', cause: proof, reason: RUN_REASONS.ownerLost, message: `owner lost and the task is not retrySafe: ${text}` };
+  }
+  if (decision.why === 'policyForbids') {
+    return {
+      type: 'interrupt',
+      cause: proof,
+      reason: RUN_REASONS.ownerLost,
+      message: `owner lost and not retried automatically: ${decision.policy.message}; retry it with krt retry: ${text}`,
+    };
   }
   return { type: 'fail', cause: proof, message: `owner lost and no attempts left: ${text}` };
 }

@@ -1,4 +1,4 @@
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
@@ -8,9 +8,22 @@ import type { RunEvent } from '@kruntimes/run-state';
 /** Stale recovery's reads and writes of live Runs; every write is fenced on the read resourceVersion. */
 export class RunWrites {
   readonly #custom: CustomObjectsApi;
+  readonly #core: CoreV1Api;
 
   constructor(kubeConfig: KubeConfig) {
     this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+  }
+
+  /**
+   * The namespace's annotations, read live: only when a lost owner's task would be retried
+   * (one GET per such recovery, never per reconcile), so that an annotation set a moment
+   * ago counts. An error is thrown (the reconcile is retried): a policy that could not be
+   * read never allows a retry by default.
+   */
+  async namespaceAnnotations(namespace: string): Promise<Record<string, string> | undefined> {
+    const object = await this.#core.readNamespace({ name: namespace });
+    return object.metadata?.annotations;
   }
 
   /** The live Run, or undefined when it is gone. */

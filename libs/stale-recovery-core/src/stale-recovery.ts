@@ -5,6 +5,7 @@ import type { Run } from '@kruntimes/api';
 import { Controller, InformerFactory, objectKey, splitObjectKey, systemMonotonicClock } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, MonotonicClock, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import { resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { decideRecovery } from './decide.ts';
 import type { RecoveryAction, RunFacts } from './decide.ts';
@@ -32,6 +33,12 @@ export interface StaleRecoveryOptions {
   recheckMs?: number;
   /** Consecutive Lease renewals without the Run, and their minimum span, before the owner counts as having stopped reporting it. */
   reportingGrace?: { renewals?: number; minGraceMs?: number };
+  /**
+   * The cluster default of the retry policy (`--automatic-retry`, chart value
+   * `retry.automatic`): whether a retrySafe task that lost its owner is retried
+   * automatically; a namespace annotation can only narrow it. Default true.
+   */
+  automaticRetry?: boolean;
   /** Milliseconds since the epoch, for the times written on Runs; injectable for tests. */
   now?: () => number;
   /**
@@ -162,7 +169,17 @@ export class StaleRecovery {
     if (live?.metadata.uid !== uid) return undefined;
     const facts = runFacts(live);
     const nowMs = this.#now();
-    const action = decideRecovery(facts, this.#evidence(namespace, live, facts));
+    const evidence = this.#evidence(namespace, live, facts);
+    let action = decideRecovery(facts, evidence);
+    if (action.type === 'requeue' && facts.mode === 'task') {
+      // The organisation's policy can only turn a requeue into Interrupted: looked up then.
+      facts.automaticRetry = resolveAutomaticRetryPolicy({
+        clusterAllows: this.#options.automaticRetry ?? true,
+        namespace,
+        annotations: await this.#writes.namespaceAnnotations(namespace),
+      });
+      action = decideRecovery(facts, evidence);
+    }
     const epoch = facts.epoch;
     const log = { run: `${namespace}/${name}`, runUID: uid, attempt: epoch?.attempt, pod: epoch?.pod, podUID: epoch?.podUID };
     try {

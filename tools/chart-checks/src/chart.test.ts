@@ -382,10 +382,17 @@ describe('global.watchNamespace', () => {
     const serviceClusterRoles = objects.filter(
       (o) => o.kind === 'ClusterRole' && o.metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'] === undefined,
     );
-    expect(serviceClusterRoles.map((o) => o.metadata.name).sort()).toEqual(['kruntimes-runtimed', 'kruntimes-scheduler-cluster-scoped']);
-    expect(objects.filter((o) => o.kind === 'ClusterRoleBinding').map((o) => o.metadata.name)).toEqual([
+    expect(serviceClusterRoles.map((o) => o.metadata.name).sort()).toEqual([
+      'kruntimes-runtimed',
       'kruntimes-scheduler-cluster-scoped',
+      'kruntimes-stale-recovery-cluster-scoped',
     ]);
+    expect(
+      objects
+        .filter((o) => o.kind === 'ClusterRoleBinding')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(['kruntimes-scheduler-cluster-scoped', 'kruntimes-stale-recovery-cluster-scoped']);
     const rules = serviceRules();
     const services: [RuleSetName, string][] = [
       ['scheduler', 'kruntimes-scheduler'],

@@ -105,6 +105,7 @@ const schema: Schema = {
       metrics: strictObject({ enabled: bool, port }),
       serviceMonitor: strictObject({ enabled: bool, interval: duration, labels: stringMap }),
       watchNamespace: { anyOf: [{ const: '' }, dns1123Label] },
+      automaticRetry: bool,
       networkPolicy: strictObject({ enabled: bool, metricsNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label } }),
       internalCA: {
         ...strictObject({

@@ -1,5 +1,5 @@
-import type { Run } from '@kruntimes/api';
-import { retryOf } from './retry.ts';
+import type { Run, RunPhase } from '@kruntimes/api';
+import { decideRetryConfirmation, retryOf, retryRisk } from './retry.ts';
 
 function finished(overrides: Partial<Run['spec']> = {}, name = 'job'): Run {
   return {
@@ -63,5 +63,89 @@ describe('retryOf', () => {
     const retried = retryOf(original);
     retried.spec.env?.push({ name: 'X', value: 'Y' });
     expect(original.spec.env).toHaveLength(1);
+  });
+});
+
+describe('decideRetryConfirmation', () => {
+  const task = (
+    phase: RunPhase,
+    retrySafe: boolean,
+    status: Partial<NonNullable<Run['status']>> = {},
+    mode: Run['spec']['mode'] = { task: {} },
+  ): Run => ({
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name: 'job', uid: 'u', namespace: 'ns' },
+    spec: { runtime: 'sh', source: { inline: 'echo' }, mode, ...(retrySafe ? { retryPolicy: { retrySafe: true, maxAttempts: 3 } } : {}) },
+    status: { phase, attempt: 1, ...status },
+  });
+  const fn = (phase: RunPhase): Run => task(phase, false, {}, { function: { handler: 'h' } });
+  const neverRan = (): Run => {
+    const run = task('Cancelled', false);
+    delete run.status?.attempt;
+    return run;
+  };
+  const interrupted = { reason: 'OwnerLost', message: 'the owner Pod p-1 was lost' };
+
+  const cases: [string, Run, { yes: boolean; terminal: boolean }, 'retry' | 'retryWarned' | 'ask' | 'refuse'][] = [
+    [
+      'a retrySafe task that Failed: no question',
+      task('Failed', true, { reason: 'NonZeroExit', exitCode: 3 }),
+      { yes: false, terminal: false },
+      'retry',
+    ],
+    ['a retrySafe task that timed out: no question', task('Timeout', true), { yes: false, terminal: true }, 'retry'],
+    ['a retrySafe task that succeeded: no question', task('Succeeded', true), { yes: false, terminal: false }, 'retry'],
+    ['a function Run: no question', fn('Failed'), { yes: false, terminal: false }, 'retry'],
+    ['a function Run that ended Interrupted: no question', fn('Interrupted'), { yes: false, terminal: false }, 'retry'],
+    ['a task that never ran an attempt: no question', neverRan(), { yes: false, terminal: false }, 'retry'],
+    ['a retrySafe task Interrupted, on a terminal: ask', task('Interrupted', true, interrupted), { yes: false, terminal: true }, 'ask'],
+    [
+      'a retrySafe task Interrupted, no terminal: refused',
+      task('Interrupted', true, interrupted),
+      { yes: false, terminal: false },
+      'refuse',
+    ],
+    [
+      'a retrySafe task Interrupted, --yes: retried, warned',
+      task('Interrupted', true, interrupted),
+      { yes: true, terminal: false },
+      'retryWarned',
+    ],
+    ['a task not retrySafe that Failed, on a terminal: ask', task('Failed', false), { yes: false, terminal: true }, 'ask'],
+    ['a task not retrySafe that Succeeded, no terminal: refused', task('Succeeded', false), { yes: false, terminal: false }, 'refuse'],
+    [
+      'a task not retrySafe that was Cancelled, --yes on a terminal: no question',
+      task('Cancelled', false),
+      { yes: true, terminal: true },
+      'retryWarned',
+    ],
+    [
+      'a task not retrySafe Interrupted, no terminal: refused',
+      task('Interrupted', false, interrupted),
+      { yes: false, terminal: false },
+      'refuse',
+    ],
+  ];
+  it.each(cases)('%s', (_name, run, flags, kind) => {
+    expect(decideRetryConfirmation({ run, ...flags }).kind).toBe(kind);
+  });
+
+  it('says which attempt ended how, whether it may have run partly or wholly, and that side effects may repeat', () => {
+    expect(retryRisk(task('Interrupted', false, { attempt: 1, ...interrupted }))).toBe(
+      'run/job: it is a task that is not retrySafe (spec.retryPolicy.retrySafe). Its attempt 1 ended Interrupted (OwnerLost: the owner Pod p-1 was lost): ' +
+        'its owner was lost, so it may have run partly or wholly. ' +
+        'A retry runs the program again from the start, so its external side effects (writes, calls, messages sent) may repeat.',
+    );
+    expect(retryRisk(task('Interrupted', true, { attempt: 3, reason: 'OwnerLost' }))).toMatch(
+      /^run\/job: it ended Interrupted\. Its attempt 3 ended Interrupted \(OwnerLost\): its owner was lost, so it may have run partly or wholly; the 2 attempts before it may have run as well\./,
+    );
+    expect(retryRisk(task('Failed', false, { reason: 'NonZeroExit', message: 'exit 3', exitCode: 3 }))).toMatch(
+      /Its attempt 1 ended Failed \(NonZeroExit: exit 3, exit code 3\): it may have run partly\./,
+    );
+    expect(retryRisk(task('Succeeded', false, { attempt: 2 }))).toMatch(
+      /Its attempt 2 ended Succeeded: it ran wholly; the attempt before it may have run as well\./,
+    );
+    expect(retryRisk(task('Failed', true))).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
-import { API_GROUP_VERSION } from '@kruntimes/api';
+import { createInterface } from 'node:readline/promises';
+import { API_GROUP_VERSION, runModeKind } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { currentPhase, isTerminal } from '@kruntimes/run-state';
+import { currentPhase, finishKind, isTerminal } from '@kruntimes/run-state';
 import type { Command } from '../args.ts';
 import { CliError, EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
@@ -34,6 +35,69 @@ export function retryOf(run: Run, options: { refreshSource?: boolean } = {}): Ne
   };
 }
 
+/**
+ * What a retry of this finished Run may repeat, or undefined when nothing can: a task Run
+ * that ended `Interrupted` (its owner was lost: the platform cannot tell how far it got), or
+ * a task that is not `retrySafe`, and that ran at least one attempt. A retrySafe task that
+ * ended otherwise declared it may run again; a function Run's retry registers the function
+ * anew and repeats no invocation.
+ */
+export function retryRisk(run: Run): string | undefined {
+  if (runModeKind(run.spec) === 'function') return undefined;
+  const phase = currentPhase(run);
+  const kind = finishKind(phase);
+  const retrySafe = run.spec.retryPolicy?.retrySafe === true;
+  if (retrySafe && kind !== 'interrupted') return undefined;
+  const attempt = run.status?.attempt ?? 0;
+  // No attempt was ever assigned (cancelled or refused while Pending): no code ran.
+  if (attempt < 1) return undefined;
+  const name = run.metadata.name ?? '';
+  const why = retrySafe ? 'it ended Interrupted' : 'it is a task that is not retrySafe (spec.retryPolicy.retrySafe)';
+  const detail = [run.status?.reason, run.status?.message].filter((part) => part !== undefined && part !== '').join(': ');
+  const exit = run.status?.exitCode === undefined ? '' : `, exit code ${String(run.status.exitCode)}`;
+  const ended = `attempt ${String(attempt)} ended ${phase}${detail === '' && exit === '' ? '' : ` (${detail}${exit})`}`;
+  const ran = ranHowFar(kind);
+  const earlier =
+    attempt > 1 ? `; the ${attempt === 2 ? 'attempt' : `${String(attempt - 1)} attempts`} before it may have run as well` : '';
+  return (
+    `run/${name}: ${why}. Its ${ended}: ${ran}${earlier}. ` +
+    'A retry runs the program again from the start, so its external side effects (writes, calls, messages sent) may repeat.'
+  );
+}
+
+function ranHowFar(kind: ReturnType<typeof finishKind>): string {
+  switch (kind) {
+    case 'succeeded':
+      return 'it ran wholly';
+    case 'failed':
+    case 'timedOut':
+    case 'cancelled':
+      return 'it may have run partly';
+    case 'interrupted':
+      return 'its owner was lost, so it may have run partly or wholly';
+    case undefined:
+      return 'it may have run partly or wholly';
+  }
+}
+
+export type RetryConfirmation =
+  /** Nothing may repeat: retry. */
+  | { kind: 'retry' }
+  /** `--yes`: retry, saying what may repeat. */
+  | { kind: 'retryWarned'; warning: string }
+  /** On a terminal: say what may repeat and ask [y/N]. */
+  | { kind: 'ask'; warning: string }
+  /** No terminal to ask on and no `--yes`: refused, nothing created. */
+  | { kind: 'refuse'; warning: string };
+
+/** Whether `krt retry` may go ahead, must ask first, or is refused (docs/lifecycle.md "Retries"). */
+export function decideRetryConfirmation(input: { run: Run; yes: boolean; terminal: boolean }): RetryConfirmation {
+  const warning = retryRisk(input.run);
+  if (warning === undefined) return { kind: 'retry' };
+  if (input.yes) return { kind: 'retryWarned', warning };
+  return input.terminal ? { kind: 'ask', warning } : { kind: 'refuse', warning };
+}
+
 export async function retryCommand(ctx: CommandContext, command: Extract<Command, { name: 'retry' }>): Promise<ExitCode> {
   const run = await ctx.runs.get(command.run);
   const phase = currentPhase(run);
@@ -43,6 +107,27 @@ export async function retryCommand(ctx: CommandContext, command: Extract<Command
       `Run "${command.run}" is still active (phase ${phase}): only a finished Run can be retried; wait for it (krt wait ${command.run} --for done) or cancel it first (krt cancel ${command.run})`,
     );
   }
+  // The question needs a terminal to answer on, and somewhere the user sees it.
+  const terminal = process.stdin.isTTY && process.stderr.isTTY;
+  const confirmation = decideRetryConfirmation({ run, yes: command.yes === true, terminal });
+  switch (confirmation.kind) {
+    case 'retry':
+      break;
+    case 'retryWarned':
+      ctx.io.stderr.write(`warning: ${confirmation.warning}\n`);
+      break;
+    case 'refuse':
+      throw new CliError(
+        EXIT.notConfirmed,
+        `${confirmation.warning} Not retried: there is no terminal to confirm on; give --yes to retry anyway (krt retry ${command.run} --yes)`,
+      );
+    case 'ask':
+      ctx.io.stderr.write(`${confirmation.warning}\n`);
+      if (!(await confirmed(`retry run/${command.run}? [y/N] `))) {
+        throw new CliError(EXIT.notConfirmed, `run/${command.run} not retried (not confirmed)`);
+      }
+      break;
+  }
   const retry = retryOf(run, { refreshSource: command.refreshSource === true });
   const created = await ctx.runs.create(retry);
   ctx.io.stdout.write(`run/${created.metadata.name ?? ''}\n`);
@@ -50,4 +135,25 @@ export async function retryCommand(ctx: CommandContext, command: Extract<Command
   const source = pin === undefined ? 'its source read again' : `the source snapshot ${shortDigest(pin)}`;
   ctx.io.stderr.write(`created run/${created.metadata.name ?? ''}, a retry of run/${command.run} (${phase}), running ${source}\n`);
   return EXIT.ok;
+}
+
+/** Asks on the terminal; only y or yes is a yes (Ctrl-C or the end of input at the prompt is a no). */
+async function confirmed(question: string): Promise<boolean> {
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  const unanswered = new AbortController();
+  const noAnswer = (): void => {
+    unanswered.abort();
+  };
+  prompt.once('SIGINT', noAnswer);
+  prompt.once('close', noAnswer);
+  try {
+    const answer = await prompt.question(question, { signal: unanswered.signal }).catch((error: unknown) => {
+      if (unanswered.signal.aborted) return '';
+      throw error;
+    });
+    if (unanswered.signal.aborted) process.stderr.write('\n');
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    prompt.close();
+  }
 }

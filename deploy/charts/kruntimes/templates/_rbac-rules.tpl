@@ -142,6 +142,9 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
   verbs: ["update"]
 {{- end }}
 {{- define "kruntimes.rules.staleRecovery.clusterScoped" -}}
+- apiGroups: [""]
+  resources: ["namespaces"]
+  verbs: ["get"]
 {{- end }}
 
 {{- /* GATEWAY_RBAC_RULES (libs/gateway-core), used only with resolveMode endpoints */ -}}
