@@ -32,8 +32,12 @@ beforeAll(async () => {
     ...RUNTIME_USER_RULES,
     { apiGroups: [''], resources: ['pods', 'pods/log'], verbs: ['get', 'list'] },
   ]);
-  // bob may read Runs and list Pods, not their logs.
-  await access.grantUser('bob', 'run-reader', [runs, { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] }]);
+  // bob may read and create Runs (so `use` the Runtime) and list Pods, not read their logs.
+  await access.grantUser('bob', 'run-reader', [
+    runs,
+    ...RUNTIME_USER_RULES,
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list'] },
+  ]);
   for (const user of ['alice', 'bob'] as const) {
     kubeconfigs[user] = join(system.dir, `${user}.kubeconfig`);
     await writeFile(
