@@ -98,11 +98,13 @@ beforeAll(async () => {
   // Watching the test namespace only: the rendered args carry --namespace, and the RBAC is
   // Roles in it (the default ClusterRoles hold the same rules; chart.test.ts compares them).
   rendered = await renderChart(helm, namespace.name, singleNamespace(namespace.name));
-  // The services' own RBAC, for real (cluster-scoped objects are removed in afterAll).
+  // The services' own RBAC, for real (cluster-scoped objects are removed in afterAll): with
+  // their leader-election Roles and the ClusterRoles of what has no namespace (namespaces,
+  // SubjectAccessReviews), which the chart renders whatever it watches.
   const rbacKinds = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
   const names: readonly string[] = [...SERVICES, 'kruntimes-runtimed'];
   for (const object of rendered.filter(
-    (o) => names.includes(o.metadata.name.replace(/-leader-election$/, '')) && rbacKinds.includes(o.kind),
+    (o) => names.includes(o.metadata.name.replace(/-(leader-election|cluster-scoped)$/, '')) && rbacKinds.includes(o.kind),
   )) {
     await objects.patch(object, undefined, undefined, 'chart-checks', true, PatchStrategy.ServerSideApply);
     applied.push(object);
