@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline/promises';
 import { API_GROUP_VERSION, runModeKind } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, finishKind, isTerminal } from '@kruntimes/run-state';
@@ -7,6 +6,7 @@ import { CliError, EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
 import type { NewRun } from '../kube.ts';
 import { shortDigest } from '../output.ts';
+import { confirmed } from '../prompt.ts';
 import type { CommandContext } from './context.ts';
 
 /**
@@ -135,25 +135,4 @@ export async function retryCommand(ctx: CommandContext, command: Extract<Command
   const source = pin === undefined ? 'its source read again' : `the source snapshot ${shortDigest(pin)}`;
   ctx.io.stderr.write(`created run/${created.metadata.name ?? ''}, a retry of run/${command.run} (${phase}), running ${source}\n`);
   return EXIT.ok;
-}
-
-/** Asks on the terminal; only y or yes is a yes (Ctrl-C or the end of input at the prompt is a no). */
-async function confirmed(question: string): Promise<boolean> {
-  const prompt = createInterface({ input: process.stdin, output: process.stderr });
-  const unanswered = new AbortController();
-  const noAnswer = (): void => {
-    unanswered.abort();
-  };
-  prompt.once('SIGINT', noAnswer);
-  prompt.once('close', noAnswer);
-  try {
-    const answer = await prompt.question(question, { signal: unanswered.signal }).catch((error: unknown) => {
-      if (unanswered.signal.aborted) return '';
-      throw error;
-    });
-    if (unanswered.signal.aborted) process.stderr.write('\n');
-    return /^y(es)?$/i.test(answer.trim());
-  } finally {
-    prompt.close();
-  }
 }

@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { createInterface } from 'node:readline/promises';
 import type { Run, RunPhase } from '@kruntimes/api';
 import { currentPhase, finishKind, waitOutcome } from '@kruntimes/run-state';
 import type { FinishKind } from '@kruntimes/run-state';
@@ -7,6 +6,7 @@ import type { RunClusterCommandLine } from '../args.ts';
 import { CliError, EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
 import { RuntimedLogs } from '../pod-logs.ts';
+import { confirmed } from '../prompt.ts';
 import { runFromManifest } from '../run-manifest.ts';
 import type { CommandContext } from './context.ts';
 import { RecordWriter, ShownRecords, followRunLogs } from './logs.ts';
@@ -156,28 +156,10 @@ async function followOutput(ctx: CommandContext, name: string, uid: string, sign
  * the Run goes on. 130 either way.
  */
 async function askToCancel(ctx: CommandContext, name: string): Promise<ExitCode> {
-  if (process.stdin.isTTY) {
-    const prompt = createInterface({ input: process.stdin, output: process.stderr });
-    const unanswered = new AbortController();
-    const noAnswer = (): void => {
-      unanswered.abort();
-    };
-    prompt.once('SIGINT', noAnswer);
-    prompt.once('close', noAnswer);
-    try {
-      const answer = await prompt.question(`\ncancel run/${name}? [y/N] `, { signal: unanswered.signal }).catch((error: unknown) => {
-        if (unanswered.signal.aborted) return '';
-        throw error;
-      });
-      if (/^y(es)?$/i.test(answer.trim())) {
-        await ctx.runs.patch(name, { spec: { cancelRequested: true } });
-        ctx.io.stderr.write(`run/${name} cancel requested\n`);
-        return EXIT.interrupted;
-      }
-      if (unanswered.signal.aborted) ctx.io.stderr.write('\n');
-    } finally {
-      prompt.close();
-    }
+  if (process.stdin.isTTY && (await confirmed(`\ncancel run/${name}? [y/N] `))) {
+    await ctx.runs.patch(name, { spec: { cancelRequested: true } });
+    ctx.io.stderr.write(`run/${name} cancel requested\n`);
+    return EXIT.interrupted;
   }
   ctx.io.stderr.write(`run/${name} goes on (krt cancel ${name} stops it)\n`);
   return EXIT.interrupted;
