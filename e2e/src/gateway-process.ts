@@ -6,10 +6,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
 import { groupAlive, signalGroup } from '@kruntimes/host';
-import { REPO_ROOT, call, freePorts, kubeconfigYaml, testCa, testServerCert, waitFor } from '@kruntimes/testing';
+import { call, freePorts, kubeconfigYaml, testCa, testServerCert, waitFor } from '@kruntimes/testing';
 import type { Cluster, TestCert } from '@kruntimes/testing';
 import type { NamespaceAccess } from '@kruntimes/testing';
-import { childNodeOptions } from './runtime-pods.ts';
+import { appEntrypoint, childNodeOptions } from './runtime-pods.ts';
 
 export interface GatewayProcess {
   pid: number;
@@ -78,21 +78,20 @@ async function writeGatewayFiles(options: GatewayOptions, ca: TestCert): Promise
 
 function gatewayArguments(files: GatewayFiles, namespace: string, port: number, metricsPort: number): string[] {
   return [
-    join(REPO_ROOT, 'apps/runtime-gateway/src/main.ts'),
+    ...childNodeOptions(),
+    appEntrypoint('apps/runtime-gateway'),
     ...['--listen', `127.0.0.1:${port}`, '--tls-cert-file', files.cert, '--tls-key-file', files.key],
     ...['--runtimed-ca-file', files.internalCa, '--resolve', 'endpoints', '--namespace', namespace, '--kubeconfig', files.kubeconfig],
     ...['--metrics-address', `127.0.0.1:${metricsPort}`, '--drain-seconds', '15', '--log-level', 'debug'],
   ];
 }
 
-/** Output to the log file; only PATH and HOME of this process's environment (and KRT_E2E_NODE_OPTIONS as NODE_OPTIONS), plus `extraEnv`. */
+/** Output to the log file; only PATH and HOME of this process's environment, plus `extraEnv`. */
 function spawnGateway(args: string[], logFile: string, extraEnv: Record<string, string>): { pid: number; exited: Promise<number | null> } {
   const log = openSync(logFile, 'a');
   let child;
   try {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...extraEnv };
-    const nodeOptions = childNodeOptions();
-    if (nodeOptions !== undefined) env.NODE_OPTIONS = nodeOptions;
     child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', log, log], env });
   } finally {
     closeSync(log);

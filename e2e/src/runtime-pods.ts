@@ -1,4 +1,5 @@
 // Runtime Pods of a system: the local node agent runs them as real processes on 127.0.0.x.
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -21,29 +22,35 @@ export interface RuntimePodsOptions {
 /**
  * Node flags for the gateway, runtimed and Runtime Server processes a system starts, from the environment
  * variable KRT_E2E_NODE_OPTIONS (unset: none), e.g. to profile them under a benchmark:
- * `KRT_E2E_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof'`.
+ * `KRT_E2E_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof'`. Given on the command line
+ * (split at whitespace), not as NODE_OPTIONS: a Pod's own NODE_OPTIONS (the heap flags the
+ * controller-manager derives from the container's memory limit) apply beside them.
  */
-export function childNodeOptions(): string | undefined {
-  const value = process.env.KRT_E2E_NODE_OPTIONS;
-  return value === undefined || value === '' ? undefined : value;
+export function childNodeOptions(): string[] {
+  const value = process.env.KRT_E2E_NODE_OPTIONS?.trim();
+  return value === undefined || value === '' ? [] : value.split(/\s+/);
+}
+
+/**
+ * The entry point of an app a system runs (`apps/runtimed`): its TypeScript sources
+ * (`src/main.ts`, type-stripped at start), which every test runs, or with
+ * KRT_E2E_ENTRYPOINTS=bundle its bundled build (`dist/bundle/<app>/main.mjs`, what the
+ * images ship; `npx nx run <app>:bundle` writes it), which the footprint bench measures.
+ */
+export function appEntrypoint(app: string): string {
+  if (process.env.KRT_E2E_ENTRYPOINTS !== 'bundle') return join(REPO_ROOT, app, 'src', 'main.ts');
+  const bundle = join(REPO_ROOT, 'dist', 'bundle', app, 'main.mjs');
+  if (!existsSync(bundle)) throw new Error(`KRT_E2E_ENTRYPOINTS=bundle: no ${bundle}; build it with npx nx run-many -t bundle`);
+  return bundle;
 }
 
 /** What each image of the workload runs as: the repository's own entry points under this Node. */
 function images(podEnv: Record<string, string> | undefined): Record<string, ImageCommand> {
-  const entrypoint = (main: string): string[] => [process.execPath, join(REPO_ROOT, main)];
-  const nodeOptions = childNodeOptions();
-  const runtimedEnv = nodeOptions === undefined ? podEnv : { NODE_OPTIONS: nodeOptions, ...podEnv };
-  const server = (main: string): ImageCommand => ({
-    entrypoint: entrypoint(main),
-    ...(nodeOptions === undefined ? {} : { env: { NODE_OPTIONS: nodeOptions } }),
-  });
+  const entrypoint = (app: string): string[] => [process.execPath, ...childNodeOptions(), appEntrypoint(app)];
   return {
-    'kruntimes/runtimed': {
-      entrypoint: entrypoint('apps/runtimed/src/main.ts'),
-      ...(runtimedEnv === undefined ? {} : { env: runtimedEnv }),
-    },
-    'kruntimes/runtime-server-python': server('apps/runtime-server-python/src/main.ts'),
-    'kruntimes/runtime-server-bash': server('apps/runtime-server-bash/src/main.ts'),
+    'kruntimes/runtimed': { entrypoint: entrypoint('apps/runtimed'), ...(podEnv === undefined ? {} : { env: podEnv }) },
+    'kruntimes/runtime-server-python': { entrypoint: entrypoint('apps/runtime-server-python') },
+    'kruntimes/runtime-server-bash': { entrypoint: entrypoint('apps/runtime-server-bash') },
   };
 }
 

@@ -81,7 +81,7 @@ function required(flag: 'tls-cert-file' | 'tls-key-file' | 'runtimed-ca-file'): 
 
 let metrics: MetricsServer | undefined;
 let resolver: UpstreamResolver | undefined;
-const tracing = startTracing('kruntimes-runtime-gateway');
+const tracing = await startTracing('kruntimes-runtime-gateway');
 try {
   const listen = hostPort('listen', values.listen);
   const drainSeconds = Number(values['drain-seconds']);

@@ -3,6 +3,10 @@
  * runtimed receives, on a real control plane with the full system (e2e System: runtimed and
  * the Python Runtime Server as local-node Pod processes, the gateway as a child process):
  *   node apps/runtimed/bench/footprint-bench.ts [foreignRuns=0,100,1000,5000] [pods=1,4,16] [concurrency=8]
+ * The apps run as the images ship them: their bundled builds (dist/bundle/apps/<app>/main.mjs;
+ * `npx nx run runtimed:footprint` builds them first); KRT_E2E_ENTRYPOINTS=sources measures
+ * the TypeScript sources instead (type-stripped at start, as the tests run them).
+ * Beside the figures, the floor: the RSS of a bare `node -e 'setInterval(...)'` of the same Node.
  *
  * Part 1: one Pod of Runtime `py` with its own few function Runs Ready; then the namespace
  * fills with plain Runs of another Runtime (`other`, which does not exist: created with the
@@ -19,7 +23,9 @@
  *   controller-manager and scheduler in this process, the gateway, runtimed).
  * The Python interpreters a Runtime Server starts are their own processes (`py workers`: RSS summed).
  */
-import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { stripTypeScriptTypes } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -187,6 +193,17 @@ async function waitPods(system: System, runtime: string, count: number): Promise
   }
 }
 
+/** VmRSS of a bare Node process (an idle timer, nothing loaded) of this Node, `args` before its script. */
+async function bareNodeRss(args: readonly string[]): Promise<number> {
+  const child = spawn(process.execPath, [...args, '-e', 'setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
+  try {
+    await sleep(2_000);
+    return await vmRss(child.pid ?? -1);
+  } finally {
+    child.kill();
+  }
+}
+
 const out = (text: string): void => {
   process.stdout.write(`${text}\n`);
 };
@@ -197,10 +214,21 @@ const probeDir = join(workdir, 'probe');
 let system: System | undefined;
 try {
   await mkdir(probeDir);
-  const probeFile = join(probeDir, 'footprint-probe.ts');
-  await copyFile(join(REPO_ROOT, 'apps/runtimed/bench/footprint-probe.ts'), probeFile);
-  process.env.KRT_E2E_NODE_OPTIONS = [process.env.KRT_E2E_NODE_OPTIONS ?? '', `--import=${pathToFileURL(probeFile).href}`].join(' ').trim();
+  // As JavaScript: a TypeScript probe would load Node's type stripping into every measured process (~18 MiB).
+  const probeFile = join(probeDir, 'footprint-probe.mjs');
+  await writeFile(probeFile, stripTypeScriptTypes(await readFile(join(REPO_ROOT, 'apps/runtimed/bench/footprint-probe.ts'), 'utf8')));
+  const probeFlag = `--import=${pathToFileURL(probeFile).href}`;
+  process.env.KRT_E2E_NODE_OPTIONS = [process.env.KRT_E2E_NODE_OPTIONS ?? '', probeFlag].join(' ').trim();
+  process.env.KRT_E2E_ENTRYPOINTS ??= 'bundle';
   const cluster = new Cluster(controlPlane.info);
+
+  out(
+    `Node ${process.version}, the apps from their ${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled builds (dist/bundle)' : 'TypeScript sources'}`,
+  );
+  out(
+    `floor: a bare node process ${mb(await bareNodeRss([])).trim()} MB RSS; with the bench's probe loaded ${mb(await bareNodeRss([probeFlag])).trim()} MB`,
+  );
+  out('');
 
   out(`Part 1: one Pod of Runtime py (${String(OWN_RUNS)} function Runs Ready), plain Runs of another Runtime in the namespace`);
   out('memory: RSS heapUsed live-heap (after a full GC), MB; watch events: Run watch events received since the row before');

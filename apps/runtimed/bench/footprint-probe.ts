@@ -1,16 +1,17 @@
 /**
  * Loaded by the footprint bench (footprint-bench.ts) into runtimed, the Runtime Server and
- * the gateway with `NODE_OPTIONS=--import=<a copy of this file>` (KRT_E2E_NODE_OPTIONS),
+ * the gateway with `--import=<a copy of this file>` (KRT_E2E_NODE_OPTIONS),
  * never by the product itself. On SIGUSR2 it writes `<pid>.json` next to its own copy:
  * `process.memoryUsage()` before and after a full GC, and how many watch events this process
  * received on its Run watches (lines of `GET .../runs?watch=true` response bodies, counted
- * on the bytes client-node's Watch reads, bookmarks apart).
+ * on undici's diagnostics channels as client-node's Watch receives them, bookmarks apart).
  */
 import { renameSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { subscribe } from 'node:diagnostics_channel';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
+import { TextDecoder } from 'node:util';
 import { runInNewContext } from 'node:vm';
 
 export interface ProbeReading {
@@ -30,53 +31,34 @@ export interface ProbeReading {
 
 const counts = { runWatchEvents: 0, runWatchBookmarks: 0, runWatches: 0 };
 
-/** Counts the lines of a watch body as they pass, without changing a byte. */
-function counting(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const decoder = new TextDecoder();
-  let partial = '';
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        const lines = (partial + decoder.decode(chunk, { stream: true })).split('\n');
-        partial = lines.pop() ?? '';
-        for (const line of lines) {
-          if (line.trim() === '') continue;
-          if (line.startsWith('{"type":"BOOKMARK"')) counts.runWatchBookmarks += 1;
-          else counts.runWatchEvents += 1;
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-}
+/** Open Run watches (undici's request objects) and the partial line each body ended with so far. */
+const watches = new WeakMap<object, { decoder: TextDecoder; partial: string }>();
 
-type Fetch = (url: unknown, init?: unknown) => Promise<Response>;
-
-/** Wraps undici's fetch (what client-node's Watch calls) before client-node is imported. */
+/**
+ * Counts Run watch events on undici's diagnostics channels (what client-node's Watch fetches
+ * with), which are global by name: it works whether undici is a package of its own or
+ * inside a bundle, and changes nothing of the request. Watch bodies are not compressed by
+ * the API server, so the chunks are the JSON lines themselves.
+ */
 function hookWatches(): void {
-  const main = process.argv[1];
-  if (main === undefined) return;
-  let undici: { fetch: Fetch };
-  try {
-    undici = createRequire(main)('undici') as { fetch: Fetch };
-  } catch {
-    return;
-  }
-  const original = undici.fetch;
-  undici.fetch = async (url, init) => {
-    const response = await original(url, init);
-    const target = typeof url === 'string' ? url : url instanceof URL ? url.href : '';
-    if (response.status !== 200 || response.body === null || !/\/runs\?(.*&)?watch=true/.test(target)) return response;
+  subscribe('undici:request:headers', (message) => {
+    const { request, response } = message as { request: { path?: string }; response: { statusCode: number } };
+    if (response.statusCode !== 200 || !/\/runs\?(.*&)?watch=true/.test(request.path ?? '')) return;
     counts.runWatches += 1;
-    const body = counting(response.body);
-    return new Proxy(response, {
-      get(object, property) {
-        if (property === 'body') return body;
-        const value: unknown = Reflect.get(object, property, object);
-        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(object) : value;
-      },
-    });
-  };
+    watches.set(request, { decoder: new TextDecoder(), partial: '' });
+  });
+  subscribe('undici:request:bodyChunkReceived', (message) => {
+    const { request, chunk } = message as { request: object; chunk: Uint8Array };
+    const watch = watches.get(request);
+    if (watch === undefined) return;
+    const lines = (watch.partial + watch.decoder.decode(chunk, { stream: true })).split('\n');
+    watch.partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      if (line.startsWith('{"type":"BOOKMARK"')) counts.runWatchBookmarks += 1;
+      else counts.runWatchEvents += 1;
+    }
+  });
 }
 
 hookWatches();

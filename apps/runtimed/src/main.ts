@@ -21,7 +21,7 @@ const logger = pino(
   logDestination,
 );
 
-const tracing = startTracing('kruntimes-runtimed');
+const tracing = await startTracing('kruntimes-runtimed');
 try {
   const config = loadConfig(process.env);
   const kubeConfig = new PooledKubeConfig();

@@ -88,7 +88,7 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
     // Logs never carry credentials; this is the belt to that rule's braces.
     redact: ['*.authorization', '*.token', 'env'],
   });
-  const tracing = startTracing(`kruntimes-${name}`);
+  const tracing = await startTracing(`kruntimes-${name}`);
   try {
     const adapter = await createAdapter(logger);
     const server = await startRuntimeServer({

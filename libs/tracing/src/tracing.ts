@@ -1,16 +1,8 @@
 import { ROOT_CONTEXT, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, SpanKind, Tracer } from '@opentelemetry/api';
 import { TraceState, parseTraceParent } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  TracerProvider,
-} from '@opentelemetry/sdk-trace';
 import type { Sampler } from '@opentelemetry/sdk-trace';
+import type * as SdkTrace from '@opentelemetry/sdk-trace';
 
 export { SpanKind } from '@opentelemetry/api';
 export type { Context, Span, Tracer } from '@opentelemetry/api';
@@ -55,21 +47,28 @@ export function tracingEnabled(env: Env = process.env): boolean {
  * The tracing SDK of one service, exporting OTLP over HTTP/protobuf (the exporter reads
  * OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _HEADERS, _TIMEOUT, _COMPRESSION itself), or
  * undefined when no endpoint is configured: then the callers make no span at all, so that
- * tracing off costs nothing on the invoke path (not even the API's no-op spans).
+ * tracing off costs nothing on the invoke path (not even the API's no-op spans), and the
+ * SDK and its exporter (protobuf serialisation, resources, semantic conventions) are not
+ * even loaded: imported only here, when tracing is on (a few MiB of every process otherwise).
  *
  * The provider is deliberately not registered globally and no context manager is
  * installed: the invoke path passes its parent spans explicitly, and nothing else in the
  * process (auto-instrumentation included) is meant to make spans.
  */
-export function startTracing(defaultServiceName: string, env: Env = process.env): Tracing | undefined {
+export async function startTracing(defaultServiceName: string, env: Env = process.env): Promise<Tracing | undefined> {
   if (!tracingEnabled(env)) return undefined;
+  const [{ OTLPTraceExporter }, { resourceFromAttributes }, sdk] = await Promise.all([
+    import('@opentelemetry/exporter-trace-otlp-proto'),
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/sdk-trace'),
+  ]);
   const serviceName = nonEmpty(env, 'OTEL_SERVICE_NAME') ?? defaultServiceName;
   const delay = Number(nonEmpty(env, 'OTEL_BSP_SCHEDULE_DELAY') ?? '');
-  const provider = new TracerProvider({
+  const provider = new sdk.TracerProvider({
     resource: resourceFromAttributes({ 'service.name': serviceName }),
-    sampler: sampler(env),
+    sampler: sampler(env, sdk),
     spanProcessors: [
-      new BatchSpanProcessor({
+      new sdk.BatchSpanProcessor({
         exporter: new OTLPTraceExporter(),
         ...(Number.isFinite(delay) && delay > 0 ? { scheduledDelayMillis: delay } : {}),
       }),
@@ -81,8 +80,10 @@ export function startTracing(defaultServiceName: string, env: Env = process.env)
   };
 }
 
+type Samplers = Pick<typeof SdkTrace, 'AlwaysOnSampler' | 'ParentBasedSampler' | 'TraceIdRatioBasedSampler'>;
+
 /** OTEL_TRACES_SAMPLER's parent-based samplers; the default samples every trace its caller did not decide against. */
-function sampler(env: Env): Sampler {
+function sampler(env: Env, { AlwaysOnSampler, ParentBasedSampler, TraceIdRatioBasedSampler }: Samplers): Sampler {
   const name = nonEmpty(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase();
   const ratio = Number(nonEmpty(env, 'OTEL_TRACES_SAMPLER_ARG') ?? '1');
   if (name === 'parentbased_traceidratio' && ratio >= 0 && ratio <= 1)

@@ -1,0 +1,2 @@
+export { bundleApp } from './bundle.ts';
+export type { BundleOptions, BundleResult } from './bundle.ts';
