@@ -1,12 +1,13 @@
 # kruntimes scheduler.
 # Build from the repository root: docker build -f deploy/docker/scheduler.Dockerfile -t kruntimes/scheduler .
-# (or: npx nx run scheduler:docker-build). There is no compile step: Node 24 runs the TypeScript
-# sources by type stripping, so the app's "build output" is its src/ tree and the libs' src/
-# trees it imports, resolved through the workspace links in node_modules/@kruntimes.
+# (or: npx nx run scheduler:docker-build). The image holds the app's bundled
+# build (tools/bundle, `npx nx run scheduler:bundle`): one ES module with every library and
+# dependency in it, so the process starts without node_modules and without type stripping
+# (docs/operations.md, "Footprint").
 ARG NODE_IMAGE=node:24-slim
 
 # Every workspace's package.json and the lockfile, alone (what `COPY --parents` would copy;
-# buildah, which builds the images of tools/real-node, has no --parents): the deps stage
+# buildah, which builds the images of tools/real-node, has no --parents): the build stage
 # copies them, so that its npm ci layer is rebuilt only when one of them changes. Their
 # times are zeroed: buildah's layer cache compares them too.
 FROM ${NODE_IMAGE} AS manifests
@@ -16,20 +17,18 @@ RUN mkdir /manifests \
  && cp --parents package.json package-lock.json apps/*/package.json libs/*/package.json tools/*/package.json e2e/package.json /manifests/ \
  && find /manifests -exec touch -h -d @0 {} +
 
-FROM ${NODE_IMAGE} AS deps
-WORKDIR /app
-# npm ci checks every workspace's package.json against the lockfile.
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+# npm ci checks every workspace's package.json against the lockfile; with the dev
+# dependencies: esbuild bundles. No install scripts: esbuild's binary is an optional package.
 COPY --from=manifests /manifests/ ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN node tools/bundle/src/main.ts apps/scheduler --out /bundle
 
 FROM ${NODE_IMAGE}
 WORKDIR /app
 ENV NODE_ENV=production
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json ./
-COPY libs ./libs
-COPY apps/scheduler ./apps/scheduler
-# Only sources run in the image; tests and fixtures do not.
-RUN find libs apps -name '*.test.ts' -delete && rm -rf libs/*/test libs/*/bench apps/scheduler/test apps/scheduler/bench
+COPY --from=build /bundle ./
 USER 65532:65532
-ENTRYPOINT ["node", "--disable-warning=ExperimentalWarning", "apps/scheduler/src/main.ts"]
+ENTRYPOINT ["node", "main.mjs"]

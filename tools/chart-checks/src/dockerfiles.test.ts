@@ -22,30 +22,38 @@ describe('Dockerfiles', () => {
     expect(files).toEqual(deployable);
   });
 
-  it.each(deployable)('%s: the entry point is main.ts in the app source tree the image copies (its build output)', (app) => {
-    const text = dockerfile(app);
-    const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1] ?? 'null') as string[] | null;
-    expect(entrypoint).not.toBeNull();
-    const script = entrypoint?.find((arg) => arg.endsWith('.ts'));
-    expect(script).toBe(`apps/${app}/src/main.ts`);
-    expect(existsSync(join(WORKSPACE_ROOT, script ?? ''))).toBe(true);
-    expect(text).toContain(`COPY apps/${app} ./apps/${app}`);
-    expect(entrypoint?.includes('node')).toBe(true);
-  });
+  it.each(deployable)(
+    '%s: the entry point is the bundled build of apps/<app> (tools/bundle), made as its nx bundle target makes it',
+    (app) => {
+      const text = dockerfile(app);
+      const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(text)?.[1] ?? 'null') as string[] | null;
+      expect(entrypoint).not.toBeNull();
+      expect(entrypoint?.slice(-2)).toEqual(['node', 'main.mjs']);
+      const project = JSON.parse(readFileSync(join(WORKSPACE_ROOT, 'apps', app, 'project.json'), 'utf8')) as {
+        targets: Record<string, { options?: { args?: string } } | undefined>;
+      };
+      const bundle = project.targets.bundle;
+      expect(bundle).toBeDefined();
+      const assets = bundle?.options?.args === undefined ? '' : ` ${bundle.options.args}`;
+      expect(text).toContain(`RUN node tools/bundle/src/main.ts apps/${app}${assets} --out /bundle\n`);
+      expect(existsSync(join(WORKSPACE_ROOT, 'apps', app, 'src', 'main.ts'))).toBe(true);
+    },
+  );
 
-  it.each(deployable)('%s: Node 24 base, production dependencies only, a non-root user', (app) => {
+  it.each(deployable)('%s: Node 24 base, the bundle alone in the final stage (no node_modules, no sources), a non-root user', (app) => {
     const text = dockerfile(app);
     const engines = (JSON.parse(readFileSync(join(WORKSPACE_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
     expect(engines).toMatch(/^>=24\./);
     expect(text).toMatch(/^ARG NODE_IMAGE=node:24-slim$/m);
-    expect(text).toContain('npm ci --omit=dev');
     expect(text).toMatch(/^USER 65532:65532$/m);
     // Multi-stage: the package.json files and the lockfile alone, the dependencies installed
-    // from them (a layer that only their changes rebuild), copied into the final stage.
-    expect(text.match(/^FROM .*$/gm)).toEqual(['FROM ${NODE_IMAGE} AS manifests', 'FROM ${NODE_IMAGE} AS deps', 'FROM ${NODE_IMAGE}']);
-    const deps = text.slice(text.indexOf('AS deps'), text.lastIndexOf('FROM '));
-    expect(deps.match(/^(COPY|ADD) .*$/gm)).toEqual(['COPY --from=manifests /manifests/ ./']);
-    expect(text).toContain('COPY --from=deps /app/node_modules ./node_modules');
+    // from them (a layer that only their changes rebuild), then the sources and the bundle.
+    expect(text.match(/^FROM .*$/gm)).toEqual(['FROM ${NODE_IMAGE} AS manifests', 'FROM ${NODE_IMAGE} AS build', 'FROM ${NODE_IMAGE}']);
+    const build = text.slice(text.indexOf('AS build'), text.lastIndexOf('FROM '));
+    expect(build.match(/^(COPY|ADD) .*$/gm)).toEqual(['COPY --from=manifests /manifests/ ./', 'COPY . .']);
+    expect(build.indexOf('RUN npm ci ')).toBeLessThan(build.indexOf('COPY . .'));
+    const final = text.slice(text.lastIndexOf('FROM '));
+    expect(final.match(/^(COPY|ADD) .*$/gm)).toEqual(['COPY --from=build /bundle ./']);
   });
 
   it.each(deployable)('%s builds with buildah 1.28 too (tools/real-node/images.sh): no COPY --parents, no syntax directive', (app) => {
