@@ -20,6 +20,9 @@
 //                                         gateway-ca.crt into each runtimed TLS Secret, published as caBundle
 //   --runtime-otlp-endpoint URL           OTLP endpoint (HTTP/protobuf) of Runtime Pods' spans: their
 //                                         OTEL_EXPORTER_OTLP_ENDPOINT (default: none, tracing off there)
+//   --runtimed-cpu-request Q, --runtimed-memory-request Q, --runtimed-memory-limit Q
+//                                         resources of every Runtime Pod's runtimed container (default: none);
+//                                         its V8 heap flags (NODE_OPTIONS) follow the memory limit
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -35,6 +38,8 @@ import {
 import type { ControllerManagerOptions } from '@kruntimes/controller-manager-core';
 import { OriginController } from '@kruntimes/local-run-core';
 import { ScheduleController, ScheduleMetrics } from '@kruntimes/schedule-core';
+import type { ResourceRequirements } from '@kruntimes/api';
+import { memoryQuantityBytes } from '@kruntimes/runtime-workload';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import { pino } from 'pino';
 
@@ -59,6 +64,9 @@ const { values } = parseArgs({
     'gateway-host': { type: 'string' },
     'gateway-ca-file': { type: 'string' },
     'runtime-otlp-endpoint': { type: 'string' },
+    'runtimed-cpu-request': { type: 'string' },
+    'runtimed-memory-request': { type: 'string' },
+    'runtimed-memory-limit': { type: 'string' },
   },
   strict: true,
 });
@@ -104,8 +112,31 @@ async function gatewayEndpoint(
   return { host, caPem: validateGatewayCaPem(caPem, `--gateway-ca-file ${caFile}`) };
 }
 
+/** runtimed's container resources from the --runtimed-* flags, each checked; undefined when none is set. */
+function runtimedResources(): ResourceRequirements | undefined {
+  const quantity = (flag: string, value: string | undefined, valid: (text: string) => boolean): string | undefined => {
+    if (value === undefined || value === '') return undefined;
+    if (!valid(value))
+      throw new Error(`--${flag} must be a quantity such as ${flag.includes('cpu') ? '50m' : '96Mi'}, not ${JSON.stringify(value)}`);
+    return value;
+  };
+  const memory = (text: string): boolean => memoryQuantityBytes(text) !== undefined;
+  const cpu = (text: string): boolean => /^(\d+m|\d+(\.\d+)?)$/.test(text);
+  const cpuRequest = quantity('runtimed-cpu-request', values['runtimed-cpu-request'], cpu);
+  const memoryRequest = quantity('runtimed-memory-request', values['runtimed-memory-request'], memory);
+  const memoryLimit = quantity('runtimed-memory-limit', values['runtimed-memory-limit'], memory);
+  const requests = {
+    ...(cpuRequest === undefined ? {} : { cpu: cpuRequest }),
+    ...(memoryRequest === undefined ? {} : { memory: memoryRequest }),
+  };
+  const limits = memoryLimit === undefined ? {} : { memory: memoryLimit };
+  if (Object.keys(requests).length === 0 && Object.keys(limits).length === 0) return undefined;
+  return { ...(Object.keys(requests).length === 0 ? {} : { requests }), ...(Object.keys(limits).length === 0 ? {} : { limits }) };
+}
+
 try {
   const listen = values['runtime-server-listen'];
+  const resources = runtimedResources();
   const ca = await internalCa(values['internal-ca-dir']);
   const gateway = await gatewayEndpoint(values['gateway-host'], values['gateway-ca-file']);
   const otlpEndpoint = values['runtime-otlp-endpoint'] === '' ? undefined : values['runtime-otlp-endpoint'];
@@ -148,6 +179,7 @@ try {
           runtimeServerListen: listen,
           ...(gateway === undefined ? {} : { gateway }),
           ...(otlpEndpoint === undefined ? {} : { otlpEndpoint }),
+          ...(resources === undefined ? {} : { runtimedResources: resources }),
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,

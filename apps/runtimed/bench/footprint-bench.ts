@@ -50,14 +50,22 @@ interface Reading extends ProbeReading {
   role: Role;
   /** VmRSS of /proc/<pid>/status, bytes. */
   vmRss: number;
+  /**
+   * RssAnon of /proc/<pid>/status, bytes: the process's own memory. The rest of its RSS is
+   * mostly the node binary's code pages (file-backed, ~35-45 MiB), which every process of
+   * the same image on a node shares through the page cache.
+   */
+  rssAnon: number;
   /** RSS of the process's descendants (the Runtime Server's Python interpreters), bytes. */
   childrenRss: number;
 }
 
-async function vmRss(pid: number): Promise<number> {
+async function statusBytes(pid: number, field: 'VmRSS' | 'RssAnon'): Promise<number> {
   const status = await readFile(`/proc/${String(pid)}/status`, 'utf8').catch(() => '');
-  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1] ?? Number.NaN) * 1024;
+  return Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
 }
+
+const vmRss = (pid: number): Promise<number> => statusBytes(pid, 'VmRSS');
 
 /** Every descendant's RSS summed (bounded depth). */
 async function descendantsRss(pid: number, depth = 0): Promise<number> {
@@ -87,7 +95,13 @@ async function probe(probeDir: string, pid: number, role: Role): Promise<Reading
     const text = await readFile(file, 'utf8').catch(() => undefined);
     if (text !== undefined) {
       const reading = JSON.parse(text) as ProbeReading;
-      return { ...reading, role, vmRss: await vmRss(pid), childrenRss: await descendantsRss(pid) };
+      return {
+        ...reading,
+        role,
+        vmRss: await vmRss(pid),
+        rssAnon: await statusBytes(pid, 'RssAnon'),
+        childrenRss: await descendantsRss(pid),
+      };
     }
     await sleep(50);
   }
@@ -142,12 +156,14 @@ async function settle(info: ClusterInfo): Promise<void> {
 const mb = (bytes: number): string => (bytes / MB).toFixed(0).padStart(4);
 const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
 const max = (values: readonly number[]): number => Math.max(...values);
-/** `rss/heap/live` MB of one role, the mean over its processes (and `max` RSS when more than one). */
+/** `rss/anon/heap/live` MB of one role, the mean over its processes (and `max` RSS when more than one). */
 function memory(readings: readonly Reading[], role: Role): string {
   const of = readings.filter((reading) => reading.role === role);
   if (of.length === 0) return '-';
   const rss = of.map((reading) => reading.vmRss);
-  const text = `${mb(mean(rss))} ${mb(mean(of.map((r) => r.heapUsed)))} ${mb(mean(of.map((r) => r.liveHeap)))}`;
+  const text = [rss, of.map((r) => r.rssAnon), of.map((r) => r.heapUsed), of.map((r) => r.liveHeap)]
+    .map((values) => mb(mean(values)))
+    .join('');
   return of.length > 1 ? `${text} (max rss ${mb(max(rss)).trim()})` : text;
 }
 
@@ -193,12 +209,13 @@ async function waitPods(system: System, runtime: string, count: number): Promise
   }
 }
 
-/** VmRSS of a bare Node process (an idle timer, nothing loaded) of this Node, `args` before its script. */
-async function bareNodeRss(args: readonly string[]): Promise<number> {
+/** `RSS anon` MB of a bare Node process (an idle timer, nothing loaded) of this Node, `args` before its script. */
+async function bareNode(args: readonly string[]): Promise<string> {
   const child = spawn(process.execPath, [...args, '-e', 'setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
   try {
     await sleep(2_000);
-    return await vmRss(child.pid ?? -1);
+    const pid = child.pid ?? -1;
+    return `${mb(await vmRss(pid))}${mb(await statusBytes(pid, 'RssAnon'))}`.trim();
   } finally {
     child.kill();
   }
@@ -225,21 +242,21 @@ try {
   out(
     `Node ${process.version}, the apps from their ${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled builds (dist/bundle)' : 'TypeScript sources'}`,
   );
-  out(
-    `floor: a bare node process ${mb(await bareNodeRss([])).trim()} MB RSS; with the bench's probe loaded ${mb(await bareNodeRss([probeFlag])).trim()} MB`,
-  );
+  out(`floor (rss anon, MB): a bare node process ${await bareNode([])}; with the bench's probe loaded ${await bareNode([probeFlag])}`);
   out('');
 
   out(`Part 1: one Pod of Runtime py (${String(OWN_RUNS)} function Runs Ready), plain Runs of another Runtime in the namespace`);
-  out('memory: RSS heapUsed live-heap (after a full GC), MB; watch events: Run watch events received since the row before');
+  out(
+    'memory, MB: RSS, its anonymous part (RssAnon), V8 heapUsed, live heap (after a full GC); watch events: Run watch events received since the row before',
+  );
   out(
     [
       'foreign'.padStart(7),
       'create s'.padStart(8),
-      'runtimed rss/heap/live'.padEnd(22),
-      'server rss/heap/live'.padEnd(20),
+      'runtimed rss anon heap live'.padEnd(27),
+      'server rss anon heap live'.padEnd(25),
       'py workers'.padStart(10),
-      'gateway rss/heap/live'.padEnd(21),
+      'gateway rss anon heap live'.padEnd(26),
       'runtimed events'.padStart(15),
       'apiserver events/watches',
     ].join(' | '),
@@ -269,10 +286,10 @@ try {
       [
         String(target).padStart(7),
         seconds.toFixed(1).padStart(8),
-        memory(readings, 'runtimed').padEnd(22),
-        memory(readings, 'runtime-server').padEnd(20),
+        memory(readings, 'runtimed').padEnd(27),
+        memory(readings, 'runtime-server').padEnd(25),
         mb(mean(workers)).padStart(10),
-        memory(readings, 'gateway').padEnd(21),
+        memory(readings, 'gateway').padEnd(26),
         events.join(',').padStart(15),
         `${String(apiAfter.events - apiBefore.events)}/${String(apiAfter.watchers)}`,
       ].join(' | '),
@@ -295,10 +312,10 @@ try {
     [
       ' pods',
       'ready s',
-      'runtimed rss/heap/live'.padEnd(36),
-      'server rss/heap/live'.padEnd(36),
+      'runtimed rss anon heap live'.padEnd(36),
+      'server rss anon heap live'.padEnd(36),
       'py workers',
-      'gateway rss/heap/live',
+      'gateway rss anon heap live',
     ].join(' | '),
   );
   system = await System.start({ prefix: 'bench-footprint-pods', cluster });

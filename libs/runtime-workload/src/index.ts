@@ -1,2 +1,3 @@
 export * from './kube-types.ts';
 export * from './workload.ts';
+export * from './node-heap.ts';

@@ -2,6 +2,7 @@ import { DEFAULTS, LABELS, RUNTIMED_TLS_MOUNT_PATH } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
 import {
   CONTAINERS,
+  RUNTIME_SERVER_NODE_OPTIONS,
   SERVICE_ACCOUNT_MOUNT_PATH,
   SPEC_HASH_ANNOTATION,
   WORKSPACE_MOUNT_PATH,
@@ -230,6 +231,27 @@ describe('runtimeWorkload', () => {
     const names = server.env.map((e) => e.name);
     expect(names.indexOf('POD_IP')).toBeLessThan(names.indexOf('KRT_LISTEN'));
     expect(server.readinessProbe !== undefined).toBe(probed);
+  });
+
+  it('gives runtimed the configured requests and limits and the V8 heap flags of its memory limit; none without', () => {
+    const resources = { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '160Mi' } };
+    const sized = runtimeWorkload(runtime(), { ...config, runtimedResources: resources });
+    const runtimed = container(sized, CONTAINERS.runtimed);
+    expect(runtimed.resources).toEqual(resources);
+    expect(env(runtimed).NODE_OPTIONS).toBe('--max-semi-space-size=2 --max-old-space-size=90');
+    const unsized = container(runtimeWorkload(runtime(), config), CONTAINERS.runtimed);
+    expect(unsized.resources).toBeUndefined();
+    expect(env(unsized).NODE_OPTIONS).toBeUndefined();
+    // A request alone, or a quantity the heap flags do not read: resources as given, V8's own sizing.
+    const odd = container(runtimeWorkload(runtime(), { ...config, runtimedResources: { limits: { memory: '1e9' } } }), CONTAINERS.runtimed);
+    expect(odd.resources).toEqual({ limits: { memory: '1e9' } });
+    expect(env(odd).NODE_OPTIONS).toBeUndefined();
+  });
+
+  it('keeps the Runtime Server young generation small whatever its limit (which is its user code), and its resources the Runtime own', () => {
+    const server = container(runtimeWorkload(runtime({ resources: { limits: { memory: '2Gi' } } }), config), CONTAINERS.runtimeServer);
+    expect(env(server).NODE_OPTIONS).toBe(RUNTIME_SERVER_NODE_OPTIONS);
+    expect(server.resources).toEqual({ limits: { memory: '2Gi' } });
   });
 
   it('is deterministic, and its spec hash changes exactly when the workload changes', () => {

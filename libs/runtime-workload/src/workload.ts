@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, PART_OF, RUNTIME_KIND, RUNTIMED_TLS_MOUNT_PATH, runtimedTlsSecretName } from '@kruntimes/api';
-import type { OwnerReference, Runtime, RuntimeLanguage } from '@kruntimes/api';
+import type { OwnerReference, ResourceRequirements, Runtime, RuntimeLanguage } from '@kruntimes/api';
 import type { Container, ContainerEnvVar, Deployment, PodSecurityContext, PodTemplate, Secret, Service, Volume } from './kube-types.ts';
+import { memoryQuantityBytes, nodeHeapOptions } from './node-heap.ts';
 
 /** Container names inside a Runtime Pod; runtimed and tests look containers up by them. */
 export const CONTAINERS = { runtimed: 'runtimed', runtimeServer: 'runtime-server' } as const;
@@ -52,7 +53,17 @@ export const ENV = {
   capabilities: 'KRT_RUNTIME_CAPABILITIES',
   /** Where runtimed and the Runtime Server export spans (OTLP); set only when tracing is on. */
   otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+  /** V8 heap flags of both containers' Node (nodeHeapOptions, RUNTIME_SERVER_NODE_OPTIONS). */
+  nodeOptions: 'NODE_OPTIONS',
 } as const;
+
+/**
+ * The Runtime Server's Node flags. Its container's memory limit (the Runtime's
+ * spec.resources) is mostly its user code's, so nothing is derived from it: only the young
+ * generation is kept small (its heap is ~10 MiB; V8's default semi-space of up to 16 MiB
+ * would double its resident heap). User processes do not inherit NODE_OPTIONS (process-env.ts).
+ */
+export const RUNTIME_SERVER_NODE_OPTIONS = '--max-semi-space-size=1';
 
 /**
  * Where the Runtime Server listens. It executes whatever code it is given, so it must
@@ -86,6 +97,13 @@ export interface WorkloadConfig {
    * Unset: tracing off in Runtime Pods (and no env entry: their spec hash stays the same).
    */
   otlpEndpoint?: string;
+  /**
+   * Requests and limits of every Runtime Pod's runtimed container (the controller-manager's
+   * --runtimed-resources, the chart's controllerManager.runtimedResources). With a memory
+   * limit, runtimed's NODE_OPTIONS carries the V8 heap flags derived from it (nodeHeapOptions).
+   * Unset: none (a BestEffort runtimed container, V8's own heap sizing).
+   */
+  runtimedResources?: ResourceRequirements;
 }
 
 export interface GatewayEndpointConfig {
@@ -338,7 +356,9 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
         ? []
         : [{ name: ENV.capabilities, value: runtime.spec.capabilities.join(',') }]),
       ...gatewayEnv(config.gateway),
+      ...runtimedNodeOptions(config.runtimedResources),
     ],
+    ...(config.runtimedResources === undefined ? {} : { resources: structuredClone(config.runtimedResources) }),
     ports: [
       { name: 'grpc', containerPort: grpc, protocol: 'TCP' },
       { name: 'peer', containerPort: peer, protocol: 'TCP' },
@@ -363,7 +383,11 @@ function runtimeServerContainer(runtime: Pick<Runtime, 'spec'>, config: Workload
     name: CONTAINERS.runtimeServer,
     image: runtime.spec.image ?? config.runtimeServerImages[runtime.spec.language],
     ...parts.pullPolicy,
-    env: [...parts.common, { name: ENV.runtimeServerListen, value: parts.address }],
+    env: [
+      ...parts.common,
+      { name: ENV.runtimeServerListen, value: parts.address },
+      { name: ENV.nodeOptions, value: RUNTIME_SERVER_NODE_OPTIONS },
+    ],
     // No service-account volume: user code runs here and must never see runtimed's token.
     volumeMounts: [parts.workspaceMount],
     ...(runtime.spec.resources === undefined ? {} : { resources: structuredClone(runtime.spec.resources) }),
@@ -375,6 +399,13 @@ function runtimeServerContainer(runtime: Pick<Runtime, 'spec'>, config: Workload
       : {}),
     securityContext: parts.securityContext,
   };
+}
+
+/** runtimed's NODE_OPTIONS from its memory limit; none without one (or with a quantity nodeHeapOptions does not read). */
+function runtimedNodeOptions(resources: ResourceRequirements | undefined): ContainerEnvVar[] {
+  const limit = resources?.limits?.memory;
+  const bytes = limit === undefined ? undefined : memoryQuantityBytes(limit);
+  return bytes === undefined ? [] : [{ name: ENV.nodeOptions, value: nodeHeapOptions(bytes) }];
 }
 
 function podVolumes(name: string): Volume[] {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { RUNTIME_USER_RULES } from '@kruntimes/api';
 import { admissionObjects } from '@kruntimes/crds';
 import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
+import { memoryQuantityBytes, nodeHeapOptions } from '@kruntimes/runtime-workload';
 import { RELEASE, VARIANTS, renderChart, singleNamespace } from './chart.ts';
 import type { KubeObject } from './chart.ts';
 import { DASHBOARDS } from './dashboards.ts';
@@ -29,6 +30,8 @@ interface Container {
   name: string;
   image: string;
   args?: string[];
+  env?: { name: string; value?: string }[];
+  resources?: { limits?: { memory?: string } };
   securityContext?: Record<string, unknown>;
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
@@ -139,6 +142,35 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
         });
       }
     }
+  });
+
+  it("sizes each service's V8 heap from its memory limit as runtimed's is sized (nodeHeapOptions)", () => {
+    for (const deployment of deployments()) {
+      const [container] = podSpec(deployment).containers;
+      const limit = memoryQuantityBytes(container?.resources?.limits?.memory ?? '');
+      expect(limit).toBeDefined();
+      const nodeOptions = container?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+      expect({ deployment: deployment.metadata.name, nodeOptions }).toEqual({
+        deployment: deployment.metadata.name,
+        nodeOptions: nodeHeapOptions(limit ?? 0),
+      });
+    }
+  });
+
+  it("gives the controller-manager runtimed's default requests and limit", () => {
+    const args = podSpec(get(objects, 'Deployment', 'kruntimes-controller-manager')).containers[0]?.args ?? [];
+    expect(args.filter((arg) => arg.startsWith('--runtimed-'))).toEqual([
+      '--runtimed-image=kruntimes/runtimed:' +
+        String(
+          args
+            .find((arg) => arg.startsWith('--runtimed-image='))
+            ?.split(':')
+            .at(-1),
+        ),
+      '--runtimed-cpu-request=50m',
+      '--runtimed-memory-request=96Mi',
+      '--runtimed-memory-limit=192Mi',
+    ]);
   });
 
   it('mounts the internal CA key only into the controller-manager, and only ca.crt into the gateway', () => {

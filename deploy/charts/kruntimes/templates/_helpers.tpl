@@ -57,6 +57,28 @@ seccompProfile:
 {{- end }}
 
 {{- /* Environment every service reads: identity, log level, tracing. (dict "ctx" . "name" NAME) */ -}}
+{{- /*
+The V8 heap flags of a Node container with this memory limit (a quantity in Mi or Gi; any
+other form: none, V8's own sizing), as nodeHeapOptions of libs/runtime-workload derives
+them for runtimed (tools/chart-checks compares the two): semi-space 1 MiB per 64 MiB of
+limit (1-16), old space the limit less 64 MiB (Node beside its heap) and three semi-spaces,
+at least 32 MiB.
+*/ -}}
+{{- define "kruntimes.nodeHeapOptions" -}}
+{{- $limit := toString . -}}
+{{- $mib := 0 -}}
+{{- if regexMatch "^[0-9]+Mi$" $limit -}}
+{{- $mib = trimSuffix "Mi" $limit | int -}}
+{{- else if regexMatch "^[0-9]+Gi$" $limit -}}
+{{- $mib = mul (trimSuffix "Gi" $limit | int) 1024 -}}
+{{- end -}}
+{{- if gt $mib 0 -}}
+{{- $semi := max 1 (min 16 (div $mib 64)) -}}
+{{- $old := max 32 (sub (sub $mib 64) (mul 3 $semi)) -}}
+--max-semi-space-size={{ $semi }} --max-old-space-size={{ $old }}
+{{- end -}}
+{{- end -}}
+
 {{- define "kruntimes.commonEnv" -}}
 - name: POD_NAME
   valueFrom:
@@ -68,6 +90,10 @@ seccompProfile:
       fieldPath: metadata.namespace
 - name: KRT_LOG_LEVEL
   value: {{ .ctx.Values.logLevel | default .ctx.Values.global.logLevel | quote }}
+{{- with include "kruntimes.nodeHeapOptions" (dig "limits" "memory" "" (.ctx.Values.resources | default dict)) }}
+- name: NODE_OPTIONS
+  value: {{ . | quote }}
+{{- end }}
 {{- with .ctx.Values.global.tracing.otlpEndpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ . | quote }}

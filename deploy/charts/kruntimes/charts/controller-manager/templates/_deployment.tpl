@@ -62,6 +62,17 @@ spec:
             {{- with .Values.global.tracing.otlpEndpoint }}
             - --runtime-otlp-endpoint={{ . }}
             {{- end }}
+            {{- with .Values.runtimedResources }}
+            {{- with dig "requests" "cpu" "" . }}
+            - --runtimed-cpu-request={{ . }}
+            {{- end }}
+            {{- with dig "requests" "memory" "" . }}
+            - --runtimed-memory-request={{ . }}
+            {{- end }}
+            {{- with dig "limits" "memory" "" . }}
+            - --runtimed-memory-limit={{ . }}
+            {{- end }}
+            {{- end }}
           env:
             {{- include "kruntimes.commonEnv" $s | nindent 12 }}
           {{- if .Values.global.metrics.enabled }}
