@@ -1,5 +1,6 @@
 // The control-plane services of a system, in-process, each as its own least-privilege ServiceAccount.
 import { join } from 'node:path';
+import type { ResourceRequirements } from '@kruntimes/api';
 import { CONTROLLER_MANAGER_RULES, ControllerManager } from '@kruntimes/controller-manager-core';
 import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
@@ -36,6 +37,8 @@ export interface ServicesOptions {
   otlpEndpoint?: string;
   /** The scheduler's --source-wait-seconds, in ms (default: the scheduler's). */
   sourceWaitMs?: number;
+  /** runtimed's container resources (the controller-manager's --runtimed-* flags). */
+  runtimedResources?: ResourceRequirements;
 }
 
 /** The controller-manager keeps each Runtime's runtimed TLS Secret from this namespace's own internal CA. */
@@ -52,6 +55,7 @@ async function startControllerManager(
     workload: testWorkloadConfig({
       terminationGracePeriodSeconds: 3,
       ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
+      ...(options.runtimedResources === undefined ? {} : { runtimedResources: options.runtimedResources }),
     }),
   });
   await manager.start();

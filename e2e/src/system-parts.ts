@@ -1,5 +1,6 @@
 // The parts of a system, started in order: control plane access, Runtime Pods, services, the gateway.
 import { join } from 'node:path';
+import type { ResourceRequirements } from '@kruntimes/api';
 import type { LocalNode } from '@kruntimes/local-node';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import type { Cluster, TestNamespace } from '@kruntimes/testing';
@@ -27,6 +28,8 @@ export interface SystemOptions {
   otlpEndpoint?: string;
   /** How long a Run with an unresolvable source stays Pending before it fails (the scheduler's --source-wait-seconds). */
   sourceWaitMs?: number;
+  /** runtimed's container resources (the controller-manager's --runtimed-* flags; its heap flags follow the memory limit). */
+  runtimedResources?: ResourceRequirements;
 }
 
 export interface SystemParts extends Services {
@@ -64,6 +67,7 @@ export async function startSystemParts(
     started,
     ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
     ...(options.sourceWaitMs === undefined ? {} : { sourceWaitMs: options.sourceWaitMs }),
+    ...(options.runtimedResources === undefined ? {} : { runtimedResources: options.runtimedResources }),
   });
   const gateway =
     options.gateway === false

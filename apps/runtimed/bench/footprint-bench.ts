@@ -31,10 +31,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import type { Run, Runtime } from '@kruntimes/api';
+import type { ResourceRequirements, Run, Runtime } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, call } from '@kruntimes/testing';
 import type { ClusterInfo } from '@kruntimes/testing';
+import { parse as parseYaml } from 'yaml';
 import type { ProbeReading } from './footprint-probe.ts';
 
 const FOREIGN_STEPS = (process.argv[2] ?? '0,100,1000,5000').split(',').map(Number);
@@ -238,11 +239,19 @@ try {
   process.env.KRT_E2E_NODE_OPTIONS = [process.env.KRT_E2E_NODE_OPTIONS ?? '', probeFlag].join(' ').trim();
   process.env.KRT_E2E_ENTRYPOINTS ??= 'bundle';
   const cluster = new Cluster(controlPlane.info);
+  // runtimed's container as the chart sizes it by default: its NODE_OPTIONS carry the heap flags of that limit.
+  const chartValues = parseYaml(
+    await readFile(join(REPO_ROOT, 'deploy/charts/kruntimes/charts/controller-manager/values.yaml'), 'utf8'),
+  ) as {
+    runtimedResources: ResourceRequirements;
+  };
+  const runtimedResources = chartValues.runtimedResources;
 
   out(
     `Node ${process.version}, the apps from their ${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled builds (dist/bundle)' : 'TypeScript sources'}`,
   );
   out(`floor (rss anon, MB): a bare node process ${await bareNode([])}; with the bench's probe loaded ${await bareNode([probeFlag])}`);
+  out(`runtimed's resources (the chart's default): ${JSON.stringify(runtimedResources)}`);
   out('');
 
   out(`Part 1: one Pod of Runtime py (${String(OWN_RUNS)} function Runs Ready), plain Runs of another Runtime in the namespace`);
@@ -261,7 +270,7 @@ try {
       'apiserver events/watches',
     ].join(' | '),
   );
-  system = await System.start({ prefix: 'bench-footprint', cluster });
+  system = await System.start({ prefix: 'bench-footprint', cluster, runtimedResources });
   const first = system;
   await first.createRuntime('py', { language: 'python', replicas: 1, runs: OWN_RUNS + 1 });
   for (let k = 0; k < OWN_RUNS; k += 1) await first.createFunctionRun(`fn-${String(k)}`, 'py', HANDLER, 'main:handle');
@@ -318,7 +327,7 @@ try {
       'gateway rss anon heap live',
     ].join(' | '),
   );
-  system = await System.start({ prefix: 'bench-footprint-pods', cluster });
+  system = await System.start({ prefix: 'bench-footprint-pods', cluster, runtimedResources });
   const second = system;
   for (const [index, pods] of POD_STEPS.entries()) {
     const t0 = performance.now();

@@ -13,6 +13,7 @@ import {
   runtimeIdentity,
   type CertificateAuthority,
 } from './index.ts';
+import { loadX509 } from './x509.ts';
 
 const DAY = 86_400_000;
 const NOW = new Date('2026-06-01T00:00:00Z');
@@ -118,6 +119,32 @@ describe('identityOfCertificate', () => {
   it('reads the spiffe URI of a workload certificate', async () => {
     const issued = await issueWorkloadCertificate(ca, { namespace: 'ns', runtime: 'bash' });
     expect(identityOfCertificate(issued.certPem)).toBe('spiffe://kruntimes.io/ns/ns/runtime/bash');
+  });
+
+  it('reads SANs in order: a quoted URI with a comma is one entry, and a `, URI:` inside another entry is no URI', async () => {
+    const x509 = await loadX509();
+    const selfSigned = async (names: { type: 'dns' | 'url'; value: string }[]): Promise<string> => {
+      const keys = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
+      const cert = await x509.X509CertificateGenerator.createSelfSigned({
+        serialNumber: '01',
+        name: 'CN=san-test',
+        notBefore: NOW,
+        notAfter: new Date(NOW.getTime() + DAY),
+        keys,
+        signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+        extensions: [new x509.SubjectAlternativeNameExtension(names)],
+      });
+      return cert.toString('pem');
+    };
+    const spoof = { type: 'dns' as const, value: 'a, URI:spiffe://kruntimes.io/ns/x/runtime/evil' };
+    const real = await selfSigned([
+      spoof,
+      { type: 'url', value: 'https://example.com/a,b' },
+      { type: 'url', value: runtimeIdentity('ns', 'real') },
+    ]);
+    expect(new X509Certificate(real).subjectAltName).toContain('"');
+    expect(identityOfCertificate(real)).toBe(runtimeIdentity('ns', 'real'));
+    expect(identityOfCertificate(await selfSigned([spoof]))).toBeUndefined();
   });
 
   it.each([

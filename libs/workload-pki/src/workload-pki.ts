@@ -1,5 +1,5 @@
 import { X509Certificate as NodeX509Certificate, createPrivateKey, type webcrypto } from 'node:crypto';
-import { x509, type X509 } from './x509.ts';
+import { loadX509, type X509 } from './x509.ts';
 
 type Crypto = webcrypto.Crypto;
 type CryptoKey = webcrypto.CryptoKey;
@@ -71,6 +71,7 @@ export function runtimeDnsNames(namespace: string, runtime: string): readonly st
 
 /** A self-signed CA that may only issue leaf certificates (pathLen 0). */
 export async function createCertificateAuthority(options: CertificateAuthorityOptions = {}): Promise<CertificateAuthority> {
+  const x509 = await loadX509();
   const crypto = webCrypto();
   const now = options.now ?? new Date();
   const validityDays = options.validityDays ?? DEFAULT_CA_VALIDITY_DAYS;
@@ -93,7 +94,7 @@ export async function createCertificateAuthority(options: CertificateAuthorityOp
     },
     crypto,
   );
-  return { certPem: cert.toString('pem') + '\n', keyPem: await exportKeyPem(crypto, keys.privateKey) };
+  return { certPem: cert.toString('pem') + '\n', keyPem: await exportKeyPem(x509, crypto, keys.privateKey) };
 }
 
 /**
@@ -104,6 +105,7 @@ export async function issueWorkloadCertificate(
   ca: CertificateAuthority,
   request: WorkloadCertificateRequest,
 ): Promise<WorkloadCertificate> {
+  const x509 = await loadX509();
   const crypto = webCrypto();
   const { namespace, runtime } = request;
   const identity = runtimeIdentity(namespace, runtime);
@@ -114,8 +116,8 @@ export async function issueWorkloadCertificate(
   const notBefore = new Date(now.getTime() - CLOCK_SKEW_MS);
   const notAfter = new Date(now.getTime() + validityDays * DAY_MS);
 
-  const caCert = parseCertificate(ca.certPem, 'CA certificate');
-  const caKey = await importKeyPem(crypto, ca.keyPem);
+  const caCert = parseCertificate(x509, ca.certPem, 'CA certificate');
+  const caKey = await importKeyPem(x509, crypto, ca.keyPem);
   const keys = await crypto.subtle.generateKey(EC_KEY, true, ['sign', 'verify']);
   const cert = await x509.X509CertificateGenerator.create(
     {
@@ -143,24 +145,52 @@ export async function issueWorkloadCertificate(
   );
   return {
     certPem: cert.toString('pem') + '\n',
-    keyPem: await exportKeyPem(crypto, keys.privateKey),
+    keyPem: await exportKeyPem(x509, crypto, keys.privateKey),
     caPem: ca.certPem,
     notBefore,
     notAfter,
   };
 }
 
-/** The SPIFFE URI SAN of a certificate (the first `spiffe://` URI), or undefined (none, or not a certificate). */
+/**
+ * The SPIFFE URI SAN of a certificate (the first `spiffe://` URI), or undefined (none, or not
+ * a certificate). Read with node:crypto: Node lists the SANs as `TYPE:value` joined by `, `,
+ * a value with a comma, quote or other special character JSON-quoted (a SPIFFE ID never is).
+ */
 export function identityOfCertificate(certPem: string): string | undefined {
-  let cert: X509.X509Certificate;
+  const names = tryNodeCertificate(certPem)?.subjectAltName;
+  if (names === undefined) return undefined;
+  return subjectAltNames(names).find((name) => name.type === 'URI' && name.value.startsWith('spiffe://'))?.value;
+}
+
+/**
+ * Node's subjectAltName string as its entries, read left to right so that a `, URI:` inside a
+ * quoted value of another entry is never taken for an entry of its own. Empty when the string
+ * is not in Node's form.
+ */
+function subjectAltNames(text: string): { type: string; value: string }[] {
+  const entries: { type: string; value: string }[] = [];
+  const entry = /([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,"]*)(, |$)/y;
+  while (entry.lastIndex < text.length) {
+    const match = entry.exec(text);
+    if (match === null) return [];
+    const [, type = '', raw = '', separator] = match;
+    const value = raw.startsWith('"') ? unquote(raw) : raw;
+    if (value === undefined) return [];
+    entries.push({ type, value });
+    if (separator === '') break;
+  }
+  return entries;
+}
+
+function unquote(quoted: string): string | undefined {
   try {
-    cert = new x509.X509Certificate(certPem);
+    const value: unknown = JSON.parse(quoted);
+    return typeof value === 'string' ? value : undefined;
   } catch {
-    // Not a certificate: it has no identity; callers treat that as "not a peer of ours".
+    // Not what Node writes: no identity rather than a guess.
     return undefined;
   }
-  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
-  return san?.names.items.find((n) => n.type === 'url' && n.value.startsWith('spiffe://'))?.value;
 }
 
 /**
@@ -230,7 +260,7 @@ function tryNodeCertificate(pem: string): NodeX509Certificate | undefined {
   }
 }
 
-function parseCertificate(pem: string, what: string): X509.X509Certificate {
+function parseCertificate(x509: typeof X509, pem: string, what: string): X509.X509Certificate {
   try {
     return new x509.X509Certificate(pem);
   } catch (error) {
@@ -238,12 +268,12 @@ function parseCertificate(pem: string, what: string): X509.X509Certificate {
   }
 }
 
-async function exportKeyPem(crypto: Crypto, key: CryptoKey): Promise<string> {
+async function exportKeyPem(x509: typeof X509, crypto: Crypto, key: CryptoKey): Promise<string> {
   const der = await crypto.subtle.exportKey('pkcs8', key);
   return x509.PemConverter.encode(der, 'PRIVATE KEY') + '\n';
 }
 
-async function importKeyPem(crypto: Crypto, pem: string): Promise<CryptoKey> {
+async function importKeyPem(x509: typeof X509, crypto: Crypto, pem: string): Promise<CryptoKey> {
   let der: ArrayBuffer;
   try {
     const blocks = x509.PemConverter.decodeWithHeaders(pem).filter((b) => b.type === 'PRIVATE KEY');
