@@ -6,7 +6,9 @@
  * The apps run as the images ship them: their bundled builds (dist/bundle/apps/<app>/main.mjs;
  * `npx nx run runtimed:footprint` builds them first); KRT_E2E_ENTRYPOINTS=sources measures
  * the TypeScript sources instead (type-stripped at start, as the tests run them).
- * Beside the figures, the floor: the RSS of a bare `node -e 'setInterval(...)'` of the same Node.
+ * Beside the figures, the floors, of the same Node: a bare ES module (an idle timer), and a bare
+ * @grpc/grpc-js server listening on loopback (bundled like the apps), the least any Node
+ * process serving gRPC (runtimed, the Runtime Server) can cost.
  *
  * Part 1: one Pod of Runtime `py` with its own few function Runs Ready; then the namespace
  * fills with plain Runs of another Runtime (`other`, which does not exist: created with the
@@ -35,6 +37,7 @@ import type { ResourceRequirements, Run, Runtime } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, call } from '@kruntimes/testing';
 import type { ClusterInfo } from '@kruntimes/testing';
+import { build } from 'esbuild';
 import { parse as parseYaml } from 'yaml';
 import type { ProbeReading } from './footprint-probe.ts';
 
@@ -210,9 +213,9 @@ async function waitPods(system: System, runtime: string, count: number): Promise
   }
 }
 
-/** `RSS anon` MB of a bare Node process (an idle timer, nothing loaded) of this Node, `args` before its script. */
-async function bareNode(args: readonly string[]): Promise<string> {
-  const child = spawn(process.execPath, [...args, '-e', 'setInterval(() => {}, 1e6)'], { stdio: 'ignore' });
+/** `RSS anon` MB of `node <args> <script>` after it ran idle for 2 s. */
+async function idleNode(args: readonly string[]): Promise<string> {
+  const child = spawn(process.execPath, args, { stdio: 'ignore' });
   try {
     await sleep(2_000);
     const pid = child.pid ?? -1;
@@ -220,6 +223,33 @@ async function bareNode(args: readonly string[]): Promise<string> {
   } finally {
     child.kill();
   }
+}
+
+/** The floors' two scripts in `dir`: an idle ES module, and a bundled idle gRPC server. */
+async function floorScripts(dir: string): Promise<{ idle: string; grpc: string }> {
+  const idle = join(dir, 'idle.mjs');
+  await writeFile(idle, 'setInterval(() => undefined, 1e6);\n');
+  const grpc = join(dir, 'grpc-server.mjs');
+  await build({
+    stdin: {
+      contents: [
+        "import { Server, ServerCredentials } from '@grpc/grpc-js';",
+        "new Server().bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), () => undefined);",
+        'setInterval(() => undefined, 1e6);',
+      ].join('\n'),
+      resolveDir: REPO_ROOT,
+      loader: 'js',
+    },
+    outfile: grpc,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    logLevel: 'error',
+  });
+  return { idle, grpc };
 }
 
 const out = (text: string): void => {
@@ -250,7 +280,11 @@ try {
   out(
     `Node ${process.version}, the apps from their ${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled builds (dist/bundle)' : 'TypeScript sources'}`,
   );
-  out(`floor (rss anon, MB): a bare node process ${await bareNode([])}; with the bench's probe loaded ${await bareNode([probeFlag])}`);
+  const floors = await floorScripts(probeDir);
+  out(
+    `floors (rss anon, MB): an idle ES module ${await idleNode([floors.idle])} (with the bench's probe ${await idleNode([probeFlag, floors.idle])}); ` +
+      `a bare @grpc/grpc-js server ${await idleNode([floors.grpc])}`,
+  );
   out(`runtimed's resources (the chart's default): ${JSON.stringify(runtimedResources)}`);
   out('');
 

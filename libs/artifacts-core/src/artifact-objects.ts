@@ -1,15 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import {
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-} from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import type * as S3 from '@aws-sdk/client-s3';
+import type * as Presigner from '@aws-sdk/s3-request-presigner';
 import { BOUNDS, MEDIA_TYPE_PATTERN, isSha256Hex } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 
@@ -75,6 +67,27 @@ const DELETE_BATCH = 1000;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 const mediaTypeRegExp = new RegExp(MEDIA_TYPE_PATTERN);
 
+interface Sdk {
+  s3: typeof S3;
+  getSignedUrl: typeof Presigner.getSignedUrl;
+}
+
+/** Set once the SDK is loaded: an S3 error can only exist after that. */
+let loadedSdk: Sdk | undefined;
+let loadingSdk: Promise<Sdk> | undefined;
+
+/**
+ * The AWS SDK's S3 client and presigner, imported on first use: runtimed starts without them
+ * (about 4 MiB of its heap), and most Pods never touch an ArtifactStore.
+ */
+function loadSdk(): Promise<Sdk> {
+  loadingSdk ??= Promise.all([import('@aws-sdk/client-s3'), import('@aws-sdk/s3-request-presigner')]).then(([s3, presigner]) => {
+    loadedSdk = { s3, getSignedUrl: presigner.getSignedUrl };
+    return loadedSdk;
+  });
+  return loadingSdk;
+}
+
 /**
  * The objects of one ArtifactStore location, through the AWS SDK's S3 client with the
  * store's own credentials. Whoever holds an instance holds those credentials: runtimed,
@@ -82,25 +95,36 @@ const mediaTypeRegExp = new RegExp(MEDIA_TYPE_PATTERN);
  */
 export class ArtifactObjects {
   readonly location: ArtifactStoreLocation;
-  readonly #client: S3Client;
+  readonly #credentials: ArtifactStoreCredentials;
+  readonly #maxAttempts: number;
   readonly #timeoutMs: number;
   readonly #maxListedKeys: number;
+  /** Made on the first request (with the SDK, loaded then). */
+  #client: S3.S3Client | undefined;
 
   constructor(location: ArtifactStoreLocation, credentials: ArtifactStoreCredentials, options: ArtifactObjectsOptions = {}) {
     this.location = location;
+    this.#credentials = { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey };
+    this.#maxAttempts = options.maxAttempts ?? 3;
     this.#timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.#maxListedKeys = options.maxListedKeys ?? 100_000;
-    this.#client = new S3Client({
-      endpoint: location.endpoint,
-      region: location.region,
-      forcePathStyle: location.forcePathStyle,
-      credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
-      maxAttempts: options.maxAttempts ?? 3,
+  }
+
+  /** The S3 client and the SDK (loaded on the first call). */
+  async #sdk(): Promise<Sdk & { client: S3.S3Client }> {
+    const sdk = await loadSdk();
+    this.#client ??= new sdk.s3.S3Client({
+      endpoint: this.location.endpoint,
+      region: this.location.region,
+      forcePathStyle: this.location.forcePathStyle,
+      credentials: this.#credentials,
+      maxAttempts: this.#maxAttempts,
       // Checksums are what kruntimes signs and verifies itself; the SDK's defaults would add
       // CRC32 trailers that not every S3-compatible server accepts.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
+    return { ...sdk, client: this.#client };
   }
 
   /**
@@ -123,10 +147,11 @@ export class ArtifactObjects {
     }
     assertKey(key);
     const checksum = Buffer.from(sha256Hex, 'hex').toString('base64');
+    const { s3, client, getSignedUrl } = await this.#sdk();
     const signingDate = new Date();
     const url = await getSignedUrl(
-      this.#client,
-      new PutObjectCommand({
+      client,
+      new s3.PutObjectCommand({
         Bucket: this.location.bucket,
         Key: key,
         ContentLength: size,
@@ -157,8 +182,9 @@ export class ArtifactObjects {
   /** Size, upload time and media type of `key`, or undefined when there is no such object. */
   async stat(key: string): Promise<ObjectStat | undefined> {
     assertKey(key);
+    const { s3, client } = await this.#sdk();
     try {
-      const head = await this.#client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: key }), this.#abort());
+      const head = await client.send(new s3.HeadObjectCommand({ Bucket: this.location.bucket, Key: key }), this.#abort());
       return {
         size: head.ContentLength ?? 0,
         lastModified: head.LastModified ?? new Date(0),
@@ -201,8 +227,9 @@ export class ArtifactObjects {
   /** The body of `key` as a stream, or undefined when there is no such object. The caller consumes or destroys it. */
   async download(key: string): Promise<Readable | undefined> {
     assertKey(key);
+    const { s3, client } = await this.#sdk();
     try {
-      const object = await this.#client.send(new GetObjectCommand({ Bucket: this.location.bucket, Key: key }), this.#abort());
+      const object = await client.send(new s3.GetObjectCommand({ Bucket: this.location.bucket, Key: key }), this.#abort());
       const body = object.Body;
       if (!(body instanceof Readable)) throw new KruntimesError('Internal', `GET ${key}: the S3 client returned no Node.js stream`);
       return body;
@@ -215,13 +242,14 @@ export class ArtifactObjects {
 
   /** Every object under `prefix`, page by page, bounded by maxListedKeys. */
   async *list(prefix: string): AsyncGenerator<ListedObject> {
+    const { s3, client } = await this.#sdk();
     let token: string | undefined;
     let listed = 0;
     do {
       let page;
       try {
-        page = await this.#client.send(
-          new ListObjectsV2Command({
+        page = await client.send(
+          new s3.ListObjectsV2Command({
             Bucket: this.location.bucket,
             Prefix: prefix,
             ...(token === undefined ? {} : { ContinuationToken: token }),
@@ -246,12 +274,14 @@ export class ArtifactObjects {
   /** Removes `keys` (absent ones count as removed), in batches of at most 1000. */
   async remove(keys: readonly string[]): Promise<void> {
     for (const key of keys) assertKey(key);
+    if (keys.length === 0) return;
+    const { s3, client } = await this.#sdk();
     for (let start = 0; start < keys.length; start += DELETE_BATCH) {
       const batch = keys.slice(start, start + DELETE_BATCH);
       let result;
       try {
-        result = await this.#client.send(
-          new DeleteObjectsCommand({
+        result = await client.send(
+          new s3.DeleteObjectsCommand({
             Bucket: this.location.bucket,
             Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
           }),
@@ -271,9 +301,9 @@ export class ArtifactObjects {
     }
   }
 
-  /** Closes the client's connections. */
+  /** Closes the client's connections (if it made any). */
   destroy(): void {
-    this.#client.destroy();
+    this.#client?.destroy();
   }
 
   #abort(): { abortSignal: AbortSignal } {
@@ -286,18 +316,21 @@ function assertKey(key: string): void {
     throw new KruntimesError('InvalidRequest', `invalid object key ${JSON.stringify(key)}`);
 }
 
+function isS3Error(error: unknown): error is S3.S3ServiceException {
+  return loadedSdk !== undefined && error instanceof loadedSdk.s3.S3ServiceException;
+}
+
 function isNotFound(error: unknown): boolean {
-  if (!(error instanceof S3ServiceException)) return false;
+  if (!isS3Error(error)) return false;
   return error.name === 'NoSuchKey' || error.name === 'NotFound' || error.$metadata.httpStatusCode === 404;
 }
 
 /** Anything the store answers that is not "no such object", or no answer at all. */
 function storeError(operation: string, error: unknown): KruntimesError {
-  const detail =
-    error instanceof S3ServiceException
-      ? `${error.name} (HTTP ${String(error.$metadata.httpStatusCode ?? '?')})${error.message === '' || error.message === error.name ? '' : `: ${error.message}`}`
-      : error instanceof Error
-        ? error.message
-        : String(error);
+  const detail = isS3Error(error)
+    ? `${error.name} (HTTP ${String(error.$metadata.httpStatusCode ?? '?')})${error.message === '' || error.message === error.name ? '' : `: ${error.message}`}`
+    : error instanceof Error
+      ? error.message
+      : String(error);
   return new KruntimesError('ArtifactStoreUnavailable', `object store: ${operation}: ${detail}`, { cause: error });
 }
