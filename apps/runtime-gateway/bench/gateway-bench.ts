@@ -20,11 +20,14 @@
  * into `rounds` rounds whose order rotates, so no path always runs first or last.
  * Prints nearest-rank p50/p99 and invocations/s of each, the ratios to direct and the gap
  * to the floor, and the API server's requests while the gateway was measured beside an
- * idle window of the same length (background lease renewals), so what is per invoke shows.
+ * idle window of the same length (background lease renewals), so what is per invoke shows,
+ * and the gateway's memory: its RSS after the run and its peak (VmHWM). The apps run from
+ * their TypeScript sources; KRT_E2E_ENTRYPOINTS=bundle runs their bundled builds (as the
+ * images ship them; `npx nx run-many -t bundle` first).
  */
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent, createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -383,6 +386,8 @@ try {
   const sample = (name: string): number =>
     Number(new RegExp(`^${name}\\{route="functions"\\} (\\S+)$`, 'm').exec(exposition)?.[1] ?? Number.NaN);
   const overheadMs = (sample('kruntimes_gateway_overhead_seconds_sum') / sample('kruntimes_gateway_overhead_seconds_count')) * 1000;
+  const status = await readFile(`/proc/${String(gateway.pid)}/status`, 'utf8');
+  const statusMb = (field: string): string => (Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) / 1024).toFixed(0);
 
   process.stdout.write(
     [
@@ -400,6 +405,8 @@ try {
         formatApiServerRequestDelta(invoking),
       `API server requests in an idle window of the same length (background: leases, watches): ${formatApiServerRequestDelta(idle)}`,
       `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
+      `the gateway's memory (${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled build' : 'TypeScript sources'}): ` +
+        `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB`,
       '',
     ].join('\n'),
   );

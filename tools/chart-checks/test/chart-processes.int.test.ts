@@ -20,8 +20,8 @@ import { createCertificateAuthority, issueWorkloadCertificate } from '@kruntimes
 import { ensureHelm, familiesOfExposition, readExportedMetrics, renderChart, singleNamespace } from '../src/index.ts';
 import type { KubeObject } from '../src/index.ts';
 
-// The services started the way the chart starts them: each app's src/main.ts (the image's
-// entry point) with the args of its rendered Deployment (the controller-manager also shows
+// The services started the way the chart starts them: each app's src/main.ts (what the
+// image's bundle is made of) with the args and the NODE_OPTIONS (heap flags) of its rendered Deployment (the controller-manager also shows
 // its RBAC suffices by making a Runtime's objects), as its own ServiceAccount bound to
 // exactly the chart's rendered RBAC (applied for real), with global.watchNamespace set to
 // the test namespace so that nothing outside it is touched. Container paths and listen
@@ -50,11 +50,21 @@ const metricsUrl = new Map<Service, string>();
 let gatewayPort = 0;
 let gatewayCaPem = '';
 
-function containerArgs(name: Service): string[] {
+interface RenderedContainer {
+  args?: string[];
+  env?: { name: string; value?: string }[];
+}
+
+function container(name: Service): RenderedContainer {
   const deployment = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === name);
-  const args = (deployment?.spec as { template: { spec: { containers: { args?: string[] }[] } } } | undefined)?.template.spec.containers[0]
-    ?.args;
-  if (args === undefined) throw new Error(`no Deployment ${name} rendered`);
+  const found = (deployment?.spec as { template: { spec: { containers: RenderedContainer[] } } } | undefined)?.template.spec.containers[0];
+  if (found === undefined) throw new Error(`no Deployment ${name} rendered`);
+  return found;
+}
+
+function containerArgs(name: Service): string[] {
+  const args = container(name).args;
+  if (args === undefined) throw new Error(`no args in Deployment ${name}`);
   return args;
 }
 
@@ -74,8 +84,16 @@ async function serviceAccountKubeconfig(name: string): Promise<string> {
 
 async function start(name: Service, args: string[]): Promise<void> {
   const log = await open(join(dir, `${name}.log`), 'w');
+  const nodeOptions = container(name).env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+  if (nodeOptions === undefined) throw new Error(`no NODE_OPTIONS in Deployment ${name}`);
   const child = spawn(process.execPath, [join(REPO_ROOT, 'apps', APP[name], 'src/main.ts'), ...args], {
-    env: { PATH: process.env.PATH ?? '', POD_NAME: `${name}-0`, POD_NAMESPACE: namespace.name, KRT_LOG_LEVEL: 'debug' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      POD_NAME: `${name}-0`,
+      POD_NAMESPACE: namespace.name,
+      KRT_LOG_LEVEL: 'debug',
+      NODE_OPTIONS: nodeOptions,
+    },
     stdio: ['ignore', log.fd, log.fd],
   });
   children.push(child);
