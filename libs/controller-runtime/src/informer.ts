@@ -1,4 +1,4 @@
-import { makeInformer } from '@kubernetes/client-node';
+import { ListWatch, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { ControllerLogger } from './controller.ts';
 import { objectKey } from './object-key.ts';
@@ -27,13 +27,48 @@ export interface SharedInformerOptions<T extends KubernetesObject> {
 const RESTART_KEY = 'restart';
 
 /**
+ * What a cache keeps of an object: all but `metadata.managedFields`, the API server's
+ * server-side-apply bookkeeping (often as large as the rest of a small object, one entry per
+ * writer). Nothing here reads it, and an update sent without it keeps the server's (like
+ * client-go's TransformStripManagedFields). Objects are fresh from JSON: changed in place.
+ */
+export function stripManagedFields<T extends KubernetesObject>(object: T): T {
+  if (object.metadata?.managedFields !== undefined) delete object.metadata.managedFields;
+  return object;
+}
+
+/** client-node's Watch, each event's object stripped before the cache sees it. */
+class StrippingWatch extends Watch {
+  override watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return super.watch(
+      path,
+      queryParams,
+      (phase, apiObj: unknown, watchObj) => {
+        callback(phase, isObject(apiObj) ? stripManagedFields(apiObj) : apiObj, watchObj);
+      },
+      done,
+    );
+  }
+}
+
+function isObject(value: unknown): value is KubernetesObject {
+  return typeof value === 'object' && value !== null;
+}
+
+/**
  * A list-watch cache of one resource with event handlers. Wraps client-node's informer,
  * which relists on 410 Gone by itself but stops on any other error: this one restarts
- * it with backoff, so a restarted API server never leaves a controller blind.
+ * it with backoff, so a restarted API server never leaves a controller blind. Cached
+ * objects carry no managedFields (stripManagedFields).
  */
 export class SharedInformer<T extends KubernetesObject> {
   readonly name: string;
-  readonly #informer: ReturnType<typeof makeInformer<T>>;
+  readonly #informer: ListWatch<T>;
   readonly #logger: ControllerLogger;
   readonly #restartLimiter;
   #restartTimer: NodeJS.Timeout | undefined;
@@ -47,7 +82,13 @@ export class SharedInformer<T extends KubernetesObject> {
     this.name = options.name;
     this.#logger = options.logger;
     this.#restartLimiter = exponentialFailureRateLimiter(options.restartBackoff ?? { baseDelayMs: 200, maxDelayMs: 30_000 });
-    this.#informer = makeInformer<T>(options.kubeConfig, options.path, options.list, options.labelSelector);
+    const list = async (): Promise<KubernetesListObject<T>> => {
+      const listed = await options.list();
+      for (const item of listed.items) stripManagedFields(item);
+      return listed;
+    };
+    // client-node's makeInformer, with the objects stripped on their way into the cache.
+    this.#informer = new ListWatch<T>(options.path, new StrippingWatch(options.kubeConfig), list, false, options.labelSelector);
     this.#informer.on('error', (error: unknown) => {
       this.#errors += 1;
       this.#scheduleRestart(error);
