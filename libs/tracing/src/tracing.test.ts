@@ -19,6 +19,15 @@ describe('tracingEnabled', () => {
   it('starts no SDK without an endpoint', async () => {
     await expect(startTracing('kruntimes-test', {})).resolves.toBeUndefined();
   });
+
+  it('loads the SDK when an endpoint is set, and its tracer makes recording spans', async () => {
+    // Nothing listens there: no span is exported (none ends before shutdown), so none is sent.
+    const tracing = await startTracing('kruntimes-test', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
+    expect(tracing).toBeDefined();
+    const span = tracing?.tracer.startSpan('probe');
+    expect(span?.isRecording()).toBe(true);
+    await tracing?.shutdown();
+  });
 });
 
 describe('trace context', () => {
