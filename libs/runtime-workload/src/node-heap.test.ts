@@ -26,11 +26,13 @@ describe('nodeHeapOptions', () => {
     // limit MiB, semi-space, old space: limit - 64 - 3 * semi-space, at least 32
     [64, 1, 32],
     [96, 1, 32],
-    [128, 2, 58],
-    [160, 2, 90],
-    [256, 4, 180],
-    [512, 8, 424],
-    [1024, 16, 912],
+    [128, 1, 61],
+    [192, 1, 125],
+    [256, 2, 186],
+    [384, 3, 311],
+    [512, 4, 436],
+    [1024, 8, 936],
+    [2048, 16, 1936],
     [4096, 16, 3984],
   ])('%i MiB: semi-space %i, old space %i', (limitMib, semiSpace, oldSpace) => {
     expect(nodeHeapOptions(limitMib * MIB)).toBe(`--max-semi-space-size=${String(semiSpace)} --max-old-space-size=${String(oldSpace)}`);

@@ -238,7 +238,7 @@ describe('runtimeWorkload', () => {
     const sized = runtimeWorkload(runtime(), { ...config, runtimedResources: resources });
     const runtimed = container(sized, CONTAINERS.runtimed);
     expect(runtimed.resources).toEqual(resources);
-    expect(env(runtimed).NODE_OPTIONS).toBe('--max-semi-space-size=2 --max-old-space-size=90');
+    expect(env(runtimed).NODE_OPTIONS).toBe('--max-semi-space-size=1 --max-old-space-size=93');
     const unsized = container(runtimeWorkload(runtime(), config), CONTAINERS.runtimed);
     expect(unsized.resources).toBeUndefined();
     expect(env(unsized).NODE_OPTIONS).toBeUndefined();

@@ -168,7 +168,7 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
             .at(-1),
         ),
       '--runtimed-cpu-request=50m',
-      '--runtimed-memory-request=96Mi',
+      '--runtimed-memory-request=112Mi',
       '--runtimed-memory-limit=192Mi',
     ]);
   });

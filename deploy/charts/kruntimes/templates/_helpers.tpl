@@ -60,7 +60,7 @@ seccompProfile:
 {{- /*
 The V8 heap flags of a Node container with this memory limit (a quantity in Mi or Gi; any
 other form: none, V8's own sizing), as nodeHeapOptions of libs/runtime-workload derives
-them for runtimed (tools/chart-checks compares the two): semi-space 1 MiB per 64 MiB of
+them for runtimed (tools/chart-checks compares the two): semi-space 1 MiB per 128 MiB of
 limit (1-16), old space the limit less 64 MiB (Node beside its heap) and three semi-spaces,
 at least 32 MiB.
 */ -}}
@@ -73,7 +73,7 @@ at least 32 MiB.
 {{- $mib = mul (trimSuffix "Gi" $limit | int) 1024 -}}
 {{- end -}}
 {{- if gt $mib 0 -}}
-{{- $semi := max 1 (min 16 (div $mib 64)) -}}
+{{- $semi := max 1 (min 16 (div $mib 128)) -}}
 {{- $old := max 32 (sub (sub $mib 64) (mul 3 $semi)) -}}
 --max-semi-space-size={{ $semi }} --max-old-space-size={{ $old }}
 {{- end -}}
