@@ -36,6 +36,8 @@ export interface GatewayOptions {
   internalCaPem: string;
   /** Tracing on: its OTEL_EXPORTER_OTLP_ENDPOINT. */
   otlpEndpoint?: string;
+  /** Its NODE_OPTIONS, e.g. the heap flags the chart gives it. */
+  nodeOptions?: string;
 }
 
 interface GatewayFiles {
@@ -136,7 +138,10 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   const files = await writeGatewayFiles(options, ca);
   const [port = 0, metricsPort = 0] = await freePorts(2);
   const args = gatewayArguments(files, options.namespace, port, metricsPort);
-  const env: Record<string, string> = options.otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint };
+  const env: Record<string, string> = {
+    ...(options.otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint }),
+    ...(options.nodeOptions === undefined ? {} : { NODE_OPTIONS: options.nodeOptions }),
+  };
   const { pid, exited } = spawnGateway(args, files.log, env);
   const gateway: GatewayProcess = {
     pid,

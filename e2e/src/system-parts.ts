@@ -30,6 +30,8 @@ export interface SystemOptions {
   sourceWaitMs?: number;
   /** runtimed's container resources (the controller-manager's --runtimed-* flags; its heap flags follow the memory limit). */
   runtimedResources?: ResourceRequirements;
+  /** The gateway's NODE_OPTIONS (e.g. the heap flags of the chart's memory limit). */
+  gatewayNodeOptions?: string;
 }
 
 export interface SystemParts extends Services {
@@ -79,6 +81,7 @@ export async function startSystemParts(
           dir: join(dir, 'gateway'),
           internalCaPem: services.internalCa.certPem,
           ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
+          ...(options.gatewayNodeOptions === undefined ? {} : { nodeOptions: options.gatewayNodeOptions }),
         });
   if (gateway !== undefined) started.push({ stop: () => stopGateway(gateway) });
   return { ...services, cluster, namespace, access, node, gateway, dir };

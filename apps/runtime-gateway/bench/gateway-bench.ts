@@ -21,7 +21,8 @@
  * Prints nearest-rank p50/p99 and invocations/s of each, the ratios to direct and the gap
  * to the floor, and the API server's requests while the gateway was measured beside an
  * idle window of the same length (background lease renewals), so what is per invoke shows,
- * and the gateway's memory: its RSS after the run and its peak (VmHWM). The apps run from
+ * and the gateway's memory: its RSS after the run and its peak (VmHWM), with the heap flags the
+ * chart gives it (from its default memory limit, as nodeHeapOptions derives them). The apps run from
  * their TypeScript sources; KRT_E2E_ENTRYPOINTS=bundle runs their bundled builds (as the
  * images ship them; `npx nx run-many -t bundle` first).
  */
@@ -37,6 +38,7 @@ import { DEFAULTS } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { runtimedServerName } from '@kruntimes/gateway-core';
 import { METADATA_KEYS, durationFromMillis, runtimeServerV1, runtimedV1 } from '@kruntimes/proto';
+import { memoryQuantityBytes, nodeHeapOptions } from '@kruntimes/runtime-workload';
 import {
   Cluster,
   ControlPlane,
@@ -52,6 +54,7 @@ import {
 } from '@kruntimes/testing';
 import type { ApiServerRequests, LatencySummary } from '@kruntimes/testing';
 import { ChannelCredentials, Metadata, createChannel, createClient } from 'nice-grpc';
+import { parse as parseYaml } from 'yaml';
 import { relayHandler } from './relay-handler.ts';
 
 const COUNT = Number(process.argv[2] ?? 500);
@@ -168,12 +171,17 @@ async function startRelay(config: Record<string, unknown>, closers: (() => unkno
   });
 }
 
+// The gateway's heap flags as the chart sets them from its default memory limit.
+const gatewayValues = parseYaml(await readFile(join(REPO_ROOT, 'deploy/charts/kruntimes/charts/runtime-gateway/values.yaml'), 'utf8')) as {
+  resources: { limits: { memory: string } };
+};
+const gatewayNodeOptions = nodeHeapOptions(memoryQuantityBytes(gatewayValues.resources.limits.memory) ?? Number.NaN);
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
 let system: System | undefined;
 const closers: (() => unknown)[] = [];
 const workdir = await mkdtemp(join(tmpdir(), 'krt-gateway-bench-'));
 try {
-  system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info) });
+  system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info), gatewayNodeOptions });
   const current = system;
   const gateway = current.gateway;
   if (gateway === undefined) throw new Error('no gateway');
@@ -406,7 +414,8 @@ try {
       `API server requests in an idle window of the same length (background: leases, watches): ${formatApiServerRequestDelta(idle)}`,
       `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
       `the gateway's memory (${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled build' : 'TypeScript sources'}): ` +
-        `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB`,
+        `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB; ` +
+        `NODE_OPTIONS ${gatewayNodeOptions} (the chart's, from its ${gatewayValues.resources.limits.memory} limit)`,
       '',
     ].join('\n'),
   );
