@@ -37,7 +37,7 @@ import type { ResourceRequirements, Run, Runtime } from '@kruntimes/api';
 import { System } from '@kruntimes/e2e';
 import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, call } from '@kruntimes/testing';
 import type { ClusterInfo } from '@kruntimes/testing';
-import { build } from 'esbuild';
+import { build, stop as stopEsbuild } from 'esbuild';
 import { parse as parseYaml } from 'yaml';
 import type { ProbeReading } from './footprint-probe.ts';
 
@@ -249,6 +249,8 @@ async function floorScripts(dir: string): Promise<{ idle: string; grpc: string }
     banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
     logLevel: 'error',
   });
+  // esbuild's service process would otherwise stay a child of the bench to its end.
+  await stopEsbuild();
   return { idle, grpc };
 }
 
