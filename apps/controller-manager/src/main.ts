@@ -20,6 +20,9 @@
 //                                         gateway-ca.crt into each runtimed TLS Secret, published as caBundle
 //   --runtime-otlp-endpoint URL           OTLP endpoint (HTTP/protobuf) of Runtime Pods' spans: their
 //                                         OTEL_EXPORTER_OTLP_ENDPOINT (default: none, tracing off there)
+//   --automatic-retry true|false          the cluster retry policy, as stale-recovery's flag: false puts
+//                                         KRT_AUTOMATIC_RETRY=false on runtimed, which then does not run an
+//                                         execution its Pod lost again (default true, env KRT_AUTOMATIC_RETRY)
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,6 +62,7 @@ const { values } = parseArgs({
     'gateway-host': { type: 'string' },
     'gateway-ca-file': { type: 'string' },
     'runtime-otlp-endpoint': { type: 'string' },
+    'automatic-retry': { type: 'string' },
   },
   strict: true,
 });
@@ -111,6 +115,9 @@ try {
   const otlpEndpoint = values['runtime-otlp-endpoint'] === '' ? undefined : values['runtime-otlp-endpoint'];
   if (otlpEndpoint !== undefined && !/^https?:\/\/./.test(otlpEndpoint))
     throw new Error(`--runtime-otlp-endpoint must be an http:// or https:// URL, not ${JSON.stringify(otlpEndpoint)}`);
+  const automaticRetry = values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true';
+  if (automaticRetry !== 'true' && automaticRetry !== 'false')
+    throw new Error(`--automatic-retry must be true or false, not ${JSON.stringify(automaticRetry)}`);
   // Served by every replica; only the leader's caches give it series.
   const metrics = new ManagerMetrics();
   const scheduleMetrics = new ScheduleMetrics();
@@ -148,6 +155,7 @@ try {
           runtimeServerListen: listen,
           ...(gateway === undefined ? {} : { gateway }),
           ...(otlpEndpoint === undefined ? {} : { otlpEndpoint }),
+          automaticRetry: automaticRetry === 'true',
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,

@@ -50,6 +50,8 @@ export const ENV = {
   gatewayCaFile: 'KRT_GATEWAY_CA_FILE',
   /** The Runtime's spec.capabilities, comma-separated (set only when it declares any). */
   capabilities: 'KRT_RUNTIME_CAPABILITIES',
+  /** The cluster retry policy (runtimed reads it); set only when it forbids automatic retries. */
+  automaticRetry: 'KRT_AUTOMATIC_RETRY',
   /** Where runtimed and the Runtime Server export spans (OTLP); set only when tracing is on. */
   otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
 } as const;
@@ -86,6 +88,12 @@ export interface WorkloadConfig {
    * Unset: tracing off in Runtime Pods (and no env entry: their spec hash stays the same).
    */
   otlpEndpoint?: string;
+  /**
+   * The cluster retry policy (the chart's global.automaticRetry): false keeps runtimed from
+   * running again a retrySafe task whose execution its Pod lost, as stale-recovery does for
+   * a lost Pod. Unset or true: allowed, and no env entry (the spec hash stays the same).
+   */
+  automaticRetry?: boolean;
 }
 
 export interface GatewayEndpointConfig {
@@ -337,6 +345,7 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       ...(runtime.spec.capabilities === undefined || runtime.spec.capabilities.length === 0
         ? []
         : [{ name: ENV.capabilities, value: runtime.spec.capabilities.join(',') }]),
+      ...(config.automaticRetry === false ? [{ name: ENV.automaticRetry, value: 'false' }] : []),
       ...gatewayEnv(config.gateway),
     ],
     ports: [

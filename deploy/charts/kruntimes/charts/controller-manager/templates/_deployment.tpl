@@ -62,6 +62,7 @@ spec:
             {{- with .Values.global.tracing.otlpEndpoint }}
             - --runtime-otlp-endpoint={{ . }}
             {{- end }}
+            - --automatic-retry={{ .Values.global.automaticRetry }}
           env:
             {{- include "kruntimes.commonEnv" $s | nindent 12 }}
           {{- if .Values.global.metrics.enabled }}
