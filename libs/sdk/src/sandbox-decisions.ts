@@ -106,7 +106,7 @@ export type SandboxErrorCode =
   | 'RuntimeUnreadable'
   | 'SandboxEnded'
   | 'ReadyTimeout'
-  | 'DeleteTimeout'
+  | 'EndTimeout'
   | 'NotStarted'
   | 'Closed';
 

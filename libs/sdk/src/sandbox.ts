@@ -253,7 +253,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 404)) throw error;
     }
-    await this.#waitFor('the sandbox Run to be gone', this.#options.endTimeoutMs ?? END_TIMEOUT_MS, 'DeleteTimeout', (run) =>
+    await this.#waitFor('the sandbox Run to be gone', this.#options.endTimeoutMs ?? END_TIMEOUT_MS, 'EndTimeout', (run) =>
       run === undefined ? true : undefined,
     );
     this.#run = undefined;
@@ -272,7 +272,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
       { ...this.#runs(), name, body: { spec: { cancelRequested: true } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    this.#run = await this.#waitFor('the sandbox Run to end', this.#options.endTimeoutMs ?? END_TIMEOUT_MS, 'DeleteTimeout', (run) =>
+    this.#run = await this.#waitFor('the sandbox Run to end', this.#options.endTimeoutMs ?? END_TIMEOUT_MS, 'EndTimeout', (run) =>
       run === undefined || cancelFinished(run) ? run : undefined,
     );
   }
@@ -357,7 +357,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
   async #waitFor<T>(
     what: string,
     timeoutMs: number,
-    code: 'ReadyTimeout' | 'DeleteTimeout',
+    code: 'ReadyTimeout' | 'EndTimeout',
     decide: (run: Run | undefined) => T | undefined,
   ): Promise<T> {
     const name = this.name ?? '';
