@@ -299,6 +299,7 @@ def exec_tool(workspace, event, remaining_seconds):
             for fd in captures:
                 selector.register(fd, selectors.EVENT_READ)
             drain_until = None
+            pause = 0.0005
             # Ends: both streams closed and the process exited, the drain after its exit, or the deadline.
             while True:
                 now = time.monotonic()
@@ -320,7 +321,10 @@ def exec_tool(workspace, event, remaining_seconds):
                         else:
                             selector.unregister(key.fd)
                 else:
-                    time.sleep(min(wait, 0.005))
+                    # Streams closed, process not exited yet (usually a moment): polled,
+                    # sooner first.
+                    time.sleep(min(wait, pause))
+                    pause = min(pause * 2, 0.02)
     finally:
         # The whole group, while the leader is not reaped yet (its ID cannot be reused).
         try:
