@@ -8,8 +8,8 @@
  * - raw: the same tool payload as a bare HTTPS POST over one keep-alive connection (the
  *   gateway bench's gateway path);
  * - session: Sandbox.call (one reused keep-alive connection, payload checks, typed errors).
- * Both with `list_files` (the handler's cheapest tool, so that the SDK's own cost shows)
- * in `rounds` rounds whose order alternates; then `exec true` through the session (a process
+ * Both with `list_files` (the handler's cheapest tool, so that the SDK's own cost shows),
+ * call by call alternately, in `rounds` rounds whose first path alternates; then `exec true` through the session (a process
  * per call). The session's own cost is session p50 - raw p50. Then `sandboxes` sandboxes one
  * after another, each started (Runtime read, create, watch until Ready) and closed (deleted,
  * watched until gone): create -> Ready and close p50.
@@ -83,10 +83,12 @@ try {
     await session();
   }
   const latencies = { raw: [] as number[], session: [] as number[] };
+  // Call by call, the two paths alternate (and which goes first alternates by round): a
+  // busy machine's slow moments fall on both alike.
   const perRound = Math.ceil(CALLS / ROUNDS);
   for (let round = 0; round < ROUNDS; round += 1) {
     const order = round % 2 === 0 ? (['raw', 'session'] as const) : (['session', 'raw'] as const);
-    for (const path of order) for (let i = 0; i < perRound; i += 1) await timed(latencies[path], path === 'raw' ? raw : session);
+    for (let i = 0; i < perRound; i += 1) for (const path of order) await timed(latencies[path], path === 'raw' ? raw : session);
   }
   const exec: number[] = [];
   for (let i = 0; i < Math.min(CALLS, 200); i += 1) await timed(exec, () => sandbox.exec('true'));
@@ -106,7 +108,7 @@ try {
   process.stdout.write(
     [
       '',
-      `sandbox bench: ${String(CALLS)} tool calls per path in ${String(ROUNDS)} alternating rounds, one sandbox Run (runs: 1), list_files`,
+      `sandbox bench: ${String(CALLS)} tool calls per path alternating call by call in ${String(ROUNDS)} rounds, one sandbox Run (runs: 1), list_files`,
       `  raw      ${formatLatencies(rawSummary)}   (HTTPS keep-alive POST -> gateway -> runtimed -> Runtime Server -> kruntimes_sandbox)`,
       `  session  ${formatLatencies(sessionSummary)}   (Sandbox.call over its one keep-alive connection)`,
       `  the session's own cost: p50 +${(sessionSummary.p50 - rawSummary.p50).toFixed(3)} ms, p99 +${(sessionSummary.p99 - rawSummary.p99).toFixed(3)} ms`,
