@@ -119,7 +119,9 @@ type State = 'new' | 'starting' | 'ready' | 'ended';
  * (generateName `sandbox-`, idle timeout 600 s unless set) and waits, through a watch and
  * bounded, until it is Ready. Tool calls are invokes: no retry, InvocationError (a
  * SandboxToolError when the handler refused: `kind` PathOutsideWorkspace, InvalidToolCall,
- * ExecTimeout) or InvocationTransportError with `requestMayHaveBeenSent` exact. close()
+ * ExecTimeout) or InvocationTransportError with `requestMayHaveBeenSent` exact; one at a
+ * time (a Run serves one invocation at a time): a concurrent call waits for the connection,
+ * its timeout running. close()
  * deletes the Run and waits until it is gone (its workspace removed); cancel() ends it
  * Cancelled and leaves it to its TTL. Without a 'warning' listener warnings go to
  * process.emitWarning.
