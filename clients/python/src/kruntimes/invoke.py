@@ -9,6 +9,7 @@ import re
 import select
 import socket
 import ssl
+import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
@@ -24,6 +25,9 @@ MAX_REQUEST_BYTES = 1024 * 1024
 #: Far above what the gateway answers (result, outputs and two captured streams, bounded).
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 INVOCATION_ID_HEADER = "X-Kruntime-Invocation-ID"
+#: Below the gateway's keep-alive timeout (Node's 5 s): a request written on a connection the
+#: gateway is closing would fail after it was sent, ambiguous although the function never ran.
+IDLE_CONNECTION_SECONDS = 4.0
 _VALID_INVOCATION_ID = re.compile(r"[\x21-\x7e]{1,128}")
 _VALID_TOKEN = re.compile(r"[\x21-\x7e]+")
 
@@ -183,15 +187,18 @@ class GatewayConnection:
     Exact about whether a request may have been sent: the connection is (re)opened, and a
     failure there reported as not sent, before anything is written; an idle connection the
     gateway already closed is noticed before writing and opened again. A failure after the
-    request was written is ambiguous and never repeated."""
+    request was written is ambiguous and never repeated. A connection idle for
+    IDLE_CONNECTION_SECONDS is not used again: the gateway may be closing it just then."""
 
     def __init__(self, host: str, port: int, context: ssl.SSLContext) -> None:
         self._netloc = f"{host}:{port}"
         self._connection = http.client.HTTPSConnection(host, port, context=context)
+        self._last_answer = 0.0
 
     def post(self, path: str, body: bytes, token: str, invocation_id: str, timeout: float) -> Invocation:
         connection = self._connection
-        if connection.sock is not None and _closed_by_peer(connection.sock):
+        idle = time.monotonic() - self._last_answer
+        if connection.sock is not None and (idle >= IDLE_CONNECTION_SECONDS or _closed_by_peer(connection.sock)):
             connection.close()
         connection.timeout = timeout
         if connection.sock is None:
@@ -227,6 +234,7 @@ class GatewayConnection:
             connection.close()
             raise TransportError(f"the answer is over {MAX_RESPONSE_BYTES} bytes", invocation_id=invocation_id,
                                  request_may_have_been_sent=True, kind="response")
+        self._last_answer = time.monotonic()
         return _answer(answer, text, invocation_id)
 
     def close(self) -> None:
