@@ -113,7 +113,7 @@ test('the Python client’s pytest suite passes against the gateway, every test 
   expect(output).toMatch(/^\d+ passed in /m);
   expect(output).not.toMatch(/skipped|xfail|deselected/);
   // No sandbox Run outlives its session (the cancelled one is deleted by its test: it may still be going).
-  const listed = await system.objects.listNamespacedCustomObject({
+  const listed: unknown = await system.objects.listNamespacedCustomObject({
     group: API_GROUP,
     version: API_VERSION,
     namespace: system.name,
