@@ -393,6 +393,8 @@ func (s *Sandbox) closeConnections() {
 
 func (s *Sandbox) remove(ctx context.Context) error {
 	s.closeConnections()
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CloseTimeout)
+	defer cancel()
 	uid := s.uid
 	// The UID precondition: never a Run of the same name created after this one was gone.
 	err := s.api.Delete(ctx, s.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})

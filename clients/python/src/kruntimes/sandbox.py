@@ -10,6 +10,7 @@ Ready, and on leaving deletes it and waits, bounded, until it is gone. Its idle 
 (600 s unless told) ends a sandbox whose agent died; the TTL then removes the Run."""
 
 import base64
+import contextlib
 import http.client
 import json
 import math
@@ -19,7 +20,7 @@ import urllib.parse
 import uuid
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from .errors import (InvalidInvocation, KruntimesError, KubernetesApiError, RuntimeNotExclusive, SandboxClosed, SandboxEnded,
                      SandboxTimeout, sandbox_tool_error)
@@ -336,34 +337,40 @@ class Sandbox:
                                             "resourceVersion": version, "allowWatchBookmarks": "true",
                                             "timeoutSeconds": str(max(1, math.ceil(remaining)))})
             try:
-                for event in access.watch(f"{self._collection('runs')}?{query}", timeout=remaining + 5):
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "BOOKMARK":
-                        version = obj["metadata"]["resourceVersion"]
-                    elif kind == "ERROR":
-                        if obj.get("code") != 410:
-                            raise _api_error(obj.get("code", 500), obj, f"watching sandbox Run {self.namespace}/{self.name}")
-                        status, fresh = access.request("GET", self._item("runs"), API_TIMEOUT_SECONDS)
-                        if status == 404 or (status == 200 and fresh["metadata"]["uid"] != self.uid):
-                            decided = decide("DELETED", self.run or run)
-                        elif status != 200:
-                            raise _api_error(status, fresh, f"reading sandbox Run {self.namespace}/{self.name}")
-                        else:
-                            version, decided = fresh["metadata"]["resourceVersion"], decide("MODIFIED", fresh)
-                        if decided is not None:
-                            return decided
-                        break
-                    elif obj.get("metadata", {}).get("uid") == self.uid:
-                        version = obj["metadata"]["resourceVersion"]
-                        decided = decide(kind, obj)
-                        if decided is not None:
-                            return decided
+                with contextlib.closing(access.watch(f"{self._collection('runs')}?{query}", timeout=remaining + 5)) as events:
+                    decided, version = self._consume(events, version, run, decide)
+                if decided is not None:
+                    return decided
             except (OSError, http.client.HTTPException):
                 # A watch connection that failed is started again from the last version seen, within the deadline.
                 time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
         phase = ((self.run or run).get("status") or {}).get("phase", "Pending")
         raise SandboxTimeout("SandboxTimeout", f"sandbox Run {self.namespace}/{self.name} was not {what} (phase {phase})",
                              run=self.name)
+
+    def _consume(self, events: Iterator[dict], version: str, run: dict,
+                 decide: Callable[[str, dict], Optional[dict]]) -> Tuple[Optional[dict], str]:
+        """Reads one watch until it ends: (what ``decide`` returned, the version to watch from next)."""
+        for event in events:
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "BOOKMARK":
+                version = obj["metadata"]["resourceVersion"]
+            elif kind == "ERROR":
+                if obj.get("code") != 410:
+                    raise _api_error(obj.get("code", 500), obj, f"watching sandbox Run {self.namespace}/{self.name}")
+                # Too old to continue: decided on a fresh read, watched again from it.
+                status, fresh = self._api().request("GET", self._item("runs"), API_TIMEOUT_SECONDS)
+                if status == 404 or (status == 200 and fresh["metadata"]["uid"] != self.uid):
+                    return decide("DELETED", self.run or run), version
+                if status != 200:
+                    raise _api_error(status, fresh, f"reading sandbox Run {self.namespace}/{self.name}")
+                return decide("MODIFIED", fresh), fresh["metadata"]["resourceVersion"]
+            elif obj.get("metadata", {}).get("uid") == self.uid:
+                version = obj["metadata"]["resourceVersion"]
+                decided = decide(kind, obj)
+                if decided is not None:
+                    return decided, version
+        return None, version
 
     def _api(self) -> KubeAccess:
         if self._access is None:
