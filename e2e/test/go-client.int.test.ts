@@ -51,9 +51,14 @@ beforeAll(async () => {
   // The test binary is built while the system starts (modules from the proxy, then cached).
   const started = Date.now();
   process.stdout.write('[go client] building the clients/go test binary (a cold client-go build takes minutes)\n');
-  built = go(['test', '-count=1', '-run', '^$', './...'], goEnv, BUILD_TIMEOUT_MS).then(() => {
+  built = (async () => {
+    await go(['test', '-count=1', '-run', '^$', './...'], goEnv, BUILD_TIMEOUT_MS);
     process.stdout.write(`[go client] built in ${Math.round((Date.now() - started) / 1000)} s\n`);
-  });
+    // The module's own checks: go vet, and gofmt leaves every file as it is.
+    await go(['vet', './...'], goEnv, BUILD_TIMEOUT_MS);
+    const unformatted = await run('gofmt', ['-l', '.'], { cwd: CLIENT, env: goEnv });
+    if (unformatted.stdout.trim() !== '') throw new Error(`gofmt would change: ${unformatted.stdout}`);
+  })();
   built.catch(() => undefined);
   scratch = await mkdtemp(join(tmpdir(), 'go-client-'));
   system = await System.start({ prefix: 'e2e-go-client' });
