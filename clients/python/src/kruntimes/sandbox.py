@@ -115,7 +115,9 @@ class Sandbox:
     # ------------------------------------------------------------------ life
 
     def __enter__(self) -> "Sandbox":
-        self._start(stacklevel=3)
+        # A session started with start() is entered as it is.
+        if self.name is None or self._ended:
+            self._start(stacklevel=3)
         return self
 
     def __exit__(self, *_: Any) -> None:
