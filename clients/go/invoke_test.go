@@ -19,7 +19,14 @@ import (
 // stand-in gateways here are local HTTPS servers (127.0.0.1) that answer what the test needs;
 // the real gateway is in sandbox_integration_test.go.
 
+// local clears what the live suite's environment sets (KRT_GATEWAY_URL, KRT_GATEWAY_CA_FILE): these tests choose their own gateway.
+func local(t *testing.T) {
+	t.Setenv(EnvGateway, "")
+	t.Setenv(EnvGatewayCAFile, "")
+}
+
 func TestRefusedBeforeSending(t *testing.T) {
+	local(t)
 	endpoint := Endpoint{URL: "https://127.0.0.1:9/v1/namespaces/demo/runtimes/py/functions/uid:invoke"}
 	cases := []struct {
 		name    string
@@ -102,6 +109,7 @@ func endpointOf(server *httptest.Server) Endpoint {
 }
 
 func TestOneConnectionServesEveryCallOfAClient(t *testing.T) {
+	local(t)
 	server, ca, connections := gateway(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer secret-token" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -126,6 +134,7 @@ func TestOneConnectionServesEveryCallOfAClient(t *testing.T) {
 }
 
 func TestAConnectionTheGatewayEndsIsNotUsedAgain(t *testing.T) {
+	local(t)
 	var calls atomic.Int32
 	server, ca, connections := gateway(t, func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -147,6 +156,7 @@ func TestAConnectionTheGatewayEndsIsNotUsedAgain(t *testing.T) {
 }
 
 func TestIdleConnectionsEndBeforeTheGatewayEndsThem(t *testing.T) {
+	local(t)
 	client, err := NewHTTPClient(Endpoint{URL: "https://127.0.0.1:9/x"}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +169,7 @@ func TestIdleConnectionsEndBeforeTheGatewayEndsThem(t *testing.T) {
 }
 
 func TestConnectAndTLSFailuresSayNothingWasSent(t *testing.T) {
+	local(t)
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -182,6 +193,7 @@ func TestConnectAndTLSFailuresSayNothingWasSent(t *testing.T) {
 }
 
 func TestATimeoutAfterSendingMayHaveRunAndIsNotRetried(t *testing.T) {
+	local(t)
 	var calls atomic.Int32
 	release := make(chan struct{})
 	server, ca, _ := gateway(t, func(w http.ResponseWriter, r *http.Request) {
@@ -203,6 +215,7 @@ func TestATimeoutAfterSendingMayHaveRunAndIsNotRetried(t *testing.T) {
 }
 
 func TestAGatewayRefusalIsTypedWithItsInvocationID(t *testing.T) {
+	local(t)
 	server, ca, _ := gateway(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(InvocationIDHeader, "from-gateway")
 		w.WriteHeader(http.StatusTooManyRequests)
