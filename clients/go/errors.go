@@ -37,7 +37,7 @@ const (
 const (
 	ReasonPathOutsideWorkspace = "PathOutsideWorkspace"
 	ReasonInvalidToolCall      = "InvalidToolCall"
-	ReasonExecTimedOut         = "ExecTimedOut"
+	ReasonExecTimeout          = "ExecTimeout"
 )
 
 // Error is an invocation that did not return a result.
@@ -59,7 +59,7 @@ type Error struct {
 	// TransportKind (Code CodeTransport only): connect, tls, timeout, connection, response, canceled.
 	TransportKind string
 	// Reason (a sandbox tool's FunctionFailed only): ReasonPathOutsideWorkspace,
-	// ReasonInvalidToolCall or ReasonExecTimedOut.
+	// ReasonInvalidToolCall or ReasonExecTimeout.
 	Reason string
 }
 
@@ -126,10 +126,8 @@ func errorFromAnswer(status int, body []byte, invocationID string) *Error {
 	return &Error{Code: answer.Error.Code, Message: answer.Error.Message, Source: source, InvocationID: invocationID, HTTPStatus: status}
 }
 
-var (
-	toolPrefix = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*: )?(PathOutsideWorkspace|InvalidToolCall):`)
-	timedOut   = regexp.MustCompile(`timed out after \d+(?:\.\d+)? ?s`)
-)
+// toolPrefix is the handler's `kruntimes_sandbox.SandboxError: <Kind>: ...` (any exception type, or none, before the kind).
+var toolPrefix = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*: )?(PathOutsideWorkspace|InvalidToolCall|ExecTimeout):`)
 
 // withToolReason sets Reason on a FunctionFailed of the sandbox handler, from the
 // exception line of its traceback (never from the tool's output quoted further down).
@@ -137,12 +135,8 @@ func withToolReason(e *Error) *Error {
 	if e.Code != CodeFunctionFailed || e.Source != SourceFunction {
 		return e
 	}
-	raised := raisedText(e.Message)
-	first, _, _ := strings.Cut(raised, "\n")
-	if found := toolPrefix.FindStringSubmatch(raised); found != nil {
+	if found := toolPrefix.FindStringSubmatch(raisedText(e.Message)); found != nil {
 		e.Reason = found[1]
-	} else if timedOut.MatchString(first) {
-		e.Reason = ReasonExecTimedOut
 	}
 	return e
 }
@@ -169,6 +163,8 @@ func raisedText(message string) string {
 // Codes of a SandboxError.
 const (
 	CodeRuntimeNotExclusive = "RuntimeNotExclusive"
+	CodeRuntimeUnreadable   = "RuntimeUnreadable"
+	CodeRuntimeNotFound     = "RuntimeNotFound"
 	CodeSandboxEnded        = "SandboxEnded"
 	CodeSandboxDeleted      = "SandboxDeleted"
 	CodeSandboxTimeout      = "SandboxTimeout"
@@ -179,7 +175,7 @@ const (
 
 // SandboxError is a sandbox session that could not be started or ended.
 type SandboxError struct {
-	// Code is CodeRuntimeNotExclusive, CodeSandboxEnded, CodeSandboxDeleted,
+	// Code is CodeRuntimeNotExclusive, CodeRuntimeUnreadable, CodeRuntimeNotFound, CodeSandboxEnded, CodeSandboxDeleted,
 	// CodeSandboxTimeout, CodeSandboxClosed, CodeKubernetesAPI or CodeConfiguration.
 	Code    string
 	Message string

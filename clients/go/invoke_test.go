@@ -65,10 +65,13 @@ func TestToolReasonsFromTheHandlersMessage(t *testing.T) {
 	}{
 		{strings.Replace(traceback, "%s", "PathOutsideWorkspace: '../x' resolves outside the workspace", 1), ReasonPathOutsideWorkspace},
 		{strings.Replace(traceback, "%s", "InvalidToolCall: unknown tool 'rm'", 1), ReasonInvalidToolCall},
-		{"...ne 9, in handle\n    raise X\nTimeoutError: timed out after 2 s; stdout: 'x'", ReasonExecTimedOut},
-		{"PathOutsideWorkspace: '/etc' is absolute", ReasonPathOutsideWorkspace},
+		{"...ne 9, in handle\n    raise X\nTimeoutError: ExecTimeout: timed out after 2 s; stdout: 'x'", ReasonExecTimeout},
+		// The stock handler raises without a traceback: its message is the exception line.
+		{"kruntimes_sandbox.SandboxError: PathOutsideWorkspace: '/etc' is absolute\n", ReasonPathOutsideWorkspace},
+		{"kruntimes_sandbox.SandboxError: ExecTimeout: timed out after 1 s\n--- stdout (3 bytes) ---\nInvalidToolCall: x\n", ReasonExecTimeout},
 		// The tool's own output quoted in the message never decides the reason.
-		{strings.Replace(traceback, "%s", "timed out after 3 s; stdout: 'PathOutsideWorkspace: no'", 1), ReasonExecTimedOut},
+		{strings.Replace(traceback, "%s", "ExecTimeout: timed out after 3 s; stdout: 'PathOutsideWorkspace: no'", 1), ReasonExecTimeout},
+		{strings.Replace(traceback, "%s", "timed out after 3 s", 1), ""},
 		{strings.Replace(traceback, "%s", "KeyError: 'content'", 1), ""},
 	}
 	for _, c := range cases {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,8 @@ const (
 	DefaultTTLAfterFinished = 600 * time.Second
 	DefaultReadyTimeout     = 180 * time.Second
 	DefaultCloseTimeout     = 60 * time.Second
+	// registrationCleanupFinalizer is held until the Run's Pod-local registration (its workspace) is released.
+	registrationCleanupFinalizer = "kruntimes.io/registration-cleanup"
 	// maxWatches bounds the watches of one wait (the server ends each at its timeout, or with 410 Gone).
 	maxWatches = 100
 )
@@ -176,8 +179,18 @@ func withDefaults(opts SandboxOptions) SandboxOptions {
 
 func checkRuntime(ctx context.Context, client dynamic.Interface, opts SandboxOptions) ([]Warning, error) {
 	runtime, err := client.Resource(runtimes).Namespace(opts.Namespace).Get(ctx, opts.Runtime, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &SandboxError{Code: CodeRuntimeNotFound, Message: fmt.Sprintf("no Runtime %s/%s", opts.Namespace, opts.Runtime), HTTPStatus: 404, Err: err}
+	}
 	if err != nil {
-		return nil, apiError(err, fmt.Sprintf("reading Runtime %s/%s", opts.Namespace, opts.Runtime), "")
+		// Creating a Run needs no get on its Runtime: unchecked, the session goes on unless Exclusive.
+		message := fmt.Sprintf("cannot read Runtime %s/%s to check its runs (%v)", opts.Namespace, opts.Runtime, err)
+		if opts.Exclusive {
+			unreadable := apiError(err, message+"; Exclusive refuses, nothing was created", "")
+			unreadable.Code, unreadable.Message = CodeRuntimeUnreadable, message+"; Exclusive refuses, nothing was created"
+			return nil, unreadable
+		}
+		return []Warning{{Code: CodeRuntimeUnreadable, Message: message + "; not checked"}}, nil
 	}
 	perPod, found, _ := unstructured.NestedInt64(runtime.Object, "spec", "runs")
 	if !found || perPod == 1 {
@@ -263,7 +276,7 @@ type FileEntry struct {
 	Size int64  `json:"size"`
 }
 
-// Exec runs a command in the workspace. An overrun is an *Error with ReasonExecTimedOut
+// Exec runs a command in the workspace. An overrun is an *Error with ReasonExecTimeout
 // (the sandbox stays Ready).
 func (s *Sandbox) Exec(ctx context.Context, request ExecRequest) (*ExecResult, error) {
 	arguments := map[string]any{}
@@ -367,7 +380,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 }
 
 // Cancel asks the platform to cancel the Run (spec.cancelRequested) and waits, bounded by
-// CloseTimeout, until it ended; the Run stays, with its status, until its TTL or a delete
+// CloseTimeout, until it ended and its workspace was released; the Run stays, with its status, until its TTL or a delete
 // removes it. It returns the ended Run.
 func (s *Sandbox) Cancel(ctx context.Context) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
@@ -453,7 +466,7 @@ func decideGone(eventType watch.EventType, run *unstructured.Unstructured) (*uns
 
 func decideEnded(eventType watch.EventType, run *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	phase, _, _ := unstructured.NestedString(run.Object, "status", "phase")
-	if eventType == watch.Deleted || terminalPhases[phase] {
+	if eventType == watch.Deleted || (terminalPhases[phase] && !slices.Contains(run.GetFinalizers(), registrationCleanupFinalizer)) {
 		return run, nil
 	}
 	return nil, nil

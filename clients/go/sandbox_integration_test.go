@@ -171,7 +171,7 @@ func TestSandboxRefusesPathEscapesAndBadCallsAndBoundsCommands(t *testing.T) {
 		t.Errorf("an unknown tool: %v", err)
 	}
 	_, err := sb.Exec(ctx, ExecRequest{Command: "echo started; sleep 30", TimeoutSeconds: 1})
-	if e, ok := AsError(err); !ok || e.Reason != ReasonExecTimedOut || !strings.Contains(e.Message, "timed out after 1 s") || !strings.Contains(e.Message, "started") {
+	if e, ok := AsError(err); !ok || e.Reason != ReasonExecTimeout || !strings.Contains(e.Message, "timed out after 1 s") || !strings.Contains(e.Message, "started") {
 		t.Fatalf("an overrun: %#v", err)
 	}
 	// The sandbox stays Ready.
@@ -186,8 +186,14 @@ func TestSandboxWarnsOnASharedRuntimeAndExclusiveRefuses(t *testing.T) {
 	opts := env.options(env.sharedRuntime)
 	opts.Exclusive = true
 	_, _, err := NewSandbox(context.Background(), opts)
-	if e, ok := AsSandboxError(err); !ok || e.Code != CodeRuntimeNotExclusive || !strings.Contains(e.Message, "runs: 3") {
-		t.Fatalf("Exclusive on runs: 3: %v", err)
+	if e, ok := AsSandboxError(err); !ok || e.Code != CodeRuntimeNotExclusive || !strings.Contains(e.Message, "runs: 2") {
+		t.Fatalf("Exclusive on runs: 2: %v", err)
+	}
+	missing := env.options("no-such-runtime")
+	if _, _, err := NewSandbox(context.Background(), missing); err == nil {
+		t.Fatal("a Runtime that does not exist")
+	} else if e, ok := AsSandboxError(err); !ok || e.Code != CodeRuntimeNotFound {
+		t.Fatalf("a Runtime that does not exist: %v", err)
 	}
 	if after := env.sandboxRuns(t); len(after) != len(before) {
 		t.Fatalf("a refused session created a Run: %v -> %v", before, after)
@@ -202,7 +208,7 @@ func TestSandboxWarnsOnASharedRuntimeAndExclusiveRefuses(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if len(warnings) != 1 || warnings[0].Code != CodeRuntimeNotExclusive || !strings.Contains(warnings[0].Message, "runs: 3") {
+	if len(warnings) != 1 || warnings[0].Code != CodeRuntimeNotExclusive || !strings.Contains(warnings[0].Message, "runs: 2") {
 		t.Fatalf("warnings %v", warnings)
 	}
 	if done, err := sb.Exec(context.Background(), ExecRequest{Command: "echo shared"}); err != nil || done.Stdout != "shared\n" {

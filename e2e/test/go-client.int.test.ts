@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,12 +10,16 @@ import { NamespaceAccess, REPO_ROOT } from '@kruntimes/testing';
 import { System } from '../src/index.ts';
 
 // The Go client (clients/go) tested by its own `go test` suite against this system: sandbox
-// sessions as bob on Runtime `sbx` (runs: 1) and `py` (runs: 3: the warning and the Exclusive
-// refusal), with the sandbox contract's test handler (fixtures/sandbox-handler.py) as their
-// source, and invocations through the gateway. Every test must run (none skipped). The Go
+// sessions as bob on Runtime `sbx` (runs: 1) and `py` (runs: 2: the warning and the Exclusive
+// refusal), and invocations through the gateway. Every test must run (none skipped). The Go
 // build and module caches are Go's own, outside the repository (GOCACHE, GOMODCACHE).
 const CLIENT = join(REPO_ROOT, 'clients/go');
-const SANDBOX_SOURCE = join(REPO_ROOT, 'e2e/test/fixtures/sandbox-handler.py');
+/**
+ * The sessions use the stock handler once the Python Runtime Server ships it; until then the
+ * sandbox contract's test handler is each session's inline source.
+ */
+const STOCK_HANDLER = join(REPO_ROOT, 'apps/runtime-server-python/src/pylib/kruntimes_sandbox.py');
+const SANDBOX_SOURCE = existsSync(STOCK_HANDLER) ? '' : join(REPO_ROOT, 'e2e/test/fixtures/sandbox-handler.py');
 /** A cold build of client-go on a loaded machine takes minutes; a warm one seconds. */
 const BUILD_TIMEOUT_MS = 600_000;
 const TEST_TIMEOUT_MS = 300_000;
@@ -62,7 +67,7 @@ beforeAll(async () => {
   built.catch(() => undefined);
   scratch = await mkdtemp(join(tmpdir(), 'go-client-'));
   system = await System.start({ prefix: 'e2e-go-client' });
-  await system.createRuntime('py', { language: 'python', runs: 3 });
+  await system.createRuntime('py', { language: 'python', runs: 2 });
   await system.createRuntime('sbx', { language: 'python', runs: 1 });
   // What a sandbox session needs: read the Runtime, use it (the admission policy), create, watch, cancel and delete Runs.
   await new NamespaceAccess(system.cluster, system.name).grantUser('bob', 'sandbox-user', [

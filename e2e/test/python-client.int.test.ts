@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,10 +12,14 @@ import { System } from '../src/index.ts';
 // The Python client (clients/python) tested by its own pytest suite against this system's
 // gateway: the Runs and the caller's kubeconfig are made here, pytest reads them from
 // KRT_TEST_* variables and must run every test (none skipped). Its sandbox sessions run on
-// Runtime `sbx` (runs: 1) and `py` (runs: 3, the warning and the exclusive refusal) as bob, with
-// the sandbox contract's test handler (fixtures/sandbox-handler.py) as their source.
+// Runtime `sbx` (runs: 1) and `py` (runs: 3, the warning and the exclusive refusal) as bob.
 const CLIENT = join(REPO_ROOT, 'clients/python');
-const SANDBOX_SOURCE = join(REPO_ROOT, 'e2e/test/fixtures/sandbox-handler.py');
+/**
+ * The sessions use the stock handler once the Python Runtime Server ships it; until then the
+ * sandbox contract's test handler is each session's inline source.
+ */
+const STOCK_HANDLER = join(REPO_ROOT, 'apps/runtime-server-python/src/pylib/kruntimes_sandbox.py');
+const SANDBOX_SOURCE = existsSync(STOCK_HANDLER) ? '' : join(REPO_ROOT, 'e2e/test/fixtures/sandbox-handler.py');
 const HANDLER = `
 import os, time
 

@@ -98,10 +98,14 @@ TRACEBACK = ('Traceback (most recent call last):\n  File "/w/main.py", line 9, i
 @pytest.mark.parametrize("message, kind", [
     (TRACEBACK.format("PathOutsideWorkspace: '../x' resolves outside the workspace"), kruntimes.PathOutsideWorkspace),
     (TRACEBACK.format("InvalidToolCall: unknown tool 'rm'"), kruntimes.InvalidToolCall),
-    ("...ne 9, in handle\n    raise X\nTimeoutError: timed out after 2 s; stdout: 'x'", kruntimes.ExecTimedOut),
-    ("PathOutsideWorkspace: '/etc' is absolute", kruntimes.PathOutsideWorkspace),
+    ("...ne 9, in handle\n    raise X\nTimeoutError: ExecTimeout: timed out after 2 s; stdout: 'x'", kruntimes.ExecTimeout),
+    # The stock handler raises without a traceback: its message is the exception line.
+    ("kruntimes_sandbox.SandboxError: PathOutsideWorkspace: '/etc' is absolute\n", kruntimes.PathOutsideWorkspace),
+    ("kruntimes_sandbox.SandboxError: ExecTimeout: timed out after 1 s\n--- stdout (3 bytes) ---\nInvalidToolCall: x\n",
+     kruntimes.ExecTimeout),
     # A tool's output quoted in the message never decides the type.
-    (TRACEBACK.format("timed out after 3 s; stdout: 'PathOutsideWorkspace: no'"), kruntimes.ExecTimedOut),
+    (TRACEBACK.format("ExecTimeout: timed out after 3 s; stdout: 'PathOutsideWorkspace: no'"), kruntimes.ExecTimeout),
+    (TRACEBACK.format("timed out after 3 s"), kruntimes.FunctionFailed),
     (TRACEBACK.format("KeyError: 'content'"), kruntimes.FunctionFailed),
 ])
 def test_a_sandbox_handler_failure_is_typed_by_the_prefix_of_its_message(message, kind):

@@ -93,7 +93,7 @@ def test_tools_refuse_path_escapes_and_bad_calls_with_typed_errors_over_one_conn
 
 def test_a_command_over_its_time_limit_is_a_bounded_error_and_the_sandbox_stays_ready(env):
     with session(env) as sb:
-        with pytest.raises(kruntimes.ExecTimedOut) as raised:
+        with pytest.raises(kruntimes.ExecTimeout) as raised:
             sb.exec("echo started; sleep 30", timeout_seconds=1)
         assert "timed out after 1 s" in raised.value.message
         assert "started" in raised.value.message
@@ -109,6 +109,9 @@ def test_a_runtime_with_more_than_one_run_per_pod_warns_and_exclusive_refuses(en
     assert raised.value.code == "RuntimeNotExclusive"
     assert "runs: 3" in raised.value.message
     assert sandbox_runs(env) == before  # nothing was created
+    with pytest.raises(kruntimes.KubernetesApiError) as raised:
+        session(env, "no-such-runtime").start()
+    assert (raised.value.code, raised.value.http_status) == ("RuntimeNotFound", 404)
     with pytest.warns(kruntimes.NotExclusiveWarning, match="runs: 3"):
         sb = session(env, env["shared_runtime"]).start()
     with sb:

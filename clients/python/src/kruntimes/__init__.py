@@ -13,7 +13,7 @@ contract's ``code``, ``source`` and the ``invocation_id``; nothing is retried af
 
 from .errors import (
     AuthorizationUnavailable,
-    ExecTimedOut,
+    ExecTimeout,
     Forbidden,
     FunctionFailed,
     InvalidInvocation,
@@ -37,14 +37,14 @@ from .errors import (
 )
 from .invoke import DEFAULT_TIMEOUT_SECONDS, Invocation, invoke
 from .kube import ConfigurationError, KubeAccess
-from .sandbox import ExecResult, FileEntry, NotExclusiveWarning, Sandbox
+from .sandbox import ExecResult, FileEntry, NotExclusiveWarning, RuntimeUnreadableWarning, Sandbox
 
 __all__ = [
     "AuthorizationUnavailable",
     "ConfigurationError",
     "DEFAULT_TIMEOUT_SECONDS",
     "ExecResult",
-    "ExecTimedOut",
+    "ExecTimeout",
     "FileEntry",
     "Forbidden",
     "FunctionFailed",
@@ -62,6 +62,7 @@ __all__ = [
     "RunNotFound",
     "RunNotReady",
     "RuntimeNotExclusive",
+    "RuntimeUnreadableWarning",
     "Sandbox",
     "SandboxClosed",
     "SandboxEnded",

@@ -138,15 +138,16 @@ class InvalidToolCall(SandboxToolError):
     reason = "InvalidToolCall"
 
 
-class ExecTimedOut(SandboxToolError):
+class ExecTimeout(SandboxToolError):
     """The command overran its ``timeout_seconds`` and its process group was killed; the
-    message carries its bounded output. The sandbox stays Ready."""
+    message (``timed out after N s``) carries the head of its output. The sandbox stays Ready."""
 
-    reason = "timed out"
+    reason = "ExecTimeout"
 
 
-_TOOL_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*: )?(PathOutsideWorkspace|InvalidToolCall):")
-_TIMED_OUT = re.compile(r"timed out after \d+(?:\.\d+)? ?s")
+#: The handler's ``kruntimes_sandbox.SandboxError: <Kind>: ...`` (any exception type, or none, before the kind).
+_TOOL_ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*: )?(PathOutsideWorkspace|InvalidToolCall|ExecTimeout):")
+_TOOL_ERRORS = {"PathOutsideWorkspace": PathOutsideWorkspace, "InvalidToolCall": InvalidToolCall, "ExecTimeout": ExecTimeout}
 
 
 def _raised_text(message: str) -> str:
@@ -169,14 +170,10 @@ def sandbox_tool_error(error: KruntimesError) -> KruntimesError:
     """A FunctionFailed of the sandbox handler as its typed tool error; any other error as it is."""
     if type(error) is not FunctionFailed:
         return error
-    raised = _raised_text(error.message)
-    found = _TOOL_ERROR.search(raised)
-    if found is not None:
-        kind = PathOutsideWorkspace if found.group(1) == "PathOutsideWorkspace" else InvalidToolCall
-    elif _TIMED_OUT.search(raised.split("\n", 1)[0]):
-        kind = ExecTimedOut
-    else:
+    found = _TOOL_ERROR.search(_raised_text(error.message))
+    if found is None:
         return error
+    kind = _TOOL_ERRORS[found.group(1)]
     return kind(error.code, error.message, invocation_id=error.invocation_id, source=error.source,
                 http_status=error.http_status)
 
@@ -193,7 +190,8 @@ class SandboxError(Exception):
 
 
 class RuntimeNotExclusive(SandboxError):
-    """``exclusive=True`` on a Runtime whose ``spec.runs`` is not 1: nothing was created."""
+    """``exclusive=True`` on a Runtime whose ``spec.runs`` is not 1 (code ``RuntimeNotExclusive``)
+    or that could not be read to check it (code ``RuntimeUnreadable``): nothing was created."""
 
 
 class SandboxEnded(SandboxError):

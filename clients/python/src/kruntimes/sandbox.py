@@ -44,11 +44,18 @@ TOOL_TIMEOUT_MARGIN_SECONDS = 5
 
 _API = "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/{plural}"
 _TERMINAL_PHASES = ("Succeeded", "Failed", "Timeout", "Cancelled", "Interrupted")
+#: Held while the Run's Pod-local registration (its workspace) is not released yet.
+_REGISTRATION_CLEANUP_FINALIZER = "kruntimes.io/registration-cleanup"
 
 
 class NotExclusiveWarning(UserWarning):
     """The sandbox's Runtime runs more than one Run per Pod: other Runs share its Pod
     (processes, CPU, memory), though never its workspace. Scheduling is unchanged."""
+
+
+class RuntimeUnreadableWarning(NotExclusiveWarning):
+    """The Runtime could not be read (no ``get`` right, an API error), so whether the sandbox
+    has a Pod of its own was not checked."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,7 @@ class Sandbox:
 
     def cancel(self) -> dict:
         """Asks the platform to cancel the Run (``spec.cancelRequested``) and waits, bounded by
-        ``close_timeout``, until it ended; the Run stays, with its status, until its TTL
+        ``close_timeout``, until it ended and its workspace was released; the Run stays, with its status, until its TTL
         (``ttl_seconds_after_finished``) or a delete removes it. Returns the ended Run."""
         if self._ended:
             raise SandboxClosed("SandboxClosed", "the sandbox was closed or cancelled", run=self.name)
@@ -184,7 +191,7 @@ class Sandbox:
              timeout_seconds: Optional[int] = None) -> ExecResult:
         """Runs a shell command (``/bin/sh -c``) or, with ``python=``, a Python snippet
         (``python3 -c``) in the workspace. A non-zero exit is a result, not an error; an
-        overrun raises ExecTimedOut (the sandbox stays Ready)."""
+        overrun raises ExecTimeout (the sandbox stays Ready)."""
         if (command is None) == (python is None):
             raise InvalidInvocation("InvalidRequest", "exec needs exactly one of command and python=", invocation_id="")
         arguments: Dict[str, Any] = {"command": command} if command is not None else {"python": python}
@@ -220,7 +227,7 @@ class Sandbox:
 
     def call(self, tool: str, **arguments: Any):
         """One tool call as the contract names it (``call("exec", command="ls")``): the
-        Invocation, or a typed error (PathOutsideWorkspace, InvalidToolCall, ExecTimedOut,
+        Invocation, or a typed error (PathOutsideWorkspace, InvalidToolCall, ExecTimeout,
         the invoke contract's errors). Never retried."""
         if self._connection is None or self._ended:
             raise SandboxClosed("SandboxClosed", "the sandbox is not open (not started, closed or cancelled)", run=self.name)
@@ -239,8 +246,17 @@ class Sandbox:
     def _check_runtime(self, stacklevel: int) -> None:
         status, runtime = self._api().request("GET", self._collection("runtimes") + "/" + _quote(self.runtime),
                                               API_TIMEOUT_SECONDS)
+        if status == 404:
+            raise KubernetesApiError("RuntimeNotFound", f"no Runtime {self.namespace}/{self.runtime}", http_status=404)
         if status != 200:
-            raise _api_error(status, runtime, f"reading Runtime {self.namespace}/{self.runtime}")
+            # Creating a Run needs no `get` on its Runtime: unchecked, the session goes on unless exclusive.
+            message = (f"cannot read Runtime {self.namespace}/{self.runtime} to check its runs "
+                       f"({_api_error(status, runtime, 'reading it').message})")
+            if self.exclusive:
+                raise RuntimeNotExclusive("RuntimeUnreadable", message + "; exclusive=True refuses, nothing was created",
+                                          http_status=status)
+            warnings.warn(message + "; not checked", RuntimeUnreadableWarning, stacklevel=stacklevel)
+            return
         runs = (runtime.get("spec") or {}).get("runs", 1)
         if runs == 1:
             return
@@ -392,7 +408,8 @@ def _decide_gone(kind: str, _run: dict) -> Optional[dict]:
 
 def _decide_ended(kind: str, run: dict) -> Optional[dict]:
     phase = (run.get("status") or {}).get("phase", "Pending")
-    return run if kind == "DELETED" or phase in _TERMINAL_PHASES else None
+    released = _REGISTRATION_CLEANUP_FINALIZER not in ((run.get("metadata") or {}).get("finalizers") or [])
+    return run if kind == "DELETED" or (phase in _TERMINAL_PHASES and released) else None
 
 
 def _quote(segment: str) -> str:
