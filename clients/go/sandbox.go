@@ -515,7 +515,8 @@ func (s *Sandbox) watch(ctx context.Context, run *unstructured.Unstructured, tim
 	if phase == "" {
 		phase = "Pending"
 	}
-	return nil, &SandboxError{Code: CodeSandboxTimeout, Message: fmt.Sprintf("sandbox Run %s/%s was not %s (phase %s)", s.opts.Namespace, s.name, what, phase), Run: s.name}
+	// Err: the caller's cancellation (context.Canceled) or this wait's deadline.
+	return nil, &SandboxError{Code: CodeSandboxTimeout, Message: fmt.Sprintf("sandbox Run %s/%s was not %s (phase %s)", s.opts.Namespace, s.name, what, phase), Run: s.name, Err: ctx.Err()}
 }
 
 // consume reads one watch until it ends: what decide returned, or where to start again.

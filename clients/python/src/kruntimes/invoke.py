@@ -230,6 +230,10 @@ class GatewayConnection:
             connection.close()
             raise TransportError(f"the connection failed after the request was sent; the function may have run: {error}",
                                  invocation_id=invocation_id, request_may_have_been_sent=True, kind="connection") from None
+        except BaseException:
+            # Interrupted mid-exchange (KeyboardInterrupt): the connection is in no state to be used again.
+            connection.close()
+            raise
         if len(text) > MAX_RESPONSE_BYTES:
             connection.close()
             raise TransportError(f"the answer is over {MAX_RESPONSE_BYTES} bytes", invocation_id=invocation_id,

@@ -87,6 +87,9 @@ class Sandbox:
     ``kubeconfig``, ``token``, ``gateway`` and ``ca_file`` are as for ``kruntimes.invoke``.
     ``handler`` and ``source`` replace the stock sandbox handler by one of your own that
     answers the same tools.
+
+    One thread at a time: a function Run serves one invocation at a time (a second one is
+    InvocationInFlight), and the session's connection is not shared.
     """
 
     def __init__(self, namespace: str, runtime: str, *, exclusive: bool = False,
