@@ -173,8 +173,9 @@ class Sandbox:
 
     def cancel(self) -> dict:
         """Asks the platform to cancel the Run (``spec.cancelRequested``) and waits, bounded by
-        ``close_timeout``, until it ended and its workspace was released; the Run stays, with its status, until its TTL
-        (``ttl_seconds_after_finished``) or a delete removes it. Returns the ended Run."""
+        ``close_timeout``, until it ended and its workspace was released; the Run stays, with
+        its status, until its TTL (``ttl_seconds_after_finished``) or a delete removes it.
+        Returns the ended Run."""
         if self._ended:
             raise SandboxClosed("SandboxClosed", "the sandbox was closed or cancelled", run=self.name)
         self._ended = True
