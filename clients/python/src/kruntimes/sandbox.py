@@ -424,5 +424,6 @@ def _api_error(status: int, answer: Any, doing: str) -> KubernetesApiError:
     message = answer.get("message") if isinstance(answer, dict) else None
     reason = answer.get("reason") if isinstance(answer, dict) else None
     code = {401: "Unauthenticated", 403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid"}.get(status, "ApiError")
-    return KubernetesApiError(code, f"{doing}: the Kubernetes API answered {status} {reason or ''}: {message or json.dumps(answer)[:512]}",
+    detail = message or json.dumps(answer)[:512]
+    return KubernetesApiError(code, f"{doing}: the Kubernetes API answered {status} {reason or ''}: {detail}",
                               http_status=status)
