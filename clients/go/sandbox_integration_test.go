@@ -19,7 +19,7 @@ import (
 // (the e2e test refuses a skip).
 
 type live struct {
-	namespace, sandboxRuntime, sharedRuntime, source, otherToken string
+	namespace, sandboxRuntime, sharedRuntime, otherToken string
 }
 
 func liveSystem(t *testing.T) live {
@@ -28,7 +28,6 @@ func liveSystem(t *testing.T) live {
 		namespace:      os.Getenv("KRT_TEST_NAMESPACE"),
 		sandboxRuntime: os.Getenv("KRT_TEST_SANDBOX_RUNTIME"),
 		sharedRuntime:  os.Getenv("KRT_TEST_SHARED_RUNTIME"),
-		source:         os.Getenv("KRT_TEST_SANDBOX_SOURCE"),
 		otherToken:     os.Getenv("KRT_TEST_OTHER_TOKEN"),
 	}
 	if env.namespace == "" || env.sandboxRuntime == "" {
@@ -37,17 +36,9 @@ func liveSystem(t *testing.T) live {
 	return env
 }
 
-// options of a session as the tests' user; with KRT_TEST_SANDBOX_SOURCE, the contract's test handler as its source.
+// options of a session as the tests' user, with the stock handler.
 func (env live) options(runtime string) SandboxOptions {
-	opts := SandboxOptions{Namespace: env.namespace, Runtime: runtime}
-	if env.source != "" {
-		source, err := os.ReadFile(env.source)
-		if err != nil {
-			panic(err)
-		}
-		opts.Handler, opts.Source = "main:handle", string(source)
-	}
-	return opts
+	return SandboxOptions{Namespace: env.namespace, Runtime: runtime}
 }
 
 func (env live) runs(t *testing.T) dynamic.ResourceInterface {

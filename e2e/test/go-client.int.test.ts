@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,8 +17,6 @@ const CLIENT = join(REPO_ROOT, 'clients/go');
  * The sessions use the stock handler once the Python Runtime Server ships it; until then the
  * sandbox contract's test handler is each session's inline source.
  */
-const STOCK_HANDLER = join(REPO_ROOT, 'apps/runtime-server-python/src/pylib/kruntimes_sandbox.py');
-const SANDBOX_SOURCE = existsSync(STOCK_HANDLER) ? '' : join(REPO_ROOT, 'e2e/test/fixtures/sandbox-handler.py');
 /** A cold build of client-go on a loaded machine takes minutes; a warm one seconds. */
 const BUILD_TIMEOUT_MS = 600_000;
 const TEST_TIMEOUT_MS = 300_000;
@@ -101,7 +98,6 @@ test(
       KRT_TEST_NAMESPACE: system.name,
       KRT_TEST_SANDBOX_RUNTIME: 'sbx',
       KRT_TEST_SHARED_RUNTIME: 'py',
-      KRT_TEST_SANDBOX_SOURCE: SANDBOX_SOURCE,
       // alice may not get any Run: Forbidden at the gateway.
       KRT_TEST_OTHER_TOKEN: system.token('alice'),
     };

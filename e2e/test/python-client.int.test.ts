@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,8 +17,6 @@ const CLIENT = join(REPO_ROOT, 'clients/python');
  * The sessions use the stock handler once the Python Runtime Server ships it; until then the
  * sandbox contract's test handler is each session's inline source.
  */
-const STOCK_HANDLER = join(REPO_ROOT, 'apps/runtime-server-python/src/pylib/kruntimes_sandbox.py');
-const SANDBOX_SOURCE = existsSync(STOCK_HANDLER) ? '' : join(REPO_ROOT, 'e2e/test/fixtures/sandbox-handler.py');
 const HANDLER = `
 import os, time
 
@@ -100,7 +97,6 @@ test('the Python client’s pytest suite passes against the gateway, every test 
     KRT_TEST_SANDBOX_RUNTIME: 'sbx',
     KRT_TEST_SHARED_RUNTIME: 'py',
     KRT_TEST_SANDBOX_KUBECONFIG: kubeconfigs.bob ?? '',
-    KRT_TEST_SANDBOX_SOURCE: SANDBOX_SOURCE,
   };
   let output: string;
   try {

@@ -21,11 +21,7 @@ def env():
 
 
 def session(env, runtime=None, **options):
-    """A Sandbox as the tests' user; with KRT_TEST_SANDBOX_SOURCE, the contract's test handler as its source."""
-    if env.get("sandbox_source"):
-        with open(env["sandbox_source"], encoding="utf-8") as file:
-            options.setdefault("source", file.read())
-        options.setdefault("handler", "main:handle")
+    """A Sandbox as the tests' user, with the stock handler."""
     return kruntimes.Sandbox(env["namespace"], runtime or env["sandbox_runtime"], kubeconfig=env["sandbox_kubeconfig"],
                              **options)
 
