@@ -149,6 +149,7 @@ rn_check_uninstall() { # helm binary
     kubectl get pods,deployments,services,secrets,serviceaccounts,roles,rolebindings,networkpolicies \
       -n "$demo" -o name 2>/dev/null
     kubectl get clusterroles,clusterrolebindings -o name | grep kruntimes || true
+    kubectl get mutatingadmissionpolicies,mutatingadmissionpolicybindings,validatingadmissionpolicies,validatingadmissionpolicybindings -o name | grep kruntimes || true
   )
   # What the user made by hand (the CA and the gateway certificate, the invoker, run.sh's
   # policy for the host's calls to the gateway) and what Kubernetes itself puts in every
@@ -260,4 +261,52 @@ YAML
     fail "Runtime Pods not Ready with the policies enforced (the kubelet's probes)"
   kubectl -n "$demo" get pods -l kruntimes.io/runtime=py \
     -o jsonpath='{range .items[*]}{.metadata.name}: Ready {.status.conditions[?(@.type=="Ready")].status}, restarts {.status.containerStatuses[*].restartCount}{"\n"}{end}' >&2
+}
+
+# The chart's admission policies, as `helm install` put them (the control plane here starts
+# without any): the MutatingAdmissionPolicy stamps spec.creator on the demo Runs; a user
+# who may create Runs but lacks the verb `use` on the Runtime is refused at create with the
+# policy's message; granted `use` (the chart's ClusterRole kruntimes-runtime-user, bound in
+# the namespace), the same create passes and the Run carries that user as its creator and
+# runs (the scheduler's SubjectAccessReview at assignment allows it).
+rn_check_admission() {
+  local kind name creator refusal
+  for kind in mutatingadmissionpolicy mutatingadmissionpolicybinding; do
+    kubectl get "$kind" kruntimes.io-run-creator -o name >&2 || fail "helm install did not create $kind kruntimes.io-run-creator"
+  done
+  for name in kruntimes.io-run-admission kruntimes.io-runschedule-admission; do
+    for kind in validatingadmissionpolicy validatingadmissionpolicybinding; do
+      kubectl get "$kind" "$name" -o name >&2 || fail "helm install did not create $kind $name"
+    done
+  done
+  creator=$(kubectl -n "$demo" get run hello -o jsonpath='{.spec.creator.user}')
+  echo "run hello: spec.creator.user=$creator" >&2
+  [ -n "$creator" ] || fail "run hello has no spec.creator: the MutatingAdmissionPolicy did not stamp it"
+
+  kubectl -n "$demo" create role krt-admission-runs --verb=create,get --resource=runs.kruntimes.io >&2
+  kubectl -n "$demo" create rolebinding krt-admission-runs --role=krt-admission-runs --user=krt-admission-user >&2
+  local manifest='{"apiVersion":"kruntimes.io/v1alpha1","kind":"Run","metadata":{"name":"by-user"},"spec":{"runtime":"py","mode":{"task":{}},"source":{"inline":"print(\"admitted\")"}}}'
+  if refusal=$(kubectl -n "$demo" --as=krt-admission-user create -f - <<<"$manifest" 2>&1); then
+    fail "a user without use on Runtime py created a Run: $refusal"
+  fi
+  echo "without use: $refusal" >&2
+  case "$refusal" in
+    *"ValidatingAdmissionPolicy 'kruntimes.io-run-admission'"*"user krt-admission-user may not create this Run: it names Runtime $demo/py"*) ;;
+    *) fail "the refusal is not the policy's: $refusal" ;;
+  esac
+
+  kubectl -n "$demo" create rolebinding krt-admission-use --clusterrole=kruntimes-runtime-user --user=krt-admission-user >&2
+  # RBAC changes reach the authorizer within moments; bounded.
+  for _ in $(seq 1 20); do
+    kubectl -n "$demo" --as=krt-admission-user create -f - <<<"$manifest" >&2 2>"$work/admission.err" && break
+    sleep 0.5
+  done
+  kubectl -n "$demo" get run by-user -o name >/dev/null 2>&1 || fail "granted use, the create still failed: $(cat "$work/admission.err")"
+  creator=$(kubectl -n "$demo" get run by-user -o jsonpath='{.spec.creator.user}')
+  [ "$creator" = krt-admission-user ] || fail "run by-user: spec.creator.user=$creator, expected krt-admission-user"
+  kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Succeeded run/by-user --timeout=120s >&2
+  echo "with use: run by-user created by $creator, Succeeded" >&2
+  kubectl -n "$demo" delete run by-user --wait --timeout=60s >&2
+  kubectl -n "$demo" delete rolebinding krt-admission-use krt-admission-runs >&2
+  kubectl -n "$demo" delete role krt-admission-runs >&2
 }

@@ -8,7 +8,8 @@
 #      CoreDNS in the namespace), Ready,
 #   4. every image built here (debootstrap + buildah) and imported into containerd,
 #   5.-8. the steps of e2e/kind/run.sh (e2e/cluster-steps.sh): certificates, `helm install`
-#      with the CRDs, a Runtime, a function Run and a task Run, an invoke through the
+#      with the CRDs and the admission policies (checked: spec.creator stamped, a user without
+#      `use` refused at create, granted it admitted), a Runtime, a function Run and a task Run, an invoke through the
 #      gateway Service (port-forward, and its ClusterIP through the veth), every exported
 #      metric scraped,
 #   9.-13. what only a real node shows: the chart's NetworkPolicies enforced, each service's
@@ -112,6 +113,9 @@ krt_install_chart --set global.image.pullPolicy=Never \
 
 krt_log "6. a python Runtime, a function Run and a task Run"
 krt_create_demo
+
+krt_log "6b. the chart's admission policies: spec.creator stamped, a user without use refused at create"
+rn_check_admission
 
 krt_log "7. invoke through the gateway Service"
 krt_invoke_port_forward 18443 real-node-port-forward

@@ -23,6 +23,9 @@
 //   --runtimed-cpu-request Q, --runtimed-memory-request Q, --runtimed-memory-limit Q
 //                                         resources of every Runtime Pod's runtimed container (default: none);
 //                                         its V8 heap flags (NODE_OPTIONS) follow the memory limit
+//   --automatic-retry true|false          the cluster retry policy, as stale-recovery's flag: false puts
+//                                         KRT_AUTOMATIC_RETRY=false on runtimed, which then does not run an
+//                                         execution its Pod lost again (default true, env KRT_AUTOMATIC_RETRY)
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -67,6 +70,7 @@ const { values } = parseArgs({
     'runtimed-cpu-request': { type: 'string' },
     'runtimed-memory-request': { type: 'string' },
     'runtimed-memory-limit': { type: 'string' },
+    'automatic-retry': { type: 'string' },
   },
   strict: true,
 });
@@ -142,6 +146,9 @@ try {
   const otlpEndpoint = values['runtime-otlp-endpoint'] === '' ? undefined : values['runtime-otlp-endpoint'];
   if (otlpEndpoint !== undefined && !/^https?:\/\/./.test(otlpEndpoint))
     throw new Error(`--runtime-otlp-endpoint must be an http:// or https:// URL, not ${JSON.stringify(otlpEndpoint)}`);
+  const automaticRetry = values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true';
+  if (automaticRetry !== 'true' && automaticRetry !== 'false')
+    throw new Error(`--automatic-retry must be true or false, not ${JSON.stringify(automaticRetry)}`);
   // Served by every replica; only the leader's caches give it series.
   const metrics = new ManagerMetrics();
   const scheduleMetrics = new ScheduleMetrics();
@@ -180,6 +187,7 @@ try {
           ...(gateway === undefined ? {} : { gateway }),
           ...(otlpEndpoint === undefined ? {} : { otlpEndpoint }),
           ...(resources === undefined ? {} : { runtimedResources: resources }),
+          automaticRetry: automaticRetry === 'true',
         },
         finishedRunsPerRuntime: number('finished-runs-per-runtime', values['finished-runs-per-runtime'], 0),
         internalCa: ca,

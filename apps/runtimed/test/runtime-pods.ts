@@ -59,7 +59,10 @@ export class RuntimeEnvironment {
   static async start(prefix: string, cluster: Cluster = Cluster.fromEnvironment()): Promise<RuntimeEnvironment> {
     const admin = cluster.kubeConfig();
     const namespace = await cluster.createNamespace({ prefix, waitForDefaultServiceAccount: true });
-    await new NamespaceAccess(cluster, namespace.name).grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES);
+    // In a Role, as the chart's RoleBinding grants them: its own Namespace readable, no other.
+    await new NamespaceAccess(cluster, namespace.name).grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES, {
+      onlyThisNamespace: true,
+    });
     const stateDir = await mkdtemp(join(tmpdir(), 'runtimed-test-'));
     const localNode = new LocalNode(
       admin,

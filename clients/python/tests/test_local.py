@@ -5,7 +5,8 @@ import socket
 import pytest
 
 import kruntimes
-from kruntimes.errors import error_from_answer
+from kruntimes.errors import error_from_answer, sandbox_tool_error
+from kruntimes.invoke import _closed_by_peer
 from kruntimes.kube import ConfigurationError, KubeAccess
 
 URL = "https://127.0.0.1:9/v1/namespaces/demo/runtimes/py/functions/uid:invoke"
@@ -88,3 +89,50 @@ def test_a_kubeconfig_it_cannot_use_says_why():
         KubeAccess.from_config({**base, "users": [{"user": {"exec": {"command": "aws"}}}]})
     with pytest.raises(ConfigurationError, match="not an https URL"):
         KubeAccess.from_config({**base, "clusters": [{"cluster": {"server": "http://127.0.0.1:8080"}}]})
+
+
+TRACEBACK = ('Traceback (most recent call last):\n  File "/w/main.py", line 9, in handle\n    raise ValueError(m)\n'
+             'ValueError: {}\n')
+
+
+@pytest.mark.parametrize("message, kind", [
+    (TRACEBACK.format("PathOutsideWorkspace: '../x' resolves outside the workspace"), kruntimes.PathOutsideWorkspace),
+    (TRACEBACK.format("InvalidToolCall: unknown tool 'rm'"), kruntimes.InvalidToolCall),
+    ("...ne 9, in handle\n    raise X\nTimeoutError: ExecTimeout: timed out after 2 s; stdout: 'x'", kruntimes.ExecTimeout),
+    # The stock handler raises without a traceback: its message is the exception line.
+    ("kruntimes_sandbox.SandboxError: PathOutsideWorkspace: '/etc' is absolute\n", kruntimes.PathOutsideWorkspace),
+    ("kruntimes_sandbox.SandboxError: ExecTimeout: timed out after 1 s\n--- stdout (3 bytes) ---\nInvalidToolCall: x\n",
+     kruntimes.ExecTimeout),
+    # A tool's output quoted in the message never decides the type.
+    (TRACEBACK.format("ExecTimeout: timed out after 3 s; stdout: 'PathOutsideWorkspace: no'"), kruntimes.ExecTimeout),
+    (TRACEBACK.format("timed out after 3 s"), kruntimes.FunctionFailed),
+    (TRACEBACK.format("KeyError: 'content'"), kruntimes.FunctionFailed),
+])
+def test_a_sandbox_handler_failure_is_typed_by_the_prefix_of_its_message(message, kind):
+    error = error_from_answer(500, {"invocationId": "i-1", "error": {"code": "FunctionFailed", "message": message,
+                                                                    "source": "function"}}, "i-1")
+    typed = sandbox_tool_error(error)
+    assert type(typed) is kind
+    assert (typed.code, typed.source, typed.invocation_id, typed.http_status) == ("FunctionFailed", "function", "i-1", 500)
+
+
+def test_a_platform_error_is_never_taken_for_a_tool_error():
+    error = error_from_answer(503, {"error": {"code": "RunNotReady", "message": "PathOutsideWorkspace: x"}}, "i-2")
+    assert sandbox_tool_error(error) is error
+
+
+def test_an_idle_connection_the_peer_closed_is_noticed_before_anything_is_written():
+    mine, theirs = socket.socketpair()
+    try:
+        assert not _closed_by_peer(mine)
+        theirs.close()
+        assert _closed_by_peer(mine)
+    finally:
+        mine.close()
+
+
+def test_exclusive_and_warning_need_nothing_of_a_sandbox_that_was_never_started():
+    sandbox = kruntimes.Sandbox("demo", "sandbox")
+    with pytest.raises(kruntimes.SandboxClosed):
+        sandbox.exec("true")
+    sandbox.close()  # nothing was created: nothing to delete

@@ -219,6 +219,17 @@ describe('runtimeWorkload', () => {
     );
   });
 
+  it('tells runtimed a cluster retry policy that forbids automatic retries, and nothing (the same spec hash) when it allows them', () => {
+    const forbidden = runtimeWorkload(runtime(), { ...config, automaticRetry: false });
+    expect(env(container(forbidden, CONTAINERS.runtimed)).KRT_AUTOMATIC_RETRY).toBe('false');
+    expect(Object.keys(env(container(forbidden, CONTAINERS.runtimeServer)))).not.toContain('KRT_AUTOMATIC_RETRY');
+    const allowed = runtimeWorkload(runtime(), { ...config, automaticRetry: true });
+    expect(Object.keys(env(container(allowed, CONTAINERS.runtimed)))).not.toContain('KRT_AUTOMATIC_RETRY');
+    expect(allowed.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(
+      runtimeWorkload(runtime(), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION],
+    );
+  });
+
   it.each([
     ['loopback', '127.0.0.1:7450', false],
     ['podIP', '$(POD_IP):7450', true],

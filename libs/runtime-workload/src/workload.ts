@@ -51,6 +51,8 @@ export const ENV = {
   gatewayCaFile: 'KRT_GATEWAY_CA_FILE',
   /** The Runtime's spec.capabilities, comma-separated (set only when it declares any). */
   capabilities: 'KRT_RUNTIME_CAPABILITIES',
+  /** The cluster retry policy (runtimed reads it); set only when it forbids automatic retries. */
+  automaticRetry: 'KRT_AUTOMATIC_RETRY',
   /** Where runtimed and the Runtime Server export spans (OTLP); set only when tracing is on. */
   otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
   /** V8 heap flags of both containers' Node (nodeHeapOptions, RUNTIME_SERVER_NODE_OPTIONS). */
@@ -98,8 +100,14 @@ export interface WorkloadConfig {
    */
   otlpEndpoint?: string;
   /**
+   * The cluster retry policy (the chart's global.automaticRetry): false keeps runtimed from
+   * running again a retrySafe task whose execution its Pod lost, as stale-recovery does for
+   * a lost Pod. Unset or true: allowed, and no env entry (the spec hash stays the same).
+   */
+  automaticRetry?: boolean;
+  /**
    * Requests and limits of every Runtime Pod's runtimed container (the controller-manager's
-   * --runtimed-resources, the chart's controllerManager.runtimedResources). With a memory
+   * --runtimed-* flags, the chart's controllerManager.runtimedResources). With a memory
    * limit, runtimed's NODE_OPTIONS carries the V8 heap flags derived from it (nodeHeapOptions).
    * Unset: none (a BestEffort runtimed container, V8's own heap sizing).
    */
@@ -355,6 +363,7 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       ...(runtime.spec.capabilities === undefined || runtime.spec.capabilities.length === 0
         ? []
         : [{ name: ENV.capabilities, value: runtime.spec.capabilities.join(',') }]),
+      ...(config.automaticRetry === false ? [{ name: ENV.automaticRetry, value: 'false' }] : []),
       ...gatewayEnv(config.gateway),
       ...runtimedNodeOptions(config.runtimedResources),
     ],

@@ -29,6 +29,7 @@ test('identity from the downward API and defaults for everything else', () => {
     leaseRenewSeconds: 20,
     cancelGraceSeconds: 10,
     runsPerPod: undefined,
+    automaticRetry: true,
     artifactGrantsAddress: '127.0.0.1:0',
     logLevel: 'info',
     containerRoot: '',
@@ -70,6 +71,7 @@ test.each([
   ['grants on no address', { ...IDENTITY, KRT_ARTIFACT_GRANTS: 'nowhere' }, /KRT_ARTIFACT_GRANTS: listen address "nowhere"/],
   ['a capacity of 0', { ...IDENTITY, KRT_RUNS_PER_POD: '0' }, /KRT_RUNS_PER_POD="0" is not an integer in \[1, 256\]/],
   ['a capacity that is no number', { ...IDENTITY, KRT_RUNS_PER_POD: 'two' }, /KRT_RUNS_PER_POD="two" is not an integer/],
+  ['a retry switch that is not a boolean', { ...IDENTITY, KRT_AUTOMATIC_RETRY: 'no' }, /KRT_AUTOMATIC_RETRY="no" is not true or false/],
   ['renew not shorter than lease', { ...IDENTITY, KRT_LEASE_DURATION_SECONDS: '10', KRT_LEASE_RENEW_SECONDS: '10' }, /must be shorter/],
 ] as const)('refuses %s, naming every problem', (_name, env, message) => {
   expect(() => loadConfig(env)).toThrow(message);
@@ -83,6 +85,16 @@ test.each([
 ])('KRT_RUNS_PER_POD %s', (_name, value, expected) => {
   const env = value === undefined ? IDENTITY : { ...IDENTITY, KRT_RUNS_PER_POD: value };
   expect(loadConfig(env).runsPerPod).toBe(expected);
+});
+
+test.each([
+  ['unset: allowed', undefined, true],
+  ['empty: allowed', '', true],
+  ['true', 'true', true],
+  ['false', 'false', false],
+])('KRT_AUTOMATIC_RETRY %s', (_name, value, expected) => {
+  const env = value === undefined ? IDENTITY : { ...IDENTITY, KRT_AUTOMATIC_RETRY: value };
+  expect(loadConfig(env).automaticRetry).toBe(expected);
 });
 
 test('ports and the TLS directory from the environment', () => {

@@ -35,6 +35,7 @@ import { checkListenAddress } from '@kruntimes/runtime-server-core';
  * | `KRT_ARTIFACT_GRANTS` | ArtifactGrants (plaintext gRPC for the local Runtime Server): loopback `host:port` (port 0: any free one) or `unix:/path` | `127.0.0.1:0` |
  * | `KRT_CANCEL_GRACE_SECONDS` | SIGTERM -> SIGKILL grace of a cancelled task | `10` |
  * | `KRT_RUNS_PER_POD` | this Pod's Run capacity (the Runtime's `spec.runs` when the Pod was made; the scheduler reads the same variable from the Pod spec): a claim beyond it is refused | unset: not checked |
+ * | `KRT_AUTOMATIC_RETRY` | the cluster retry policy (the chart's `global.automaticRetry`, as stale-recovery's `--automatic-retry`): `false` keeps an execution this Pod lost (runtimed restarted, the Runtime Server died) from running again even when the task is retrySafe; the namespace annotation `kruntimes.io/automatic-retry` can only narrow it | `true` |
  * | `KRT_LOG_LEVEL` | pino level | `info` |
  * | `KRUNTIMES_CONTAINER_ROOT` | set only by the local node agent: container paths live under it | unset |
  */
@@ -67,6 +68,8 @@ export interface RuntimedConfig {
    * claim beyond it. Undefined only for a Pod made without it: then nothing is checked.
    */
   runsPerPod: number | undefined;
+  /** The cluster retry policy (`KRT_AUTOMATIC_RETRY`): may an interrupted retrySafe task run again without the user? */
+  automaticRetry: boolean;
   /** Where ArtifactGrants listens: loopback or a unix socket only (its bound address goes to the Runtime Server per execution). */
   artifactGrantsAddress: string;
   logLevel: string;
@@ -123,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     cancelGraceSeconds: read.integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
     // The CRD's bounds of spec.runs.
     runsPerPod: read.optional('KRT_RUNS_PER_POD') === undefined ? undefined : read.integer('KRT_RUNS_PER_POD', 1, 1, 256),
+    automaticRetry: read.boolean('KRT_AUTOMATIC_RETRY', true),
     artifactGrantsAddress: read.listenAddress('KRT_ARTIFACT_GRANTS', DEFAULT_ARTIFACT_GRANTS_ADDRESS),
     logLevel: read.optional('KRT_LOG_LEVEL') ?? 'info',
     containerRoot: read.optional('KRUNTIMES_CONTAINER_ROOT') ?? '',
@@ -166,6 +170,15 @@ class EnvReader {
       return fallback;
     }
     return value;
+  }
+
+  /** `true` or `false`, nothing else: a mistyped policy switch is a start failure, not a guess. */
+  boolean(name: string, fallback: boolean): boolean {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    if (raw === 'true' || raw === 'false') return raw === 'true';
+    this.problems.push(`${name}=${JSON.stringify(raw)} is not true or false`);
+    return fallback;
   }
 
   /** A loopback `host:port` or `unix:/path`: the services only the Pod's own containers may reach. */

@@ -5,7 +5,9 @@ import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_PLURAL } from '@kruntimes/api';
  * What runtimed's ServiceAccount needs in its Runtime's namespace (a Role, not a
  * ClusterRole): read Runs and write their status and the cleanup finalizer, read the
  * ConfigMaps that hold Run sources, watch its Runtime's Pods, keep its Pod Lease, and
- * record the OwnerUnreachable Event on a Run whose owner it could not reach. For
+ * record the OwnerUnreachable Event on a Run whose owner it could not reach, and read its
+ * own Namespace (the retry-policy annotation, before an interrupted retrySafe task runs
+ * again: a RoleBinding grants `get` on the namespace it is in, nothing more). For
  * artifacts it reads ArtifactStores and their credentials Secrets: runtimed presigns the
  * upload grants and verifies the objects itself, so only runtimed (whose container alone
  * mounts the ServiceAccount token) holds the store's keys; the Runtime Server container
@@ -18,6 +20,7 @@ export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
   { apiGroups: [API_GROUP], resources: [ARTIFACT_STORE_PLURAL], verbs: ['get'] },
   { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },
 ];

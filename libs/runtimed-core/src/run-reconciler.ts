@@ -3,6 +3,7 @@ import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { TransitionRefusedError } from '@kruntimes/run-state';
+import type { AutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import type { TaskArtifacts } from './artifact-outcome.ts';
 import { ClaimSlots } from './claim-slots.ts';
@@ -51,6 +52,12 @@ export interface RunReconcilerOptions {
   artifacts: TaskArtifacts;
   workspaces: Workspaces;
   readConfigMap: ConfigMapReader;
+  /**
+   * The organisation's retry policy for a namespace (the cluster default, KRT_AUTOMATIC_RETRY,
+   * narrowed by the namespace's annotation): asked only before an interrupted retrySafe task
+   * would run again.
+   */
+  automaticRetryPolicy: (namespace: string) => Promise<AutomaticRetryPolicy>;
   logger: Logger;
   metrics: RuntimedMetrics;
   /** Re-enqueue a key (after a background execution ended). */

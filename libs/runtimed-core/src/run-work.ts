@@ -2,7 +2,7 @@ import { RUN_REASONS, runModeKind } from '@kruntimes/api';
 import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { pathExists } from '@kruntimes/host';
-import { TransitionRefusedError, decideRetry, resolveRetryPolicy, retryBudgetStart } from '@kruntimes/run-state';
+import { AUTOMATIC_RETRY_ALLOWED, TransitionRefusedError, decideRetry, resolveRetryPolicy, retryBudgetStart } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import type { Epoch } from './epoch.ts';
 import { plain } from './plan.ts';
@@ -191,12 +191,20 @@ export class RunWork {
     // died) may have had side effects nobody saw: like a lost owner, it is retried only
     // when the task declared retrySafe. A failure the code reported itself follows the
     // user's policy.
+    const cause = options.interrupted === true ? 'ownerLost' : 'attemptFailed';
+    // Asked only where it can change the answer (like stale-recovery's lost owner): an
+    // interrupted retrySafe task. An unreadable policy throws; the reconcile is retried.
+    const automatic =
+      cause === 'ownerLost' && mode === 'task' && spec.retryPolicy?.retrySafe === true
+        ? await this.o.automaticRetryPolicy(epoch.namespace)
+        : AUTOMATIC_RETRY_ALLOWED;
     const decision = decideRetry(
       mode,
       spec.retryPolicy,
       epoch.attempt,
-      options.interrupted === true ? 'ownerLost' : 'attemptFailed',
+      cause,
       retryBudgetStart(plain<RunStatus | undefined>(run.status)),
+      automatic,
     );
     // Whatever this attempt registered is known here (or nothing loaded): no discovery.
     await this.cleanUp(ctx, false);
@@ -218,12 +226,13 @@ export class RunWork {
         log.info({ reason: error.message }, 'not requeued');
       }
     }
-    if (!decision.retry && decision.why === 'notRetrySafe') {
+    if (!decision.retry && decision.why !== 'retriesExhausted') {
       // The execution was lost, not finished: nothing proves what the task did.
+      const refused = decision.why === 'policyForbids' ? decision.policy.message : 'the task is not retrySafe';
       await this.o.runs.transition(epoch, {
         type: 'Interrupted',
         reason: RUN_REASONS.ownerLost,
-        message: `not retried: the task is not retrySafe: ${message}`,
+        message: `not retried: ${refused}: ${message}`,
       });
       log.info({ why: decision.why }, 'interrupted; not retried');
       return;

@@ -7,7 +7,8 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
-import { findCondition } from '@kruntimes/run-state';
+import { findCondition, resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
+import type { AutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import { ArtifactGrants, startArtifactGrantsServer } from './artifact-grants.ts';
 import type { TaskArtifacts } from './artifact-outcome.ts';
@@ -95,6 +96,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
       capabilities: config.capabilities,
       // Unset only on a Pod made without KRT_RUNS_PER_POD: then no claim is checked against a capacity.
       runsPerPod: config.runsPerPod ?? 'unchecked',
+      automaticRetry: config.automaticRetry,
       grpcPort,
       peerPort,
       healthPort,
@@ -129,6 +131,7 @@ interface Clients {
   server: RuntimeServerClient;
   runs: RunClient;
   readConfigMap: ConfigMapReader;
+  automaticRetryPolicy: (namespace: string) => Promise<AutomaticRetryPolicy>;
   gatewayCaPem: string | undefined;
 }
 
@@ -149,6 +152,12 @@ async function buildClients({ config, kubeConfig, metrics }: RuntimedOptions): P
       const value = configMap.data?.[key];
       if (value === undefined) throw new KruntimesError('InvalidRequest', `ConfigMap ${namespace}/${name} has no key ${key}`);
       return value;
+    },
+    // Read live, only when an interrupted retrySafe task would be retried (rare): an
+    // annotation set a moment ago counts, and an unreadable namespace retries the reconcile.
+    automaticRetryPolicy: async (namespace) => {
+      const object = await core.readNamespace({ name: namespace });
+      return resolveAutomaticRetryPolicy({ clusterAllows: config.automaticRetry, namespace, annotations: object.metadata?.annotations });
     },
     gatewayCaPem,
   };
@@ -263,6 +272,7 @@ function buildReconciler(
     artifacts,
     workspaces: new Workspaces(join(config.containerRoot, config.workspaceDir)),
     readConfigMap: clients.readConfigMap,
+    automaticRetryPolicy: clients.automaticRetryPolicy,
     logger,
     metrics,
     enqueue: (key) => {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { Agent } from 'node:https';
 import { BOUNDS } from '@kruntimes/api';
 import { ERROR_CODES } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
@@ -165,6 +166,63 @@ describe('invokeFunction against an HTTPS server answering like the gateway', ()
       kind: 'aborted',
       requestMayHaveBeenSent: false,
     });
+  });
+});
+
+/** A keep-alive agent that counts the connections it opened. */
+class CountingAgent extends Agent {
+  connections = 0;
+
+  override createConnection(...args: Parameters<Agent['createConnection']>): ReturnType<Agent['createConnection']> {
+    this.connections += 1;
+    return super.createConnection(...args);
+  }
+}
+
+describe('invokeFunction with a keep-alive agent (a Sandbox session)', () => {
+  let agent: CountingAgent;
+  beforeEach(() => {
+    agent = new CountingAgent({ keepAlive: true, maxSockets: 1 });
+  });
+  afterEach(() => {
+    agent.destroy();
+  });
+
+  it('reuses one connection for consecutive invocations', async () => {
+    handler.current = succeed;
+    for (let i = 0; i < 3; i += 1) {
+      expect((await invokeFunction(options({ agent, payload: { i } }))).result).toEqual({ echo: { i } });
+    }
+    expect(agent.connections).toBe(1);
+    expect(stub.requests).toHaveLength(3);
+  });
+
+  it('a reused connection dropped after the request was written may have been sent', async () => {
+    handler.current = succeed;
+    await invokeFunction(options({ agent }));
+    handler.current = (_request, response) => {
+      response.socket?.destroy();
+    };
+    const error = await failure(invokeFunction(options({ agent })));
+    expect(error).toMatchObject({ kind: 'connection', requestMayHaveBeenSent: true });
+    expect(agent.connections).toBe(1);
+  });
+
+  it('an invocation waiting for the busy connection was not sent when it is aborted', async () => {
+    handler.current = (request, response) => {
+      setTimeout(() => {
+        succeed(request, response);
+      }, 300);
+    };
+    const first = invokeFunction(options({ agent, invocationId: 'first' }));
+    const controller = new AbortController();
+    const queued = failure(invokeFunction(options({ agent, invocationId: 'queued', signal: controller.signal })));
+    setTimeout(() => {
+      controller.abort();
+    }, 50);
+    expect(await queued).toMatchObject({ kind: 'aborted', requestMayHaveBeenSent: false, invocationId: 'queued' });
+    expect((await first).invocationId).toBe('first');
+    expect(stub.requests.map((request) => request.headers['x-kruntime-invocation-id'])).toEqual(['first']);
   });
 });
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import type { Agent } from 'node:https';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { BOUNDS, DEFAULTS, INVOCATION_ID_HEADER, isValidInvocationId } from '@kruntimes/api';
 import { InvocationError, InvocationTransportError, errorFromResponse, isRecord } from './errors.ts';
@@ -20,6 +22,12 @@ export interface InvokeOptions {
   /** Deadline for the whole call; default INVOKE_DEFAULT_TIMEOUT_MS. */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * A keep-alive agent whose connections are reused (a Sandbox's one connection); absent:
+   * a new connection per invocation. Either way a transport failure says exactly whether
+   * the request may have been sent (see PendingInvocation.mayHaveBeenSent).
+   */
+  agent?: Agent | undefined;
 }
 
 export interface InvocationResult {
@@ -133,17 +141,24 @@ export async function invokeFunction(options: InvokeOptions): Promise<Invocation
   }
   const timeoutMs = options.timeoutMs ?? INVOKE_DEFAULT_TIMEOUT_MS;
   return await new Promise<InvocationResult>((resolve, reject) => {
-    const req = postRequest(prepared, options.token);
+    const req = postRequest(prepared, options.token, options.agent);
     const call = new PendingInvocation(prepared.invocationId, req, resolve, reject);
     call.watch(timeoutMs, options.signal);
     req.on('socket', (socket) => {
+      if (req.reusedSocket) {
+        // An open connection of the agent: nothing of this request is sent while the
+        // socket has taken no byte of it (a server that closed the idle connection just
+        // before fails the request before or after that, and only after is it ambiguous).
+        call.sentSince(socket);
+        return;
+      }
       (socket as TLSSocket).once('secureConnect', () => {
-        call.secured = true;
+        call.markSecured();
       });
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
       // Node's errors name host, port and syscall, never the headers (the token).
-      const kind: TransportFailureKind = call.secured ? 'connection' : isTlsError(error) ? 'tls' : 'connect';
+      const kind: TransportFailureKind = call.mayHaveBeenSent ? 'connection' : isTlsError(error) ? 'tls' : 'connect';
       call.fail(kind, `${kindText(kind)}: ${error.message}`, error);
     });
     req.on('response', (res) => {
@@ -154,16 +169,16 @@ export async function invokeFunction(options: InvokeOptions): Promise<Invocation
 }
 
 /** The POST of a prepared invocation, not yet sent. */
-function postRequest({ url, body, ca, invocationId }: Prepared, token: string): ClientRequest {
+function postRequest({ url, body, ca, invocationId }: Prepared, token: string, agent: Agent | undefined): ClientRequest {
   return httpsRequest({
     protocol: 'https:',
     hostname: url.hostname.replace(/^\[|\]$/g, ''),
     port: url.port === '' ? 443 : Number(url.port),
     path: url.pathname + url.search,
     method: 'POST',
-    // One connection per invocation: "may the request have been sent" is then exactly
-    // "did this connection finish its TLS handshake".
-    agent: false,
+    // Without an agent, one connection per invocation: "may the request have been sent" is
+    // then exactly "did this connection finish its TLS handshake".
+    agent: agent ?? false,
     ...(ca === undefined ? {} : { ca }),
     headers: {
       Authorization: `Bearer ${token}`,
@@ -202,7 +217,9 @@ function readAnswer(res: IncomingMessage, call: PendingInvocation): void {
  */
 class PendingInvocation {
   /** The connection finished its TLS handshake: from then on the request may have been sent. */
-  secured = false;
+  #secured = false;
+  /** A reused connection, and how many bytes it had taken before this request. */
+  #reused: { socket: Socket; bytesBefore: number } | undefined;
   #settled = false;
   #timer: NodeJS.Timeout | undefined;
   #signal: AbortSignal | undefined;
@@ -228,12 +245,27 @@ class PendingInvocation {
     signal?.addEventListener('abort', this.#onAbort, { once: true });
   }
 
+  markSecured(): void {
+    this.#secured = true;
+  }
+
+  /** Whether the request may have been sent: on a new connection once it is secured, on a reused one once it took a byte. */
+  get mayHaveBeenSent(): boolean {
+    if (this.#reused === undefined) return this.#secured;
+    return this.#reused.socket.bytesWritten > this.#reused.bytesBefore;
+  }
+
+  /** The request got a reused connection: it may have been sent once the socket took any byte of it. */
+  sentSince(socket: Socket): void {
+    this.#reused = { socket, bytesBefore: socket.bytesWritten };
+  }
+
   fail(kind: TransportFailureKind, message: string, cause?: unknown): void {
     if (!this.#settle()) return;
     this.#reject(
       new InvocationTransportError({
         kind,
-        requestMayHaveBeenSent: this.secured,
+        requestMayHaveBeenSent: this.mayHaveBeenSent,
         invocationId: this.#invocationId,
         message,
         ...(cause === undefined ? {} : { cause }),

@@ -42,12 +42,14 @@ export class NamespaceAccess {
   /**
    * A Role `name` with exactly `rules`, bound to `subject`. Rules on cluster-scoped
    * resources (namespaces, SubjectAccessReviews), which a Role cannot grant, go into a
-   * ClusterRole `<namespace>:<name>` instead, removed with the test namespace.
+   * ClusterRole `<namespace>:<name>` instead, removed with the test namespace; with
+   * `onlyThisNamespace` they stay in the Role, as a RoleBinding grants them (`get` on
+   * this very Namespace, nothing else), which is how the chart grants runtimed's rules.
    */
-  async grant(name: string, rules: readonly Rule[], subject: Subject): Promise<void> {
+  async grant(name: string, rules: readonly Rule[], subject: Subject, { onlyThisNamespace = false } = {}): Promise<void> {
     const namespace = this.#namespace;
-    const clusterRules = rules.filter(isClusterScoped);
-    const namespacedRules = rules.filter((rule) => !isClusterScoped(rule));
+    const clusterRules = onlyThisNamespace ? [] : rules.filter(isClusterScoped);
+    const namespacedRules = onlyThisNamespace ? rules : rules.filter((rule) => !isClusterScoped(rule));
     await this.#rbac.createNamespacedRole({ namespace, body: { metadata: { name }, rules: namespacedRules.map(mutableRule) } });
     await this.#rbac.createNamespacedRoleBinding({
       namespace,
@@ -63,8 +65,13 @@ export class NamespaceAccess {
   }
 
   /** runtimed runs as the namespace's `default` ServiceAccount (the workload's serviceAccountName). */
-  async grantServiceAccount(serviceAccount: string, roleName: string, rules: readonly Rule[]): Promise<void> {
-    await this.grant(roleName, rules, { kind: 'ServiceAccount', name: serviceAccount, namespace: this.#namespace });
+  async grantServiceAccount(
+    serviceAccount: string,
+    roleName: string,
+    rules: readonly Rule[],
+    options: { onlyThisNamespace?: boolean } = {},
+  ): Promise<void> {
+    await this.grant(roleName, rules, { kind: 'ServiceAccount', name: serviceAccount, namespace: this.#namespace }, options);
   }
 
   /** A Role `name` with exactly `rules`, bound to the user `user` (one of the cluster's token users). */

@@ -6,8 +6,10 @@ import http.client
 import json
 import os
 import re
+import select
 import socket
 import ssl
+import time
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
@@ -23,6 +25,9 @@ MAX_REQUEST_BYTES = 1024 * 1024
 #: Far above what the gateway answers (result, outputs and two captured streams, bounded).
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 INVOCATION_ID_HEADER = "X-Kruntime-Invocation-ID"
+#: Below the gateway's keep-alive timeout (Node's 5 s): a request written on a connection the
+#: gateway is closing would fail after it was sent, ambiguous although the function never ran.
+IDLE_CONNECTION_SECONDS = 4.0
 _VALID_INVOCATION_ID = re.compile(r"[\x21-\x7e]{1,128}")
 _VALID_TOKEN = re.compile(r"[\x21-\x7e]+")
 
@@ -80,14 +85,14 @@ def invoke(target: Target, payload: Any = None, *, token: Optional[str] = None, 
         url = target
     if ca_file is None:
         ca_file = os.environ.get("KRT_GATEWAY_CA_FILE") or None
-    if token is None or _VALID_TOKEN.fullmatch(token) is None:
-        raise InvalidInvocation("InvalidRequest", "a bearer token is needed (token=...) and must be visible ASCII",
-                                invocation_id=invocation_id)
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme != "https" or not parsed.hostname:
-        raise InvalidInvocation("InvalidRequest", f"the endpoint URL must be https, not {url!r}", invocation_id=invocation_id)
+    token = _valid_token(token, invocation_id)
+    parsed = _https_url(url, invocation_id)
     context = _tls_context(ca_bundle, ca_file, invocation_id)
-    return _post(parsed, body, token, invocation_id, context, timeout)
+    connection = GatewayConnection(parsed.hostname or "", parsed.port or 443, context)
+    try:
+        return connection.post(_request_path(parsed), body, token, invocation_id, timeout)
+    finally:
+        connection.close()
 
 
 def _body(payload: Any, invocation_id: str) -> bytes:
@@ -157,21 +162,60 @@ def _tls_context(ca_bundle: Optional[str], ca_file: Optional[str], invocation_id
                                 invocation_id=invocation_id) from None
 
 
-def _post(url: urllib.parse.SplitResult, body: bytes, token: str, invocation_id: str, context: ssl.SSLContext,
-          timeout: float) -> Invocation:
-    connection = http.client.HTTPSConnection(url.hostname or "", url.port or 443, context=context, timeout=timeout)
-    try:
-        # The request is written only after the TCP connection and the TLS handshake: a
-        # failure up to here proves that the function did not run.
-        try:
-            connection.connect()
-        except ssl.SSLError as error:
-            raise TransportError(f"TLS handshake with {url.netloc} failed: {error}", invocation_id=invocation_id,
-                                 request_may_have_been_sent=False, kind="tls") from None
-        except OSError as error:
-            raise TransportError(f"cannot connect to {url.netloc}: {error}", invocation_id=invocation_id,
-                                 request_may_have_been_sent=False, kind="connect") from None
-        path = url.path + (f"?{url.query}" if url.query else "")
+def _https_url(url: str, invocation_id: str) -> urllib.parse.SplitResult:
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme != "https" or not parsed.hostname:
+        raise InvalidInvocation("InvalidRequest", f"the endpoint URL must be https, not {url!r}", invocation_id=invocation_id)
+    return parsed
+
+
+def _request_path(url: urllib.parse.SplitResult) -> str:
+    return url.path + (f"?{url.query}" if url.query else "")
+
+
+def _valid_token(token: Optional[str], invocation_id: str) -> str:
+    if token is None or _VALID_TOKEN.fullmatch(token) is None:
+        raise InvalidInvocation("InvalidRequest", "a bearer token is needed (token=...) and must be visible ASCII",
+                                invocation_id=invocation_id)
+    return token
+
+
+class GatewayConnection:
+    """One HTTPS connection to the gateway, kept open between invocations (HTTP keep-alive),
+    so that a session's tool calls pay for TCP and TLS once.
+
+    Exact about whether a request may have been sent: the connection is (re)opened, and a
+    failure there reported as not sent, before anything is written; an idle connection the
+    gateway already closed is noticed before writing and opened again. A failure after the
+    request was written is ambiguous and never repeated. A connection idle for
+    IDLE_CONNECTION_SECONDS is not used again: the gateway may be closing it just then."""
+
+    def __init__(self, host: str, port: int, context: ssl.SSLContext) -> None:
+        self._netloc = f"{host}:{port}"
+        self._connection = http.client.HTTPSConnection(host, port, context=context)
+        self._last_answer = 0.0
+
+    def post(self, path: str, body: bytes, token: str, invocation_id: str, timeout: float) -> Invocation:
+        connection = self._connection
+        idle = time.monotonic() - self._last_answer
+        if connection.sock is not None and (idle >= IDLE_CONNECTION_SECONDS or _closed_by_peer(connection.sock)):
+            connection.close()
+        connection.timeout = timeout
+        if connection.sock is None:
+            # The request is written only after the TCP connection and the TLS handshake: a
+            # failure up to here proves that the function did not run.
+            try:
+                connection.connect()
+            except ssl.SSLError as error:
+                connection.close()
+                raise TransportError(f"TLS handshake with {self._netloc} failed: {error}", invocation_id=invocation_id,
+                                     request_may_have_been_sent=False, kind="tls") from None
+            except OSError as error:
+                connection.close()
+                raise TransportError(f"cannot connect to {self._netloc}: {error}", invocation_id=invocation_id,
+                                     request_may_have_been_sent=False, kind="connect") from None
+        else:
+            connection.sock.settimeout(timeout)
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": "application/json",
                    INVOCATION_ID_HEADER: invocation_id}
         try:
@@ -179,16 +223,39 @@ def _post(url: urllib.parse.SplitResult, body: bytes, token: str, invocation_id:
             answer = connection.getresponse()
             text = answer.read(MAX_RESPONSE_BYTES + 1)
         except (socket.timeout, TimeoutError):
+            connection.close()
             raise TransportError(f"no answer within {timeout} s; the function may have run", invocation_id=invocation_id,
                                  request_may_have_been_sent=True, kind="timeout") from None
         except (OSError, http.client.HTTPException) as error:
+            connection.close()
             raise TransportError(f"the connection failed after the request was sent; the function may have run: {error}",
                                  invocation_id=invocation_id, request_may_have_been_sent=True, kind="connection") from None
-    finally:
-        connection.close()
-    if len(text) > MAX_RESPONSE_BYTES:
-        raise TransportError(f"the answer is over {MAX_RESPONSE_BYTES} bytes", invocation_id=invocation_id,
-                             request_may_have_been_sent=True, kind="response")
+        except BaseException:
+            # Interrupted mid-exchange (KeyboardInterrupt): the connection is in no state to be used again.
+            connection.close()
+            raise
+        if len(text) > MAX_RESPONSE_BYTES:
+            connection.close()
+            raise TransportError(f"the answer is over {MAX_RESPONSE_BYTES} bytes", invocation_id=invocation_id,
+                                 request_may_have_been_sent=True, kind="response")
+        self._last_answer = time.monotonic()
+        return _answer(answer, text, invocation_id)
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether an idle keep-alive connection is readable: the peer closed it (or sent what
+    nobody asked for); either way it is not used again."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+def _answer(answer: http.client.HTTPResponse, text: bytes, invocation_id: str) -> Invocation:
     try:
         document = json.loads(text)
     except ValueError:

@@ -3,6 +3,7 @@ in a Pod its ServiceAccount, elsewhere the current kubeconfig context (read as J
 ``kubectl config view``, so that no YAML parser is needed)."""
 
 import base64
+import http.client
 import json
 import os
 import shutil
@@ -13,10 +14,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterator, Optional
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 RUNS_PATH = "/apis/kruntimes.io/v1alpha1/namespaces/{namespace}/runs/{name}"
+#: One watch event (a Run object) is far below this.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
 class ConfigurationError(Exception):
@@ -107,7 +110,15 @@ class KubeAccess:
     def get_run(self, namespace: str, name: str, timeout: float) -> tuple:
         """(HTTP status, the Run or the API's Status object)."""
         path = RUNS_PATH.format(namespace=urllib.parse.quote(namespace, safe=""), name=urllib.parse.quote(name, safe=""))
-        request = urllib.request.Request(self.server + path, headers={"Accept": "application/json"})
+        return self.request("GET", path, timeout)
+
+    def request(self, method: str, path: str, timeout: float, body: Optional[dict] = None,
+                content_type: str = "application/json") -> tuple:
+        """(HTTP status, the JSON answer: the object, or the API's Status object on a refusal)."""
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        request = urllib.request.Request(self.server + path, data=data, method=method, headers={"Accept": "application/json"})
+        if data is not None:
+            request.add_header("Content-Type", content_type)
         if self.token is not None:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:
@@ -120,6 +131,35 @@ class KubeAccess:
             except ValueError:
                 return error.code, {"message": text.decode("utf-8", "replace")}
 
+    def watch(self, path: str, timeout: float) -> Iterator[dict]:
+        """The events of one watch request (``path`` with ``watch=1``), each ``{"type", "object"}``,
+        until the server ends it; no single read waits longer than ``timeout``. A refusal
+        is one event of type ``ERROR`` carrying the Status object and its ``code``."""
+        url = urllib.parse.urlsplit(self.server + path)
+        connection = http.client.HTTPSConnection(url.hostname or "", url.port or 443, context=self.context, timeout=timeout)
+        headers = {"Accept": "application/json"}
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            connection.request("GET", url.path + (f"?{url.query}" if url.query else ""), headers=headers)
+            answer = connection.getresponse()
+            if answer.status != 200:
+                text = answer.read(MAX_EVENT_BYTES)
+                try:
+                    status = json.loads(text)
+                except ValueError:
+                    status = {"message": text.decode("utf-8", "replace")}
+                status.setdefault("code", answer.status)
+                yield {"type": "ERROR", "object": status}
+                return
+            while True:
+                line = answer.readline(MAX_EVENT_BYTES)
+                if not line:
+                    return
+                if line.strip():
+                    yield json.loads(line)
+        finally:
+            connection.close()
 
 def _only(config: dict, plural: str, key: str) -> dict:
     entries = config.get(plural) or []

@@ -62,6 +62,7 @@ spec:
             {{- with .Values.global.tracing.otlpEndpoint }}
             - --runtime-otlp-endpoint={{ . }}
             {{- end }}
+            - --automatic-retry={{ .Values.global.automaticRetry }}
             {{- with .Values.runtimedResources }}
             {{- with dig "requests" "cpu" "" . }}
             - --runtimed-cpu-request={{ . }}
