@@ -36,11 +36,11 @@ import {
   REPO_ROOT,
   call,
   formatLatencies,
+  percentile,
   kubeConfigFor,
   kubeconfigYaml,
   summarizeLatencies,
 } from '@kruntimes/testing';
-import type { LatencySummary } from '@kruntimes/testing';
 
 const CALLS = Number(process.argv[2] ?? 400);
 const ROUNDS = Number(process.argv[3] ?? 4);
@@ -101,21 +101,47 @@ function ms(value: number, digits = 3): string {
   return value.toFixed(digits);
 }
 
-/** One row of the table: p50/p99 of each path, the session's own cost, create -> Ready and close. */
+function signed(value: number): string {
+  return `${value >= 0 ? '+' : ''}${ms(value)}`;
+}
+
+/** The table's columns: their headings and widths. */
+const COLUMNS = [
+  ['ms', 11],
+  ['raw p50 / p99', 18],
+  ['session p50 / p99', 18],
+  ['own cost p50 / pairs / p99', 28],
+  ['create->Ready p50 / max', 24],
+  ['close p50 / max', 0],
+] as const;
+
+function cells(values: readonly string[]): string {
+  return values.map((value, i) => value.padEnd(COLUMNS[i]?.[1] ?? 0)).join(' ');
+}
+
+/**
+ * One row of the table: p50/p99 of each path; the session's own cost as the difference of
+ * the p50s, the median of the call-by-call differences (each session call minus the raw
+ * call beside it: less moved by a loaded machine) and the difference of the p99s;
+ * create -> Ready and close.
+ */
 function row(language: string, samples: Samples): string {
   const raw = summarizeLatencies(samples.raw);
   const session = summarizeLatencies(samples.session);
-  const pair = (summary: LatencySummary): string => `${ms(summary.p50)} / ${ms(summary.p99)}`.padEnd(17);
+  const pairs = percentile(
+    samples.session.map((value, i) => value - (samples.raw[i] ?? Number.NaN)),
+    0.5,
+  );
   const ready = summarizeLatencies(samples.ready);
   const close = summarizeLatencies(samples.close);
-  return [
-    language.padEnd(11),
-    pair(raw),
-    pair(session),
-    `+${ms(session.p50 - raw.p50)} / ${session.p99 >= raw.p99 ? '+' : ''}${ms(session.p99 - raw.p99)}`.padEnd(19),
-    `${ms(ready.p50, 1)} / ${ms(ready.max, 1)}`.padEnd(17),
+  return cells([
+    language,
+    `${ms(raw.p50)} / ${ms(raw.p99)}`,
+    `${ms(session.p50)} / ${ms(session.p99)}`,
+    `${signed(session.p50 - raw.p50)} / ${signed(pairs)} / ${signed(session.p99 - raw.p99)}`,
+    `${ms(ready.p50, 1)} / ${ms(ready.max, 1)}`,
     `${ms(close.p50, 1)} / ${ms(close.max, 1)}`,
-  ].join(' ');
+  ]);
 }
 
 const load = (): string =>
@@ -240,7 +266,7 @@ try {
       `sandbox bench: per language ${String(CALLS)} tool calls per path alternating call by call in ${String(ROUNDS)} rounds, one sandbox Run (runs: 1), list_files; ${String(SANDBOXES)} sandboxes one after another`,
       `load average (1, 5, 15 min): ${loadAtStart} at the start, ${load()} at the end`,
       '',
-      'ms          raw p50 / p99     session p50 / p99 own cost p50 / p99  create->Ready p50 / max  close p50 / max',
+      cells(COLUMNS.map(([heading]) => heading)),
       row('TypeScript', typescript),
       row('Python', python),
       row('Go', golang),
