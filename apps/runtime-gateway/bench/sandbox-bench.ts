@@ -13,9 +13,9 @@
  *   typed errors).
  * Both with `list_files` (the handler's cheapest tool, so that the SDK's own cost shows),
  * call by call alternately, in `rounds` rounds whose first path alternates. The session's
- * own cost is session p50 - raw p50. Then `sandboxes` sandboxes one after another, each
- * started (Runtime read, create, watch until Ready) and closed (deleted, watched until
- * gone): create -> Ready and close p50. TypeScript first (and `exec true`, a process per
+ * own cost is session p50 - raw p50 (and the median of the call-by-call differences).
+ * Then `sandboxes` sandboxes one after another, each started (Runtime read, create, watch
+ * until Ready) and closed (deleted, watched until gone): create -> Ready and close p50. TypeScript first (and `exec true`, a process per
  * call), then Python (clients/python/bench/sandbox_bench.py, python3 with the client's
  * source on PYTHONPATH), then Go (clients/go/bench/sandbox, built with `go build` while the
  * system starts); each language's driver prints its samples, summarized here alike.
@@ -275,7 +275,8 @@ try {
       '       (node:https keep-alive Agent; http.client.HTTPSConnection; net/http, one connection);',
       "       TypeScript's is the gateway bench's gateway path with this handler",
       '  session: Sandbox.call / Sandbox.call("list_files") / (*Sandbox).Call over the session\'s one connection;',
-      '  own cost: session - raw; create -> Ready: Runtime read, create, watch until Ready; close: delete, watch until gone',
+      '  own cost: session - raw, of the p50s / the median of the call-by-call differences / of the p99s',
+      '  create -> Ready: Runtime read, create, watch until Ready; close: delete, watch until gone',
       `  TypeScript raw ${formatLatencies(tsRaw)}; session ${formatLatencies(tsSession)}`,
       `  TypeScript exec true (a process per call) through the session: ${formatLatencies(summarizeLatencies(exec))}`,
       '',
