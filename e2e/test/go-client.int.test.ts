@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL, RUNTIME_USER_RULES } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { NamespaceAccess, REPO_ROOT } from '@kruntimes/testing';
+import { NamespaceAccess, REPO_ROOT, goEnvironment } from '@kruntimes/testing';
 import { System } from '../src/index.ts';
 
 // The Go client (clients/go) tested by its own `go test` suite against this system: sandbox
@@ -26,17 +26,6 @@ let system: System;
 let scratch: string;
 let goEnv: Record<string, string>;
 let built: Promise<void>;
-
-/** Go's own settings from the environment (proxy, caches), with the toolchain on the machine. */
-function goEnvironment(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', GOTOOLCHAIN: 'local' };
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && /^(GO[A-Z0-9_]*|XDG_CACHE_HOME|HTTPS?_PROXY|NO_PROXY)$/i.test(name) && name !== 'GOTOOLCHAIN') {
-      env[name] = value;
-    }
-  }
-  return env;
-}
 
 async function go(args: string[], env: Record<string, string>, timeout: number): Promise<string> {
   try {

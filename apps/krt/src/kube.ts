@@ -1,4 +1,5 @@
-import { ApiException, CustomObjectsApi, KubeConfig, PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { nextChange } from '@kruntimes/sdk';
 import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { CliError, EXIT, usageError } from './exit-codes.ts';
@@ -128,55 +129,5 @@ export class RunApi {
 
   #target() {
     return { group: API_GROUP, version: API_VERSION, namespace: this.namespace, plural: RUN_PLURAL };
-  }
-}
-
-/**
- * Waits for the next change of the object `name` of the collection at `path` after
- * `resourceVersion` through a watch, at most `timeoutMs`: a wake-up for a loop that
- * re-reads the object. `ended` means the watch could not start or closed without an event
- * (the caller pauses before re-reading).
- */
-export async function nextChange(
-  config: KubeConfig,
-  path: string,
-  name: string,
-  resourceVersion: string,
-  timeoutMs: number,
-  signal?: AbortSignal,
-): Promise<'changed' | 'ended' | 'timeout'> {
-  let settle: (how: 'changed' | 'ended' | 'timeout') => void = () => undefined;
-  const outcome = new Promise<'changed' | 'ended' | 'timeout'>((resolve) => {
-    settle = resolve;
-  });
-  const timer = setTimeout(() => {
-    settle('timeout');
-  }, timeoutMs);
-  // Ctrl-C: the watch must not keep the process alive until its timeout.
-  const abandon = (): void => {
-    settle('ended');
-  };
-  if (signal?.aborted === true) abandon();
-  else signal?.addEventListener('abort', abandon, { once: true });
-  let controller: AbortController | undefined;
-  try {
-    controller = await new Watch(config).watch(
-      path,
-      { fieldSelector: `metadata.name=${name}`, resourceVersion },
-      () => {
-        settle('changed');
-      },
-      () => {
-        settle('ended');
-      },
-    );
-    return await outcome;
-  } catch {
-    // The caller re-reads the object, which reports a real failure (403, 404, unreachable).
-    return 'ended';
-  } finally {
-    clearTimeout(timer);
-    signal?.removeEventListener('abort', abandon);
-    controller?.abort();
   }
 }

@@ -2,7 +2,7 @@ import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_INPUT_PLURAL } from '@kruntimes/api';
 import type { RunInput } from '@kruntimes/api';
-import { nextChange } from './kube.ts';
+import { nextChange } from '@kruntimes/sdk';
 
 /** RunInputs of one namespace, as the kubeconfig's user. */
 export class RunInputApi {

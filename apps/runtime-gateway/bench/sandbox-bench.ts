@@ -35,6 +35,7 @@ import {
   ControlPlane,
   REPO_ROOT,
   call,
+  goEnvironment,
   formatLatencies,
   percentile,
   kubeConfigFor,
@@ -71,17 +72,6 @@ async function timed(samples: number[], one: () => Promise<unknown>): Promise<vo
   const t0 = performance.now();
   await one();
   samples.push(performance.now() - t0);
-}
-
-/** Go's own settings from the environment (proxy, caches), with the toolchain on the machine. */
-function goEnvironment(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', GOTOOLCHAIN: 'local' };
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && /^(GO[A-Z0-9_]*|XDG_CACHE_HOME|HTTPS?_PROXY|NO_PROXY)$/i.test(name) && name !== 'GOTOOLCHAIN') {
-      env[name] = value;
-    }
-  }
-  return env;
 }
 
 /** Runs a language's driver; its last stdout line is its samples. */

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -31,28 +31,9 @@ afterAll(async () => {
 
 const phase = (run: Run) => run.status?.phase;
 
-/** A retrySafe task with a background child on `pod`; resolves with the PIDs it wrote once running. */
-async function startRetrySafeTask(name: string, pod: V1Pod): Promise<number[]> {
-  const pidFile = join(scratch, `${name}-pids`);
-  await env.createRun(name, {
-    runtime: 'rt',
-    source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
-    mode: { task: {} },
-    env: [{ name: 'PID_FILE', value: pidFile }],
-    retryPolicy: { maxAttempts: 3, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe: true },
-  });
-  await env.bind(name, pod);
-  return waitFor(
-    `${name} to write its PIDs`,
-    async () => {
-      const numbers = (await readFile(pidFile, 'utf8').catch(() => ''))
-        .split('\n')
-        .filter((line) => line !== '')
-        .map(Number);
-      return numbers.length === 2 ? numbers : undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 100 },
-  );
+/** A retrySafe task on `pod` that runs until stopped; resolves with its PIDs once running. */
+function startRetrySafeTask(name: string, pod: V1Pod): Promise<number[]> {
+  return env.startLongTask(name, pod, scratch, { maxAttempts: 3, initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe: true });
 }
 
 async function annotateNamespace(value: string): Promise<void> {

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_GROUP, API_VERSION, DEFAULTS, RUNTIMED_TLS_MOUNT_PATH, RUN_PLURAL, runtimedTlsSecretName } from '@kruntimes/api';
-import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
+import type { RetryPolicy, Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
 import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 // The local node agent (a tool) runs the Runtime Pods as real processes, as it does for the local cluster.
@@ -190,6 +190,34 @@ export class RuntimeEnvironment {
       plural: RUN_PLURAL,
       body: { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Run', metadata: { name }, spec },
     })) as Run;
+  }
+
+  /**
+   * A Bash task on `pod` that starts a background `sleep 300` and waits for it, so that it
+   * runs until stopped; resolves with the PIDs it wrote into `scratchDir` (the child's, then
+   * the shell's) once it runs: what a test kills its owner under and checks stopped.
+   */
+  async startLongTask(name: string, pod: V1Pod, scratchDir: string, retryPolicy: RetryPolicy): Promise<number[]> {
+    const pidFile = join(scratchDir, `${name}-pids`);
+    await this.createRun(name, {
+      runtime: 'rt',
+      source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
+      mode: { task: {} },
+      env: [{ name: 'PID_FILE', value: pidFile }],
+      retryPolicy,
+    });
+    await this.bind(name, pod);
+    return waitFor(
+      `${name} to write its PIDs`,
+      async () => {
+        const numbers = (await readFile(pidFile, 'utf8').catch(() => ''))
+          .split('\n')
+          .filter((line) => line !== '')
+          .map(Number);
+        return numbers.length === 2 ? numbers : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
   }
 
   async getRun(name: string): Promise<Run> {

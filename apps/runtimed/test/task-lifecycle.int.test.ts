@@ -220,29 +220,14 @@ test('a task that exits 0 just after its cancel was stored ends Cancelled, its e
 });
 
 test('runtimed killed during a task: the Runtime Server stops it, and the restarted runtimed retries it only if it is retrySafe', async () => {
-  const start = async (name: string, retrySafe: boolean): Promise<number[]> => {
-    const pidFile = join(scratch, `${name}-pids`);
-    await env.createRun(name, {
-      runtime: 'rt',
-      source: { inline: 'sleep 300 &\necho $! > "$PID_FILE"\necho $$ >> "$PID_FILE"\nwait\n' },
-      mode: { task: {} },
-      env: [{ name: 'PID_FILE', value: pidFile }],
-      // maxAttempts > 1 needs retrySafe; the unsafe task runs once either way.
-      retryPolicy: { ...(retrySafe ? { maxAttempts: 3 } : {}), initialBackoffSeconds: 1, maxBackoffSeconds: 1, retrySafe },
+  // maxAttempts > 1 needs retrySafe; the unsafe task runs once either way.
+  const start = (name: string, retrySafe: boolean): Promise<number[]> =>
+    env.startLongTask(name, pod, scratch, {
+      ...(retrySafe ? { maxAttempts: 3 } : {}),
+      initialBackoffSeconds: 1,
+      maxBackoffSeconds: 1,
+      retrySafe,
     });
-    await env.bind(name, pod);
-    return waitFor(
-      `${name} to write its PIDs`,
-      async () => {
-        const numbers = (await readFile(pidFile, 'utf8').catch(() => ''))
-          .split('\n')
-          .filter((l) => l !== '')
-          .map(Number);
-        return numbers.length === 2 ? numbers : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 100 },
-    );
-  };
   const unsafePids = await start('unsafe', false);
   const safePids = await start('safe', true);
   env.node.crashContainer(env.name, 'bash-0', 'runtimed', 'SIGKILL');

@@ -2,6 +2,7 @@ export * from './errors.ts';
 export { INVOKE_DEFAULT_TIMEOUT_MS, invokeFunction, prepareInvocation } from './invoke.ts';
 export type { InvocationResult, InvokeOptions } from './invoke.ts';
 export { Sandbox } from './sandbox.ts';
+export { nextChange } from './watch-change.ts';
 export type {
   ExecOptions,
   ExecResult,

@@ -1,11 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { Agent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiException, CustomObjectsApi, PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
 import { invokeFunction } from './invoke.ts';
+import { nextChange } from './watch-change.ts';
 import type { InvocationResult } from './invoke.ts';
 import {
   SANDBOX_DEFAULT_IDLE_TIMEOUT_SECONDS,
@@ -373,7 +374,13 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
       seen = run?.status?.phase ?? 'Pending';
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new SandboxError(code, `timed out after ${timeoutMs} ms waiting for ${what} (phase ${seen})`, name);
-      const how = await this.#nextChange(name, run?.metadata.resourceVersion ?? '', remaining);
+      const how = await nextChange(
+        this.#options.kubeConfig,
+        `/apis/${API_GROUP}/${API_VERSION}/namespaces/${this.namespace}/${RUN_PLURAL}`,
+        name,
+        run?.metadata.resourceVersion ?? '',
+        remaining,
+      );
       if (how === 'ended') await sleep(Math.min(REWATCH_PAUSE_MS, Math.max(0, deadline - Date.now())));
     }
   }
@@ -384,37 +391,6 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw error;
-    }
-  }
-
-  /** The next change of the Run after `resourceVersion` through a watch, at most `timeoutMs`; `ended`: the watch could not start or closed. */
-  async #nextChange(name: string, resourceVersion: string, timeoutMs: number): Promise<'changed' | 'ended' | 'timeout'> {
-    let settle: (how: 'changed' | 'ended' | 'timeout') => void = () => undefined;
-    const outcome = new Promise<'changed' | 'ended' | 'timeout'>((resolve) => {
-      settle = resolve;
-    });
-    const timer = setTimeout(() => {
-      settle('timeout');
-    }, timeoutMs);
-    let controller: AbortController | undefined;
-    try {
-      controller = await new Watch(this.#options.kubeConfig).watch(
-        `/apis/${API_GROUP}/${API_VERSION}/namespaces/${this.namespace}/${RUN_PLURAL}`,
-        { fieldSelector: `metadata.name=${name}`, ...(resourceVersion === '' ? {} : { resourceVersion }) },
-        () => {
-          settle('changed');
-        },
-        () => {
-          settle('ended');
-        },
-      );
-      return await outcome;
-    } catch {
-      // The loop re-reads the Run, which reports a real failure (403, unreachable).
-      return 'ended';
-    } finally {
-      clearTimeout(timer);
-      controller?.abort();
     }
   }
 

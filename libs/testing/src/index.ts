@@ -21,5 +21,6 @@ export * from './jaeger.ts';
 export * from './workload-config.ts';
 export * from './bench.ts';
 export * from './python-venv.ts';
+export * from './go-environment.ts';
 export * from './run-tally.ts';
 export * from './manifests.ts';
