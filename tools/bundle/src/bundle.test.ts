@@ -59,6 +59,13 @@ describe('bundleApp', () => {
     expect(ended.code).toBe(1);
   });
 
+  it('gives a lazily imported package its named exports, as Node does (its ES build: the CommonJS one had only a default)', async () => {
+    const result = await bundleApp({ app: join(ROOT, 'tools/bundle/test-fixtures/lazy-commonjs'), outDir: join(dir, 'lazy-commonjs') });
+    const ended = await run(result.main, []);
+    expect(ended.output).toContain('-----BEGIN CERTIFICATE-----');
+    expect(ended.code).toBe(0);
+  });
+
   it('keeps the tracing SDK out of the main module: a chunk imported only when an OTLP endpoint is set', async () => {
     const result = await bundleApp({ app: join(ROOT, 'apps/runtime-server-python'), outDir: join(dir, 'python-chunks') });
     const texts = await Promise.all(

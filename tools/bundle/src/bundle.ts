@@ -50,6 +50,11 @@ export async function bundleApp(options: BundleOptions): Promise<BundleResult> {
     splitting: true,
     platform: 'node',
     format: 'esm',
+    // A package's ES build first. esbuild gives a lazily imported CommonJS build (`import()` of
+    // a package without an ES entry) only a default export, where Node also finds its named
+    // ones: @peculiar/x509's CommonJS build left x509.X509Certificate undefined in the bundle
+    // (the controller-manager on the real node could issue no certificate).
+    mainFields: ['module', 'main'],
     target: 'node24',
     minifyWhitespace: true,
     minifySyntax: true,
