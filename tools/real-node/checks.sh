@@ -279,8 +279,8 @@ rn_check_admission() {
       kubectl get "$kind" "$name" -o name >&2 || fail "helm install did not create $kind $name"
     done
   done
-  creator=$(kubectl -n "$demo" get run hello -o jsonpath='{.spec.creator.user}')
-  echo "run hello: spec.creator.user=$creator" >&2
+  creator=$(kubectl -n "$demo" get run hello -o jsonpath='{.spec.creator.username}')
+  echo "run hello: spec.creator.username=$creator" >&2
   [ -n "$creator" ] || fail "run hello has no spec.creator: the MutatingAdmissionPolicy did not stamp it"
 
   kubectl -n "$demo" create role krt-admission-runs --verb=create,get --resource=runs.kruntimes.io >&2
@@ -302,8 +302,8 @@ rn_check_admission() {
     sleep 0.5
   done
   kubectl -n "$demo" get run by-user -o name >/dev/null 2>&1 || fail "granted use, the create still failed: $(cat "$work/admission.err")"
-  creator=$(kubectl -n "$demo" get run by-user -o jsonpath='{.spec.creator.user}')
-  [ "$creator" = krt-admission-user ] || fail "run by-user: spec.creator.user=$creator, expected krt-admission-user"
+  creator=$(kubectl -n "$demo" get run by-user -o jsonpath='{.spec.creator.username}')
+  [ "$creator" = krt-admission-user ] || fail "run by-user: spec.creator.username=$creator, expected krt-admission-user"
   kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Succeeded run/by-user --timeout=120s >&2
   echo "with use: run by-user created by $creator, Succeeded" >&2
   kubectl -n "$demo" delete run by-user --wait --timeout=60s >&2
