@@ -4,8 +4,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { formatElapsed } from './dev-binaries.ts';
-import { environmentProcesses, parseSocket, processAlive, stillListening, terminate } from './dev-processes.ts';
-import type { ListeningSocket } from './dev-processes.ts';
+import { environmentProcesses, processAlive, recordedSockets, stillListening, terminate } from './dev-processes.ts';
 import { readState, stateFile } from './dev-state.ts';
 import { httpsStatus } from './dev-https.ts';
 
@@ -40,7 +39,7 @@ export async function down(dir: string, out: Out): Promise<number> {
     out(`nothing is running in ${dir}`);
     return 0;
   }
-  const sockets = (state?.listening ?? []).map(parseSocket).filter((socket): socket is ListeningSocket => socket !== undefined);
+  const sockets = state === undefined ? [] : recordedSockets(state);
   const listening = await stillListening(sockets);
   if (listening.length > 0) {
     out(`still listening: ${listening.map((s) => `${s.host}:${String(s.port)}`).join(' ')}`);

@@ -5,7 +5,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ControlPlane } from '@kruntimes/testing';
 import { REPO_ROOT } from '@kruntimes/testing';
-import { environmentProcesses, formatSocket, stillListening, terminate } from './dev-processes.ts';
+import { environmentProcesses, formatSocket, recordedSockets, stillListening, terminate } from './dev-processes.ts';
 import { stateFile } from './dev-state.ts';
 import type { DevComponent, DevState } from './dev-state.ts';
 
@@ -115,12 +115,7 @@ async function stopLeftovers(dir: string, running: readonly Running[], say: Say)
 
 /** False when a port the environment listened on once it was ready still listens. */
 async function portsClosed(state: DevState, say: Say): Promise<boolean> {
-  const listening = await stillListening(
-    (state.listening ?? []).flatMap((text) => {
-      const [host = '', port = ''] = text.split(/:(?=\d+$)/);
-      return [{ host, port: Number(port) }];
-    }),
-  );
+  const listening = await stillListening(recordedSockets(state));
   if (listening.length === 0) return true;
   say(`still listening after the stop: ${listening.map(formatSocket).join(' ')}`);
   return false;

@@ -7,6 +7,12 @@ import { sep } from 'node:path';
 export interface ListeningSocket {
   host: string;
   port: number;
+  /**
+   * The socket's inode (/proc/net/tcp): which socket, not only which port. A port the
+   * environment freed can be taken at once by another process on this busy host (a
+   * parallel test); only the same inode still listening is the environment's own.
+   */
+  inode?: string;
 }
 
 interface ProcInfo {
@@ -132,19 +138,34 @@ export async function listeningSocketsOf(pids: readonly number[]): Promise<Liste
     const key = `${socket.host}:${String(socket.port)}`;
     if (!inodes.has(socket.inode) || seen.has(key)) continue;
     seen.add(key);
-    sockets.push({ host: socket.host, port: socket.port });
+    sockets.push({ host: socket.host, port: socket.port, inode: socket.inode });
   }
   return sockets.sort((a, b) => a.host.localeCompare(b.host) || a.port - b.port);
 }
 
-/** Which of `sockets` something on this host still listens on (any process). */
+/**
+ * Which of `sockets` still listen: the same socket (its inode) where it is known; else
+ * anything on this host listening on that port.
+ */
 export async function stillListening(sockets: readonly ListeningSocket[]): Promise<ListeningSocket[]> {
   const table = await listeningTable();
   return sockets.filter((socket) =>
-    table.some(
-      (entry) => entry.port === socket.port && (entry.host === socket.host || entry.host === '0.0.0.0' || entry.host.startsWith('[0000')),
+    table.some((entry) =>
+      socket.inode !== undefined
+        ? entry.inode === socket.inode
+        : entry.port === socket.port && (entry.host === socket.host || entry.host === '0.0.0.0' || entry.host.startsWith('[0000')),
     ),
   );
+}
+
+/** The environment's sockets as its state records them: `listening` (host:port) beside `listeningInodes`. */
+export function recordedSockets(state: { listening?: string[]; listeningInodes?: string[] }): ListeningSocket[] {
+  return (state.listening ?? []).flatMap((text, index) => {
+    const socket = parseSocket(text);
+    if (socket === undefined) return [];
+    const inode = state.listeningInodes?.[index];
+    return [inode === undefined || inode === '' ? socket : { ...socket, inode }];
+  });
 }
 
 export function formatSocket(socket: ListeningSocket): string {

@@ -33,6 +33,8 @@ export interface DevState {
   components: Record<string, DevComponent>;
   /** Every listening socket of the environment once it was ready, host:port. */
   listening?: string[];
+  /** Their inodes, in the same order: a stop checks that these very sockets closed. */
+  listeningInodes?: string[];
 }
 
 export const stateFile = (dir: string): string => join(dir, 'state.json');

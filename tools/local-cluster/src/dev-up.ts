@@ -413,8 +413,9 @@ class DevSession {
       dir,
       this.#running.map((component) => component.pid),
     );
-    const listening = (await listeningSocketsOf(pids)).map(formatSocket);
-    Object.assign(this.state, { listening, phase: 'ready' });
+    const sockets = await listeningSocketsOf(pids);
+    const listening = sockets.map(formatSocket);
+    Object.assign(this.state, { listening, listeningInodes: sockets.map((socket) => socket.inode ?? ''), phase: 'ready' });
     await writeState(this.state);
     out(`ports: ${listening.join(' ')}`);
     out('');
