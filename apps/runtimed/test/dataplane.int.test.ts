@@ -5,9 +5,11 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChannelCredentials } from '@grpc/grpc-js';
+import { Watch } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, DEFAULTS, EVENT_REASONS, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, DEFAULTS, EVENT_REASONS, RUN_PLURAL } from '@kruntimes/api';
 import type { FunctionMode, Run } from '@kruntimes/api';
+import { isConditionTrue } from '@kruntimes/run-state';
 import { METADATA_KEYS, durationFromMillis, healthV1, runtimedV1 } from '@kruntimes/proto';
 import { pathExists } from '@kruntimes/host';
 import { NamespaceAccess, failure, waitFor } from '@kruntimes/testing';
@@ -247,6 +249,51 @@ test('a Run that is not Ready yet: 503 RunNotReady', async () => {
   });
   const refused = await failure((o) => gatewayClient(owner).invokeFunction(request(pending, null), { ...o, metadata: bearer('bob') }));
   expect(refused).toMatchObject({ code: 'RunNotReady' });
+});
+
+/**
+ * Resolves with the Run the moment a watch of the API server shows it Ready, as a client
+ * that waits for Ready by a watch sees it; runtimed's own watch may deliver it a moment later.
+ */
+async function watchUntilReady(name: string, timeoutMs = 60_000): Promise<Run> {
+  let settle: (run: Run | Error) => void = () => undefined;
+  const outcome = new Promise<Run | Error>((resolve) => {
+    settle = resolve;
+  });
+  const timer = setTimeout(() => {
+    settle(new Error(`Run ${name} not Ready within ${String(timeoutMs)} ms`));
+  }, timeoutMs);
+  const controller = await new Watch(env.admin).watch(
+    `/apis/${API_GROUP}/${API_VERSION}/namespaces/${env.name}/${RUN_PLURAL}`,
+    { fieldSelector: `metadata.name=${name}` },
+    (_type, object: Run) => {
+      if (object.status?.phase === 'Ready' && isConditionTrue(object.status.conditions, 'Ready')) settle(object);
+    },
+    (error: unknown) => {
+      settle(error instanceof Error ? error : new Error(`the watch of Run ${name} ended`));
+    },
+  );
+  try {
+    const result = await outcome;
+    if (result instanceof Error) throw result;
+    return result;
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+}
+
+test('an invoke sent the moment a watch shows the Run Ready is served, on the owner and through a peer, though their caches may lag', async () => {
+  for (const [index, via] of [owner, other, owner, other].entries()) {
+    const name = `just-ready-${String(index)}`;
+    await env.createRun(name, { runtime: 'rt', source: { inline: FUNCTIONS }, mode: { function: { handler: 'main:echo' } } });
+    const ready = watchUntilReady(name);
+    await env.bind(name, owner);
+    const run = await ready;
+    const answer = await gatewayClient(via).invokeFunction(request(run, { n: index }), { metadata: bearer('bob') });
+    expect(JSON.parse(answer.result.toString('utf8'))).toEqual({ echo: { n: index } });
+    await env.deleteRun(name);
+  }
 });
 
 test('the owner Pod stops answering: 503 OwnerUnavailable from its peer and an OwnerUnreachable Event on the Run', async () => {

@@ -11,6 +11,7 @@ import {
   isSuccessful,
   isTerminal,
   mayBeCollected,
+  mayTurnReady,
   phaseMetricLabel,
   waitOutcome,
 } from './classification.ts';
@@ -18,6 +19,8 @@ import {
 interface Expected {
   terminal: boolean;
   owner: boolean;
+  /** An owner is bringing it up: an invoke may look again before refusing. */
+  turnsReady: boolean;
   capacity: boolean;
   /** With the registration-cleanup finalizer still on the Run. */
   capacityWhileCleanupPending: boolean;
@@ -32,6 +35,7 @@ const expected: Record<RunPhase, Expected> = {
   Pending: {
     terminal: false,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: false,
     invokes: false,
@@ -42,6 +46,7 @@ const expected: Record<RunPhase, Expected> = {
   Scheduled: {
     terminal: false,
     owner: true,
+    turnsReady: true,
     capacity: true,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -52,6 +57,7 @@ const expected: Record<RunPhase, Expected> = {
   Running: {
     terminal: false,
     owner: true,
+    turnsReady: true,
     capacity: true,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -62,6 +68,7 @@ const expected: Record<RunPhase, Expected> = {
   Ready: {
     terminal: false,
     owner: true,
+    turnsReady: false,
     capacity: true,
     capacityWhileCleanupPending: true,
     invokes: true,
@@ -72,6 +79,7 @@ const expected: Record<RunPhase, Expected> = {
   WaitingInput: {
     terminal: false,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: false,
     invokes: false,
@@ -82,6 +90,7 @@ const expected: Record<RunPhase, Expected> = {
   Succeeded: {
     terminal: true,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -92,6 +101,7 @@ const expected: Record<RunPhase, Expected> = {
   Failed: {
     terminal: true,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -102,6 +112,7 @@ const expected: Record<RunPhase, Expected> = {
   Timeout: {
     terminal: true,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -112,6 +123,7 @@ const expected: Record<RunPhase, Expected> = {
   Cancelled: {
     terminal: true,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -122,6 +134,7 @@ const expected: Record<RunPhase, Expected> = {
   Interrupted: {
     terminal: true,
     owner: false,
+    turnsReady: false,
     capacity: false,
     capacityWhileCleanupPending: true,
     invokes: false,
@@ -140,6 +153,10 @@ describe.each(RUN_PHASES.map((phase) => [phase, expected[phase]] as const))('pha
 
   it('hasOwner', () => {
     expect(hasOwner(phase)).toBe(want.owner);
+  });
+
+  it('mayTurnReady', () => {
+    expect(mayTurnReady(phase)).toBe(want.turnsReady);
   });
 
   it('holdsCapacity, with and without the registration-cleanup finalizer', () => {

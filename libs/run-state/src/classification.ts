@@ -101,6 +101,23 @@ export function holdsCapacity(phase: RunPhase, registrationCleanupPending = fals
   }
 }
 
+/**
+ * An owner is bringing the Run up (Scheduled or Running): Ready may already be written
+ * and only a lagging watch not show it yet, so an invoke may look again before refusing.
+ */
+export function mayTurnReady(phase: RunPhase): boolean {
+  switch (classify(phase)) {
+    case 'assigned':
+    case 'executing':
+      return true;
+    case 'queued':
+    case 'serving':
+    case 'parked':
+    case 'terminal':
+      return false;
+  }
+}
+
 /** Only a Ready function Run whose Ready condition is True and that is not being deleted. */
 export function acceptsInvokes(phase: RunPhase, readyConditionTrue: boolean, deleting: boolean): boolean {
   return classify(phase) === 'serving' && readyConditionTrue && !deleting;

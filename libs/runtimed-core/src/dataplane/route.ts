@@ -2,7 +2,7 @@ import type { Run } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import type { ErrorCode } from '@kruntimes/errors';
 import { verifyPeerExpectation } from '@kruntimes/fencing';
-import { acceptsInvokes, isConditionTrue } from '@kruntimes/run-state';
+import { acceptsInvokes, isConditionTrue, mayTurnReady } from '@kruntimes/run-state';
 import type { PeerPod } from '../peer-pods.ts';
 import type { PeerHopView } from './request.ts';
 import { effectiveTimeoutMs } from './request.ts';
@@ -38,7 +38,8 @@ const refuse = (code: ErrorCode, message: string, ownerUnreachable = false): Rou
 
 /**
  * Where one invocation goes, from the informer caches only ("Path of a request" in docs/invoke-contract.md): an
- * unknown UID is 404; a Run that does not accept invokes (run-state decides) is 503;
+ * unknown UID is 404; a Run that does not accept invokes (run-state decides) is 503, after
+ * a bounded second look when its owner is bringing it up;
  * the owner invokes only when it holds the registration of exactly the cached attempt;
  * a request from a peer is served only if it names exactly the epoch served here and is
  * never forwarded again; anyone else forwards once to a ready, non-deleting owner.
@@ -83,7 +84,14 @@ export function routeInvocation(input: RouteInput): Route {
     return invokeHere(attempt, timeoutMs, input.registrationFor(attempt), final, notReady);
   }
 
-  if (!ready) return notReady();
+  if (!ready) {
+    // The owner may have written Ready a moment ago (a client that watched for Ready and
+    // invokes at once): look again, bounded, before a 503 that the caller would have to retry.
+    const comingUp = mayTurnReady(phase) && assigned !== '' && run.metadata.deletionTimestamp === undefined;
+    return !final && comingUp
+      ? { type: 'recheck', why: 'the owner is bringing the Run up; this cache may not show Ready yet' }
+      : notReady();
+  }
   if (assigned === '') return notReady();
   if (assigned === self.podUID) return invokeHere(attempt, timeoutMs, input.registrationFor(attempt), final, notReady);
   const owner = input.ownerPod;
