@@ -3,6 +3,7 @@
  * runtimed receives, on a real control plane with the full system (e2e System: runtimed and
  * the Python Runtime Server as local-node Pod processes, the gateway as a child process):
  *   node apps/runtimed/bench/footprint-bench.ts [foreignRuns=0,100,1000,5000] [pods=1,4,16] [concurrency=8]
+ * (KRT_FOOTPRINT_HEAP_SNAPSHOTS=<dir>: a heap snapshot of every measured process at each reading, in <dir>)
  * The apps run as the images ship them: their bundled builds (dist/bundle/apps/<app>/main.mjs;
  * `npx nx run runtimed:footprint` builds them first); KRT_E2E_ENTRYPOINTS=sources measures
  * the TypeScript sources instead (type-stripped at start, as the tests run them).
@@ -268,6 +269,8 @@ try {
   const probeFile = join(probeDir, 'footprint-probe.mjs');
   await writeFile(probeFile, stripTypeScriptTypes(await readFile(join(REPO_ROOT, 'apps/runtimed/bench/footprint-probe.ts'), 'utf8')));
   const probeFlag = `--import=${pathToFileURL(probeFile).href}`;
+  const snapshots = process.env.KRT_FOOTPRINT_HEAP_SNAPSHOTS;
+  if (snapshots !== undefined && snapshots !== '') await writeFile(join(probeDir, 'heap-snapshots'), snapshots);
   process.env.KRT_E2E_NODE_OPTIONS = [process.env.KRT_E2E_NODE_OPTIONS ?? '', probeFlag].join(' ').trim();
   process.env.KRT_E2E_ENTRYPOINTS ??= 'bundle';
   const cluster = new Cluster(controlPlane.info);

@@ -5,12 +5,15 @@
  * `process.memoryUsage()` before and after a full GC, and how many watch events this process
  * received on its Run watches (lines of `GET .../runs?watch=true` response bodies, counted
  * on undici's diagnostics channels as client-node's Watch receives them, bookmarks apart).
+ * When the bench was run with KRT_FOOTPRINT_HEAP_SNAPSHOTS=<dir> (it names the directory in
+ * `heap-snapshots` beside this file: Pod processes get no environment of the bench), each
+ * reading also writes `<pid>.heapsnapshot` there after the GC, to see what the live heap holds.
  */
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { subscribe } from 'node:diagnostics_channel';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
+import { setFlagsFromString, writeHeapSnapshot } from 'node:v8';
 import { TextDecoder } from 'node:util';
 import { runInNewContext } from 'node:vm';
 
@@ -78,6 +81,9 @@ process.on('SIGUSR2', () => {
     liveHeap: process.memoryUsage().heapUsed,
     ...counts,
   };
+  const snapshotsNamed = join(dir, 'heap-snapshots');
+  if (existsSync(snapshotsNamed))
+    writeHeapSnapshot(join(readFileSync(snapshotsNamed, 'utf8').trim(), `${String(process.pid)}.heapsnapshot`));
   const file = join(dir, `${String(process.pid)}.json`);
   writeFileSync(`${file}.tmp`, JSON.stringify(reading));
   renameSync(`${file}.tmp`, file);

@@ -14,8 +14,11 @@ export type InputCheck =
   { ok: true; json: string } | { ok: false; problem: 'InputTooLarge' | 'InputInvalid' | 'SchemaInvalid'; message: string };
 
 // JSON Schema draft 2020-12. `strict: false`: a schema's unknown keywords (annotations
-// written for other tools) are ignored, as the specification says they are.
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
+// written for other tools) are ignored, as the specification says they are. Made on the
+// first schema: an instance costs ~3 MiB, and most processes (every Runtime Server) load
+// this module but only a Run that waits for input ever compiles a schema.
+let ajv: Ajv2020 | undefined;
+const schemaCompiler = (): Ajv2020 => (ajv ??= new Ajv2020({ allErrors: true, strict: false, validateFormats: false }));
 const compiled = new Map<string, ValidateFunction>();
 
 /**
@@ -41,7 +44,7 @@ export function compileInputSchema(schemaText: string): SchemaCheck {
   let validate: ValidateFunction;
   try {
     // `$id`s of different schemas would collide in one Ajv instance: compile without them.
-    validate = ajv.compile(withoutId(parsed));
+    validate = schemaCompiler().compile(withoutId(parsed));
   } catch (error) {
     return { ok: false, problem: `the input schema is not a valid JSON Schema: ${(error as Error).message}` };
   }
