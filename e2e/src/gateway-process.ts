@@ -38,6 +38,8 @@ export interface GatewayOptions {
   otlpEndpoint?: string;
   /** Its NODE_OPTIONS, e.g. the heap flags the chart gives it. */
   nodeOptions?: string;
+  /** Node flags before the entrypoint, for those NODE_OPTIONS does not take (e.g. the chart's `--no-maglev`). */
+  nodeFlags?: readonly string[];
 }
 
 interface GatewayFiles {
@@ -78,9 +80,16 @@ async function writeGatewayFiles(options: GatewayOptions, ca: TestCert): Promise
   return files;
 }
 
-function gatewayArguments(files: GatewayFiles, namespace: string, port: number, metricsPort: number): string[] {
+function gatewayArguments(
+  files: GatewayFiles,
+  namespace: string,
+  port: number,
+  metricsPort: number,
+  nodeFlags: readonly string[],
+): string[] {
   return [
     ...childNodeOptions(),
+    ...nodeFlags,
     appEntrypoint('apps/runtime-gateway'),
     ...['--listen', `127.0.0.1:${port}`, '--tls-cert-file', files.cert, '--tls-key-file', files.key],
     ...['--runtimed-ca-file', files.internalCa, '--resolve', 'endpoints', '--namespace', namespace, '--kubeconfig', files.kubeconfig],
@@ -137,7 +146,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   const ca = await testCa(`gateway-ca-${options.namespace}`);
   const files = await writeGatewayFiles(options, ca);
   const [port = 0, metricsPort = 0] = await freePorts(2);
-  const args = gatewayArguments(files, options.namespace, port, metricsPort);
+  const args = gatewayArguments(files, options.namespace, port, metricsPort, options.nodeFlags ?? []);
   const env: Record<string, string> = {
     ...(options.otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint }),
     ...(options.nodeOptions === undefined ? {} : { NODE_OPTIONS: options.nodeOptions }),

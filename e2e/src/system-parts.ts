@@ -32,6 +32,8 @@ export interface SystemOptions {
   runtimedResources?: ResourceRequirements;
   /** The gateway's NODE_OPTIONS (e.g. the heap flags of the chart's memory limit). */
   gatewayNodeOptions?: string;
+  /** Node flags of the gateway's command line (the chart's, e.g. `--no-maglev`). */
+  gatewayNodeFlags?: readonly string[];
 }
 
 export interface SystemParts extends Services {
@@ -82,6 +84,7 @@ export async function startSystemParts(
           internalCaPem: services.internalCa.certPem,
           ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
           ...(options.gatewayNodeOptions === undefined ? {} : { nodeOptions: options.gatewayNodeOptions }),
+          ...(options.gatewayNodeFlags === undefined ? {} : { nodeFlags: options.gatewayNodeFlags }),
         });
   if (gateway !== undefined) started.push({ stop: () => stopGateway(gateway) });
   return { ...services, cluster, namespace, access, node, gateway, dir };

@@ -22,7 +22,8 @@
  * to the floor, and the API server's requests while the gateway was measured beside an
  * idle window of the same length (background lease renewals), so what is per invoke shows,
  * and the gateway's memory: its RSS after the run and its peak (VmHWM), with the heap flags the
- * chart gives it (from its default memory limit, as nodeHeapOptions derives them). The apps run from
+ * chart gives it (from its default memory limit, as nodeHeapOptions derives them) and its `maglev`
+ * value (KRT_BENCH_GATEWAY_MAGLEV=true|false overrides it, to compare). The apps run from
  * their TypeScript sources; KRT_E2E_ENTRYPOINTS=bundle runs their bundled builds (as the
  * images ship them; `npx nx run-many -t bundle` first).
  */
@@ -174,14 +175,18 @@ async function startRelay(config: Record<string, unknown>, closers: (() => unkno
 // The gateway's heap flags as the chart sets them from its default memory limit.
 const gatewayValues = parseYaml(await readFile(join(REPO_ROOT, 'deploy/charts/kruntimes/charts/runtime-gateway/values.yaml'), 'utf8')) as {
   resources: { limits: { memory: string } };
+  maglev: boolean;
 };
 const gatewayNodeOptions = nodeHeapOptions(memoryQuantityBytes(gatewayValues.resources.limits.memory) ?? Number.NaN);
+// The chart's `maglev` value (its command line), or KRT_BENCH_GATEWAY_MAGLEV=true|false to compare.
+const maglev = process.env.KRT_BENCH_GATEWAY_MAGLEV === undefined ? gatewayValues.maglev : process.env.KRT_BENCH_GATEWAY_MAGLEV === 'true';
+const gatewayNodeFlags = maglev ? [] : ['--no-maglev'];
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
 let system: System | undefined;
 const closers: (() => unknown)[] = [];
 const workdir = await mkdtemp(join(tmpdir(), 'krt-gateway-bench-'));
 try {
-  system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info), gatewayNodeOptions });
+  system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info), gatewayNodeOptions, gatewayNodeFlags });
   const current = system;
   const gateway = current.gateway;
   if (gateway === undefined) throw new Error('no gateway');
@@ -415,7 +420,8 @@ try {
       `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
       `the gateway's memory (${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled build' : 'TypeScript sources'}): ` +
         `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB; ` +
-        `NODE_OPTIONS ${gatewayNodeOptions} (the chart's, from its ${gatewayValues.resources.limits.memory} limit)`,
+        `NODE_OPTIONS ${gatewayNodeOptions} (the chart's, from its ${gatewayValues.resources.limits.memory} limit); ` +
+        `Maglev ${maglev ? 'on' : 'off (node --no-maglev)'}${process.env.KRT_BENCH_GATEWAY_MAGLEV === undefined ? " (the chart's maglev value)" : ' (KRT_BENCH_GATEWAY_MAGLEV)'}`,
       '',
     ].join('\n'),
   );

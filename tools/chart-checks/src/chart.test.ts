@@ -29,6 +29,7 @@ beforeAll(async () => {
 interface Container {
   name: string;
   image: string;
+  command?: string[];
   args?: string[];
   env?: { name: string; value?: string }[];
   resources?: { limits?: { memory?: string } };
@@ -514,6 +515,19 @@ describe('global.tracing.otlpEndpoint', () => {
   });
 });
 
+describe('gateway.maglev', () => {
+  it("is on by default: the image's own entrypoint; false runs that entrypoint with node --no-maglev", async () => {
+    const dockerfile = readFileSync(join(WORKSPACE_ROOT, 'deploy/docker/runtime-gateway.Dockerfile'), 'utf8');
+    const [node, main] = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1] ?? '[]') as string[];
+    const gateway = async (set: readonly string[]): Promise<Container | undefined> =>
+      podSpec(get(await renderChart(helm, NAMESPACE, [...COMMON, ...set]), 'Deployment', 'runtime-gateway')).containers[0];
+    expect((await gateway([]))?.command).toBeUndefined();
+    const lean = await gateway(['gateway.maglev=false']);
+    expect(lean?.command).toEqual([node, '--no-maglev', main]);
+    expect(lean?.args).toEqual((await gateway([]))?.args);
+  });
+});
+
 describe('images', () => {
   it('take the tag from the chart appVersion by default, and a digest wins over a tag', async () => {
     const digest = `sha256:${'a'.repeat(64)}`;
@@ -569,6 +583,7 @@ describe('values.schema.json rejects bad values', () => {
       '/staleRecovery/leaderElection/leaseDurationSeconds',
     ],
     ['a bad CPU quantity', ['scheduler.resources.requests.cpu=lots'], '/scheduler/resources/requests/cpu'],
+    ['a gateway maglev that is not a boolean', ['gateway.maglev=off'], '/gateway/maglev'],
     [
       'a gateway endpoint host that is a URL',
       ['controllerManager.gatewayEndpoint.host=https://gw.example.com'],

@@ -160,6 +160,7 @@ const schema: Schema = {
         enabled: bool,
         resolveMode: { type: 'string', enum: ['dns', 'endpoints'] },
         drainSeconds: { type: 'integer', minimum: 0, maximum: 3600 },
+        maglev: bool,
         port,
         service: looseObject({ port, annotations: stringMap }),
         tls: {
