@@ -141,30 +141,52 @@ async function waitAnswering(gateway: GatewayProcess): Promise<void> {
   );
 }
 
+/**
+ * Free ports are chosen before the gateway binds them, and another process (a parallel suite,
+ * a Pod) can take one in between: only that failure (EADDRINUSE in its log) starts it again,
+ * on other ports, as the control plane's start does.
+ */
+const START_ATTEMPTS = 3;
+
 /** The gateway with `--resolve endpoints`, HTTPS only; resolves once it answers. */
 export async function startGateway(options: GatewayOptions): Promise<GatewayProcess> {
   const ca = await testCa(`gateway-ca-${options.namespace}`);
   const files = await writeGatewayFiles(options, ca);
-  const [port = 0, metricsPort = 0] = await freePorts(2);
-  const args = gatewayArguments(files, options.namespace, port, metricsPort, options.nodeFlags ?? []);
   const env: Record<string, string> = {
     ...(options.otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint }),
     ...(options.nodeOptions === undefined ? {} : { NODE_OPTIONS: options.nodeOptions }),
   };
-  const { pid, exited } = spawnGateway(args, files.log, env);
-  const gateway: GatewayProcess = {
-    pid,
-    url: `https://127.0.0.1:${port}`,
-    caPem: ca.certPem,
-    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
-    port,
-    metricsPort,
-    logFile: files.log,
-    certFile: files.cert,
-    keyFile: files.key,
-    exited,
-  };
-  return answering(gateway, { args, ca, env });
+  for (let attempt = 1; ; attempt++) {
+    const [port = 0, metricsPort = 0] = await freePorts(2);
+    const args = gatewayArguments(files, options.namespace, port, metricsPort, options.nodeFlags ?? []);
+    const { pid, exited } = spawnGateway(args, files.log, env);
+    const gateway: GatewayProcess = {
+      pid,
+      url: `https://127.0.0.1:${String(port)}`,
+      caPem: ca.certPem,
+      metricsUrl: `http://127.0.0.1:${String(metricsPort)}/metrics`,
+      port,
+      metricsPort,
+      logFile: files.log,
+      certFile: files.cert,
+      keyFile: files.key,
+      exited,
+    };
+    try {
+      return await answering(gateway, { args, ca, env });
+    } catch (error) {
+      const portTaken = (await readFile(files.log, 'utf8').catch(() => '')).includes('EADDRINUSE');
+      if (!portTaken || attempt >= START_ATTEMPTS) throw error;
+      // The log keeps the failed start's lines; the next start appends its own.
+      await writeFile(
+        files.log,
+        `--- a port was taken before the gateway could bind it; starting again (attempt ${String(attempt + 1)})\n`,
+        {
+          flag: 'a',
+        },
+      );
+    }
+  }
 }
 
 /** The gateway, remembered with how it was started, once it answers; stopped when it does not. */
