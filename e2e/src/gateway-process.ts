@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
 import { groupAlive, signalGroup } from '@kruntimes/host';
@@ -159,6 +159,15 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   for (let attempt = 1; ; attempt++) {
     const [port = 0, metricsPort = 0] = await freePorts(2);
     const args = gatewayArguments(files, options.namespace, port, metricsPort, options.nodeFlags ?? []);
+    // This attempt's lines start here: an earlier attempt's EADDRINUSE must not decide for this one.
+    const logStart = await stat(files.log).then(
+      (log) => log.size,
+      (error: unknown) => {
+        // No log yet (the first start creates it): this attempt's lines start at 0.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+        throw error;
+      },
+    );
     const { pid, exited } = spawnGateway(args, files.log, env);
     const gateway: GatewayProcess = {
       pid,
@@ -175,15 +184,12 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
     try {
       return await answering(gateway, { args, ca, env });
     } catch (error) {
-      const portTaken = (await readFile(files.log, 'utf8').catch(() => '')).includes('EADDRINUSE');
+      const portTaken = (await readFile(files.log)).subarray(logStart).includes('EADDRINUSE');
       if (!portTaken || attempt >= START_ATTEMPTS) throw error;
       // The log keeps the failed start's lines; the next start appends its own.
-      await writeFile(
+      await appendFile(
         files.log,
         `--- a port was taken before the gateway could bind it; starting again (attempt ${String(attempt + 1)})\n`,
-        {
-          flag: 'a',
-        },
       );
     }
   }
