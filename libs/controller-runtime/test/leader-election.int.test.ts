@@ -6,6 +6,29 @@ import type { ControllerLogger } from '../src/index.ts';
 const cluster = Cluster.fromEnvironment();
 const logger: ControllerLogger = { error: () => undefined, debug: () => undefined };
 
+// What a test started, undone after it also when an expectation failed: an elector left
+// running retries forever, and it or an open proxy would keep jest from exiting once the
+// suite's control plane stopped.
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function run(elector: LeaderElector, callbacks: Parameters<LeaderElector['run']>[0]): Promise<void> {
+  const done = elector.run(callbacks);
+  cleanups.push(async () => {
+    elector.stop();
+    await done;
+  });
+  return done;
+}
+
+async function stallingProxy(): Promise<StallingProxy> {
+  const proxy = await StallingProxy.start(Number(new URL(cluster.server).port));
+  cleanups.push(() => proxy.close());
+  return proxy;
+}
+
 async function eventually(predicate: () => boolean, what: string, attempts = 200): Promise<void> {
   for (let i = 0; i < attempts; i += 1) {
     if (predicate()) return;
@@ -38,9 +61,9 @@ test('exactly one of two candidates leads; the other takes over when the leader 
       signal.addEventListener('abort', () => leading.delete(id));
     },
   });
-  const runA = a.run(callbacks('a'));
+  const runA = run(a, callbacks('a'));
   await eventually(() => leading.has('a'), 'a to lead');
-  const runB = b.run(callbacks('b'));
+  const runB = run(b, callbacks('b'));
   await new Promise((resolve) => setTimeout(resolve, 1000));
   expect([...leading]).toEqual(['a']);
 
@@ -84,7 +107,7 @@ test('a Lease whose holder keeps renewing is never taken over; one that stops re
     retryPeriodSeconds: 0.2,
   });
   let leading = false;
-  const running = candidate.run({
+  const candidateRun = run(candidate, {
     onStartedLeading: () => {
       leading = true;
     },
@@ -100,19 +123,22 @@ test('a Lease whose holder keeps renewing is never taken over; one that stops re
   const lease = await api.readNamespacedLease({ name: 'controller', namespace: namespace.name });
   expect(lease.spec).toMatchObject({ holderIdentity: 'candidate', leaseTransitions: 1 });
   candidate.stop();
-  await running;
+  await candidateRun;
   await namespace.delete();
 });
 
 test('a leader whose Lease requests hang stops leading before another candidate starts, and its hung request is abandoned', async () => {
   const namespace = await cluster.createNamespace({ prefix: 'leader-stall' });
-  const proxy = await StallingProxy.start(Number(new URL(cluster.server).port));
+  const proxy = await stallingProxy();
   const options = {
     namespace: namespace.name,
     leaseName: 'stale-recovery',
     logger,
-    leaseDurationSeconds: 3,
-    renewDeadlineSeconds: 2,
+    // A 2 s renew deadline lost the Lease before the stall on a loaded machine (a renewal
+    // delayed past it, in a suite run beside another). 6 s keeps a leading until the stall;
+    // the 4 s to the 10 s lease are the margin this test is about (a steps down first).
+    leaseDurationSeconds: 10,
+    renewDeadlineSeconds: 6,
     retryPeriodSeconds: 0.2,
   };
   const a = new LeaderElector({ ...options, kubeConfig: proxy.kubeConfig(cluster.kubeConfig()), identity: 'a' });
@@ -124,15 +150,15 @@ test('a leader whose Lease requests hang stops leading before another candidate 
       signal.addEventListener('abort', () => events.push(`${id} stopped`));
     },
   });
-  const runA = a.run(callbacks('a'));
+  const runA = run(a, callbacks('a'));
   await eventually(() => a.isLeader, 'a to lead');
-  const runB = b.run(callbacks('b'));
+  const runB = run(b, callbacks('b'));
   await new Promise((resolve) => setTimeout(resolve, 500));
   expect(events).toEqual(['a started']);
 
   // From here every request of a's hangs: no answer, no error, no closed connection.
   proxy.stall();
-  await eventually(() => events.includes('b started'), 'b to take over', 400);
+  await eventually(() => events.includes('b started'), 'b to take over', 800);
   expect(events).toEqual(['a started', 'a stopped', 'b started']);
   expect(a.isLeader).toBe(false);
   // run() returns although the proxy still holds a's last request: the deadline aborted it.
