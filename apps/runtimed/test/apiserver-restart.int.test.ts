@@ -30,6 +30,9 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
+const OUTCOME_WRITTEN = 'task outcome written after the API server answered again';
+const UNREADABLE = 'the outcome record is unreadable; the attempt is written as interrupted';
+
 const exists = (path: string): Promise<true | undefined> =>
   stat(path).then(
     () => true,
@@ -79,10 +82,10 @@ test('a task that exits 0 while kube-apiserver is down ends Succeeded once it is
   // Running until spec.timeout and then end it Timeout.
   const ended = await env.waitForRun('short', 'terminal', (run: Run) => isTerminal(currentPhase(run)), (timeout + 20) * 1000);
   expect(ended.status).toMatchObject({ phase: 'Succeeded', exitCode: 0, attempt: 1 });
-  const said = (await env.logs('bash-0', 'runtimed')).filter(mine).map((line) => line.msg);
+  const said = await saidUntil(uid, OUTCOME_WRITTEN);
   // Run once, and the outcome it had is the one written.
   expect(said.filter((msg) => msg === 'task exited')).toHaveLength(1);
-  expect(said).toContain('task outcome written after the API server answered again');
+  expect(said).toContain(OUTCOME_WRITTEN);
   expect(said).not.toContain('lifetime timeout');
 });
 
@@ -94,13 +97,13 @@ test.each([
   ['exits 0 with outputs: Succeeded with them', 0, { phase: 'Succeeded', exitCode: 0, outputs: { answer: '42' } }],
   ['exits 3: Failed with its exit code', 3, { phase: 'Failed', exitCode: 3 }],
 ] as const)('runtimed restarted while kube-apiserver is down after the task ended: %s, executed once', async (_name, code, expected) => {
-  const { uid, ended, executions, said } = await endThenRestartWhileDown(`restarted-${String(code)}`, code);
+  const { uid, ended, executions, said } = await endThenRestartWhileDown(`restarted-${String(code)}`, code, OUTCOME_WRITTEN);
   expect(ended.status).toMatchObject({ ...expected, attempt: 1 });
   // Executed once: the restarted runtimed wrote the end the first one recorded on the Pod.
   expect(executions).toBe('executed\n');
   expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
   expect(said).toContain('writing the outcome recorded on the Pod before runtimed restarted');
-  expect(said).toContain('task outcome written after the API server answered again');
+  expect(said).toContain(OUTCOME_WRITTEN);
   expect(said).not.toContain('lifetime timeout');
   // The record goes once the outcome is written.
   await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
@@ -110,7 +113,7 @@ test.each([
 // again, and since how it ended is unknown the attempt is interrupted (not retrySafe: the
 // Run ends Interrupted), with the reason in its message.
 test('an unreadable outcome record: the attempt is interrupted with the reason, not executed again', async () => {
-  const { uid, ended, executions, said } = await endThenRestartWhileDown('unreadable', 0, async (uid) => {
+  const { uid, ended, executions, said } = await endThenRestartWhileDown('unreadable', 0, UNREADABLE, async (uid) => {
     const [record, ...others] = await recordsOf(uid);
     expect(others).toEqual([]);
     await writeFile(join(env.stateDir, record ?? ''), '{"version":1,"uid":');
@@ -119,18 +122,20 @@ test('an unreadable outcome record: the attempt is interrupted with the reason, 
   expect(ended.status?.message).toMatch(/record of how attempt 1 of Run .* ended is unreadable: not JSON/);
   expect(executions).toBe('executed\n');
   expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
-  expect(said).toContain('the outcome record is unreadable; the attempt is written as interrupted');
+  expect(said).toContain(UNREADABLE);
   await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
 });
 
 /**
  * A task that exits `code` while kube-apiserver is down; runtimed fails to write the
  * outcome, is killed and started again (and fails to start) while the API server is still
- * down; `meanwhile` runs then. Resolves once the Run is terminal after the API server is back.
+ * down; `meanwhile` runs then. Resolves once the Run is terminal after the API server is
+ * back, with what runtimed said of it up to `last` (saidUntil).
  */
 async function endThenRestartWhileDown(
   name: string,
   code: number,
+  last: string,
   meanwhile?: (uid: string) => Promise<void>,
 ): Promise<{ uid: string; ended: Run; executions: string; said: unknown[] }> {
   const dir = await mkdtemp(join(scratch, `${name}-`));
@@ -194,8 +199,23 @@ async function endThenRestartWhileDown(
 
   // Within the lifetime bound and some margin: an outcome lost again would end it Timeout.
   const ended = await env.waitForRun(name, 'terminal', (run: Run) => isTerminal(currentPhase(run)), (timeout + 20) * 1000);
-  const said = (await env.logs('bash-0', 'runtimed')).filter(mine).map((line) => line.msg);
+  const said = await saidUntil(uid, last);
   return { uid, ended, executions: await readFile(executions, 'utf8'), said };
+}
+
+/**
+ * runtimed's messages about Run `uid` once `last` is among them, or as they are at the wait's
+ * bound (the expectations then show what was said instead). The Run's status can show an
+ * outcome before runtimed's line about it reached the log file through the node's pipe: a
+ * loaded run read the log at that moment and missed the line.
+ */
+async function saidUntil(uid: string, last: string): Promise<unknown[]> {
+  const deadline = performance.now() + WAIT.timeoutMs;
+  for (;;) {
+    const said = (await env.logs('bash-0', 'runtimed')).filter((line) => line.runUID === uid).map((line) => line.msg);
+    if (said.includes(last) || performance.now() > deadline) return said;
+    await new Promise((resolve) => setTimeout(resolve, WAIT.intervalMs));
+  }
 }
 
 /**
