@@ -267,7 +267,13 @@ func TestInvokeErrorsAreTyped(t *testing.T) {
 	if err := env.runs(t).Delete(ctx, sb.Name(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = sb.Exec(ctx, ExecRequest{Command: "true"})
+	// A call in the moment before runtimed's cache saw the deletion is still served (a loaded
+	// run's was): call until refused, at most 10 s.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err = sb.Exec(ctx, ExecRequest{Command: "true"}); err != nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if e, ok := AsError(err); !ok || (e.Code != CodeRunNotReady && e.Code != CodeRunNotFound) || !e.Sent() || e.Source != SourcePlatform {
 		t.Errorf("a deleted sandbox: %#v", err)
 	}

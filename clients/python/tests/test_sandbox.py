@@ -4,6 +4,7 @@ runs > 1 (KRT_TEST_SHARED_RUNTIME), and gives the user of KRT_TEST_SANDBOX_KUBEC
 session needs (get Runtimes, use them, create, watch and delete Runs)."""
 
 import os
+import time
 import warnings
 
 import pytest
@@ -132,7 +133,12 @@ def test_a_tool_call_on_a_sandbox_deleted_behind_its_back_is_a_typed_platform_er
     with session(env) as sb:
         access = KubeAccess.from_environment(env["sandbox_kubeconfig"])
         assert access.request("DELETE", f"/apis/kruntimes.io/v1alpha1/namespaces/{env['namespace']}/runs/{sb.name}", 30)[0] == 200
+        # A call in the moment before runtimed's cache saw the deletion is still served:
+        # call until refused, at most 10 s.
+        deadline = time.monotonic() + 10
         with pytest.raises((kruntimes.RunNotReady, kruntimes.RunNotFound)) as raised:
-            sb.exec("true")
+            while time.monotonic() < deadline:
+                sb.exec("true")
+                time.sleep(0.05)
         assert (raised.value.source, raised.value.sent) == ("platform", True)
         assert raised.value.invocation_id
