@@ -80,7 +80,8 @@ const recheck = { type: 'recheck' };
 
 describe('routeInvocation: direct requests (gateway port)', () => {
   it.each<[string, Partial<RouteInput>, Record<string, unknown>]>([
-    ['unknown UID', { run: undefined }, refused('RunNotFound')],
+    ['unknown UID: the Run may be new and not in this cache yet', { run: undefined }, recheck],
+    ['unknown UID, last look', { run: undefined, final: true }, refused('RunNotFound')],
     ['the name now holds another UID', { runUid: OLD_UID }, refused('RunNotFound')],
     ['a task Run', { run: run({ task: true }) }, refused('RunNotFound')],
     ['a Run of another Runtime', { run: run({ runtime: 'bash' }) }, refused('RunNotFound')],
@@ -122,7 +123,8 @@ describe('routeInvocation: direct requests (gateway port)', () => {
 describe('routeInvocation: peer hops (this runtimed is the expected owner; never forwarded again)', () => {
   it.each<[string, Partial<RouteInput>, Record<string, unknown>]>([
     ['exactly the epoch served here', { peerHop: hop(2) }, invoke('reg-2')],
-    ['unknown UID', { peerHop: hop(2), run: undefined }, refused('RunNotFound')],
+    ['unknown UID: the Run may be new and not in this cache yet', { peerHop: hop(2), run: undefined }, recheck],
+    ['unknown UID, last look', { peerHop: hop(2), run: undefined, final: true }, refused('RunNotFound')],
     ['expects another Pod', { peerHop: hop(2, OTHER) }, refused('EpochMismatch')],
     ['expects an older attempt', { peerHop: hop(1) }, refused('EpochMismatch')],
     ['expects a newer attempt than this cache shows', { peerHop: hop(3) }, recheck],

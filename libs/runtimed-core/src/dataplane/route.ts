@@ -38,7 +38,7 @@ const refuse = (code: ErrorCode, message: string, ownerUnreachable = false): Rou
 
 /**
  * Where one invocation goes, from the informer caches only ("Path of a request" in docs/invoke-contract.md): an
- * unknown UID is 404; a Run that does not accept invokes (run-state decides) is 503, after
+ * unknown UID is 404, after a bounded second look; a Run that does not accept invokes (run-state decides) is 503, after
  * a bounded second look when its owner is bringing it up;
  * the owner invokes only when it holds the registration of exactly the cached attempt;
  * a request from a peer is served only if it names exactly the epoch served here and is
@@ -46,7 +46,12 @@ const refuse = (code: ErrorCode, message: string, ownerUnreachable = false): Rou
  */
 export function routeInvocation(input: RouteInput): Route {
   const { run, self, peerHop, final } = input;
-  if (run?.metadata.uid !== input.runUid) return refuse('RunNotFound', `no Run with UID ${input.runUid} in this namespace`);
+  if (run?.metadata.uid !== input.runUid) {
+    // A Run created a moment ago (a client that invokes right after its create) may not be
+    // in this watch's cache yet: look again, bounded, before a 404 the caller would trust.
+    if (run === undefined && !final) return { type: 'recheck', why: 'the Run may be new and not in this cache yet' };
+    return refuse('RunNotFound', `no Run with UID ${input.runUid} in this namespace`);
+  }
   const fn = run.spec.mode.function;
   if (fn === undefined || run.spec.runtime !== self.runtime) {
     return refuse('RunNotFound', `Run ${run.metadata.name ?? ''} is not a function Run of Runtime ${self.runtime}`);
