@@ -1,6 +1,6 @@
 /** The state machine's handlers, one per event, grouped by the writer that sends the event. */
 import { CONTROLLER_MANAGER_HANDLERS } from './controller-manager.ts';
-import type { RunEvent, RunEventType } from './events.ts';
+import type { EventOf, RunEvent, RunEventType } from './events.ts';
 import type { EventHandlers } from './handler.ts';
 import { LOCAL_ORIGIN_HANDLERS } from './local-origin.ts';
 import { OWNER_HANDLERS } from './owner.ts';
@@ -20,7 +20,7 @@ export const EVENT_HANDLERS: EventHandlers = {
 };
 
 /** The event's own handler; `type` ties the handler's event type to the event's (a correlated union). */
-function handleOfType<T extends RunEventType>(ctx: TransitionContext, type: T, event: Extract<RunEvent, { type: T }>): TransitionResult {
+function handleOfType<T extends RunEventType>(ctx: TransitionContext, type: T, event: EventOf<T>): TransitionResult {
   return EVENT_HANDLERS[type](ctx, event);
 }
 

@@ -1,3 +1,4 @@
+/** The events of the Run state machine, who sends them, and the reasons they carry. */
 import type { ArtifactRecord, Run, RunEndpoint, RUN_REASONS, SourceSnapshot } from '@kruntimes/api';
 
 /** Who writes a Run's status (docs/lifecycle.md). */
