@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import nx from '@nx/eslint-plugin';
 import tseslint from 'typescript-eslint';
 import unicorn from 'eslint-plugin-unicorn';
@@ -28,6 +30,15 @@ const layers = {
   'type:e2e': ['type:e2e', 'type:testing', 'type:tool', 'type:runtime', 'type:data-access', 'type:domain', 'type:util', 'type:generated'],
 };
 const pureTags = new Set(['type:domain', 'type:util']);
+
+// Node's own I/O modules, banned from the same libs. nx's bannedExternalImports does not
+// see Node built-ins, so these go through no-restricted-imports on the pure libs' sources
+// (their tests and generator scripts may read and write files). Type-only imports are allowed.
+const ioNodeModules = ['fs', 'fs/promises', 'net', 'tls', 'dgram', 'http', 'https', 'http2', 'child_process'];
+const pureLibRoots = readdirSync(join(import.meta.dirname, 'libs')).flatMap((name) => {
+  const project = JSON.parse(readFileSync(join(import.meta.dirname, 'libs', name, 'project.json'), 'utf8'));
+  return (project.tags ?? []).some((tag) => pureTags.has(tag)) ? [`libs/${name}`] : [];
+});
 
 /** Which tags each layer may import (`extraTags` added to every layer, e.g. for tests). */
 function moduleBoundaries(extraTags) {
@@ -83,6 +94,24 @@ export default tseslint.config(
     files: ['**/bench/**/*.ts'],
     rules: {
       '@nx/enforce-module-boundaries': ['error', moduleBoundaries(['type:testing', 'type:e2e'])],
+    },
+  },
+  {
+    files: pureLibRoots.map((root) => `${root}/src/**/*.ts`),
+    ignores: ['**/*.test.ts', '**/test/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: ioNodeModules.flatMap((name) =>
+            [`node:${name}`, name].map((specifier) => ({
+              name: specifier,
+              message: 'Domain and util libs do no I/O: move it to a runtime or data-access lib.',
+              allowTypeImports: true,
+            })),
+          ),
+        },
+      ],
     },
   },
   {
