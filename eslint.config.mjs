@@ -28,6 +28,8 @@ const layers = {
   'type:testing': ['type:testing', 'type:runtime', 'type:data-access', 'type:domain', 'type:util', 'type:generated'],
   // The full system of the end-to-end tests: the services and Runtime Pods through the local node agent (a tool).
   'type:e2e': ['type:e2e', 'type:testing', 'type:tool', 'type:runtime', 'type:data-access', 'type:domain', 'type:util', 'type:generated'],
+  // The benchmarks (tools/benchmarks): they start a control plane and the full system like the end-to-end tests.
+  'type:bench': ['type:e2e', 'type:testing', 'type:tool', 'type:runtime', 'type:data-access', 'type:domain', 'type:util', 'type:generated'],
 };
 const pureTags = new Set(['type:domain', 'type:util']);
 
@@ -87,13 +89,6 @@ export default tseslint.config(
     rules: {
       '@nx/enforce-module-boundaries': ['error', moduleBoundaries(['type:testing', 'type:e2e'])],
       '@typescript-eslint/no-non-null-assertion': 'off',
-    },
-  },
-  {
-    // So may benchmarks: they start their own control plane (and system) like the integration tests.
-    files: ['**/bench/**/*.ts'],
-    rules: {
-      '@nx/enforce-module-boundaries': ['error', moduleBoundaries(['type:testing', 'type:e2e'])],
     },
   },
   {
