@@ -1,4 +1,4 @@
-"""Benchmark driver (not a test): started by apps/runtime-gateway/bench/sandbox-bench.ts,
+"""Benchmark driver (not a test): started by tools/benchmarks/src/sandbox-bench.ts,
 which starts the system and sets KUBECONFIG (a user who may read and use the Runtime and
 create, watch and delete Runs), KRT_GATEWAY_URL, KRT_GATEWAY_CA_FILE and the KRT_BENCH_*
 variables read here.

@@ -1,4 +1,4 @@
-import type { Condition, ObjectMeta } from './types.ts';
+import type { Condition, ObjectMeta } from './meta.ts';
 
 export const ARTIFACT_STORE_KIND = 'ArtifactStore';
 export const ARTIFACT_STORE_PLURAL = 'artifactstores';

@@ -1,4 +1,4 @@
-import type { Condition, ObjectMeta } from './types.ts';
+import type { Condition, ObjectMeta } from './meta.ts';
 
 /**
  * Waiting for input (capability `checkpoint-v1`): a task stores a checkpoint as an

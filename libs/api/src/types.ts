@@ -1,8 +1,11 @@
 import type { ArtifactRecord, RunArtifacts } from './artifacts.ts';
-import type { ConditionStatus } from './constants.ts';
 import type { RunOrigin } from './origin.ts';
 import type { ResponseRecord, ResumeStatus, RuntimeCapability, WaitingInputStatus } from './input.ts';
+import type { Condition, ObjectMeta } from './meta.ts';
 import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
+
+// The object metadata and conditions live in meta.ts, which the other API files import without a loop.
+export type { Condition, ObjectMeta, OwnerReference } from './meta.ts';
 
 /**
  * An RBAC rule as each component declares what it needs (its `*_RULES`), from which the
@@ -13,40 +16,6 @@ export interface PolicyRule {
   resources: string[];
   resourceNames?: string[];
   verbs: string[];
-}
-
-/** The subset of Kubernetes ObjectMeta that kruntimes code reads and writes. */
-export interface ObjectMeta {
-  name?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: OwnerReference[];
-}
-
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
-
-/** A status condition with Kubernetes semantics (see run-state's setCondition). */
-export interface Condition {
-  type: string;
-  status: ConditionStatus;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
 }
 
 // ---------------------------------------------------------------------------- Runtime

@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
 import { decodeJwt } from 'jose';
-import type { ReviewAnswer } from './self-subject-access-review.ts';
+import type { AccessRequest, ReviewAnswer } from './review-types.ts';
 
-/** The one resource a caller must be allowed to read before invoking a Run. */
-export interface AccessRequest {
-  token: string;
-  namespace: string;
-  name: string;
-  uid: string;
-}
+export type { AccessRequest } from './review-types.ts';
 
 /**
  * Cache key: SHA-256 of the token (the raw token is never stored) plus the Run's

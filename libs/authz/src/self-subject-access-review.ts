@@ -3,28 +3,9 @@ import type { AgentOptions, RequestOptions } from 'node:https';
 import { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import type { AccessRequest } from './cache-policy.ts';
+import type { ReviewAnswer, Reviewer } from './review-types.ts';
 
-/** What the API server decided about one caller and one Run. */
-export type ReviewDecision = 'allowed' | 'denied' | 'unauthenticated';
-
-/** One review's answer: the decision, and whether the authorizer said it hit errors reaching it. */
-export interface ReviewAnswer {
-  decision: ReviewDecision;
-  /**
-   * `status.evaluationError` was set: RBAC could not resolve some binding (say, a Role its
-   * informer has not listed yet), so a denial may rest on partial data.
-   */
-  evaluationError: boolean;
-}
-
-/**
- * Asks the API server whether the caller may `get` the Run. Resolves with its answer;
- * rejects with a KruntimesError when none could be had: `AuthorizationUnavailable` when
- * the API server could not be asked (unreachable, timed out, 5xx, 429, or it refused the
- * review itself), `Internal` when what came back is not a review.
- */
-export type Reviewer = (request: AccessRequest) => Promise<ReviewAnswer>;
+export type { ReviewAnswer, ReviewDecision, Reviewer } from './review-types.ts';
 
 const SSAR_PATH = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
 /** A SelfSubjectAccessReview answer is a few hundred bytes; anything far larger is not one. */

@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import type { CoreV1Api, CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import {
   API_GROUP,
   API_VERSION,
@@ -9,7 +9,7 @@ import {
   DEFAULTS,
   parseDurationSeconds,
 } from '@kruntimes/api';
-import type { ArtifactStore, ArtifactStoreStatus } from '@kruntimes/api';
+import type { ArtifactStoreStatus } from '@kruntimes/api';
 import {
   ArtifactObjects,
   ArtifactStoreResolveError,
@@ -25,11 +25,12 @@ import { isKruntimesError } from '@kruntimes/errors';
 import { isTerminal } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
 import type { RunObject } from './caches.ts';
+import type { ArtifactStoreObject } from './objects.ts';
 import { artifactStoreStatus } from './artifact-store-status.ts';
 import type { ArtifactStorePassOutcome } from './artifact-store-status.ts';
 import { rfc3339 } from './runtime-status-writer.ts';
 
-export type ArtifactStoreObject = ArtifactStore & KubernetesObject;
+export type { ArtifactStoreObject } from './objects.ts';
 
 /** Default time between two retention passes over one ArtifactStore. */
 export const DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS = 5 * 60_000;

@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import type { CoreV1Api, CustomObjectsApi, KubernetesObject } from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_INPUT_PLURAL, RUN_KIND, RUN_PLURAL, boundedMessage } from '@kruntimes/api';
 import type { Run, RunInput, RunStatus } from '@kruntimes/api';
 import { decideWaitingRun, isDecided } from '@kruntimes/input-core';
@@ -10,12 +10,13 @@ import { isWaitingForInput, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
 import type { RunObject } from './caches.ts';
+import type { RunInputObject } from './objects.ts';
 import type { InputMetrics } from './input-metrics.ts';
 import { acceptedMessage, decideResponse, runInputStatus } from './run-input-status.ts';
 import type { RunInputOutcome } from './run-input-status.ts';
 import { rfc3339 } from './runtime-status-writer.ts';
 
-export type RunInputObject = RunInput & KubernetesObject;
+export type { RunInputObject } from './objects.ts';
 
 /** Fenced writes refused in a row before the reconcile gives up and is requeued with backoff. */
 const MAX_CONFLICTS = 5;

@@ -12,14 +12,16 @@ import type { Clock } from './clock.ts';
 import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
+import type { ExecuteRequest } from './execute-request.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
 import { writeResumeFiles } from './resume-files.ts';
-import type { ResumeInput } from './resume-files.ts';
 import { spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
 import type { TaskProcess } from './task-process.ts';
 import type { SessionHooks } from './wait-for-input.ts';
+
+export type { ExecuteRequest } from './execute-request.ts';
 
 /** A task log line longer than this is cut (and flagged). */
 export const LOG_LINE_BYTES = 16 * 1024;
@@ -29,22 +31,6 @@ const QUEUE_HIGH_WATER = 256;
 const PIPE_CLOSE_MS = 2_000;
 /** How long a waiting execution's group may take to be gone before its exit is reported anyway. */
 const WAITING_GROUP_GONE_MS = 10_000;
-
-export interface ExecuteRequest {
-  readonly executionId: string;
-  readonly runUid: string;
-  readonly attempt: number;
-  readonly workdir: string;
-  readonly entrypoint: string;
-  readonly args: readonly string[];
-  readonly env: Readonly<Record<string, string>>;
-  readonly timeoutMs: number | undefined;
-  readonly graceMs: number | undefined;
-  /** Set: the execution gets the local artifacts endpoint and reports a ResultManifest. */
-  readonly artifacts: ArtifactAccess | undefined;
-  /** Set on a continuation attempt: the checkpoint and the response it starts from. */
-  readonly resume?: ResumeInput | undefined;
-}
 
 /** `waiting_input`: runtimed recorded the execution's wait for input, and the group was ended. */
 export type ExitReason = 'completed' | 'cancelled' | 'timed_out' | 'start_failed' | 'waiting_input';

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { BOUNDS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { TaskCommand } from './adapter.ts';
-import type { ExecuteRequest } from './execution-service.ts';
+import type { ExecuteRequest } from './execute-request.ts';
 import { baseEnv } from './process-env.ts';
 import { RESUME_ENV_NAMES, resumeProblems } from './resume-files.ts';
 

@@ -1,21 +1,12 @@
 import { isKruntimesError } from '@kruntimes/errors';
 import type { ArtifactRecord } from '@kruntimes/api';
 import type { runtimeServerV1 } from '@kruntimes/proto';
-import type { ArtifactGrants } from './artifact-grants.ts';
 import type { ArtifactFailureReason } from '@kruntimes/run-state';
-import type { ArtifactAttempt, ArtifactVerification } from './artifact-verification.ts';
-import type { CheckpointReader } from './resume.ts';
+import type { ArtifactAttempt } from './artifact-verification.ts';
 import type { Execution, ReconcileContext } from './run-work.ts';
+import type { TaskArtifacts } from './reconcile-types.ts';
 
-/** What the task execution needs for Runs that declare artifacts. */
-export interface TaskArtifacts {
-  grants: Pick<ArtifactGrants, 'register' | 'unregister'>;
-  /** Where the Runtime Server reaches the ArtifactGrants service (loopback or unix socket). */
-  grantAddress: string;
-  verification: Pick<ArtifactVerification, 'verify' | 'removeOthers'>;
-  /** A continuation's checkpoint (status.resume), read and verified before Execute. */
-  checkpoints: Pick<CheckpointReader, 'load'>;
-}
+export type { TaskArtifacts } from './reconcile-types.ts';
 
 /**
  * ExecuteRequest.artifacts for one execution of a Run with spec.artifacts (undefined

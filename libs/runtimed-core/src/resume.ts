@@ -1,24 +1,14 @@
 import { createHash } from 'node:crypto';
 import { BOUNDS, RUN_REASONS } from '@kruntimes/api';
 import type { ResumeStatus } from '@kruntimes/api';
-import type { runtimeServerV1 } from '@kruntimes/proto';
 import type { Logger } from 'pino';
 import type { ResolvedStore, StoreResolver } from './artifact-store.ts';
 import { DEFAULT_STORE_RETRY_DELAYS_MS, StoreUnreadableError, readStoreRetrying } from './store-retry.ts';
 import { checkpointKey } from './input-wait.ts';
 import type { ReconcileContext, RunWork } from './run-work.ts';
+import type { ResumeLoad } from './reconcile-types.ts';
 
-/**
- * What a continuation attempt starts from: nothing to resume (not a continuation), the
- * checkpoint's verified bytes with the response, or why it cannot start.
- */
-export type ResumeLoad =
-  | { type: 'none' }
-  | { type: 'ready'; resume: runtimeServerV1.Resume }
-  /** The checkpoint is not in the store, or not the bytes that were recorded: the same object would fail again. */
-  | { type: 'failed'; reason: typeof RUN_REASONS.artifactMissing | typeof RUN_REASONS.artifactInvalid; message: string }
-  /** The store could not be read within the retries: the attempt is interrupted, as for artifacts at exit 0. */
-  | { type: 'interrupted'; message: string };
+export type { ResumeLoad } from './reconcile-types.ts';
 
 /** What one read of the checkpoint object found. */
 export type CheckpointRead = { type: 'found'; bytes: Buffer } | { type: 'missing' } | { type: 'larger' };

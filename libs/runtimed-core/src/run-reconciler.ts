@@ -1,69 +1,31 @@
 import { RUN_REASONS, runModeKind } from '@kruntimes/api';
-import type { Run, RunSpec, RuntimeLanguage } from '@kruntimes/api';
+import type { RunSpec } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import type { ReconcileResult } from '@kruntimes/controller-runtime';
 import { TransitionRefusedError } from '@kruntimes/run-state';
-import type { AutomaticRetryPolicy } from '@kruntimes/run-state';
-import type { Logger } from 'pino';
-import type { TaskArtifacts } from './artifact-outcome.ts';
 import { ClaimSlots } from './claim-slots.ts';
 import type { ClaimDecision, SlotRun } from './claim-slots.ts';
 import type { Epoch } from './epoch.ts';
 import { FunctionLifecycle } from './function-lifecycle.ts';
 import { letWaitingExecutionEnd } from './input-wait.ts';
-import type { RuntimedMetrics } from './metrics.ts';
 import { plain, planRun } from './plan.ts';
 import type { RunAction } from './plan.ts';
 import { ReleasedRuns } from './pod-lease.ts';
 import type { LeaseRunReport } from './pod-lease.ts';
 import { NotOwnerError, StaleCacheError } from './run-client.ts';
-import type { RunClient } from './run-client.ts';
 import { RunWork } from './run-work.ts';
 import type { LocalState, ReconcileContext } from './run-work.ts';
-import type { RuntimeServerClient } from './runtime-server.ts';
+import type { RunReconcilerOptions } from './reconcile-types.ts';
 import { TaskExecution } from './task-execution.ts';
-import type { ConfigMapReader, Workspaces } from './workspace.ts';
 
 export { FUNCTION_POLL_MS } from './function-lifecycle.ts';
+export type { RunReconcilerOptions } from './reconcile-types.ts';
 
 /** On top of the cancel grace: how long an execution that waits for input gets to end on its own when released. */
 const WAITING_END_MARGIN_MS = 5_000;
 
 /** Look again this soon after acting on a cache that was behind the live Run. */
 const STALE_CACHE_RETRY_MS = 200;
-
-export interface RunReconcilerOptions {
-  podUID: string;
-  podName: string;
-  runtime: string;
-  language: RuntimeLanguage;
-  gatewayHost: string;
-  gatewayCaPem: string | undefined;
-  cancelGraceMs: number;
-  /** This Pod's Run capacity (`KRT_RUNS_PER_POD`): a claim beyond it is refused. Undefined: not checked. */
-  runsPerPod: number | undefined;
-  /** The informer cache of the namespace's Runs. */
-  cached(namespace: string, name: string): ReadonlyDeep<Run> | undefined;
-  /** Every Run of the namespace in the informer cache (the claim check counts this Pod's). */
-  cachedRuns(namespace: string): readonly ReadonlyDeep<Run>[];
-  runs: RunClient;
-  server: RuntimeServerClient;
-  /** Upload grants and verification for task Runs that declare artifacts. */
-  artifacts: TaskArtifacts;
-  workspaces: Workspaces;
-  readConfigMap: ConfigMapReader;
-  /**
-   * The organisation's retry policy for a namespace (the cluster default, KRT_AUTOMATIC_RETRY,
-   * narrowed by the namespace's annotation): asked only before an interrupted retrySafe task
-   * would run again.
-   */
-  automaticRetryPolicy: (namespace: string) => Promise<AutomaticRetryPolicy>;
-  logger: Logger;
-  metrics: RuntimedMetrics;
-  /** Re-enqueue a key (after a background execution ended). */
-  enqueue(key: string): void;
-  now?: () => number;
-}
 
 /**
  * runtimed's reconciler: takes a Run key, plans one step from the cache and local state

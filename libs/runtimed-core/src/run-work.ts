@@ -1,52 +1,15 @@
 import { RUN_REASONS, runModeKind } from '@kruntimes/api';
-import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
-import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import type { RunSpec, RunStatus } from '@kruntimes/api';
 import { pathExists } from '@kruntimes/host';
 import { AUTOMATIC_RETRY_ALLOWED, TransitionRefusedError, decideRetry, resolveRetryPolicy, retryBudgetStart } from '@kruntimes/run-state';
-import type { Logger } from 'pino';
-import type { Epoch } from './epoch.ts';
 import { plain } from './plan.ts';
-import type { LocalRun } from './plan.ts';
 import type { ReleasedRuns, RunRef } from './pod-lease.ts';
-import type { RunReconcilerOptions } from './run-reconciler.ts';
+import type { LocalState, ReconcileContext, RunReconcilerOptions } from './reconcile-types.ts';
 import { isDefiniteRegistrationFailure } from './runtime-server.ts';
 import { SourceMismatchError, runEnv } from './workspace.ts';
 
-/** What one reconcile of one Run works on; every step of it takes this instead of its parts. */
-export interface ReconcileContext {
-  key: string;
-  /** The cached Run, or the object a step just wrote (claim goes on from it). */
-  run: ReadonlyDeep<Run>;
-  /** Set when `run` is the object a write of this very reconcile returned: the live Run as of that write. */
-  written?: boolean;
-  epoch: Epoch;
-  /** Carries the Run's key, UID and attempt. */
-  log: Logger;
-}
-
-/** In-memory state of one Run this Pod works on. */
-export interface LocalState extends LocalRun {
-  registrationId?: string;
-  execution?: Execution;
-}
-
-export interface Execution {
-  id: string;
-  abort: AbortController;
-  /**
-   * Set by whoever stops it on purpose, so the execution's own ending writes nothing.
-   * `waitingInput`: AwaitInput recorded (or is recording) WaitingInput for this attempt.
-   */
-  stoppedFor?: 'cancel' | 'expire' | 'release' | 'waitingInput';
-  /**
-   * While AwaitInput's status write is in flight: settles once it did (stoppedFor is then
-   * still `waitingInput` only if the write succeeded). An ending meanwhile waits for it.
-   */
-  waitWrite?: Promise<void>;
-  /** What the Runtime Server reported at the end (kept for whoever stopped it to record). */
-  exited?: { exitCode: number; signal: string };
-  done: Promise<void>;
-}
+// The types every step module shares live in reconcile-types.ts, so that they import no loop.
+export type { Execution, LocalState, ReconcileContext } from './reconcile-types.ts';
 
 export interface RunWorkOptions {
   options: RunReconcilerOptions;

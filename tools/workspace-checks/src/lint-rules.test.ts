@@ -17,6 +17,31 @@ describe('module boundaries', () => {
     expect(messages).toContainEqual(expect.stringMatching(new RegExp(`^@nx/enforce-module-boundaries: .*type:domain.*${ioPackage}`)));
   });
 
+  it.each(['node:fs', 'node:fs/promises', 'fs', 'node:net', 'node:http', 'node:https', 'node:http2', 'node:child_process'])(
+    'a domain lib may not import %s',
+    async (ioModule) => {
+      const messages = await lintAs('libs/run-state/src/transition.ts', `import '${ioModule}';\nexport const x = 1;\n`);
+      expect(messages).toContainEqual(expect.stringMatching(new RegExp(`^@typescript-eslint/no-restricted-imports: '${ioModule}'`)));
+    },
+  );
+
+  it('a domain lib may import a type from a Node I/O module, and its tests may read files', async () => {
+    const typeOnly = await lintAs(
+      'libs/run-state/src/transition.ts',
+      "import type { ChildProcess } from 'node:child_process';\nexport type X = ChildProcess;\n",
+    );
+    const inTest = await lintAs(
+      'libs/run-state/src/transition.test.ts',
+      "import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n",
+    );
+    expect([...typeOnly, ...inTest].filter((m) => m.startsWith('@typescript-eslint/no-restricted-imports'))).toEqual([]);
+  });
+
+  it('a runtime lib may import Node I/O modules', async () => {
+    const messages = await lintAs('libs/host/src/paths.ts', "import { access } from 'node:fs/promises';\nexport const x = access;\n");
+    expect(messages.filter((m) => m.startsWith('@typescript-eslint/no-restricted-imports'))).toEqual([]);
+  });
+
   it('a domain lib may import another domain lib', async () => {
     const messages = await lintAs(
       'libs/run-state/src/transition.ts',

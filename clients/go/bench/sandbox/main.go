@@ -1,5 +1,5 @@
 // Command sandbox is a benchmark driver (not a test), started by
-// apps/runtime-gateway/bench/sandbox-bench.ts, which starts the system and sets KUBECONFIG
+// tools/benchmarks/src/sandbox-bench.ts, which starts the system and sets KUBECONFIG
 // (a user who may read and use the Runtime and create, watch and delete Runs),
 // KRT_GATEWAY_URL, KRT_GATEWAY_CA_FILE and the KRT_BENCH_* variables read here.
 //

@@ -2,7 +2,7 @@
  * Benchmark (not a test): an agent sandbox's tool call through the SDK session of each
  * language (TypeScript @kruntimes/sdk's Sandbox, Python kruntimes.Sandbox, Go NewSandbox)
  * against the raw gateway request in the same language, and sandbox create -> Ready.
- *   node apps/runtime-gateway/bench/sandbox-bench.ts [calls=400] [rounds=4] [sandboxes=8]
+ *   node tools/benchmarks/src/sandbox-bench.ts [calls=400] [rounds=4] [sandboxes=8]
  *
  * A real control plane, the full system (as the gateway bench), a Python Runtime with
  * `runs: 1`. Tool calls go to one Ready sandbox Run (the stock handler kruntimes_sandbox):

@@ -2,7 +2,7 @@
  * The scheduler as its own process for the benchmark's serial round, wired as main.ts
  * wires it (a kubeconfig file, pino, the metrics endpoint) but with a bind concurrency,
  * which main.ts does not expose; one replica, so no leader election:
- *   node apps/scheduler/bench/scheduler-process.ts KUBECONFIG NAMESPACE METRICS_PORT BIND_CONCURRENCY
+ *   node tools/benchmarks/src/scheduler-process.ts KUBECONFIG NAMESPACE METRICS_PORT BIND_CONCURRENCY
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { startMetricsEndpoint } from '@kruntimes/controller-runtime';

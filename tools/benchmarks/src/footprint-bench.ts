@@ -2,10 +2,10 @@
  * Benchmark (not a test): the memory footprint of a Runtime Pod and the watch traffic its
  * runtimed receives, on a real control plane with the full system (e2e System: runtimed and
  * the Python Runtime Server as local-node Pod processes, the gateway as a child process):
- *   node apps/runtimed/bench/footprint-bench.ts [foreignRuns=0,100,1000,5000] [pods=1,4,16] [concurrency=8]
+ *   node tools/benchmarks/src/footprint-bench.ts [foreignRuns=0,100,1000,5000] [pods=1,4,16] [concurrency=8]
  * (KRT_FOOTPRINT_HEAP_SNAPSHOTS=<dir>: a heap snapshot of every measured process at each reading, in <dir>)
  * The apps run as the images ship them: their bundled builds (dist/bundle/apps/<app>/main.mjs;
- * `npx nx run runtimed:footprint` builds them first); KRT_E2E_ENTRYPOINTS=sources measures
+ * `npx nx run benchmarks:footprint` builds them first); KRT_E2E_ENTRYPOINTS=sources measures
  * the TypeScript sources instead (type-stripped at start, as the tests run them).
  * Beside the figures, the floors, of the same Node: a bare ES module (an idle timer), and a bare
  * @grpc/grpc-js server listening on loopback (bundled like the apps), the least any Node
@@ -267,7 +267,7 @@ try {
   await mkdir(probeDir);
   // As JavaScript: a TypeScript probe would load Node's type stripping into every measured process (~18 MiB).
   const probeFile = join(probeDir, 'footprint-probe.mjs');
-  await writeFile(probeFile, stripTypeScriptTypes(await readFile(join(REPO_ROOT, 'apps/runtimed/bench/footprint-probe.ts'), 'utf8')));
+  await writeFile(probeFile, stripTypeScriptTypes(await readFile(join(REPO_ROOT, 'tools/benchmarks/src/footprint-probe.ts'), 'utf8')));
   const probeFlag = `--import=${pathToFileURL(probeFile).href}`;
   const snapshots = process.env.KRT_FOOTPRINT_HEAP_SNAPSHOTS;
   if (snapshots !== undefined && snapshots !== '') await writeFile(join(probeDir, 'heap-snapshots'), snapshots);

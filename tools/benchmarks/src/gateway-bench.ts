@@ -1,7 +1,7 @@
 /**
  * Benchmark (not a test): what each hop of the invoke path costs, measured in one run on
  * the same Runtime Pod.
- *   node apps/runtime-gateway/bench/gateway-bench.ts [invocations=500] [streams=4] [rounds=4]
+ *   node tools/benchmarks/src/gateway-bench.ts [invocations=500] [streams=4] [rounds=4]
  *
  * A real control plane, the full system (controller-manager, scheduler, local-node
  * Runtime Pod with runtimed and the Python Runtime Server, the gateway as a child
@@ -144,14 +144,10 @@ function report(title: string, results: Record<PathName, Result>): string {
 
 /** A bare-relay.ts child process (stopped by `closers`); resolves with the port it listens on. */
 async function startRelay(config: Record<string, unknown>, closers: (() => unknown)[]): Promise<number> {
-  const child = spawn(
-    process.execPath,
-    ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, 'apps/runtime-gateway/bench/bare-relay.ts')],
-    {
-      env: { PATH: process.env.PATH ?? '', KRT_BENCH_RELAY: JSON.stringify(config), NODE_OPTIONS: process.env.KRT_E2E_NODE_OPTIONS ?? '' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', join(REPO_ROOT, 'tools/benchmarks/src/bare-relay.ts')], {
+    env: { PATH: process.env.PATH ?? '', KRT_BENCH_RELAY: JSON.stringify(config), NODE_OPTIONS: process.env.KRT_E2E_NODE_OPTIONS ?? '' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   closers.push(() => child.kill('SIGTERM'));
   return new Promise<number>((resolve, reject) => {
     let output = '';

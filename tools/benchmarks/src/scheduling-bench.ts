@@ -1,6 +1,6 @@
 /**
  * Benchmark (not a test) of scheduling on a real control plane with local-node Pods:
- *   node apps/scheduler/bench/scheduling-bench.ts [runs=1000] [functionRuns=30]
+ *   node tools/benchmarks/src/scheduling-bench.ts [runs=1000] [functionRuns=30]
  * BENCH_CPU_PROF=DIR runs every scheduler process under `node --cpu-prof` into DIR, and runtimed
  * (part 2) into DIR/runtimed.
  *
@@ -141,7 +141,7 @@ try {
             ...['--lease-name', `bench-scheduler-${String(schedulers)}`, '--metrics-address', `127.0.0.1:${String(port)}`],
             ...['--log-level', 'warn'],
           ]
-        : [join(REPO_ROOT, 'apps/scheduler/bench/scheduler-process.ts'), kubeconfig, namespace, String(port), String(bindConcurrency)];
+        : [join(REPO_ROOT, 'tools/benchmarks/src/scheduler-process.ts'), kubeconfig, namespace, String(port), String(bindConcurrency)];
     const fd = openSync(logFile, 'a');
     const child = spawn(process.execPath, [...(CPU_PROF === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`]), ...script], {
       env: { ...process.env, POD_NAME: `bench-scheduler-${String(schedulers)}`, KRT_LOG_LEVEL: 'warn' },

@@ -1,7 +1,7 @@
 /**
  * Benchmark (not a test): latency and throughput of an empty handler through the real
  * gRPC API of a Runtime Server started as a child process, and the server's memory.
- *   node libs/runtime-server-core/bench/invoke-bench.ts python|bash [invocations] [NODE_OPTIONS variants, '|'-separated]
+ *   node tools/benchmarks/src/invoke-bench.ts python|bash [invocations] [NODE_OPTIONS variants, '|'-separated]
  *
  * Each variant of the server's NODE_OPTIONS (by default V8's defaults beside what the
  * Runtime Pods give it, so what a flag costs in latency shows beside what it saves) gets

@@ -1,7 +1,7 @@
 /**
  * Benchmark (not a test) of runtimed's own lifecycle latency on a real control plane,
  * with runtimed and the Runtime Servers as real processes in local-node Pods:
- *   node apps/runtimed/bench/lifecycle-bench.ts [runs=20] [warmup=3]
+ *   node tools/benchmarks/src/lifecycle-bench.ts [runs=20] [warmup=3]
  *
  * One warm Pod per language; the bench binds each Run itself (as the scheduler would)
  * and measures, one Run at a time, after `warmup` Runs of each kind that are not counted:
@@ -17,7 +17,10 @@ import { join } from 'node:path';
 import type { RunSpec } from '@kruntimes/api';
 import type { V1Pod } from '@kubernetes/client-node';
 import { Cluster, ControlPlane, REPO_ROOT, RunPhaseWatch, formatLatencies, summarizeLatencies } from '@kruntimes/testing';
-import { RuntimeEnvironment } from '../test/runtime-pods.ts';
+// runtimed's own test environment (Runtime Pods on the local node, the test playing the scheduler),
+// shared with its integration tests rather than moved out of them.
+// eslint-disable-next-line @nx/enforce-module-boundaries
+import { RuntimeEnvironment } from '../../../apps/runtimed/test/runtime-pods.ts';
 
 const RUNS = Number(process.argv[2] ?? 20);
 const WARMUP = Number(process.argv[3] ?? 3);
