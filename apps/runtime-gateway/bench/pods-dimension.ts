@@ -12,13 +12,17 @@ import { Agent } from 'node:https';
 import { DEFAULTS } from '@kruntimes/api';
 import type { System } from '@kruntimes/e2e';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
-import { call, formatLatencies, summarizeLatencies } from '@kruntimes/testing';
+import { isPodReady } from '@kruntimes/controller-runtime';
+import { currentPhase } from '@kruntimes/run-state';
+import { call, formatLatencies, summarizeLatencies, waitFor } from '@kruntimes/testing';
 
 const HANDLER = 'def handle(event, context):\n    return None\n';
 const PAYLOAD = Buffer.from('{}');
 /** Function Runs per Runtime: the widest measurement invokes all of them at once. */
 const RUNS_PER_RUNTIME = 8;
 const STREAM_COUNTS = [1, 4, RUNS_PER_RUNTIME] as const;
+/** Eight Pods starting on a shared, busy machine: far longer than a test's wait. */
+const SET_UP_WAIT = { timeoutMs: 900_000, intervalMs: 1_000 };
 
 export interface PodsDimensionOptions {
   system: System;
@@ -46,6 +50,8 @@ interface Subject {
 
 interface Tally {
   latencies: number[];
+  /** Answers other than 200 (e.g. a 503 while a loaded Pod's readiness flapped), by status: counted, not timed. */
+  failures: Map<number, number>;
   seconds: number;
   /** Per runtimed (by Pod name): what the measured segments added to its counters. */
   perRuntimed: Map<string, RuntimedCounts>;
@@ -77,7 +83,8 @@ function addCounts(into: Map<string, RuntimedCounts>, before: RuntimedCounts[], 
   }
 }
 
-async function invokeOnce(system: System, subject: Subject, stream: number, id: string): Promise<void> {
+/** One invoke; its HTTP status. */
+async function invokeOnce(system: System, subject: Subject, stream: number, id: string): Promise<number> {
   const gateway = system.gateway;
   if (gateway === undefined) throw new Error('no gateway');
   const answer = await call(subject.urls[stream] ?? '', {
@@ -90,17 +97,19 @@ async function invokeOnce(system: System, subject: Subject, stream: number, id: 
     body: PAYLOAD,
     ...(subject.agents[stream] === undefined ? {} : { agent: subject.agents[stream] }),
   });
-  if (answer.status !== 200) throw new Error(`gateway answered ${answer.status}: ${answer.body}`);
+  if (answer.status !== 200 && answer.status !== 503) throw new Error(`gateway answered ${answer.status}: ${answer.body}`);
+  return answer.status;
 }
 
 /** `count` invocations over `streams` parallel sequential streams (one Run each). */
-async function segment(system: System, subject: Subject, streams: number, count: number, tag: string, latencies?: number[]): Promise<void> {
+async function segment(system: System, subject: Subject, streams: number, count: number, tag: string, tally?: Tally): Promise<void> {
   await Promise.all(
     Array.from({ length: streams }, async (_, stream) => {
       for (let i = stream; i < count; i += streams) {
         const t0 = performance.now();
-        await invokeOnce(system, subject, stream, `${tag}-${stream}-${i}`);
-        latencies?.push(performance.now() - t0);
+        const status = await invokeOnce(system, subject, stream, `${tag}-${stream}-${i}`);
+        if (status === 200) tally?.latencies.push(performance.now() - t0);
+        else tally?.failures.set(status, (tally.failures.get(status) ?? 0) + 1);
       }
     }),
   );
@@ -110,11 +119,19 @@ async function setUp(system: System, pods: number): Promise<Subject> {
   const runtime = `pods-${pods}`;
   // Capacity for every Run on one Pod; the scheduler spreads them (most free capacity first).
   await system.createRuntime(runtime, { language: 'python', replicas: pods, runs: RUNS_PER_RUNTIME });
-  await system.waitRuntimeReady(runtime, pods);
+  const listPods = async () =>
+    (await system.core.listNamespacedPod({ namespace: system.name, labelSelector: podLabelSelector(runtime) })).items;
+  await waitFor(
+    `${String(pods)} ready Pods of ${runtime}`,
+    async () => ((await listPods()).filter(isPodReady).length >= pods ? true : undefined),
+    SET_UP_WAIT,
+  );
   const names = Array.from({ length: RUNS_PER_RUNTIME }, (_, k) => `${runtime}-fn-${k}`);
   for (const name of names) await system.createFunctionRun(name, runtime, HANDLER, 'main:handle');
-  const runs = await Promise.all(names.map((name) => system.waitReady(name)));
-  const podList = (await system.core.listNamespacedPod({ namespace: system.name, labelSelector: podLabelSelector(runtime) })).items;
+  const runs = await Promise.all(
+    names.map((name) => system.waitForRun(name, 'Ready', (run) => currentPhase(run) === 'Ready', SET_UP_WAIT.timeoutMs)),
+  );
+  const podList = await listPods();
   const caPem = system.gateway?.caPem ?? '';
   return {
     pods,
@@ -137,10 +154,12 @@ function describe(subject: Subject, streams: number, tally: Tally, baselineP50: 
   const mean = received.reduce((a, b) => a + b, 0) / Math.max(1, received.length);
   const maxOverMean = mean === 0 ? Number.NaN : Math.max(...received) / mean;
   const vsOnePod = baselineP50 === undefined ? '' : ` (${(summary.p50 / baselineP50).toFixed(2)}x 1-Pod p50)`;
+  const failed = [...tally.failures].map(([status, n]) => `${String(n)}x ${String(status)}`).join(', ');
   return (
     `  ${String(subject.pods).padStart(2)} Pods, ${streams} stream${streams === 1 ? ' ' : 's'}: ${formatLatencies(summary)}${vsOnePod}, ` +
     `${perSecond.toFixed(0)} invokes/s; peer hops ${peer}/${invokes} (${((100 * peer) / invokes).toFixed(1)} %); ` +
-    `per runtimed (from the gateway) [${received.join(', ')}], max ${maxOverMean.toFixed(2)}x mean`
+    `per runtimed (from the gateway) [${received.join(', ')}], max ${maxOverMean.toFixed(2)}x mean` +
+    (failed === '' ? '' : `; not served (not timed): ${failed}`)
   );
 }
 
@@ -158,7 +177,9 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
     ];
     for (const streams of STREAM_COUNTS) {
       for (const subject of subjects) await segment(system, subject, streams, warmup * streams, `warm-${String(subject.pods)}`);
-      const tallies = new Map<Subject, Tally>(subjects.map((subject) => [subject, { latencies: [], seconds: 0, perRuntimed: new Map() }]));
+      const tallies = new Map<Subject, Tally>(
+        subjects.map((subject) => [subject, { latencies: [], failures: new Map(), seconds: 0, perRuntimed: new Map() }]),
+      );
       const perRound = Math.ceil(count / rounds);
       for (let round = 0; round < rounds; round += 1) {
         const n = Math.min(perRound, count - round * perRound);
@@ -168,7 +189,7 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
           if (subject === undefined || tally === undefined) continue;
           const before = await readCounts(subject);
           const t0 = performance.now();
-          await segment(system, subject, streams, n, `pods-${String(subject.pods)}-${String(streams)}-${String(round)}`, tally.latencies);
+          await segment(system, subject, streams, n, `pods-${String(subject.pods)}-${String(streams)}-${String(round)}`, tally);
           tally.seconds += (performance.now() - t0) / 1000;
           addCounts(tally.perRuntimed, before, await readCounts(subject));
         }
