@@ -46,6 +46,8 @@ interface Subject {
   urls: string[];
   agents: Agent[];
   metricsUrls: { pod: string; url: string }[];
+  /** How many of the Runs the scheduler placed on each Pod (the owners' share of the work). */
+  runsPerPod: number[];
 }
 
 interface Tally {
@@ -138,6 +140,7 @@ async function setUp(system: System, pods: number): Promise<Subject> {
     runtime,
     urls: runs.map((run) => system.invokeUrl(runtime, run.metadata.uid ?? '')),
     agents: runs.map(() => new Agent({ keepAlive: true, maxSockets: 1, ca: caPem })),
+    runsPerPod: podList.map((pod) => runs.filter((run) => run.status?.assignedPodUID === pod.metadata?.uid).length),
     metricsUrls: podList.map((pod) => ({
       pod: pod.metadata?.name ?? '',
       url: `http://${pod.status?.podIP ?? ''}:${DEFAULTS.runtimedMetricsPort}/metrics`,
@@ -175,6 +178,8 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
       `Pods dimension: ${count} invocations per Pod count and stream count (after ${warmup} warm-up per stream, not counted), ` +
         `${rounds} rounds in rotating order; ${RUNS_PER_RUNTIME} function Runs per Runtime spread over its Pods`,
     ];
+    for (const subject of subjects)
+      lines.push(`  ${String(subject.pods).padStart(2)} Pods: the scheduler placed the Runs [${subject.runsPerPod.join(', ')}] per Pod`);
     for (const streams of STREAM_COUNTS) {
       for (const subject of subjects) await segment(system, subject, streams, warmup * streams, `warm-${String(subject.pods)}`);
       const tallies = new Map<Subject, Tally>(
