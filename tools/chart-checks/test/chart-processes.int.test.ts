@@ -172,7 +172,9 @@ beforeAll(async () => {
     '/var/run/kruntimes/internal-ca/ca.crt': ca.certPem,
   };
   const gatewayArgs: string[] = [];
-  for (const arg of local('runtime-gateway', gatewayMetrics, [])) {
+  // The chart's default resolve mode watches EndpointSlices: as its ServiceAccount, with exactly the chart's RBAC.
+  const gatewayKubeconfig = `--kubeconfig=${await serviceAccountKubeconfig('runtime-gateway')}`;
+  for (const arg of local('runtime-gateway', gatewayMetrics, [gatewayKubeconfig])) {
     const [flag = '', value = ''] = arg.split(/=(.*)/s);
     const content = files[value];
     if (content !== undefined) {
