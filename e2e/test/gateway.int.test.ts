@@ -4,7 +4,7 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { INVOCATION_ID_HEADER } from '@kruntimes/api';
+import { DEFAULTS, INVOCATION_ID_HEADER } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
 import { call } from '@kruntimes/testing';
@@ -82,8 +82,8 @@ test("a Python and a Bash function, each on its own Runtime Pod, invoked through
 const errorOf = (answer: HttpAnswer): { code: string; source: string } | undefined =>
   (answer.json as { error?: { code: string; source: string } } | undefined)?.error;
 
-test('the gateway spreads invokes over the ready runtimed Pods of a Runtime (round-robin); a non-owner forwards to the owner', async () => {
-  await system.waitRuntimeReady('py2', 2);
+test('the gateway balances a Run\'s first invoke over the ready runtimed Pods, then dials the owner its answer named (docs/invoke-contract.md "Owner affinity")', async () => {
+  const pods = await system.waitRuntimeReady('py2', 2);
   await system.createFunctionRun('fn-py2', 'py2', PYTHON, 'main:handle');
   const run = await system.waitReady('fn-py2');
   const token = system.token('alice');
@@ -95,11 +95,17 @@ test('the gateway spreads invokes over the ready runtimed Pods of a Runtime (rou
     'the access log lines of the six invokes',
     async () => {
       const lines = (await system.logLinesContaining(['"invocationId":"rr-'])).filter((entry) => entry.file.endsWith('gateway.log'));
-      return lines.length === 6 ? lines.map((entry) => (JSON.parse(entry.line) as { upstream: string }).upstream) : undefined;
+      if (lines.length !== 6) return undefined;
+      const entries = lines.map((entry) => JSON.parse(entry.line) as { upstream: string; invocationId: string });
+      return entries.sort((a, b) => a.invocationId.localeCompare(b.invocationId)).map((entry) => entry.upstream);
     },
     { timeoutMs: 10_000, intervalMs: 100 },
   );
-  expect(new Set(upstreams).size).toBe(2);
+  const grpcAddress = (ip: string | undefined): string => `${ip ?? ''}:${String(DEFAULTS.runtimedGrpcPort)}`;
+  // The first went to one of the ready runtimed (a non-owner forwards it to the owner once).
+  expect(pods.map((pod) => grpcAddress(pod.status?.podIP))).toContain(upstreams[0]);
+  const owner = grpcAddress((await system.assignedPod('fn-py2')).status?.podIP);
+  expect(upstreams.slice(1)).toEqual([owner, owner, owner, owner, owner]);
 });
 
 test('refused at the gateway: 401 without a token, 415, 400 on bad JSON and a bad invocation ID, 413 at 1 MiB + 1 byte; every answer carries an invocation ID', async () => {

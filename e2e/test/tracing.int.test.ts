@@ -26,11 +26,14 @@ let run: Run;
 beforeAll(async () => {
   jaeger = await Jaeger.start();
   system = await System.start({ prefix: 'e2e-tracing', otlpEndpoint: jaeger.otlpEndpoint });
-  // Two Pods: the gateway spreads invokes over both, so that some reach the owner through the peer hop.
-  await system.createRuntime('py', { language: 'python', replicas: 2 });
+  // Two Pods, three Runs: two of them share an owner, and the first invokes of those two are
+  // balanced onto both Pods in turn, so that one reaches its owner through the peer hop.
+  await system.createRuntime('py', { language: 'python', replicas: 2, runs: 2 });
   await system.waitRuntimeReady('py', 2);
-  await system.createFunctionRun('fn', 'py', PYTHON, 'main:handle');
+  for (const name of ['fn', 'fn-b', 'fn-c']) await system.createFunctionRun(name, 'py', PYTHON, 'main:handle');
   run = await system.waitReady('fn');
+  await system.waitReady('fn-b');
+  await system.waitReady('fn-c');
   await system.grantGetRuns('alice');
 }, 240_000);
 
@@ -151,14 +154,22 @@ const described = (steps: Step[]): string[] => steps.map((s) => `${s.service} ${
 test('one trace per invocation: gateway, runtimed (and the peer hop to the owner), Runtime Server and handler, in order', async () => {
   const token = system.token('alice');
   const traceId = '5a1d0c3e9b8f47a6b2c1d0e9f8a7b6c5';
-  const invocations: string[] = [];
-  // Round-robin over two Pods: of four invokes, two arrive at the non-owner and are forwarded.
-  for (let i = 0; i < 4; i += 1) {
+  const runs = await Promise.all(['fn', 'fn-b', 'fn-c'].map((name) => system.getRun(name)));
+  const [first, second] = runs.filter((candidate, k) =>
+    runs.some((other, j) => j !== k && other.status?.assignedPodUID === candidate.status?.assignedPodUID),
+  );
+  if (first === undefined || second === undefined) throw new Error('no two Runs share a Pod');
+  // The first invokes of two Runs of one owner, one after the other: the gateway has no owner
+  // hint for either yet and balances them onto the two Pods in turn, so one is direct and the
+  // other forwarded by the non-owner. Then the answer named the owner: the rest are direct.
+  const sequence = [first, second, first, first];
+  const invocations: { invocationId: string; target: Run }[] = [];
+  for (const [i, target] of sequence.entries()) {
     const invocationId = `trace-ok-${i}`;
-    invocations.push(invocationId);
+    invocations.push({ invocationId, target });
     const answer = await system.invoke({
       runtime: 'py',
-      uid: run.metadata.uid ?? '',
+      uid: target.metadata.uid ?? '',
       token,
       body: `{"n":${i}}`,
       headers: {
@@ -170,7 +181,8 @@ test('one trace per invocation: gateway, runtimed (and the peer hop to the owner
     expect(answer.status).toBe(200);
   }
   const shapes = new Set<string>();
-  for (const [i, invocationId] of invocations.entries()) {
+  const shapeOf: string[] = [];
+  for (const [i, { invocationId, target }] of invocations.entries()) {
     const { trace, steps } = await traceOf(invocationId);
     if (i === 0) {
       expect(trace.traceID).toBe(traceId);
@@ -181,6 +193,7 @@ test('one trace per invocation: gateway, runtimed (and the peer hop to the owner
     // The first trace of each shape, span by span, in the test's output.
     if (!shapes.has(shape)) process.stdout.write(printedTrace(`${shape} invocation ${invocationId}`, trace, steps));
     shapes.add(shape);
+    shapeOf.push(shape);
     expect(described(steps)).toEqual(forwarded ? FORWARDED : DIRECT);
     for (const { span, name } of steps) {
       // Every span of the invoke path names the invocation; the handler span is inside the server span that does.
@@ -188,17 +201,20 @@ test('one trace per invocation: gateway, runtimed (and the peer hop to the owner
       expect(tag(span, 'otel.status_code')).not.toBe('ERROR');
     }
     const [gatewayServer] = steps;
-    expect(tag(gatewayServer!.span, 'kruntimes.run.uid')).toBe(run.metadata.uid);
+    expect(tag(gatewayServer!.span, 'kruntimes.run.uid')).toBe(target.metadata.uid);
     expect(tag(gatewayServer!.span, 'kruntimes.run.namespace')).toBe(system.name);
     expect(tag(gatewayServer!.span, 'http.response.status_code')).toBe(200);
     const runtimedServers = steps.filter((s) => s.service === RUNTIMED && s.kind === 'server');
     expect(runtimedServers.map((s) => tag(s.span, 'kruntimes.runtimed.port'))).toEqual(forwarded ? ['grpc', 'peer'] : ['grpc']);
     const owner = runtimedServers.at(-1)!.span;
-    expect(tag(owner, 'kruntimes.run.name')).toBe('fn');
+    expect(tag(owner, 'kruntimes.run.name')).toBe(target.metadata.name);
     expect(tag(owner, 'kruntimes.run.attempt')).toBe(1);
-    expect(tag(steps.at(-1)!.span, 'kruntimes.run.uid')).toBe(run.metadata.uid);
+    expect(tag(steps.at(-1)!.span, 'kruntimes.run.uid')).toBe(target.metadata.uid);
   }
   expect([...shapes].sort()).toEqual(['direct', 'forwarded']);
+  // The two first invokes took one shape each; once the owner was named, the gateway dials it.
+  expect(shapeOf.slice(0, 2).sort()).toEqual(['direct', 'forwarded']);
+  expect(shapeOf.slice(2)).toEqual(['direct', 'direct']);
 }, 180_000);
 
 test('a failed invocation: every span on its path has status ERROR and the kruntimes error code', async () => {

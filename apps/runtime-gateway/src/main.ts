@@ -3,10 +3,13 @@
 //   --tls-cert-file PATH           serving certificate (PEM), reloaded when it changes
 //   --tls-key-file PATH            its key (PEM)
 //   --runtimed-ca-file PATH        the internal CA that issued runtimed's certificates (ca.crt)
-//   --resolve dns|endpoints        dns: <runtime>.<ns>.svc (a cluster); endpoints: a watch of
-//                                  Services and Pods (the local cluster, whose Pods are on loopback)
-//   --namespace NS                 endpoints mode: watch one namespace (default: all)
-//   --kubeconfig PATH              endpoints mode; default: KUBECONFIG, then in-cluster
+//   --resolve MODE                 endpointslices: every ready runtimed, from a watch of the Runtime
+//                                  Services' EndpointSlices (a cluster; the chart's default);
+//                                  dns: <runtime>.<ns>.svc, one connection (a cluster, no API access);
+//                                  endpoints: a watch of Services and Pods (the local cluster,
+//                                  whose Pods are on loopback, which EndpointSlices refuse)
+//   --namespace NS                 endpointslices/endpoints mode: watch one namespace (default: all)
+//   --kubeconfig PATH              endpointslices/endpoints mode; default: KUBECONFIG, then in-cluster
 //   --metrics-address HOST:PORT    Prometheus /metrics, plaintext (default: off)
 //   --drain-seconds N              bound on finishing in-flight requests after SIGTERM (default 30)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
@@ -14,7 +17,7 @@
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off (no SDK at all) otherwise.
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { DnsResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
+import { DnsResolver, EndpointSliceResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
 import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
 import { exitAfterFlush, stopOnSignals } from '@kruntimes/host';
 import { startTracing } from '@kruntimes/tracing';
@@ -90,21 +93,19 @@ try {
     case 'dns':
       resolver = new DnsResolver();
       break;
+    case 'endpointslices':
     case 'endpoints': {
       const kubeConfig = new KubeConfig();
       if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
       else kubeConfig.loadFromFile(values.kubeconfig);
-      const endpoints = new EndpointsResolver({
-        kubeConfig,
-        logger,
-        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
-      });
-      resolver = endpoints;
-      await endpoints.start();
+      const watchOptions = { kubeConfig, logger, ...(values.namespace === undefined ? {} : { namespace: values.namespace }) };
+      const watching = values.resolve === 'endpoints' ? new EndpointsResolver(watchOptions) : new EndpointSliceResolver(watchOptions);
+      resolver = watching;
+      await watching.start();
       break;
     }
     default:
-      throw new Error(`--resolve must be dns or endpoints, not ${JSON.stringify(values.resolve)}`);
+      throw new Error(`--resolve must be endpointslices, dns or endpoints, not ${JSON.stringify(values.resolve)}`);
   }
   if (values['metrics-address'] !== undefined) {
     const address = hostPort('metrics-address', values['metrics-address']);

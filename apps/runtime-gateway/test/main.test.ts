@@ -104,7 +104,7 @@ describe('flags', () => {
   test.each([
     ['--listen without a port', ['--listen', 'localhost'], '--listen must be HOST:PORT, not "localhost"'],
     ['--listen with a port out of range', ['--listen', '127.0.0.1:70000'], '--listen must be HOST:PORT, not "127.0.0.1:70000"'],
-    ['--resolve of an unknown kind', ['--resolve', 'consul'], '--resolve must be dns or endpoints, not "consul"'],
+    ['--resolve of an unknown kind', ['--resolve', 'consul'], '--resolve must be endpointslices, dns or endpoints, not "consul"'],
     ['--drain-seconds that is not a number', ['--drain-seconds', 'soon'], '--drain-seconds must be a number of seconds'],
     ['--metrics-address without a port', ['--metrics-address', 'x'], '--metrics-address must be HOST:PORT, not "x"'],
   ])('%s: a fatal log line that says so, exit 1', async (_, args, message) => {

@@ -8,6 +8,8 @@ import type { Span, Tracer } from '@kruntimes/tracing';
 import { DEADLINE_MARGIN_MS } from './invoke-request.ts';
 import { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
 import type { HttpError } from './error-mapping.ts';
+import { OwnerHints, hintKey, parseNamedOwner } from './owner-hints.ts';
+import type { NamedOwner } from './owner-hints.ts';
 import { runtimedServerName } from './resolver.ts';
 import type { UpstreamResolver } from './resolver.ts';
 
@@ -47,6 +49,8 @@ export interface ForwarderOptions {
   maxChannels?: number;
   /** Makes the client span of each call whose request has a span (tracing on). */
   tracer?: Tracer;
+  /** The owner hints per Run (owner-hints.ts); default a new store with its default bounds. */
+  ownerHints?: OwnerHints;
 }
 
 /** The span name of the call, as the gRPC semantic conventions name it (`service/method`). */
@@ -163,9 +167,11 @@ export class Forwarder {
   readonly #logger: Logger;
   readonly #connectTimeoutMs: number;
   readonly #tracer: Tracer | undefined;
+  readonly #hints: OwnerHints;
 
   constructor(options: ForwarderOptions) {
     this.#resolver = options.resolver;
+    this.#hints = options.ownerHints ?? new OwnerHints();
     this.#tracer = options.tracer;
     this.#logger = options.logger;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
@@ -191,8 +197,11 @@ export class Forwarder {
       };
     }
     const serverName = runtimedServerName(request.namespace, request.runtime);
+    const key = hintKey(request.namespace, request.runtime, request.uid);
+    // The hinted owner first when it is one of the ready endpoints, else the balanced order.
+    const choice = this.#hints.choose(key, addresses);
     const failed: string[] = [];
-    for (const upstream of addresses.slice(0, 2)) {
+    for (const upstream of choice.upstreams) {
       let entry = this.#pool.acquire(upstream.address, serverName, false);
       try {
         const connected = connect(entry.channel, this.#connectTimeoutMs, request.signal);
@@ -208,17 +217,28 @@ export class Forwarder {
           entry = this.#pool.acquire(upstream.address, serverName, true);
           ready = await connect(entry.channel, this.#connectTimeoutMs, request.signal);
         }
-        if (ready) return await this.#call(entry.client, request, upstream.address);
+        if (ready) {
+          const { result, owner } = await this.#call(entry.client, request, upstream.address);
+          const code = result.ok ? undefined : result.error.code;
+          this.#hints.learn(key, { code, owner, hintedDialFailed: choice.hint === 'followed' && failed.length > 0 });
+          return result;
+        }
       } finally {
         this.#pool.release(entry);
       }
       if (request.signal.aborted) break;
       failed.push(upstream.address);
       this.#logger.warn(
-        { upstream: upstream.address, pod: upstream.pod, invocationId: request.invocationId },
+        {
+          upstream: upstream.address,
+          pod: upstream.pod,
+          invocationId: request.invocationId,
+          hinted: choice.hint === 'followed' && failed.length === 1,
+        },
         'could not connect to runtimed; nothing was sent',
       );
     }
+    if (choice.hint === 'followed') this.#hints.learn(key, { code: undefined, owner: undefined, hintedDialFailed: true });
     return {
       ok: false,
       upstreamSeconds: undefined,
@@ -227,7 +247,12 @@ export class Forwarder {
     };
   }
 
-  async #call(client: FunctionRuntimeClient, request: ForwardRequest, upstream: string): Promise<ForwardResult> {
+  /** The one call, and the owner its trailers named (success or failure). */
+  async #call(
+    client: FunctionRuntimeClient,
+    request: ForwardRequest,
+    upstream: string,
+  ): Promise<{ result: ForwardResult; owner: NamedOwner | undefined }> {
     const deadlineMs = request.timeoutMs + DEADLINE_MARGIN_MS;
     // One controller for both ends of the call (the deadline, the client gone): cheaper
     // than AbortSignal.any of two signals per request.
@@ -266,7 +291,7 @@ export class Forwarder {
         },
       );
       span?.end();
-      return { ok: true, response, upstreamSeconds: (performance.now() - started) / 1000, upstream };
+      return { result: { ok: true, response, upstreamSeconds: (performance.now() - started) / 1000, upstream }, owner: ownerOf(trailer) };
     } catch (error) {
       const failure = callFailure(error, trailer, {
         deadlineMs,
@@ -275,12 +300,24 @@ export class Forwarder {
       });
       if (span !== undefined) endFailed(span, failure?.code ?? 'Internal', failure?.message ?? String(error));
       if (failure === undefined) throw error;
-      return { ok: false, upstreamSeconds: (performance.now() - started) / 1000, upstream, error: failure };
+      return {
+        result: { ok: false, upstreamSeconds: (performance.now() - started) / 1000, upstream, error: failure },
+        owner: ownerOf(trailer),
+      };
     } finally {
       clearTimeout(timer);
       request.signal.removeEventListener('abort', onClientGone);
     }
   }
+}
+
+/** The owner runtimed's trailers named, if they did (validated: an IP and an attempt). */
+function ownerOf(trailer: Metadata | undefined): NamedOwner | undefined {
+  const text = (key: string): string | undefined => {
+    const value = trailer?.get(key);
+    return typeof value === 'string' ? value : undefined;
+  };
+  return parseNamedOwner(text(METADATA_KEYS.ownerAddress), text(METADATA_KEYS.ownerEpoch));
 }
 
 function clientSpan(tracer: Tracer, parent: Span, request: ForwardRequest, upstream: string): Span {

@@ -21,6 +21,7 @@ import { parseInvoke, parseJsonBody, pathOf } from './invoke-request.ts';
 import type { InvokeRequest, InvokeTarget } from './invoke-request.ts';
 import { NO_METRICS } from './metrics.ts';
 import type { GatewayMetrics, RouteLabel } from './metrics.ts';
+import type { OwnerHints } from './owner-hints.ts';
 import type { UpstreamResolver } from './resolver.ts';
 
 export interface GatewayOptions {
@@ -42,6 +43,8 @@ export interface GatewayOptions {
   connectTimeoutMs?: number;
   /** Request body limit in bytes. Default BOUNDS.requestBodyBytes (1 MiB). */
   bodyLimitBytes?: number;
+  /** The owner hints per Run; default a store with its default bounds (owner-hints.ts). */
+  ownerHints?: OwnerHints;
 }
 
 type Request = IncomingMessage;
@@ -131,6 +134,7 @@ export class Gateway {
       logger: options.logger,
       ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+      ...(options.ownerHints === undefined ? {} : { ownerHints: options.ownerHints }),
     });
     // Plain node:http handling (no framework): one handler, the answer written once.
     const app = (request: Request, response: Response): void => {

@@ -1,6 +1,14 @@
 export { Gateway } from './gateway.ts';
 export type { GatewayOptions } from './gateway.ts';
-export { DnsResolver, EndpointsResolver, GRPC_PORT_NAME, runtimedServerName } from './resolver.ts';
+export {
+  DnsResolver,
+  EndpointSliceResolver,
+  EndpointsResolver,
+  GRPC_PORT_NAME,
+  hostPort,
+  readyEndpointsOfSlices,
+  runtimedServerName,
+} from './resolver.ts';
 export type { UpstreamAddress, UpstreamResolver } from './resolver.ts';
 export { Forwarder } from './forwarder.ts';
 export type { ForwardRequest, ForwardResult, ForwarderOptions } from './forwarder.ts';
@@ -25,4 +33,6 @@ export {
 } from './invoke-request.ts';
 export type { InvokeRequest, InvokeRoute, InvokeTarget, ParsedInvoke, PathMatch, RequestHeaders } from './invoke-request.ts';
 export { readBoundedBody } from './body.ts';
-export { GATEWAY_RBAC_RULES } from './rbac.ts';
+export { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES } from './rbac.ts';
+export { OwnerHints, decideHintUpdate, decideUpstreams, hintKey, parseNamedOwner } from './owner-hints.ts';
+export type { AnsweredInvoke, HintUpdate, NamedOwner, OwnerHint, OwnerHintsOptions, UpstreamChoice } from './owner-hints.ts';

@@ -1,4 +1,5 @@
-import { DnsResolver, runtimedServerName } from './resolver.ts';
+import type { V1EndpointSlice } from '@kubernetes/client-node';
+import { DnsResolver, readyEndpointsOfSlices, runtimedServerName } from './resolver.ts';
 
 describe('DnsResolver', () => {
   const make = (answers: Record<string, number | Error>) => {
@@ -39,5 +40,71 @@ describe('DnsResolver', () => {
 
   it('verifies runtimed as <runtime>.<namespace>.svc', () => {
     expect(runtimedServerName('demo', 'py')).toBe('py.demo.svc');
+  });
+});
+
+describe('readyEndpointsOfSlices', () => {
+  const slice = (fields: Partial<V1EndpointSlice>): V1EndpointSlice => ({
+    addressType: 'IPv4',
+    ports: [
+      { name: 'peer', port: 7444 },
+      { name: 'grpc', port: 7443 },
+    ],
+    endpoints: [],
+    ...fields,
+  });
+  const pod = (name: string) => ({ kind: 'Pod', name });
+
+  it.each<[string, V1EndpointSlice[], unknown]>([
+    [
+      'ready endpoints at the grpc port, sorted by IP, with their Pods',
+      [
+        slice({
+          endpoints: [
+            { addresses: ['10.0.0.2'], conditions: { ready: true }, targetRef: pod('b') },
+            { addresses: ['10.0.0.1'], conditions: { ready: true }, targetRef: pod('a') },
+          ],
+        }),
+      ],
+      [
+        { address: '10.0.0.1:7443', ip: '10.0.0.1', pod: 'a' },
+        { address: '10.0.0.2:7443', ip: '10.0.0.2', pod: 'b' },
+      ],
+    ],
+    [
+      'unset readiness means ready (the API says so)',
+      [slice({ endpoints: [{ addresses: ['10.0.0.1'] }] })],
+      [{ address: '10.0.0.1:7443', ip: '10.0.0.1' }],
+    ],
+    [
+      'not ready or terminating endpoints are left out',
+      [
+        slice({
+          endpoints: [
+            { addresses: ['10.0.0.1'], conditions: { ready: false } },
+            { addresses: ['10.0.0.2'], conditions: { ready: true, terminating: true } },
+          ],
+        }),
+      ],
+      [],
+    ],
+    [
+      'a slice without the grpc port is left out',
+      [slice({ ports: [{ name: 'peer', port: 7444 }], endpoints: [{ addresses: ['10.0.0.1'] }] })],
+      [],
+    ],
+    ['an FQDN slice is left out', [slice({ addressType: 'FQDN', endpoints: [{ addresses: ['runtimed.example'] }] })], []],
+    [
+      'one endpoint per IP across slices (a Pod moved between slices)',
+      [slice({ endpoints: [{ addresses: ['10.0.0.1'] }] }), slice({ endpoints: [{ addresses: ['10.0.0.1'] }] })],
+      [{ address: '10.0.0.1:7443', ip: '10.0.0.1' }],
+    ],
+    [
+      'IPv6 addresses in brackets',
+      [slice({ addressType: 'IPv6', endpoints: [{ addresses: ['fd00::1'] }] })],
+      [{ address: '[fd00::1]:7443', ip: 'fd00::1' }],
+    ],
+  ])('%s', (_what, slices, endpoints) => {
+    expect(readyEndpointsOfSlices(slices)).toEqual(endpoints);
   });
 });

@@ -1,14 +1,16 @@
 import { resolveSrv } from 'node:dns/promises';
-import { CoreV1Api } from '@kubernetes/client-node';
-import type { KubeConfig, V1Pod, V1Service } from '@kubernetes/client-node';
+import { CoreV1Api, DiscoveryV1Api } from '@kubernetes/client-node';
+import type { KubeConfig, V1EndpointSlice, V1Pod, V1Service } from '@kubernetes/client-node';
 import { DEFAULTS, LABELS } from '@kruntimes/api';
 import { SharedInformer, serviceEndpoints } from '@kruntimes/controller-runtime';
-import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReadonlyDeep } from '@kruntimes/controller-runtime';
 
 /** One address to dial for a Runtime's runtimed gRPC port. */
 export interface UpstreamAddress {
   /** host:port (an IP in endpoints mode, the Service DNS name in dns mode). */
   address: string;
+  /** The Pod's IP, when the address is a Pod's (what an owner hint is matched against). */
+  ip?: string;
   /** For logs: the Pod behind it, when known. */
   pod?: string;
 }
@@ -76,6 +78,18 @@ export class DnsResolver implements UpstreamResolver {
 const RUNTIME_SELECTOR = `${LABELS.component}=runtime,${LABELS.runtime}`;
 
 /**
+ * The ready endpoints rotated round-robin per Runtime: each call starts one further, so the
+ * invokes without an owner hint (a Run's first) spread over every runtimed.
+ */
+function rotated(next: Map<string, number>, key: string, ready: readonly UpstreamAddress[]): UpstreamAddress[] {
+  if (ready.length <= 1) return [...ready];
+  const start = (next.get(key) ?? 0) % ready.length;
+  next.set(key, start + 1);
+  if (next.size > 4096) next.clear();
+  return [...ready.slice(start), ...ready.slice(0, start)];
+}
+
+/**
  * Mode `endpoints` (the local cluster): a watch-backed cache of the Runtimes' Services
  * and Pods, and the ready endpoints computed from them as the EndpointSlice controller
  * would. Why not the slices: the API server refuses loopback addresses in them, and the
@@ -136,11 +150,7 @@ export class EndpointsResolver implements UpstreamResolver {
       if (this.#ready.size > 4096) this.#ready.clear();
       this.#ready.set(key, ready);
     }
-    if (ready.length <= 1) return Promise.resolve([...ready]);
-    const start = (this.#next.get(key) ?? 0) % ready.length;
-    this.#next.set(key, start + 1);
-    if (this.#next.size > 4096) this.#next.clear();
-    return Promise.resolve([...ready.slice(start), ...ready.slice(0, start)]);
+    return Promise.resolve(rotated(this.#next, key, ready));
   }
 
   #readyEndpoints(namespace: string, runtime: string): UpstreamAddress[] {
@@ -151,11 +161,103 @@ export class EndpointsResolver implements UpstreamResolver {
     const endpoints = serviceEndpoints(service, pods).sort((a, b) => a.podName.localeCompare(b.podName));
     return endpoints.flatMap((endpoint) => {
       const port = endpoint.ports[GRPC_PORT_NAME];
-      return port === undefined ? [] : [{ address: `${endpoint.ip}:${port}`, pod: endpoint.podName }];
+      return port === undefined ? [] : [{ address: hostPort(endpoint.ip, port), ip: endpoint.ip, pod: endpoint.podName }];
     });
   }
 
   async stop(): Promise<void> {
     await Promise.all([this.#services.stop(), this.#pods.stop()]);
+  }
+}
+
+/** `ip:port`, an IPv6 address in brackets. */
+export function hostPort(ip: string, port: number): string {
+  return `${ip.includes(':') ? `[${ip}]` : ip}:${String(port)}`;
+}
+
+/** The label the EndpointSlice controller puts on each slice of a Service: the Service's name. */
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+
+/**
+ * The ready runtimed endpoints of one Service's EndpointSlices: each endpoint whose
+ * condition is ready (unset means ready, as the API documents) and not terminating, at the
+ * port named `grpc` of its slice; one per IP (a Pod may be in two slices while they are
+ * rebalanced), sorted so that the round-robin position means the same endpoint each time.
+ */
+export function readyEndpointsOfSlices(slices: readonly ReadonlyDeep<V1EndpointSlice>[]): UpstreamAddress[] {
+  const byIp = new Map<string, UpstreamAddress>();
+  for (const slice of slices) {
+    if (slice.addressType !== 'IPv4' && slice.addressType !== 'IPv6') continue;
+    const port = slice.ports?.find((candidate) => candidate.name === GRPC_PORT_NAME)?.port;
+    if (port === undefined) continue;
+    for (const endpoint of slice.endpoints ?? []) {
+      const ip = endpoint.addresses[0];
+      if (ip === undefined || endpoint.conditions?.ready === false || endpoint.conditions?.terminating === true) continue;
+      const pod = endpoint.targetRef?.kind === 'Pod' ? endpoint.targetRef.name : undefined;
+      byIp.set(ip, { address: hostPort(ip, port), ip, ...(pod === undefined ? {} : { pod }) });
+    }
+  }
+  return [...byIp.values()].sort((a, b) => (a.ip ?? '').localeCompare(b.ip ?? ''));
+}
+
+/**
+ * Mode `endpointslices` (a cluster; the chart's default): every ready runtimed of a Runtime,
+ * from a watch of the Runtime Services' EndpointSlices, balanced round-robin and dialled by
+ * Pod IP (so one gateway's connections reach every runtimed, not the one kube-proxy picked
+ * for its single connection to the Service). Why EndpointSlices and not a headless
+ * Service's DNS A records: no second Service per Runtime (whose name could collide with
+ * another Runtime's), readiness as soon as the slice changes instead of after DNS caches
+ * expire, and the least access that gives it: `list` and `watch` of endpointslices,
+ * selected by the labels the EndpointSlice controller copies from the Runtime's Service
+ * (no Pods, no Services, no Secrets). The invoke path reads only the cache.
+ */
+export class EndpointSliceResolver implements UpstreamResolver {
+  readonly #slices: SharedInformer<V1EndpointSlice>;
+  readonly #next = new Map<string, number>();
+  /** The ready endpoints per Runtime, computed once from the cache and forgotten at any change. */
+  readonly #ready = new Map<string, UpstreamAddress[]>();
+
+  constructor(options: { kubeConfig: KubeConfig; namespace?: string; logger: ControllerLogger }) {
+    const { kubeConfig, namespace, logger } = options;
+    const discovery = kubeConfig.makeApiClient(DiscoveryV1Api);
+    const prefix = namespace === undefined ? '' : `/namespaces/${namespace}`;
+    const labelSelector = RUNTIME_SELECTOR;
+    this.#slices = new SharedInformer<V1EndpointSlice>({
+      name: 'runtime-endpointslices',
+      kubeConfig,
+      path: `/apis/discovery.k8s.io/v1${prefix}/endpointslices`,
+      labelSelector,
+      list: () =>
+        namespace === undefined
+          ? discovery.listEndpointSliceForAllNamespaces({ labelSelector })
+          : discovery.listNamespacedEndpointSlice({ namespace, labelSelector }),
+      logger,
+    });
+    const forget = (): void => {
+      this.#ready.clear();
+    };
+    this.#slices.addEventHandler({ add: forget, update: forget, delete: forget });
+  }
+
+  /** Resolves once the cache holds a complete list. */
+  async start(): Promise<void> {
+    await this.#slices.start();
+  }
+
+  resolve(namespace: string, runtime: string): Promise<UpstreamAddress[]> {
+    const key = `${namespace}/${runtime}`;
+    let ready = this.#ready.get(key);
+    if (ready === undefined) {
+      ready = readyEndpointsOfSlices(
+        this.#slices.list(namespace).filter((slice) => slice.metadata?.labels?.[SERVICE_NAME_LABEL] === runtime),
+      );
+      if (this.#ready.size > 4096) this.#ready.clear();
+      this.#ready.set(key, ready);
+    }
+    return Promise.resolve(rotated(this.#next, key, ready));
+  }
+
+  async stop(): Promise<void> {
+    await this.#slices.stop();
   }
 }

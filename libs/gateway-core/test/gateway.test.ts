@@ -8,9 +8,11 @@ import { join } from 'node:path';
 import { INVOCATION_ID_HEADER } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
 import { pino } from 'pino';
-import { Gateway, startMetricsServer } from '../src/index.ts';
-import type { MetricsServer, UpstreamResolver } from '../src/index.ts';
+import { METADATA_KEYS } from '@kruntimes/proto';
+import { Forwarder, Gateway, OwnerHints, hintKey, startMetricsServer } from '../src/index.ts';
+import type { MetricsServer, UpstreamAddress, UpstreamResolver } from '../src/index.ts';
 import { KrtFailure, TestFunctionRuntime } from './function-runtime-server.ts';
+import type { Behaviour } from './function-runtime-server.ts';
 import { call, testCa, testServerCert } from '@kruntimes/testing';
 import type { TestCert } from '@kruntimes/testing';
 
@@ -525,5 +527,112 @@ describe('shutdown', () => {
     });
     await other.stop({ drainMs: 200 });
     await expect(inflight).rejects.toThrow();
+  });
+});
+
+describe('owner hints', () => {
+  const servers: TestFunctionRuntime[] = [];
+  const warnings: string[] = [];
+  let forwarder: Forwarder;
+  let hints: OwnerHints;
+  let endpoints: UpstreamAddress[];
+  const request = (id: string) => ({
+    namespace: NS,
+    runtime: RUNTIME,
+    uid: UID,
+    invocationId: id,
+    payload: Buffer.from('{}'),
+    timeoutMs: 5_000,
+    token: TOKEN,
+    signal: new AbortController().signal,
+  });
+  /** An answer that names `ip` as the owner, as runtimed's trailers do. */
+  const naming =
+    (ip: string, attempt = 1): Behaviour =>
+    (_request, context) => {
+      context.trailer.set(METADATA_KEYS.ownerAddress, ip);
+      context.trailer.set(METADATA_KEYS.ownerEpoch, String(attempt));
+      return Promise.resolve({ result: Buffer.from('"ok"') });
+    };
+
+  beforeAll(async () => {
+    const cert = await testServerCert(upstreamCa, { dns: [`${RUNTIME}.${NS}.svc`] });
+    // Two runtimed on two loopback addresses: the hint is matched by IP.
+    for (const host of ['127.0.0.1', '127.0.0.2']) {
+      const server = new TestFunctionRuntime();
+      await server.listen(cert, host);
+      servers.push(server);
+    }
+  });
+
+  afterAll(async () => {
+    for (const server of servers) await server.stop();
+  });
+
+  beforeEach(() => {
+    hints = new OwnerHints();
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    forwarder = new Forwarder({
+      resolver: { resolve: () => Promise.resolve(endpoints), stop: () => Promise.resolve() },
+      caPem: upstreamCa.certPem,
+      logger,
+      ownerHints: hints,
+      connectTimeoutMs: 1_000,
+    });
+    const [a, b] = servers;
+    if (a === undefined || b === undefined) throw new Error('no servers');
+    for (const server of servers) server.calls.length = 0;
+    // The balanced order always puts A first here: only a hint makes B first.
+    endpoints = [
+      { address: `127.0.0.1:${a.port}`, ip: '127.0.0.1' },
+      { address: `127.0.0.2:${b.port}`, ip: '127.0.0.2' },
+    ];
+    a.behaviour = naming('127.0.0.2');
+    b.behaviour = naming('127.0.0.2');
+    warnings.length = 0;
+  });
+
+  afterEach(() => {
+    forwarder.close();
+  });
+
+  const callsOf = () => servers.map((server) => server.calls.map((c) => c.request.invocationId));
+
+  it('dials the owner an answer named, next time and after', async () => {
+    for (const id of ['first', 'second', 'third']) expect((await forwarder.forward(request(id))).ok).toBe(true);
+    expect(callsOf()).toEqual([['first'], ['second', 'third']]);
+  });
+
+  it('a 503 RunNotReady drops the hint: the next invoke takes the balanced path', async () => {
+    const [, b] = servers;
+    await forwarder.forward(request('learn'));
+    if (b !== undefined) b.behaviour = () => Promise.reject(new KrtFailure('RunNotReady', 'not ready'));
+    const refused = await forwarder.forward(request('refused'));
+    expect(refused.ok ? 200 : refused.error.status).toBe(503);
+    const [a] = servers;
+    if (a !== undefined) a.behaviour = () => Promise.resolve({ result: Buffer.from('"ok"') });
+    expect((await forwarder.forward(request('balanced'))).ok).toBe(true);
+    expect(callsOf()).toEqual([['learn', 'balanced'], ['refused']]);
+  });
+
+  it('a hinted owner that refuses connections: the fallback serves it once, the hint is dropped and not dialled again', async () => {
+    const [a] = servers;
+    if (a === undefined) throw new Error('no server');
+    // 127.0.0.3 has no listener: the hint points at a Pod that stopped answering.
+    endpoints = [...endpoints, { address: '127.0.0.3:1', ip: '127.0.0.3' }];
+    hints.remember(hintKey(NS, RUNTIME, UID), { ip: '127.0.0.3', attempt: 1 });
+    a.behaviour = () => Promise.resolve({ result: Buffer.from('"ok"') });
+    expect((await forwarder.forward(request('fallback'))).ok).toBe(true);
+    expect((await forwarder.forward(request('after'))).ok).toBe(true);
+    expect(callsOf()).toEqual([['fallback', 'after'], []]);
+    expect(warnings.filter((line) => line.includes('could not connect'))).toHaveLength(1);
+    expect(hints.size).toBe(0);
+  });
+
+  it('a hint outside the endpoints is never dialled', async () => {
+    hints.remember(hintKey(NS, RUNTIME, UID), { ip: '127.0.0.9', attempt: 5 });
+    const result = await forwarder.forward(request('forged'));
+    expect(result.upstream).toBe(endpoints[0]?.address);
+    expect(warnings).toEqual([]);
   });
 });

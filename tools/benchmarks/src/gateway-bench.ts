@@ -1,7 +1,11 @@
 /**
  * Benchmark (not a test): what each hop of the invoke path costs, measured in one run on
  * the same Runtime Pod.
- *   node tools/benchmarks/src/gateway-bench.ts [invocations=500] [streams=4] [rounds=4]
+ *   node tools/benchmarks/src/gateway-bench.ts [invocations=500] [streams=4] [rounds=4] [pods=1,4,8]
+ * KRT_BENCH_SECTIONS=paths,pods (the default: both) chooses what is measured:
+ * - paths: what each hop of one invoke costs, on one Runtime Pod (below);
+ * - pods: the Pods dimension (pods-dimension.ts): the gateway path on Runtimes of each Pod
+ *   count, at 1, 4 and 8 streams, with the share of peer hops and invocations per runtimed.
  *
  * A real control plane, the full system (controller-manager, scheduler, local-node
  * Runtime Pod with runtimed and the Python Runtime Server, the gateway as a child
@@ -56,12 +60,15 @@ import {
 import type { ApiServerRequests, LatencySummary } from '@kruntimes/testing';
 import { ChannelCredentials, Metadata, createChannel, createClient } from 'nice-grpc';
 import { parse as parseYaml } from 'yaml';
+import { measurePods } from './pods-dimension.ts';
 import { relayHandler } from './relay-handler.ts';
 
 const COUNT = Number(process.argv[2] ?? 500);
 /** Function Runs invoked in parallel in the second measurement (one stream each: one invocation in flight per Run). */
 const STREAMS = Number(process.argv[3] ?? 4);
 const ROUNDS = Number(process.argv[4] ?? 4);
+const POD_COUNTS = (process.argv[5] ?? '1,4,8').split(',').map(Number);
+const SECTIONS = new Set((process.env.KRT_BENCH_SECTIONS ?? 'paths,pods').split(','));
 const WARMUP = Math.min(50, COUNT);
 const HANDLER = 'def handle(event, context):\n    return None\n';
 const PAYLOAD = Buffer.from('{}');
@@ -168,22 +175,8 @@ async function startRelay(config: Record<string, unknown>, closers: (() => unkno
   });
 }
 
-// The gateway's heap flags as the chart sets them from its default memory limit.
-const gatewayValues = parseYaml(await readFile(join(REPO_ROOT, 'deploy/charts/kruntimes/charts/runtime-gateway/values.yaml'), 'utf8')) as {
-  resources: { limits: { memory: string } };
-  maglev: boolean;
-};
-const gatewayNodeOptions = nodeHeapOptions(memoryQuantityBytes(gatewayValues.resources.limits.memory) ?? Number.NaN);
-// The chart's `maglev` value (its command line), or KRT_BENCH_GATEWAY_MAGLEV=true|false to compare.
-const maglev = process.env.KRT_BENCH_GATEWAY_MAGLEV === undefined ? gatewayValues.maglev : process.env.KRT_BENCH_GATEWAY_MAGLEV === 'true';
-const gatewayNodeFlags = maglev ? [] : ['--no-maglev'];
-const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
-let system: System | undefined;
-const closers: (() => unknown)[] = [];
-const workdir = await mkdtemp(join(tmpdir(), 'krt-gateway-bench-'));
-try {
-  system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info), gatewayNodeOptions, gatewayNodeFlags });
-  const current = system;
+/** The paths of one invoke compared on one Runtime Pod; returns the report. */
+async function measurePaths(current: System, closers: (() => unknown)[]): Promise<string> {
   const gateway = current.gateway;
   if (gateway === undefined) throw new Error('no gateway');
   // One Pod that holds every function Run of the bench.
@@ -398,29 +391,49 @@ try {
   const status = await readFile(`/proc/${String(gateway.pid)}/status`, 'utf8');
   const statusMb = (field: string): string => (Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) / 1024).toFixed(0);
 
-  process.stdout.write(
-    [
-      `empty Python handler, ${COUNT} invocations per path and measurement (after ${WARMUP} warm-up per stream), ` +
-        `${ROUNDS} rounds in rotating order, one Runtime Pod`,
-      'floor    = HTTPS keep-alive -> bare node:https server (no checks) -> Runtime Server (one gRPC channel)',
-      'relays   = HTTPS keep-alive -> bare relay process -> gRPC over TLS -> bare relay process -> Runtime Server (the path without its checks)',
-      'direct   = Runtime Server gRPC',
-      "runtimed = runtimed's gRPC port (TLS, the caller's token reviewed, cached) -> Runtime Server",
-      'gateway  = HTTPS keep-alive -> gateway -> runtimed -> Runtime Server',
-      report('1 stream (sequential, one Run):', sequential),
-      report(`${STREAMS} streams (one Run each, in parallel):`, parallel),
-      `the gateway's own time per invoke (its overhead histogram, mean): ${overheadMs.toFixed(2)} ms`,
-      `API server requests during the ${gatewayInvokes} measured gateway invokes (${gatewaySeconds.toFixed(1)} s): ` +
-        formatApiServerRequestDelta(invoking),
-      `API server requests in an idle window of the same length (background: leases, watches): ${formatApiServerRequestDelta(idle)}`,
-      `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
-      `the gateway's memory (${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled build' : 'TypeScript sources'}): ` +
-        `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB; ` +
-        `NODE_OPTIONS ${gatewayNodeOptions} (the chart's, from its ${gatewayValues.resources.limits.memory} limit); ` +
-        `Maglev ${maglev ? 'on' : 'off (node --no-maglev)'}${process.env.KRT_BENCH_GATEWAY_MAGLEV === undefined ? " (the chart's maglev value)" : ' (KRT_BENCH_GATEWAY_MAGLEV)'}`,
-      '',
-    ].join('\n'),
-  );
+  return [
+    `empty Python handler, ${COUNT} invocations per path and measurement (after ${WARMUP} warm-up per stream), ` +
+      `${ROUNDS} rounds in rotating order, one Runtime Pod`,
+    'floor    = HTTPS keep-alive -> bare node:https server (no checks) -> Runtime Server (one gRPC channel)',
+    'relays   = HTTPS keep-alive -> bare relay process -> gRPC over TLS -> bare relay process -> Runtime Server (the path without its checks)',
+    'direct   = Runtime Server gRPC',
+    "runtimed = runtimed's gRPC port (TLS, the caller's token reviewed, cached) -> Runtime Server",
+    'gateway  = HTTPS keep-alive -> gateway -> runtimed -> Runtime Server',
+    report('1 stream (sequential, one Run):', sequential),
+    report(`${STREAMS} streams (one Run each, in parallel):`, parallel),
+    `the gateway's own time per invoke (its overhead histogram, mean): ${overheadMs.toFixed(2)} ms`,
+    `API server requests during the ${gatewayInvokes} measured gateway invokes (${gatewaySeconds.toFixed(1)} s): ` +
+      formatApiServerRequestDelta(invoking),
+    `API server requests in an idle window of the same length (background: leases, watches): ${formatApiServerRequestDelta(idle)}`,
+    `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
+    `the gateway's memory (${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled build' : 'TypeScript sources'}): ` +
+      `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB; ` +
+      `NODE_OPTIONS ${gatewayNodeOptions} (the chart's, from its ${gatewayValues.resources.limits.memory} limit); ` +
+      `Maglev ${maglev ? 'on' : 'off (node --no-maglev)'}${process.env.KRT_BENCH_GATEWAY_MAGLEV === undefined ? " (the chart's maglev value)" : ' (KRT_BENCH_GATEWAY_MAGLEV)'}`,
+    '',
+  ].join('\n');
+}
+
+// The gateway's heap flags as the chart sets them from its default memory limit.
+const gatewayValues = parseYaml(await readFile(join(REPO_ROOT, 'deploy/charts/kruntimes/charts/runtime-gateway/values.yaml'), 'utf8')) as {
+  resources: { limits: { memory: string } };
+  maglev: boolean;
+};
+const gatewayNodeOptions = nodeHeapOptions(memoryQuantityBytes(gatewayValues.resources.limits.memory) ?? Number.NaN);
+// The chart's `maglev` value (its command line), or KRT_BENCH_GATEWAY_MAGLEV=true|false to compare.
+const maglev = process.env.KRT_BENCH_GATEWAY_MAGLEV === undefined ? gatewayValues.maglev : process.env.KRT_BENCH_GATEWAY_MAGLEV === 'true';
+const gatewayNodeFlags = maglev ? [] : ['--no-maglev'];
+const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
+let system: System | undefined;
+const closers: (() => unknown)[] = [];
+const workdir = await mkdtemp(join(tmpdir(), 'krt-gateway-bench-'));
+try {
+  system = await System.start({ prefix: 'bench-gateway', cluster: new Cluster(controlPlane.info), gatewayNodeOptions, gatewayNodeFlags });
+  if (SECTIONS.has('paths')) process.stdout.write(await measurePaths(system, closers));
+  if (SECTIONS.has('pods')) {
+    const report = await measurePods({ system, podCounts: POD_COUNTS, count: COUNT, rounds: ROUNDS, warmup: WARMUP });
+    process.stdout.write(`${report}\n`);
+  }
 } finally {
   for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
   await system?.stop();

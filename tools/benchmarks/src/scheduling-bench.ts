@@ -34,7 +34,6 @@ import type { Run, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
 import { ControllerManager } from '@kruntimes/controller-manager-core';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- the benchmark runs Runtime Pods through the local node agent, like the integration tests
 import { LocalNode } from '@kruntimes/local-node';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNTIME_USER_RULES } from '@kruntimes/api';
 import { admissionObjects } from '@kruntimes/crds';
-import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
+import { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
 import { memoryQuantityBytes, nodeHeapOptions } from '@kruntimes/runtime-workload';
 import { RELEASE, VARIANTS, renderChart, singleNamespace } from './chart.ts';
 import type { KubeObject } from './chart.ts';
@@ -273,17 +273,24 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     expect(rulesOf(get(objects, 'ClusterRole', 'kruntimes-runtimed'))).toEqual(rules.runtimed);
   });
 
-  it('gives the gateway no Kubernetes API access in dns mode (no RBAC, no token) and nothing on Secrets ever', () => {
-    expect(
-      objects.filter(
-        (o) => o.metadata.name === 'runtime-gateway' && ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'].includes(o.kind),
-      ),
-    ).toEqual([]);
+  it('gives the gateway, in its default endpointslices mode, list and watch of EndpointSlices and nothing else, and nothing on Secrets ever', () => {
+    const gatewayRbac = objects.filter(
+      (o) => o.metadata.name === 'runtime-gateway' && ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'].includes(o.kind),
+    );
     if (gatewayEnabled) {
-      expect(podSpec(get(objects, 'Deployment', 'runtime-gateway')).automountServiceAccountToken).toBe(false);
-      expect(get(objects, 'ServiceAccount', 'runtime-gateway').automountServiceAccountToken).toBe(false);
+      expect(gatewayRbac.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding']);
+      expect(rulesOf(get(objects, 'ClusterRole', 'runtime-gateway'))).toEqual([...GATEWAY_ENDPOINTSLICE_RBAC_RULES]);
+      expect(get(objects, 'ClusterRoleBinding', 'runtime-gateway').subjects).toEqual([
+        { kind: 'ServiceAccount', name: 'runtime-gateway', namespace: NAMESPACE },
+      ]);
+      expect(podSpec(get(objects, 'Deployment', 'runtime-gateway')).containers[0]?.args).toContain('--resolve=endpointslices');
+    } else {
+      expect(gatewayRbac).toEqual([]);
     }
-    expect(GATEWAY_RBAC_RULES.flatMap((rule) => rule.resources)).not.toContain('secrets');
+    for (const rules of [GATEWAY_RBAC_RULES, GATEWAY_ENDPOINTSLICE_RBAC_RULES]) {
+      expect(rules.flatMap((rule) => rule.resources)).not.toContain('secrets');
+      expect(rules.flatMap((rule) => rule.verbs).every((verb) => verb === 'list' || verb === 'watch')).toBe(true);
+    }
   });
 
   it("installs runtimed's ServiceAccount, RoleBinding and NetworkPolicy in every Runtime namespace", () => {
@@ -406,6 +413,20 @@ describe('admission', () => {
     expect(
       get(objects, 'ClusterRole', 'kruntimes-runtime-user').metadata.labels?.['rbac.authorization.k8s.io/aggregate-to-edit'],
     ).toBeUndefined();
+  });
+});
+
+describe('gateway.resolveMode=dns', () => {
+  it('gives the gateway no Kubernetes API access (no RBAC, no token)', async () => {
+    const objects = await renderChart(helm, NAMESPACE, [...COMMON, 'gateway.resolveMode=dns']);
+    expect(
+      objects.filter(
+        (o) => o.metadata.name === 'runtime-gateway' && ['ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'].includes(o.kind),
+      ),
+    ).toEqual([]);
+    expect(podSpec(get(objects, 'Deployment', 'runtime-gateway')).automountServiceAccountToken).toBe(false);
+    expect(get(objects, 'ServiceAccount', 'runtime-gateway').automountServiceAccountToken).toBe(false);
+    expect(podSpec(get(objects, 'Deployment', 'runtime-gateway')).containers[0]?.args).toContain('--resolve=dns');
   });
 });
 
@@ -560,7 +581,7 @@ describe('values.schema.json rejects bad values', () => {
     ['replicas as a string', ['controllerManager.replicas=two'], '/controllerManager/replicas'],
     ['an unknown log level', ['global.logLevel=loud'], '/global/logLevel'],
     ['a digest that is not sha256', ['gateway.image.digest=latest'], '/gateway/image/digest'],
-    ['an unknown gateway resolve mode', ['gateway.resolveMode=endpointslices'], '/gateway/resolveMode'],
+    ['an unknown gateway resolve mode', ['gateway.resolveMode=headless'], '/gateway/resolveMode'],
     ['no internal CA at all', ['global.internalCA.existingSecret='], '/global/internalCA/existingSecret'],
     ['both an existing gateway Secret and cert-manager', ['gateway.tls.certManager.enabled=true'], '/gateway/tls/existingSecret'],
     [

@@ -1,5 +1,5 @@
 import { CONTROLLER_MANAGER_RULES } from '@kruntimes/controller-manager-core';
-import { GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
+import { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { SCHEDULER_RULES } from '@kruntimes/scheduler-core';
 import { STALE_RECOVERY_RULES } from '@kruntimes/stale-recovery-core';
@@ -16,8 +16,9 @@ export interface PolicyRule {
 export const RBAC_RULES_TEMPLATE = 'deploy/charts/kruntimes/templates/_rbac-rules.tpl';
 
 /**
- * The rule constants of each service, by the chart's name for it (the gateway's are
- * granted only in `endpoints` resolve mode; in `dns` mode it has no API access at all).
+ * The rule constants of each service, by the chart's name for it (the gateway's: `gateway`
+ * in `endpoints` resolve mode, `gatewayEndpointSlices` in `endpointslices` mode; in `dns`
+ * mode it has no API access at all).
  */
 export function serviceRules(): Record<RuleSetName, readonly PolicyRule[]> {
   return {
@@ -25,12 +26,21 @@ export function serviceRules(): Record<RuleSetName, readonly PolicyRule[]> {
     controllerManager: CONTROLLER_MANAGER_RULES,
     staleRecovery: STALE_RECOVERY_RULES,
     gateway: GATEWAY_RBAC_RULES,
+    gatewayEndpointSlices: GATEWAY_ENDPOINTSLICE_RBAC_RULES,
     runtimed: RUNTIMED_ROLE_RULES,
     runtimeUser: RUNTIME_USER_RULES,
   };
 }
 
-export const RULE_SETS = ['scheduler', 'controllerManager', 'staleRecovery', 'gateway', 'runtimed', 'runtimeUser'] as const;
+export const RULE_SETS = [
+  'scheduler',
+  'controllerManager',
+  'staleRecovery',
+  'gateway',
+  'gatewayEndpointSlices',
+  'runtimed',
+  'runtimeUser',
+] as const;
 export type RuleSetName = (typeof RULE_SETS)[number];
 
 /** The leader Lease of a leader-elected service lives in the release namespace only. */
@@ -93,6 +103,7 @@ const CONSTANT_NAMES: Record<RuleSetName, string> = {
   controllerManager: 'CONTROLLER_MANAGER_RULES (libs/controller-manager-core)',
   staleRecovery: 'STALE_RECOVERY_RULES (libs/stale-recovery-core)',
   gateway: 'GATEWAY_RBAC_RULES (libs/gateway-core), used only with resolveMode endpoints',
+  gatewayEndpointSlices: 'GATEWAY_ENDPOINTSLICE_RBAC_RULES (libs/gateway-core), used only with resolveMode endpointslices',
   runtimed: 'RUNTIMED_ROLE_RULES (libs/runtimed-core)',
   runtimeUser: 'RUNTIME_USER_RULES (libs/api), the ClusterRole kruntimes-runtime-user',
 };

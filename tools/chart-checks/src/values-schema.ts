@@ -158,7 +158,7 @@ const schema: Schema = {
       then: { type: 'object', properties: { enabled: { const: false } } },
       else: service({
         enabled: bool,
-        resolveMode: { type: 'string', enum: ['dns', 'endpoints'] },
+        resolveMode: { type: 'string', enum: ['endpointslices', 'dns', 'endpoints'] },
         drainSeconds: { type: 'integer', minimum: 0, maximum: 3600 },
         maglev: bool,
         port,

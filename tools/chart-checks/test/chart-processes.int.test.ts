@@ -172,7 +172,9 @@ beforeAll(async () => {
     '/var/run/kruntimes/internal-ca/ca.crt': ca.certPem,
   };
   const gatewayArgs: string[] = [];
-  for (const arg of local('runtime-gateway', gatewayMetrics, [])) {
+  // The chart's default resolve mode watches EndpointSlices: as its ServiceAccount, with exactly the chart's RBAC.
+  const gatewayKubeconfig = `--kubeconfig=${await serviceAccountKubeconfig('runtime-gateway')}`;
+  for (const arg of local('runtime-gateway', gatewayMetrics, [gatewayKubeconfig])) {
     const [flag = '', value = ''] = arg.split(/=(.*)/s);
     const content = files[value];
     if (content !== undefined) {
@@ -281,7 +283,7 @@ async function allowed(
   return review.status?.allowed ?? false;
 }
 
-it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace and nothing elsewhere; the gateway has nothing", async () => {
+it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace and nothing elsewhere; the gateway only lists and watches EndpointSlices", async () => {
   for (const rule of RUNTIMED_ROLE_RULES) {
     for (const resource of rule.resources) {
       for (const verb of rule.verbs) {
@@ -320,6 +322,11 @@ it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace a
       resource,
       gateway: await allowed('runtime-gateway', { verb: 'list', group: resource === 'runs' ? 'kruntimes.io' : '', resource }),
     }).toEqual({ resource, gateway: false });
+  }
+  // Its default endpointslices mode: list and watch of the EndpointSlices where it watches, no get, no write.
+  for (const verb of ['list', 'watch', 'get', 'create']) {
+    const attributes = { verb, group: 'discovery.k8s.io', resource: 'endpointslices', namespace: namespace.name };
+    expect({ verb, gateway: await allowed('runtime-gateway', attributes) }).toEqual({ verb, gateway: verb === 'list' || verb === 'watch' });
   }
 });
 

@@ -158,6 +158,17 @@ A test fails when this file is stale. Each service has `<name>.cluster` (its Clu
 {{- define "kruntimes.rules.gateway.clusterScoped" -}}
 {{- end }}
 
+{{- /* GATEWAY_ENDPOINTSLICE_RBAC_RULES (libs/gateway-core), used only with resolveMode endpointslices */ -}}
+{{- define "kruntimes.rules.gatewayEndpointSlices.cluster" -}}
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["list","watch"]
+{{- end }}
+{{- define "kruntimes.rules.gatewayEndpointSlices.namespaced" -}}
+{{- end }}
+{{- define "kruntimes.rules.gatewayEndpointSlices.clusterScoped" -}}
+{{- end }}
+
 {{- /* RUNTIMED_ROLE_RULES (libs/runtimed-core) */ -}}
 {{- define "kruntimes.rules.runtimed.cluster" -}}
 - apiGroups: ["kruntimes.io"]

@@ -58,7 +58,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     serving: () => options.up() && options.synced() && tls.loaded,
     logger,
     functionRuntime: {
-      self: { namespace: pod.namespace, runtime: config.runtime, podName: pod.name, podUID: pod.uid },
+      self: { namespace: pod.namespace, runtime: config.runtime, podName: pod.name, podUID: pod.uid, podIP: pod.ip },
       synced: () => options.synced(),
       runByUid: (uid) => runsByUid.get(uid),
       podByUid: (uid) => peers.byUID(uid),

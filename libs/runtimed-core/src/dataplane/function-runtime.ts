@@ -25,7 +25,8 @@ export interface Authorizer {
 }
 
 export interface FunctionRuntimeOptions {
-  self: { namespace: string; runtime: string; podName: string; podUID: string };
+  /** This Pod; `podIP` is what an answer names as the owner when it was served here. */
+  self: { namespace: string; runtime: string; podName: string; podUID: string; podIP: string };
   /** Whether the Run and Pod caches hold a complete list (before that, a miss proves nothing). */
   synced(): boolean;
   /** The current cached Run with this UID (informer only). */
@@ -193,6 +194,7 @@ async function serve(call: InvokeCall): Promise<runtimedV1.InvokeFunctionRespons
   await o.authorizer.authorize({ token, namespace: o.self.namespace, name: cached?.metadata.name ?? '', uid: incoming.runUid });
   const decided = await decide(o, incoming, context.signal);
   call.route = decided.type;
+  if (decided.type !== 'refuse' && port === 'grpc') nameOwner(call, decided);
   switch (decided.type) {
     case 'refuse': {
       if (decided.ownerUnreachable && cached !== undefined)
@@ -204,6 +206,20 @@ async function serve(call: InvokeCall): Promise<runtimedV1.InvokeFunctionRespons
     case 'forward':
       return forwardToOwner(call, decided, authorization);
   }
+}
+
+/**
+ * The owner this call is served by or forwarded to, in the trailers (sent with success or
+ * failure): the gateway's hint to dial that Pod's runtimed next time ("Owner affinity" in
+ * docs/invoke-contract.md). A Pod address and the attempt, nothing secret; the gateway
+ * dials it only when it is among the Runtime's ready endpoints, and the owner still checks
+ * everything. Only on the gRPC port: a peer hop's answer goes back to a runtimed.
+ */
+function nameOwner(call: InvokeCall, decided: Extract<Route, { type: 'invoke' | 'forward' }>): void {
+  const ip = decided.type === 'invoke' ? call.o.self.podIP : decided.owner.ip;
+  if (ip === '') return;
+  call.context.trailer.set(METADATA_KEYS.ownerAddress, ip);
+  call.context.trailer.set(METADATA_KEYS.ownerEpoch, String(decided.attempt));
 }
 
 async function invokeHere(
