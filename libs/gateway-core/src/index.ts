@@ -26,3 +26,4 @@ export {
 export type { InvokeRequest, InvokeRoute, InvokeTarget, ParsedInvoke, PathMatch, RequestHeaders } from './invoke-request.ts';
 export { readBoundedBody } from './body.ts';
 export { GATEWAY_RBAC_RULES } from './rbac.ts';
+export { INVOKE_ERROR_CODES, INVOKE_OPENAPI_FILE, INVOKE_PATHS, invokeOpenApiDocument, renderInvokeOpenApi } from './openapi.ts';
