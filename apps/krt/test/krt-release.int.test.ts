@@ -90,7 +90,9 @@ async function versionGetInvoke(released: NonNullable<KrtOptions['released']>, e
 
   const got = await krt(['get', 'echo']);
   expect(got).toMatchObject({ code: 0, stderr: '' });
-  expect(got.stdout).toMatch(/^NAME\s+PHASE\s+REASON\s+MODE\s+RUNTIME\s+ATTEMPT\s+AGE\necho\s+Ready\s+-\s+function\s+py\s+1\s+\d+[smh]\n$/);
+  expect(got.stdout).toMatch(
+    /^NAME\s+PHASE\s+REASON\s+MODE\s+RUNTIME\s+ATTEMPT\s+AGE\necho\s+Ready\s+FunctionRegistered\s+function\s+py\s+1\s+\d+[smh]\n$/,
+  );
 
   const gateway = ['--gateway', system.gateway?.url ?? '', '--gateway-ca', gatewayCa];
   const invoked = await krt(['invoke', 'echo', '--data', '{"n":1}', '--invocation-id', 'released-1', ...gateway]);
