@@ -11,3 +11,4 @@ export { listeningSockets, plaintextRequestWithToken, processesOfGroups } from '
 export type { ListeningSocket } from './listening-ports.ts';
 export { overlappingServing, parseServed, servedInvocations } from './serving-overlap.ts';
 export type { ServedInvocation } from './serving-overlap.ts';
+export { invokeApiViolations } from './invoke-openapi.ts';

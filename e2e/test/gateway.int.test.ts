@@ -9,7 +9,7 @@ import type { Run } from '@kruntimes/api';
 import { waitFor } from '@kruntimes/testing';
 import { call } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
-import { System, listeningSockets, plaintextRequestWithToken, processesOfGroups } from '../src/index.ts';
+import { System, invokeApiViolations, listeningSockets, plaintextRequestWithToken, processesOfGroups } from '../src/index.ts';
 
 const PYTHON = `
 import time
@@ -75,6 +75,9 @@ test("a Python and a Bash function, each on its own Runtime Pod, invoked through
   const generated = sh.headers[INVOCATION_ID_HEADER];
   expect(generated).toMatch(/^[0-9a-f-]{36}$/);
   expect((sh.json as { invocationId: string }).invocationId).toBe(generated);
+  // Both routes answer as the invoke API's OpenAPI document says (the runs alias too).
+  expect(invokeApiViolations(system.invokeUrl('py', uidOf(python)), py)).toEqual([]);
+  expect(invokeApiViolations(system.invokeUrl('sh', uidOf(bash), 'runs'), sh)).toEqual([]);
 
   expect(python.status?.assignedPodUID).not.toBe(bash.status?.assignedPodUID);
 });
@@ -132,6 +135,11 @@ test('refused at the gateway: 401 without a token, 415, 400 on bad JSON and a ba
   for (const [what, options, status, code] of cases) {
     const answer = await system.invoke(options);
     expect({ what, status: answer.status, code: errorOf(answer)?.code }).toEqual({ what, status, code });
+    // As the invoke API's OpenAPI document says (docs/invoke-api.openapi.yaml): status, headers, JSON body.
+    expect({ what, violations: invokeApiViolations(system.invokeUrl(options.runtime, options.uid), answer) }).toEqual({
+      what,
+      violations: [],
+    });
     const id = answer.headers[INVOCATION_ID_HEADER];
     expect(typeof id === 'string' && id.length > 0).toBe(true);
     expect((answer.json as { invocationId: string }).invocationId).toBe(id);
@@ -143,6 +151,7 @@ test('refused at the gateway: 401 without a token, 415, 400 on bad JSON and a ba
   const accepted = await system.invoke({ runtime: 'py', uid, token, body: atBound, headers: { [INVOCATION_ID_HEADER]: 'at-bound' } });
   expect(accepted.status).toBe(200);
   expect(accepted.json).toMatchObject({ invocationId: 'at-bound', result: { echo: [] } });
+  expect(invokeApiViolations(system.invokeUrl('py', uid), accepted)).toEqual([]);
 });
 
 test('the gateway certificate is rotated under traffic: new connections get the new one, an open keep-alive connection finishes its requests on the old one', async () => {

@@ -8,12 +8,13 @@ import { pathExists } from '@kruntimes/host';
 import { ApiException } from '@kubernetes/client-node';
 import { waitFor } from '@kruntimes/testing';
 import type { HttpAnswer } from '@kruntimes/testing';
-import { System } from '../src/index.ts';
+import { System, invokeApiViolations } from '../src/index.ts';
 
 // The rows of the HTTP table (under "Response" in docs/invoke-contract.md) that runtimed decides, caused for real and
 // seen as the client sees them: through the HTTPS gateway, as HTTP status and JSON body.
 // (401/400/413/415 at the gateway are in gateway.int.test.ts; a lost owner's 503 in
-// apps/stale-recovery/test/gateway.int.test.ts.)
+// apps/stale-recovery/test/gateway.int.test.ts.) Every answer is also held to the invoke
+// API's OpenAPI document (docs/invoke-api.openapi.yaml): status, headers and JSON body.
 
 const PYTHON = `
 import os, time
@@ -59,14 +60,20 @@ afterAll(async () => {
 const uidOf = (run: Run): string => run.metadata.uid ?? '';
 const errorOf = (answer: HttpAnswer): unknown => (answer.json as { error?: unknown }).error;
 
-function invokeAs(user: 'alice' | 'bob', run: Run | string, body: unknown, invocationId?: string): Promise<HttpAnswer> {
-  return system.invoke({
+async function invokeAs(user: 'alice' | 'bob', run: Run | string, body: unknown, invocationId?: string): Promise<HttpAnswer> {
+  const uid = typeof run === 'string' ? run : uidOf(run);
+  const answer = await system.invoke({
     runtime: 'py',
-    uid: typeof run === 'string' ? run : uidOf(run),
+    uid,
     token: system.token(user),
     body: JSON.stringify(body),
     ...(invocationId === undefined ? {} : { headers: { [INVOCATION_ID_HEADER]: invocationId } }),
   });
+  expect({ status: answer.status, violations: invokeApiViolations(system.invokeUrl('py', uid), answer) }).toEqual({
+    status: answer.status,
+    violations: [],
+  });
+  return answer;
 }
 
 test('200, and 403 for a caller without RBAC on the Run', async () => {

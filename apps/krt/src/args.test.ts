@@ -199,6 +199,7 @@ describe('parseCommandLine', () => {
       { command: { name: 'sync', target: '.krt/runs/20261204-153000-a1b2c3', withoutArtifacts: true }, global: {} },
     ],
     ['help', ['help'], { command: { name: 'help' }, global: {} }],
+    ['version', ['version'], { command: { name: 'version' }, global: {} }],
     ['--help on a command', ['get', '--help'], { command: { name: 'help' }, global: {} }],
   ];
   it.each(cases)('%s', (_name, argv, expected) => {
@@ -213,6 +214,7 @@ describe('parseCommandLine', () => {
     ['a missing Run name', ['cancel'], /exactly one Run name/],
     ['cancel --timeout without --wait', ['cancel', 'x', '--timeout', '5s'], /--timeout only with --wait/],
     ['two Run names', ['delete', 'a', 'b'], /exactly one Run name/],
+    ['version with an argument', ['version', 'x'], /krt version takes no arguments/],
     ['two Run names for get', ['get', 'a', 'b'], /at most one Run name/],
     ['an invalid Run name', ['get', 'My_Run'], /not a valid Run name/],
     ['wait without --for', ['wait', 'x'], /needs --for/],

@@ -25,6 +25,7 @@ export type Command =
   | RunLocalCommandLine
   | RunClusterCommandLine
   | SyncCommandLine
+  | { name: 'version' }
   | { name: 'help' };
 
 /** `krt run --local -f FILE [--language python|bash] [--update-lock]` (docs/local-mode.md). */
@@ -132,6 +133,7 @@ const COMMAND_OPTIONS: Record<Exclude<Command['name'], 'help'>, readonly OptionN
   run: ['local', 'file', 'language', 'update-lock', 'name', 'wait', 'follow', 'timeout'],
   logs: ['follow', 'attempt', 'since', 'invocation-id'],
   sync: ['without-artifacts'],
+  version: [],
 };
 
 function isCommandName(name: string): name is keyof typeof COMMAND_OPTIONS {
@@ -164,6 +166,10 @@ export function parseCommandLine(argv: readonly string[]): CommandLine {
   if (name === 'run')
     return { command: values.local === true ? runLocalCommandLine(rest, values) : runClusterCommandLine(rest, values), global };
   if (name === 'logs') return { command: logsCommandLine(rest, values), global };
+  if (name === 'version') {
+    if (rest.length > 0) throw usageError('krt version takes no arguments');
+    return { command: { name }, global };
+  }
   if (name === 'sync') {
     if (rest.length !== 1 || rest[0] === undefined || rest[0] === '')
       throw usageError('krt sync takes exactly one local run ID or run directory');
@@ -493,6 +499,8 @@ Usage:
                                             --without-artifacts (they are not uploaded)
   krt dev up|down|status|env|logs [...]     the local cluster with every service and a demo
                                             (from a clone of the repository; krt dev --help)
+  krt version                               krt's version, and the Node.js or single executable
+                                            running it
 
 Flags of every command:
   --kubeconfig PATH     default: $KUBECONFIG, then ~/.kube/config

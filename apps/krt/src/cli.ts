@@ -17,6 +17,7 @@ import { waitCommand } from './commands/wait.ts';
 import { CliError, EXIT, describeError, exitCodeFor } from './exit-codes.ts';
 import type { ExitCode } from './exit-codes.ts';
 import { RunApi, loadKubeConfig, resolveNamespace } from './kube.ts';
+import { versionLine } from './version.ts';
 
 /** Runs one krt command line; returns the exit code (errors are reported on stderr). */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
@@ -26,6 +27,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     const { command, global } = parseCommandLine(argv);
     if (command.name === 'help') {
       io.stdout.write(USAGE);
+      return EXIT.ok;
+    }
+    if (command.name === 'version') {
+      io.stdout.write(versionLine());
       return EXIT.ok;
     }
     // No cluster: the kubeconfig is read only to lock a ConfigMap source.

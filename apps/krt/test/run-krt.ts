@@ -18,14 +18,18 @@ export interface KrtOptions {
   namespace?: string;
   stdin?: string;
   timeoutMs: number;
+  /** A released krt (one executable file, an npm package's bin) run with `env` in `cwd`, instead of the workspace's. */
+  released?: { executable: string; env: NodeJS.ProcessEnv; cwd: string };
 }
 
 export async function runKrt(args: readonly string[], options: KrtOptions): Promise<CliResult> {
   const namespace = options.namespace === undefined ? [] : ['-n', options.namespace];
-  const child = spawn(process.execPath, [MAIN, '--kubeconfig', options.kubeconfig, ...namespace, ...args], {
-    env: { ...process.env, KUBECONFIG: '' },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const argv = ['--kubeconfig', options.kubeconfig, ...namespace, ...args];
+  const { released } = options;
+  const child =
+    released === undefined
+      ? spawn(process.execPath, [MAIN, ...argv], { env: { ...process.env, KUBECONFIG: '' }, stdio: ['pipe', 'pipe', 'pipe'] })
+      : spawn(released.executable, argv, { env: released.env, cwd: released.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

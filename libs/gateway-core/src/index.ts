@@ -36,3 +36,4 @@ export { readBoundedBody } from './body.ts';
 export { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES } from './rbac.ts';
 export { OwnerHints, decideHintUpdate, decideUpstreams, hintKey, parseNamedOwner } from './owner-hints.ts';
 export type { AnsweredInvoke, HintUpdate, NamedOwner, OwnerHint, OwnerHintsOptions, UpstreamChoice } from './owner-hints.ts';
+export { INVOKE_ERROR_CODES, INVOKE_OPENAPI_FILE, INVOKE_PATHS, invokeOpenApiDocument, renderInvokeOpenApi } from './openapi.ts';

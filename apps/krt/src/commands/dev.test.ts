@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { DEV_ENTRY, devExitCode } from './dev.ts';
 
 test('krt dev runs the entry point of tools/local-cluster, found from the source location', () => {
-  expect(DEV_ENTRY).toMatch(/\/tools\/local-cluster\/src\/dev\.ts$/);
+  expect(DEV_ENTRY.pathname).toMatch(/\/tools\/local-cluster\/src\/dev\.ts$/);
   expect(existsSync(DEV_ENTRY)).toBe(true);
 });
 

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
+import { workspaceEntry } from '../workspace.ts';
 
 /**
  * The local dev environment lives in tools/local-cluster (a tool: it starts the control
@@ -9,7 +9,7 @@ import type { ExitCode } from '../exit-codes.ts';
  * (module boundaries). `krt dev` therefore runs its entry point as a child process; the
  * repository root is found from this file's place in it.
  */
-export const DEV_ENTRY = fileURLToPath(new URL('../../../../tools/local-cluster/src/dev.ts', import.meta.url));
+export const DEV_ENTRY = new URL('../../../../tools/local-cluster/src/dev.ts', import.meta.url);
 
 /** dev.ts exits 0 ok, 1 failed, 2 usage, 3 not running; krt's table has no "1" for platform failures. */
 export function devExitCode(code: number | null): ExitCode {
@@ -21,7 +21,8 @@ export function devExitCode(code: number | null): ExitCode {
 
 /** `krt dev up|down|status|env|logs ...`: output passes straight through. */
 export async function devCommand(args: readonly string[]): Promise<ExitCode> {
-  const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', DEV_ENTRY, ...args], { stdio: 'inherit' });
+  const entry = workspaceEntry(DEV_ENTRY, 'krt dev');
+  const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', entry, ...args], { stdio: 'inherit' });
   // Ctrl-C reaches the child too (same process group) and it stops everything in order:
   // krt waits for that instead of exiting under it. A SIGTERM sent to krt alone is passed on.
   const ignore = (): void => undefined;

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { RuntimeLanguage } from '@kruntimes/api';
 import { createRunDir, executeLocally, lockDigest, parseRunFile, pinInputs, resolveLanguage } from '@kruntimes/local-run-core';
@@ -9,11 +8,12 @@ import type { GlobalFlags, RunLocalCommandLine } from '../args.ts';
 import { CliError, EXIT, usageError } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
 import { loadKubeConfig, resolveNamespace } from '../kube.ts';
+import { workspaceEntry } from '../workspace.ts';
 import type { CliIo } from './context.ts';
 
 /** The repository's Runtime Server of a language (krt runs from a clone, like `npm run dev`). */
 function runtimeServerMain(language: RuntimeLanguage): string {
-  return fileURLToPath(new URL(`../../../runtime-server-${language}/src/main.ts`, import.meta.url));
+  return workspaceEntry(new URL(`../../../runtime-server-${language}/src/main.ts`, import.meta.url), 'krt run --local');
 }
 
 /**
@@ -28,6 +28,8 @@ export async function runLocalCommand(command: RunLocalCommandLine, global: Glob
   });
   const runFile = parseRunFile(text, command.file);
   const language = resolveLanguage(runFile.spec.runtime, command.language);
+  // Before anything is pinned or written: a krt without the repository cannot run it.
+  const runtimeServer = runtimeServerMain(language);
   const pinned = await pinInputs({
     runFilePath: command.file,
     runFile,
@@ -70,7 +72,7 @@ export async function runLocalCommand(command: RunLocalCommandLine, global: Glob
       source: pinned.source,
       runId,
       runDir,
-      runtimeServer: { node: process.execPath, main: runtimeServerMain(language) },
+      runtimeServer: { node: process.execPath, main: runtimeServer },
       logger,
       signal: abort.signal,
       onLine: (stream, line) => {
