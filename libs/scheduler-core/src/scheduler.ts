@@ -288,13 +288,12 @@ export class Scheduler {
   }
 
   async #apply(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<void> {
-    const started = { at: performance.now() };
-    const written = await this.#write(key, run, decision, now, started);
-    if (!written) return;
+    const sentAt = await this.#write(key, run, decision, now);
+    if (sentAt === undefined) return;
     if (decision.action === 'unschedulable' && ADMISSION_REASONS.has(decision.reason)) await this.#recordRefusal(run, decision);
     if (decision.action === 'bind') {
       this.metrics.binds += 1;
-      this.metrics.bindWrite.observe((performance.now() - started.at) / 1000);
+      this.metrics.bindWrite.observe((performance.now() - sentAt) / 1000);
       const created = Date.parse(run.metadata.creationTimestamp ?? '');
       if (!Number.isNaN(created)) this.metrics.bindLatency.observe(Math.max(0, Date.now() - created) / 1000);
     }
@@ -303,11 +302,13 @@ export class Scheduler {
   /**
    * The decision's transition, written fenced on the cached Run's resourceVersion (no
    * retry: the Run's watch event enqueues its Runtime again), and what its outcome means
-   * for the assumed bind. False: not written, because the state machine refused it or the
-   * Run changed or is gone, which its watch event answers; not a failure of the pass.
+   * for the assumed bind. Returns when the write was sent; undefined when it was not
+   * written, because the state machine refused it or the Run changed or is gone, which its
+   * watch event answers: not a failure of the pass.
    */
-  async #write(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string, started: { at: number }): Promise<boolean> {
+  async #write(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<number | undefined> {
     const uid = run.metadata.uid ?? '';
+    let sentAt = performance.now();
     let result: FencedResult<Run, TransitionRefusedError>;
     try {
       result = await writeTransition(this.#runs, run, decisionEvent(decision), {
@@ -315,7 +316,7 @@ export class Scheduler {
         now: () => now,
         beforeWrite: () => {
           if (decision.action === 'bind') this.#assume.assume(key, uid, decision.pod.uid, run.metadata.resourceVersion ?? '');
-          started.at = performance.now();
+          sentAt = performance.now();
         },
       });
     } catch (error) {
@@ -325,7 +326,7 @@ export class Scheduler {
       else if (decision.action === 'bind') this.#assume.uncertain(uid, this.#now() + this.#uncertainBindTtlMs);
       throw error;
     }
-    if (result.ok) return true;
+    if (result.ok) return sentAt;
     switch (result.reason) {
       case 'Refused':
         // The plan was made from this very object, so a refusal is a bug in the plan.
@@ -334,14 +335,14 @@ export class Scheduler {
           { run: objectKey(run), err: result.error, action: decision.action },
           'the state machine refused the planned write',
         );
-        return false;
+        return undefined;
       case 'Conflict':
         this.#assume.forget(uid);
         if (decision.action === 'bind') this.metrics.bindConflicts += 1;
-        return false;
+        return undefined;
       case 'NotFound':
         this.#assume.forget(uid);
-        return false;
+        return undefined;
     }
   }
 
