@@ -1,7 +1,8 @@
-import { ApiException, CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import type { KubeConfig, V1Lease } from '@kubernetes/client-node';
 import { LABELS, LEASE_ANNOTATIONS } from '@kruntimes/api';
 import { RecencyBoundedMap } from '@kruntimes/controller-runtime';
+import { isNotFound } from '@kruntimes/run-client';
 import type { PodIdentity } from './config.ts';
 
 /** One Run epoch as the Pod Lease reports it (the Pod is the Lease's holder). */
@@ -138,7 +139,7 @@ export class PodLease {
     try {
       lease = await this.#api.readNamespacedLease({ name: pod.name, namespace: pod.namespace });
     } catch (error) {
-      if (!(error instanceof ApiException && error.code === 404)) throw error;
+      if (!isNotFound(error)) throw error;
       await this.#api.createNamespacedLease({
         namespace: pod.namespace,
         body: {

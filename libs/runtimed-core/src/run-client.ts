@@ -1,10 +1,11 @@
-import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL } from '@kruntimes/api';
+import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { Run, RunPhase } from '@kruntimes/api';
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
-import { TransitionRefusedError, currentPhase, transition } from '@kruntimes/run-state';
+import { fencedWrite, runClient, writeTransition } from '@kruntimes/run-client';
+import type { FencedResult, FencedStep, ObjectClient } from '@kruntimes/run-client';
+import { currentPhase } from '@kruntimes/run-state';
 import { epochMismatch } from './epoch.ts';
 import { ReportNumbers } from './report-numbers.ts';
 import type { Epoch } from './epoch.ts';
@@ -50,42 +51,33 @@ export interface RunClientHooks {
 const MAX_CONFLICT_RETRIES = 5;
 
 /**
- * Fenced reads and writes of Runs. Every write is read-check-write: a fresh GET, a check
- * that the live object still is this epoch, then a replace carrying that object's
- * resourceVersion; a 409 means someone wrote in between and the whole cycle repeats.
+ * Fenced reads and writes of Runs, on the shared fenced writer (@kruntimes/run-client):
+ * every write is read-check-write: a version, a check that it still is this epoch (and in
+ * the expected phase), then a write carrying its resourceVersion; a Conflict means someone
+ * wrote in between and the cycle repeats on a fresh read, at most MAX_CONFLICT_RETRIES
+ * times.
  *
  * `from` (optional on each call) is a version of the Run the caller believes current: the
  * informer's, or the object a write of this process just returned. The first cycle then
  * checks and writes that version instead of a fresh GET. This is as safe as the GET: the
  * write carries that version's resourceVersion, so it lands only if the live Run is
- * exactly the object that was checked; if not (409), or if the checks fail on it (it may
- * be behind), the cycle repeats from a fresh GET.
+ * exactly the object that was checked; if not (Conflict), or if the checks fail on it (it
+ * may be behind), the cycle repeats from a fresh GET.
  */
 export class RunClient {
-  readonly #api: CustomObjectsApi;
+  readonly #runs: ObjectClient<Run>;
   readonly #hooks: RunClientHooks;
   readonly #clock: () => Date;
   readonly #reports = new ReportNumbers();
 
   constructor(kubeConfig: KubeConfig, hooks: RunClientHooks = {}, clock: () => Date = () => new Date()) {
-    this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#runs = runClient(kubeConfig);
     this.#hooks = hooks;
     this.#clock = clock;
   }
 
   async get(namespace: string, name: string): Promise<Run | undefined> {
-    try {
-      return (await this.#api.getNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_PLURAL,
-        name,
-      })) as Run;
-    } catch (error) {
-      if (error instanceof ApiException && error.code === 404) return undefined;
-      throw error;
-    }
+    return this.#runs.get(namespace, name);
   }
 
   /**
@@ -96,29 +88,22 @@ export class RunClient {
    * Returns the written Run.
    */
   async transition(epoch: Epoch, event: RunEvent, from?: ReadonlyDeep<Run>): Promise<Run> {
-    // Numbered once, on the first read: a retry after a 409 is the same report, unless the
-    // version read now recorded that number already (the first one was behind).
+    // Numbered once, on the first version decided on: a retry after a Conflict is the same
+    // report, unless the version read now recorded that number already (the first one was behind).
     let sequence: number | undefined;
-    return this.#fenced(
-      epoch,
-      async (run) => {
+    const result = await writeTransition(this.#runs, { namespace: epoch.namespace, name: epoch.name, assumed: from }, event, {
+      writer: 'runtimed',
+      now: () => this.#clock().toISOString(),
+      sequence: (run) => {
         if (sequence === undefined || sequence <= (run.status?.reportSequence ?? 0)) {
           sequence = this.#reports.next(epoch, run.status?.reportSequence);
         }
-        const result = transition({ run, event, writer: 'runtimed', now: this.#clock().toISOString(), sequence });
-        if (!result.ok) throw result.error;
-        return (await this.#api.replaceNamespacedCustomObjectStatus({
-          group: API_GROUP,
-          version: API_VERSION,
-          namespace: epoch.namespace,
-          plural: RUN_PLURAL,
-          name: epoch.name,
-          body: { ...run, status: result.status },
-        })) as Run;
+        return sequence;
       },
-      undefined,
-      from,
-    );
+      check: (run) => ownershipProblem(epoch, run),
+      ...this.#conflictPolicy(),
+    });
+    return settled(epoch, result);
   }
 
   /**
@@ -129,7 +114,7 @@ export class RunClient {
    * without a write, nothing fences it).
    */
   async verify(epoch: Epoch, phases: readonly RunPhase[], written?: ReadonlyDeep<Run>): Promise<Run> {
-    return this.#fenced(epoch, (run) => Promise.resolve(run), phases, written);
+    return this.#fenced(epoch, (run) => ({ write: () => Promise.resolve({ ok: true, object: run }) }), phases, written);
   }
 
   /**
@@ -140,10 +125,13 @@ export class RunClient {
   async addFinalizer(epoch: Epoch, phases: readonly RunPhase[], from?: ReadonlyDeep<Run>): Promise<Run> {
     return this.#fenced(
       epoch,
-      async (run) => {
+      (run) => {
         const finalizers = run.metadata.finalizers ?? [];
-        if (finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return run;
-        return this.#replace(epoch, { ...run, metadata: { ...run.metadata, finalizers: [...finalizers, REGISTRATION_CLEANUP_FINALIZER] } });
+        if (finalizers.includes(REGISTRATION_CLEANUP_FINALIZER)) return { write: () => Promise.resolve({ ok: true, object: run }) };
+        return {
+          write: () =>
+            this.#runs.replace({ ...run, metadata: { ...run.metadata, finalizers: [...finalizers, REGISTRATION_CLEANUP_FINALIZER] } }),
+        };
       },
       phases,
       from,
@@ -151,22 +139,24 @@ export class RunClient {
   }
 
   /**
-   * Removes the registration-cleanup finalizer (no-op when absent or the Run is gone).
-   * Fenced: only the owner of the epoch releases it; a Run that moved on keeps it for its
-   * new owner or for stale-recovery.
+   * Removes the registration-cleanup finalizer (no-op when absent or the Run is gone);
+   * false when it was already gone (or the Run was). Fenced: only the owner of the epoch
+   * releases it; a Run that moved on keeps it for its new owner or for stale-recovery.
    */
-  /** Removes the registration-cleanup finalizer; false when it was already gone (or the Run was). */
   async removeFinalizer(epoch: Epoch): Promise<boolean> {
     let removed = false;
     try {
-      await this.#fenced(epoch, async (run) => {
+      await this.#fenced(epoch, (run) => {
         const finalizers = run.metadata.finalizers ?? [];
         removed = finalizers.includes(REGISTRATION_CLEANUP_FINALIZER);
-        if (!removed) return run;
-        return this.#replace(epoch, {
-          ...run,
-          metadata: { ...run.metadata, finalizers: finalizers.filter((f) => f !== REGISTRATION_CLEANUP_FINALIZER) },
-        });
+        if (!removed) return { write: () => Promise.resolve({ ok: true, object: run }) };
+        return {
+          write: () =>
+            this.#runs.replace({
+              ...run,
+              metadata: { ...run.metadata, finalizers: finalizers.filter((f) => f !== REGISTRATION_CLEANUP_FINALIZER) },
+            }),
+        };
       });
     } catch (error) {
       // Removing our finalizer may let the API server delete the object before we re-read it.
@@ -176,45 +166,50 @@ export class RunClient {
     return removed;
   }
 
-  async #replace(epoch: Epoch, body: Run): Promise<Run> {
-    return (await this.#api.replaceNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace: epoch.namespace,
-      plural: RUN_PLURAL,
-      name: epoch.name,
-      body,
-    })) as Run;
+  /** A write fenced on the epoch and, when given, on the live phase being one of `phases`. */
+  async #fenced(
+    epoch: Epoch,
+    decide: (run: Run) => FencedStep<Run, KruntimesError>,
+    phases?: readonly RunPhase[],
+    from?: ReadonlyDeep<Run>,
+  ): Promise<Run> {
+    const result = await fencedWrite<Run, KruntimesError>({
+      read: () => this.#runs.get(epoch.namespace, epoch.name),
+      assumed: from,
+      decide: (run) => {
+        const problem = ownershipProblem(epoch, run, phases);
+        return problem === undefined ? decide(run) : { refuse: problem };
+      },
+      ...this.#conflictPolicy(),
+    });
+    return settled(epoch, result);
   }
 
-  async #fenced(epoch: Epoch, write: (run: Run) => Promise<Run>, phases?: readonly RunPhase[], from?: ReadonlyDeep<Run>): Promise<Run> {
-    let known = from === undefined ? undefined : (structuredClone(from) as Run);
-    for (let attempt = 0; ; attempt += 1) {
-      // The known version once, first; every other cycle reads the live Run.
-      const assumed = known;
-      known = undefined;
-      const run = assumed ?? (await this.get(epoch.namespace, epoch.name));
-      if (run === undefined) throw new NotOwnerError(epoch, 'the Run is gone', true);
-      const problem = epochMismatch(run, epoch);
-      const live = currentPhase(run);
-      const wrongPhase = phases !== undefined && !phases.includes(live);
-      // A known version may be behind the live Run: only the live one can refuse.
-      if (assumed !== undefined && (problem !== undefined || wrongPhase)) continue;
-      if (problem !== undefined) throw new NotOwnerError(epoch, problem);
-      if (phases !== undefined && wrongPhase) throw new StaleCacheError(epoch, phases, live);
-      try {
-        return await write(run);
-      } catch (error) {
-        // The state machine refused the event on a known version, which may be behind: ask the live one.
-        if (assumed !== undefined && error instanceof TransitionRefusedError) continue;
-        if (!(error instanceof ApiException && error.code === 409)) throw error;
-        this.#hooks.onConflict?.();
-        if (attempt >= MAX_CONFLICT_RETRIES) {
-          throw new KruntimesError('Conflict', `Run ${epoch.namespace}/${epoch.name} kept changing during ${attempt + 1} writes`, {
-            cause: error,
-          });
-        }
-      }
-    }
+  #conflictPolicy(): { retries: number; onConflict: () => void } {
+    return { retries: MAX_CONFLICT_RETRIES, onConflict: () => this.#hooks.onConflict?.() };
+  }
+}
+
+/** Why this version of the Run may not be written by the epoch: not its owner, or (with `phases`) not in one of them. */
+function ownershipProblem(epoch: Epoch, run: Run, phases?: readonly RunPhase[]): KruntimesError | undefined {
+  const problem = epochMismatch(run, epoch);
+  if (problem !== undefined) return new NotOwnerError(epoch, problem);
+  const live = currentPhase(run);
+  if (phases !== undefined && !phases.includes(live)) return new StaleCacheError(epoch, phases, live);
+  return undefined;
+}
+
+/** The written Run; every other outcome as runtimed's terminal or retried errors. */
+function settled(epoch: Epoch, result: FencedResult<Run, KruntimesError>): Run {
+  if (result.ok) return result.object;
+  switch (result.reason) {
+    case 'NotFound':
+      throw new NotOwnerError(epoch, 'the Run is gone', true);
+    case 'Conflict':
+      throw new KruntimesError('Conflict', `Run ${epoch.namespace}/${epoch.name} kept changing during ${MAX_CONFLICT_RETRIES + 1} writes`, {
+        cause: result.error,
+      });
+    case 'Refused':
+      throw result.error;
   }
 }

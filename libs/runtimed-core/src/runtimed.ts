@@ -2,11 +2,12 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL, RUN_RUNTIME_FIELD } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
+import { apiStatus, runClient } from '@kruntimes/run-client';
 import { findCondition, resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { AutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
@@ -201,12 +202,10 @@ async function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Pro
  */
 async function serverSelectsRuns(kubeConfig: KubeConfig, namespace: string, fieldSelector: string): Promise<boolean> {
   try {
-    await kubeConfig
-      .makeApiClient(CustomObjectsApi)
-      .listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, fieldSelector, limit: 1 });
+    await runClient(kubeConfig).list(namespace, { fieldSelector, limit: 1 });
     return true;
   } catch (error) {
-    if (error instanceof ApiException && error.code === 400) return false;
+    if (apiStatus(error) === 400) return false;
     throw error;
   }
 }

@@ -1,12 +1,14 @@
-import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Namespace, V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_PLURAL, RUN_REASONS } from '@kruntimes/api';
-import type { Run, RunStatus } from '@kruntimes/api';
+import { API_GROUP_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_REASONS } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
-import { classify, isExecutedElsewhere, transition } from '@kruntimes/run-state';
-import type { RunEvent } from '@kruntimes/run-state';
+import { isDefiniteRefusal, runClient, writeTransition } from '@kruntimes/run-client';
+import type { FencedResult, ObjectClient } from '@kruntimes/run-client';
+import { classify, isExecutedElsewhere } from '@kruntimes/run-state';
+import type { RunEvent, TransitionRefusedError } from '@kruntimes/run-state';
 import { SnapshotController } from '@kruntimes/snapshot-core';
 import { decideAdmission, decideBlockPolicy } from './admission-gate.ts';
 import type { AdmissionVerdict, CreatorAccess } from './admission-gate.ts';
@@ -71,7 +73,7 @@ interface Pass {
 export class Scheduler {
   readonly metrics: SchedulerMetrics;
   readonly #options: SchedulerOptions;
-  readonly #custom: CustomObjectsApi;
+  readonly #runs: ObjectClient<Run>;
   readonly #core: CoreV1Api;
   readonly #informers: InformerFactory;
   readonly #caches: SchedulerCaches;
@@ -98,7 +100,7 @@ export class Scheduler {
     const { namespace, logger } = options;
     // One connection pool for every request of this scheduler (see PooledKubeConfig).
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
-    this.#custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#runs = runClient(kubeConfig);
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#runtimeUse = options.runtimeUse ?? new RuntimeUseReviewer({ review: subjectAccessReview(kubeConfig) });
     this.#accessRecheckMs = options.accessRecheckMs ?? 10_000;
@@ -286,55 +288,61 @@ export class Scheduler {
   }
 
   async #apply(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<void> {
-    const result = transition({ run: structuredClone(run) as Run, event: decisionEvent(decision), writer: 'scheduler', now });
-    if (!result.ok) {
-      // The plan was made from this very object, so a refusal is a bug in the plan.
-      // Retrying cannot help; the Run's next change enqueues its Runtime again.
-      this.#options.logger.error(
-        { run: objectKey(run), err: result.error, action: decision.action },
-        'the state machine refused the planned write',
-      );
-      return;
-    }
-    const uid = run.metadata.uid ?? '';
-    const fencedOn = run.metadata.resourceVersion ?? '';
-    if (decision.action === 'bind') this.#assume.assume(key, uid, decision.pod.uid, fencedOn);
-    const started = performance.now();
-    if (!(await this.#write(run, decision, result.status))) return;
+    const sentAt = await this.#write(key, run, decision, now);
+    if (sentAt === undefined) return;
     if (decision.action === 'unschedulable' && ADMISSION_REASONS.has(decision.reason)) await this.#recordRefusal(run, decision);
     if (decision.action === 'bind') {
       this.metrics.binds += 1;
-      this.metrics.bindWrite.observe((performance.now() - started) / 1000);
+      this.metrics.bindWrite.observe((performance.now() - sentAt) / 1000);
       const created = Date.parse(run.metadata.creationTimestamp ?? '');
       if (!Number.isNaN(created)) this.metrics.bindLatency.observe(Math.max(0, Date.now() - created) / 1000);
     }
   }
 
   /**
-   * The fenced write, and what its outcome means for the assumed bind. False: refused
-   * because the Run changed or is gone, which its watch event answers; not a failure.
+   * The decision's transition, written fenced on the cached Run's resourceVersion (no
+   * retry: the Run's watch event enqueues its Runtime again), and what its outcome means
+   * for the assumed bind. Returns when the write was sent; undefined when it was not
+   * written, because the state machine refused it or the Run changed or is gone, which its
+   * watch event answers: not a failure of the pass.
    */
-  async #write(run: ReadonlyDeep<Run>, decision: Decision, status: RunStatus): Promise<boolean> {
+  async #write(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<number | undefined> {
     const uid = run.metadata.uid ?? '';
+    let sentAt = performance.now();
+    let result: FencedResult<Run, TransitionRefusedError>;
     try {
-      await this.#writeStatus(run, status);
-      return true;
+      result = await writeTransition(this.#runs, run, decisionEvent(decision), {
+        writer: 'scheduler',
+        now: () => now,
+        beforeWrite: () => {
+          if (decision.action === 'bind') this.#assume.assume(key, uid, decision.pod.uid, run.metadata.resourceVersion ?? '');
+          sentAt = performance.now();
+        },
+      });
     } catch (error) {
-      if (error instanceof ApiException && error.code >= 400 && error.code < 500) {
-        // A definite refusal: the write did not happen, so neither did the bind.
-        this.#assume.forget(uid);
-        if (error.code === 409) {
-          // The Run changed since the cache showed it; its watch event enqueues the
-          // Runtime again, so this is not an error of the pass.
-          if (decision.action === 'bind') this.metrics.bindConflicts += 1;
-          return false;
-        }
-        if (error.code === 404) return false;
-      } else if (decision.action === 'bind') {
-        // Outcome unknown: the bind may have landed. Keep counting it, for a bounded time.
-        this.#assume.uncertain(uid, this.#now() + this.#uncertainBindTtlMs);
-      }
+      // A definite refusal: the write did not happen, so neither did the bind.
+      if (isDefiniteRefusal(error)) this.#assume.forget(uid);
+      // Outcome unknown: the bind may have landed. Keep counting it, for a bounded time.
+      else if (decision.action === 'bind') this.#assume.uncertain(uid, this.#now() + this.#uncertainBindTtlMs);
       throw error;
+    }
+    if (result.ok) return sentAt;
+    switch (result.reason) {
+      case 'Refused':
+        // The plan was made from this very object, so a refusal is a bug in the plan.
+        // Retrying cannot help; the Run's next change enqueues its Runtime again.
+        this.#options.logger.error(
+          { run: objectKey(run), err: result.error, action: decision.action },
+          'the state machine refused the planned write',
+        );
+        return undefined;
+      case 'Conflict':
+        this.#assume.forget(uid);
+        if (decision.action === 'bind') this.metrics.bindConflicts += 1;
+        return undefined;
+      case 'NotFound':
+        this.#assume.forget(uid);
+        return undefined;
     }
   }
 
@@ -369,19 +377,6 @@ export class Scheduler {
         'could not record the Event of a refused Run',
       );
     }
-  }
-
-  async #writeStatus(run: ReadonlyDeep<Run>, status: RunStatus): Promise<void> {
-    const { name = '', namespace = '', uid, resourceVersion } = run.metadata;
-    await this.#custom.replaceNamespacedCustomObjectStatus({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace,
-      plural: RUN_PLURAL,
-      name,
-      // resourceVersion fences the write: a Run changed since it was read gets 409.
-      body: { apiVersion: run.apiVersion, kind: run.kind, metadata: { name, namespace, uid, resourceVersion }, spec: run.spec, status },
-    });
   }
 }
 

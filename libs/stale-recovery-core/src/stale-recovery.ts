@@ -1,10 +1,10 @@
-import { ApiException } from '@kubernetes/client-node';
 import type { CoreV1Event, KubeConfig, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
 import { RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Controller, InformerFactory, objectKey, splitObjectKey, systemMonotonicClock } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, MonotonicClock, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import type { Refused, WriteResult } from '@kruntimes/run-client';
 import { resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { decideRecovery } from './decide.ts';
@@ -162,7 +162,7 @@ export class StaleRecovery {
 
   /**
    * The write: read the live Run, decide again on it (the cache may lag), and write with
-   * its resourceVersion. A 409 or a live Run that moved on means: look again shortly.
+   * its resourceVersion. A Conflict or a live Run that moved on means: look again shortly.
    */
   async #act(namespace: string, name: string, uid: string): Promise<ReconcileResult | undefined> {
     const live = await this.#writes.live(namespace, name);
@@ -182,19 +182,21 @@ export class StaleRecovery {
     }
     const epoch = facts.epoch;
     const log = { run: `${namespace}/${name}`, runUID: uid, attempt: epoch?.attempt, pod: epoch?.pod, podUID: epoch?.podUID };
-    try {
-      return await this.#perform(live, action, { uid, namespace, epoch, nowMs, log });
-    } catch (error) {
-      if (error instanceof ApiException && error.code === 409) {
+    return this.#perform(live, action, { uid, namespace, epoch, nowMs, log });
+  }
+
+  /** A write refused because the Run changed (look again shortly) or is gone (nothing to do). */
+  #notWritten(refused: Refused<'NotFound' | 'Conflict'>): ReconcileResult | undefined {
+    switch (refused.reason) {
+      case 'Conflict':
         this.metrics.statusWriteConflicts += 1;
         return { requeueAfterMs: CONFLICT_RETRY_MS };
-      }
-      if (error instanceof ApiException && error.code === 404) return undefined;
-      throw error;
+      case 'NotFound':
+        return undefined;
     }
   }
 
-  /** Performs the action decided on the live Run; API errors are the caller's to judge. */
+  /** Performs the action decided on the live Run, each write fenced on its resourceVersion. */
   async #perform(
     live: Run,
     action: RecoveryAction,
@@ -202,6 +204,7 @@ export class StaleRecovery {
   ): Promise<ReconcileResult | undefined> {
     const { uid, namespace, epoch, nowMs, log } = at;
     const logger = this.#options.logger;
+    let written: WriteResult<Run>;
     switch (action.type) {
       case 'none':
         return this.#nextLook(namespace, epoch);
@@ -210,12 +213,14 @@ export class StaleRecovery {
         return { requeueAfterMs: this.#recheckMs() };
       case 'markRecovering':
         this.#suspected(live, epoch, nowMs);
-        await this.#writes.transition(live, { type: 'MarkRecovering', message: action.message }, nowMs);
+        written = await this.#writes.transition(live, { type: 'MarkRecovering', message: action.message }, nowMs);
+        if (!written.ok) return this.#notWritten(written);
         this.metrics.recovery(action.cause, 'markedRecovering');
         logger.info({ ...log, cause: action.cause }, `owner suspect: ${action.message}`);
         return { requeueAfterMs: this.#recheckMs() };
       case 'recovered':
-        await this.#writes.transition(live, { type: 'Recovered', message: action.message }, nowMs);
+        written = await this.#writes.transition(live, { type: 'Recovered', message: action.message }, nowMs);
+        if (!written.ok) return this.#notWritten(written);
         if (epoch !== undefined) this.#suspectedAt.delete(epochKey(uid, epoch));
         this.metrics.recovery('ownerBack', 'recovered');
         logger.info(log, action.message);
@@ -224,13 +229,15 @@ export class StaleRecovery {
       case 'interrupt':
       case 'fail':
       case 'cancel':
-        await this.#writes.transition(live, fencedEvent(action), nowMs);
+        written = await this.#writes.transition(live, fencedEvent(action), nowMs);
+        if (!written.ok) return this.#notWritten(written);
         this.#fenced(uid, epoch, nowMs);
         this.metrics.recovery(action.cause, OUTCOMES[action.type]);
         logger.info({ ...log, cause: action.cause, outcome: OUTCOMES[action.type] }, action.message);
         return undefined;
       case 'removeFinalizer':
-        await this.#writes.removeFinalizer(live);
+        written = await this.#writes.removeFinalizer(live);
+        if (!written.ok) return this.#notWritten(written);
         this.metrics.recovery(action.cause, 'finalizerRemoved');
         logger.info({ ...log, cause: action.cause }, `registration-cleanup finalizer removed: ${action.message}`);
         return undefined;
