@@ -1,9 +1,11 @@
 // The Runtimes, Runs and Pods of one test namespace, read and written as admin.
-import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION } from '@kruntimes/api';
 import type { Run, RunSpec, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
+import { kruntimesClients, refusalError } from '@kruntimes/run-client';
+import type { KruntimesClients } from '@kruntimes/run-client';
 import { currentPhase, waitOutcome } from '@kruntimes/run-state';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import { waitFor } from '@kruntimes/testing';
@@ -13,22 +15,23 @@ export const WAIT = { timeoutMs: 90_000, intervalMs: 100 };
 
 export class NamespaceObjects {
   readonly core: CoreV1Api;
+  /** For tests that call the API as it is; this class's own reads and writes go through the typed clients. */
   readonly objects: CustomObjectsApi;
+  readonly #clients: Pick<KruntimesClients, 'runs' | 'runtimes'>;
   readonly #namespace: string;
 
   constructor(admin: KubeConfig, namespace: string) {
     this.core = admin.makeApiClient(CoreV1Api);
     this.objects = admin.makeApiClient(CustomObjectsApi);
+    this.#clients = kruntimesClients(admin);
     this.#namespace = namespace;
-  }
-
-  #custom(plural: string): { group: string; version: string; namespace: string; plural: string } {
-    return { group: API_GROUP, version: API_VERSION, namespace: this.#namespace, plural };
   }
 
   async createRuntime(name: string, spec: Partial<RuntimeSpec> & Pick<RuntimeSpec, 'language'>): Promise<Runtime> {
     const body: Runtime = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Runtime', metadata: { name }, spec: { ...spec } };
-    return (await this.objects.createNamespacedCustomObject({ ...this.#custom(RUNTIME_PLURAL), body })) as Runtime;
+    const created = await this.#clients.runtimes.create(this.#namespace, body);
+    if (!created.ok) throw refusalError(created);
+    return created.object;
   }
 
   /** A function Run; `handler` like `main:handle` (Python) or `handle` (Bash). */
@@ -39,15 +42,19 @@ export class NamespaceObjects {
       metadata: { name },
       spec: { runtime, source: { inline: source }, mode: { function: { handler } }, ...spec },
     };
-    return (await this.objects.createNamespacedCustomObject({ ...this.#custom(RUN_PLURAL), body })) as Run;
+    const created = await this.#clients.runs.create(this.#namespace, body);
+    if (!created.ok) throw refusalError(created);
+    return created.object;
   }
 
   async getRun(name: string): Promise<Run> {
-    return (await this.objects.getNamespacedCustomObject({ ...this.#custom(RUN_PLURAL), name })) as Run;
+    const run = await this.#clients.runs.get(this.#namespace, name);
+    if (run === undefined) throw new Error(`Run ${this.#namespace}/${name} not found`);
+    return run;
   }
 
   async listRuns(): Promise<Run[]> {
-    return ((await this.objects.listNamespacedCustomObject(this.#custom(RUN_PLURAL))) as { items: Run[] }).items;
+    return this.#clients.runs.list(this.#namespace);
   }
 
   async listPods(labelSelector?: string): Promise<V1Pod[]> {
@@ -64,11 +71,8 @@ export class NamespaceObjects {
 
   /** Deletes a Run; one that is already gone is not an error. */
   async deleteRun(name: string): Promise<void> {
-    try {
-      await this.objects.deleteNamespacedCustomObject({ ...this.#custom(RUN_PLURAL), name });
-    } catch (error) {
-      if (!(error instanceof ApiException && error.code === 404)) throw error;
-    }
+    const deleted = await this.#clients.runs.delete(this.#namespace, name);
+    if (!deleted.ok && deleted.reason === 'Conflict') throw refusalError(deleted);
   }
 
   /** Resolves once `count` Pods of the Runtime are Ready (runtimed serving). */

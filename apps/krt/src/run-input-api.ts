@@ -1,33 +1,32 @@
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
+import { RUN_INPUT_PLURAL, API_GROUP, API_VERSION } from '@kruntimes/api';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_INPUT_PLURAL } from '@kruntimes/api';
 import type { RunInput } from '@kruntimes/api';
+import { ObjectClient } from '@kruntimes/run-client';
 import { nextChange } from '@kruntimes/sdk';
+import { CliError, EXIT } from './exit-codes.ts';
 
 /** RunInputs of one namespace, as the kubeconfig's user. */
 export class RunInputApi {
   readonly namespace: string;
   readonly #config: KubeConfig;
-  readonly #api: CustomObjectsApi;
+  readonly #inputs: ObjectClient<RunInput>;
 
   constructor(config: KubeConfig, namespace: string) {
     this.namespace = namespace;
     this.#config = config;
-    this.#api = config.makeApiClient(CustomObjectsApi);
+    this.#inputs = new ObjectClient<RunInput>(config, RUN_INPUT_PLURAL);
   }
 
-  /** Creates it; undefined when one of that name exists already (409), so that the caller compares. */
+  /** Creates it; undefined when one of that name exists already (AlreadyExists), so that the caller compares. */
   async create(body: RunInput): Promise<RunInput | undefined> {
-    try {
-      return (await this.#api.createNamespacedCustomObject({ ...this.#target(), body })) as RunInput;
-    } catch (error) {
-      if (error instanceof ApiException && error.code === 409) return undefined;
-      throw error;
-    }
+    const created = await this.#inputs.create(this.namespace, body);
+    return created.ok ? created.object : undefined;
   }
 
   async get(name: string): Promise<RunInput> {
-    return (await this.#api.getNamespacedCustomObject({ ...this.#target(), name })) as RunInput;
+    const input = await this.#inputs.get(this.namespace, name);
+    if (input === undefined) throw new CliError(EXIT.notFound, `RunInput "${name}" not found in namespace "${this.namespace}"`);
+    return input;
   }
 
   async nextChange(name: string, resourceVersion: string, timeoutMs: number): Promise<'changed' | 'ended' | 'timeout'> {
@@ -38,9 +37,5 @@ export class RunInputApi {
       resourceVersion,
       timeoutMs,
     );
-  }
-
-  #target(): { group: string; version: string; namespace: string; plural: string } {
-    return { group: API_GROUP, version: API_VERSION, namespace: this.namespace, plural: RUN_INPUT_PLURAL };
   }
 }

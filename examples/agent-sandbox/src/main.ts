@@ -4,9 +4,11 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiException, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP_VERSION } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
+import { kruntimesClients } from '@kruntimes/run-client';
+import type { ObjectClient } from '@kruntimes/run-client';
 import { capacityHold } from '@kruntimes/run-state';
 import { Sandbox } from '@kruntimes/sdk';
 
@@ -84,24 +86,20 @@ async function devCluster(): Promise<Dev> {
 }
 
 /** The demo's Runtime: an exclusive sandbox per Pod (runs: 1), two Pods. */
-async function ensureRuntime(api: CustomObjectsApi): Promise<void> {
-  const target = { group: API_GROUP, version: API_VERSION, namespace: NAMESPACE, plural: RUNTIME_PLURAL };
+async function ensureRuntime(runtimes: ObjectClient<Runtime>): Promise<void> {
   const body: Runtime = {
     apiVersion: API_GROUP_VERSION,
     kind: 'Runtime',
     metadata: { name: RUNTIME },
     spec: { language: 'python', replicas: REPLICAS, runs: 1 },
   };
-  try {
-    await api.createNamespacedCustomObject({ ...target, body });
-    log(`Runtime ${NAMESPACE}/${RUNTIME} created: python, replicas ${String(REPLICAS)}, runs 1`);
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 409)) throw error;
-    log(`Runtime ${NAMESPACE}/${RUNTIME} exists`);
-  }
+  const created = await runtimes.create(NAMESPACE, body);
+  if (created.ok) log(`Runtime ${NAMESPACE}/${RUNTIME} created: python, replicas ${String(REPLICAS)}, runs 1`);
+  else log(`Runtime ${NAMESPACE}/${RUNTIME} exists`);
   const deadline = Date.now() + RUNTIME_READY_TIMEOUT_MS;
   for (;;) {
-    const runtime = (await api.getNamespacedCustomObject({ ...target, name: RUNTIME })) as Runtime;
+    const runtime = await runtimes.get(NAMESPACE, RUNTIME);
+    if (runtime === undefined) throw new Error(`Runtime ${NAMESPACE}/${RUNTIME} was deleted`);
     if ((runtime.status?.readyPods ?? 0) >= REPLICAS) break;
     if (Date.now() > deadline)
       throw new Error(
@@ -113,13 +111,8 @@ async function ensureRuntime(api: CustomObjectsApi): Promise<void> {
 }
 
 /** Runs holding a unit of the Pod's capacity (run-state's one count, as the scheduler counts). */
-async function unitsHeld(api: CustomObjectsApi, podUID: string): Promise<string[]> {
-  const runs = (
-    (await api.listNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: NAMESPACE, plural: RUN_PLURAL })) as {
-      items: Run[];
-    }
-  ).items;
-  return runs.filter((run) => capacityHold(run)?.podUID === podUID).map((run) => run.metadata.name ?? '');
+async function unitsHeld(runs: ObjectClient<Run>, podUID: string): Promise<string[]> {
+  return (await runs.list(NAMESPACE)).filter((run) => capacityHold(run)?.podUID === podUID).map((run) => run.metadata.name ?? '');
 }
 
 async function startSandbox(dev: Dev, label: string): Promise<{ sandbox: Sandbox; readyMs: number }> {
@@ -135,8 +128,8 @@ async function startSandbox(dev: Dev, label: string): Promise<{ sandbox: Sandbox
 async function main(): Promise<void> {
   const dev = await devCluster();
   log(`local cluster: API ${dev.apiServer}, gateway ${dev.gatewayUrl}`);
-  const api = dev.kubeConfig.makeApiClient(CustomObjectsApi);
-  await ensureRuntime(api);
+  const clients = kruntimesClients(dev.kubeConfig);
+  await ensureRuntime(clients.runtimes);
 
   const { sandbox } = await startSandbox(dev, 'agent');
   // Another agent's sandbox, started while this one works: runs: 1 puts it on the other Pod.
@@ -164,14 +157,14 @@ async function main(): Promise<void> {
     const podUID = sandbox.run?.status?.assignedPodUID ?? '';
     const pod = sandbox.run?.status?.assignedPod ?? '';
     const name = sandbox.name ?? '';
-    log(`agent: Pod ${pod} capacity held by: ${(await unitsHeld(api, podUID)).join(', ')} (runs: 1)`);
+    log(`agent: Pod ${pod} capacity held by: ${(await unitsHeld(clients.runs, podUID)).join(', ')} (runs: 1)`);
     const closing = performance.now();
     await sandbox.close();
     log(`agent: session ended: ${name} deleted and gone (${ms(performance.now() - closing)})`);
     log(
       `agent: workspace ${workspace} ${existsSync(workspace) ? 'STILL EXISTS' : 'is gone'}; its Run directory ${existsSync(dirname(workspace)) ? 'STILL EXISTS' : 'is gone'}`,
     );
-    const held = await unitsHeld(api, podUID);
+    const held = await unitsHeld(clients.runs, podUID);
     log(`agent: Pod ${pod} capacity: ${held.length === 0 ? 'free again (no Run holds a unit)' : `STILL HELD by ${held.join(', ')}`}`);
     if (existsSync(workspace) || held.length > 0) process.exitCode = 1;
   } catch (error) {

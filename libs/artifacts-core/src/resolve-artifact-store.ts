@@ -1,8 +1,9 @@
 import { ApiException } from '@kubernetes/client-node';
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, ARTIFACT_STORE_SECRET_KEYS, DEFAULTS } from '@kruntimes/api';
+import type { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { ARTIFACT_STORE_PLURAL, ARTIFACT_STORE_SECRET_KEYS, DEFAULTS } from '@kruntimes/api';
 import type { ArtifactStore } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
+import { ObjectClient } from '@kruntimes/run-client';
 import type { ArtifactStoreCredentials, ArtifactStoreLocation } from './artifact-objects.ts';
 
 export interface ResolvedArtifactStore {
@@ -39,26 +40,23 @@ export function artifactStoreLocation(store: ArtifactStore): ArtifactStoreLocati
 
 /**
  * Reads the ArtifactStore `name` in `namespace` and its credentials Secret, with whatever
- * identity the API clients carry (runtimed's, the controller-manager's, a `krt` user's).
+ * identity the API clients carry (runtimed's, the controller-manager's, a `krt` user's);
+ * `objects`: the KubeConfig of that identity, or a CustomObjectsApi made from it.
  */
 export async function resolveArtifactStore(
   core: CoreV1Api,
-  objects: CustomObjectsApi,
+  objects: KubeConfig | CustomObjectsApi,
   namespace: string,
   name: string,
 ): Promise<ResolvedArtifactStore> {
-  let store: ArtifactStore;
+  const what = `ArtifactStore ${namespace}/${name}`;
+  let store: ArtifactStore | undefined;
   try {
-    store = (await objects.getNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace,
-      plural: ARTIFACT_STORE_PLURAL,
-      name,
-    })) as ArtifactStore;
+    store = await new ObjectClient<ArtifactStore>(objects, ARTIFACT_STORE_PLURAL).get(namespace, name);
   } catch (error) {
-    throw resolveError(error, 'StoreNotFound', `ArtifactStore ${namespace}/${name}`);
+    throw resolveError(error, 'StoreNotFound', what);
   }
+  if (store === undefined) throw new ArtifactStoreResolveError('StoreNotFound', `${what} not found`);
   return { store, location: artifactStoreLocation(store), credentials: await readCredentials(core, store) };
 }
 

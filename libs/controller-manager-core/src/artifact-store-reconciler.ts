@@ -1,15 +1,6 @@
-import { ApiException } from '@kubernetes/client-node';
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import {
-  API_GROUP,
-  API_VERSION,
-  ARTIFACT_STORE_PLURAL,
-  ARTIFACT_STORE_REASONS,
-  artifactNamespacePrefix,
-  DEFAULTS,
-  parseDurationSeconds,
-} from '@kruntimes/api';
-import type { ArtifactStoreStatus } from '@kruntimes/api';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { ARTIFACT_STORE_REASONS, artifactNamespacePrefix, DEFAULTS, parseDurationSeconds } from '@kruntimes/api';
+import type { ArtifactStore, ArtifactStoreStatus } from '@kruntimes/api';
 import {
   ArtifactObjects,
   ArtifactStoreResolveError,
@@ -22,6 +13,7 @@ import type { ArtifactStoreCredentials, LiveRunAttempt, StoredObject } from '@kr
 import { RecencyBoundedMap, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
 import { isKruntimesError } from '@kruntimes/errors';
+import type { ObjectClient } from '@kruntimes/run-client';
 import { isTerminal } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
 import type { RunObject } from './caches.ts';
@@ -44,7 +36,7 @@ const DEFAULT_UNKNOWN_RUN_GRACE_MS = 2 * 60_000;
 export interface ArtifactStoreReconcilerOptions {
   caches: { artifactStores: SharedInformer<ArtifactStoreObject>; runs: SharedInformer<RunObject> };
   core: CoreV1Api;
-  custom: CustomObjectsApi;
+  artifactStores: ObjectClient<ArtifactStore>;
   logger: ControllerLogger;
   now: () => number;
   /** Time between two passes over one store. Default 5 min. */
@@ -163,32 +155,11 @@ export class ArtifactStoreReconciler {
     return runs;
   }
 
-  /** Replaces the status, fenced on the cached resourceVersion; skipped when nothing changed. 409 and 404 as for Runtimes. */
+  /** Replaces the status, fenced on the cached resourceVersion; skipped when nothing changed. Conflict and NotFound as for Runtimes. */
   async #writeStatus(store: ArtifactStoreObject, status: ArtifactStoreStatus): Promise<void> {
     if (JSON.stringify(store.status ?? {}) === JSON.stringify(status)) return;
-    const { name = '', namespace = '', uid, resourceVersion } = store.metadata;
-    try {
-      await this.#options.custom.replaceNamespacedCustomObjectStatus({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: ARTIFACT_STORE_PLURAL,
-        name,
-        body: {
-          apiVersion: store.apiVersion,
-          kind: store.kind,
-          metadata: { name, namespace, uid, resourceVersion },
-          spec: store.spec,
-          status,
-        },
-      });
-    } catch (error) {
-      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) {
-        // A newer version (or the deletion) is on its way through the watch; its reconcile writes from fresh data.
-        this.#due.delete(`${namespace}/${name}`);
-        return;
-      }
-      throw error;
-    }
+    const written = await this.#options.artifactStores.replaceStatus(store, status);
+    // Conflict or NotFound: a newer version (or the deletion) is on its way through the watch; its reconcile writes from fresh data.
+    if (!written.ok) this.#due.delete(`${store.metadata.namespace ?? ''}/${store.metadata.name ?? ''}`);
   }
 }

@@ -1,8 +1,9 @@
-import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import { kruntimesClients } from '@kruntimes/run-client';
 import { isWaitingForInput } from '@kruntimes/run-state';
 import { MANAGED_BY, RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
@@ -93,16 +94,16 @@ export class ControllerManager {
     };
     this.#caches = caches;
 
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    const clients = kruntimesClients(kubeConfig);
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     const { workload, internalCa } = options;
-    const runtimes = new RuntimeReconciler({ caches, objects, custom, logger, workload, internalCa, now });
+    const runtimes = new RuntimeReconciler({ caches, objects, runtimes: clients.runtimes, logger, workload, internalCa, now });
     const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
-    const collector = new RunCollector({ caches, custom, logger, finishedRunsPerRuntime, now });
+    const collector = new RunCollector({ caches, runs: clients.runs, logger, finishedRunsPerRuntime, now });
     const artifactStores = new ArtifactStoreReconciler({
       caches,
       core: kubeConfig.makeApiClient(CoreV1Api),
-      custom,
+      artifactStores: clients.artifactStores,
       logger,
       now,
       ...(options.artifactCleanupIntervalMs === undefined ? {} : { cleanupIntervalMs: options.artifactCleanupIntervalMs }),
@@ -110,7 +111,7 @@ export class ControllerManager {
     });
     const inputs = new RunInputReconciler({
       caches,
-      custom,
+      clients,
       core: kubeConfig.makeApiClient(CoreV1Api),
       logger,
       now,

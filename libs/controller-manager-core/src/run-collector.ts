@@ -1,8 +1,7 @@
-import { ApiException } from '@kubernetes/client-node';
-import type { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReconcileResult } from '@kruntimes/controller-runtime';
+import type { ObjectClient } from '@kruntimes/run-client';
 import { collectable } from './caches.ts';
 import type { ManagerCaches } from './caches.ts';
 import { historyToCollect, ttlDecision } from './collection.ts';
@@ -12,7 +11,7 @@ export const DEFAULT_FINISHED_RUNS_PER_RUNTIME = 100;
 
 export interface RunCollectorOptions {
   caches: Pick<ManagerCaches, 'runs'>;
-  custom: CustomObjectsApi;
+  runs: ObjectClient<Run>;
   logger: ControllerLogger;
   /** Finished Runs kept per Runtime (newest first). */
   finishedRunsPerRuntime: number;
@@ -61,23 +60,14 @@ export class RunCollector {
   /**
    * Deletes a Run preconditioned on the UID and resourceVersion the decision was made
    * from: a Run that changed since (recreated under the same name, or any write at all)
-   * is not deleted, and its watch event brings it back for a new decision. Delete options
-   * go in the body; the API server ignores query options when a body is sent.
+   * is not deleted, and its watch event brings it back for a new decision.
    */
   async #deleteRun(namespace: string, run: CollectableRun): Promise<void> {
-    try {
-      await this.#options.custom.deleteNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_PLURAL,
-        name: run.name,
-        body: { preconditions: { uid: run.uid, resourceVersion: run.resourceVersion }, propagationPolicy: 'Background' },
-      });
-      this.#options.logger.debug({ run: `${namespace}/${run.name}`, phase: run.phase }, 'deleted finished Run');
-    } catch (error) {
-      if (error instanceof ApiException && (error.code === 404 || error.code === 409)) return;
-      throw error;
-    }
+    const deleted = await this.#options.runs.delete(namespace, run.name, {
+      preconditions: { uid: run.uid, resourceVersion: run.resourceVersion },
+      propagationPolicy: 'Background',
+    });
+    // NotFound or Conflict: gone or changed since the decision; its watch event brings it back if need be.
+    if (deleted.ok) this.#options.logger.debug({ run: `${namespace}/${run.name}`, phase: run.phase }, 'deleted finished Run');
   }
 }

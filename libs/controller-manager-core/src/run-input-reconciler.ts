@@ -1,11 +1,12 @@
-import { ApiException } from '@kubernetes/client-node';
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_INPUT_PLURAL, RUN_KIND, RUN_PLURAL, boundedMessage } from '@kruntimes/api';
-import type { Run, RunInput, RunStatus } from '@kruntimes/api';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { API_GROUP_VERSION, RUN_KIND, boundedMessage } from '@kruntimes/api';
+import type { Run, RunInput } from '@kruntimes/api';
 import { decideWaitingRun, isDecided } from '@kruntimes/input-core';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
+import { fencedWrite, writeTransition } from '@kruntimes/run-client';
+import type { KruntimesClients, WriteResult } from '@kruntimes/run-client';
 import { isWaitingForInput, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
@@ -30,18 +31,9 @@ export const RESPONSE_EVENT_REASONS = {
   refusedPrefix: 'Response',
 } as const;
 
-/** A status replacement: the resourceVersion in metadata fences it. */
-interface StatusBody {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace: string; uid: string | undefined; resourceVersion: string | undefined };
-  spec: unknown;
-  status: unknown;
-}
-
 export interface RunInputReconcilerOptions {
   caches: { runInputs: SharedInformer<RunInputObject>; runs: SharedInformer<RunObject> };
-  custom: CustomObjectsApi;
+  clients: Pick<KruntimesClients, 'runs' | 'runInputs'>;
   /** Records an Event on the Run for each decided response (best effort); none when undefined. */
   core?: CoreV1Api;
   logger: ControllerLogger;
@@ -74,9 +66,9 @@ export class RunInputReconciler {
     if (cached === undefined || isDecided(cached as unknown as RunInput)) return undefined;
     for (let round = 0; round < MAX_CONFLICTS; round += 1) {
       // Live, not the cache: a RunInput this controller decided a moment ago may still look undecided there.
-      const input = await this.#get<RunInput>(RUN_INPUT_PLURAL, namespace, name);
+      const input = await this.#options.clients.runInputs.get(namespace, name);
       if (input === undefined || input.metadata.deletionTimestamp !== undefined || isDecided(input)) return undefined;
-      const run = await this.#get<Run>(RUN_PLURAL, namespace, input.spec.runName);
+      const run = await this.#options.clients.runs.get(namespace, input.spec.runName);
       const outcome = await this.#decide(input, run);
       if (outcome === 'none') return undefined;
       if (outcome === 'conflict') continue;
@@ -96,33 +88,50 @@ export class RunInputReconciler {
     const due = decideWaitingRun(structuredClone(cached) as unknown as Run, this.#options.now());
     if (due.type === 'none') return undefined;
     if (due.type === 'requeue') return { requeueAfterMs: Math.min(due.afterMs, WAIT_RECHECK_CAP_MS) };
-    for (let round = 0; round < MAX_CONFLICTS; round += 1) {
-      const run = await this.#get<Run>(RUN_PLURAL, namespace, name);
-      if (run === undefined) return undefined;
-      const decision = decideWaitingRun(run, this.#options.now());
-      let event: RunEvent;
-      switch (decision.type) {
-        case 'none':
-          return undefined;
-        case 'requeue':
-          return { requeueAfterMs: Math.min(decision.afterMs, WAIT_RECHECK_CAP_MS) };
-        case 'cancel':
-          event = { type: 'WaitCancelled', message: decision.message };
-          break;
-        case 'timeout':
-          event = { type: 'WaitTimedOut', message: decision.message };
-          break;
-      }
-      const result = transition({ run, event, writer: 'controller-manager', now: rfc3339(this.#options.now()) });
-      // decideWaitingRun chose the event from this very object: a refusal is a bug, not a race (terminal).
-      if (!result.ok) throw result.error;
-      if (!(await this.#writeRunStatus(run, result.status))) continue;
-      const phase = result.status.phase ?? 'Pending';
+    // Each version read live: decided on (the wait may have ended meanwhile), then written fenced on it.
+    let event: RunEvent | undefined;
+    const written = await fencedWrite<Run, ReconcileResult | undefined>({
+      read: () => this.#options.clients.runs.get(namespace, name),
+      retries: MAX_CONFLICTS - 1,
+      onConflict: () => {
+        this.#refused(`runs/${namespace}/${name}`, 'Conflict');
+      },
+      decide: (run) => {
+        const decision = decideWaitingRun(run, this.#options.now());
+        let next: RunEvent;
+        switch (decision.type) {
+          case 'none':
+            return { refuse: undefined };
+          case 'requeue':
+            return { refuse: { requeueAfterMs: Math.min(decision.afterMs, WAIT_RECHECK_CAP_MS) } };
+          case 'cancel':
+            next = { type: 'WaitCancelled', message: decision.message };
+            break;
+          case 'timeout':
+            next = { type: 'WaitTimedOut', message: decision.message };
+            break;
+        }
+        event = next;
+        const result = transition({ run, event: next, writer: 'controller-manager', now: rfc3339(this.#options.now()) });
+        // decideWaitingRun chose the event from this very object: a refusal is a bug, not a race (terminal).
+        if (!result.ok) throw result.error;
+        return { write: () => this.#options.clients.runs.replaceStatus(run, result.status) };
+      },
+    });
+    if (written.ok) {
+      const phase = written.object.status?.phase ?? 'Pending';
       this.#options.metrics?.waitEnded(namespace, phase);
-      this.#options.logger.debug({ run: key, phase, event: event.type }, 'ended a Run waiting for input');
+      this.#options.logger.debug({ run: key, phase, event: event?.type }, 'ended a Run waiting for input');
       return undefined;
     }
-    throw new KruntimesError('Conflict', `Run ${key} changed ${String(MAX_CONFLICTS)} times while its wait was ended`);
+    switch (written.reason) {
+      case 'Refused':
+        return written.error;
+      case 'NotFound':
+        return undefined;
+      case 'Conflict':
+        throw new KruntimesError('Conflict', `Run ${key} changed ${String(MAX_CONFLICTS)} times while its wait was ended`);
+    }
   }
 
   /** What to record on the RunInput; on accept, the Run was continued first. 'conflict': read both again. */
@@ -146,11 +155,18 @@ export class RunInputReconciler {
           runInput: decision.runInput,
           input: decision.input,
         };
-        const result = transition({ run, event, writer: 'controller-manager', now: rfc3339(this.#options.now()) });
+        // Fenced on the version decided from, no retry: changed or gone since, both are read again.
+        const written = await writeTransition(this.#options.clients.runs, run, event, {
+          writer: 'controller-manager',
+          now: () => rfc3339(this.#options.now()),
+        });
         // decideRunInput checks what the state machine checks: a refusal is a bug, not a race (terminal).
-        if (!result.ok) throw result.error;
-        if (!(await this.#writeRunStatus(run, result.status))) return 'conflict';
-        const attempt = result.status.attempt ?? 0;
+        if (!written.ok && written.reason === 'Refused') throw written.error;
+        if (!written.ok) {
+          this.#refused(`runs/${run.metadata.namespace ?? ''}/${run.metadata.name ?? ''}`, written.reason);
+          return 'conflict';
+        }
+        const attempt = written.object.status?.attempt ?? 0;
         return { kind: 'accepted', attempt, runUID, message: acceptedMessage(input, attempt) };
       }
     }
@@ -210,65 +226,15 @@ export class RunInputReconciler {
     }
   }
 
-  /** The live object, or undefined when it is gone. */
-  async #get<T>(plural: string, namespace: string, name: string): Promise<T | undefined> {
-    try {
-      return (await this.#options.custom.getNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural,
-        name,
-      })) as T;
-    } catch (error) {
-      if (error instanceof ApiException && error.code === 404) return undefined;
-      throw error;
-    }
-  }
-
-  /** The Run's status, fenced on the resourceVersion it was decided from. False: it changed or is gone since (read again). */
-  async #writeRunStatus(run: ReadonlyDeep<Run> | Run, status: RunStatus): Promise<boolean> {
-    const { name = '', namespace = '', uid, resourceVersion } = run.metadata;
-    return this.#replaceStatus(RUN_PLURAL, {
-      apiVersion: run.apiVersion,
-      kind: run.kind,
-      metadata: { name, namespace, uid, resourceVersion },
-      spec: run.spec,
-      status,
-    });
-  }
-
   /** The RunInput's status, fenced on the resourceVersion of the live read. False: it changed since (read again). */
   async #writeInputStatus(input: RunInput, outcome: RunInputOutcome): Promise<boolean> {
-    const { name = '', namespace = '', uid, resourceVersion, generation } = input.metadata;
-    const status = runInputStatus(input.status, outcome, generation, rfc3339(this.#options.now()));
-    return this.#replaceStatus(RUN_INPUT_PLURAL, {
-      apiVersion: input.apiVersion,
-      kind: input.kind,
-      metadata: { name, namespace, uid, resourceVersion },
-      spec: input.spec,
-      status,
-    });
+    const status = runInputStatus(input.status, outcome, input.metadata.generation, rfc3339(this.#options.now()));
+    const written: WriteResult<RunInput> = await this.#options.clients.runInputs.replaceStatus(input, status);
+    if (!written.ok) this.#refused(`runinputs/${input.metadata.namespace ?? ''}/${input.metadata.name ?? ''}`, written.reason);
+    return written.ok;
   }
 
-  async #replaceStatus(plural: string, body: StatusBody): Promise<boolean> {
-    const { name, namespace } = body.metadata;
-    try {
-      await this.#options.custom.replaceNamespacedCustomObjectStatus({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural,
-        name,
-        body,
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) {
-        this.#options.logger.debug({ object: `${plural}/${namespace}/${name}`, code: error.code }, 'status write refused; reading again');
-        return false;
-      }
-      throw error;
-    }
+  #refused(object: string, reason: 'NotFound' | 'Conflict'): void {
+    this.#options.logger.debug({ object, reason }, 'status write refused; reading again');
   }
 }

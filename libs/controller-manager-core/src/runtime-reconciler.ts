@@ -1,4 +1,4 @@
-import type { CustomObjectsApi, KubernetesObject, KubernetesObjectApi, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { KubernetesObject, KubernetesObjectApi, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
 import { LABELS, RUNTIME_KIND, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
 import { ensureOwned, specHashed, splitObjectKey } from '@kruntimes/controller-runtime';
@@ -10,6 +10,7 @@ import type {
   ReadonlyDeep,
   ReconcileResult,
 } from '@kruntimes/controller-runtime';
+import type { ObjectClient } from '@kruntimes/run-client';
 import { holdsCapacity } from '@kruntimes/run-state';
 import { SPEC_HASH_ANNOTATION, TLS_SECRET_KEYS, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
 import type { Deployment, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
@@ -26,7 +27,7 @@ import type { TlsSecretDecision } from './runtime-tls.ts';
 export interface RuntimeReconcilerOptions {
   caches: ManagerCaches;
   objects: KubernetesObjectApi;
-  custom: CustomObjectsApi;
+  runtimes: ObjectClient<Runtime>;
   logger: ControllerLogger;
   workload: WorkloadConfig;
   internalCa: CertificateAuthority;
@@ -86,7 +87,7 @@ export class RuntimeReconciler {
     const write = decideStatusWrite({ previous: runtime.status, next: status, lastWriteMs: this.#lastStatusWrite.get(key), nowMs });
     if (write.action === 'write') {
       this.#lastStatusWrite.set(key, nowMs);
-      await writeRuntimeStatus(this.#options.custom, this.#options.logger, runtime, status);
+      await writeRuntimeStatus(this.#options.runtimes, this.#options.logger, runtime, status);
     }
     // Back at the certificate's renewal point (bounded), or when a deferred usage change is due.
     const wakeups = [workload.recheckAfterMs, write.action === 'later' ? write.afterMs : undefined].filter((ms) => ms !== undefined);

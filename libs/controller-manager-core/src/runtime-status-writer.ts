@@ -1,52 +1,33 @@
-import { ApiException } from '@kubernetes/client-node';
-import type { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Runtime, RuntimeStatus } from '@kruntimes/api';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import type { ObjectClient } from '@kruntimes/run-client';
 
 /**
- * Replaces a Runtime's status, fenced on the resourceVersion it was decided from. Two answers are not errors:
- * - 409: decided from a cache older than the server; the newer version's watch event is on its way and enqueues the
+ * Replaces a Runtime's status, fenced on the resourceVersion it was decided from. Two refusals are not errors:
+ * - Conflict: decided from a cache older than the server; the newer version's watch event is on its way and enqueues the
  *   same key, which decides again from fresh data (a requeue with backoff would only add a second, slower retry);
- * - 404: the Runtime was deleted since the cache read; no status is left to keep, its delete event is on the way (the
+ * - NotFound: the Runtime was deleted since the cache read; no status is left to keep, its delete event is on the way (the
  *   garbage collector deleting its objects enqueues it meanwhile, so this is common right after a deletion).
  */
 export async function writeRuntimeStatus(
-  custom: CustomObjectsApi,
+  runtimes: ObjectClient<Runtime>,
   logger: ControllerLogger,
   runtime: Runtime,
   status: RuntimeStatus,
 ): Promise<void> {
-  const { name = '', namespace = '', uid, resourceVersion } = runtime.metadata;
-  try {
-    await custom.replaceNamespacedCustomObjectStatus({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace,
-      plural: RUNTIME_PLURAL,
-      name,
-      body: {
-        apiVersion: runtime.apiVersion,
-        kind: runtime.kind,
-        metadata: { name, namespace, uid, resourceVersion },
-        spec: runtime.spec,
-        status,
-      },
-    });
-  } catch (error) {
-    if (!(error instanceof ApiException)) throw error;
-    if (error.code === 409) {
+  const written = await runtimes.replaceStatus(runtime, status);
+  if (written.ok) return;
+  const { name = '', namespace = '' } = runtime.metadata;
+  switch (written.reason) {
+    case 'Conflict':
       logger.debug(
         { object: `Runtime ${namespace}/${name} status` },
         'write fenced out by a newer version; its watch event will reconcile again',
       );
       return;
-    }
-    if (error.code === 404) {
+    case 'NotFound':
       logger.debug({ runtime: `${namespace}/${name}` }, 'Runtime gone before its status write');
       return;
-    }
-    throw error;
   }
 }
 

@@ -1,10 +1,11 @@
 import type { PolicyRule } from '@kruntimes/api';
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, ORIGIN_LABEL, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import { runClient } from '@kruntimes/run-client';
+import type { ObjectClient } from '@kruntimes/run-client';
 import { decideOrigin } from './decide-origin.ts';
 
 type RunObject = Run & KubernetesObject;
@@ -31,7 +32,7 @@ export interface OriginControllerOptions {
  * such a Run, so nothing else writes its status.
  */
 export class OriginController {
-  readonly #custom: CustomObjectsApi;
+  readonly #runClient: ObjectClient<Run>;
   readonly #runs: SharedInformer<RunObject>;
   readonly #controller: Controller;
   readonly #logger: ControllerLogger;
@@ -40,7 +41,7 @@ export class OriginController {
   constructor(options: OriginControllerOptions) {
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
-    this.#custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#runClient = runClient(options.kubeConfig);
     const informers = new InformerFactory({ kubeConfig: options.kubeConfig, logger: options.logger });
     this.#runs = informers.informer<RunObject>({
       group: API_GROUP,
@@ -82,29 +83,10 @@ export class OriginController {
       case 'record':
         break;
     }
-    const { uid, resourceVersion } = run.metadata;
-    try {
-      await this.#custom.replaceNamespacedCustomObjectStatus({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_PLURAL,
-        name,
-        // resourceVersion fences the write: a Run changed since it was read gets 409.
-        body: {
-          apiVersion: run.apiVersion,
-          kind: run.kind,
-          metadata: { name, namespace, uid, resourceVersion },
-          spec: run.spec,
-          status: decision.status,
-        },
-      });
-      this.#logger.debug({ run: key, phase: decision.status.phase }, 'recorded the result of a synced local run');
-    } catch (error) {
-      // Changed or gone since the cache showed it: its watch event enqueues it again.
-      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) return undefined;
-      throw error;
-    }
+    // Fenced on the cached resourceVersion: a Run changed or gone since the cache showed it
+    // is refused (Conflict, NotFound), and its watch event enqueues it again.
+    const written = await this.#runClient.replaceStatus(run, decision.status);
+    if (written.ok) this.#logger.debug({ run: key, phase: decision.status.phase }, 'recorded the result of a synced local run');
     return undefined;
   }
 }

@@ -1,9 +1,9 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { ApiException } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, LOCAL_RESULT_PHASES, ORIGIN_LABEL, RUN_KIND, isDns1123Subdomain, isLocalRunId } from '@kruntimes/api';
 import type { LocalResultPhase, LocalRunResult, Run, RunOrigin, RunSpec } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
+import type { WriteResult } from '@kruntimes/run-client';
 import { canonicalJson, lockDigest, parseLock } from './lock.ts';
 import type { LocalStatus } from './local-outcome.ts';
 import { RUN_FILES } from './run-dir.ts';
@@ -107,7 +107,8 @@ export function decideExisting(
 /** Runs of one namespace as the user's kubeconfig reaches them. */
 export interface SyncRuns {
   readonly namespace: string;
-  create(run: Run): Promise<Run>;
+  /** The Run created, or AlreadyExists when the name is taken. */
+  create(run: Run): Promise<WriteResult<Run, 'AlreadyExists'>>;
   get(name: string): Promise<Run>;
 }
 
@@ -117,11 +118,8 @@ export interface SyncRuns {
  * it instead of creating a second; another Run with the name is OriginConflict.
  */
 export async function syncLocalResult(runs: SyncRuns, wanted: Run): Promise<{ run: Run; created: boolean }> {
-  try {
-    return { run: await runs.create(wanted), created: true };
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 409)) throw error;
-  }
+  const created = await runs.create(wanted);
+  if (created.ok) return { run: created.object, created: true };
   const name = wanted.metadata.name ?? '';
   const existing = await runs.get(name);
   const decision = decideExisting(existing, wanted);

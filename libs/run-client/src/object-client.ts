@@ -53,8 +53,9 @@ export class ObjectClient<T extends KruntimesObject> {
   readonly #api: CustomObjectsApi;
   readonly #plural: string;
 
-  constructor(kubeConfig: KubeConfig, plural: string) {
-    this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
+  /** `api`: a KubeConfig, or a CustomObjectsApi already made from one (a caller that is handed one). */
+  constructor(api: KubeConfig | CustomObjectsApi, plural: string) {
+    this.#api = api instanceof CustomObjectsApi ? api : api.makeApiClient(CustomObjectsApi);
     this.#plural = plural;
   }
 
@@ -80,16 +81,22 @@ export class ObjectClient<T extends KruntimesObject> {
     );
   }
 
-  /** Deletes the object; Conflict only with preconditions. */
+  /**
+   * Deletes the object; Conflict only with preconditions. Preconditions go in a
+   * DeleteOptions body, and then the other options too: the API server ignores the query
+   * options of a delete that has a body.
+   */
   async delete(namespace: string, name: string, options: DeleteOptions = {}): Promise<WriteResult<undefined>> {
     const { preconditions, propagationPolicy, gracePeriodSeconds } = options;
+    const given = {
+      ...(propagationPolicy === undefined ? {} : { propagationPolicy }),
+      ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
+    };
     return asWriteResult('delete', ['NotFound', 'Conflict'], async () => {
       await this.#api.deleteNamespacedCustomObject({
         ...this.#in(namespace),
         name,
-        ...(propagationPolicy === undefined ? {} : { propagationPolicy }),
-        ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
-        ...(preconditions === undefined ? {} : { body: { preconditions } }),
+        ...(preconditions === undefined ? given : { body: { preconditions, ...given } }),
       });
       return undefined;
     });

@@ -1,5 +1,5 @@
 import { ApiException } from '@kubernetes/client-node';
-import { apiStatus, asWriteResult, isConflict, isDefiniteRefusal, isNotFound, refusalFor } from './refusal.ts';
+import { apiStatus, asWriteResult, isConflict, isDefiniteRefusal, isNotFound, refusalError, refusalFor } from './refusal.ts';
 import type { ApiVerb, Refusal } from './refusal.ts';
 
 const answered = (code: number): ApiException<unknown> => new ApiException(code, `HTTP ${code}`, {}, {});
@@ -67,5 +67,15 @@ describe('asWriteResult', () => {
   ];
   test.each(thrown)('%s is thrown unchanged', async (_name, verb, refusals, error) => {
     await expect(asWriteResult(verb, refusals, () => Promise.reject(error as Error))).rejects.toBe(error);
+  });
+});
+
+describe('refusalError', () => {
+  test("a write's refusal: the API server's answer itself", () => {
+    const error = answered(409);
+    expect(refusalError({ ok: false, reason: 'Conflict', error })).toBe(error);
+  });
+  test('a refusal without an answer: an Error naming it', () => {
+    expect(refusalError({ ok: false, reason: 'NotFound' }).message).toBe('the API server refused: NotFound');
   });
 });

@@ -73,3 +73,11 @@ export async function asWriteResult<T, R extends Refusal>(
     throw error;
   }
 }
+
+/**
+ * A refusal the caller does not handle, as the error to throw: the API server's own
+ * answer (a write's refusal always carries it), else an Error naming the refusal.
+ */
+export function refusalError(refused: Refused<Refusal>): Error {
+  return refused.error ?? new Error(`the API server refused: ${refused.reason}`);
+}

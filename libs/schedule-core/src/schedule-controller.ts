@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import { ApiException, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_SCHEDULE_PLURAL, SCHEDULE_REASONS } from '@kruntimes/api';
 import type { Run, RunSchedule, RunScheduleStatus, ScheduleReason } from '@kruntimes/api';
 import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import { kruntimesClients } from '@kruntimes/run-client';
+import type { KruntimesClients } from '@kruntimes/run-client';
 import { decideSchedule } from './decide-schedule.ts';
 import type { ScheduleDecision, ScheduleRunView } from './decide-schedule.ts';
 import { runsToPrune } from './history.ts';
@@ -65,7 +66,7 @@ export interface ScheduleControllerOptions {
  */
 export class ScheduleController {
   readonly #options: ScheduleControllerOptions;
-  readonly #custom: CustomObjectsApi;
+  readonly #clients: Pick<KruntimesClients, 'runs' | 'runSchedules'>;
   readonly #schedules: SharedInformer<ScheduleObject>;
   readonly #runs: SharedInformer<RunObject>;
   readonly #controller: Controller;
@@ -77,8 +78,7 @@ export class ScheduleController {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     const { kubeConfig, namespace, logger } = options;
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    this.#custom = custom;
+    this.#clients = kruntimesClients(kubeConfig);
     const informers = new InformerFactory({ kubeConfig, logger });
     const watch = { group: API_GROUP, version: API_VERSION, namespace };
     this.#schedules = informers.informer<ScheduleObject>({ ...watch, plural: RUN_SCHEDULE_PLURAL });
@@ -223,46 +223,24 @@ export class ScheduleController {
     const body = scheduledRun(schedule, { scheduledAt });
     const namespace = schedule.metadata.namespace ?? '';
     const name = body.metadata.name ?? '';
-    try {
-      const created = (await this.#custom.createNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_PLURAL,
-        body,
-      })) as Run;
-      return { created: { name, ...(created.metadata.uid === undefined ? {} : { uid: created.metadata.uid }) } };
-    } catch (error) {
-      if (!(error instanceof ApiException && error.code === 409)) throw error;
-      const existing = (await this.#custom.getNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_PLURAL,
-        name,
-      })) as Run;
-      if (controlledBy(existing, schedule.metadata.uid)) return {};
-      return { taken: `Run ${namespace}/${name} exists and is not controlled by this RunSchedule; delete or rename it` };
-    }
+    const created = await this.#clients.runs.create(namespace, body);
+    if (created.ok)
+      return { created: { name, ...(created.object.metadata.uid === undefined ? {} : { uid: created.object.metadata.uid }) } };
+    const existing = await this.#clients.runs.get(namespace, name);
+    // Deleted since the create was refused: an error, so the schedule is reconciled again.
+    if (existing === undefined) throw new Error(`Run ${namespace}/${name} existed on create and is gone`, { cause: created.error });
+    if (controlledBy(existing, schedule.metadata.uid)) return {};
+    return { taken: `Run ${namespace}/${name} exists and is not controlled by this RunSchedule; delete or rename it` };
   }
 
   /** Deletes finished Runs past the history limits, each preconditioned on the version pruning decided from. */
   async #prune(namespace: string, finished: FinishedScheduleRun[], limits: ReturnType<typeof historyLimits>): Promise<void> {
     for (const run of runsToPrune(finished, limits)) {
-      try {
-        await this.#custom.deleteNamespacedCustomObject({
-          group: API_GROUP,
-          version: API_VERSION,
-          namespace,
-          plural: RUN_PLURAL,
-          name: run.name,
-          body: { preconditions: { uid: run.uid, resourceVersion: run.resourceVersion }, propagationPolicy: 'Background' },
-        });
-      } catch (error) {
-        // Gone or changed since the cache read: its watch event brings a fresh decision.
-        if (error instanceof ApiException && (error.code === 404 || error.code === 409)) continue;
-        throw error;
-      }
+      // Gone or changed since the cache read (NotFound, Conflict): its watch event brings a fresh decision.
+      await this.#clients.runs.delete(namespace, run.name, {
+        preconditions: { uid: run.uid, resourceVersion: run.resourceVersion },
+        propagationPolicy: 'Background',
+      });
     }
   }
 
@@ -271,33 +249,14 @@ export class ScheduleController {
    * the cache was behind (the newer version's event reconciles again), a 404 that it is gone.
    */
   async #writeStatus(schedule: RunSchedule, status: RunScheduleStatus): Promise<boolean> {
-    const { name = '', namespace = '', uid, resourceVersion } = schedule.metadata;
-    try {
-      await this.#custom.replaceNamespacedCustomObjectStatus({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_SCHEDULE_PLURAL,
-        name,
-        body: {
-          apiVersion: schedule.apiVersion,
-          kind: schedule.kind,
-          metadata: { name, namespace, uid, resourceVersion },
-          spec: schedule.spec,
-          status,
-        },
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) {
-        this.#options.logger.debug(
-          { schedule: `${namespace}/${name}`, code: error.code },
-          'status write refused; the watch reconciles again',
-        );
-        return false;
-      }
-      throw error;
-    }
+    const written = await this.#clients.runSchedules.replaceStatus(schedule, status);
+    if (written.ok) return true;
+    const { name = '', namespace = '' } = schedule.metadata;
+    this.#options.logger.debug(
+      { schedule: `${namespace}/${name}`, code: written.error?.code },
+      'status write refused; the watch reconciles again',
+    );
+    return false;
   }
 }
 

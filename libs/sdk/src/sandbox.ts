@@ -1,10 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { Agent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_GROUP_VERSION, API_VERSION, DEFAULTS, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
+import { kruntimesClients, refusalError } from '@kruntimes/run-client';
+import type { KruntimesClients } from '@kruntimes/run-client';
 import { invokeFunction } from './invoke.ts';
 import { nextChange } from './watch-change.ts';
 import type { InvocationResult } from './invoke.ts';
@@ -131,7 +133,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
   readonly namespace: string;
   readonly runtime: string;
   readonly #options: SandboxOptions;
-  readonly #api: CustomObjectsApi;
+  readonly #clients: Pick<KruntimesClients, 'runs' | 'runtimes'>;
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 1 });
   #state: State = 'new';
   #run: Run | undefined;
@@ -142,7 +144,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
     this.#options = options;
     this.namespace = options.namespace;
     this.runtime = options.runtime;
-    this.#api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#clients = kruntimesClients(options.kubeConfig);
   }
 
   /** The sandbox Run as last seen (undefined before start() created it). */
@@ -251,11 +253,9 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
     this.#state = 'ended';
     this.#agent.destroy();
     if (name === undefined) return;
-    try {
-      await this.#api.deleteNamespacedCustomObject({ ...this.#runs(), name });
-    } catch (error) {
-      if (!(error instanceof ApiException && error.code === 404)) throw error;
-    }
+    const deleted = await this.#clients.runs.delete(this.namespace, name);
+    // NotFound: already gone, as wanted.
+    if (!deleted.ok && deleted.reason === 'Conflict') throw refusalError(deleted);
     await this.#waitFor('the sandbox Run to be gone', this.#options.endTimeoutMs ?? END_TIMEOUT_MS, 'EndTimeout', (run) =>
       run === undefined ? true : undefined,
     );
@@ -271,10 +271,8 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
     this.#state = 'ended';
     this.#agent.destroy();
     if (name === undefined) return;
-    await this.#api.patchNamespacedCustomObject(
-      { ...this.#runs(), name, body: { spec: { cancelRequested: true } } },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    const patched = await this.#clients.runs.mergePatch(this.namespace, name, { spec: { cancelRequested: true } });
+    if (!patched.ok) throw refusalError(patched);
     this.#run = await this.#waitFor('the sandbox Run to end', this.#options.endTimeoutMs ?? END_TIMEOUT_MS, 'EndTimeout', (run) =>
       run === undefined || cancelFinished(run) ? run : undefined,
     );
@@ -288,16 +286,9 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
     let runtime: Runtime | undefined;
     let readError: string | undefined;
     try {
-      runtime = (await this.#api.getNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace: this.namespace,
-        plural: RUNTIME_PLURAL,
-        name: this.runtime,
-      })) as Runtime;
+      runtime = await this.#clients.runtimes.get(this.namespace, this.runtime);
     } catch (error) {
-      if (error instanceof ApiException && error.code === 404) runtime = undefined;
-      else readError = error instanceof ApiException ? `HTTP ${error.code}` : (error as Error).message;
+      readError = error instanceof ApiException ? `HTTP ${error.code}` : (error as Error).message;
     }
     const check = decideRuntimeCheck({ name: this.runtime, runtime, readError, exclusive: this.#options.exclusive === true });
     switch (check.kind) {
@@ -318,7 +309,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
 
   async #create(): Promise<Run> {
     const o = this.#options;
-    const body = {
+    const body: Run & { metadata: { generateName: string } } = {
       apiVersion: API_GROUP_VERSION,
       kind: 'Run',
       metadata: { generateName: SANDBOX_GENERATE_NAME, namespace: this.namespace, ...(o.labels === undefined ? {} : { labels: o.labels }) },
@@ -335,7 +326,10 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
         ...(o.ttlSecondsAfterFinished === undefined ? {} : { ttlSecondsAfterFinished: o.ttlSecondsAfterFinished }),
       },
     };
-    return (await this.#api.createNamespacedCustomObject({ ...this.#runs(), body })) as Run;
+    // generateName: the name cannot be taken.
+    const created = await this.#clients.runs.create(this.namespace, body);
+    if (!created.ok) throw refusalError(created);
+    return created.object;
   }
 
   async #waitReady(): Promise<Run> {
@@ -386,16 +380,7 @@ export class Sandbox extends EventEmitter<{ warning: [SandboxWarning] }> {
   }
 
   async #get(name: string): Promise<Run | undefined> {
-    try {
-      return (await this.#api.getNamespacedCustomObject({ ...this.#runs(), name })) as Run;
-    } catch (error) {
-      if (error instanceof ApiException && error.code === 404) return undefined;
-      throw error;
-    }
-  }
-
-  #runs() {
-    return { group: API_GROUP, version: API_VERSION, namespace: this.namespace, plural: RUN_PLURAL };
+    return this.#clients.runs.get(this.namespace, name);
   }
 }
 

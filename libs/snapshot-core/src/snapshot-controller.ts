@@ -1,11 +1,12 @@
 import type { PolicyRule } from '@kruntimes/api';
-import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_PLURAL, SOURCE_SNAPSHOT, snapshotConfigMapName } from '@kruntimes/api';
-import type { Run, RunStatus } from '@kruntimes/api';
+import { SOURCE_SNAPSHOT, snapshotConfigMapName } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
 import { Controller, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
-import { transition } from '@kruntimes/run-state';
+import { runClient, writeTransition } from '@kruntimes/run-client';
+import type { ObjectClient } from '@kruntimes/run-client';
 import type { RunEvent } from '@kruntimes/run-state';
 import {
   decideSnapshotConfigMap,
@@ -50,7 +51,7 @@ export interface SnapshotControllerOptions {
  */
 export class SnapshotController {
   readonly #core: CoreV1Api;
-  readonly #custom: CustomObjectsApi;
+  readonly #runClient: ObjectClient<Run>;
   readonly #runs: SharedInformer<RunObject>;
   readonly #controller: Controller;
   readonly #logger: ControllerLogger;
@@ -62,7 +63,7 @@ export class SnapshotController {
     this.#now = options.now ?? Date.now;
     this.#maxWaitMs = options.maxWaitMs ?? SOURCE_SNAPSHOT.maxWaitSeconds * 1000;
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
-    this.#custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#runClient = runClient(options.kubeConfig);
     this.#runs = options.runs;
     this.#controller = new Controller({
       name: 'source-snapshot',
@@ -115,14 +116,17 @@ export class SnapshotController {
         event = { type: 'SourceFailed', reason: decision.reason, message: decision.message };
         break;
     }
-    const result = transition({ run, event, writer: 'scheduler', now: rfc3339(nowMs) });
+    // Fenced on the cached version's resourceVersion, no retry: a Run that changed or went
+    // meanwhile is enqueued again by its watch event.
+    const result = await writeTransition(this.#runClient, run, event, { writer: 'scheduler', now: () => rfc3339(nowMs) });
     if (!result.ok) {
       // Decided from this very object: a refusal is a bug; the Run's next change enqueues it again.
-      this.#logger.error({ run: key, err: result.error, event: event.type }, 'the state machine refused the snapshot write');
+      if (result.reason === 'Refused')
+        this.#logger.error({ run: key, err: result.error, event: event.type }, 'the state machine refused the snapshot write');
       return undefined;
     }
-    if (!(await this.#writeStatus(run, result.status))) return undefined;
-    this.#logger.debug({ run: key, event: event.type, reason: result.status.reason, source: result.status.source }, 'source snapshot');
+    const status = result.object.status;
+    this.#logger.debug({ run: key, event: event.type, reason: status?.reason, source: status?.source }, 'source snapshot');
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
   }
 
@@ -205,25 +209,6 @@ export class SnapshotController {
       return await this.#core.readNamespacedConfigMap({ name, namespace });
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
-      throw error;
-    }
-  }
-
-  /** The fenced status write; false when the Run changed or went meanwhile (its watch event enqueues it again). */
-  async #writeStatus(run: Run, status: RunStatus): Promise<boolean> {
-    const { name = '', namespace = '', uid, resourceVersion } = run.metadata;
-    try {
-      await this.#custom.replaceNamespacedCustomObjectStatus({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace,
-        plural: RUN_PLURAL,
-        name,
-        body: { apiVersion: run.apiVersion, kind: run.kind, metadata: { name, namespace, uid, resourceVersion }, spec: run.spec, status },
-      });
-      return true;
-    } catch (error) {
-      if (error instanceof ApiException && (error.code === 409 || error.code === 404)) return false;
       throw error;
     }
   }

@@ -1,9 +1,10 @@
 // The artifacts part of `dev up`: a real S3-compatible store (SeaweedFS) on loopback, an
 // ArtifactStore for the demo namespace, and a task Run that uploads a report to it.
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION } from '@kruntimes/api';
 import type { ArtifactStore, Run } from '@kruntimes/api';
+import { kruntimesClients } from '@kruntimes/run-client';
 import { ObjectStore } from '@kruntimes/testing';
 import type { Say } from './dev-components.ts';
 import { DEMO_NAMESPACE, createIfMissing, waitDemoRun } from './dev-demo.ts';
@@ -32,7 +33,7 @@ export async function startObjectStore(dir: string, say: Say): Promise<ObjectSto
 /** The demo namespace's ArtifactStore and its credentials Secret, and the task Run that writes an artifact. */
 export async function createArtifactDemo(admin: KubeConfig, store: ObjectStore): Promise<void> {
   const core = admin.makeApiClient(CoreV1Api);
-  const objects = admin.makeApiClient(CustomObjectsApi);
+  const { artifactStores, runs } = kruntimesClients(admin);
   await createIfMissing(() =>
     core.createNamespacedSecret({
       namespace: DEMO_NAMESPACE,
@@ -45,15 +46,7 @@ export async function createArtifactDemo(admin: KubeConfig, store: ObjectStore):
     metadata: { name: DEMO_ARTIFACT_STORE },
     spec: { endpoint: store.endpoint, bucket: DEMO_BUCKET, prefix: 'dev', credentialsSecretRef: { name: DEMO_STORE_SECRET } },
   };
-  await createIfMissing(() =>
-    objects.createNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace: DEMO_NAMESPACE,
-      plural: ARTIFACT_STORE_PLURAL,
-      body: artifactStore,
-    }),
-  );
+  await artifactStores.create(DEMO_NAMESPACE, artifactStore); // AlreadyExists: kept as an earlier run of this directory left it
   const run: Run = {
     apiVersion: `${API_GROUP}/${API_VERSION}` as Run['apiVersion'],
     kind: 'Run',
@@ -65,15 +58,7 @@ export async function createArtifactDemo(admin: KubeConfig, store: ObjectStore):
       artifacts: { store: DEMO_ARTIFACT_STORE, outputs: [{ id: 'report.csv', maxBytes: 1024 * 1024, mediaType: 'text/csv' }] },
     },
   };
-  await createIfMissing(() =>
-    objects.createNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace: DEMO_NAMESPACE,
-      plural: RUN_PLURAL,
-      body: run,
-    }),
-  );
+  await runs.create(DEMO_NAMESPACE, run); // AlreadyExists: kept as an earlier run of this directory left it
 }
 
 /** Waits for the artifact task to finish; one line saying what it stored, or an error when it did not succeed. */

@@ -1,10 +1,11 @@
 // The demo of `dev up`: a Python and a Bash function Run, invoked through the gateway as a non-admin ServiceAccount.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiException, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, CHECKPOINT_CAPABILITY, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import type { Run } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CHECKPOINT_CAPABILITY, RUN_PLURAL } from '@kruntimes/api';
+import type { Run, Runtime } from '@kruntimes/api';
+import { kruntimesClients, refusalError, runClient } from '@kruntimes/run-client';
 import { currentPhase, waitOutcome } from '@kruntimes/run-state';
 import type { WaitTarget } from '@kruntimes/run-state';
 import { invokeFunction } from '@kruntimes/sdk';
@@ -58,14 +59,10 @@ export async function prepareDemoInvoker(admin: KubeConfig, dir: string, server:
 
 /** Each demo's Runtime and function Run; ones left from an earlier run of the same directory are kept. */
 export async function createDemoObjects(admin: KubeConfig): Promise<void> {
-  const objects = admin.makeApiClient(CustomObjectsApi);
-  const create = (plural: string, body: object): Promise<void> =>
-    createIfMissing(() =>
-      objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: DEMO_NAMESPACE, plural, body }),
-    );
-  const apiVersion = `${API_GROUP}/${API_VERSION}`;
+  const { runtimes, runs } = kruntimesClients(admin);
+  const apiVersion = `${API_GROUP}/${API_VERSION}` as const;
   for (const demo of DEMO) {
-    await create(RUNTIME_PLURAL, {
+    const runtime: Runtime = {
       apiVersion,
       kind: 'Runtime',
       metadata: { name: demo.runtime },
@@ -75,13 +72,15 @@ export async function createDemoObjects(admin: KubeConfig): Promise<void> {
         runs: DEMO_RUNS_PER_POD,
         ...(demo.language === 'python' ? { capabilities: [CHECKPOINT_CAPABILITY] } : {}),
       },
-    });
-    await create(RUN_PLURAL, {
+    };
+    await runtimes.create(DEMO_NAMESPACE, runtime); // AlreadyExists: kept as an earlier run of this directory left it
+    const run: Run = {
       apiVersion,
       kind: 'Run',
       metadata: { name: demo.run },
       spec: { runtime: demo.runtime, source: { inline: demo.source }, mode: { function: { handler: demo.handler } } },
-    });
+    };
+    await runs.create(DEMO_NAMESPACE, run); // AlreadyExists: kept as an earlier run of this directory left it
   }
 }
 
@@ -114,20 +113,16 @@ const TRAFFIC_PAUSE_MS = 250;
  * gateway, and one more task Run (a bind, a task duration). Returns what it did, as a line.
  */
 export async function dashboardTraffic(admin: KubeConfig, invoker: DemoInvoker, signal: AbortSignal, check: () => void): Promise<string> {
-  const objects = admin.makeApiClient(CustomObjectsApi);
-  const task = (await objects.createNamespacedCustomObject({
-    group: API_GROUP,
-    version: API_VERSION,
-    namespace: DEMO_NAMESPACE,
-    plural: RUN_PLURAL,
-    body: {
-      apiVersion: `${API_GROUP}/${API_VERSION}`,
-      kind: 'Run',
-      // A new name each time: an earlier `dev up` of the same directory left its own.
-      metadata: { generateName: 'dashboards-' },
-      spec: { runtime: 'python', source: { inline: 'print("traffic for the dashboards")\n' }, mode: { task: {} } },
-    },
-  })) as Run;
+  const body: Run & { metadata: { generateName: string } } = {
+    apiVersion: `${API_GROUP}/${API_VERSION}`,
+    kind: 'Run',
+    // A new name each time: an earlier `dev up` of the same directory left its own.
+    metadata: { generateName: 'dashboards-' },
+    spec: { runtime: 'python', source: { inline: 'print("traffic for the dashboards")\n' }, mode: { task: {} } },
+  };
+  const created = await runClient(admin).create(DEMO_NAMESPACE, body);
+  if (!created.ok) throw refusalError(created);
+  const task = created.object;
   const endpoints = await Promise.all(DEMO.map(async (demo) => ({ demo, run: await waitDemoRun(admin, demo.run, signal, check) })));
   for (let round = 0; round < TRAFFIC_ROUNDS; round += 1) {
     for (const { demo, run } of endpoints) {
@@ -166,19 +161,14 @@ export async function waitDemoRun(
   check: () => void,
   target: WaitTarget = 'ready',
 ): Promise<Run> {
-  const objects = admin.makeApiClient(CustomObjectsApi);
+  const runs = runClient(admin);
   const core = admin.makeApiClient(CoreV1Api);
   let run: Run | undefined;
   try {
     await waitUntil(`Run ${name} to be ${target === 'ready' ? 'Ready' : 'finished'}`, signal, READY_TIMEOUT_MS, async () => {
       check();
-      const read = (await objects.getNamespacedCustomObject({
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace: DEMO_NAMESPACE,
-        plural: RUN_PLURAL,
-        name,
-      })) as Run;
+      const read = await runs.get(DEMO_NAMESPACE, name);
+      if (read === undefined) throw new Error(`Run ${DEMO_NAMESPACE}/${name} not found`);
       run = read;
       await throwIfCrashing(core);
       const phase = currentPhase(read);
@@ -199,6 +189,7 @@ export async function waitDemoRun(
   return run;
 }
 
+/** A core object (a Secret) created, or kept when it exists. */
 export async function createIfMissing(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();

@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { artifactObjectKey } from '@kruntimes/api';
 import { writeBoundedFile } from '@kruntimes/host';
 import type { ArtifactRecord, Run } from '@kruntimes/api';
@@ -60,12 +60,7 @@ async function download(ctx: CommandContext, run: Run, record: ArtifactRecord, t
     throw new CliError(EXIT.unavailable, `Run ${run.metadata.name ?? ''} records artifacts but names no store, UID or attempt`);
   }
   // With the user's own credentials: they need get on the ArtifactStore and on its Secret.
-  const resolved = await resolveArtifactStore(
-    ctx.kubeConfig.makeApiClient(CoreV1Api),
-    ctx.kubeConfig.makeApiClient(CustomObjectsApi),
-    namespace,
-    storeName,
-  );
+  const resolved = await resolveArtifactStore(ctx.kubeConfig.makeApiClient(CoreV1Api), ctx.kubeConfig, namespace, storeName);
   const key = artifactObjectKey(resolved.location.prefix, namespace, uid, attempt, record.id);
   const objects = new ArtifactObjects(resolved.location, resolved.credentials);
   const toStdout = to === '-';

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ApiException } from '@kubernetes/client-node';
 import { SCHEDULE_ANNOTATIONS } from '@kruntimes/api';
 import type { RunSchedule } from '@kruntimes/api';
 import { scheduledRun } from '@kruntimes/schedule-core';
@@ -43,10 +42,8 @@ export async function scheduleCommand(ctx: CommandContext, command: ScheduleComm
 async function trigger(ctx: CommandContext, schedule: RunSchedule, triggerId: string): Promise<ExitCode> {
   const run = scheduledRun(schedule, { triggerId });
   const name = run.metadata.name ?? '';
-  try {
-    await ctx.runs.create(run);
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 409)) throw error;
+  const created = await ctx.runs.tryCreate(run);
+  if (!created.ok) {
     const existing = await ctx.runs.get(name);
     if (existing.metadata.annotations?.[SCHEDULE_ANNOTATIONS.triggerId] !== triggerId)
       throw new CliError(

@@ -13,7 +13,7 @@ export async function syncCommand(ctx: CommandContext, command: SyncCommandLine)
   const local = await readLocalResult(command.target, process.cwd());
   const wanted = syncedRun(local, { withoutArtifacts: command.withoutArtifacts });
   const { run, created } = await syncLocalResult(
-    { namespace: ctx.runs.namespace, create: (body) => ctx.runs.create(body), get: (name) => ctx.runs.get(name) },
+    { namespace: ctx.runs.namespace, create: (body) => ctx.runs.tryCreate(body), get: (name) => ctx.runs.get(name) },
     wanted,
   );
   const name = run.metadata.name ?? '';
