@@ -11,7 +11,14 @@
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import { parseArgs } from 'node:util';
-import { Manager, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import {
+  Manager,
+  leaseFlags,
+  leaseFromFlags,
+  loadKubeConfig,
+  metricsEndpointRunnable,
+  positiveNumber,
+} from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -19,11 +26,7 @@ const { values } = parseArgs({
   options: {
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
-    'lease-namespace': { type: 'string' },
-    'lease-name': { type: 'string', default: 'kruntimes-scheduler' },
-    'lease-duration-seconds': { type: 'string', default: '15' },
-    'renew-deadline-seconds': { type: 'string', default: '10' },
-    'retry-period-seconds': { type: 'string', default: '2' },
+    ...leaseFlags('kruntimes-scheduler'),
     'metrics-address': { type: 'string' },
     workers: { type: 'string', default: '2' },
     'source-wait-seconds': { type: 'string', default: String(SOURCE_SNAPSHOT.maxWaitSeconds) },
@@ -38,27 +41,10 @@ const logger = pino({
   redact: ['*.authorization', '*.token'],
 });
 
-function positive(flag: string, value: string): number {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0) throw new Error(`--${flag} must be a positive number, not ${JSON.stringify(value)}`);
-  return parsed;
-}
-
 try {
   const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new SchedulerMetrics();
-  const manager = new Manager({
-    kubeConfig,
-    logger,
-    component: 'the scheduler',
-    leaderElection: {
-      namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
-      leaseName: values['lease-name'],
-      leaseDurationSeconds: positive('lease-duration-seconds', values['lease-duration-seconds']),
-      renewDeadlineSeconds: positive('renew-deadline-seconds', values['renew-deadline-seconds']),
-      retryPeriodSeconds: positive('retry-period-seconds', values['retry-period-seconds']),
-    },
-  });
+  const manager = new Manager({ kubeConfig, logger, component: 'the scheduler', leaderElection: leaseFromFlags(values, process.env) });
   if (values['metrics-address'] !== undefined)
     manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
   manager.add(
@@ -68,8 +54,8 @@ try {
       ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
       logger,
       metrics,
-      workers: positive('workers', values.workers),
-      sourceWaitMs: positive('source-wait-seconds', values['source-wait-seconds']) * 1000,
+      workers: positiveNumber('workers', values.workers),
+      sourceWaitMs: positiveNumber('source-wait-seconds', values['source-wait-seconds']) * 1000,
     }),
   );
   process.exit(await manager.runUntilSignalled());

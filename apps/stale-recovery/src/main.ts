@@ -12,7 +12,7 @@
 //                                  KRT_AUTOMATIC_RETRY); a namespace annotation can only narrow it
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { Manager, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import { Manager, leaseFlags, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -20,11 +20,7 @@ const { values } = parseArgs({
   options: {
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
-    'lease-namespace': { type: 'string' },
-    'lease-name': { type: 'string', default: STALE_RECOVERY_LEASE_NAME },
-    'lease-duration-seconds': { type: 'string', default: '15' },
-    'renew-deadline-seconds': { type: 'string', default: '10' },
-    'retry-period-seconds': { type: 'string', default: '2' },
+    ...leaseFlags(STALE_RECOVERY_LEASE_NAME),
     'metrics-address': { type: 'string' },
     resync: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
@@ -58,18 +54,7 @@ try {
   const automaticRetry = boolean('automatic-retry', values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true');
   const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new RecoveryMetrics();
-  const manager = new Manager({
-    kubeConfig,
-    logger,
-    component: 'stale-recovery',
-    leaderElection: {
-      namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
-      leaseName: values['lease-name'],
-      leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds']),
-      renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds']),
-      retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds']),
-    },
-  });
+  const manager = new Manager({ kubeConfig, logger, component: 'stale-recovery', leaderElection: leaseFromFlags(values, process.env) });
   if (values['metrics-address'] !== undefined)
     manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
   manager.add(

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ResourceRequirements } from '@kruntimes/api';
+import { leaseFlags, leaseFromFlags } from '@kruntimes/controller-runtime';
 import type { ManagerLeaderElection } from '@kruntimes/controller-runtime';
 import { memoryQuantityBytes } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
@@ -37,11 +38,7 @@ import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
 export const CONTROLLER_MANAGER_FLAGS = {
   kubeconfig: { type: 'string' },
   namespace: { type: 'string' },
-  'lease-namespace': { type: 'string' },
-  'lease-name': { type: 'string', default: 'kruntimes-controller-manager' },
-  'lease-duration-seconds': { type: 'string', default: '15' },
-  'renew-deadline-seconds': { type: 'string', default: '10' },
-  'retry-period-seconds': { type: 'string', default: '2' },
+  ...leaseFlags('kruntimes-controller-manager'),
   'runtimed-image': { type: 'string', default: 'kruntimes/runtimed:latest' },
   'python-image': { type: 'string', default: 'kruntimes/runtime-server-python:latest' },
   'bash-image': { type: 'string', default: 'kruntimes/runtime-server-bash:latest' },
@@ -101,13 +98,7 @@ export async function controllerManagerConfig(flags: ControllerManagerFlags, env
   return {
     kubeconfig: flags.kubeconfig,
     namespace: flags.namespace,
-    leaderElection: {
-      namespace: flags['lease-namespace'] ?? env.POD_NAMESPACE ?? 'kruntimes-system',
-      leaseName: flags['lease-name'],
-      leaseDurationSeconds: number('lease-duration-seconds', flags['lease-duration-seconds'], 1),
-      renewDeadlineSeconds: number('renew-deadline-seconds', flags['renew-deadline-seconds'], 1),
-      retryPeriodSeconds: number('retry-period-seconds', flags['retry-period-seconds'], 1),
-    },
+    leaderElection: leaseFromFlags(flags, env, (flag, value) => number(flag, value, 1)),
     metricsAddress: flags['metrics-address'],
     workload: {
       runtimedImage: flags['runtimed-image'],

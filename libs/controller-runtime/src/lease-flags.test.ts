@@ -1,0 +1,24 @@
+import { parseArgs } from 'node:util';
+import { leaseFlags, leaseFromFlags } from './lease-flags.ts';
+
+function lease(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return leaseFromFlags(parseArgs({ args, options: leaseFlags('kruntimes-x'), strict: true }).values, env);
+}
+
+describe('leaseFromFlags', () => {
+  it('defaults to the service Lease of 15/10/2 s in POD_NAMESPACE, else kruntimes-system', () => {
+    const defaults = { leaseName: 'kruntimes-x', leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 2 };
+    expect(lease([])).toEqual({ namespace: 'kruntimes-system', ...defaults });
+    expect(lease([], { POD_NAMESPACE: 'platform' })).toEqual({ namespace: 'platform', ...defaults });
+  });
+
+  it('takes the flags, fractions of a second included, and refuses what is no positive number', () => {
+    expect(lease(['--lease-namespace', 'ns', '--lease-duration-seconds', '3', '--retry-period-seconds', '0.5'])).toMatchObject({
+      namespace: 'ns',
+      leaseDurationSeconds: 3,
+      retryPeriodSeconds: 0.5,
+    });
+    expect(() => lease(['--renew-deadline-seconds', '0'])).toThrow('--renew-deadline-seconds must be a positive number, not "0"');
+    expect(() => lease(['--lease-duration-seconds', 'soon'])).toThrow('--lease-duration-seconds must be a positive number, not "soon"');
+  });
+});
