@@ -11,14 +11,7 @@
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import { parseArgs } from 'node:util';
-import {
-  Manager,
-  leaseFlags,
-  leaseFromFlags,
-  loadKubeConfig,
-  metricsEndpointRunnable,
-  positiveNumber,
-} from '@kruntimes/controller-runtime';
+import { Manager, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable, positiveNumber } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -26,7 +19,11 @@ const { values } = parseArgs({
   options: {
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
-    ...leaseFlags('kruntimes-scheduler'),
+    'lease-namespace': { type: 'string' },
+    'lease-name': { type: 'string' },
+    'lease-duration-seconds': { type: 'string' },
+    'renew-deadline-seconds': { type: 'string' },
+    'retry-period-seconds': { type: 'string' },
     'metrics-address': { type: 'string' },
     workers: { type: 'string', default: '2' },
     'source-wait-seconds': { type: 'string', default: String(SOURCE_SNAPSHOT.maxWaitSeconds) },
@@ -44,7 +41,12 @@ const logger = pino({
 try {
   const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new SchedulerMetrics();
-  const manager = new Manager({ kubeConfig, logger, component: 'the scheduler', leaderElection: leaseFromFlags(values, process.env) });
+  const manager = new Manager({
+    kubeConfig,
+    logger,
+    component: 'the scheduler',
+    leaderElection: leaseFromFlags(values, process.env, { leaseName: 'kruntimes-scheduler' }),
+  });
   if (values['metrics-address'] !== undefined)
     manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
   manager.add(

@@ -12,7 +12,7 @@
 //                                  KRT_AUTOMATIC_RETRY); a namespace annotation can only narrow it
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { Manager, leaseFlags, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import { Manager, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -20,7 +20,11 @@ const { values } = parseArgs({
   options: {
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
-    ...leaseFlags(STALE_RECOVERY_LEASE_NAME),
+    'lease-namespace': { type: 'string' },
+    'lease-name': { type: 'string' },
+    'lease-duration-seconds': { type: 'string' },
+    'renew-deadline-seconds': { type: 'string' },
+    'retry-period-seconds': { type: 'string' },
     'metrics-address': { type: 'string' },
     resync: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
@@ -54,7 +58,12 @@ try {
   const automaticRetry = boolean('automatic-retry', values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true');
   const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new RecoveryMetrics();
-  const manager = new Manager({ kubeConfig, logger, component: 'stale-recovery', leaderElection: leaseFromFlags(values, process.env) });
+  const manager = new Manager({
+    kubeConfig,
+    logger,
+    component: 'stale-recovery',
+    leaderElection: leaseFromFlags(values, process.env, { leaseName: STALE_RECOVERY_LEASE_NAME }),
+  });
   if (values['metrics-address'] !== undefined)
     manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
   manager.add(

@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { ResourceRequirements } from '@kruntimes/api';
-import { leaseFlags, leaseFromFlags } from '@kruntimes/controller-runtime';
+import { leaseFromFlags } from '@kruntimes/controller-runtime';
 import type { ManagerLeaderElection } from '@kruntimes/controller-runtime';
 import { memoryQuantityBytes } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
@@ -12,7 +11,7 @@ import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts
 import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
 
 /**
- * The controller-manager's flags:
+ * The controller-manager's flags (each a string; the defaults are applied here):
  *
  * | flag | meaning | default |
  * |---|---|---|
@@ -35,34 +34,33 @@ import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
  * | `--runtimed-cpu-request Q`, `--runtimed-memory-request Q`, `--runtimed-memory-limit Q` | resources of every Runtime Pod's runtimed container; its V8 heap flags (NODE_OPTIONS) follow the memory limit | none |
  * | `--automatic-retry true\|false` | the cluster retry policy, as stale-recovery's flag: false puts KRT_AUTOMATIC_RETRY=false on runtimed, which then does not run an execution its Pod lost again | true (env KRT_AUTOMATIC_RETRY) |
  */
-export const CONTROLLER_MANAGER_FLAGS = {
-  kubeconfig: { type: 'string' },
-  namespace: { type: 'string' },
-  ...leaseFlags('kruntimes-controller-manager'),
-  'runtimed-image': { type: 'string', default: 'kruntimes/runtimed:latest' },
-  'python-image': { type: 'string', default: 'kruntimes/runtime-server-python:latest' },
-  'bash-image': { type: 'string', default: 'kruntimes/runtime-server-bash:latest' },
-  'runtime-service-account': { type: 'string', default: 'kruntimes-runtimed' },
-  'runtime-server-listen': { type: 'string', default: 'loopback' },
-  'finished-runs-per-runtime': { type: 'string', default: String(DEFAULT_FINISHED_RUNS_PER_RUNTIME) },
-  'internal-ca-dir': { type: 'string' },
-  'log-level': { type: 'string' },
-  'metrics-address': { type: 'string' },
-  'gateway-host': { type: 'string' },
-  'gateway-ca-file': { type: 'string' },
-  'runtime-otlp-endpoint': { type: 'string' },
-  'runtimed-cpu-request': { type: 'string' },
-  'runtimed-memory-request': { type: 'string' },
-  'runtimed-memory-limit': { type: 'string' },
-  'automatic-retry': { type: 'string' },
-} as const;
+export type ControllerManagerFlag =
+  | 'kubeconfig'
+  | 'namespace'
+  | 'lease-namespace'
+  | 'lease-name'
+  | 'lease-duration-seconds'
+  | 'renew-deadline-seconds'
+  | 'retry-period-seconds'
+  | 'runtimed-image'
+  | 'python-image'
+  | 'bash-image'
+  | 'runtime-service-account'
+  | 'runtime-server-listen'
+  | 'finished-runs-per-runtime'
+  | 'internal-ca-dir'
+  | 'log-level'
+  | 'metrics-address'
+  | 'gateway-host'
+  | 'gateway-ca-file'
+  | 'runtime-otlp-endpoint'
+  | 'runtimed-cpu-request'
+  | 'runtimed-memory-request'
+  | 'runtimed-memory-limit'
+  | 'automatic-retry';
 
-export type ControllerManagerFlags = ReturnType<typeof parseControllerManagerFlags>;
-
-/** The flags as given (strict: an unknown flag throws); checked by controllerManagerConfig. */
-export function parseControllerManagerFlags(args: string[]) {
-  return parseArgs({ args, options: CONTROLLER_MANAGER_FLAGS, strict: true }).values;
-}
+/** The flags as given (main.ts declares them to parseArgs, without defaults): unset ones are undefined. */
+export type ControllerManagerFlags = Partial<Record<ControllerManagerFlag, string | undefined>>;
 
 /** Everything the controller-manager process runs with, checked and read before it campaigns. */
 export interface ControllerManagerConfig {
@@ -83,7 +81,7 @@ export interface ControllerManagerConfig {
  * Secrets then get reissued).
  */
 export async function controllerManagerConfig(flags: ControllerManagerFlags, env: NodeJS.ProcessEnv): Promise<ControllerManagerConfig> {
-  const listen = flags['runtime-server-listen'];
+  const listen = flags['runtime-server-listen'] ?? 'loopback';
   const resources = runtimedResources(flags);
   const internalCa = await readInternalCa(flags['internal-ca-dir']);
   const gateway = await gatewayEndpoint(flags['gateway-host'], flags['gateway-ca-file']);
@@ -98,19 +96,29 @@ export async function controllerManagerConfig(flags: ControllerManagerFlags, env
   return {
     kubeconfig: flags.kubeconfig,
     namespace: flags.namespace,
-    leaderElection: leaseFromFlags(flags, env, (flag, value) => number(flag, value, 1)),
+    leaderElection: leaseFromFlags(flags, env, {
+      leaseName: 'kruntimes-controller-manager',
+      seconds: (flag, value) => number(flag, value, 1),
+    }),
     metricsAddress: flags['metrics-address'],
     workload: {
-      runtimedImage: flags['runtimed-image'],
-      runtimeServerImages: { python: flags['python-image'], bash: flags['bash-image'] },
-      serviceAccountName: flags['runtime-service-account'],
+      runtimedImage: flags['runtimed-image'] ?? 'kruntimes/runtimed:latest',
+      runtimeServerImages: {
+        python: flags['python-image'] ?? 'kruntimes/runtime-server-python:latest',
+        bash: flags['bash-image'] ?? 'kruntimes/runtime-server-bash:latest',
+      },
+      serviceAccountName: flags['runtime-service-account'] ?? 'kruntimes-runtimed',
       runtimeServerListen: listen,
       ...(gateway === undefined ? {} : { gateway }),
       ...(otlpEndpoint === undefined ? {} : { otlpEndpoint }),
       ...(resources === undefined ? {} : { runtimedResources: resources }),
       automaticRetry: automaticRetry === 'true',
     },
-    finishedRunsPerRuntime: number('finished-runs-per-runtime', flags['finished-runs-per-runtime'], 0),
+    finishedRunsPerRuntime: number(
+      'finished-runs-per-runtime',
+      flags['finished-runs-per-runtime'] ?? String(DEFAULT_FINISHED_RUNS_PER_RUNTIME),
+      0,
+    ),
     internalCa,
   };
 }

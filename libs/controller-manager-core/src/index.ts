@@ -1,6 +1,6 @@
 export * from './collection.ts';
-export { CONTROLLER_MANAGER_FLAGS, controllerManagerConfig, parseControllerManagerFlags } from './config.ts';
-export type { ControllerManagerConfig, ControllerManagerFlags } from './config.ts';
+export { controllerManagerConfig } from './config.ts';
+export type { ControllerManagerConfig, ControllerManagerFlag, ControllerManagerFlags } from './config.ts';
 export { controllerManagerProcess } from './process.ts';
 export type { ControllerManagerProcessOptions } from './process.ts';
 export * from './gateway-endpoint.ts';

@@ -8,8 +8,8 @@ export type { InformerEventHandler, SharedInformerOptions } from './informer.ts'
 export { LeaderElector } from './leader-election.ts';
 export type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
 export { Manager } from './manager.ts';
-export { leaseFlags, leaseFromFlags, positiveNumber } from './lease-flags.ts';
-export type { LeaseFlagValues } from './lease-flags.ts';
+export { leaseFromFlags, positiveNumber } from './lease-flags.ts';
+export type { LeaseFlagDefaults, LeaseFlagValues } from './lease-flags.ts';
 export type { Elector, ManagerLeaderElection, ManagerLogger, ManagerOptions, Runnable } from './manager.ts';
 export { decideLeaseRound } from './lease-round.ts';
 export type { LeaseObservation, LeaseRound, LeaseRoundAction, LeaseRoundInput } from './lease-round.ts';

@@ -1,8 +1,16 @@
 import { parseArgs } from 'node:util';
-import { leaseFlags, leaseFromFlags } from './lease-flags.ts';
+import { leaseFromFlags } from './lease-flags.ts';
+
+const FLAGS = {
+  'lease-namespace': { type: 'string' },
+  'lease-name': { type: 'string' },
+  'lease-duration-seconds': { type: 'string' },
+  'renew-deadline-seconds': { type: 'string' },
+  'retry-period-seconds': { type: 'string' },
+} as const;
 
 function lease(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return leaseFromFlags(parseArgs({ args, options: leaseFlags('kruntimes-x'), strict: true }).values, env);
+  return leaseFromFlags(parseArgs({ args, options: FLAGS, strict: true }).values, env, { leaseName: 'kruntimes-x' });
 }
 
 describe('leaseFromFlags', () => {
@@ -13,9 +21,13 @@ describe('leaseFromFlags', () => {
   });
 
   it('takes the flags, fractions of a second included, and refuses what is no positive number', () => {
-    expect(lease(['--lease-namespace', 'ns', '--lease-duration-seconds', '3', '--retry-period-seconds', '0.5'])).toMatchObject({
+    expect(
+      lease(['--lease-namespace', 'ns', '--lease-name', 'l', '--lease-duration-seconds', '3', '--retry-period-seconds', '0.5']),
+    ).toEqual({
       namespace: 'ns',
+      leaseName: 'l',
       leaseDurationSeconds: 3,
+      renewDeadlineSeconds: 10,
       retryPeriodSeconds: 0.5,
     });
     expect(() => lease(['--renew-deadline-seconds', '0'])).toThrow('--renew-deadline-seconds must be a positive number, not "0"');

@@ -1,43 +1,37 @@
 import type { ManagerLeaderElection } from './manager.ts';
 
-/**
- * The flags of a leader-elected service's Lease, for parseArgs (`leaseName`: the service's
- * default): --lease-namespace, --lease-name, --lease-duration-seconds (15),
- * --renew-deadline-seconds (10), --retry-period-seconds (2).
- */
-export function leaseFlags(leaseName: string) {
-  return {
-    'lease-namespace': { type: 'string' },
-    'lease-name': { type: 'string', default: leaseName },
-    'lease-duration-seconds': { type: 'string', default: '15' },
-    'renew-deadline-seconds': { type: 'string', default: '10' },
-    'retry-period-seconds': { type: 'string', default: '2' },
-  } as const;
-}
-
+/** The Lease flags every leader-elected service declares (each a string; unset ones undefined). */
 export interface LeaseFlagValues {
   'lease-namespace'?: string | undefined;
-  'lease-name': string;
-  'lease-duration-seconds': string;
-  'renew-deadline-seconds': string;
-  'retry-period-seconds': string;
+  'lease-name'?: string | undefined;
+  'lease-duration-seconds'?: string | undefined;
+  'renew-deadline-seconds'?: string | undefined;
+  'retry-period-seconds'?: string | undefined;
+}
+
+export interface LeaseFlagDefaults {
+  /** The service's own Lease, e.g. kruntimes-scheduler. */
+  leaseName: string;
+  /** Checks each duration; default: a positive number. */
+  seconds?: (flag: string, value: string) => number;
 }
 
 /**
- * The Lease the flags name, in --lease-namespace, else POD_NAMESPACE, else
- * kruntimes-system; `seconds` checks each duration (default: a positive number).
+ * The Lease the flags name: --lease-namespace, else POD_NAMESPACE, else kruntimes-system;
+ * --lease-name; --lease-duration-seconds (default 15), --renew-deadline-seconds (10),
+ * --retry-period-seconds (2).
  */
 export function leaseFromFlags(
   values: LeaseFlagValues,
   env: NodeJS.ProcessEnv,
-  seconds: (flag: string, value: string) => number = positiveNumber,
+  { leaseName, seconds = positiveNumber }: LeaseFlagDefaults,
 ): Omit<ManagerLeaderElection, 'elector'> {
   return {
     namespace: values['lease-namespace'] ?? env.POD_NAMESPACE ?? 'kruntimes-system',
-    leaseName: values['lease-name'],
-    leaseDurationSeconds: seconds('lease-duration-seconds', values['lease-duration-seconds']),
-    renewDeadlineSeconds: seconds('renew-deadline-seconds', values['renew-deadline-seconds']),
-    retryPeriodSeconds: seconds('retry-period-seconds', values['retry-period-seconds']),
+    leaseName: values['lease-name'] ?? leaseName,
+    leaseDurationSeconds: seconds('lease-duration-seconds', values['lease-duration-seconds'] ?? '15'),
+    renewDeadlineSeconds: seconds('renew-deadline-seconds', values['renew-deadline-seconds'] ?? '10'),
+    retryPeriodSeconds: seconds('retry-period-seconds', values['retry-period-seconds'] ?? '2'),
   };
 }
 
