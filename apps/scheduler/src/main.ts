@@ -11,7 +11,7 @@
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import { parseArgs } from 'node:util';
-import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { Manager, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable, positiveNumber } from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -20,10 +20,10 @@ const { values } = parseArgs({
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
     'lease-namespace': { type: 'string' },
-    'lease-name': { type: 'string', default: 'kruntimes-scheduler' },
-    'lease-duration-seconds': { type: 'string', default: '15' },
-    'renew-deadline-seconds': { type: 'string', default: '10' },
-    'retry-period-seconds': { type: 'string', default: '2' },
+    'lease-name': { type: 'string' },
+    'lease-duration-seconds': { type: 'string' },
+    'renew-deadline-seconds': { type: 'string' },
+    'retry-period-seconds': { type: 'string' },
     'metrics-address': { type: 'string' },
     workers: { type: 'string', default: '2' },
     'source-wait-seconds': { type: 'string', default: String(SOURCE_SNAPSHOT.maxWaitSeconds) },
@@ -38,41 +38,29 @@ const logger = pino({
   redact: ['*.authorization', '*.token'],
 });
 
-function positive(flag: string, value: string): number {
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0) throw new Error(`--${flag} must be a positive number, not ${JSON.stringify(value)}`);
-  return parsed;
-}
-
 try {
-  const kubeConfig = new PooledKubeConfig();
-  if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
-  else kubeConfig.loadFromFile(values.kubeconfig);
+  const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new SchedulerMetrics();
-  if (values['metrics-address'] !== undefined) {
-    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
-    logger.info({ address: endpoint.address }, 'metrics listening');
-  }
-  const exitCode = await runLeaderElectedProcess({
-    component: 'the scheduler',
+  const manager = new Manager({
     kubeConfig,
-    namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
-    leaseName: values['lease-name'],
     logger,
-    leaseDurationSeconds: positive('lease-duration-seconds', values['lease-duration-seconds']),
-    renewDeadlineSeconds: positive('renew-deadline-seconds', values['renew-deadline-seconds']),
-    retryPeriodSeconds: positive('retry-period-seconds', values['retry-period-seconds']),
-    create: () =>
-      new Scheduler({
-        kubeConfig,
-        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
-        logger,
-        metrics,
-        workers: positive('workers', values.workers),
-        sourceWaitMs: positive('source-wait-seconds', values['source-wait-seconds']) * 1000,
-      }),
+    component: 'the scheduler',
+    leaderElection: leaseFromFlags(values, process.env, { leaseName: 'kruntimes-scheduler' }),
   });
-  process.exit(exitCode);
+  if (values['metrics-address'] !== undefined)
+    manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
+  manager.add(
+    new Scheduler({
+      kubeConfig,
+      informers: manager.informers,
+      ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+      logger,
+      metrics,
+      workers: positiveNumber('workers', values.workers),
+      sourceWaitMs: positiveNumber('source-wait-seconds', values['source-wait-seconds']) * 1000,
+    }),
+  );
+  process.exit(await manager.runUntilSignalled());
 } catch (error) {
   logger.fatal({ err: error }, 'scheduler failed');
   process.exitCode = 1;

@@ -12,7 +12,7 @@
 //                                  KRT_AUTOMATIC_RETRY); a namespace annotation can only narrow it
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { PooledKubeConfig, runLeaderElectedProcess, startMetricsEndpoint } from '@kruntimes/controller-runtime';
+import { Manager, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -21,10 +21,10 @@ const { values } = parseArgs({
     kubeconfig: { type: 'string' },
     namespace: { type: 'string' },
     'lease-namespace': { type: 'string' },
-    'lease-name': { type: 'string', default: STALE_RECOVERY_LEASE_NAME },
-    'lease-duration-seconds': { type: 'string', default: '15' },
-    'renew-deadline-seconds': { type: 'string', default: '10' },
-    'retry-period-seconds': { type: 'string', default: '2' },
+    'lease-name': { type: 'string' },
+    'lease-duration-seconds': { type: 'string' },
+    'renew-deadline-seconds': { type: 'string' },
+    'retry-period-seconds': { type: 'string' },
     'metrics-address': { type: 'string' },
     resync: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
@@ -56,35 +56,29 @@ function boolean(flag: string, value: string): boolean {
 
 try {
   const automaticRetry = boolean('automatic-retry', values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true');
-  const kubeConfig = new PooledKubeConfig();
-  if (values.kubeconfig === undefined) kubeConfig.loadFromDefault();
-  else kubeConfig.loadFromFile(values.kubeconfig);
+  const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new RecoveryMetrics();
-  if (values['metrics-address'] !== undefined) {
-    const endpoint = await startMetricsEndpoint(values['metrics-address'], () => metrics.render());
-    logger.info({ address: endpoint.address }, 'metrics listening');
-  }
-  const exitCode = await runLeaderElectedProcess({
-    component: 'stale-recovery',
+  const manager = new Manager({
     kubeConfig,
-    namespace: values['lease-namespace'] ?? process.env.POD_NAMESPACE ?? 'kruntimes-system',
-    leaseName: values['lease-name'],
     logger,
-    leaseDurationSeconds: number('lease-duration-seconds', values['lease-duration-seconds']),
-    renewDeadlineSeconds: number('renew-deadline-seconds', values['renew-deadline-seconds']),
-    retryPeriodSeconds: number('retry-period-seconds', values['retry-period-seconds']),
-    create: () =>
-      new StaleRecovery({
-        kubeConfig,
-        ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
-        logger,
-        metrics,
-        workers: number('workers', values.workers),
-        resyncMs: number('resync', values.resync, true) * 1000,
-        automaticRetry,
-      }),
+    component: 'stale-recovery',
+    leaderElection: leaseFromFlags(values, process.env, { leaseName: STALE_RECOVERY_LEASE_NAME }),
   });
-  process.exit(exitCode);
+  if (values['metrics-address'] !== undefined)
+    manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
+  manager.add(
+    new StaleRecovery({
+      kubeConfig,
+      informers: manager.informers,
+      ...(values.namespace === undefined ? {} : { namespace: values.namespace }),
+      logger,
+      metrics,
+      workers: number('workers', values.workers),
+      resyncMs: number('resync', values.resync, true) * 1000,
+      automaticRetry,
+    }),
+  );
+  process.exit(await manager.runUntilSignalled());
 } catch (error) {
   logger.fatal({ err: error }, 'stale-recovery failed');
   process.exitCode = 1;

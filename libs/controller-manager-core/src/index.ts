@@ -1,4 +1,8 @@
 export * from './collection.ts';
+export { controllerManagerConfig } from './config.ts';
+export type { ControllerManagerConfig, ControllerManagerFlag, ControllerManagerFlags } from './config.ts';
+export { controllerManagerProcess } from './process.ts';
+export type { ControllerManagerProcessOptions } from './process.ts';
 export * from './gateway-endpoint.ts';
 export * from './manager.ts';
 export * from './metrics.ts';
@@ -9,6 +13,8 @@ export * from './artifact-store-status.ts';
 export { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 export type { ArtifactStoreObject, ArtifactStoreReconcilerOptions } from './artifact-store-reconciler.ts';
 export { InputMetrics } from './input-metrics.ts';
+export { OriginController } from './origin-controller.ts';
+export type { OriginControllerOptions } from './origin-controller.ts';
 export { RESPONSE_EVENT_REASONS, RunInputReconciler } from './run-input-reconciler.ts';
 export type { RunInputObject, RunInputReconcilerOptions } from './run-input-reconciler.ts';
 export { acceptedMessage, decideResponse, runInputStatus } from './run-input-status.ts';

@@ -30,6 +30,8 @@ const OWNED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
 
 export interface ControllerManagerOptions {
   kubeConfig: KubeConfig;
+  /** The Manager's shared informers, which it starts first and stops last; default: this one's own, started and stopped with it. */
+  informers?: InformerFactory;
   /** Watch one namespace; all namespaces when undefined. */
   namespace?: string;
   logger: ControllerLogger;
@@ -68,6 +70,7 @@ export interface ControllerManagerOptions {
 export class ControllerManager {
   readonly #metrics: ManagerMetrics | undefined;
   readonly #informers: InformerFactory;
+  readonly #ownsInformers: boolean;
   readonly #caches: ManagerCaches;
   readonly #controllers: Controller[];
 
@@ -78,7 +81,8 @@ export class ControllerManager {
     // One connection pool for every request of the manager (see PooledKubeConfig).
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#metrics = options.metrics;
-    this.#informers = new InformerFactory({ kubeConfig, logger });
+    this.#ownsInformers = options.informers === undefined;
+    this.#informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
     const kruntimes = { group: API_GROUP, version: API_VERSION, namespace };
     const core = { group: '', version: 'v1', namespace };
     const owned = { labelSelector: OWNED_SELECTOR };
@@ -130,6 +134,7 @@ export class ControllerManager {
     enqueueOnChange(caches, controllers);
   }
 
+  /** Fills the caches (shared ones are synced already), then starts the controllers. */
   async start(): Promise<void> {
     await this.#informers.start();
     for (const controller of this.#controllers) controller.start();
@@ -139,7 +144,7 @@ export class ControllerManager {
   async stop(): Promise<void> {
     this.#metrics?.observe(undefined);
     await Promise.all(this.#controllers.map((controller) => controller.stop()));
-    await this.#informers.stop();
+    if (this.#ownsInformers) await this.#informers.stop();
   }
 
   /** What the metrics need, read from the caches only. */

@@ -1,7 +1,7 @@
 import type { PolicyRule } from '@kruntimes/api';
 import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import { ORIGIN_CONTROLLER_RULES } from '@kruntimes/local-run-core';
 import { SCHEDULE_CONTROLLER_RULES } from '@kruntimes/schedule-core';
+import { ORIGIN_CONTROLLER_RULES } from './origin-controller.ts';
 
 /**
  * Everything the controller-manager does through the API: own Runtimes' Deployments,

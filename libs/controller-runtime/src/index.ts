@@ -7,8 +7,10 @@ export { SharedInformer } from './informer.ts';
 export type { InformerEventHandler, SharedInformerOptions } from './informer.ts';
 export { LeaderElector } from './leader-election.ts';
 export type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
-export { runLeaderElectedProcess, runWhileLeading } from './leader-elected-process.ts';
-export type { LeaderComponent, LeaderElectedProcessOptions } from './leader-elected-process.ts';
+export { Manager } from './manager.ts';
+export { leaseFromFlags, positiveNumber } from './lease-flags.ts';
+export type { LeaseFlagDefaults, LeaseFlagValues } from './lease-flags.ts';
+export type { Elector, ManagerLeaderElection, ManagerLogger, ManagerOptions, Runnable } from './manager.ts';
 export { decideLeaseRound } from './lease-round.ts';
 export type { LeaseObservation, LeaseRound, LeaseRoundAction, LeaseRoundInput } from './lease-round.ts';
 export { systemMonotonicClock } from './monotonic-clock.ts';
@@ -17,7 +19,7 @@ export { objectKey, splitObjectKey } from './object-key.ts';
 export type { ReadonlyDeep } from './object-key.ts';
 export { isPodReady, serviceEndpoints } from './service-endpoints.ts';
 export type { ServiceEndpoint } from './service-endpoints.ts';
-export { parseListenAddress, startMetricsEndpoint } from './metrics-endpoint.ts';
+export { metricsEndpointRunnable, parseListenAddress, startMetricsEndpoint } from './metrics-endpoint.ts';
 export type { MetricsEndpoint } from './metrics-endpoint.ts';
 export { InformerFactory, watchPath, watchSpecKey } from './informer-factory.ts';
 export type { InformerFactoryOptions, WatchSpec } from './informer-factory.ts';
@@ -32,4 +34,4 @@ export type {
   OwnedRefusal,
 } from './ensure-owned.ts';
 export { RecencyBoundedMap } from './recency-bounded-map.ts';
-export { CONNECTION_POOL_RENEW_MS, PooledKubeConfig } from './pooled-kube-config.ts';
+export { CONNECTION_POOL_RENEW_MS, PooledKubeConfig, loadKubeConfig } from './pooled-kube-config.ts';

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Runnable } from './manager.ts';
 
 export interface MetricsEndpoint {
   address: AddressInfo;
@@ -37,6 +38,27 @@ export async function startMetricsEndpoint(address: string, render: () => string
     });
   });
   return { address: server.address() as AddressInfo, close: () => closeServer(server) };
+}
+
+/**
+ * The metrics endpoint as a runnable of every replica (no leader election): a standby
+ * serves it too, with only what its own process counts.
+ */
+export function metricsEndpointRunnable(
+  address: string,
+  render: () => string,
+  logger: { info(object: object, message: string): void },
+): Runnable {
+  let endpoint: MetricsEndpoint | undefined;
+  return {
+    name: 'the metrics endpoint',
+    needsLeaderElection: false,
+    start: async () => {
+      endpoint = await startMetricsEndpoint(address, render);
+      logger.info({ address: endpoint.address }, 'metrics listening');
+    },
+    stop: () => endpoint?.close(),
+  };
 }
 
 /** `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (every interface). */

@@ -75,3 +75,11 @@ export class PooledKubeConfig extends KubeConfig {
     ]);
   }
 }
+
+/** A service's `--kubeconfig`: that file, or when undefined KUBECONFIG, then in-cluster; pooled. */
+export function loadKubeConfig(path: string | undefined): PooledKubeConfig {
+  const kubeConfig = new PooledKubeConfig();
+  if (path === undefined) kubeConfig.loadFromDefault();
+  else kubeConfig.loadFromFile(path);
+  return kubeConfig;
+}

@@ -45,6 +45,8 @@ const EXPECTATION_TTL_MS = 30_000;
 
 export interface ScheduleControllerOptions {
   kubeConfig: KubeConfig;
+  /** The Manager's shared informers, which it starts first and stops last; default: this one's own, started and stopped with it. */
+  informers?: InformerFactory;
   /** Watch one namespace; all namespaces when undefined. */
   namespace?: string;
   logger: ControllerLogger;
@@ -70,6 +72,8 @@ export class ScheduleController {
   readonly #schedules: SharedInformer<ScheduleObject>;
   readonly #runs: SharedInformer<RunObject>;
   readonly #controller: Controller;
+  readonly #informers: InformerFactory;
+  readonly #ownsInformers: boolean;
   readonly #now: () => number;
   /** Runs created but not yet in the cache, per schedule key: they count as active meanwhile. */
   readonly #expected = new Map<string, { run: ScheduleRunView; until: number }>();
@@ -79,7 +83,9 @@ export class ScheduleController {
     this.#now = options.now ?? Date.now;
     const { kubeConfig, namespace, logger } = options;
     this.#clients = kruntimesClients(kubeConfig);
-    const informers = new InformerFactory({ kubeConfig, logger });
+    this.#ownsInformers = options.informers === undefined;
+    const informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
+    this.#informers = informers;
     const watch = { group: API_GROUP, version: API_VERSION, namespace };
     this.#schedules = informers.informer<ScheduleObject>({ ...watch, plural: RUN_SCHEDULE_PLURAL });
     // Only Runs that name a schedule: the controller never needs the others.
@@ -100,14 +106,15 @@ export class ScheduleController {
     });
   }
 
+  /** Fills the caches (shared ones are synced already), then starts the controller. */
   async start(): Promise<void> {
-    await Promise.all([this.#schedules.start(), this.#runs.start()]);
+    await this.#informers.start();
     this.#controller.start();
   }
 
   async stop(): Promise<void> {
     await this.#controller.stop();
-    await Promise.all([this.#schedules.stop(), this.#runs.stop()]);
+    if (this.#ownsInformers) await this.#informers.stop();
   }
 
   async reconcile(key: string): Promise<ReconcileResult | undefined> {

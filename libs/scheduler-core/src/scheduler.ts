@@ -22,6 +22,8 @@ import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-cach
 
 export interface SchedulerOptions {
   kubeConfig: KubeConfig;
+  /** The Manager's shared informers, which it starts first and stops last; default: this one's own, started and stopped with it. */
+  informers?: InformerFactory;
   /** Watch one namespace; all namespaces when undefined. */
   namespace?: string;
   logger: ControllerLogger;
@@ -76,6 +78,7 @@ export class Scheduler {
   readonly #runs: ObjectClient<Run>;
   readonly #core: CoreV1Api;
   readonly #informers: InformerFactory;
+  readonly #ownsInformers: boolean;
   readonly #caches: SchedulerCaches;
   readonly #controller: Controller;
   readonly #assume = new AssumeCache();
@@ -104,7 +107,8 @@ export class Scheduler {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#runtimeUse = options.runtimeUse ?? new RuntimeUseReviewer({ review: subjectAccessReview(kubeConfig) });
     this.#accessRecheckMs = options.accessRecheckMs ?? 10_000;
-    const informers = new InformerFactory({ kubeConfig, logger });
+    this.#ownsInformers = options.informers === undefined;
+    const informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
     this.#informers = informers;
     this.#caches = {
       runs: informers.informer<RunObject>({ ...RUNS, namespace }),
@@ -130,7 +134,7 @@ export class Scheduler {
     });
   }
 
-  /** Fills the caches, then starts placing: the first pass sees complete caches. */
+  /** Fills the caches (shared ones are synced already), then starts placing: the first pass sees complete caches. */
   async start(): Promise<void> {
     await this.#informers.start();
     this.#snapshots.start();
@@ -139,7 +143,7 @@ export class Scheduler {
 
   async stop(): Promise<void> {
     await Promise.all([this.#controller.stop(), this.#snapshots.stop()]);
-    await this.#informers.stop();
+    if (this.#ownsInformers) await this.#informers.stop();
   }
 
   /** One placement pass over a Runtime's Pending Runs. */

@@ -22,6 +22,8 @@ import { RunWrites } from './run-writes.ts';
 
 export interface StaleRecoveryOptions {
   kubeConfig: KubeConfig;
+  /** The Manager's shared informers, which it starts first and stops last; default: this one's own, started and stopped with it. */
+  informers?: InformerFactory;
   /** Watch one namespace; all namespaces when undefined. */
   namespace?: string;
   logger: ControllerLogger & { info(object: object, message: string): void };
@@ -67,6 +69,7 @@ export class StaleRecovery {
   readonly #options: StaleRecoveryOptions;
   readonly #writes: RunWrites;
   readonly #informers: InformerFactory;
+  readonly #ownsInformers: boolean;
   readonly #caches: RecoveryCaches;
   readonly #controller: Controller;
   readonly #tracker: ReportingTracker;
@@ -87,7 +90,8 @@ export class StaleRecovery {
     this.#tracker = new ReportingTracker(options.reportingGrace);
     const { kubeConfig, namespace, logger } = options;
     this.#writes = new RunWrites(kubeConfig);
-    const informers = new InformerFactory({ kubeConfig, logger });
+    this.#ownsInformers = options.informers === undefined;
+    const informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
     this.#informers = informers;
     this.#caches = {
       runs: informers.informer<RunObject>({ ...RUNS, namespace }),
@@ -114,7 +118,7 @@ export class StaleRecovery {
     });
   }
 
-  /** Fills every cache, then starts reconciling: the first decision sees complete caches. */
+  /** Fills every cache (shared ones are synced already), then starts reconciling: the first decision sees complete caches. */
   async start(): Promise<void> {
     await this.#informers.start();
     this.#controller.start();
@@ -130,7 +134,7 @@ export class StaleRecovery {
   async stop(): Promise<void> {
     clearInterval(this.#resyncTimer);
     await this.#controller.stop();
-    await this.#informers.stop();
+    if (this.#ownsInformers) await this.#informers.stop();
   }
 
   /** One look at one Run: gather the evidence, decide, and act when there is something to do. */

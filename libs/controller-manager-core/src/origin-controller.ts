@@ -18,6 +18,8 @@ export const ORIGIN_CONTROLLER_RULES: readonly PolicyRule[] = [
 
 export interface OriginControllerOptions {
   kubeConfig: KubeConfig;
+  /** The Manager's shared informers, which it starts first and stops last; default: this one's own, started and stopped with it. */
+  informers?: InformerFactory;
   /** Watch one namespace; all when undefined. */
   namespace?: string;
   logger: ControllerLogger;
@@ -34,6 +36,8 @@ export interface OriginControllerOptions {
 export class OriginController {
   readonly #runClient: ObjectClient<Run>;
   readonly #runs: SharedInformer<RunObject>;
+  readonly #informers: InformerFactory;
+  readonly #ownsInformers: boolean;
   readonly #controller: Controller;
   readonly #logger: ControllerLogger;
   readonly #now: () => number;
@@ -42,7 +46,9 @@ export class OriginController {
     this.#logger = options.logger;
     this.#now = options.now ?? Date.now;
     this.#runClient = runClient(options.kubeConfig);
-    const informers = new InformerFactory({ kubeConfig: options.kubeConfig, logger: options.logger });
+    this.#ownsInformers = options.informers === undefined;
+    const informers = options.informers ?? new InformerFactory({ kubeConfig: options.kubeConfig, logger: options.logger });
+    this.#informers = informers;
     this.#runs = informers.informer<RunObject>({
       group: API_GROUP,
       version: API_VERSION,
@@ -57,14 +63,15 @@ export class OriginController {
     });
   }
 
+  /** Fills the cache (a shared one is synced already), then starts the controller. */
   async start(): Promise<void> {
-    await this.#runs.start();
+    await this.#informers.start();
     this.#controller.start();
   }
 
   async stop(): Promise<void> {
     await this.#controller.stop();
-    await this.#runs.stop();
+    if (this.#ownsInformers) await this.#informers.stop();
   }
 
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
