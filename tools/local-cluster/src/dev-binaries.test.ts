@@ -2,7 +2,14 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BINARY_NAMES } from '@kruntimes/testing';
-import { binariesWithProgress, formatElapsed, parseBuildStart, progressLine } from './dev-binaries.ts';
+import {
+  CONTROL_PLANE_BINARIES,
+  binariesWithProgress,
+  formatElapsed,
+  laterBinaries,
+  parseBuildStart,
+  progressLine,
+} from './dev-binaries.ts';
 
 let root: string;
 let saved: string | undefined;
@@ -129,4 +136,9 @@ test('a stop requested during the build ends the build', async () => {
     stop.abort();
   }, 200);
   await expect(building).rejects.toThrow(/failed \(SIGTERM\)/);
+});
+
+test('the control plane first, the rest beside the demo: together every binary, without what is switched off', () => {
+  expect([...CONTROL_PLANE_BINARIES, ...laterBinaries({ prometheus: true, jaeger: true })].sort()).toEqual([...BINARY_NAMES].sort());
+  expect(laterBinaries({ prometheus: false, jaeger: false })).toEqual(['kubectl', 'weed']);
 });

@@ -472,9 +472,7 @@ class DevSession {
     this.state.invokerKubeconfig = invoker.kubeconfig;
     await writeState(this.state);
     await createDemoObjects(admin);
-    this.#say(
-      `namespace ${DEMO_NAMESPACE}: Runtimes python and bash, function Runs hello-py and echo-sh, task Run report-py (writes an artifact); waiting`,
-    );
+    this.#say(`namespace ${DEMO_NAMESPACE}: Runtimes python and bash, function Runs hello-py and echo-sh; waiting`);
     return invoker;
   }
 
