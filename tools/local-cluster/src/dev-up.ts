@@ -223,9 +223,9 @@ class DevSession {
     kubeconfigOf: (service: typeof PROMETHEUS_SERVICE_ACCOUNT) => Promise<string>,
     jaegerPlan: JaegerLaunch | undefined,
   ): Promise<Attached> {
-    await later;
+    const binDir = await later;
     this.#checkStop();
-    const objectStore = await startObjectStore(this.#options.dir, this.#say);
+    const objectStore = await startObjectStore(this.#options.dir, binDir, this.#say);
     this.#objectStore = objectStore;
     this.state.objectStoreEndpoint = objectStore.endpoint;
     this.#checkStop();
