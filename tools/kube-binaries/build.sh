@@ -10,18 +10,34 @@
 # coredns (./coredns) and kube-router (./kube-router, its network policy controller); the
 # test suite never asks for those.
 #
-# Usage: tools/kube-binaries/build.sh [--node]   # prints the bin directory on stdout
+# Named components (etcd kube-apiserver kube-controller-manager kubectl weed prometheus
+# jaeger-all-in-one, and with --node the node's) build and verify only those: `npm run dev`
+# builds the control plane first and the rest while its demo runs.
+# Each build's seconds are kept in $cache_root/kube-binaries/build-seconds/<component>, and
+# the next build of that component names them in its progress line.
+#
+# Usage: tools/kube-binaries/build.sh [--node] [COMPONENT ...]   # prints the bin directory on stdout
 # Env:   KRT_KUBE_BIN_CACHE  cache root (default: $XDG_CACHE_HOME/kruntimes or ~/.cache/kruntimes)
 set -euo pipefail
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=mod
 
+usage="usage: $0 [--node] [COMPONENT ...]"
 node=false
-case "${1-}" in
-  '') ;;
-  --node) node=true ;;
-  *) echo "usage: $0 [--node]" >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { echo "usage: $0 [--node]" >&2; exit 2; }
+[ "${1-}" = --node ] && { node=true; shift; }
+control_plane=(etcd kube-apiserver kube-controller-manager kubectl weed prometheus jaeger-all-in-one)
+node_parts=(kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr coredns kube-router)
+wanted=("$@")
+for component in "${wanted[@]}"; do
+  case " ${control_plane[*]} $($node && echo "${node_parts[*]}") " in
+    *" $component "*) ;;
+    *) echo "$usage (unknown component '$component')" >&2; exit 2 ;;
+  esac
+done
+wants() { # component: named on the command line, or none named (all)
+  [ ${#wanted[@]} -eq 0 ] && return 0
+  case " ${wanted[*]} " in *" $1 "*) return 0 ;; esac
+  return 1
+}
 
 here=$(cd "$(dirname "$0")" && pwd)
 module_version() { # module dir, module path -> version from go.mod
@@ -41,25 +57,33 @@ bin_dir="$cache_root/kube-binaries/kubernetes-$kube_version-etcd-$etcd_version-$
 mkdir -p "$bin_dir"
 
 log() { printf '[kube-binaries] %s\n' "$*" >&2; }
+times_dir="$cache_root/kube-binaries/build-seconds"
+mkdir -p "$times_dir"
 
 verify() { # name, expected substring of its version output, version arguments (default --version)
   local name=$1 want=$2 out
   shift 2
+  wants "$name" || return 0
   [ $# -gt 0 ] || set -- --version
   out=$("$bin_dir/$name" "$@" 2>&1) || { log "$name $* failed: $out"; return 1; }
   case "$out" in *"$want"*) return 0 ;; esac
   log "$name $* printed '$out', expected it to contain '$want'"; return 1
 }
 
-build() { # name, module dir, package, ldflags, build tags (optional, comma-separated)
-  local name=$1 dir=$2 pkg=$3 ldflags=$4 tags=${5-} tmp start
-  if [ -x "$bin_dir/$name" ]; then log "$name: cached"; return 0; fi
-  log "$name: building $pkg (first build takes several minutes)"
+build() { # component, file name, module dir, package, ldflags, build tags (optional, comma-separated)
+  local component=$1 name=$2 dir=$3 pkg=$4 ldflags=$5 tags=${6-} tmp start last seconds
+  wants "$component" || return 0
+  if [ -x "$bin_dir/$name" ]; then log "$component: cached"; return 0; fi
+  last=$(cat "$times_dir/$component" 2>/dev/null || true)
+  # `npm run dev` reads this line: the component, and the seconds its last build here took.
+  log "$component: building $pkg ($([[ $last =~ ^[0-9]+$ ]] && echo "its last build here took ${last}s" || echo 'no earlier build here; a first build takes minutes'))"
   start=$(date +%s)
   tmp="$bin_dir/.$name.tmp.$$"
   (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$tmp" "$pkg")
   mv -f "$tmp" "$bin_dir/$name" # atomic: a killed build never leaves a half binary behind
-  log "$name: built in $(( $(date +%s) - start ))s"
+  seconds=$(( $(date +%s) - start ))
+  echo "$seconds" >"$times_dir/.$component.$$" && mv -f "$times_dir/.$component.$$" "$times_dir/$component"
+  log "$component: built in ${seconds}s"
 }
 
 kube_ldflags() {
@@ -69,17 +93,18 @@ kube_ldflags() {
     "$pkg" "$v" "$pkg" "$major" "$pkg" "$minor" "$pkg" "$pkg"
 }
 
-build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "-X go.etcd.io/etcd/api/v3/version.GitSHA=module-$etcd_version"
-build kube-apiserver "$here/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)"
-build kube-controller-manager "$here/kubernetes" k8s.io/kubernetes/cmd/kube-controller-manager "$(kube_ldflags)"
-build kubectl "$here/kubernetes" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
+build etcd etcd "$here/etcd" go.etcd.io/etcd/server/v3 "-X go.etcd.io/etcd/api/v3/version.GitSHA=module-$etcd_version"
+build kube-apiserver kube-apiserver "$here/kubernetes" k8s.io/kubernetes/cmd/kube-apiserver "$(kube_ldflags)"
+build kube-controller-manager kube-controller-manager "$here/kubernetes" k8s.io/kubernetes/cmd/kube-controller-manager "$(kube_ldflags)"
+build kubectl kubectl "$here/kubernetes" k8s.io/kubernetes/cmd/kubectl "$(kube_ldflags)"
 # bin_dir is keyed by the control plane's versions only, so that moving the SeaweedFS pin
 # does not rebuild kube-apiserver: weed is cached under its own version, and `weed` is a
 # symlink to the current one (its version output names the module version, stamped below).
 weed_name="weed-$seaweedfs_version"
-build "$weed_name" "$here/seaweedfs" github.com/seaweedfs/seaweedfs/weed \
+build weed "$weed_name" "$here/seaweedfs" github.com/seaweedfs/seaweedfs/weed \
   "-X github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=module-$seaweedfs_version"
-link() { # name, versioned file it points to
+link() { # name, versioned file it points to (when built or cached)
+  [ -e "$bin_dir/$2" ] || return 0
   ln -sfn "$2" "$bin_dir/.$1.tmp.$$"
   mv -fT "$bin_dir/.$1.tmp.$$" "$bin_dir/$1" # atomic replacement of the symlink
 }
@@ -88,13 +113,13 @@ link weed "$weed_name"
 # query page answer; the React UI says it was built without assets.
 prometheus_name="prometheus-$prometheus_version"
 prom_common=github.com/prometheus/common/version
-build "$prometheus_name" "$here/prometheus" github.com/prometheus/prometheus/cmd/prometheus \
+build prometheus "$prometheus_name" "$here/prometheus" github.com/prometheus/prometheus/cmd/prometheus \
   "-X $prom_common.Version=$prometheus_version -X $prom_common.Revision=module-$prometheus_version -X $prom_common.Branch=module"
 link prometheus "$prometheus_name"
 # Jaeger v1's all-in-one (collector and query in one process, in-memory storage by default).
 jaeger_name="jaeger-all-in-one-$jaeger_version"
 jaeger_pkg=github.com/jaegertracing/jaeger
-build "$jaeger_name" "$here/jaeger" "$jaeger_pkg/cmd/all-in-one" \
+build jaeger-all-in-one "$jaeger_name" "$here/jaeger" "$jaeger_pkg/cmd/all-in-one" \
   "-X $jaeger_pkg/internal/version.latestVersion=$jaeger_version -X $jaeger_pkg/internal/version.commitSHA=module-$jaeger_version"
 link jaeger-all-in-one "$jaeger_name"
 
@@ -104,9 +129,9 @@ if $node; then
   kube_router_version=$(module_version "$here/kube-router" github.com/cloudnativelabs/kube-router/v2)
   [ -n "$containerd_version" ] && [ -n "$coredns_version" ] && [ -n "$kube_router_version" ] ||
     { echo "build.sh: cannot read the node's versions from go.mod" >&2; exit 1; }
-  build kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
-  build kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
-  build kube-scheduler "$here/kubernetes" k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags)"
+  build kubelet kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
+  build kube-proxy kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
+  build kube-scheduler kube-scheduler "$here/kubernetes" k8s.io/kubernetes/cmd/kube-scheduler "$(kube_ldflags)"
   # Like weed, each cached under its own version behind a symlink. Static (CGO_ENABLED=0),
   # so without the snapshotters that need cgo or are of no use here (containerd's Makefile
   # tags for a static build; the shim, like upstream's, without the gRPC API).
@@ -116,14 +141,14 @@ if $node; then
   for cmd in containerd containerd-shim-runc-v2 ctr; do
     tags=$ctrd_tags
     [ "$cmd" = containerd-shim-runc-v2 ] && tags=$tags,no_grpc
-    build "$cmd-$containerd_version" "$here/containerd" "$ctrd_pkg/cmd/$cmd" "$ctrd_ldflags" "$tags"
+    build "$cmd" "$cmd-$containerd_version" "$here/containerd" "$ctrd_pkg/cmd/$cmd" "$ctrd_ldflags" "$tags"
     link "$cmd" "$cmd-$containerd_version"
   done
-  build "coredns-$coredns_version" "$here/coredns" github.com/coredns/coredns \
+  build coredns "coredns-$coredns_version" "$here/coredns" github.com/coredns/coredns \
     "-X github.com/coredns/coredns/coremain.GitCommit=module-$coredns_version"
   link coredns "coredns-$coredns_version"
   kr_pkg=github.com/cloudnativelabs/kube-router/v2
-  build "kube-router-$kube_router_version" "$here/kube-router" "$kr_pkg/cmd/kube-router" \
+  build kube-router "kube-router-$kube_router_version" "$here/kube-router" "$kr_pkg/cmd/kube-router" \
     "-X $kr_pkg/pkg/version.Version=$kube_router_version -X $kr_pkg/pkg/version.BuildDate=module-$kube_router_version"
   link kube-router "kube-router-$kube_router_version"
 fi

@@ -18,7 +18,8 @@
 # Env: KRT_REAL_NODE_DIR (/var/lib/krt-real-node), KRT_REAL_NODE_CACHE (the root filesystem
 # cache; ~/.cache/kruntimes/real-node), KRT_CONTAINERD_SOCKET (the node's), KRT_CTR (a ctr
 # binary; default: kube-binaries' containerd 2 build, else the one on PATH), KRT_SNAPSHOTTER
-# (the node's containerd snapshotter, when not overlayfs), KRT_NPM_VERSION.
+# (the node's containerd snapshotter, when not overlayfs), KRT_NPM_VERSION, KRT_DEBIAN_MIRROR and
+# KRT_DEBIAN_SECURITY_MIRROR (default: this machine's apt sources, debian-mirror.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/tools/real-node"
@@ -45,7 +46,9 @@ cache=${KRT_REAL_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruntimes/real-node
 socket=${KRT_CONTAINERD_SOCKET:-/run/krt-real-node/containerd/containerd.sock}
 base=localhost/kruntimes/node-base:24
 suite=bookworm
-mirror=http://deb.debian.org/debian
+# The Debian mirror this machine's apt uses (or KRT_DEBIAN_MIRROR), and its security archive.
+mirrors=$("$here/debian-mirror.sh" "$suite") || fail "no Debian mirror: set KRT_DEBIAN_MIRROR"
+mirror=${mirrors%%$'\n'*} security_mirror=${mirrors#*$'\n'}
 # Beside minbase: what the node binary links (ldd: libstdc++, libgcc_s) and the CA store.
 packages=ca-certificates,libstdc++6,libgcc-s1
 # The newest npm 11 when this was written; a new one rebuilds the root filesystem.
@@ -111,7 +114,7 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: $mirror-security
+URIs: $security_mirror
 Suites: $suite-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
@@ -172,7 +175,7 @@ EOF
   work=""
 }
 key=$({
-  printf '%s\n' "$suite" "$mirror" "$packages" "$npm_version"
+  printf '%s\n' "$suite" "$mirror" "$security_mirror" "$packages" "$npm_version"
   sha256sum "$node_bin" | cut -d' ' -f1
   declare -f make_rootfs
 } | sha256sum | cut -c1-16)
@@ -210,7 +213,7 @@ fi
 # 3. the apps' images
 apps=()
 for file in "$root"/deploy/docker/*.Dockerfile; do apps+=("$(basename "$file" .Dockerfile)"); done
-# --network host: RUN reaches deb.debian.org and the npm registry as this machine does;
+# --network host: RUN reaches the Debian mirror and the npm registry as this machine does;
 # buildah's own network (netavark) would work too, but leaves its iptables chains behind.
 bud_args=(--layers --pull=never --network host --build-arg NODE_IMAGE="$base")
 # npm in the build trusts the system CA store (make_rootfs): this machine's, which has the CA

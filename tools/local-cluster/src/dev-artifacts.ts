@@ -22,9 +22,10 @@ entry = krt.artifacts.put("report.csv", "report.csv")
 print("uploaded", entry["artifactId"], entry["size"], "bytes")
 `;
 
-/** SeaweedFS under `<dir>/object-store`, with the demo bucket. */
-export async function startObjectStore(dir: string, say: Say): Promise<ObjectStore> {
-  const store = await ObjectStore.start({ tmpRoot: dir, log: say });
+/** SeaweedFS (`<binDir>/weed`) under `<dir>/object-store`, with the demo bucket. */
+export async function startObjectStore(dir: string, binDir: string, say: Say): Promise<ObjectStore> {
+  // binDir given: without it ObjectStore.start would ensure (build) every binary first.
+  const store = await ObjectStore.start({ tmpRoot: dir, binDir, log: say });
   await store.createBucket(DEMO_BUCKET);
   say(`object store (SeaweedFS S3) at ${store.endpoint}, bucket ${DEMO_BUCKET}, started in ${String(store.startupMs)} ms`);
   return store;

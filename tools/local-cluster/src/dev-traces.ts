@@ -2,6 +2,7 @@
 // Runtime Pods' runtimed and Runtime Servers export their spans to it; after the demo, the
 // newest trace of an invocation is read back and summarised.
 import { jaegerLaunch } from '@kruntimes/testing';
+import type { JaegerLaunch } from '@kruntimes/testing';
 import { join } from 'node:path';
 import { waitUntil } from './dev-components.ts';
 import type { Running } from './dev-components.ts';
@@ -18,12 +19,18 @@ export interface DevJaeger {
   process: Running;
 }
 
+/** Jaeger's ports, chosen before the services start: they export to it from the start, and it may start later. */
+export async function planJaeger(): Promise<JaegerLaunch> {
+  return jaegerLaunch();
+}
+
 export async function startJaeger(options: {
   binDir: string;
+  launch: JaegerLaunch;
   signal: AbortSignal;
   start: (name: string, program: string, args: string[], env: Record<string, string>) => Promise<Running>;
 }): Promise<DevJaeger> {
-  const launch = await jaegerLaunch();
+  const { launch } = options;
   const process = await options.start('jaeger', join(options.binDir, 'jaeger-all-in-one'), launch.args, launch.env);
   await waitUntil('Jaeger to answer', options.signal, START_TIMEOUT_MS, async () => {
     if (process.exitCode !== undefined) throw new Error(`jaeger exited (${String(process.exitCode)}); see ${process.log}`);

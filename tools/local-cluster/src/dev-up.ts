@@ -5,14 +5,15 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerCert } from '@kruntimes/testing';
 import type { ClusterInfo, ObjectStore } from '@kruntimes/testing';
 import { DEMO_ARTIFACT_RUN, artifactDemoResult, createArtifactDemo, startObjectStore } from './dev-artifacts.ts';
-import { binariesWithProgress, formatElapsed } from './dev-binaries.ts';
+import { CONTROL_PLANE_BINARIES, binariesWithProgress, formatElapsed, laterBinaries } from './dev-binaries.ts';
 import { DevError, STOP_GRACE_MS, StopRequested, spawnComponent, spawnProgram, teardown, waitUntil } from './dev-components.ts';
 import type { Running, Say } from './dev-components.ts';
 import { DEMO, DEMO_INVOKER, DEMO_NAMESPACE, createDemoObjects, dashboardTraffic, invokeDemo, prepareDemoInvoker } from './dev-demo.ts';
 import type { DemoInvoker } from './dev-demo.ts';
 import { httpsStatus } from './dev-https.ts';
 import { checkDashboards, startPrometheus, waitForScrapes } from './dev-metrics.ts';
-import { checkTraces, startJaeger } from './dev-traces.ts';
+import { checkTraces, planJaeger, startJaeger } from './dev-traces.ts';
+import type { JaegerLaunch } from '@kruntimes/testing';
 import type { DevJaeger } from './dev-traces.ts';
 import type { DevPrometheus } from './dev-metrics.ts';
 import { IMAGES, NODE_NAME, nodeAgentConfig } from './dev-node-agent.ts';
@@ -48,6 +49,13 @@ export interface UpOptions {
   /** Start Jaeger, export the invoke path's spans to it and check a trace after the demo. */
   jaeger: boolean;
   out: (line: string) => void;
+}
+
+/** What attaches once the binaries built beside the demo exist. */
+interface Attached {
+  objectStore: ObjectStore;
+  prometheus: DevPrometheus | undefined;
+  jaeger: DevJaeger | undefined;
 }
 
 /** The gateway's serving certificate and ports, known before anything that names them starts. */
@@ -129,6 +137,12 @@ class DevSession {
   /** Where the pinned binaries are, kubectl among them. */
   #binDir: string | undefined;
   #objectStore: ObjectStore | undefined;
+  /** Ends the build beside the demo and what attaches after it (a stop, or a failure elsewhere). */
+  readonly #later = new AbortController();
+  /** The attaching of what was built beside the demo, while it may still start components. */
+  #attaching: Promise<unknown> | undefined;
+  /** The components not built yet while the build beside the demo runs. */
+  #laterPending: string[] | undefined;
 
   constructor(options: UpOptions, say: Say, signal: AbortSignal) {
     this.#options = options;
@@ -137,34 +151,45 @@ class DevSession {
     this.state = { supervisorPid: process.pid, dir: options.dir, phase: 'starting', startedAt: new Date().toISOString(), components: {} };
   }
 
-  /** Every step in order; resolves with the exit code once the environment stops (at once with --once). */
+  /**
+   * Every step in order; resolves with the exit code once the environment stops (at once
+   * with --once). The demo's functions need only the control plane: the other binaries
+   * build beside them, and the object store, Jaeger and Prometheus attach once built.
+   */
   async run(): Promise<number> {
     const controlPlane = await this.#startControlPlane();
+    const later = this.#buildLater();
     const admin = controlPlane.cluster.kubeConfig();
     const kubeconfigOf = await this.#installServiceAccess(controlPlane, admin);
     const internalCaDir = join(this.#options.dir, 'internal-ca');
     await ensureInternalCa(internalCaDir);
     const gateway = await this.#planGateway();
-    const objectStore = await startObjectStore(this.#options.dir, this.#say);
-    this.#objectStore = objectStore;
-    this.state.objectStoreEndpoint = objectStore.endpoint;
+    // Its ports now: the services and Pods export to it from their start, whenever it starts.
+    const jaegerPlan = this.#options.jaeger ? await planJaeger() : undefined;
     this.#checkStop();
-    const jaeger = this.#options.jaeger ? await this.#startJaeger() : undefined;
     await this.#startNodeAgent(gateway, controlPlane.info.kubeletServer);
-    const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf, jaeger?.otlpEndpoint);
-    const prometheus = this.#options.prometheus ? await this.#startPrometheus(scraped, kubeconfigOf) : undefined;
+    const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf, jaegerPlan?.otlpEndpoint);
     const invoker = await this.#prepareDemo(controlPlane, admin);
-    await createArtifactDemo(admin, objectStore);
+    const attaching = this.#attach(later, admin, scraped, kubeconfigOf, jaegerPlan);
+    this.#attaching = attaching.catch(() => undefined); // awaited below, or by the teardown
     const check = (): void => {
       this.#throwIfOneExited();
     };
     const results = await invokeDemo(admin, invoker, this.#signal, check);
-    results.push(await artifactDemoResult(admin, this.#signal, check));
     this.#say(
       `invoked through ${gateway.url} as ServiceAccount ${DEMO_NAMESPACE}/${DEMO_INVOKER} (it may only get Runs in ${DEMO_NAMESPACE}):`,
     );
     for (const line of results) this.#options.out(line);
+    if (this.#laterPending !== undefined) {
+      this.#say(
+        `the demo functions answer; ${this.#laterPending.join(', ')} still building beside them, attached when built. Meanwhile: eval "$(npx krt dev env${this.#options.dirFlag ? ` --dir ${this.#options.dir}` : ''})"; npx krt invoke hello-py -n ${DEMO_NAMESPACE} --data '{"name":"you"}'`,
+      );
+    }
+    const { prometheus, jaeger } = await attaching;
+    this.#options.out(await artifactDemoResult(admin, this.#signal, check));
     if (prometheus !== undefined) await this.#checkDashboards(prometheus, scraped.length, admin, invoker, check);
+    // Jaeger may have started after the demo's invocations: one more of each to trace.
+    else if (jaeger !== undefined) await invokeDemo(admin, invoker, this.#signal, check);
     if (jaeger !== undefined) this.#options.out(await checkTraces(jaeger.queryUrl, this.#signal));
     await this.#announceReady(invoker);
     if (this.#options.once) {
@@ -174,9 +199,50 @@ class DevSession {
     return this.#runUntilStopped(controlPlane);
   }
 
+  /** The binaries the demo's functions do not need, built (at a lower priority) while they start. */
+  #buildLater(): Promise<string> {
+    const components = laterBinaries(this.#options);
+    this.#laterPending = components;
+    const signal = AbortSignal.any([this.#signal, this.#later.signal]);
+    const build = binariesWithProgress(this.#say, { components, label: 'building beside the demo', background: true, signal });
+    const done = build.finally(() => {
+      this.#laterPending = undefined;
+    });
+    done.catch(() => undefined); // awaited by #attach
+    return done;
+  }
+
+  /**
+   * Once built: the object store and the artifact task, Jaeger and Prometheus; each said as
+   * it attaches. Runs beside the demo's invocations.
+   */
+  async #attach(
+    later: Promise<string>,
+    admin: KubeConfig,
+    scraped: ScrapedService[],
+    kubeconfigOf: (service: typeof PROMETHEUS_SERVICE_ACCOUNT) => Promise<string>,
+    jaegerPlan: JaegerLaunch | undefined,
+  ): Promise<Attached> {
+    const binDir = await later;
+    this.#checkStop();
+    const objectStore = await startObjectStore(this.#options.dir, binDir, this.#say);
+    this.#objectStore = objectStore;
+    this.state.objectStoreEndpoint = objectStore.endpoint;
+    this.#checkStop();
+    await createArtifactDemo(admin, objectStore);
+    this.#say(`task Run ${DEMO_ARTIFACT_RUN} created: it writes an artifact to the object store`);
+    const jaeger = jaegerPlan === undefined ? undefined : await this.#startJaeger(jaegerPlan);
+    this.#checkStop();
+    const prometheus = this.#options.prometheus ? await this.#startPrometheus(scraped, kubeconfigOf) : undefined;
+    return { objectStore, prometheus, jaeger };
+  }
+
   async tearDown(): Promise<boolean> {
     this.state.phase = 'stopping';
     await writeState(this.state).catch(() => undefined);
+    // Nothing starts once the teardown counts what runs.
+    this.#later.abort(new StopRequested('teardown'));
+    await this.#attaching;
     // Before the rest: nothing uploads once the Pods are gone, and its data is a throwaway.
     await this.#objectStore?.stop().catch((error: unknown) => {
       this.#say(`stopping the object store failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -186,6 +252,7 @@ class DevSession {
 
   #checkStop(): void {
     if (this.#signal.aborted) throw this.#signal.reason as Error;
+    if (this.#later.signal.aborted) throw this.#later.signal.reason as Error;
   }
 
   #throwIfOneExited(): void {
@@ -198,7 +265,11 @@ class DevSession {
     const { dir } = this.#options;
     const missing = await missingPrerequisites();
     if (missing.length > 0) throw new DevError(`missing on the PATH: ${missing.join('; ')}`);
-    const binDir = await binariesWithProgress(this.#say, { signal: this.#signal });
+    const binDir = await binariesWithProgress(this.#say, {
+      components: CONTROL_PLANE_BINARIES,
+      label: 'building the control plane',
+      signal: this.#signal,
+    });
     this.#binDir = binDir;
     this.#checkStop();
     this.#say('starting etcd, kube-apiserver and kube-controller-manager on loopback');
@@ -250,13 +321,14 @@ class DevSession {
     return this.#supervise(spawnComponent(this.#options.dir, name, script, args, env));
   }
 
-  /** Jaeger on loopback, before the services and Pods that export to it. */
-  async #startJaeger(): Promise<DevJaeger> {
+  /** Jaeger on loopback, on the ports the services and Pods already export to. */
+  async #startJaeger(launch: JaegerLaunch): Promise<DevJaeger> {
     const binDir = this.#binDir;
     if (binDir === undefined) throw new Error('the binaries were not built');
     const jaeger = await startJaeger({
       binDir,
-      signal: this.#signal,
+      launch,
+      signal: AbortSignal.any([this.#signal, this.#later.signal]),
       start: (name, program, args, env) => this.#supervise(spawnProgram(this.#options.dir, name, program, args, env)),
     });
     this.state.jaegerUrl = jaeger.queryUrl;
@@ -400,9 +472,7 @@ class DevSession {
     this.state.invokerKubeconfig = invoker.kubeconfig;
     await writeState(this.state);
     await createDemoObjects(admin);
-    this.#say(
-      `namespace ${DEMO_NAMESPACE}: Runtimes python and bash, function Runs hello-py and echo-sh, task Run report-py (writes an artifact); waiting`,
-    );
+    this.#say(`namespace ${DEMO_NAMESPACE}: Runtimes python and bash, function Runs hello-py and echo-sh; waiting`);
     return invoker;
   }
 
