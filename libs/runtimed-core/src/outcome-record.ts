@@ -1,9 +1,16 @@
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RUN_REASONS, boundedMessage } from '@kruntimes/api';
+import type { Run } from '@kruntimes/api';
+import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { runtimeServerV1 } from '@kruntimes/proto';
+import { TransitionRefusedError } from '@kruntimes/run-state';
+import type { Logger } from 'pino';
+import type { TaskOutcome } from './metrics.ts';
+import { decideOutcomeRecord } from './plan.ts';
 import type { ResumeLoad } from './resume.ts';
+import { NotOwnerError } from './run-client.ts';
 
 /**
  * How an attempt that ran on this Pod ended: what it takes to write its outcome (the same
@@ -236,5 +243,148 @@ export class OutcomeRecords {
       attempts.add(attempt);
     }
     return index;
+  }
+}
+
+/** Far more task attempts than one Pod runs while a cache can lag behind them. */
+export const MAX_REMEMBERED_EXECUTIONS = 10_000;
+
+/** Counts an attempt's end in the metrics (once, however many times its outcome has to be written). */
+export type Count = (outcome: TaskOutcome) => void;
+
+/** An attempt that ended here, whose outcome is to be written. */
+export interface Ended {
+  record: OutcomeRecord;
+  count: Count;
+  /** Its record is on the Pod (saved by this process, or read from there after a restart). */
+  saved?: boolean;
+}
+
+/** Counted by whoever saw the attempt end (a runtimed before a restart). */
+export const COUNTED_BEFORE: Count = () => undefined;
+
+/** The Run went on without this write: fenced (another epoch) or refused by the state machine. */
+export function movedOn(error: unknown): error is NotOwnerError | TransitionRefusedError {
+  return error instanceof NotOwnerError || error instanceof TransitionRefusedError;
+}
+
+/**
+ * The ends of attempts that ran here with their outcome not yet written: kept in memory
+ * when the outcome write failed (the API server down or unreachable), and recorded on the
+ * Pod (OutcomeRecords), which is what a restarted runtimed has.
+ */
+export class UnwrittenOutcomes {
+  /**
+   * Attempts that ended here but whose outcome write failed, by `uid/attempt`: written by a
+   * later reconcile, never lost to the lifetime timeout counted from startTime meanwhile.
+   * Bounded; insertion order makes it a FIFO.
+   */
+  readonly #unwritten = new Map<string, Ended>();
+  /**
+   * How attempts ended, on the Pod: saved before the attempt's workspace is removed, removed
+   * once the outcome is written or the Run went past the attempt.
+   */
+  readonly #records: OutcomeRecords;
+  readonly #logger: Logger;
+
+  /** `dir`: the directory of the records on the Pod. */
+  constructor(dir: () => Promise<string>, logger: Logger) {
+    this.#records = new OutcomeRecords(dir);
+    this.#logger = logger;
+  }
+
+  /**
+   * Whether the Run's current attempt has a record on the Pod. On the way, drops the
+   * records of attempts the cached Run went past (decideOutcomeRecord).
+   */
+  async recordsCurrentAttempt(key: string, run: ReadonlyDeep<Run>): Promise<boolean> {
+    const uid = run.metadata.uid ?? '';
+    const attempt = run.status?.attempt ?? 0;
+    let recorded = false;
+    for (const recordedAttempt of await this.#records.attempts(uid)) {
+      if (await this.#dropIfPast(uid, recordedAttempt, run, key)) continue;
+      if (recordedAttempt === attempt) recorded = true;
+    }
+    return recorded;
+  }
+
+  /** The end kept in memory after its outcome write failed. */
+  kept(uid: string, attempt: number): Ended | undefined {
+    return this.#unwritten.get(`${uid}/${String(attempt)}`);
+  }
+
+  /** Drops the records of Runs not in `runUids` (read only when there are records). */
+  async dropRecordsOfGoneRuns(runUids: () => ReadonlySet<string>): Promise<void> {
+    const uids = await this.#records.uids();
+    if (uids.length === 0) return;
+    const runs = runUids();
+    for (const uid of uids) {
+      if (runs.has(uid)) continue;
+      for (const attempt of await this.#records.attempts(uid)) await this.#dropIfPast(uid, attempt, undefined, undefined);
+    }
+  }
+
+  /** Removes the record (and the end kept in memory) when the Run went past the attempt; true if it did. */
+  async #dropIfPast(uid: string, attempt: number, run: ReadonlyDeep<Run> | undefined, key: string | undefined): Promise<boolean> {
+    const decision = decideOutcomeRecord({ uid, attempt }, run);
+    if (decision.type === 'keep') return false;
+    await this.#records.remove(uid, attempt);
+    this.#unwritten.delete(`${uid}/${String(attempt)}`);
+    this.#logger.info({ run: key, runUID: uid, attempt, why: decision.why }, 'outcome record dropped: the Run went on without it');
+    return true;
+  }
+
+  /**
+   * The attempt's end as recorded on the Pod (counted by the runtimed that saw it). A record
+   * that cannot be read still proves that the attempt ran here and ended: it is never run
+   * again, and since how it ended is unknown it is interrupted (retried only within the
+   * policy for a lost owner), with the reason in the Run's message; that end replaces it.
+   */
+  async readRecord({ uid, attempt }: { uid: string; attempt: number }, log: Logger): Promise<Ended | undefined> {
+    try {
+      const record = await this.#records.read(uid, attempt);
+      return record === undefined ? undefined : { record, count: COUNTED_BEFORE, saved: true };
+    } catch (error) {
+      if (!(error instanceof OutcomeRecordUnreadableError)) throw error;
+      log.error({ err: error }, 'the outcome record is unreadable; the attempt is written as interrupted');
+      const end: AttemptEnd = { type: 'interrupted', message: error.message };
+      return { record: { uid, attempt, end }, count: COUNTED_BEFORE };
+    }
+  }
+
+  /**
+   * Writes an attempt's end: first its record on the Pod (before anything removes the
+   * attempt's workspace, which marked that the attempt ran), then the outcome
+   * (`writeOutcome`), then the record goes. Fenced or refused: the Run went on without this
+   * outcome, which is never written (the record goes too). Any other failure keeps the end
+   * in memory and on the Pod, and is thrown.
+   */
+  async write(ended: Ended, log: Logger, writeOutcome: (end: AttemptEnd, count: Count) => Promise<void>): Promise<void> {
+    const { uid, attempt, end } = ended.record;
+    const id = `${uid}/${String(attempt)}`;
+    try {
+      if (ended.saved !== true) await this.#records.save(ended.record);
+      ended.saved = true;
+      await writeOutcome(end, ended.count);
+    } catch (error) {
+      if (!movedOn(error)) {
+        this.#keep(id, ended);
+        throw error;
+      }
+      log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
+      this.#unwritten.delete(id);
+      await this.#records.remove(uid, attempt);
+      throw error;
+    }
+    this.#unwritten.delete(id);
+    await this.#records.remove(uid, attempt);
+  }
+
+  #keep(id: string, ended: Ended): void {
+    this.#unwritten.set(id, ended);
+    if (this.#unwritten.size > MAX_REMEMBERED_EXECUTIONS) {
+      const oldest = this.#unwritten.keys().next();
+      if (oldest.done !== true) this.#unwritten.delete(oldest.value);
+    }
   }
 }

@@ -3,17 +3,14 @@ import type { RunPhase } from '@kruntimes/api';
 import type { ReconcileResult } from '@kruntimes/controller-runtime';
 import { pathExists } from '@kruntimes/host';
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { TransitionRefusedError } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
 import { waitEnded } from './input-wait.ts';
 import { settleBrokenStream } from './lost-execution.ts';
-import { OutcomeRecordUnreadableError, OutcomeRecords } from './outcome-record.ts';
-import type { AttemptEnd, OutcomeRecord } from './outcome-record.ts';
-import { decideOutcomeRecord } from './plan.ts';
+import { COUNTED_BEFORE, MAX_REMEMBERED_EXECUTIONS, UnwrittenOutcomes, movedOn } from './outcome-record.ts';
+import type { AttemptEnd, Count, Ended } from './outcome-record.ts';
 import { resumeFailed } from './resume.ts';
 import { STOPPED_OUTCOME, exitReasonName, logEvent } from './task-events.ts';
-import { NotOwnerError } from './run-client.ts';
 import type { TaskOutcome } from './metrics.ts';
 import type { Execution, ReconcileContext, RunWork } from './run-work.ts';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
@@ -22,29 +19,12 @@ import { entrypointFile, runEnv } from './workspace.ts';
 
 const { ExitReason } = runtimeServerV1;
 
-/** Far more task attempts than one Pod runs while a cache can lag behind them. */
-const MAX_REMEMBERED_EXECUTIONS = 10_000;
-
 /**
  * After an Execute stream broke, how long runtimed asks the Runtime Server what became of
  * the execution, on top of the cancel grace period (the Runtime Server stops an
  * execution whose stream closed, so it ends within that period once it notices).
  */
 const LOST_EXECUTION_MARGIN_MS = 15_000;
-
-/** Counts an attempt's end in the metrics (once, however many times its outcome has to be written). */
-type Count = (outcome: TaskOutcome) => void;
-
-/** An attempt that ended here, whose outcome is to be written. */
-interface Ended {
-  record: OutcomeRecord;
-  count: Count;
-  /** Its record is on the Pod (saved by this process, or read from there after a restart). */
-  saved?: boolean;
-}
-
-/** Counted by whoever saw the attempt end (a runtimed before a restart). */
-const COUNTED_BEFORE: Count = () => undefined;
 
 /** What an execution gets besides the Run: its artifacts access, and for a continuation the checkpoint and response. */
 interface ExecuteExtras {
@@ -76,22 +56,12 @@ export class TaskExecution {
    * workspace, then its outcome record, is the marker). Bounded; insertion order makes it a FIFO.
    */
   readonly #executed = new Set<string>();
-  /**
-   * Attempts that ended here but whose outcome write failed (the API server down or
-   * unreachable), by `uid/attempt`: written by a later reconcile (writeOutcome), never
-   * lost to the lifetime timeout counted from startTime meanwhile. Bounded like #executed.
-   * Each is also recorded on the Pod (#records), which is what a restarted runtimed has.
-   */
-  readonly #unwritten = new Map<string, Ended>();
-  /**
-   * How attempts ended, on the Pod: saved before the attempt's workspace is removed, removed
-   * once the outcome is written or the Run went past the attempt.
-   */
-  readonly #records: OutcomeRecords;
+  /** Ends of attempts whose outcome is not written yet, in memory and on the Pod (written by writeOutcome). */
+  readonly #unwritten: UnwrittenOutcomes;
 
   constructor(work: RunWork) {
     this.#w = work;
-    this.#records = new OutcomeRecords(() => work.o.workspaces.outcomesDir());
+    this.#unwritten = new UnwrittenOutcomes(() => work.o.workspaces.outcomesDir(), work.o.logger);
   }
 
   async execute(ctx: ReconcileContext, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
@@ -136,15 +106,9 @@ export class TaskExecution {
    * way, drops the records of attempts the cached Run went past (decideOutcomeRecord).
    */
   async outcomeUnwritten(key: string, run: ReadonlyDeep<Run>): Promise<boolean> {
-    const uid = run.metadata.uid ?? '';
-    const attempt = run.status?.attempt ?? 0;
-    let recorded = false;
-    for (const recordedAttempt of await this.#records.attempts(uid)) {
-      if (await this.#dropIfPast(uid, recordedAttempt, run, key)) continue;
-      if (recordedAttempt === attempt) recorded = true;
-    }
+    const recorded = await this.#unwritten.recordsCurrentAttempt(key, run);
     if (this.#w.local.get(key)?.execution !== undefined) return false;
-    return recorded || this.#unwritten.has(`${uid}/${String(attempt)}`);
+    return recorded || this.#unwritten.kept(run.metadata.uid ?? '', run.status?.attempt ?? 0) !== undefined;
   }
 
   /**
@@ -153,23 +117,7 @@ export class TaskExecution {
    * Run gone and once after a start.
    */
   async dropRecordsOfGoneRuns(namespace: string): Promise<void> {
-    const uids = await this.#records.uids();
-    if (uids.length === 0) return;
-    const runs = new Map(this.#w.o.cachedRuns(namespace).map((run) => [run.metadata.uid ?? '', run]));
-    for (const uid of uids) {
-      if (runs.has(uid)) continue;
-      for (const attempt of await this.#records.attempts(uid)) await this.#dropIfPast(uid, attempt, undefined, undefined);
-    }
-  }
-
-  /** Removes the record (and the end kept in memory) when the Run went past the attempt; true if it did. */
-  async #dropIfPast(uid: string, attempt: number, run: ReadonlyDeep<Run> | undefined, key: string | undefined): Promise<boolean> {
-    const decision = decideOutcomeRecord({ uid, attempt }, run);
-    if (decision.type === 'keep') return false;
-    await this.#records.remove(uid, attempt);
-    this.#unwritten.delete(`${uid}/${String(attempt)}`);
-    this.#w.o.logger.info({ run: key, runUID: uid, attempt, why: decision.why }, 'outcome record dropped: the Run went on without it');
-    return true;
+    await this.#unwritten.dropRecordsOfGoneRuns(() => new Set(this.#w.o.cachedRuns(namespace).map((run) => run.metadata.uid ?? '')));
   }
 
   /**
@@ -179,33 +127,15 @@ export class TaskExecution {
    */
   async writeOutcome(ctx: ReconcileContext): Promise<undefined> {
     const { uid, attempt } = ctx.epoch;
-    let ended = this.#unwritten.get(`${uid}/${String(attempt)}`);
+    let ended = this.#unwritten.kept(uid, attempt);
     if (ended === undefined) {
-      ended = await this.#readRecord(ctx);
+      ended = await this.#unwritten.readRecord(ctx.epoch, ctx.log);
       if (ended === undefined) return undefined;
       ctx.log.info({ end: ended.record.end.type }, 'writing the outcome recorded on the Pod before runtimed restarted');
     }
     await this.#writeEnded(ctx, ended);
     ctx.log.info('task outcome written after the API server answered again');
     return undefined;
-  }
-
-  /**
-   * The attempt's end as recorded on the Pod (counted by the runtimed that saw it). A record
-   * that cannot be read still proves that the attempt ran here and ended: it is never run
-   * again, and since how it ended is unknown it is interrupted (retried only within the
-   * policy for a lost owner), with the reason in the Run's message; that end replaces it.
-   */
-  async #readRecord({ epoch, log }: ReconcileContext): Promise<Ended | undefined> {
-    try {
-      const record = await this.#records.read(epoch.uid, epoch.attempt);
-      return record === undefined ? undefined : { record, count: COUNTED_BEFORE, saved: true };
-    } catch (error) {
-      if (!(error instanceof OutcomeRecordUnreadableError)) throw error;
-      log.error({ err: error }, 'the outcome record is unreadable; the attempt is written as interrupted');
-      const end: AttemptEnd = { type: 'interrupted', message: error.message };
-      return { record: { uid: epoch.uid, attempt: epoch.attempt, end }, count: COUNTED_BEFORE };
-    }
   }
 
   /**
@@ -356,32 +286,9 @@ export class TaskExecution {
     return { exited, failure: undefined };
   }
 
-  /**
-   * Writes an attempt's end: first its record on the Pod (before anything removes the
-   * attempt's workspace, which marked that the attempt ran), then the outcome, then the
-   * record goes. Fenced or refused: the Run went on without this outcome, which is never
-   * written (the record goes too). Any other failure keeps the end in memory and on the
-   * Pod, and is thrown.
-   */
+  /** Writes an attempt's end (UnwrittenOutcomes.write): its record on the Pod, the outcome, and the record goes. */
   async #writeEnded(ctx: ReconcileContext, ended: Ended): Promise<void> {
-    const { uid, attempt, end } = ended.record;
-    const id = `${uid}/${String(attempt)}`;
-    try {
-      if (ended.saved !== true) await this.#records.save(ended.record);
-      ended.saved = true;
-      await this.#writeEnd(ctx, end, ended.count);
-    } catch (error) {
-      if (!movedOn(error)) {
-        this.#keepUnwritten(id, ended);
-        throw error;
-      }
-      ctx.log.info({ reason: error.message }, 'task outcome not written: the Run moved on');
-      this.#unwritten.delete(id);
-      await this.#records.remove(uid, attempt);
-      throw error;
-    }
-    this.#unwritten.delete(id);
-    await this.#records.remove(uid, attempt);
+    await this.#unwritten.write(ended, ctx.log, (end, count) => this.#writeEnd(ctx, end, count));
   }
 
   /**
@@ -485,14 +392,6 @@ export class TaskExecution {
     return written.status?.phase;
   }
 
-  #keepUnwritten(executionId: string, ended: Ended): void {
-    this.#unwritten.set(executionId, ended);
-    if (this.#unwritten.size > MAX_REMEMBERED_EXECUTIONS) {
-      const oldest = this.#unwritten.keys().next();
-      if (oldest.done !== true) this.#unwritten.delete(oldest.value);
-    }
-  }
-
   #rememberExecuted(executionId: string): void {
     this.#executed.add(executionId);
     if (this.#executed.size > MAX_REMEMBERED_EXECUTIONS) {
@@ -500,9 +399,4 @@ export class TaskExecution {
       if (oldest.done !== true) this.#executed.delete(oldest.value);
     }
   }
-}
-
-/** The Run went on without this write: fenced (another epoch) or refused by the state machine. */
-function movedOn(error: unknown): error is NotOwnerError | TransitionRefusedError {
-  return error instanceof NotOwnerError || error instanceof TransitionRefusedError;
 }
