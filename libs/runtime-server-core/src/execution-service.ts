@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DEFAULTS, isUid } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
-import type { LanguageAdapter } from './adapter.ts';
+import type { LanguageAdapter, TaskCommand } from './adapter.ts';
 import type { ArtifactClaim } from './artifact-claims.ts';
 import type { ArtifactAccess, ArtifactEndpoint, ArtifactSession } from './artifact-endpoint.ts';
 import type { Clock } from './clock.ts';
@@ -173,6 +173,45 @@ export class ExecutionService {
     signal: AbortSignal,
     logger: Logger,
   ): AsyncGenerator<ExecutionEvent> {
+    const { command, session, child, manifest, running } = this.#spawn(request, entrypoint, outputsFile, resumeEnv, logger);
+    const spawnError = await spawned(child);
+    if (spawnError !== undefined || child.pid === undefined) {
+      session?.close();
+      yield this.#end(
+        request,
+        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`, []),
+      );
+      return;
+    }
+    const startedAt = this.#started(request, child.pid, running, logger);
+
+    const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
+    const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
+    const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
+    const done = this.#ended(child, running, pipesClosed, queue, triggers);
+    // The ending is recorded as soon as it is known, whether or not a client is still
+    // there to receive it: a stream that breaks now is settled by `status`.
+    const ending = done.then(() => this.#exitedEvent(request, running, manifest, outputsFile, logger));
+    yield* this.#stream(request, running, { kind: 'started', pid: child.pid, time: startedAt }, queue, ending, triggers);
+  }
+
+  /**
+   * Opens the execution's artifacts session (if any) and spawns its process. `manifest`
+   * resolves with what the session recorded once the process has exited.
+   */
+  #spawn(
+    request: ExecuteRequest,
+    entrypoint: string,
+    outputsFile: string,
+    resumeEnv: Readonly<Record<string, string>>,
+    logger: Logger,
+  ): {
+    command: TaskCommand;
+    session: ArtifactSession | undefined;
+    child: TaskProcess;
+    manifest: Promise<readonly ArtifactClaim[]>;
+    running: Running;
+  } {
     const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
     // The session exists before the process (its env), the process before `running`.
     const started: { running?: Running } = {};
@@ -207,46 +246,59 @@ export class ExecutionService {
       stopping: undefined,
     };
     started.running = running;
-    const spawnError = await spawned(child);
-    if (spawnError !== undefined || child.pid === undefined) {
-      session?.close();
-      yield this.#end(
-        request,
-        this.#exited('start_failed', -1, '', {}, '', `cannot start ${command.command}: ${spawnError?.message ?? 'no pid'}`, []),
-      );
-      return;
-    }
+    return { command, session, child, manifest, running };
+  }
+
+  /** The process runs: it is cancellable and recorded for `status`. Returns when it started. */
+  #started(request: ExecuteRequest, pid: number, running: Running, logger: Logger): number {
     const startedAt = this.#clock();
     this.#running.set(request.executionId, running);
-    this.#record.started(request.runUid, request.attempt, request.executionId, child.pid, startedAt);
-    logger.info({ pid: child.pid, entrypoint: request.entrypoint }, 'execution started');
+    this.#record.started(request.runUid, request.attempt, request.executionId, pid, startedAt);
+    logger.info({ pid, entrypoint: request.entrypoint }, 'execution started');
+    return startedAt;
+  }
 
-    const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
-    const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
-    const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
-    const done = this.#ended(child, running, pipesClosed, queue, triggers);
-    // The ending is recorded as soon as it is known, whether or not a client is still
-    // there to receive it: a stream that breaks now is settled by `status`.
-    const ending = done.then(async () => {
-      const entries = await manifest;
-      if (running.stopReason === 'waiting_input') await this.#waitingGroupGone(running, logger);
-      const reason: ExitReason = running.stopReason ?? 'completed';
-      const outputs = await readOutputs(outputsFile).catch((error: unknown) => ({
-        outputs: {},
-        error: `cannot read the outputs file: ${(error as Error).message}`,
-      }));
-      logger.info(
-        { reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error, artifacts: entries.length },
-        'execution ended',
-      );
-      return this.#end(
-        request,
-        this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage, entries),
-      );
-    });
+  /** Once the task is done: how it ended, with its outputs and artifacts, recorded and as the `exited` event. */
+  async #exitedEvent(
+    request: ExecuteRequest,
+    running: Running,
+    manifest: Promise<readonly ArtifactClaim[]>,
+    outputsFile: string,
+    logger: Logger,
+  ): Promise<ExecutionEvent> {
+    const { child } = running;
+    const entries = await manifest;
+    if (running.stopReason === 'waiting_input') await this.#waitingGroupGone(running, logger);
+    const reason: ExitReason = running.stopReason ?? 'completed';
+    const outputs = await readOutputs(outputsFile).catch((error: unknown) => ({
+      outputs: {},
+      error: `cannot read the outputs file: ${(error as Error).message}`,
+    }));
+    logger.info(
+      { reason, exitCode: child.exitCode, signal: child.signalCode, outputsError: outputs.error, artifacts: entries.length },
+      'execution ended',
+    );
+    return this.#end(
+      request,
+      this.#exited(reason, child.exitCode ?? -1, child.signalCode ?? '', outputs.outputs, outputs.error, running.stopMessage, entries),
+    );
+  }
 
+  /**
+   * The events to the client: `started`, the logs, then the `exited` event. However the
+   * stream ends, the process does not outlive it and the execution is no longer running.
+   */
+  async *#stream(
+    request: ExecuteRequest,
+    running: Running,
+    started: ExecutionEvent,
+    queue: EventQueue<ExecutionEvent>,
+    ending: Promise<ExecutionEvent>,
+    triggers: StopTriggers,
+  ): AsyncGenerator<ExecutionEvent> {
+    const { child } = running;
     try {
-      yield { kind: 'started', pid: child.pid, time: startedAt };
+      yield started;
       yield* queue.drain();
       yield await ending;
     } finally {
