@@ -175,8 +175,33 @@ async function startRelay(config: Record<string, unknown>, closers: (() => unkno
   });
 }
 
-/** The paths of one invoke compared on one Runtime Pod; returns the report. */
-async function measurePaths(current: System, closers: (() => unknown)[]): Promise<string> {
+/** The function Runs of the paths measurement, on one Runtime Pod, and who invokes them. */
+interface Bench {
+  current: System;
+  gateway: NonNullable<System['gateway']>;
+  runs: Awaited<ReturnType<System['waitReady']>>[];
+  uids: string[];
+  token: string;
+  podIp: string;
+  headers: Record<string, string>;
+}
+
+/** The Runtime Server client of the floor path; the relays path registers its functions through it too. */
+interface Floor {
+  one: One;
+  ca: Awaited<ReturnType<typeof testCa>>;
+  client: ReturnType<typeof createClient<typeof runtimeServerV1.RuntimeServerDefinition>>;
+}
+
+/** API server requests while the gateway was measured, summed over its segments. */
+interface GatewayLoad {
+  requests: Map<string, number>;
+  seconds: number;
+  invokes: number;
+}
+
+/** `STREAMS` function Runs on one Pod, ready, and a caller allowed to invoke them. */
+async function setUpBench(current: System): Promise<Bench> {
   const gateway = current.gateway;
   if (gateway === undefined) throw new Error('no gateway');
   // One Pod that holds every function Run of the bench.
@@ -188,15 +213,18 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
   const token = current.token('alice');
   const pod = await current.assignedPod('fn-0');
   const podIp = pod.status?.podIP ?? '';
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+  return { current, gateway, runs, uids, token, podIp, headers };
+}
 
-  // gateway: HTTPS keep-alive, one connection per stream.
+/** gateway: HTTPS keep-alive, one connection per stream. */
+function gatewayPath({ current, gateway, runs, uids, headers }: Bench, closers: (() => unknown)[]): One {
   const gatewayAgents = runs.map(() => new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.caPem }));
   closers.push(() => {
     for (const agent of gatewayAgents) agent.destroy();
   });
   const urls = uids.map((uid) => current.invokeUrl('py', uid));
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-  const viaGateway: One = async (stream, i) => {
+  return async (stream, i) => {
     const answer = await call(urls[stream] ?? '', {
       ca: gateway.caPem,
       headers: { ...headers, 'x-kruntime-invocation-id': `gateway-${stream}-${i}` },
@@ -205,9 +233,13 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
     });
     if (answer.status !== 200) throw new Error(`gateway answered ${answer.status}: ${answer.body}`);
   };
+}
 
-  // direct: the same Pod's Runtime Server, on its plaintext port (reachable from this host
-  // only because the local node's Pods share its network namespace), own registrations.
+/**
+ * direct: the same Pod's Runtime Server, on its plaintext port (reachable from this host
+ * only because the local node's Pods share its network namespace), own registrations.
+ */
+async function directPath({ runs, podIp }: Bench, closers: (() => unknown)[]): Promise<One> {
   await writeFile(join(workdir, 'main.py'), HANDLER);
   const serverChannel = createChannel(`${podIp}:${DEFAULTS.runtimeServerPort}`);
   closers.push(() => {
@@ -221,7 +253,7 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
     for (const registration of registrations) await server.unregisterFunction({ registrationId: registration.registrationId });
   });
   const registrationIds = registrations.map((registration) => registration.registrationId);
-  const direct: One = async (stream, i) => {
+  return async (stream, i) => {
     await server.invokeFunction({
       registrationId: registrationIds[stream] ?? '',
       invocationId: `direct-${stream}-${i}`,
@@ -229,8 +261,10 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
       timeout: durationFromMillis(10_000),
     });
   };
+}
 
-  // runtimed: its gRPC port over TLS, the caller's token in the metadata, as the gateway calls it.
+/** runtimed: its gRPC port over TLS, the caller's token in the metadata, as the gateway calls it. */
+function runtimedPath({ current, uids, token, podIp }: Bench, closers: (() => unknown)[]): One {
   const serverName = runtimedServerName(current.name, 'py');
   const runtimedChannel = createChannel(
     `${podIp}:${DEFAULTS.runtimedGrpcPort}`,
@@ -241,7 +275,7 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
     runtimedChannel.close();
   });
   const runtimed = createClient(runtimedV1.FunctionRuntimeDefinition, runtimedChannel);
-  const viaRuntimed: One = async (stream, i) => {
+  return async (stream, i) => {
     const metadata = Metadata();
     metadata.set(METADATA_KEYS.authorization, `Bearer ${token}`);
     await runtimed.invokeFunction(
@@ -257,8 +291,10 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
       { metadata },
     );
   };
+}
 
-  // floor: a bare HTTPS server that forwards to the same Runtime Server over one channel, no checks.
+/** floor: a bare HTTPS server that forwards to the same Runtime Server over one channel, no checks. */
+async function floorPath({ runs, podIp, headers }: Bench, closers: (() => unknown)[]): Promise<Floor> {
   const ca = await testCa('gateway-bench-floor');
   const floorCert = await testServerCert(ca, { ips: ['127.0.0.1'] });
   const floorChannel = createChannel(`${podIp}:${DEFAULTS.runtimeServerPort}`);
@@ -289,7 +325,7 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
   closers.push(() => {
     for (const agent of floorAgents) agent.destroy();
   });
-  const viaFloor: One = async (stream, i) => {
+  const one: One = async (stream, i) => {
     const answer = await call(`${floorUrl}/${stream}`, {
       ca: ca.certPem,
       headers: { ...headers, 'x-kruntime-invocation-id': `floor-${stream}-${i}` },
@@ -298,8 +334,11 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
     });
     if (answer.status !== 200) throw new Error(`floor answered ${answer.status}: ${answer.body}`);
   };
+  return { one, ca, client: floorClient };
+}
 
-  // relays: two bare relay processes with the gateway path's protocols, own registrations.
+/** relays: two bare relay processes with the gateway path's protocols, own registrations. */
+async function relaysPath({ runs, podIp, headers }: Bench, { ca, client: floorClient }: Floor, closers: (() => unknown)[]): Promise<One> {
   const relayRegistrations = await Promise.all(
     runs.map(() => floorClient.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'main:handle', env: {} })),
   );
@@ -331,7 +370,7 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
   closers.push(() => {
     for (const agent of relayAgents) agent.destroy();
   });
-  const viaRelays: One = async (stream, i) => {
+  return async (stream, i) => {
     const answer = await call(`https://127.0.0.1:${String(httpsRelay)}/relay-${String(stream)}`, {
       ca: ca.certPem,
       headers: { ...headers, 'x-kruntime-invocation-id': `relays-${stream}-${i}` },
@@ -340,56 +379,68 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
     });
     if (answer.status !== 200) throw new Error(`relays answered ${answer.status}: ${answer.body}`);
   };
+}
 
-  const paths: Record<PathName, One> = { floor: viaFloor, relays: viaRelays, direct, runtimed: viaRuntimed, gateway: viaGateway };
-  // API server requests while the gateway was measured, summed over its segments.
-  const duringGateway = new Map<string, number>();
-  let gatewaySeconds = 0;
-  let gatewayInvokes = 0;
-  const measure = async (streams: number): Promise<Record<PathName, Result>> => {
-    for (const what of PATHS) await warmUp(streams, paths[what]);
-    const tallies = { floor: new Tally(), relays: new Tally(), direct: new Tally(), runtimed: new Tally(), gateway: new Tally() };
-    const perRound = Math.ceil(COUNT / ROUNDS);
-    for (let round = 0; round < ROUNDS; round += 1) {
-      const count = Math.min(perRound, COUNT - round * perRound);
-      for (let k = 0; k < PATHS.length; k += 1) {
-        const what = PATHS[(round + k) % PATHS.length] ?? 'gateway';
-        if (what !== 'gateway') {
-          await segment(count, streams, round * perRound, paths[what], tallies[what]);
-          continue;
-        }
-        const before = await apiServerRequests(controlPlane.info);
-        const t0 = performance.now();
+/** Every path with `streams` streams, warmed up, in `ROUNDS` rounds of rotating order; the gateway's segments add to `load`. */
+async function measure(paths: Record<PathName, One>, streams: number, load: GatewayLoad): Promise<Record<PathName, Result>> {
+  for (const what of PATHS) await warmUp(streams, paths[what]);
+  const tallies = { floor: new Tally(), relays: new Tally(), direct: new Tally(), runtimed: new Tally(), gateway: new Tally() };
+  const perRound = Math.ceil(COUNT / ROUNDS);
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const count = Math.min(perRound, COUNT - round * perRound);
+    for (let k = 0; k < PATHS.length; k += 1) {
+      const what = PATHS[(round + k) % PATHS.length] ?? 'gateway';
+      if (what !== 'gateway') {
         await segment(count, streams, round * perRound, paths[what], tallies[what]);
-        gatewaySeconds += (performance.now() - t0) / 1000;
-        gatewayInvokes += count;
-        addDelta(duringGateway, before, await apiServerRequests(controlPlane.info));
+        continue;
       }
+      const before = await apiServerRequests(controlPlane.info);
+      const t0 = performance.now();
+      await segment(count, streams, round * perRound, paths[what], tallies[what]);
+      load.seconds += (performance.now() - t0) / 1000;
+      load.invokes += count;
+      addDelta(load.requests, before, await apiServerRequests(controlPlane.info));
     }
-    return {
-      floor: tallies.floor.result(),
-      relays: tallies.relays.result(),
-      direct: tallies.direct.result(),
-      runtimed: tallies.runtimed.result(),
-      gateway: tallies.gateway.result(),
-    };
+  }
+  return {
+    floor: tallies.floor.result(),
+    relays: tallies.relays.result(),
+    direct: tallies.direct.result(),
+    runtimed: tallies.runtimed.result(),
+    gateway: tallies.gateway.result(),
   };
+}
 
-  const sequential = await measure(1);
-  const parallel = await measure(STREAMS);
-  // The background: the same length of time with nothing invoked.
-  const idleBefore = await apiServerRequests(controlPlane.info);
-  await sleep(gatewaySeconds * 1000);
-  const idle = apiServerRequestDelta(idleBefore, await apiServerRequests(controlPlane.info));
-  const invoking = apiServerRequestDelta(new Map(), duringGateway);
-
-  // The gateway's own share (its overhead histogram: total minus the upstream call), warm-ups included.
+/** The gateway's own share (its overhead histogram: total minus the upstream call, warm-ups included), and its memory. */
+async function gatewayFootprint(gateway: Bench['gateway']): Promise<{ overheadMs: number; statusMb: (field: string) => string }> {
   const exposition = await (await fetch(gateway.metricsUrl)).text();
   const sample = (name: string): number =>
     Number(new RegExp(`^${name}\\{route="functions"\\} (\\S+)$`, 'm').exec(exposition)?.[1] ?? Number.NaN);
   const overheadMs = (sample('kruntimes_gateway_overhead_seconds_sum') / sample('kruntimes_gateway_overhead_seconds_count')) * 1000;
   const status = await readFile(`/proc/${String(gateway.pid)}/status`, 'utf8');
   const statusMb = (field: string): string => (Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) / 1024).toFixed(0);
+  return { overheadMs, statusMb };
+}
+
+/** The paths of one invoke compared on one Runtime Pod; returns the report. */
+async function measurePaths(current: System, closers: (() => unknown)[]): Promise<string> {
+  const bench = await setUpBench(current);
+  const viaGateway = gatewayPath(bench, closers);
+  const direct = await directPath(bench, closers);
+  const viaRuntimed = runtimedPath(bench, closers);
+  const floor = await floorPath(bench, closers);
+  const viaRelays = await relaysPath(bench, floor, closers);
+  const paths: Record<PathName, One> = { floor: floor.one, relays: viaRelays, direct, runtimed: viaRuntimed, gateway: viaGateway };
+
+  const load: GatewayLoad = { requests: new Map(), seconds: 0, invokes: 0 };
+  const sequential = await measure(paths, 1, load);
+  const parallel = await measure(paths, STREAMS, load);
+  // The background: the same length of time with nothing invoked.
+  const idleBefore = await apiServerRequests(controlPlane.info);
+  await sleep(load.seconds * 1000);
+  const idle = apiServerRequestDelta(idleBefore, await apiServerRequests(controlPlane.info));
+  const invoking = apiServerRequestDelta(new Map(), load.requests);
+  const { overheadMs, statusMb } = await gatewayFootprint(bench.gateway);
 
   return [
     `empty Python handler, ${COUNT} invocations per path and measurement (after ${WARMUP} warm-up per stream), ` +
@@ -402,10 +453,10 @@ async function measurePaths(current: System, closers: (() => unknown)[]): Promis
     report('1 stream (sequential, one Run):', sequential),
     report(`${STREAMS} streams (one Run each, in parallel):`, parallel),
     `the gateway's own time per invoke (its overhead histogram, mean): ${overheadMs.toFixed(2)} ms`,
-    `API server requests during the ${gatewayInvokes} measured gateway invokes (${gatewaySeconds.toFixed(1)} s): ` +
+    `API server requests during the ${load.invokes} measured gateway invokes (${load.seconds.toFixed(1)} s): ` +
       formatApiServerRequestDelta(invoking),
     `API server requests in an idle window of the same length (background: leases, watches): ${formatApiServerRequestDelta(idle)}`,
-    `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / gatewayInvokes).toFixed(3)}`,
+    `per warm invoke (during minus idle, per invoke): ${((invoking.total - idle.total) / load.invokes).toFixed(3)}`,
     `the gateway's memory (${process.env.KRT_E2E_ENTRYPOINTS === 'bundle' ? 'bundled build' : 'TypeScript sources'}): ` +
       `RSS ${statusMb('VmRSS')} MB (anonymous ${statusMb('RssAnon')} MB) after the run, peak ${statusMb('VmHWM')} MB; ` +
       `NODE_OPTIONS ${gatewayNodeOptions} (the chart's, from its ${gatewayValues.resources.limits.memory} limit); ` +
