@@ -8,8 +8,10 @@ import { API_GROUP_VERSION, artifactObjectKey } from '@kruntimes/api';
 import { isKruntimesError } from '@kruntimes/errors';
 import { Cluster, ObjectStore } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { ArtifactObjects, resolveArtifactStore } from '../src/index.ts';
-import type { ArtifactStoreResolveError, UploadGrant } from '../src/index.ts';
+import { ArtifactObjects } from '../src/artifact-objects.ts';
+import { resolveArtifactStore } from '../src/resolve-artifact-store.ts';
+import type { ArtifactStoreResolveError } from '../src/resolve-artifact-store.ts';
+import type { UploadGrant } from '../src/artifact-objects.ts';
 
 const BUCKET = 'artifacts';
 let store: ObjectStore;

@@ -1,6 +1,5 @@
-export * from './access-reviewer.ts';
-export * from './cache-policy.ts';
-export * from './metrics.ts';
-export { decisionOf, selfSubjectAccessReviewer } from './self-subject-access-review.ts';
-export type { ReviewAnswer, ReviewDecision, Reviewer } from './self-subject-access-review.ts';
-export * from './subject-access-review.ts';
+// Cached access reviews: SubjectAccessReview for a caller, and the runtime "use" check.
+export { AccessReviewer } from './access-reviewer.ts';
+export { RuntimeUseReviewer, subjectAccessReview } from './subject-access-review.ts';
+export { NO_AUTHZ_METRICS } from './metrics.ts';
+export type { AuthzMetrics } from './metrics.ts';

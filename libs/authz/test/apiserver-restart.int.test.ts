@@ -6,8 +6,9 @@ import { ControlPlane, NamespaceAccess, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { isKruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
-import { AccessReviewer, AuthzCounters, DEFAULT_MAX_DENIED_TTL_MS, DEFAULT_MAX_TTL_MS } from '../src/index.ts';
-import type { AccessRequest } from '../src/index.ts';
+import { AccessReviewer, DEFAULT_MAX_DENIED_TTL_MS, DEFAULT_MAX_TTL_MS } from '../src/access-reviewer.ts';
+import { AuthzCounters } from '../src/metrics.ts';
+import type { AccessRequest } from '../src/cache-policy.ts';
 import { codeOf } from './code-of.ts';
 
 let controlPlane: ControlPlane;

@@ -8,8 +8,9 @@ import type { Run } from '@kruntimes/api';
 import type { ErrorCode } from '@kruntimes/errors';
 import { Cluster, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { AccessReviewer, AuthzCounters } from '../src/index.ts';
-import type { AccessRequest } from '../src/index.ts';
+import { AccessReviewer } from '../src/access-reviewer.ts';
+import { AuthzCounters } from '../src/metrics.ts';
+import type { AccessRequest } from '../src/cache-policy.ts';
 import { codeOf } from './code-of.ts';
 
 const cluster = Cluster.fromEnvironment();

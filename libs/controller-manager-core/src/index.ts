@@ -1,21 +1,10 @@
-export * from './collection.ts';
+// The controller-manager process: flags, controllers, RBAC and metrics.
 export { controllerManagerConfig } from './config.ts';
-export type { ControllerManagerConfig, ControllerManagerFlag, ControllerManagerFlags } from './config.ts';
 export { controllerManagerProcess } from './process.ts';
-export type { ControllerManagerProcessOptions } from './process.ts';
-export * from './gateway-endpoint.ts';
-export * from './manager.ts';
-export * from './metrics.ts';
-export * from './runtime-status.ts';
-export * from './rbac.ts';
-export * from './runtime-tls.ts';
-export * from './artifact-store-status.ts';
-export { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
-export type { ArtifactStoreObject, ArtifactStoreReconcilerOptions } from './artifact-store-reconciler.ts';
+export { ControllerManager } from './manager.ts';
+export { CONTROLLER_MANAGER_RULES } from './rbac.ts';
+export { renderManagerMetrics } from './metrics.ts';
+
+// Controllers other processes also run.
 export { InputMetrics } from './input-metrics.ts';
 export { OriginController } from './origin-controller.ts';
-export type { OriginControllerOptions } from './origin-controller.ts';
-export { RESPONSE_EVENT_REASONS, RunInputReconciler } from './run-input-reconciler.ts';
-export type { RunInputObject, RunInputReconcilerOptions } from './run-input-reconciler.ts';
-export { acceptedMessage, decideResponse, runInputStatus } from './run-input-status.ts';
-export type { RunInputOutcome } from './run-input-status.ts';

@@ -18,7 +18,8 @@ import { Cluster, NamespaceAccess, ObjectStore, waitFor, testWorkloadConfig } fr
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
-import { CONTROLLER_MANAGER_RULES, ControllerManager } from '../src/index.ts';
+import { CONTROLLER_MANAGER_RULES } from '../src/rbac.ts';
+import { ControllerManager } from '../src/manager.ts';
 
 const BUCKET = 'retention';
 const PREFIX = 'krt';

@@ -13,7 +13,9 @@ import { Cluster, NamespaceAccess, waitFor, testWorkloadConfig } from '@kruntime
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
-import { CONTROLLER_MANAGER_RULES, ControllerManager, RESPONSE_EVENT_REASONS } from '../src/index.ts';
+import { CONTROLLER_MANAGER_RULES } from '../src/rbac.ts';
+import { ControllerManager } from '../src/manager.ts';
+import { RESPONSE_EVENT_REASONS } from '../src/run-input-reconciler.ts';
 
 const WAIT = { timeoutMs: 30_000, intervalMs: 200 };
 const SCHEMA = JSON.stringify({

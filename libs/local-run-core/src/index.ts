@@ -1,9 +1,9 @@
-export * from './local-artifacts.ts';
-export * from './local-outcome.ts';
-export * from './local-run.ts';
-export * from './lock.ts';
-export * from './locking.ts';
-export * from './run-dir.ts';
-export * from './run-file.ts';
-export * from './runtime-server-process.ts';
-export * from './sync.ts';
+// Running a function locally (krt run --local) and syncing its result to the cluster.
+export { executeLocally } from './local-run.ts';
+export { createRunDir } from './run-dir.ts';
+export { parseRunFile, resolveLanguage } from './run-file.ts';
+export { readLocalResult, syncLocalResult, syncedRun } from './sync.ts';
+
+// Lock files pinning a run's inputs.
+export { lockDigest } from './lock.ts';
+export { pinInputs } from './locking.ts';

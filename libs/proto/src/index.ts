@@ -6,7 +6,7 @@ export * as runtimeServerV1 from './generated/kruntimes/runtimeserver/v1/runtime
 export * as runtimedV1 from './generated/kruntimes/runtimed/v1/function_runtime.ts';
 export * as artifactGrantsV1 from './generated/kruntimes/runtimed/v1/artifact_grants.ts';
 export * as healthV1 from './generated/grpc/health/v1/health.ts';
-export { Duration } from './generated/google/protobuf/duration.ts';
-export { Timestamp } from './generated/google/protobuf/timestamp.ts';
-export * from './metadata.ts';
-export * from './duration.ts';
+
+// gRPC metadata keys and google.protobuf.Duration conversions.
+export { METADATA_KEYS } from './metadata.ts';
+export { durationFromMillis, millisFromDuration } from './duration.ts';

@@ -1,4 +1,6 @@
-import { durationFromMillis, millisFromDuration, runtimeServerV1, runtimedV1 } from './index.ts';
+import { durationFromMillis, millisFromDuration } from './duration.ts';
+import * as runtimeServerV1 from './generated/kruntimes/runtimeserver/v1/runtime_server.ts';
+import * as runtimedV1 from './generated/kruntimes/runtimed/v1/function_runtime.ts';
 
 const { ExecuteEvent, FunctionStatusResponse, LogStream, RegistrationState, RuntimeServerDefinition } = runtimeServerV1;
 

@@ -1,21 +1,25 @@
-export * from './adapter.ts';
-export * from './artifact-claims.ts';
-export * from './artifact-endpoint.ts';
-export * from './artifact-grants-client.ts';
-export * from './bounded-capture.ts';
-export * from './checkpoint-upload.ts';
-export * from './clock.ts';
-export * from './execution-record.ts';
-export * from './execution-service.ts';
-export * from './function-service.ts';
-export * from './grpc-errors.ts';
-export * from './listen-address.ts';
-export * from './line-splitter.ts';
-export * from './outputs-file.ts';
-export * from './process-env.ts';
-export * from './process-group.ts';
-export * from './registration-table.ts';
-export * from './resume-files.ts';
-export * from './server.ts';
-export * from './task-process.ts';
-export * from './wait-for-input.ts';
+// The runtime-server entry point, for the language servers (runtime-server-bash, -python).
+export { runRuntimeServerMain } from './server.ts';
+export type { FunctionConfig } from './registration-table.ts';
+
+// The contract a language adapter implements.
+export type {
+  CapturedOutput,
+  FunctionEvents,
+  FunctionSpec,
+  InvocationRequest,
+  InvocationResult,
+  LanguageAdapter,
+  LoadedFunction,
+  TaskCommand,
+} from './adapter.ts';
+
+// Process and stream helpers for the adapters' function processes.
+export { BoundedCapture } from './bounded-capture.ts';
+export { LineSplitter } from './line-splitter.ts';
+export { baseEnv } from './process-env.ts';
+export { killGroup, signalGroup } from './process-group.ts';
+
+// gRPC server pieces runtimed and local runs reuse.
+export { checkListenAddress } from './listen-address.ts';
+export { errorMiddleware } from './grpc-errors.ts';

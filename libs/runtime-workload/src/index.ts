@@ -1,3 +1,18 @@
-export * from './kube-types.ts';
-export * from './workload.ts';
-export * from './node-heap.ts';
+// The Deployment, Service and TLS Secret a Runtime runs as.
+export {
+  CONTAINERS,
+  MANAGED_BY,
+  RUNTIME_COMPONENT,
+  SPEC_HASH_ANNOTATION,
+  TLS_SECRET_KEYS,
+  podCapacity,
+  podLabelSelector,
+  runtimeWorkload,
+  runtimedTlsSecret,
+  workloadProblems,
+} from './workload.ts';
+export type { RuntimeServerListenMode, WorkloadConfig } from './workload.ts';
+export type { Deployment, Secret, Service } from './kube-types.ts';
+
+// Node.js heap sizing from a container's memory limit.
+export { memoryQuantityBytes, nodeHeapOptions } from './node-heap.ts';

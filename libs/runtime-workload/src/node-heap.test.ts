@@ -1,4 +1,4 @@
-import { memoryQuantityBytes, nodeHeapOptions } from './index.ts';
+import { memoryQuantityBytes, nodeHeapOptions } from './node-heap.ts';
 
 const MIB = 1024 * 1024;
 

@@ -12,8 +12,9 @@ import {
   runtimeWorkload,
   specHash,
   workloadProblems,
-} from './index.ts';
-import type { Container, WorkloadConfig } from './index.ts';
+} from './workload.ts';
+import type { Container } from './kube-types.ts';
+import type { WorkloadConfig } from './workload.ts';
 
 const config: WorkloadConfig = {
   runtimedImage: 'kruntimes/runtimed:1.0',

@@ -1,16 +1,12 @@
-export * from './config.ts';
-export * from './endpoint.ts';
-export * from './epoch.ts';
-export * from './function-metrics.ts';
-export * from './metrics.ts';
-export * from './otel-metrics.ts';
-export * from './plan.ts';
-export * from './pod-lease.ts';
-export * from './rbac.ts';
-export * from './run-client.ts';
-export * from './run-reconciler.ts';
-export * from './runtime-server.ts';
-export * from './runtimed.ts';
-export * from './workspace.ts';
-export { PeerPods } from './peer-pods.ts';
-export type { PeerPod } from './peer-pods.ts';
+// Starting runtimed from its config.
+export { loadConfig } from './config.ts';
+export { startRuntimed } from './runtimed.ts';
+export { RUNTIMED_ROLE_RULES } from './rbac.ts';
+
+// Metrics.
+export { NO_METRICS } from './metrics.ts';
+export { startPrometheusMetrics } from './otel-metrics.ts';
+
+// Run ownership: the pod lease and the fenced Run writes.
+export { PodLease } from './pod-lease.ts';
+export { NotOwnerError, RunClient } from './run-client.ts';

@@ -1,7 +1,7 @@
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { LABELS } from '@kruntimes/api';
 import { Cluster, waitFor } from '@kruntimes/testing';
-import { PeerPods } from '../src/index.ts';
+import { PeerPods } from '../src/peer-pods.ts';
 
 const cluster = Cluster.fromEnvironment();
 const core = cluster.kubeConfig().makeApiClient(CoreV1Api);

@@ -1,8 +1,3 @@
-export * from './admission-gate.ts';
-export * from './assume-cache.ts';
-export * from './metrics.ts';
-export * from './placement.ts';
-export * from './scheduler.ts';
-export * from './rbac.ts';
-export { rfc3339, runInfo } from './placement-input.ts';
-export type { RunObject, RuntimeObject } from './scheduler-caches.ts';
+export { Scheduler } from './scheduler.ts';
+export { LATENCY_BUCKETS_SECONDS, SchedulerMetrics } from './metrics.ts';
+export { SCHEDULER_RULES } from './rbac.ts';

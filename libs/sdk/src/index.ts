@@ -1,4 +1,6 @@
-export * from './errors.ts';
+// The SDK is the users' API: its option, result and error types stay exported with it.
+export { InvocationError, InvocationTransportError } from './errors.ts';
+export type { TransportFailureKind } from './errors.ts';
 export { INVOKE_DEFAULT_TIMEOUT_MS, invokeFunction, prepareInvocation } from './invoke.ts';
 export type { InvocationResult, InvokeOptions } from './invoke.ts';
 export { Sandbox } from './sandbox.ts';

@@ -1,10 +1,3 @@
-export * from './decide.ts';
-export * from './evidence.ts';
-export * from './lease-observations.ts';
-export * from './lease-report.ts';
-export * from './metrics.ts';
-export * from './rbac.ts';
-export * from './reporting-tracker.ts';
-export * from './stale-recovery.ts';
-export { epochKey, runFacts, runKeyOfEvent } from './run-facts.ts';
-export type { RunObject } from './run-facts.ts';
+export { StaleRecovery } from './stale-recovery.ts';
+export { RecoveryMetrics } from './metrics.ts';
+export { STALE_RECOVERY_LEASE_NAME, STALE_RECOVERY_RULES } from './rbac.ts';

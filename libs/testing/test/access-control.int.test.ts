@@ -3,8 +3,8 @@
 import { AuthorizationV1Api, KubernetesObjectApi, V1SelfSubjectAccessReview } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, RUN_PLURAL } from '@kruntimes/api';
-import { Cluster } from '../src/index.ts';
-import type { TestNamespace } from '../src/index.ts';
+import { Cluster } from '../src/cluster.ts';
+import type { TestNamespace } from '../src/cluster.ts';
 import { rejection, RunClient, taskSpec } from './support/runs.ts';
 
 const cluster = Cluster.fromEnvironment();

@@ -1,8 +1,9 @@
 // kube-controller-manager runs the built-in controllers: a Deployment becomes a ReplicaSet
 // and Pods. There is no scheduler and no node here, so the Pods stay Pending.
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
-import { Cluster, waitFor } from '../src/index.ts';
-import type { TestNamespace } from '../src/index.ts';
+import { Cluster } from '../src/cluster.ts';
+import { waitFor } from '../src/wait.ts';
+import type { TestNamespace } from '../src/cluster.ts';
 
 const cluster = Cluster.fromEnvironment();
 let namespace: TestNamespace;

@@ -1,7 +1,7 @@
 // The harness itself: identities, CRD installation, what the control plane serves.
 import { ApiextensionsV1Api, AuthenticationV1Api, CoreV1Api, V1SelfSubjectReview } from '@kubernetes/client-node';
 import type { V1JSONSchemaProps, V1ValidationRule } from '@kubernetes/client-node';
-import { Cluster } from '../src/index.ts';
+import { Cluster } from '../src/cluster.ts';
 
 const cluster = Cluster.fromEnvironment();
 

@@ -1,7 +1,8 @@
 // The object store of the harness: a real SeaweedFS on loopback that answers only its own identity.
 import { GetObjectCommand, ListBucketsCommand, S3Client } from '@aws-sdk/client-s3';
 import { access } from 'node:fs/promises';
-import { ObjectStore, survivingProcesses } from '../src/index.ts';
+import { ObjectStore } from '../src/object-store.ts';
+import { survivingProcesses } from '../src/processes.ts';
 
 test('starts on loopback, creates a bucket, stores and lists objects, refuses other keys, and stops without a surviving process', async () => {
   const store = await ObjectStore.start();

@@ -1,7 +1,7 @@
 // Kubernetes API semantics the Run lifecycle depends on (docs/lifecycle.md: "Who writes what", "Fencing"), shown on
 // the real API server with the generated Run CRD.
-import { Cluster } from '../src/index.ts';
-import type { TestNamespace } from '../src/index.ts';
+import { Cluster } from '../src/cluster.ts';
+import type { TestNamespace } from '../src/cluster.ts';
 import { rejection, RunClient, taskSpec } from './support/runs.ts';
 import { RecordedWatch, summary } from './support/watch.ts';
 

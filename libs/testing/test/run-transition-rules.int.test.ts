@@ -2,8 +2,8 @@
 // API server: each forbidden update is rejected and its allowed neighbour is accepted.
 import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
 import { BOUNDS } from '@kruntimes/api';
-import { Cluster } from '../src/index.ts';
-import type { TestNamespace } from '../src/index.ts';
+import { Cluster } from '../src/cluster.ts';
+import type { TestNamespace } from '../src/cluster.ts';
 import { rejection, RunClient, taskSpec } from './support/runs.ts';
 
 const cluster = Cluster.fromEnvironment();

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '../src/index.ts';
+import { waitFor } from '../src/wait.ts';
 import { isRunning } from './support/processes.ts';
 
 const FIXTURE = fileURLToPath(new URL('fixtures/abandon-processes.ts', import.meta.url));

@@ -12,7 +12,7 @@ import {
   validateCertificateAuthority,
   runtimeIdentity,
   type CertificateAuthority,
-} from './index.ts';
+} from './workload-pki.ts';
 import { loadX509 } from './x509.ts';
 
 const DAY = 86_400_000;

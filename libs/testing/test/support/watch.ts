@@ -1,6 +1,6 @@
 import { Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { waitFor } from '../../src/index.ts';
+import { waitFor } from '../../src/wait.ts';
 
 export interface WatchEvent {
   type: string;
