@@ -155,6 +155,12 @@ test(
     const second = await env.waitForRun('fn-a', 'Ready again at attempt 2', (run) => readyTrue(run) && run.status?.attempt === 2);
     expect(owner(second).uid).not.toBe(old.uid);
     expect(second.status?.endpoint?.url).toBe(first.status?.endpoint?.url);
+    // The observer has a watch of its own, which may deliver this version after waitForRun's read did.
+    await waitFor(
+      'the observer saw attempt 2 serving',
+      () => Promise.resolve(observer.servingEpochs.get(uid)?.some((e) => e.attempt === 2) === true ? true : undefined),
+      WAIT,
+    );
     expect(observer.servingEpochs.get(uid)?.map((e) => e.attempt)).toEqual([1, 2]);
     expect(recovery.metrics.recoveries('podDeletingAndUnrouted', 'requeued') + recovery.metrics.recoveries('podGone', 'requeued')).toBe(1);
     expect(recovery.metrics.fenceWaitCount).toBeGreaterThanOrEqual(1);
