@@ -48,6 +48,7 @@ export type {
   EnvVar,
   FunctionMode,
   ObjectMeta,
+  ReadonlyDeep,
   OwnerReference,
   PolicyRule,
   ResourceRequirements,

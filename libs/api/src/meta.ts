@@ -33,3 +33,15 @@ export interface Condition {
   lastTransitionTime: string;
   observedGeneration?: number;
 }
+
+/**
+ * Deeply read-only, as informer caches hand objects out: the caches' readers and the typed
+ * clients' writers share this one definition, so a cached object is accepted without a cast.
+ */
+export type ReadonlyDeep<T> = T extends (...args: never[]) => unknown
+  ? T
+  : T extends readonly (infer E)[]
+    ? readonly ReadonlyDeep<E>[]
+    : T extends object
+      ? { readonly [K in keyof T]: ReadonlyDeep<T[K]> }
+      : T;

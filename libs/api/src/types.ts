@@ -5,7 +5,7 @@ import type { Condition, ObjectMeta } from './meta.ts';
 import type { EndpointProtocol, RunPhase, RuntimeLanguage } from './phases.ts';
 
 // The object metadata and conditions live in meta.ts, which the other API files import without a loop.
-export type { Condition, ObjectMeta, OwnerReference } from './meta.ts';
+export type { Condition, ObjectMeta, OwnerReference, ReadonlyDeep } from './meta.ts';
 
 /**
  * An RBAC rule as each component declares what it needs (its `*_RULES`), from which the

@@ -10,14 +10,4 @@ export function splitObjectKey(key: string): { namespace: string | undefined; na
   return slash < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
-/**
- * Objects from an informer cache are shared with every reader: the type forbids writes,
- * so code must `structuredClone` before it changes anything.
- */
-export type ReadonlyDeep<T> = T extends (...args: never[]) => unknown
-  ? T
-  : T extends readonly (infer E)[]
-    ? readonly ReadonlyDeep<E>[]
-    : T extends object
-      ? { readonly [K in keyof T]: ReadonlyDeep<T[K]> }
-      : T;
+export type { ReadonlyDeep } from '@kruntimes/api';

@@ -1,7 +1,7 @@
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION } from '@kruntimes/api';
-import type { ObjectMeta } from '@kruntimes/api';
+import type { ObjectMeta, ReadonlyDeep } from '@kruntimes/api';
 import { asWriteResult } from './refusal.ts';
 import type { WriteResult } from './refusal.ts';
 
@@ -14,17 +14,7 @@ export interface KruntimesObject {
   status?: unknown;
 }
 
-/**
- * Deeply read-only (as informer caches hand objects out): every method accepts these as
- * well as plain objects, so a cached object is written without a cast or a clone.
- */
-export type ReadonlyDeep<T> = T extends (...args: never[]) => unknown
-  ? T
-  : T extends readonly (infer E)[]
-    ? readonly ReadonlyDeep<E>[]
-    : T extends object
-      ? { readonly [K in keyof T]: ReadonlyDeep<T[K]> }
-      : T;
+export type { ReadonlyDeep };
 
 /** A JSON merge patch (RFC 7386) of T: members to set, `null` to remove. */
 export type MergePatch<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]?: MergePatch<T[K]> | null } : T;
