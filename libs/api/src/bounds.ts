@@ -58,12 +58,25 @@ export const BOUNDS = {
   checkpointBytes: 1024 * 1024,
   /** status.responses entries: the latest accepted responses. */
   responsesKept: 16,
+  /** spec.replicas and spec.scaling.{min,max}Replicas. */
+  maxReplicas: 1000,
+  /** spec.scaling.spareRuns. */
+  maxSpareRuns: 10_000,
+  /** spec.scaling.scaleDownDelaySeconds and spec.drainSeconds. */
+  maxScaleDownDelaySeconds: 24 * 3600,
+  maxDrainSeconds: 24 * 3600,
 } as const;
 
 /** Defaults applied by the CRD schema and assumed by code when a field is absent. */
 export const DEFAULTS = {
   runsPerPod: 1,
   replicas: 1,
+  /** spec.scaling defaults. */
+  minReplicas: 1,
+  spareRuns: 0,
+  scaleDownDelaySeconds: 300,
+  /** spec.drainSeconds: how long a stopping Pod lets its running tasks finish. */
+  drainSeconds: 300,
   /** retryPolicy.maxAttempts of a function Run or a retrySafe task. */
   maxAttempts: 3,
   /**

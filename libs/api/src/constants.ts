@@ -43,6 +43,21 @@ export const LABELS = {
 
 export const PART_OF = 'kruntimes';
 
+/** Annotations on Runtime Pods. */
+export const POD_ANNOTATIONS = {
+  /**
+   * Set by the controller-manager's autoscaler on an empty Pod it chose to remove: the
+   * scheduler binds nothing new there and its runtimed refuses new claims (PodDraining).
+   * Removed again if the Pod is still needed.
+   */
+  scaleDown: 'kruntimes.io/scale-down',
+  /**
+   * Kubernetes' own: the ReplicaSet removes Pods of lower cost first. The autoscaler sets it
+   * from each Pod's held slots (a Pod marked for scale-down gets the lowest).
+   */
+  deletionCost: 'controller.kubernetes.io/pod-deletion-cost',
+} as const;
+
 /**
  * Annotations runtimed writes on its Pod Lease at every renewal, read by stale-recovery:
  * which Run epochs it holds, and which it confirmed released (UnregisterFunction or task
@@ -61,6 +76,13 @@ export const EVENT_REASONS = {
   runtimeSuspended: 'RuntimeSuspended',
   namespaceBlocked: 'NamespaceBlocked',
   forbidden: 'Forbidden',
+  /** Runtime: the autoscaler raised or lowered spec.replicas (message: why). */
+  scaledUp: 'ScaledUp',
+  scaledDown: 'ScaledDown',
+  /** Runtime (Warning): spec.replicas was changed by someone else while spec.scaling is set; the autoscaler put it back. */
+  scaleOverridden: 'ScaleOverridden',
+  /** Run: its Pod was told to stop and handed it over; the next attempt is not counted against maxAttempts. */
+  drained: 'Drained',
 } as const;
 
 /**
@@ -120,6 +142,8 @@ export const CONDITION_TYPES = {
    * lastTransitionTime starts the bounded wait before the Run fails).
    */
   sourceResolved: 'SourceResolved',
+  /** Runtime with spec.scaling: what the autoscaler decided and why. */
+  scaling: 'Scaling',
 } as const;
 
 /** The execution snapshot of a Run's source (docs/lifecycle.md "Source snapshot"). */
@@ -161,6 +185,22 @@ export const RUN_REASONS = {
    * leader); the Run was given back for scheduling, at the same attempt.
    */
   podAtCapacity: 'PodAtCapacity',
+  /**
+   * Pending: every slot of the Runtime is taken (or it has no Pod yet) and it is scaling up,
+   * or is at its maximum; the message says which, with the Runtime's Pods and slots.
+   */
+  waitingForCapacity: 'WaitingForCapacity',
+  /**
+   * Pending: the Pod it was bound to is stopping (draining) or marked for scale-down, and
+   * its runtimed refused the claim; given back for scheduling at the same attempt.
+   */
+  podDraining: 'PodDraining',
+  /**
+   * Pending: its function's Pod was told to stop (rollout, scale-down, eviction, node drain)
+   * and handed it over after unregistering it; the new attempt is a planned move, not
+   * counted against maxAttempts (status.plannedMoves).
+   */
+  drained: 'Drained',
   /**
    * Pending (condition SourceResolved False), then Failed after SOURCE_SNAPSHOT.maxWaitSeconds:
    * the source ConfigMap or its key does not exist.
@@ -216,6 +256,8 @@ export const RUN_REASONS = {
   interrupted: 'Interrupted',
   ownerLost: 'OwnerLost',
   cancelUnconfirmed: 'CancelUnconfirmed',
+  /** Interrupted: its Pod was told to stop and the task was still running when the drain window (spec.drainSeconds) ended. */
+  drainWindowExceeded: 'DrainWindowExceeded',
   /** Exit 0, but a declared artifact is not in the manifest or not in the store. */
   artifactMissing: 'ArtifactMissing',
   /** Exit 0, but a stored artifact differs from its manifest entry (size, digest) or its declaration. */
@@ -231,6 +273,17 @@ export const RUNTIME_REASONS = {
   rollingOut: 'RollingOut',
   rolledOut: 'RolledOut',
   invalidSpec: 'InvalidSpec',
+  // Scaling (spec.scaling set)
+  /** Demand (held + Pending + spare) needs more Pods: raised at once. */
+  scaledUp: 'ScaledUp',
+  /** Demand stayed lower for scaleDownDelaySeconds: empty Pods were removed. */
+  scaledDown: 'ScaledDown',
+  /** Demand is lower, but not yet for scaleDownDelaySeconds, or the Pods to remove still hold Runs. */
+  scaleDownDelayed: 'ScaleDownDelayed',
+  /** Demand needs more than maxReplicas. */
+  atMaximum: 'AtMaximum',
+  /** The pool fits its demand. */
+  steady: 'Steady',
 } as const;
 
 export type RuntimeReason = (typeof RUNTIME_REASONS)[keyof typeof RUNTIME_REASONS];

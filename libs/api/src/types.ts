@@ -24,7 +24,20 @@ export interface RuntimeSpec {
   language: RuntimeLanguage;
   /** Image of the Runtime Server container; defaults to the chart's image for the language. */
   image?: string;
+  /**
+   * Number of Runtime Pods. With `scaling` set the controller-manager's autoscaler owns it
+   * (a user's `kubectl scale` is put back at once, with a Warning Event ScaleOverridden);
+   * without it a person, HPA or KEDA sets it through the `/scale` subresource.
+   */
   replicas?: number;
+  /** Size the pool from demand (docs/operations.md "Elastic pools"); absent: `replicas` rules. */
+  scaling?: RuntimeScaling;
+  /**
+   * How long a Runtime Pod told to stop (rollout, scale-down, eviction, node drain) lets its
+   * running tasks finish before it stops them (they end Interrupted, reason DrainWindowExceeded).
+   * Sets the Pod's terminationGracePeriodSeconds (this plus the cancel grace and a margin).
+   */
+  drainSeconds?: number;
   /** Run capacity of one Runtime Pod (task executions plus registered functions). */
   runs?: number;
   ports?: RuntimePorts;
@@ -40,6 +53,16 @@ export interface RuntimeSpec {
    * reason `RuntimeSuspended`); Runs already bound are not touched. The block policy.
    */
   suspend?: boolean;
+}
+
+export interface RuntimeScaling {
+  /** Fewest Pods (0: scale to zero when nothing is held or waiting). Default 1. */
+  minReplicas?: number;
+  maxReplicas: number;
+  /** Free run slots kept ready beyond demand so that a new Run binds at once (the warm pool). Default 0. */
+  spareRuns?: number;
+  /** How long demand must stay lower before Pods are removed. Default 300. */
+  scaleDownDelaySeconds?: number;
 }
 
 export interface RuntimePorts {
@@ -58,6 +81,12 @@ export interface RuntimeStatus {
   readyPods?: number;
   totalCapacity?: number;
   usedCapacity?: number;
+  /** The autoscaler's decision (equals spec.replicas once written); absent without spec.scaling. */
+  desiredReplicas?: number;
+  /** Runs of this Runtime waiting Pending for a slot (the demand not yet bound). */
+  pendingRuns?: number;
+  /** The label selector of the Runtime's Pods, for the `/scale` subresource (HPA, KEDA). */
+  selector?: string;
   conditions?: Condition[];
 }
 
@@ -201,6 +230,11 @@ export interface RunStatus {
   completionTime?: string;
   /** The scheduler does not bind this attempt before this time (retry backoff). */
   notBefore?: string;
+  /**
+   * Attempts that ended because their Pod was told to stop (a drain: rollout, scale-down,
+   * eviction) and handed the Run over: a planned move, not counted against maxAttempts.
+   */
+  plannedMoves?: number;
   reason?: string;
   message?: string;
   exitCode?: number;

@@ -359,6 +359,10 @@ const status = object(
     startTime: dateTime('When runtimed first claimed the Run.'),
     completionTime: dateTime('When the Run reached a terminal phase.'),
     notBefore: dateTime('The next attempt is not scheduled before this time (retry backoff).'),
+    plannedMoves: int32(
+      'Attempts that ended because their Pod was told to stop and handed the Run over (a drain): planned moves, not counted against maxAttempts. Never decreases.',
+      { minimum: 0, maximum: 1_000_000 },
+    ),
     reason: string('CamelCase reason of the current phase.', { maxLength: 128 }),
     message: string('Bounded human-readable detail. Never program output.', { maxLength: BOUNDS.messageBytes }),
     exitCode: int32('Exit code of the last task attempt.'),
@@ -458,6 +462,11 @@ const status = object(
         rule: '!has(oldSelf.attempt) || (has(self.attempt) && self.attempt >= oldSelf.attempt)',
         message: 'status.attempt may not decrease',
         fieldPath: '.attempt',
+      },
+      {
+        rule: '!has(oldSelf.plannedMoves) || (has(self.plannedMoves) && self.plannedMoves >= oldSelf.plannedMoves)',
+        message: 'status.plannedMoves may not decrease',
+        fieldPath: '.plannedMoves',
       },
       {
         // Every writer keeps the field; only a new attempt clears it.

@@ -1,4 +1,5 @@
 import {
+  BOUNDS,
   DEFAULTS,
   RUNTIME_CAPABILITIES,
   RUNTIME_KIND,
@@ -31,7 +32,44 @@ const spec = object(
   {
     language: string('Language of the Runtime Server.', { enum: RUNTIME_LANGUAGES }),
     image: string('Runtime Server image; defaults to the image installed for the language.', { maxLength: 1024 }),
-    replicas: int32('Number of Runtime Pods.', { minimum: 0, maximum: 1000, default: DEFAULTS.replicas }),
+    replicas: int32(
+      'Number of Runtime Pods. With spec.scaling set the autoscaler owns it (a change by anyone else is put back, with a Warning Event ScaleOverridden); without it, set it by hand or hand it to HPA or KEDA through /scale.',
+      { minimum: 0, maximum: BOUNDS.maxReplicas, default: DEFAULTS.replicas },
+    ),
+    scaling: object(
+      'Size the pool from demand: Pods = ceil((held + Pending + spareRuns) / runs), clamped to [minReplicas, maxReplicas]; up at once, down after scaleDownDelaySeconds, and only Pods that hold no Run are removed.',
+      {
+        minReplicas: int32('Fewest Pods; 0 scales to zero when nothing is held or waiting.', {
+          minimum: 0,
+          maximum: BOUNDS.maxReplicas,
+          default: DEFAULTS.minReplicas,
+        }),
+        maxReplicas: int32('Most Pods.', { minimum: 1, maximum: BOUNDS.maxReplicas }),
+        spareRuns: int32('Free run slots kept ready beyond demand, so that a new Run binds at once (the warm pool).', {
+          minimum: 0,
+          maximum: BOUNDS.maxSpareRuns,
+          default: DEFAULTS.spareRuns,
+        }),
+        scaleDownDelaySeconds: int32('How long demand must stay lower before Pods are removed.', {
+          minimum: 0,
+          maximum: BOUNDS.maxScaleDownDelaySeconds,
+          default: DEFAULTS.scaleDownDelaySeconds,
+        }),
+      },
+      {
+        required: ['maxReplicas'],
+        'x-kubernetes-validations': [
+          {
+            rule: '!has(self.minReplicas) || self.minReplicas <= self.maxReplicas',
+            message: 'scaling.minReplicas must not exceed scaling.maxReplicas',
+          },
+        ],
+      },
+    ),
+    drainSeconds: int32(
+      "How long a Pod told to stop (rollout, scale-down, eviction, node drain) lets its running tasks finish; a task still running then ends Interrupted (DrainWindowExceeded). Sets the Pods' termination grace period.",
+      { minimum: 0, maximum: BOUNDS.maxDrainSeconds, default: DEFAULTS.drainSeconds },
+    ),
     runs: int32('Run capacity of one Pod: task executions plus registered functions.', {
       minimum: 1,
       maximum: 256,
@@ -70,6 +108,9 @@ const status = object('Observed state, written by the controller-manager.', {
   readyPods: int32('Runtime Pods that are ready.', { minimum: 0 }),
   totalCapacity: int32('Sum of spec.runs over ready Pods.', { minimum: 0 }),
   usedCapacity: int32('Capacity held by Runs.', { minimum: 0 }),
+  desiredReplicas: int32("The autoscaler's decision (spec.scaling set).", { minimum: 0 }),
+  pendingRuns: int32('Runs of this Runtime waiting Pending for a slot.', { minimum: 0 }),
+  selector: string("Label selector of the Runtime's Pods, for the /scale subresource (HPA, KEDA).", { maxLength: 1024 }),
   conditions: conditionsSchema,
 });
 
@@ -82,12 +123,17 @@ export function runtimeCrd(): CustomResourceDefinition {
     description: 'A pool of Runtime Pods that run Runs of one language.',
     spec,
     status,
-    subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas' } },
+    subresources: {
+      status: {},
+      scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+    },
     printerColumns: [
       { name: 'Language', type: 'string', jsonPath: '.spec.language' },
+      { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas' },
       { name: 'Ready', type: 'integer', jsonPath: '.status.readyPods' },
-      { name: 'Capacity', type: 'integer', jsonPath: '.status.totalCapacity' },
       { name: 'Used', type: 'integer', jsonPath: '.status.usedCapacity' },
+      { name: 'Capacity', type: 'integer', jsonPath: '.status.totalCapacity' },
+      { name: 'Pending', type: 'integer', jsonPath: '.status.pendingRuns', priority: 1 },
       { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

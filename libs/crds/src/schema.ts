@@ -103,7 +103,10 @@ export interface CustomResourceDefinition {
       name: string;
       served: boolean;
       storage: boolean;
-      subresources: { status: Record<string, never>; scale?: { specReplicasPath: string; statusReplicasPath: string } };
+      subresources: {
+        status: Record<string, never>;
+        scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+      };
       additionalPrinterColumns: readonly PrinterColumn[];
       /** Fields a list or watch may select on (`fieldSelector`); Kubernetes 1.31+ (beta), 1.32+ (GA). */
       selectableFields?: readonly { jsonPath: string }[];
