@@ -159,3 +159,34 @@ test('a Pod marked for scale-down receives nothing until the mark is removed; ev
   );
   expect(logger.errors).toEqual([]);
 });
+
+test('a Pod of an older template gets a Run only when the Pods of the newest one are full, however empty it is', async () => {
+  await env.createRuntime('rolling', { replicas: 1, runs: 2 });
+  const [current] = await env.readyPods('rolling', 1);
+  if (current === undefined) throw new Error('one Pod expected');
+  // A Pod left from an older template, as during a rollout: the Deployment's own Pod
+  // template under another pod-template-hash, which no ReplicaSet of the Deployment owns.
+  const apps = admin.makeApiClient(AppsV1Api);
+  const template = (await apps.readNamespacedDeployment({ namespace: env.name, name: 'rolling' })).spec?.template;
+  await core.createNamespacedPod({
+    namespace: env.name,
+    body: {
+      metadata: { name: 'rolling-older', labels: { ...template?.metadata?.labels, 'pod-template-hash': 'older' } },
+      spec: template?.spec ?? { containers: [] },
+    },
+  });
+  const pods = await env.readyPods('rolling', 2);
+  const older = pods.find((pod) => pod.metadata?.name === 'rolling-older');
+  if (older === undefined) throw new Error('the older Pod is not ready');
+  await startScheduler();
+
+  // Spreading alone would put the second Run on the emptier older Pod.
+  await env.createRun('o-1', 'rolling');
+  await scheduled(1);
+  await env.createRun('o-2', 'rolling');
+  await env.createRun('o-3', 'rolling');
+  const runs = await scheduled(3);
+  expect(perPod([current, older], runs)).toEqual([2, 1]);
+  expect(runs.find((run) => run.metadata.name === 'o-3')?.status?.assignedPodUID).toBe(older.metadata?.uid);
+  expect(logger.errors).toEqual([]);
+});
