@@ -361,6 +361,16 @@ describe('planPlacement', () => {
       1,
     ],
     [
+      'a Run that waited WaitingForCapacity before spec.scaling was removed is written NoCapacity',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('x', 'Running', 'p1'), run('a', 'Pending', undefined, { reason: 'WaitingForCapacity', message: 'waiting for a slot' })],
+      },
+      ['NoCapacity a'],
+      1,
+    ],
+    [
       'the reasons that come before placement stay as they are with spec.scaling',
       { scaling, runtimeExists: false, pods: [pod('p1')], runs: [run('a')] },
       ['RuntimeNotFound a'],

@@ -147,14 +147,18 @@ function placeOne(
     plan.decisions.push({ action: 'bind', run, pod: chosen.pod });
     return;
   }
-  if (scaling === undefined) {
-    wait(plan, run, noSlot(slots));
-    return;
-  }
+  if (scaling === undefined) wait(plan, run, noSlot(slots));
+  else waitForSlot(plan, run, slots, scaling);
+}
+
+/**
+ * With spec.scaling: WaitingForCapacity. The counts in the message are those of the last
+ * write: it is written again only when the reason or the scaling state changes, not at
+ * every Pod or slot that changes (that would rewrite every waiting Run while a pool grows).
+ */
+function waitForSlot(plan: Plan, run: RunInfo, slots: readonly PodSlots[], scaling: ScalingFacts): void {
   plan.waitingForCapacity += 1;
   plan.unbound += 1;
-  // The counts in the message are those of the last write: it is written again only when
-  // the reason or the scaling state changes, not at every Pod or slot that changes.
   const current = run.reason === RUN_REASONS.waitingForCapacity && run.message?.endsWith(scalingState(scaling)) === true;
   if (!current) {
     plan.decisions.push({ action: 'unschedulable', run, reason: RUN_REASONS.waitingForCapacity, message: waitingMessage(scaling, slots) });
