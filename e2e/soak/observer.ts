@@ -4,6 +4,7 @@ import { API_GROUP, API_VERSION, REGISTRATION_CLEANUP_FINALIZER, RUN_PLURAL } fr
 import type { Run } from '@kruntimes/api';
 import { currentPhase, holdsCapacity } from '@kruntimes/run-state';
 import { LastPhases } from '@kruntimes/testing';
+import type { AttemptRise } from './planned.ts';
 
 /**
  * Every version of every Run of the namespace as the watch delivers it, checked as it comes:
@@ -17,7 +18,10 @@ export class RunObserver {
   readonly created = new Set<string>();
   /** The last phase of every Run seen, deleted ones included (the report counts by it). */
   readonly lastPhases = new LastPhases();
+  /** Every rise of an attempt, with the planned moves that came with it (planned.ts checks them). */
+  readonly attemptRises: AttemptRise[] = [];
   restarts = 0;
+  readonly #plannedMoves = new Map<string, number>();
   readonly #capacity: ReadonlyMap<string, number>;
   readonly #attempt = new Map<string, number>();
   readonly #epoch = new Map<string, { key: string | undefined; clearedSince: boolean }>();
@@ -77,6 +81,11 @@ export class RunObserver {
     if (previous !== undefined && attempt < previous)
       this.violations.push(`${name}: attempt went back from ${String(previous)} to ${String(attempt)}`);
     this.#attempt.set(uid, Math.max(previous ?? 0, attempt));
+    const plannedMoves = run.status?.plannedMoves ?? 0;
+    const previousMoves = this.#plannedMoves.get(uid) ?? 0;
+    if (previous !== undefined && attempt > previous)
+      this.attemptRises.push({ run: name, at: Date.now(), attempts: attempt - previous, plannedMoves: plannedMoves - previousMoves });
+    this.#plannedMoves.set(uid, Math.max(previousMoves, plannedMoves));
 
     const podUID = run.status?.assignedPodUID;
     const key = podUID === undefined ? undefined : `${String(attempt)}@${podUID}`;

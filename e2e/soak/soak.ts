@@ -23,6 +23,7 @@ import type { FaultRecord } from './faults.ts';
 import { Callers, TaskCreator } from './load.ts';
 import type { InvokeRecord } from './load.ts';
 import { RunObserver } from './observer.ts';
+import { plannedMoveViolations } from './planned.ts';
 import { SeededRandom } from './random.ts';
 
 const { values } = parseArgs({
@@ -250,6 +251,15 @@ async function report(o: Outcome): Promise<boolean> {
   line(`capacity, attempt and epoch violations: ${String(o.observer.violations.length)} (watch restarts: ${String(o.observer.restarts)})`);
   problems.push(...o.observer.violations.slice(0, 10));
   line(`status writes refused to a fenced epoch: ${String(await fencedRefusals(o.system))}`);
+
+  // Planned disruptions (rollout, scale-down, eviction): no attempt spent, no task cut short.
+  const lastPhase = new Map([...o.observer.lastPhases.byName()].map(([name, seen]) => [name, seen.phase]));
+  const planned = plannedMoveViolations(o.faults, o.observer.attemptRises, lastPhase);
+  const moves = o.observer.attemptRises.reduce((sum, rise) => sum + rise.plannedMoves, 0);
+  line(
+    `planned moves (drained Pods handing Runs over): ${String(moves)}; attempts spent or tasks cut short by a planned disruption: ${String(planned.length)}`,
+  );
+  problems.push(...planned.slice(0, 10));
 
   // Time to recover: from the fault until the hit Run's caller got a 200 again.
   const recoveries: number[] = [];

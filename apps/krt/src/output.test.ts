@@ -1,6 +1,6 @@
 import type { Run } from '@kruntimes/api';
 import { parse } from 'yaml';
-import { age, formatArtifacts, formatRuns, waitingHint } from './output.ts';
+import { age, formatArtifacts, formatRuns, pendingHint, waitingHint } from './output.ts';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 
@@ -104,5 +104,26 @@ describe('waitingHint', () => {
     expect(hint).toContain('krt wait report --for input');
     expect(hint).toContain('krt respond report --id ID --data JSON');
     expect(waitingHint(run('other', { status: { phase: 'Running' } }))).toBeUndefined();
+  });
+});
+
+describe('pendingHint', () => {
+  const message = 'waiting for a slot: Runtime py has 3 of 8 Pods ready, 12 of 12 slots used; scaling up';
+  it.each<[string, Run['status'], string | undefined]>([
+    [
+      'waiting for capacity',
+      { phase: 'Pending', reason: 'WaitingForCapacity', message },
+      `run/r is Pending: WaitingForCapacity: ${message}\n`,
+    ],
+    [
+      'no Pod has room',
+      { phase: 'Pending', reason: 'NoCapacity', message: 'all 2 ready Pods are full' },
+      'run/r is Pending: NoCapacity: all 2 ready Pods are full\n',
+    ],
+    ['a message without a reason', { phase: 'Pending', message: 'why' }, 'run/r is Pending: why\n'],
+    ['Pending without a message', { phase: 'Pending', reason: 'AwaitingSchedule' }, undefined],
+    ['a phase other than Pending', { phase: 'Running', reason: 'Running', message: 'busy' }, undefined],
+  ])('%s', (_name, status, hint) => {
+    expect(pendingHint(run('r', status === undefined ? {} : { status }))).toBe(hint);
   });
 });

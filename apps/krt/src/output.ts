@@ -28,6 +28,17 @@ export function formatRuns(runs: readonly Run[], format: OutputFormat, nowMs: nu
   }
 }
 
+/**
+ * Why a Pending Run waits (on stderr under `krt get RUN`): its reason and the scheduler's
+ * message, e.g. `WaitingForCapacity: waiting for a slot: Runtime python has 3 of 8 Pods ready,
+ * 12 of 12 slots used; scaling up`. Undefined for any other Run, or one with no message.
+ */
+export function pendingHint(run: Run): string | undefined {
+  const { reason, message } = run.status ?? {};
+  if (currentPhase(run) !== 'Pending' || message === undefined || message === '') return undefined;
+  return `run/${run.metadata.name ?? ''} is Pending: ${reason === undefined ? '' : `${reason}: `}${message}\n`;
+}
+
 /** What to do about a Run waiting for input (on stderr under `krt get RUN`); undefined for any other Run. */
 export function waitingHint(run: Run): string | undefined {
   const waiting = run.status?.waitingInput;

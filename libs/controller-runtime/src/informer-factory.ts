@@ -164,6 +164,10 @@ function listerFor({ core, apps, coordination, discovery, custom }: Clients, spe
       (q) => apps.listDeploymentForAllNamespaces(q),
       (q) => apps.listNamespacedDeployment(q),
     ),
+    'apps/v1/replicasets': scoped(
+      (q) => apps.listReplicaSetForAllNamespaces(q),
+      (q) => apps.listNamespacedReplicaSet(q),
+    ),
     'coordination.k8s.io/v1/leases': scoped(
       (q) => coordination.listLeaseForAllNamespaces(q),
       (q) => coordination.listNamespacedLease(q),

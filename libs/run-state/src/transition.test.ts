@@ -268,9 +268,22 @@ describe('scheduler', () => {
     expectRefused(transition({ run, event, writer: 'scheduler', now: NOW }), 'precondition');
   });
 
-  it('records why a Run cannot be placed', () => {
-    const status = expectOk(transition({ run: makeRun('Pending'), event: samples.Unschedulable.event, writer: 'scheduler', now: NOW }));
-    expect(status).toMatchObject({ phase: 'Pending', reason: 'NoCapacity', message: 'all Pods full' });
+  it.each([
+    ['NoCapacity', 'all Pods full'],
+    ['NoReadyPods', 'the Runtime has no ready Pod'],
+    ['RuntimeNotFound', 'no such Runtime'],
+    ['WaitingForCapacity', 'waiting for a slot: Runtime py has 2 of 2 Pods ready, 4 of 4 slots used; at its maximum of 2 Pods'],
+  ] as const)('records why a Run cannot be placed: %s', (reason, message) => {
+    const event = { type: 'Unschedulable', reason, message } as const;
+    const status = expectOk(transition({ run: makeRun('Pending'), event, writer: 'scheduler', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', reason, message });
+  });
+
+  it('moves a waiting Run from one Unschedulable reason to another (NoCapacity -> WaitingForCapacity)', () => {
+    const run = makeRun('Pending', {}, { reason: 'NoCapacity', message: 'all 2 ready Pods are full' });
+    const event = { type: 'Unschedulable', reason: 'WaitingForCapacity', message: 'waiting for a slot' } as const;
+    const status = expectOk(transition({ run, event, writer: 'scheduler', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', reason: 'WaitingForCapacity', message: 'waiting for a slot' });
   });
 
   it('cancels before assignment only when cancel was requested', () => {

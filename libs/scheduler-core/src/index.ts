@@ -1,3 +1,5 @@
 export { Scheduler } from './scheduler.ts';
 export { LATENCY_BUCKETS_SECONDS, SchedulerMetrics } from './metrics.ts';
 export { SCHEDULER_RULES } from './rbac.ts';
+/** Which Pod template a Runtime's Deployment rolls out, as the scheduler reads it from its ReplicaSets. */
+export { currentTemplateHash } from './placement-input.ts';

@@ -33,7 +33,36 @@ describe('SchedulerMetrics', () => {
     expect(text.endsWith('\n')).toBe(true);
     // Every sample line is `name{labels} value` or `name value`.
     for (const line of text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {
-      expect(line).toMatch(/^[a-z_]+(\{le="[^"]+"\})? [0-9.e+-]+$/);
+      expect(line).toMatch(/^[a-z_]+(\{(le|namespace="[^"]+",runtime)="[^"]+"\})? [0-9.e+-]+$/);
     }
+  });
+
+  it.each<[string, [string, number][], string[]]>([
+    ['no Runtime waits: the family without samples', [], []],
+    [
+      'one sample per waiting Runtime, sorted by key',
+      [
+        ['b/py', 3],
+        ['a/sh', 1],
+      ],
+      [
+        'kruntimes_scheduler_waiting_for_capacity_runs{namespace="a",runtime="sh"} 1',
+        'kruntimes_scheduler_waiting_for_capacity_runs{namespace="b",runtime="py"} 3',
+      ],
+    ],
+    [
+      'a Runtime that no longer waits is dropped',
+      [
+        ['a/sh', 2],
+        ['a/sh', 0],
+      ],
+      [],
+    ],
+  ])('renders Runs waiting for capacity per Runtime: %s', (_name, updates, samples) => {
+    const metrics = new SchedulerMetrics();
+    for (const [key, runs] of updates) metrics.setWaitingForCapacity(key, runs);
+    const lines = metrics.render().split('\n');
+    expect(lines).toContain('# TYPE kruntimes_scheduler_waiting_for_capacity_runs gauge');
+    expect(lines.filter((line) => line.startsWith('kruntimes_scheduler_waiting_for_capacity_runs'))).toEqual(samples);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * The scheduler's metrics in the Prometheus text format (0.0.4). A dozen lines of
- * exposition instead of a metrics dependency: three series, no labels beyond `le`.
+ * exposition instead of a metrics dependency: a few series, no labels beyond `le`, except
+ * the Runtime of Runs waiting for capacity (namespace and name are DNS labels: nothing to escape).
  */
 export const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
 
@@ -21,6 +22,8 @@ export class Histogram {
 export class SchedulerMetrics {
   /** Pending Runs not bound by the last pass, per Runtime key (summed on export). */
   readonly pendingByRuntime = new Map<string, number>();
+  /** Runs waiting WaitingForCapacity (spec.scaling set) after the last pass, per Runtime key; only Runtimes with some. */
+  readonly waitingByRuntime = new Map<string, number>();
   /** Creation of the Run -> successful bind write. */
   readonly bindLatency = new Histogram();
   /** The bind status write alone. */
@@ -30,12 +33,20 @@ export class SchedulerMetrics {
   /** Placement passes run: flat while nothing changes (no polling). */
   passes = 0;
 
+  setWaitingForCapacity(runtimeKey: string, runs: number): void {
+    if (runs > 0) this.waitingByRuntime.set(runtimeKey, runs);
+    else this.waitingByRuntime.delete(runtimeKey);
+  }
+
   render(): string {
     const pending = [...this.pendingByRuntime.values()].reduce((a, b) => a + b, 0);
     const lines = [
       '# HELP kruntimes_scheduler_pending_runs Pending Runs the scheduler could not bind yet.',
       '# TYPE kruntimes_scheduler_pending_runs gauge',
       `kruntimes_scheduler_pending_runs ${pending}`,
+      '# HELP kruntimes_scheduler_waiting_for_capacity_runs Pending Runs of a Runtime with spec.scaling that wait for a free slot (WaitingForCapacity).',
+      '# TYPE kruntimes_scheduler_waiting_for_capacity_runs gauge',
+      ...[...this.waitingByRuntime].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, runs]) => waitingSample(key, runs)),
       '# HELP kruntimes_scheduler_binds_total Runs bound to a Pod.',
       '# TYPE kruntimes_scheduler_binds_total counter',
       `kruntimes_scheduler_binds_total ${this.binds}`,
@@ -50,6 +61,11 @@ export class SchedulerMetrics {
     ];
     return `${lines.join('\n')}\n`;
   }
+}
+
+function waitingSample(runtimeKey: string, runs: number): string {
+  const [namespace = '', runtime = ''] = runtimeKey.split('/');
+  return `kruntimes_scheduler_waiting_for_capacity_runs{namespace="${namespace}",runtime="${runtime}"} ${runs}`;
 }
 
 function histogram(name: string, help: string, h: Histogram): string[] {

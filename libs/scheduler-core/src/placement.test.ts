@@ -6,7 +6,7 @@ import type { Decision, PlacementInput, PodInfo, RunInfo } from './placement.ts'
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 
 function pod(name: string, extra: Partial<PodInfo> = {}): PodInfo {
-  return { name, uid: `uid-${name}`, ready: true, deleting: false, capacity: undefined, ...extra };
+  return { name, uid: `uid-${name}`, ready: true, deleting: false, capacity: undefined, scaleDown: false, outdated: false, ...extra };
 }
 
 /** `run('a', 'Scheduled', 'p1')`: a Run created at second `order` (default: its position). */
@@ -18,6 +18,7 @@ function run(name: string, phase: RunPhase = 'Pending', pod?: string, extra: Par
     creationTimestamp: '2026-12-02T11:00:00Z',
     phase,
     reason: undefined,
+    message: undefined,
     assignedPodUID: pod === undefined ? undefined : `uid-${pod}`,
     holdsCapacity: cleanup ?? holdsCapacity(phase),
     cancelRequested: false,
@@ -258,6 +259,173 @@ describe('planPlacement', () => {
     const plan = planPlacement(input(overrides));
     expect(summary(plan.decisions)).toEqual(expected);
     expect(plan.unbound).toBe(unbound);
+  });
+
+  const scaling = { runtime: 'py', desiredPods: 2, maxPods: 4 };
+  const atMaximum = { runtime: 'py', desiredPods: 2, maxPods: 2 };
+  it.each<[string, Partial<PlacementInput>, string[], number]>([
+    [
+      'with spec.scaling Runs pack onto the fullest Pod with room, so other Pods empty out',
+      {
+        runsPerPod: 3,
+        scaling,
+        pods: [pod('p1'), pod('p2'), pod('p3')],
+        runs: [run('x', 'Running', 'p2'), run('a'), run('b'), run('c'), run('d')],
+      },
+      ['bind a->p2', 'bind b->p2', 'bind c->p1', 'bind d->p1'],
+      0,
+    ],
+    [
+      'packing counts assumed binds as held',
+      { runsPerPod: 3, scaling, pods: [pod('p1'), pod('p2')], runs: [run('x'), run('a')], assumed: new Map([['uid-x', 'uid-p2']]) },
+      ['bind a->p2'],
+      0,
+    ],
+    [
+      'a Pod marked for scale-down receives nothing, however empty (spread)',
+      { runsPerPod: 2, pods: [pod('going', { scaleDown: true }), pod('p2')], runs: [run('x', 'Running', 'p2'), run('a'), run('b')] },
+      ['bind a->p2', 'NoCapacity b'],
+      1,
+    ],
+    [
+      'a Pod marked for scale-down receives nothing, however full (pack)',
+      {
+        runsPerPod: 3,
+        scaling,
+        pods: [pod('going', { scaleDown: true }), pod('p2')],
+        runs: [run('x', 'Running', 'going'), run('a')],
+      },
+      ['bind a->p2'],
+      0,
+    ],
+    [
+      'Pods of the newest template first; an outdated one only when they are full',
+      {
+        runsPerPod: 1,
+        pods: [pod('a-old', { outdated: true }), pod('b-new'), pod('c-new')],
+        runs: [run('r1'), run('r2'), run('r3'), run('r4')],
+      },
+      ['bind r1->b-new', 'bind r2->c-new', 'bind r3->a-old', 'NoCapacity r4'],
+      1,
+    ],
+    [
+      'with spec.scaling and every slot taken: WaitingForCapacity, scaling up',
+      { runsPerPod: 1, scaling, pods: [pod('p1'), pod('p2')], runs: [run('x', 'Running', 'p1'), run('y', 'Running', 'p2'), run('a')] },
+      ['WaitingForCapacity a'],
+      1,
+    ],
+    [
+      'with spec.scaling and no ready Pod (scale from zero): WaitingForCapacity, not NoReadyPods',
+      { scaling, pods: [pod('starting', { ready: false })], runs: [run('a')] },
+      ['WaitingForCapacity a'],
+      1,
+    ],
+    [
+      'with spec.scaling, only Pods marked for scale-down: WaitingForCapacity',
+      { scaling, pods: [pod('going', { scaleDown: true })], runs: [run('a')] },
+      ['WaitingForCapacity a'],
+      1,
+    ],
+    [
+      'a Run already waiting in the same scaling state is not written again',
+      {
+        scaling,
+        runs: [
+          run('a', 'Pending', undefined, {
+            reason: 'WaitingForCapacity',
+            message: 'waiting for a slot: Runtime py has 0 of 2 Pods ready, 0 of 0 slots used; scaling up',
+          }),
+        ],
+      },
+      [],
+      1,
+    ],
+    [
+      'a Run waiting while scaling up is written again once the Runtime is at its maximum',
+      {
+        scaling: atMaximum,
+        runs: [
+          run('a', 'Pending', undefined, {
+            reason: 'WaitingForCapacity',
+            message: 'waiting for a slot: Runtime py has 0 of 2 Pods ready, 0 of 0 slots used; scaling up',
+          }),
+        ],
+      },
+      ['WaitingForCapacity a'],
+      1,
+    ],
+    [
+      'a Run that waited NoCapacity before spec.scaling was set is written WaitingForCapacity',
+      { scaling, runs: [run('a', 'Pending', undefined, { reason: 'NoCapacity', message: 'all 2 ready Pods are full' })] },
+      ['WaitingForCapacity a'],
+      1,
+    ],
+    [
+      'a Run that waited WaitingForCapacity before spec.scaling was removed is written NoCapacity',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('x', 'Running', 'p1'), run('a', 'Pending', undefined, { reason: 'WaitingForCapacity', message: 'waiting for a slot' })],
+      },
+      ['NoCapacity a'],
+      1,
+    ],
+    [
+      'the reasons that come before placement stay as they are with spec.scaling',
+      { scaling, runtimeExists: false, pods: [pod('p1')], runs: [run('a')] },
+      ['RuntimeNotFound a'],
+      1,
+    ],
+  ])('%s', (_name, overrides, expected, unbound) => {
+    const plan = planPlacement(input(overrides));
+    expect(summary(plan.decisions)).toEqual(expected);
+    expect(plan.unbound).toBe(unbound);
+  });
+
+  it.each<[string, Partial<PlacementInput>, string, number]>([
+    [
+      'scaling up',
+      {
+        runsPerPod: 2,
+        scaling,
+        pods: [pod('p1'), pod('p2', { ready: false })],
+        runs: [run('x', 'Running', 'p1'), run('y', 'Running', 'p1'), run('a'), run('b')],
+      },
+      'waiting for a slot: Runtime py has 1 of 2 Pods ready, 2 of 2 slots used; scaling up',
+      2,
+    ],
+    [
+      'at its maximum',
+      { runsPerPod: 1, scaling: atMaximum, pods: [pod('p1'), pod('p2')], runs: [run('x', 'Running', 'p1'), run('a'), run('b')] },
+      'waiting for a slot: Runtime py has 2 of 2 Pods ready, 2 of 2 slots used; at its maximum of 2 Pods',
+      1,
+    ],
+  ])('the WaitingForCapacity message names the Runtime, its Pods and slots: %s', (_name, overrides, message, waiting) => {
+    const plan = planPlacement(input(overrides));
+    const written = plan.decisions.filter((d) => d.action === 'unschedulable');
+    expect(written.map((d) => d.message)).toEqual(Array.from({ length: waiting }, () => message));
+    expect(plan.waitingForCapacity).toBe(waiting);
+  });
+
+  it('counts no Run as waiting for capacity without spec.scaling', () => {
+    const plan = planPlacement(input({ runsPerPod: 1, pods: [pod('p1')], runs: [run('x', 'Running', 'p1'), run('a')] }));
+    expect(summary(plan.decisions)).toEqual(['NoCapacity a']);
+    expect(plan.waitingForCapacity).toBe(0);
+  });
+
+  it('spreads a burst exactly: 8 Runs on 8 Pods of 4 slots, one each, in one pass or one Run per pass', () => {
+    const pods = Array.from({ length: 8 }, (_, i) => pod(`p${i}`));
+    const burst = Array.from({ length: 8 }, (_, i) => run(`r${i}`));
+    const perPod = (binds: Map<string, string>): number[] => pods.map((p) => [...binds.values()].filter((uid) => uid === p.uid).length);
+    const once = planPlacement(input({ runsPerPod: 4, pods, runs: burst }));
+    expect(perPod(new Map(once.decisions.flatMap((d) => (d.action === 'bind' ? [[d.run.uid, d.pod.uid]] : []))))).toEqual(Array(8).fill(1));
+    // Pass after pass, each seeing the earlier binds only as assumed (the watch not caught up).
+    const assumed = new Map<string, string>();
+    for (let i = 0; i < burst.length; i += 1) {
+      const plan = planPlacement(input({ runsPerPod: 4, pods, runs: burst.slice(0, i + 1), assumed: new Map(assumed) }));
+      for (const d of plan.decisions) if (d.action === 'bind') assumed.set(d.run.uid, d.pod.uid);
+    }
+    expect(perPod(assumed)).toEqual(Array(8).fill(1));
   });
 
   it('reports when to look again at the earliest backoff', () => {

@@ -3,16 +3,10 @@ import type { RunPhase } from '@kruntimes/api';
 import { classify } from '@kruntimes/run-state';
 import type { UnschedulableReason } from '@kruntimes/run-state';
 import type { AdmissionVerdict } from './admission-gate.ts';
+import { choosePod, freeSlots, isBindable, scalingState, waitingMessage } from './pod-choice.ts';
+import type { PlacementStrategy, PodInfo, PodSlots, ScalingFacts } from './pod-choice.ts';
 
-/** What placement needs to know about one Pod of the Runtime. */
-export interface PodInfo {
-  name: string;
-  uid: string;
-  ready: boolean;
-  deleting: boolean;
-  /** The Pod's own capacity (runtime-workload's podCapacity); the Runtime's when unknown. */
-  capacity: number | undefined;
-}
+export type { PodInfo, ScalingFacts } from './pod-choice.ts';
 
 /** What placement needs to know about one Run of the Runtime. */
 export interface RunInfo {
@@ -22,6 +16,8 @@ export interface RunInfo {
   phase: RunPhase;
   /** `status.reason` as stored: an Unschedulable reason is written only when it changes. */
   reason: string | undefined;
+  /** `status.message` as stored: a WaitingForCapacity Run is written again when its scaling state changes. */
+  message: string | undefined;
   assignedPodUID: string | undefined;
   /** From run-state's capacityHold (assigned, and the phase or the registration-cleanup finalizer holds a unit). */
   holdsCapacity: boolean;
@@ -51,6 +47,8 @@ export interface PlacementInput {
    * Runtime; see decideAdmission). A Run without one is admitted.
    */
   admission?: ReadonlyMap<string, AdmissionVerdict>;
+  /** The Runtime's spec.scaling, when set: placement packs, and a Run without a slot waits WaitingForCapacity. */
+  scaling?: ScalingFacts | undefined;
   nowMs: number;
 }
 
@@ -68,101 +66,127 @@ export interface Plan {
   unbound: number;
   /** Runs the admission gate deferred (no answer about their creator's right): look again soon. */
   deferred: number;
-  /** Free capacity per ready, non-deleting Pod UID after this plan. */
+  /** Pending Runs that wait WaitingForCapacity (spec.scaling set, no free slot). */
+  waitingForCapacity: number;
+  /** Free capacity per bindable Pod UID after this plan. */
   free: Map<string, number>;
 }
 
 /**
- * Oldest-first placement of one Runtime's Pending Runs onto its ready, non-deleting Pods.
+ * Oldest-first placement of one Runtime's Pending Runs onto its bindable Pods (ready, not
+ * deleting, not marked for scale-down).
  *
  * Free capacity of a Pod = its capacity - Runs that hold capacity on it (visible or assumed),
  * so a Run that ended but still carries the registration-cleanup finalizer keeps its
- * unit until runtimed released it. Among Pods with room, the one with the most free
- * capacity wins (spreading load like kube-scheduler's LeastAllocated), ties by name so
- * that a plan is deterministic. A Run in retry backoff (`notBefore` in the future)
- * does not block younger Runs.
+ * unit until runtimed released it. Which Pod with room wins is choosePod's: current
+ * template first, then spread (most free) or, with spec.scaling, pack (most held). A Run
+ * in retry backoff (`notBefore` in the future) does not block younger Runs.
  */
 export function planPlacement(input: PlacementInput): Plan {
-  const eligible = input.pods.filter((pod) => pod.ready && !pod.deleting);
-  const used = new Map<string, number>();
+  const slots = podSlots(input);
+  const strategy: PlacementStrategy = input.scaling === undefined ? 'spread' : 'pack';
+  const plan: Plan = { decisions: [], retryAtMs: undefined, unbound: 0, deferred: 0, waitingForCapacity: 0, free: new Map() };
+  for (const run of pendingRuns(input)) {
+    const waiting = waitingCause(input, run);
+    if (waiting === 'cancel') plan.decisions.push({ action: 'cancel', run });
+    else if (waiting !== undefined) wait(plan, run, waiting);
+    else placeOne(plan, run, slots, strategy, input.scaling);
+  }
+  for (const pod of slots) plan.free.set(pod.pod.uid, freeSlots(pod));
+  return plan;
+}
+
+/** Why a Pending Run is not placed before Pods are even looked at; undefined when it may be. */
+type Waiting = 'cancel' | Wait;
+/** `silent`: nothing is written (another writer says why, or nothing needs saying). */
+type Wait =
+  { kind: 'silent'; retryAtMs?: number; deferred?: boolean } | { kind: 'unschedulable'; reason: UnschedulableReason; message: string };
+
+function waitingCause(input: PlacementInput, run: RunInfo): Waiting | undefined {
+  if (run.cancelRequested) return 'cancel';
+  // The snapshot gate: a Run runs the source resolved before its first binding, never a
+  // later read. Nothing is written: the snapshot controller records why it waits.
+  if (!run.hasSnapshot) return { kind: 'silent' };
+  const notBeforeMs = run.notBefore === undefined ? undefined : Date.parse(run.notBefore);
+  if (notBeforeMs !== undefined && notBeforeMs > input.nowMs) return { kind: 'silent', retryAtMs: notBeforeMs };
+  if (!input.runtimeExists) {
+    return {
+      kind: 'unschedulable',
+      reason: RUN_REASONS.runtimeNotFound,
+      message: 'the Runtime named in spec.runtime does not exist in this namespace',
+    };
+  }
+  const verdict = input.admission?.get(run.uid);
+  if (verdict?.action === 'refuse') return { kind: 'unschedulable', reason: verdict.reason, message: verdict.message };
+  if (verdict?.action === 'defer') return { kind: 'silent', deferred: true };
+  return undefined;
+}
+
+function wait(plan: Plan, run: RunInfo, waiting: Wait): void {
+  plan.unbound += 1;
+  if (waiting.kind === 'unschedulable') {
+    // Writing the same reason again would only churn resourceVersions and watch events.
+    if (run.reason !== waiting.reason)
+      plan.decisions.push({ action: 'unschedulable', run, reason: waiting.reason, message: waiting.message });
+    return;
+  }
+  if (waiting.deferred === true) plan.deferred += 1;
+  if (waiting.retryAtMs !== undefined) plan.retryAtMs = Math.min(plan.retryAtMs ?? waiting.retryAtMs, waiting.retryAtMs);
+}
+
+function placeOne(
+  plan: Plan,
+  run: RunInfo,
+  slots: readonly PodSlots[],
+  strategy: PlacementStrategy,
+  scaling: ScalingFacts | undefined,
+): void {
+  const chosen = choosePod(slots, strategy);
+  if (chosen !== undefined) {
+    chosen.held += 1;
+    plan.decisions.push({ action: 'bind', run, pod: chosen.pod });
+    return;
+  }
+  if (scaling === undefined) wait(plan, run, noSlot(slots));
+  else waitForSlot(plan, run, slots, scaling);
+}
+
+/**
+ * With spec.scaling: WaitingForCapacity. The counts in the message are those of the last
+ * write: it is written again only when the reason or the scaling state changes, not at
+ * every Pod or slot that changes (that would rewrite every waiting Run while a pool grows).
+ */
+function waitForSlot(plan: Plan, run: RunInfo, slots: readonly PodSlots[], scaling: ScalingFacts): void {
+  plan.waitingForCapacity += 1;
+  plan.unbound += 1;
+  const current = run.reason === RUN_REASONS.waitingForCapacity && run.message?.endsWith(scalingState(scaling)) === true;
+  if (!current) {
+    plan.decisions.push({ action: 'unschedulable', run, reason: RUN_REASONS.waitingForCapacity, message: waitingMessage(scaling, slots) });
+  }
+}
+
+/** Without spec.scaling: today's reasons. */
+function noSlot(slots: readonly PodSlots[]): Wait {
+  if (slots.length === 0) return { kind: 'unschedulable', reason: RUN_REASONS.noReadyPods, message: 'the Runtime has no ready Pod' };
+  return { kind: 'unschedulable', reason: RUN_REASONS.noCapacity, message: `all ${slots.length} ready Pods are full` };
+}
+
+/** Each bindable Pod with the Runs holding its slots, visible or assumed. */
+function podSlots(input: PlacementInput): PodSlots[] {
+  const held = new Map<string, number>();
   for (const run of input.runs) {
     const assumedPod = input.assumed.get(run.uid);
     const pod = assumedPod ?? (run.holdsCapacity ? run.assignedPodUID : undefined);
-    if (pod !== undefined) used.set(pod, (used.get(pod) ?? 0) + 1);
+    if (pod !== undefined) held.set(pod, (held.get(pod) ?? 0) + 1);
   }
-  const free = new Map(eligible.map((pod) => [pod.uid, Math.max(0, (pod.capacity ?? input.runsPerPod) - (used.get(pod.uid) ?? 0))]));
-
-  const pending = input.runs
-    .filter((run) => classify(run.phase) === 'queued' && !run.executedElsewhere && !run.deleting && !input.assumed.has(run.uid))
-    .sort(oldestFirst);
-
-  const decisions: Decision[] = [];
-  let retryAtMs: number | undefined;
-  let unbound = 0;
-  let deferred = 0;
-  const unschedulable = (run: RunInfo, reason: UnschedulableReason, message: string): void => {
-    unbound += 1;
-    // Writing the same reason again would only churn resourceVersions and watch events.
-    if (run.reason !== reason) decisions.push({ action: 'unschedulable', run, reason, message });
-  };
-
-  for (const run of pending) {
-    if (run.cancelRequested) {
-      decisions.push({ action: 'cancel', run });
-      continue;
-    }
-    // The snapshot gate: a Run runs the source resolved before its first binding, never a
-    // later read. Nothing is written: the snapshot controller records why it waits.
-    if (!run.hasSnapshot) {
-      unbound += 1;
-      continue;
-    }
-    const notBeforeMs = run.notBefore === undefined ? undefined : Date.parse(run.notBefore);
-    if (notBeforeMs !== undefined && notBeforeMs > input.nowMs) {
-      unbound += 1;
-      retryAtMs = Math.min(retryAtMs ?? notBeforeMs, notBeforeMs);
-      continue;
-    }
-    if (!input.runtimeExists) {
-      unschedulable(run, RUN_REASONS.runtimeNotFound, 'the Runtime named in spec.runtime does not exist in this namespace');
-      continue;
-    }
-    const verdict = input.admission?.get(run.uid);
-    if (verdict?.action === 'refuse') {
-      unschedulable(run, verdict.reason, verdict.message);
-      continue;
-    }
-    if (verdict?.action === 'defer') {
-      unbound += 1;
-      deferred += 1;
-      continue;
-    }
-    if (eligible.length === 0) {
-      unschedulable(run, RUN_REASONS.noReadyPods, 'the Runtime has no ready Pod');
-      continue;
-    }
-    const pod = roomiest(eligible, free);
-    if (pod === undefined) {
-      unschedulable(run, RUN_REASONS.noCapacity, `all ${eligible.length} ready Pods are full`);
-      continue;
-    }
-    free.set(pod.uid, (free.get(pod.uid) ?? 0) - 1);
-    decisions.push({ action: 'bind', run, pod });
-  }
-  return { decisions, retryAtMs, unbound, deferred, free };
+  return input.pods.filter(isBindable).map((pod) => ({ pod, capacity: pod.capacity ?? input.runsPerPod, held: held.get(pod.uid) ?? 0 }));
 }
 
-function roomiest(pods: readonly PodInfo[], free: ReadonlyMap<string, number>): PodInfo | undefined {
-  let best: PodInfo | undefined;
-  let bestFree = 0;
-  for (const pod of pods) {
-    const room = free.get(pod.uid) ?? 0;
-    if (room > bestFree || (room === bestFree && room > 0 && best !== undefined && pod.name < best.name)) {
-      best = pod;
-      bestFree = room;
-    }
-  }
-  return best;
+/** The Runs this pass decides on, oldest first: Pending, placed here, not being deleted, not already assumed bound. */
+function pendingRuns(input: PlacementInput): RunInfo[] {
+  return input.runs
+    .filter((run) => classify(run.phase) === 'queued' && !run.executedElsewhere && !run.deleting && !input.assumed.has(run.uid))
+    .sort(oldestFirst);
 }
 
 /** Creation time, then name: the order a FIFO queue of creations would have. */

@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
 import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
@@ -20,6 +20,17 @@ export const RUNTIME_PODS: Watch = {
   labelSelector: `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`,
   name: 'runtime-pods',
 };
+/**
+ * The ReplicaSets of Runtime Deployments (they carry the Pod template's labels): which Pod
+ * template is the newest, so a Run prefers Pods a rollout keeps over Pods it replaces.
+ */
+export const RUNTIME_REPLICA_SETS: Watch = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'replicasets',
+  labelSelector: RUNTIME_PODS.labelSelector ?? '',
+  name: 'runtime-replicasets',
+};
 
 /**
  * Namespaces, for the block policy's `kruntimes.io/blocked` label: cluster-scoped, so a
@@ -40,6 +51,7 @@ export interface SchedulerCaches {
   runs: SharedInformer<RunObject>;
   runtimes: SharedInformer<RuntimeObject>;
   pods: SharedInformer<V1Pod>;
+  replicaSets: SharedInformer<V1ReplicaSet>;
   namespaces: SharedInformer<V1Namespace>;
 }
 
@@ -62,7 +74,8 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
     },
   });
   caches.runtimes.enqueueTo(enqueue);
-  caches.pods.enqueueTo(enqueue, runtimeKeyOfPod);
+  caches.pods.enqueueTo(enqueue, runtimeKeyOf);
+  caches.replicaSets.enqueueTo(enqueue, runtimeKeyOf);
   const namespaceChanged = (namespace: ReadonlyDeep<V1Namespace>): void => {
     const name = namespace.metadata?.name ?? '';
     for (const runtime of caches.runtimes.list(name)) enqueue(`${name}/${runtime.metadata.name ?? ''}`);
@@ -74,7 +87,8 @@ function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
   return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
 }
 
-function runtimeKeyOfPod(pod: ReadonlyDeep<V1Pod>): string | undefined {
-  const runtime = pod.metadata?.labels?.[LABELS.runtime];
-  return runtime === undefined ? undefined : `${pod.metadata?.namespace ?? ''}/${runtime}`;
+/** A Runtime Pod's or ReplicaSet's Runtime, from its label. */
+function runtimeKeyOf(object: ReadonlyDeep<V1Pod | V1ReplicaSet>): string | undefined {
+  const runtime = object.metadata?.labels?.[LABELS.runtime];
+  return runtime === undefined ? undefined : `${object.metadata?.namespace ?? ''}/${runtime}`;
 }

@@ -1,5 +1,5 @@
 import { CoreV1Api } from '@kubernetes/client-node';
-import type { KubeConfig, V1Namespace, V1Pod } from '@kubernetes/client-node';
+import type { KubeConfig, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
@@ -15,9 +15,9 @@ import type { AdmissionVerdict, CreatorAccess } from './admission-gate.ts';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
-import type { Decision, Plan } from './placement.ts';
-import { plainRun, podInfo, rfc3339, runInfo } from './placement-input.ts';
-import { RUNS, RUNTIMES, RUNTIME_PODS, namespacesWatch, routeToRuntimes } from './scheduler-caches.ts';
+import type { Decision, Plan, PodInfo } from './placement.ts';
+import { currentTemplateHash, plainRun, podInfo, rfc3339, runInfo, scalingFacts } from './placement-input.ts';
+import { RUNS, RUNTIMES, RUNTIME_PODS, RUNTIME_REPLICA_SETS, namespacesWatch, routeToRuntimes } from './scheduler-caches.ts';
 import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
 
 export interface SchedulerOptions {
@@ -114,6 +114,7 @@ export class Scheduler {
       runs: informers.informer<RunObject>({ ...RUNS, namespace }),
       runtimes: informers.informer<RuntimeObject>({ ...RUNTIMES, namespace }),
       pods: informers.informer<V1Pod>({ ...RUNTIME_PODS, namespace }),
+      replicaSets: informers.informer<V1ReplicaSet>({ ...RUNTIME_REPLICA_SETS, namespace }),
       namespaces: informers.informer<V1Namespace>(namespacesWatch(namespace)),
     };
     this.#controller = new Controller({
@@ -152,6 +153,7 @@ export class Scheduler {
     const pass = this.#plan(key, access);
     this.metrics.passes += 1;
     this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
+    this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity);
     await this.#applyAll(key, pass);
     // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
     const { plan, nowMs, nextExpiryMs } = pass;
@@ -234,16 +236,25 @@ export class Scheduler {
     const plan = planPlacement({
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
-      pods: this.#caches.pods
-        .list(namespace)
-        .filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name)
-        .map(podInfo),
+      pods: this.#pods(namespace, name),
       runs: runObjects.map(runInfo),
       assumed: assumptions.assumed,
       admission,
+      scaling: scalingFacts(runtime),
       nowMs,
     });
     return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
+  }
+
+  /** The Runtime's Pods, each told whether it is of the Deployment's newest template. */
+  #pods(namespace: string, runtime: string): PodInfo[] {
+    const ofRuntime = <T extends V1Pod | V1ReplicaSet>(object: ReadonlyDeep<T>): boolean =>
+      object.metadata?.labels?.[LABELS.runtime] === runtime;
+    const currentHash = currentTemplateHash(this.#caches.replicaSets.list(namespace).filter(ofRuntime));
+    return this.#caches.pods
+      .list(namespace)
+      .filter(ofRuntime)
+      .map((pod) => podInfo(pod, currentHash));
   }
 
   /**

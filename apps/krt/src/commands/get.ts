@@ -1,7 +1,7 @@
 import type { Command } from '../args.ts';
 import { EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
-import { formatRuns, waitingHint } from '../output.ts';
+import { formatRuns, pendingHint, waitingHint } from '../output.ts';
 import type { CommandContext } from './context.ts';
 
 export async function getCommand(ctx: CommandContext, command: Extract<Command, { name: 'get' }>): Promise<ExitCode> {
@@ -13,7 +13,7 @@ export async function getCommand(ctx: CommandContext, command: Extract<Command, 
   ctx.io.stdout.write(formatRuns(runs, command.output, ctx.now()));
   const [only] = runs;
   if (command.run !== undefined && only !== undefined && (command.output === 'table' || command.output === 'wide')) {
-    const hint = waitingHint(only);
+    const hint = waitingHint(only) ?? pendingHint(only);
     if (hint !== undefined) ctx.io.stderr.write(hint);
   }
   return EXIT.ok;

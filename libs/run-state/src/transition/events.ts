@@ -5,7 +5,12 @@ import type { ArtifactRecord, Run, RunEndpoint, RUN_REASONS, SourceSnapshot } fr
 export type WriterRole = 'scheduler' | 'runtimed' | 'stale-recovery' | 'controller-manager';
 
 export type UnschedulableReason =
-  typeof RUN_REASONS.runtimeNotFound | typeof RUN_REASONS.noReadyPods | typeof RUN_REASONS.noCapacity | AdmissionRefusalReason;
+  | typeof RUN_REASONS.runtimeNotFound
+  | typeof RUN_REASONS.noReadyPods
+  | typeof RUN_REASONS.noCapacity
+  /** spec.scaling set and no free slot: the message says whether the pool grows or is at its maximum. */
+  | typeof RUN_REASONS.waitingForCapacity
+  | AdmissionRefusalReason;
 /** The scheduler's admission gate at assignment: the block policy and the creator's right to use the Runtime. */
 export type AdmissionRefusalReason =
   typeof RUN_REASONS.runtimeSuspended | typeof RUN_REASONS.namespaceBlocked | typeof RUN_REASONS.forbidden;
