@@ -55,9 +55,14 @@ const { values } = parseFlags();
 // longer than LOG_FLUSH_MS. pino flushes what is left when the process exits.
 const LOG_FLUSH_MS = 100;
 const logDestination = pino.destination({ sync: false, minLength: 4096 });
-setInterval(() => {
+const flushTimer = setInterval(() => {
   logDestination.flush();
 }, LOG_FLUSH_MS).unref();
+/** Ends the log: the flush timer first, since a flush of an ended destination throws (and the exit code would be 1). */
+const endLog = (code: number): Promise<never> => {
+  clearInterval(flushTimer);
+  return exitAfterFlush(logDestination, code);
+};
 const logger = pino(
   {
     name: 'runtime-gateway',
@@ -129,7 +134,7 @@ try {
     await metrics?.shutdown();
     // After the drain: the last requests' spans are exported too.
     await tracing?.shutdown();
-  }).then((code) => exitAfterFlush(logDestination, code));
+  }).then(endLog);
 } catch (error) {
   logger.fatal({ err: error }, 'runtime-gateway failed to start');
   // Nothing may keep the process alive (the resolver's watches, the metrics listener).
