@@ -153,7 +153,7 @@ describe('decidePool: down', () => {
     expect(decision.condition).toEqual({
       status: 'True',
       reason: 'ScaleDownDelayed',
-      message: '1 of 3 Pods needed (2 held, 0 waiting, 4 per Pod); empty Pods go after 30 s more',
+      message: '1 of 3 Pods needed (2 held, 0 waiting, 4 per Pod); empty Pods go from 2026-12-06T10:00:30Z',
     });
     expect(decision.pods).toEqual([]);
   });

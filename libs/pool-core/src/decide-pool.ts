@@ -166,9 +166,8 @@ function shrink(input: PoolInput, desired: number, overridden: boolean): Plan {
       replicas: current,
       lowerSinceMs,
       marked: new Set(inFlight(input, live).map((pod) => pod.name)),
-      condition: delayed(
-        `${desired} of ${current} Pods needed (${demand}); empty Pods go after ${Math.ceil((delayMs - waitedMs) / 1000)} s more`,
-      ),
+      // An absolute time, not a countdown: the message stays the same from pass to pass.
+      condition: delayed(`${desired} of ${current} Pods needed (${demand}); empty Pods go from ${wholeSeconds(lowerSinceMs + delayMs)}`),
       requeueAfterMs: delayMs - waitedMs,
     };
   }
@@ -197,7 +196,7 @@ function shrink(input: PoolInput, desired: number, overridden: boolean): Plan {
       condition: {
         status: 'True',
         reason: RUNTIME_REASONS.scaledDown,
-        message: `${current} -> ${replicas} Pods, only empty ones removed (${demand}; ${desired} needed for ${Math.floor(waitedMs / 1000)} s)`,
+        message: `${current} -> ${replicas} Pods, only empty ones removed (${demand}; ${desired} needed for at least ${input.scaling.scaleDownDelaySeconds} s)`,
       },
       requeueAfterMs,
     };
@@ -215,6 +214,10 @@ function shrink(input: PoolInput, desired: number, overridden: boolean): Plan {
     condition: delayed(`${desired} of ${current} Pods needed (${demand}); ${why}`),
     requeueAfterMs,
   };
+}
+
+function wholeSeconds(ms: number): string {
+  return new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
 function delayed(message: string): ScalingCondition {
