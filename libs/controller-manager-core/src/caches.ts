@@ -1,5 +1,5 @@
 import type { KubernetesObject, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
 import type { Run, RunPhase, Runtime } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
@@ -101,12 +101,15 @@ export function metricsSnapshot(caches: Pick<ManagerCaches, 'runtimes' | 'runs' 
       namespace: runtime.metadata.namespace ?? '',
       name: runtime.metadata.name ?? '',
       runsPerPod: runtime.spec.runs,
+      desiredPods: runtime.spec.replicas ?? DEFAULTS.replicas,
+      maxPods: runtime.spec.scaling?.maxReplicas,
     })),
     runs: caches.runs.list().map((run) => ({
       namespace: run.metadata.namespace ?? '',
       runtime: run.spec.runtime,
       phase: phaseOf(run),
       cleanupPending: cleanupPending(run),
+      deleting: run.metadata.deletionTimestamp !== undefined,
     })),
     pods: caches.pods.list().flatMap((pod) => {
       const runtime = pod.metadata?.labels?.[LABELS.runtime];
