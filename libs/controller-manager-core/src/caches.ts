@@ -102,7 +102,7 @@ export function metricsSnapshot(caches: Pick<ManagerCaches, 'runtimes' | 'runs' 
       name: runtime.metadata.name ?? '',
       runsPerPod: runtime.spec.runs,
       desiredPods: runtime.spec.replicas ?? DEFAULTS.replicas,
-      maxPods: runtime.spec.scaling?.maxReplicas,
+      maxPods: runtime.spec.scaling?.maxReplicas ?? runtime.spec.replicas ?? DEFAULTS.replicas,
     })),
     runs: caches.runs.list().map((run) => ({
       namespace: run.metadata.namespace ?? '',

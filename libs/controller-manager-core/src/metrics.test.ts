@@ -29,7 +29,7 @@ const pod = (
 const SNAPSHOT: ManagerMetricsSnapshot = {
   runtimes: [
     { namespace: 'ns', name: 'py', runsPerPod: 4, desiredPods: 4, maxPods: 8 },
-    { namespace: 'ns', name: 'empty', runsPerPod: undefined, desiredPods: 1, maxPods: undefined },
+    { namespace: 'ns', name: 'empty', runsPerPod: undefined, desiredPods: 1, maxPods: 1 },
   ],
   runs: [
     { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false, deleting: false },
@@ -68,8 +68,8 @@ describe('renderManagerMetrics', () => {
     expect(values.get('kruntimes_runtime_max_pods{namespace="ns",runtime="py"}')).toBe(8);
     expect(values.get('kruntimes_runtime_pending_runs{namespace="ns",runtime="py"}')).toBe(2);
     expect(values.get('kruntimes_runtime_desired_pods{namespace="ns",runtime="empty"}')).toBe(1);
-    // Without spec.scaling no maximum.
-    expect(values.has('kruntimes_runtime_max_pods{namespace="ns",runtime="empty"}')).toBe(false);
+    // A fixed pool's maximum is its spec.replicas.
+    expect(values.get('kruntimes_runtime_max_pods{namespace="ns",runtime="empty"}')).toBe(1);
   });
 
   it('reports capacity and ready Pods as the Runtime status computes them', () => {
@@ -104,7 +104,7 @@ describe('renderManagerMetrics', () => {
 
   it('escapes label values', () => {
     const odd = renderManagerMetrics({
-      runtimes: [{ namespace: 'n', name: 'a"b\\c', runsPerPod: 1, desiredPods: 1, maxPods: undefined }],
+      runtimes: [{ namespace: 'n', name: 'a"b\\c', runsPerPod: 1, desiredPods: 1, maxPods: 1 }],
       runs: [],
       pods: [],
     });

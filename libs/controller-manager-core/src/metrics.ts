@@ -12,8 +12,8 @@ export interface ManagerMetricsSnapshot {
     runsPerPod: number | undefined;
     /** spec.replicas (the autoscaler's with spec.scaling). */
     desiredPods: number;
-    /** spec.scaling.maxReplicas; undefined without spec.scaling. */
-    maxPods: number | undefined;
+    /** The most Pods it may have: spec.scaling.maxReplicas, or spec.replicas for a fixed pool. */
+    maxPods: number;
   }[];
   runs: readonly { namespace: string; runtime: string; phase: RunPhase; cleanupPending: boolean; deleting: boolean }[];
   pods: readonly (RuntimePodView & { namespace: string; runtime: string })[];
@@ -31,7 +31,7 @@ export interface ManagerMetricsSnapshot {
  * | `kruntimes_runtime_ready_pods` | gauge | `namespace`, `runtime` |
  * | `kruntimes_runtime_pods` | gauge | `namespace`, `runtime`: non-deleting Pods, ready or not (the pool's current size) |
  * | `kruntimes_runtime_desired_pods` | gauge | `namespace`, `runtime`: spec.replicas (the autoscaler's decision with spec.scaling) |
- * | `kruntimes_runtime_max_pods` | gauge | `namespace`, `runtime`: spec.scaling.maxReplicas (only Runtimes with spec.scaling) |
+ * | `kruntimes_runtime_max_pods` | gauge | `namespace`, `runtime`: spec.scaling.maxReplicas; spec.replicas for a fixed pool |
  * | `kruntimes_runtime_pending_runs` | gauge | `namespace`, `runtime`: Runs waiting Pending for a slot (status.pendingRuns) |
  *
  * Capacity and ready Pods are the same computation as the Runtime status, so they agree
@@ -101,10 +101,10 @@ export function renderManagerMetrics(snapshot: ManagerMetricsSnapshot | undefine
   );
   for (const r of perRuntime) lines.push(`kruntimes_runtime_desired_pods{${r.labels}} ${r.desiredPods}`);
   lines.push(
-    "# HELP kruntimes_runtime_max_pods A Runtime's spec.scaling.maxReplicas (Runtimes with spec.scaling only).",
+    '# HELP kruntimes_runtime_max_pods The most Pods a Runtime may have: spec.scaling.maxReplicas, or spec.replicas for a fixed pool.',
     '# TYPE kruntimes_runtime_max_pods gauge',
   );
-  for (const r of perRuntime) if (r.maxPods !== undefined) lines.push(`kruntimes_runtime_max_pods{${r.labels}} ${r.maxPods}`);
+  for (const r of perRuntime) lines.push(`kruntimes_runtime_max_pods{${r.labels}} ${r.maxPods}`);
   lines.push(
     '# HELP kruntimes_runtime_pending_runs Runs of a Runtime waiting Pending for a slot.',
     '# TYPE kruntimes_runtime_pending_runs gauge',

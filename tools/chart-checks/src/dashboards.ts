@@ -140,7 +140,7 @@ export const DASHBOARDS: readonly Dashboard[] = [
           {
             title: 'Pods: current, desired, maximum',
             description:
-              "Non-deleting Pods of each Runtime, its spec.replicas (the autoscaler's decision with spec.scaling) and spec.scaling.maxReplicas.",
+              "Non-deleting Pods of each Runtime, its spec.replicas (the autoscaler's decision with spec.scaling) and its maximum (spec.scaling.maxReplicas; spec.replicas for a fixed pool).",
             unit: 'short',
             targets: [
               { expr: `sum by (namespace, runtime) (kruntimes_runtime_pods{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} current' },
