@@ -338,10 +338,18 @@ describe('decidePool: spec.replicas changed by someone else', () => {
 });
 
 describe('releasePool', () => {
-  it('removes the marks and the costs the autoscaler set, and nothing else', () => {
-    expect(releasePool([marked('a'), busy('b', 1), pod('c', { deletionCost: '100' }), pod('d'), marked('e', { deleting: true })])).toEqual([
+  it('removes the marks and their cost, and nothing else', () => {
+    const pods = [
+      marked('a'),
+      busy('b', 1),
+      pod('c', { deletionCost: '100' }),
+      pod('d'),
+      marked('e', { deleting: true }),
+      marked('f', { deletionCost: '7' }),
+    ];
+    expect(releasePool(pods)).toEqual([
       { pod: 'a', scaleDown: null, deletionCost: null },
-      { pod: 'b', deletionCost: null },
+      { pod: 'f', scaleDown: null },
     ]);
   });
 });

@@ -258,14 +258,15 @@ function annotationChanges(input: PoolInput, marked: ReadonlySet<string>): PodAn
   });
 }
 
-/** Without spec.scaling the autoscaler lets go of the Pods: marks and the costs it set are removed. */
+/**
+ * Without spec.scaling the autoscaler lets go of the Pods it marked: the mark and its cost go, so that the scheduler
+ * binds there again. Other costs are left alone (they may be someone else's; the autoscaler's own only still prefer
+ * empty Pods when the pool shrinks).
+ */
 export function releasePool(pods: readonly PoolPod[]): PodAnnotationChange[] {
   return pods.flatMap((pod) => {
-    if (pod.deleting) return [];
-    const change: PodAnnotationChange = { pod: pod.name };
-    if (pod.markedAtMs !== undefined) change.scaleDown = null;
-    if (pod.deletionCost === DELETION_COST.marked || pod.deletionCost === DELETION_COST.busy) change.deletionCost = null;
-    return change.scaleDown === undefined && change.deletionCost === undefined ? [] : [change];
+    if (pod.deleting || pod.markedAtMs === undefined) return [];
+    return [{ pod: pod.name, scaleDown: null, ...(pod.deletionCost === DELETION_COST.marked ? { deletionCost: null } : {}) }];
   });
 }
 
