@@ -80,13 +80,14 @@ export class Autoscaler {
       await this.#event(runtime, 'Warning', EVENT_REASONS.scaleOverridden, decision.overridden.message);
     // Marks first: a shrink in this pass counts only Pods marked in an earlier one.
     await this.#patchPods(namespace, pods, decision.pods);
-    const next: Memory = { lastWritten: runtime.spec.replicas ?? DEFAULTS.replicas, lowerSinceMs: decision.lowerSinceMs };
+    // What it saw in spec.replicas is accepted (reported above if it was someone else's), and the lower time kept.
+    this.#memory.set(key, { lastWritten: runtime.spec.replicas ?? DEFAULTS.replicas, lowerSinceMs: decision.lowerSinceMs });
     if (decision.change !== undefined) {
       const written = await this.#writeReplicas(runtime, decision);
+      // Fenced out: the newer version's watch event decides again.
       if (written === undefined) return undefined;
-      Object.assign(next, { lastWritten: decision.change.replicas, writtenGeneration: written });
+      this.#memory.set(key, { lastWritten: decision.change.replicas, writtenGeneration: written, lowerSinceMs: decision.lowerSinceMs });
     }
-    this.#memory.set(key, next);
     // status.desiredReplicas is what spec.replicas becomes (the API's contract); the condition says where it is heading.
     if (this.#options.decisions.set(key, { desiredReplicas: decision.replicas, condition: decision.condition }))
       this.#options.onDecision(key);
