@@ -1,4 +1,4 @@
-import { ApiException, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, EVENT_REASONS, LABELS, POD_ANNOTATIONS, RUNTIME_KIND } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
@@ -6,6 +6,7 @@ import { isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { decidePool, markedAtMs, releasePool, resolveScaling } from '@kruntimes/pool-core';
 import type { PodAnnotationChange, PoolDecision, PoolPod } from '@kruntimes/pool-core';
+import { apiStatus, isConflict, isNotFound } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
 import { runtimeDemand } from './caches.ts';
 import type { ManagerCaches, RuntimeObject } from './caches.ts';
@@ -133,9 +134,9 @@ export class Autoscaler {
           setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
         );
       } catch (error) {
-        if (!(error instanceof ApiException) || (error.code !== 409 && error.code !== 404)) throw error;
+        if (!isConflict(error) && !isNotFound(error)) throw error;
         this.#options.logger.debug(
-          { pod: `${namespace}/${change.pod}`, code: error.code },
+          { pod: `${namespace}/${change.pod}`, code: apiStatus(error) },
           'Pod changed or gone before its scale-down annotations; deciding again',
         );
       }
