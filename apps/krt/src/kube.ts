@@ -1,9 +1,9 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { nextChange } from '@kruntimes/sdk';
-import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
-import type { Run } from '@kruntimes/api';
-import { refusalError, runClient } from '@kruntimes/run-client';
-import type { MergePatch, ObjectClient, WriteResult } from '@kruntimes/run-client';
+import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import type { Run, Runtime } from '@kruntimes/api';
+import { ObjectClient, apiStatus, refusalError, runClient } from '@kruntimes/run-client';
+import type { MergePatch, WriteResult } from '@kruntimes/run-client';
 import { CliError, EXIT, usageError } from './exit-codes.ts';
 
 /** The kubeconfig from --kubeconfig, else $KUBECONFIG / ~/.kube/config / in-cluster. */
@@ -78,6 +78,16 @@ export class RunApi {
 
   async list(): Promise<Run[]> {
     return this.#runs.list(this.namespace);
+  }
+
+  /** The namespace's Runtimes; undefined when the user may not list them (someone who may only see Runs). */
+  async listRuntimes(): Promise<Runtime[] | undefined> {
+    try {
+      return await new ObjectClient<Runtime>(this.#config, RUNTIME_PLURAL).list(this.namespace);
+    } catch (error) {
+      if (apiStatus(error) === 403) return undefined;
+      throw error;
+    }
   }
 
   /** Creates the Run; a name taken is the API server's error. */

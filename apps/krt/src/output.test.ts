@@ -1,6 +1,6 @@
-import type { Run } from '@kruntimes/api';
+import type { Run, Runtime } from '@kruntimes/api';
 import { parse } from 'yaml';
-import { age, formatArtifacts, formatRuns, pendingHint, waitingHint } from './output.ts';
+import { age, formatArtifacts, formatRuns, formatRuntimes, pendingHint, waitingHint } from './output.ts';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 
@@ -64,6 +64,35 @@ describe('formatRuns', () => {
     expect(JSON.parse(formatRuns([ready], 'json', NOW))).toEqual(ready);
     expect(JSON.parse(formatRuns([ready, pending], 'json', NOW))).toEqual({ apiVersion: 'v1', kind: 'List', items: [ready, pending] });
     expect(parse(formatRuns([ready], 'yaml', NOW))).toEqual(ready);
+  });
+});
+
+describe('formatRuntimes', () => {
+  it('prints ready/desired Pods, used/total slots, Pending Runs and the Scaling reason', () => {
+    const elastic: Runtime = {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Runtime',
+      metadata: { name: 'python', creationTimestamp: '2026-12-02T11:00:00Z' },
+      spec: { language: 'python', replicas: 4, runs: 4, scaling: { maxReplicas: 8 } },
+      status: {
+        readyPods: 2,
+        usedCapacity: 8,
+        totalCapacity: 8,
+        pendingRuns: 12,
+        conditions: [
+          { type: 'Scaling', status: 'True', reason: 'ScaledUp', message: '12 Runs waiting', lastTransitionTime: '2026-12-02T11:59:00Z' },
+        ],
+      },
+    };
+    const fixed: Runtime = { apiVersion: 'kruntimes.io/v1alpha1', kind: 'Runtime', metadata: { name: 'sh' }, spec: { language: 'bash' } };
+    expect(formatRuntimes([elastic, fixed], NOW)).toBe(
+      [
+        'RUNTIME   LANGUAGE   PODS   SLOTS   PENDING   SCALING    AGE',
+        'python    python     2/4    8/8     12        ScaledUp   60m',
+        'sh        bash       0/1    0/0     0         -          <unknown>',
+        '',
+      ].join('\n'),
+    );
   });
 });
 

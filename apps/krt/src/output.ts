@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
-import { runModeKind } from '@kruntimes/api';
-import type { ArtifactRecord, Run } from '@kruntimes/api';
-import { currentPhase } from '@kruntimes/run-state';
+import { CONDITION_TYPES, DEFAULTS, runModeKind } from '@kruntimes/api';
+import type { ArtifactRecord, Run, Runtime } from '@kruntimes/api';
+import { currentPhase, findCondition } from '@kruntimes/run-state';
 import type { OutputFormat } from './args.ts';
 
 /** kubectl-style age: 45s, 12m, 3h, 5d. */
@@ -37,6 +37,29 @@ export function pendingHint(run: Run): string | undefined {
   const { reason, message } = run.status ?? {};
   if (currentPhase(run) !== 'Pending' || message === undefined || message === '') return undefined;
   return `run/${run.metadata.name ?? ''} is Pending: ${reason === undefined ? '' : `${reason}: `}${message}\n`;
+}
+
+/**
+ * Runtimes as `krt get` prints them above the Runs: PODS ready/desired (desired is spec.replicas, which the
+ * autoscaler sets when SCALING is not `-`), SLOTS used/total (Runs holding a slot / capacity of the ready Pods),
+ * PENDING Runs waiting for a slot, and the Scaling condition's reason.
+ */
+export function formatRuntimes(runtimes: readonly Runtime[], nowMs: number): string {
+  return columns([
+    ['RUNTIME', 'LANGUAGE', 'PODS', 'SLOTS', 'PENDING', 'SCALING', 'AGE'],
+    ...runtimes.map((runtime) => {
+      const status = runtime.status;
+      return [
+        runtime.metadata.name ?? '',
+        runtime.spec.language,
+        `${String(status?.readyPods ?? 0)}/${String(runtime.spec.replicas ?? DEFAULTS.replicas)}`,
+        `${String(status?.usedCapacity ?? 0)}/${String(status?.totalCapacity ?? 0)}`,
+        String(status?.pendingRuns ?? 0),
+        runtime.spec.scaling === undefined ? '-' : (findCondition(status?.conditions, CONDITION_TYPES.scaling)?.reason ?? '-'),
+        age(runtime.metadata.creationTimestamp, nowMs),
+      ];
+    }),
+  ]);
 }
 
 /** What to do about a Run waiting for input (on stderr under `krt get RUN`); undefined for any other Run. */

@@ -1,9 +1,9 @@
-import type { KubernetesObject, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
+import type { KubernetesObject, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
+import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
 import type { Run, RunPhase, Runtime } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
-import { currentPhase } from '@kruntimes/run-state';
+import { capacityHold, classify, currentPhase, holdsCapacity } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { ArtifactStoreObject, RunInputObject } from './objects.ts';
 import type { CollectableRun } from './collection.ts';
@@ -22,6 +22,7 @@ export interface ManagerCaches {
   /** Only what this controller-manager made (managed-by label): never a namespace's other objects. */
   deployments: SharedInformer<V1Deployment>;
   services: SharedInformer<V1Service>;
+  disruptionBudgets: SharedInformer<V1PodDisruptionBudget>;
   secrets: SharedInformer<V1Secret>;
   artifactStores: SharedInformer<ArtifactStoreObject>;
   runInputs: SharedInformer<RunInputObject>;
@@ -54,6 +55,26 @@ export function podView(pod: ReadonlyDeep<V1Pod>): RuntimePodView {
   return { ready: isPodReady(pod), deleting: pod.metadata?.deletionTimestamp !== undefined, capacity: podCapacity(pod) };
 }
 
+/** What a Runtime's Runs ask of its Pods: Runs holding a slot (in all and per Pod UID) and Runs waiting Pending for one. */
+export interface RuntimeDemand {
+  held: number;
+  heldByPod: Map<string, number>;
+  pending: number;
+}
+
+export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: ReadonlyDeep<RuntimeObject>): RuntimeDemand {
+  const demand: RuntimeDemand = { held: 0, heldByPod: new Map(), pending: 0 };
+  for (const run of caches.runs.list(runtime.metadata.namespace ?? '')) {
+    if (run.spec.runtime !== runtime.metadata.name) continue;
+    const phase = phaseOf(run);
+    if (holdsCapacity(phase, cleanupPending(run))) demand.held += 1;
+    else if (classify(phase) === 'queued' && run.metadata.deletionTimestamp === undefined) demand.pending += 1;
+    const hold = capacityHold(run);
+    if (hold !== undefined) demand.heldByPod.set(hold.podUID, (demand.heldByPod.get(hold.podUID) ?? 0) + 1);
+  }
+  return demand;
+}
+
 /** The key of the Runtime a Run runs on. */
 export function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
   return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
@@ -80,12 +101,15 @@ export function metricsSnapshot(caches: Pick<ManagerCaches, 'runtimes' | 'runs' 
       namespace: runtime.metadata.namespace ?? '',
       name: runtime.metadata.name ?? '',
       runsPerPod: runtime.spec.runs,
+      desiredPods: runtime.spec.replicas ?? DEFAULTS.replicas,
+      maxPods: runtime.spec.scaling?.maxReplicas ?? runtime.spec.replicas ?? DEFAULTS.replicas,
     })),
     runs: caches.runs.list().map((run) => ({
       namespace: run.metadata.namespace ?? '',
       runtime: run.spec.runtime,
       phase: phaseOf(run),
       cleanupPending: cleanupPending(run),
+      deleting: run.metadata.deletionTimestamp !== undefined,
     })),
     pods: caches.pods.list().flatMap((pod) => {
       const runtime = pod.metadata?.labels?.[LABELS.runtime];

@@ -1,5 +1,5 @@
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
-import type { KubeConfig, V1Deployment, V1Pod, V1Secret, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { Controller, InformerFactory, PooledKubeConfig, objectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
@@ -10,6 +10,7 @@ import type { WorkloadConfig } from '@kruntimes/runtime-workload';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
+import { Autoscaler } from './autoscaler.ts';
 import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
 import { metricsSnapshot, phaseOf, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
 import type { ManagerCaches, RunObject, RuntimeObject } from './caches.ts';
@@ -19,6 +20,7 @@ import type { ManagerMetrics, ManagerMetricsSnapshot } from './metrics.ts';
 import { DEFAULT_FINISHED_RUNS_PER_RUNTIME, RunCollector } from './run-collector.ts';
 import { RunInputReconciler } from './run-input-reconciler.ts';
 import type { RunInputObject } from './run-input-reconciler.ts';
+import { PoolDecisions } from './pool-decisions.ts';
 import { RuntimeReconciler } from './runtime-reconciler.ts';
 
 export { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
@@ -58,8 +60,10 @@ export interface ControllerManagerOptions {
 
 /**
  * The controller-manager's controllers over one set of shared informers:
- * - `runtime` (key `namespace/runtime`): the Runtime's TLS Secret (first), Deployment and Service, and its status
- *   (RuntimeReconciler);
+ * - `runtime` (key `namespace/runtime`): the Runtime's TLS Secret (first), Deployment, Service and
+ *   PodDisruptionBudget, and its status (RuntimeReconciler), with the autoscaler's decision in it;
+ * - `autoscaler` (key `namespace/runtime`): spec.replicas of a Runtime with spec.scaling, and its Pods' scale-down
+ *   marks and deletion costs (Autoscaler);
  * - `run-ttl` (key `namespace/run`) and `run-history` (key `namespace/runtime`): finished-Run collection (RunCollector);
  * - `artifact-store` (key `namespace/artifactstore`): artifact retention and the store's Ready condition (ArtifactStoreReconciler);
  * - `run-input` (key `namespace/runinput`) and `waiting-input` (key `namespace/run`, WaitingInput Runs only): responses to Runs
@@ -92,6 +96,12 @@ export class ControllerManager {
       pods: this.#informers.informer<V1Pod>({ ...core, plural: 'pods', labelSelector: RUNTIME_POD_SELECTOR, name: 'runtime-pods' }),
       deployments: this.#informers.informer<V1Deployment>({ ...core, group: 'apps', plural: 'deployments', ...owned }),
       services: this.#informers.informer<V1Service>({ ...core, plural: 'services', ...owned }),
+      disruptionBudgets: this.#informers.informer<V1PodDisruptionBudget>({
+        ...core,
+        group: 'policy',
+        plural: 'poddisruptionbudgets',
+        ...owned,
+      }),
       secrets: this.#informers.informer<V1Secret>({ ...core, plural: 'secrets', ...owned }),
       artifactStores: this.#informers.informer<ArtifactStoreObject>({ ...kruntimes, plural: ARTIFACT_STORE_PLURAL }),
       runInputs: this.#informers.informer<RunInputObject>({ ...kruntimes, plural: RUN_INPUT_PLURAL }),
@@ -101,7 +111,20 @@ export class ControllerManager {
     const clients = kruntimesClients(kubeConfig);
     const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
     const { workload, internalCa } = options;
-    const runtimes = new RuntimeReconciler({ caches, objects, runtimes: clients.runtimes, logger, workload, internalCa, now });
+    const pools = new PoolDecisions();
+    const runtimes = new RuntimeReconciler({ caches, objects, runtimes: clients.runtimes, logger, workload, internalCa, pools, now });
+    const runtimeStatusDue = (key: string): void => {
+      controllers.runtime.enqueue(key);
+    };
+    const autoscaler = new Autoscaler({
+      caches,
+      runtimes: clients.runtimes,
+      core: kubeConfig.makeApiClient(CoreV1Api),
+      decisions: pools,
+      logger,
+      now,
+      onDecision: runtimeStatusDue,
+    });
     const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
     const collector = new RunCollector({ caches, runs: clients.runs, logger, finishedRunsPerRuntime, now });
     const artifactStores = new ArtifactStoreReconciler({
@@ -124,6 +147,7 @@ export class ControllerManager {
     const workers = options.workers ?? 2;
     const controllers = {
       runtime: new Controller({ name: 'runtime', logger, workers, reconcile: (key) => runtimes.reconcile(key) }),
+      autoscaler: new Controller({ name: 'autoscaler', logger, workers, reconcile: (key) => autoscaler.reconcile(key) }),
       ttl: new Controller({ name: 'run-ttl', logger, workers, reconcile: (key) => collector.reconcileTtl(key) }),
       history: new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) }),
       artifactStore: new Controller({ name: 'artifact-store', logger, workers: 1, reconcile: (key) => artifactStores.reconcile(key) }),
@@ -156,12 +180,12 @@ export class ControllerManager {
 /** Which keys each change enqueues: Runs and Runtime Pods name their Runtime, owned objects their controller. */
 function enqueueOnChange(
   caches: ManagerCaches,
-  controllers: Record<'runtime' | 'ttl' | 'history' | 'artifactStore' | 'runInput' | 'waitingInput', Controller>,
+  controllers: Record<'runtime' | 'autoscaler' | 'ttl' | 'history' | 'artifactStore' | 'runInput' | 'waitingInput', Controller>,
 ): void {
   const to = (controller: Controller) => (key: string) => {
     controller.enqueue(key);
   };
-  const { runtime, ttl, history, artifactStore, runInput, waitingInput } = controllers;
+  const { runtime, autoscaler, ttl, history, artifactStore, runInput, waitingInput } = controllers;
   // Periodic passes (requeueAfterMs), not Run events: runtimed removes a succeeded Run's other attempts itself.
   caches.artifactStores.enqueueTo(to(artifactStore));
   caches.runtimes.enqueueTo(to(runtime));
@@ -172,7 +196,13 @@ function enqueueOnChange(
   caches.runs.enqueueTo(to(waitingInput), (run) => (isWaitingForInput(phaseOf(run)) ? objectKey(run) : undefined));
   caches.runInputs.enqueueTo(to(runInput));
   caches.pods.enqueueTo(to(runtime), runtimeKeyOfPod);
-  for (const owned of [caches.deployments, caches.services, caches.secrets]) owned.enqueueTo(to(runtime), runtimeKeyOfOwned);
+  // The pool's size follows its Runtime, its Runs' demand and its Pods.
+  caches.runtimes.enqueueTo(to(autoscaler));
+  caches.runs.enqueueTo(to(autoscaler), runtimeKeyOfRun);
+  caches.pods.enqueueTo(to(autoscaler), runtimeKeyOfPod);
+  for (const owned of [caches.deployments, caches.services, caches.disruptionBudgets, caches.secrets]) {
+    owned.enqueueTo(to(runtime), runtimeKeyOfOwned);
+  }
 }
 
 /** Fails fast with what is wrong with the configured CA (expired, not a CA, wrong key), and with what runtimed would refuse, or publish as caBundle, in every Runtime Pod. */

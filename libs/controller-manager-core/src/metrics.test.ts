@@ -28,18 +28,20 @@ const pod = (
 
 const SNAPSHOT: ManagerMetricsSnapshot = {
   runtimes: [
-    { namespace: 'ns', name: 'py', runsPerPod: 4 },
-    { namespace: 'ns', name: 'empty', runsPerPod: undefined },
+    { namespace: 'ns', name: 'py', runsPerPod: 4, desiredPods: 4, maxPods: 8 },
+    { namespace: 'ns', name: 'empty', runsPerPod: undefined, desiredPods: 1, maxPods: 1 },
   ],
   runs: [
-    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false },
-    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false },
-    { namespace: 'ns', runtime: 'py', phase: 'Ready', cleanupPending: false },
-    { namespace: 'ns', runtime: 'py', phase: 'Running', cleanupPending: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false, deleting: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false, deleting: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Ready', cleanupPending: false, deleting: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Running', cleanupPending: false, deleting: false },
     // Terminal: holds a unit only while its registration cleanup is pending.
-    { namespace: 'ns', runtime: 'py', phase: 'Succeeded', cleanupPending: true },
-    { namespace: 'ns', runtime: 'py', phase: 'Failed', cleanupPending: false },
-    { namespace: 'other', runtime: 'missing', phase: 'Pending', cleanupPending: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Succeeded', cleanupPending: true, deleting: false },
+    { namespace: 'ns', runtime: 'py', phase: 'Failed', cleanupPending: false, deleting: false },
+    // Pending but being deleted: waits for nothing.
+    { namespace: 'ns', runtime: 'py', phase: 'Pending', cleanupPending: false, deleting: true },
+    { namespace: 'other', runtime: 'missing', phase: 'Pending', cleanupPending: false, deleting: false },
   ],
   pods: [pod('py', true), pod('py', true, { capacity: 2 }), pod('py', false), pod('py', true, { deleting: true }), pod('empty', false)],
 };
@@ -49,14 +51,25 @@ describe('renderManagerMetrics', () => {
   const values = series(text);
 
   it('counts Runs per namespace, Runtime and phase, every phase zero-filled', () => {
-    expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="pending"}')).toBe(2);
+    expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="pending"}')).toBe(3);
     expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="ready"}')).toBe(1);
     expect(values.get('kruntimes_runs{namespace="ns",runtime="py",phase="running"}')).toBe(1);
     expect(values.get('kruntimes_runs{namespace="other",runtime="missing",phase="pending"}')).toBe(1);
     for (const phase of RUN_PHASES)
       expect(values.has(`kruntimes_runs{namespace="ns",runtime="py",phase="${phaseMetricLabel(phase)}"}`)).toBe(true);
     const total = [...values].filter(([name]) => name.startsWith('kruntimes_runs{namespace="ns"')).reduce((sum, [, v]) => sum + v, 0);
-    expect(total).toBe(6);
+    expect(total).toBe(7);
+  });
+
+  it('reports the pool: current, desired and maximum Pods and the Runs waiting for a slot', () => {
+    // Non-deleting Pods, ready or not.
+    expect(values.get('kruntimes_runtime_pods{namespace="ns",runtime="py"}')).toBe(3);
+    expect(values.get('kruntimes_runtime_desired_pods{namespace="ns",runtime="py"}')).toBe(4);
+    expect(values.get('kruntimes_runtime_max_pods{namespace="ns",runtime="py"}')).toBe(8);
+    expect(values.get('kruntimes_runtime_pending_runs{namespace="ns",runtime="py"}')).toBe(2);
+    expect(values.get('kruntimes_runtime_desired_pods{namespace="ns",runtime="empty"}')).toBe(1);
+    // A fixed pool's maximum is its spec.replicas.
+    expect(values.get('kruntimes_runtime_max_pods{namespace="ns",runtime="empty"}')).toBe(1);
   });
 
   it('reports capacity and ready Pods as the Runtime status computes them', () => {
@@ -78,6 +91,10 @@ describe('renderManagerMetrics', () => {
       'kruntimes_runtime_capacity_total',
       'kruntimes_runtime_capacity_used',
       'kruntimes_runtime_ready_pods',
+      'kruntimes_runtime_pods',
+      'kruntimes_runtime_desired_pods',
+      'kruntimes_runtime_max_pods',
+      'kruntimes_runtime_pending_runs',
     ]) {
       expect(empty).toContain(`# TYPE ${name} gauge\n`);
       expect(text).toContain(`# TYPE ${name} gauge\n`);
@@ -86,7 +103,11 @@ describe('renderManagerMetrics', () => {
   });
 
   it('escapes label values', () => {
-    const odd = renderManagerMetrics({ runtimes: [{ namespace: 'n', name: 'a"b\\c', runsPerPod: 1 }], runs: [], pods: [] });
+    const odd = renderManagerMetrics({
+      runtimes: [{ namespace: 'n', name: 'a"b\\c', runsPerPod: 1, desiredPods: 1, maxPods: 1 }],
+      runs: [],
+      pods: [],
+    });
     expect(odd).toContain('kruntimes_runtime_ready_pods{namespace="n",runtime="a\\"b\\\\c"} 0');
   });
 });

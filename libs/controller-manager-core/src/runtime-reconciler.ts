@@ -1,5 +1,12 @@
-import type { KubernetesObject, KubernetesObjectApi, V1Deployment, V1Secret, V1Service } from '@kubernetes/client-node';
-import { LABELS, RUNTIME_KIND, runtimedTlsSecretName } from '@kruntimes/api';
+import type {
+  KubernetesObject,
+  KubernetesObjectApi,
+  V1Deployment,
+  V1PodDisruptionBudget,
+  V1Secret,
+  V1Service,
+} from '@kubernetes/client-node';
+import { CONDITION_TYPES, LABELS, RUNTIME_KIND, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
 import { ensureOwned, specHashed, splitObjectKey } from '@kruntimes/controller-runtime';
 import type {
@@ -11,13 +18,20 @@ import type {
   ReconcileResult,
 } from '@kruntimes/controller-runtime';
 import type { ObjectClient } from '@kruntimes/run-client';
-import { holdsCapacity } from '@kruntimes/run-state';
-import { SPEC_HASH_ANNOTATION, TLS_SECRET_KEYS, runtimedTlsSecret, runtimeWorkload, workloadProblems } from '@kruntimes/runtime-workload';
-import type { Deployment, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
+import {
+  SPEC_HASH_ANNOTATION,
+  TLS_SECRET_KEYS,
+  podLabelSelector,
+  runtimedTlsSecret,
+  runtimeWorkload,
+  workloadProblems,
+} from '@kruntimes/runtime-workload';
+import type { Deployment, PodDisruptionBudget, Secret, Service, WorkloadConfig } from '@kruntimes/runtime-workload';
 import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
-import { cleanupPending, phaseOf, podView } from './caches.ts';
+import { podView, runtimeDemand } from './caches.ts';
 import type { ManagerCaches } from './caches.ts';
+import type { PoolDecisions, PoolStatus } from './pool-decisions.ts';
 import { decideStatusWrite, runtimeStatus } from './runtime-status.ts';
 import type { RolloutView } from './runtime-status.ts';
 import { rfc3339, writeRuntimeStatus } from './runtime-status-writer.ts';
@@ -31,6 +45,8 @@ export interface RuntimeReconcilerOptions {
   logger: ControllerLogger;
   workload: WorkloadConfig;
   internalCa: CertificateAuthority;
+  /** The autoscaler's decisions, put in the status of Runtimes with spec.scaling. */
+  pools: PoolDecisions;
   now: () => number;
 }
 
@@ -68,6 +84,7 @@ export class RuntimeReconciler {
     const runtime = structuredClone(cached) as unknown as Runtime;
 
     const workload = await this.#ensureWorkload(runtime);
+    const demand = runtimeDemand(this.#caches, cached);
     const status = runtimeStatus({
       generation: runtime.metadata.generation,
       runsPerPod: runtime.spec.runs,
@@ -76,9 +93,10 @@ export class RuntimeReconciler {
         .list(namespace)
         .filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name)
         .map(podView),
-      runsHoldingCapacity: this.#caches.runs
-        .list(namespace)
-        .filter((run) => run.spec.runtime === name && holdsCapacity(phaseOf(run), cleanupPending(run))).length,
+      runsHoldingCapacity: demand.held,
+      pendingRuns: demand.pending,
+      selector: podLabelSelector(name),
+      pool: runtime.spec.scaling === undefined ? undefined : (this.#options.pools.get(key) ?? previousPool(runtime)),
       rollout: workload.rollout,
       problems: workload.problems,
       now: rfc3339(this.#options.now()),
@@ -117,8 +135,13 @@ export class RuntimeReconciler {
         asClientService({ ...desired.service, spec: { ...structuredClone(current.spec), ...desired.service.spec } }),
       ),
     );
+    const disruptionBudget = await this.#ensure(
+      runtime,
+      this.#caches.disruptionBudgets.get(name, namespace),
+      specHashed(asClientDisruptionBudget(desired.disruptionBudget), SPEC_HASH_ANNOTATION),
+    );
     return {
-      problems: [deployment, service].flatMap((result) => (result.outcome === 'refused' ? [result.message] : [])),
+      problems: [deployment, service, disruptionBudget].flatMap((result) => (result.outcome === 'refused' ? [result.message] : [])),
       // The rollout of the Deployment as cached, once it is there and ours (a changed template rolls it).
       rollout:
         cachedDeployment === undefined || deployment.outcome === 'refused'
@@ -230,6 +253,17 @@ export class RuntimeReconciler {
   }
 }
 
+/** Until the autoscaler has decided (a new leader's first passes), the status keeps what the last decision said. */
+function previousPool(runtime: Runtime): PoolStatus | undefined {
+  const desiredReplicas = runtime.status?.desiredReplicas;
+  const condition = runtime.status?.conditions?.find((c) => c.type === CONDITION_TYPES.scaling);
+  if (desiredReplicas === undefined || condition === undefined) return undefined;
+  return {
+    desiredReplicas,
+    condition: { status: condition.status === 'True' ? 'True' : 'False', reason: condition.reason, message: condition.message },
+  };
+}
+
 function rolloutOf(deployment: ReadonlyDeep<V1Deployment>, desiredReplicas: number): RolloutView {
   return {
     generation: deployment.metadata?.generation ?? 0,
@@ -252,6 +286,10 @@ function asClientDeployment(object: Deployment): V1Deployment & IdentifiedObject
 
 function asClientService(object: Service): V1Service & IdentifiedObject {
   return object as unknown as V1Service & IdentifiedObject;
+}
+
+function asClientDisruptionBudget(object: PodDisruptionBudget): V1PodDisruptionBudget & IdentifiedObject {
+  return object as unknown as V1PodDisruptionBudget & IdentifiedObject;
 }
 
 function asClientSecret(object: Secret): V1Secret {

@@ -1,4 +1,4 @@
-import type { RuntimeStatus } from '@kruntimes/api';
+import type { Condition, RuntimeStatus } from '@kruntimes/api';
 import { USAGE_WRITE_INTERVAL_MS, decideStatusWrite, runtimeStatus, sameStatus } from './runtime-status.ts';
 import type { RolloutView, RuntimeStatusInput } from './runtime-status.ts';
 
@@ -19,6 +19,9 @@ function input(overrides: Partial<RuntimeStatusInput>): RuntimeStatusInput {
     previous: undefined,
     pods: [],
     runsHoldingCapacity: 0,
+    pendingRuns: 0,
+    selector: 'kruntimes.io/runtime=python,app.kubernetes.io/component=runtime',
+    pool: undefined,
     rollout: undefined,
     problems: [],
     now: NOW,
@@ -116,6 +119,32 @@ describe('runtimeStatus', () => {
     expect(status.conditions?.map((c) => [c.type, c.reason])).toEqual(conditions);
   });
 
+  it('always gives the /scale selector and the Pending Runs; without spec.scaling no desiredReplicas and no Scaling condition', () => {
+    const previous: RuntimeStatus = {
+      desiredReplicas: 3,
+      conditions: [{ type: 'Scaling', status: 'False', reason: 'Steady', message: 'x', lastTransitionTime: NOW }],
+    };
+    const status = runtimeStatus(input({ pendingRuns: 4, previous }));
+    expect(status).toMatchObject({ pendingRuns: 4, selector: 'kruntimes.io/runtime=python,app.kubernetes.io/component=runtime' });
+    expect(status.desiredReplicas).toBeUndefined();
+    expect(status.conditions?.map((c) => c.type)).toEqual(['Available', 'Progressing']);
+  });
+
+  it('puts the autoscaler’s decision in: desiredReplicas and the Scaling condition', () => {
+    const status = runtimeStatus(
+      input({ pool: { desiredReplicas: 4, condition: { status: 'True', reason: 'ScaledUp', message: '12 Runs waiting: 1 -> 4 Pods' } } }),
+    );
+    expect(status.desiredReplicas).toBe(4);
+    expect(status.conditions?.find((c) => c.type === 'Scaling')).toEqual({
+      type: 'Scaling',
+      status: 'True',
+      reason: 'ScaledUp',
+      message: '12 Runs waiting: 1 -> 4 Pods',
+      lastTransitionTime: NOW,
+      observedGeneration: 1,
+    });
+  });
+
   it('keeps lastTransitionTime while a condition holds, so a steady Runtime is not rewritten', () => {
     const first = runtimeStatus(input({ pods: [ready], rollout: rolledOut }));
     const second = runtimeStatus(input({ pods: [ready], rollout: rolledOut, previous: first, now: '2026-12-02T12:05:00Z' }));
@@ -125,6 +154,10 @@ describe('runtimeStatus', () => {
     expect(third.conditions?.find((c) => c.type === 'Available')?.lastTransitionTime).toBe(NOW);
   });
 });
+
+function scaling(reason: string, message: string): Condition {
+  return { type: 'Scaling', status: 'True', reason, message, lastTransitionTime: NOW };
+}
 
 describe('decideStatusWrite', () => {
   const base: RuntimeStatus = { observedGeneration: 1, replicas: 2, readyPods: 2, totalCapacity: 8, usedCapacity: 3, conditions: [] };
@@ -144,6 +177,31 @@ describe('decideStatusWrite', () => {
     [
       'usage only, written one interval ago: write',
       { previous: base, next: { ...base, usedCapacity: 4 }, lastWriteMs: 10_000, nowMs: 10_000 + USAGE_WRITE_INTERVAL_MS },
+      { action: 'write' },
+    ],
+    [
+      'Pending Runs only, written 400 ms ago: later',
+      { previous: { ...base, pendingRuns: 3 }, next: { ...base, pendingRuns: 9 }, lastWriteMs: 10_000, nowMs: 10_400 },
+      { action: 'later', afterMs: 600 },
+    ],
+    [
+      'only the counts in the Scaling message, written 400 ms ago: later',
+      {
+        previous: { ...base, conditions: [scaling('ScaledUp', '12 Runs waiting')] },
+        next: { ...base, conditions: [scaling('ScaledUp', '9 Runs waiting')] },
+        lastWriteMs: 10_000,
+        nowMs: 10_400,
+      },
+      { action: 'later', afterMs: 600 },
+    ],
+    [
+      'a new Scaling reason, written just now: write at once',
+      {
+        previous: { ...base, conditions: [scaling('ScaledUp', '12 Runs waiting')] },
+        next: { ...base, conditions: [scaling('ScaleDownDelayed', '1 of 3 Pods needed')] },
+        lastWriteMs: 10_000,
+        nowMs: 10_001,
+      },
       { action: 'write' },
     ],
     [

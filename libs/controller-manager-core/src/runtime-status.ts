@@ -1,6 +1,7 @@
 import { CONDITION_TYPES, DEFAULTS, RUNTIME_REASONS } from '@kruntimes/api';
 import type { Condition, RuntimeStatus } from '@kruntimes/api';
 import { setCondition } from '@kruntimes/run-state';
+import type { PoolStatus } from './pool-decisions.ts';
 
 export interface RuntimePodView {
   ready: boolean;
@@ -26,6 +27,12 @@ export interface RuntimeStatusInput {
   pods: readonly RuntimePodView[];
   /** Runs of the Runtime that hold capacity (run-state's holdsCapacity). */
   runsHoldingCapacity: number;
+  /** Runs of the Runtime waiting Pending for a slot. */
+  pendingRuns: number;
+  /** The label selector of its Pods (for /scale). */
+  selector: string;
+  /** The autoscaler's decision; undefined without spec.scaling (then no desiredReplicas and no Scaling condition). */
+  pool: PoolStatus | undefined;
   rollout: RolloutView | undefined;
   /** Why the Runtime cannot become a workload; non-empty overrides everything else. */
   problems: readonly string[];
@@ -86,12 +93,20 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
     );
   }
 
+  conditions =
+    input.pool === undefined
+      ? conditions.filter((condition) => condition.type !== CONDITION_TYPES.scaling)
+      : setCondition(conditions, { type: CONDITION_TYPES.scaling, ...input.pool.condition }, input.now, input.generation);
+
   return {
     ...(input.generation === undefined ? {} : { observedGeneration: input.generation }),
     replicas: live.length,
     readyPods,
     totalCapacity,
     usedCapacity: input.runsHoldingCapacity,
+    ...(input.pool === undefined ? {} : { desiredReplicas: input.pool.desiredReplicas }),
+    pendingRuns: input.pendingRuns,
+    selector: input.selector,
     conditions,
   };
 }
@@ -144,9 +159,10 @@ function normalise(value: unknown): unknown {
 }
 
 /**
- * How often at most a Runtime's status is written when only `usedCapacity` changed: it
- * changes with every bind and release, and each write is one more request to the API
- * server while it is busiest (binding a backlog). Any other change is written at once.
+ * How often at most a Runtime's status is written when only usage changed (`usedCapacity`,
+ * `pendingRuns`, the counts in the Scaling condition's message): they change with every bind
+ * and release, and each write is one more request to the API server while it is busiest
+ * (binding a backlog). Any other change is written at once.
  */
 export const USAGE_WRITE_INTERVAL_MS = 1_000;
 
@@ -161,10 +177,30 @@ export function decideStatusWrite(input: {
 }): StatusWriteDecision {
   const { previous, next, lastWriteMs, nowMs } = input;
   if (sameStatus(previous, next)) return { action: 'none' };
-  const usageOnly =
-    previous !== undefined &&
-    sameStatus({ ...previous, ...(next.usedCapacity === undefined ? {} : { usedCapacity: next.usedCapacity }) }, next);
+  const usageOnly = previous !== undefined && sameStatus(withUsageOf(previous, next), next);
   if (!usageOnly || lastWriteMs === undefined) return { action: 'write' };
   const afterMs = lastWriteMs + USAGE_WRITE_INTERVAL_MS - nowMs;
   return afterMs <= 0 ? { action: 'write' } : { action: 'later', afterMs };
+}
+
+/** `previous` with the usage counts of `next`: what is left to differ is not usage. */
+function withUsageOf(previous: RuntimeStatus, next: RuntimeStatus): RuntimeStatus {
+  const nextScaling = next.conditions?.find((condition) => condition.type === CONDITION_TYPES.scaling);
+  return {
+    ...previous,
+    ...(next.usedCapacity === undefined ? {} : { usedCapacity: next.usedCapacity }),
+    ...(next.pendingRuns === undefined ? {} : { pendingRuns: next.pendingRuns }),
+    ...(previous.conditions === undefined
+      ? {}
+      : {
+          conditions: previous.conditions.map((condition) =>
+            nextScaling !== undefined &&
+            condition.type === CONDITION_TYPES.scaling &&
+            condition.status === nextScaling.status &&
+            condition.reason === nextScaling.reason
+              ? { ...condition, message: nextScaling.message }
+              : condition,
+          ),
+        }),
+  };
 }

@@ -12,7 +12,7 @@ export {
   workloadProblems,
 } from './workload.ts';
 export type { RuntimeServerListenMode, WorkloadConfig } from './workload.ts';
-export type { Deployment, Secret, Service } from './kube-types.ts';
+export type { Deployment, PodDisruptionBudget, Secret, Service } from './kube-types.ts';
 
 // Node.js heap sizing from a container's memory limit.
 export { memoryQuantityBytes, nodeHeapOptions } from './node-heap.ts';

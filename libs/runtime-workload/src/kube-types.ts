@@ -127,6 +127,16 @@ export interface Service {
   };
 }
 
+export interface PodDisruptionBudget {
+  apiVersion: 'policy/v1';
+  kind: 'PodDisruptionBudget';
+  metadata: ObjectMeta & { name: string; namespace: string };
+  spec: {
+    maxUnavailable: number;
+    selector: LabelSelector;
+  };
+}
+
 export interface Secret {
   apiVersion: 'v1';
   kind: 'Secret';

@@ -105,6 +105,37 @@ describe('runtimeWorkload', () => {
     expect(container(runtimeWorkload(runtime(spec), config), CONTAINERS.runtimeServer).image).toBe(image);
   });
 
+  it('makes a PodDisruptionBudget of one Pod at a time, owned and labelled like the workload, selecting its Pods', () => {
+    const { deployment, disruptionBudget } = runtimeWorkload(runtime({ replicas: 3 }), config);
+    expect(disruptionBudget).toMatchObject({
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: {
+        name: 'python',
+        namespace: 'team-a',
+        labels: deployment.metadata.labels,
+        ownerReferences: deployment.metadata.ownerReferences,
+      },
+      spec: { maxUnavailable: 1, selector: deployment.spec.selector },
+    });
+    expect(disruptionBudget.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(specHash(disruptionBudget.spec));
+  });
+
+  it.each<[string, Partial<Runtime['spec']>, number | undefined, number, string]>([
+    ['the default drain window and stop margin', {}, undefined, DEFAULTS.drainSeconds + DEFAULTS.cancelGracePeriodSeconds + 20, '300'],
+    ['a shorter drain window', { drainSeconds: 5 }, undefined, 5 + DEFAULTS.cancelGracePeriodSeconds + 20, '5'],
+    ['no drain window', { drainSeconds: 0 }, undefined, DEFAULTS.cancelGracePeriodSeconds + 20, '0'],
+    ['a configured stop margin comes after the drain window', { drainSeconds: 5 }, 3, 8, '5'],
+  ])('gives the Pod its drain window and the stop after it: %s', (_what, spec, margin, grace, drainEnv) => {
+    const workload = runtimeWorkload(runtime(spec), {
+      ...config,
+      ...(margin === undefined ? {} : { terminationGracePeriodSeconds: margin }),
+    });
+    expect(workload.deployment.spec.template.spec.terminationGracePeriodSeconds).toBe(grace);
+    expect(env(container(workload, CONTAINERS.runtimed)).KRT_DRAIN_SECONDS).toBe(drainEnv);
+    expect(env(container(workload, CONTAINERS.runtimeServer)).KRT_DRAIN_SECONDS).toBeUndefined();
+  });
+
   it('runs every container as 65532:65532, non-root, with the runtime default seccomp profile, whatever the image', () => {
     for (const spec of [{ language: 'python' as const }, { language: 'python' as const, image: 'example.com/my-python:3.13' }]) {
       expect(runtimeWorkload(runtime(spec), config).deployment.spec.template.spec.securityContext).toEqual({

@@ -1,7 +1,17 @@
 import { createHash } from 'node:crypto';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, PART_OF, RUNTIME_KIND, RUNTIMED_TLS_MOUNT_PATH, runtimedTlsSecretName } from '@kruntimes/api';
 import type { OwnerReference, ResourceRequirements, Runtime, RuntimeLanguage } from '@kruntimes/api';
-import type { Container, ContainerEnvVar, Deployment, PodSecurityContext, PodTemplate, Secret, Service, Volume } from './kube-types.ts';
+import type {
+  Container,
+  ContainerEnvVar,
+  Deployment,
+  PodDisruptionBudget,
+  PodSecurityContext,
+  PodTemplate,
+  Secret,
+  Service,
+  Volume,
+} from './kube-types.ts';
 import { memoryQuantityBytes, nodeHeapOptions } from './node-heap.ts';
 
 /** Container names inside a Runtime Pod; runtimed and tests look containers up by them. */
@@ -42,6 +52,8 @@ export const ENV = {
   healthPort: 'KRT_HEALTH_PORT',
   tlsDir: 'KRT_TLS_DIR',
   runsPerPod: 'KRT_RUNS_PER_POD',
+  /** The Runtime's spec.drainSeconds: how long runtimed lets running tasks finish once its Pod is told to stop. */
+  drainSeconds: 'KRT_DRAIN_SECONDS',
   workspaceDir: 'KRT_WORKSPACE_DIR',
   /** runtimed dials it; the Runtime Server listens on it (runtime-server-core reads KRT_LISTEN). */
   runtimeServerAddress: 'KRT_RUNTIME_SERVER',
@@ -85,7 +97,10 @@ export interface WorkloadConfig {
   serviceAccountName: string;
   runtimeServerListen: RuntimeServerListenMode;
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
-  /** Time runtimed has after SIGTERM to stop code and release registrations. */
+  /**
+   * Time runtimed has after its drain window to stop what still runs and release registrations (default
+   * DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS). A Pod's grace period is its Runtime's spec.drainSeconds plus this.
+   */
   terminationGracePeriodSeconds?: number;
   /**
    * The runtime-gateway that function Runs' `status.endpoint` points at (`host[:port]`) and
@@ -119,7 +134,20 @@ export interface GatewayEndpointConfig {
   caPem?: string;
 }
 
+/** What a Pod has beyond its drain window: the cancel grace of a task still running, and a margin to release and exit. */
 export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = DEFAULTS.cancelGracePeriodSeconds + 20;
+
+/** The drain window, then the stop: spec.drainSeconds plus the stop margin (the config's, or the default). */
+export function terminationGracePeriodSeconds(
+  runtime: Pick<Runtime, 'spec'>,
+  config: Pick<WorkloadConfig, 'terminationGracePeriodSeconds'>,
+): number {
+  return drainSeconds(runtime) + (config.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS);
+}
+
+function drainSeconds(runtime: Pick<Runtime, 'spec'>): number {
+  return runtime.spec.drainSeconds ?? DEFAULTS.drainSeconds;
+}
 
 /** The ports of a Runtime's runtimed, with the CRD's defaults applied. */
 export function runtimePorts(runtime: Pick<Runtime, 'spec'>): { grpc: number; peer: number } {
@@ -175,10 +203,12 @@ export function workloadProblems(runtime: Pick<Runtime, 'metadata' | 'spec'>): s
 export interface RuntimeWorkload {
   deployment: Deployment;
   service: Service;
+  /** One Pod at a time for evictions (node drains): each goes through its drain before the next. */
+  disruptionBudget: PodDisruptionBudget;
 }
 
 /**
- * The Deployment and Service of a Runtime. Pure: the same Runtime and config give the
+ * The Deployment, Service and PodDisruptionBudget of a Runtime. Pure: the same Runtime and config give the
  * same objects (and the same spec hash), so the controller can tell "changed" from
  * "defaulted by the API server" without comparing server-side defaults.
  */
@@ -207,6 +237,7 @@ export function runtimeWorkload(runtime: Pick<Runtime, 'metadata' | 'spec'>, con
     // The gateway must only reach runtimed instances that are ready to serve.
     publishNotReadyAddresses: false,
   };
+  const budgetSpec: PodDisruptionBudget['spec'] = { maxUnavailable: 1, selector: { matchLabels: podSelector(name) } };
   return {
     deployment: {
       apiVersion: 'apps/v1',
@@ -219,6 +250,12 @@ export function runtimeWorkload(runtime: Pick<Runtime, 'metadata' | 'spec'>, con
       kind: 'Service',
       metadata: { name, namespace, labels, annotations: { [SPEC_HASH_ANNOTATION]: specHash(serviceSpec) }, ownerReferences: [owner] },
       spec: serviceSpec,
+    },
+    disruptionBudget: {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name, namespace, labels, annotations: { [SPEC_HASH_ANNOTATION]: specHash(budgetSpec) }, ownerReferences: [owner] },
+      spec: budgetSpec,
     },
   };
 }
@@ -308,7 +345,7 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       automountServiceAccountToken: false,
       // Service environment variables would leak every Service of the namespace into user code.
       enableServiceLinks: false,
-      terminationGracePeriodSeconds: config.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+      terminationGracePeriodSeconds: terminationGracePeriodSeconds(runtime, config),
       securityContext: RUNTIME_POD_SECURITY_CONTEXT,
       containers: [runtimedContainer(runtime, config, parts), runtimeServerContainer(runtime, config, parts)],
       volumes: podVolumes(name),
@@ -358,6 +395,7 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       { name: ENV.healthPort, value: String(DEFAULTS.runtimedHealthPort) },
       { name: ENV.tlsDir, value: RUNTIMED_TLS_MOUNT_PATH },
       { name: ENV.runsPerPod, value: String(runtime.spec.runs ?? DEFAULTS.runsPerPod) },
+      { name: ENV.drainSeconds, value: String(drainSeconds(runtime)) },
       { name: ENV.runtimeServerAddress, value: parts.address },
       // Only when declared: a Runtime without capabilities keeps its spec hash (no rollout on upgrade).
       ...(runtime.spec.capabilities === undefined || runtime.spec.capabilities.length === 0

@@ -135,6 +135,44 @@ export const DASHBOARDS: readonly Dashboard[] = [
         ],
       },
       {
+        title: 'Elastic pools',
+        panels: [
+          {
+            title: 'Pods: current, desired, maximum',
+            description:
+              "Non-deleting Pods of each Runtime, its spec.replicas (the autoscaler's decision with spec.scaling) and its maximum (spec.scaling.maxReplicas; spec.replicas for a fixed pool).",
+            unit: 'short',
+            targets: [
+              { expr: `sum by (namespace, runtime) (kruntimes_runtime_pods{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} current' },
+              {
+                expr: `sum by (namespace, runtime) (kruntimes_runtime_desired_pods{${RUNTIMED}})`,
+                legend: '{{namespace}}/{{runtime}} desired',
+              },
+              { expr: `sum by (namespace, runtime) (kruntimes_runtime_max_pods{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}} max' },
+            ],
+          },
+          {
+            title: 'Runs waiting for a slot',
+            description: 'Pending Runs of each Runtime: the demand not yet bound, which the autoscaler scales up for.',
+            unit: 'short',
+            targets: [
+              { expr: `sum by (namespace, runtime) (kruntimes_runtime_pending_runs{${RUNTIMED}})`, legend: '{{namespace}}/{{runtime}}' },
+            ],
+          },
+          {
+            title: 'Free slots per Runtime',
+            description: 'Capacity of the ready Pods not held by a Run (spec.scaling.spareRuns keeps some free).',
+            unit: 'short',
+            targets: [
+              {
+                expr: `sum by (namespace, runtime) (kruntimes_runtime_capacity_total{${RUNTIMED}}) - sum by (namespace, runtime) (kruntimes_runtime_capacity_used{${RUNTIMED}})`,
+                legend: '{{namespace}}/{{runtime}}',
+              },
+            ],
+          },
+        ],
+      },
+      {
         title: 'Scheduling',
         panels: [
           {

@@ -50,8 +50,8 @@ async function expositions(): Promise<Record<string, string>> {
       // Its endpoint serves both, as apps/controller-manager/src/main.ts wires them.
       'controller-manager':
         renderManagerMetrics({
-          runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1 }],
-          runs: [{ namespace: 'ns', runtime: 'rt', phase: 'Pending', cleanupPending: false }],
+          runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1, desiredPods: 1, maxPods: 2 }],
+          runs: [{ namespace: 'ns', runtime: 'rt', phase: 'Pending', cleanupPending: false, deleting: false }],
           pods: [],
         }) +
         new ScheduleMetrics().render() +
