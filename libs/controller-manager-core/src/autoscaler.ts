@@ -4,7 +4,7 @@ import { API_GROUP_VERSION, DEFAULTS, EVENT_REASONS, LABELS, POD_ANNOTATIONS, RU
 import type { Runtime } from '@kruntimes/api';
 import { isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import { decidePool, markedAtMs, releasePool, resolveScaling } from '@kruntimes/pool-core';
+import { decidePool, fixedPoolAnnotations, markedAtMs, resolveScaling } from '@kruntimes/pool-core';
 import type { PodAnnotationChange, PoolDecision, PoolPod } from '@kruntimes/pool-core';
 import { apiStatus, isConflict, isNotFound } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
@@ -37,7 +37,7 @@ interface Memory {
  * The `autoscaler` controller (key `namespace/runtime`): for a Runtime with spec.scaling, sizes spec.replicas from
  * its demand (pool-core's decidePool): marks and unmarks Pods for scale-down, keeps their deletion costs, writes
  * spec.replicas through the typed client, records Events, and hands its decision to the runtime controller, which
- * puts it in the status. Without spec.scaling it only removes the marks it left. Run only while leading.
+ * puts it in the status. Without spec.scaling it keeps deletion costs only (fixedPoolAnnotations). Run only while leading.
  *
  * "Lower since" is kept here in memory rather than derived from the Scaling condition's lastTransitionTime: that
  * condition is written later by another controller (spaced out), at whole seconds, and its time moves only when its
@@ -55,11 +55,20 @@ export class Autoscaler {
     const { namespace = '', name } = splitObjectKey(key);
     const runtime = this.#options.caches.runtimes.get(name, namespace);
     const pods = this.#options.caches.pods.list(namespace).filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name);
-    if (runtime === undefined || runtime.metadata.deletionTimestamp !== undefined || runtime.spec.scaling === undefined) {
+    if (runtime === undefined || runtime.metadata.deletionTimestamp !== undefined) {
       this.#forget(key);
-      // Marks left by an earlier spec.scaling would keep the scheduler away from these Pods for good.
-      if (runtime !== undefined && runtime.metadata.deletionTimestamp === undefined)
-        await this.#patchPods(namespace, pods, releasePool(pods.map((pod) => poolPod(pod, 0))));
+      return undefined;
+    }
+    if (runtime.spec.scaling === undefined) {
+      this.#forget(key);
+      // A fixed pool: no marks (one left by an earlier spec.scaling would keep the scheduler away for good), and
+      // deletion costs that make a lowered spec.replicas remove the Pods that hold nothing first.
+      const { heldByPod } = runtimeDemand(this.#options.caches, runtime);
+      await this.#patchPods(
+        namespace,
+        pods,
+        fixedPoolAnnotations(pods.map((pod) => poolPod(pod, heldByPod.get(pod.metadata?.uid ?? '') ?? 0))),
+      );
       return undefined;
     }
     const memory = this.#memory.get(key) ?? {};

@@ -1,4 +1,4 @@
-import { DELETION_COST, MARK_SETTLE_MS, decidePool, markedAtMs, releasePool } from './decide-pool.ts';
+import { DELETION_COST, MARK_SETTLE_MS, decidePool, fixedPoolAnnotations, markedAtMs } from './decide-pool.ts';
 import type { PoolInput, PoolPod } from './decide-pool.ts';
 
 const NOW = Date.parse('2026-12-06T10:00:00Z');
@@ -337,20 +337,19 @@ describe('decidePool: spec.replicas changed by someone else', () => {
   });
 });
 
-describe('releasePool', () => {
-  it('removes the marks and their cost, and nothing else', () => {
-    const pods = [
-      marked('a'),
-      busy('b', 1),
-      pod('c', { deletionCost: '100' }),
-      pod('d'),
-      marked('e', { deleting: true }),
-      marked('f', { deletionCost: '7' }),
-    ];
-    expect(releasePool(pods)).toEqual([
-      { pod: 'a', scaleDown: null, deletionCost: null },
-      { pod: 'f', scaleDown: null },
-    ]);
+describe('fixedPoolAnnotations', () => {
+  it.each<[string, PoolPod, unknown[]]>([
+    ['a marked Pod: mark and cost go', marked('a'), [{ pod: 'a', scaleDown: null, deletionCost: null }]],
+    ['a marked Pod that holds a Run: busy', marked('a', { held: 1 }), [{ pod: 'a', scaleDown: null, deletionCost: DELETION_COST.busy }]],
+    ['a busy Pod with its cost: nothing', busy('b', 1), []],
+    ['a busy Pod without a cost: busy', pod('b', { held: 2 }), [{ pod: 'b', deletionCost: DELETION_COST.busy }]],
+    ['a Pod that emptied: its cost goes', pod('c', { deletionCost: DELETION_COST.busy }), [{ pod: 'c', deletionCost: null }]],
+    ['an empty Pod: nothing', pod('d'), []],
+    ["someone else's cost: left alone", pod('e', { held: 1, deletionCost: '100' }), []],
+    ["a marked Pod with someone else's cost: the mark only", marked('f', { deletionCost: '7' }), [{ pod: 'f', scaleDown: null }]],
+    ['a deleting Pod: nothing', marked('g', { deleting: true }), []],
+  ])('%s', (_, subject, expected) => {
+    expect(fixedPoolAnnotations([subject])).toEqual(expected);
   });
 });
 

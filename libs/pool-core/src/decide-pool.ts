@@ -259,14 +259,20 @@ function annotationChanges(input: PoolInput, marked: ReadonlySet<string>): PodAn
 }
 
 /**
- * Without spec.scaling the autoscaler lets go of the Pods it marked: the mark and its cost go, so that the scheduler
- * binds there again. Other costs are left alone (they may be someone else's; the autoscaler's own only still prefer
- * empty Pods when the pool shrinks).
+ * A fixed pool (no spec.scaling): the autoscaler lets go of the Pods it marked (the mark and its cost go, so that the
+ * scheduler binds there again) and keeps each Pod's deletion cost at busy or none, so that when a person, HPA or KEDA
+ * lowers spec.replicas the ReplicaSet removes Pods that hold nothing first. A cost it did not write (any other value)
+ * is someone else's and is left alone.
  */
-export function releasePool(pods: readonly PoolPod[]): PodAnnotationChange[] {
+export function fixedPoolAnnotations(pods: readonly PoolPod[]): PodAnnotationChange[] {
+  const ours = (cost: string | undefined): boolean => cost === undefined || cost === DELETION_COST.marked || cost === DELETION_COST.busy;
   return pods.flatMap((pod) => {
-    if (pod.deleting || pod.markedAtMs === undefined) return [];
-    return [{ pod: pod.name, scaleDown: null, ...(pod.deletionCost === DELETION_COST.marked ? { deletionCost: null } : {}) }];
+    if (pod.deleting) return [];
+    const change: PodAnnotationChange = { pod: pod.name };
+    if (pod.markedAtMs !== undefined) change.scaleDown = null;
+    const cost = pod.held > 0 ? DELETION_COST.busy : undefined;
+    if (ours(pod.deletionCost) && cost !== pod.deletionCost) change.deletionCost = cost ?? null;
+    return change.scaleDown === undefined && change.deletionCost === undefined ? [] : [change];
   });
 }
 
