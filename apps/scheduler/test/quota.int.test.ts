@@ -195,4 +195,51 @@ describe('the run-slot cap of a namespace (annotation kruntimes.io/run-slots), h
     expect(logger.errors).toEqual([]);
     expect(env.logger.errors).toEqual([]);
   });
+
+  test('a cap raised from 0 to 3 over two Runtimes with 4 Runs each: both Runtimes place at once, never more than 3 slots held, the others wait naming the new cap', async () => {
+    await setCap('0');
+    await env.createRuntime('a', { replicas: 1, runs: 4 });
+    await env.createRuntime('b', { replicas: 1, runs: 4 });
+    await env.readyPods('a', 1);
+    await env.readyPods('b', 1);
+    observer = await env.observeRuns(4);
+    scheduler = new Scheduler({
+      kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
+      namespace: env.name,
+      logger,
+      workers: 4,
+      // One write at a time: a pass's later binds are assumed only after its first write
+      // returns, while the other Runtime's pass may plan (unless the namespace's passes take turns).
+      bindConcurrency: 1,
+    });
+    await scheduler.start();
+    await Promise.all(['a', 'b'].flatMap((runtime) => [1, 2, 3, 4].map((i) => env.createRun(`${runtime}-${i}`, runtime))));
+    await waitFor(
+      '8 Runs Pending with RunSlotCapReached under a cap of 0',
+      async () => ((await env.listRuns()).filter(waitsForCap).length === 8 ? true : undefined),
+      WAIT,
+    );
+
+    // The namespace's change wakes both Runtimes at once, each with 4 Runs it could bind.
+    await setCap('3');
+    const underNewCap = (run: Run): boolean => waitsForCap(run) && run.status?.message?.includes('all 3 run slots') === true;
+    const runs = await waitFor(
+      'every Run Scheduled or Pending with RunSlotCapReached naming the cap of 3',
+      async () => {
+        const all = await env.listRuns();
+        return all.every((run) => phase(run) === 'Scheduled' || underNewCap(run)) ? all : undefined;
+      },
+      WAIT,
+    );
+    const names = (selected: Run[]): string[] => selected.map((run) => run.metadata.name ?? '');
+    expect(names(runs.filter((run) => phase(run) === 'Scheduled'))).toHaveLength(3);
+    expect(names(runs.filter(underNewCap))).toHaveLength(5);
+    await scheduler.stop();
+    scheduler = undefined;
+    observer.stop();
+    expect(observer.maxHeldInNamespace).toBe(3);
+    expect(observer.overcommits).toEqual([]);
+    expect(observer.doubleBound()).toEqual([]);
+    expect(logger.errors).toEqual([]);
+  });
 });
