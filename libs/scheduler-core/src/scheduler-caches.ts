@@ -2,9 +2,9 @@ import type { KubernetesObject, V1Namespace, V1Pod, V1ReplicaSet } from '@kubern
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
 import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import { capacityHold } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { AssumeCache } from './assume-cache.ts';
-import { plainRun, runInfo } from './placement-input.ts';
 import { runSlotCap } from './run-slot-cap.ts';
 
 export type RunObject = Run & KubernetesObject;
@@ -73,7 +73,7 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
   const holding = new Set<string>();
   const slotFreed = (run: ReadonlyDeep<RunObject>, deleted: boolean): void => {
     const uid = run.metadata.uid ?? '';
-    const holds = !deleted && runInfo(plainRun(run)).holdsCapacity;
+    const holds = !deleted && capacityHold(run) !== undefined;
     const held = holding.has(uid);
     if (holds) holding.add(uid);
     else holding.delete(uid);
