@@ -99,7 +99,8 @@ export class Scheduler {
   /**
    * The passes of a namespace with a run-slot cap, one at a time: the cap spans its
    * Runtimes, which the work queue would otherwise place at once, each counting the
-   * slots held before the other's binds.
+   * slots held before the other's binds. A pass waits for the writes of the one before,
+   * so a write that hangs holds up the namespace's other Runtimes too, as it does its own.
    */
   readonly #cappedNamespaces = new SerialByKey();
 
@@ -234,6 +235,7 @@ export class Scheduler {
     this.metrics.passes += 1;
     this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
     this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity);
+    this.metrics.setWaitingForSlotCap(key, pass.plan.waitingForSlotCap);
     await this.#applyAll(key, pass);
     return pass;
   }
