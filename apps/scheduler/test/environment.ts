@@ -47,6 +47,27 @@ export function recordingLogger(): ControllerLogger & { errors: { object: object
   return { errors, error: (object, message) => errors.push({ object, message }), debug: () => undefined };
 }
 
+/** A task Run that echoes, created by the admin. */
+export async function createRunIn(namespace: string, name: string, runtime: string, spec: Partial<RunSpec> = {}): Promise<Run> {
+  const body: Run = {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name },
+    spec: { runtime, source: { inline: 'echo hi' }, mode: { task: {} }, ...spec },
+  };
+  return (await objects.createNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace,
+    plural: RUN_PLURAL,
+    body,
+  })) as Run;
+}
+
+export async function deleteRunIn(namespace: string, name: string): Promise<void> {
+  await objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, name });
+}
+
 /**
  * A namespace with a local node that runs Runtime Pods: the runtimed container is a
  * health-only stand-in (the tests drive Runs themselves), the Runtime Server is the real
@@ -163,19 +184,11 @@ export class Environment {
   }
 
   async createRun(name: string, runtime: string, spec: Partial<RunSpec> = {}): Promise<Run> {
-    const body: Run = {
-      apiVersion: 'kruntimes.io/v1alpha1',
-      kind: 'Run',
-      metadata: { name },
-      spec: { runtime, source: { inline: 'echo hi' }, mode: { task: {} }, ...spec },
-    };
-    return (await objects.createNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace: this.name,
-      plural: RUN_PLURAL,
-      body,
-    })) as Run;
+    return createRunIn(this.name, name, runtime, spec);
+  }
+
+  async deleteRun(name: string): Promise<void> {
+    await deleteRunIn(this.name, name);
   }
 
   async getRun(name: string): Promise<Run> {
@@ -275,6 +288,8 @@ export class RunObserver {
   readonly assignments = new Map<string, Set<string>>();
   readonly everAssigned = new Set<string>();
   maxHeld = 0;
+  /** The most Runs of the namespace that held a unit at one moment, over all its Pods. */
+  maxHeldInNamespace = 0;
   overcommits: string[] = [];
   watchErrors: unknown[] = [];
   stopped = false;
@@ -301,6 +316,10 @@ export class RunObserver {
       const cleanup = r.metadata.finalizers?.includes('kruntimes.io/registration-cleanup') === true;
       if (podUID !== undefined && holdsCapacity(currentPhase(r), cleanup)) held.set(podUID, (held.get(podUID) ?? 0) + 1);
     }
+    this.maxHeldInNamespace = Math.max(
+      this.maxHeldInNamespace,
+      [...held.values()].reduce((sum, count) => sum + count, 0),
+    );
     for (const [podUID, count] of held) {
       this.maxHeld = Math.max(this.maxHeld, count);
       if (count > this.capacityPerPod)

@@ -76,6 +76,8 @@ export const EVENT_REASONS = {
   runtimeSuspended: 'RuntimeSuspended',
   namespaceBlocked: 'NamespaceBlocked',
   forbidden: 'Forbidden',
+  /** The scheduler will not bind a Run yet: its namespace holds all the run slots its `kruntimes.io/run-slots` cap allows. */
+  runSlotCapReached: 'RunSlotCapReached',
   /** Runtime: the autoscaler raised or lowered spec.replicas (message: why). */
   scaledUp: 'ScaledUp',
   scaledDown: 'ScaledDown',
@@ -120,6 +122,14 @@ export const NAMESPACE_BLOCKED_LABEL = 'kruntimes.io/blocked';
  * cluster default (`--automatic-retry`), never allow what the cluster forbids.
  */
 export const NAMESPACE_AUTOMATIC_RETRY_ANNOTATION = 'kruntimes.io/automatic-retry';
+
+/**
+ * A namespace annotated `kruntimes.io/run-slots: "N"` holds at most N run slots at once
+ * (Runs bound and holding a Pod unit, over all its Runtimes): the scheduler binds no more
+ * and the others wait Pending with RunSlotCapReached. Set by whoever may edit the
+ * Namespace (a cluster admin, as for the blocked label), not by its tenants.
+ */
+export const NAMESPACE_RUN_SLOTS_ANNOTATION = 'kruntimes.io/run-slots';
 
 /** Where runtimed finds its workload certificate (the `<runtime>-runtimed-tls` Secret). */
 export const RUNTIMED_TLS_MOUNT_PATH = '/var/run/kruntimes/tls';
@@ -228,6 +238,12 @@ export const RUN_REASONS = {
    * scheduler's SubjectAccessReview at assignment); granting it again lets the Run bind.
    */
   forbidden: 'Forbidden',
+  /**
+   * Pending: the namespace already holds as many run slots as its `kruntimes.io/run-slots`
+   * annotation allows (or the annotation is not a whole number, read as 0); binds when a
+   * slot of the namespace frees or the cap is raised.
+   */
+  runSlotCapReached: 'RunSlotCapReached',
   // Scheduled / Running
   scheduled: 'Scheduled',
   preparing: 'Preparing',

@@ -273,6 +273,7 @@ describe('scheduler', () => {
     ['NoReadyPods', 'the Runtime has no ready Pod'],
     ['RuntimeNotFound', 'no such Runtime'],
     ['WaitingForCapacity', 'waiting for a slot: Runtime py has 2 of 2 Pods ready, 4 of 4 slots used; at its maximum of 2 Pods'],
+    ['RunSlotCapReached', 'namespace team-a holds all 2 of its run slots (annotation kruntimes.io/run-slots: "2")'],
   ] as const)('records why a Run cannot be placed: %s', (reason, message) => {
     const event = { type: 'Unschedulable', reason, message } as const;
     const status = expectOk(transition({ run: makeRun('Pending'), event, writer: 'scheduler', now: NOW }));

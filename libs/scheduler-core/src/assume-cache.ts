@@ -72,6 +72,11 @@ export class AssumeCache {
     return { assumed, nextExpiryMs };
   }
 
+  /** Whether a bind of this Run is assumed, in any group (a namespace's run slots count every Runtime's). */
+  has(runUID: string): boolean {
+    return this.#entries.has(runUID);
+  }
+
   get size(): number {
     return this.#entries.size;
   }

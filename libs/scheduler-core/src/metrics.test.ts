@@ -65,4 +65,28 @@ describe('SchedulerMetrics', () => {
     expect(lines).toContain('# TYPE kruntimes_scheduler_waiting_for_capacity_runs gauge');
     expect(lines.filter((line) => line.startsWith('kruntimes_scheduler_waiting_for_capacity_runs'))).toEqual(samples);
   });
+
+  it.each<[string, [string, number][], string[]]>([
+    ['no Runtime waits: the family without samples', [], []],
+    [
+      'one sample per waiting Runtime, sorted by key; a Runtime that no longer waits is dropped',
+      [
+        ['team-b/py', 2],
+        ['team-a/sh', 1],
+        ['team-a/py', 4],
+        ['team-a/py', 0],
+      ],
+      [
+        'kruntimes_scheduler_run_slot_cap_waiting_runs{namespace="team-a",runtime="sh"} 1',
+        'kruntimes_scheduler_run_slot_cap_waiting_runs{namespace="team-b",runtime="py"} 2',
+      ],
+    ],
+  ])('renders Runs waiting for their namespace run-slot cap per Runtime: %s', (_name, updates, samples) => {
+    const metrics = new SchedulerMetrics();
+    for (const [key, runs] of updates) metrics.setWaitingForSlotCap(key, runs);
+    const lines = metrics.render().split('\n');
+    expect(lines).toContain('# TYPE kruntimes_scheduler_run_slot_cap_waiting_runs gauge');
+    expect(lines.filter((line) => line.startsWith('kruntimes_scheduler_run_slot_cap_waiting_runs'))).toEqual(samples);
+    expect(lines.filter((line) => line.startsWith('kruntimes_scheduler_waiting_for_capacity_runs{'))).toEqual([]);
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * The scheduler's metrics in the Prometheus text format (0.0.4). A dozen lines of
  * exposition instead of a metrics dependency: a few series, no labels beyond `le`, except
- * the Runtime of Runs waiting for capacity (namespace and name are DNS labels: nothing to escape).
+ * the Runtime of Runs waiting for capacity or for their namespace's run-slot cap (namespace
+ * and name are DNS labels: nothing to escape).
  */
 export const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
 
@@ -24,6 +25,8 @@ export class SchedulerMetrics {
   readonly pendingByRuntime = new Map<string, number>();
   /** Runs waiting WaitingForCapacity (spec.scaling set) after the last pass, per Runtime key; only Runtimes with some. */
   readonly waitingByRuntime = new Map<string, number>();
+  /** Runs waiting RunSlotCapReached (their namespace's run-slot cap) after the last pass, per Runtime key; only Runtimes with some. */
+  readonly slotCapWaitingByRuntime = new Map<string, number>();
   /** Creation of the Run -> successful bind write. */
   readonly bindLatency = new Histogram();
   /** The bind status write alone. */
@@ -34,8 +37,11 @@ export class SchedulerMetrics {
   passes = 0;
 
   setWaitingForCapacity(runtimeKey: string, runs: number): void {
-    if (runs > 0) this.waitingByRuntime.set(runtimeKey, runs);
-    else this.waitingByRuntime.delete(runtimeKey);
+    setOrDrop(this.waitingByRuntime, runtimeKey, runs);
+  }
+
+  setWaitingForSlotCap(runtimeKey: string, runs: number): void {
+    setOrDrop(this.slotCapWaitingByRuntime, runtimeKey, runs);
   }
 
   render(): string {
@@ -46,7 +52,10 @@ export class SchedulerMetrics {
       `kruntimes_scheduler_pending_runs ${pending}`,
       '# HELP kruntimes_scheduler_waiting_for_capacity_runs Pending Runs of a Runtime with spec.scaling that wait for a free slot (WaitingForCapacity).',
       '# TYPE kruntimes_scheduler_waiting_for_capacity_runs gauge',
-      ...[...this.waitingByRuntime].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([key, runs]) => waitingSample(key, runs)),
+      ...perRuntime('kruntimes_scheduler_waiting_for_capacity_runs', this.waitingByRuntime),
+      '# HELP kruntimes_scheduler_run_slot_cap_waiting_runs Pending Runs that wait because their namespace holds all the run slots its kruntimes.io/run-slots cap allows (RunSlotCapReached).',
+      '# TYPE kruntimes_scheduler_run_slot_cap_waiting_runs gauge',
+      ...perRuntime('kruntimes_scheduler_run_slot_cap_waiting_runs', this.slotCapWaitingByRuntime),
       '# HELP kruntimes_scheduler_binds_total Runs bound to a Pod.',
       '# TYPE kruntimes_scheduler_binds_total counter',
       `kruntimes_scheduler_binds_total ${this.binds}`,
@@ -63,9 +72,19 @@ export class SchedulerMetrics {
   }
 }
 
-function waitingSample(runtimeKey: string, runs: number): string {
-  const [namespace = '', runtime = ''] = runtimeKey.split('/');
-  return `kruntimes_scheduler_waiting_for_capacity_runs{namespace="${namespace}",runtime="${runtime}"} ${runs}`;
+function setOrDrop(byRuntime: Map<string, number>, runtimeKey: string, runs: number): void {
+  if (runs > 0) byRuntime.set(runtimeKey, runs);
+  else byRuntime.delete(runtimeKey);
+}
+
+/** One sample per Runtime key, sorted by key. */
+function perRuntime(name: string, byRuntime: ReadonlyMap<string, number>): string[] {
+  return [...byRuntime]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([runtimeKey, runs]) => {
+      const [namespace = '', runtime = ''] = runtimeKey.split('/');
+      return `${name}{namespace="${namespace}",runtime="${runtime}"} ${runs}`;
+    });
 }
 
 function histogram(name: string, help: string, h: Histogram): string[] {

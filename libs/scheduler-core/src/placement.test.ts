@@ -407,6 +407,102 @@ describe('planPlacement', () => {
     expect(plan.waitingForCapacity).toBe(waiting);
   });
 
+  const capOf2 = (held: number): PlacementInput['namespaceSlots'] => ({ namespace: 'team-a', cap: { kind: 'cap', slots: 2 }, held });
+  const CAP_MESSAGE =
+    'namespace team-a holds all 2 run slots its cap allows (namespace annotation kruntimes.io/run-slots: "2"): the Run binds when one of them frees';
+
+  it.each<[string, Partial<PlacementInput>, string[], number]>([
+    [
+      'no cap: every Run a Pod has room for binds',
+      { pods: [pod('p1'), pod('p2')], runs: [run('a'), run('b'), run('c')] },
+      ['bind a->p1', 'bind b->p2', 'bind c->p1'],
+      0,
+    ],
+    [
+      'cap 2, nothing held: the two oldest bind, the third waits RunSlotCapReached though a Pod has room',
+      { pods: [pod('p1'), pod('p2')], runs: [run('a'), run('b'), run('c')], namespaceSlots: capOf2(0) },
+      ['bind a->p1', 'bind b->p2', 'RunSlotCapReached c'],
+      1,
+    ],
+    [
+      'cap 2, one held by another Runtime of the namespace: one binds',
+      { pods: [pod('p1')], runs: [run('a'), run('b')], namespaceSlots: capOf2(1) },
+      ['bind a->p1', 'RunSlotCapReached b'],
+      1,
+    ],
+    ['cap reached: nothing binds', { pods: [pod('p1')], runs: [run('a')], namespaceSlots: capOf2(2) }, ['RunSlotCapReached a'], 1],
+    [
+      'a Run the cap lets through but no Pod has room for waits NoCapacity and takes no slot',
+      { runsPerPod: 1, pods: [pod('p1')], runs: [run('a'), run('b')], namespaceSlots: capOf2(0) },
+      ['bind a->p1', 'NoCapacity b'],
+      0,
+    ],
+    [
+      'the gate first: a Run refused by it is not written RunSlotCapReached, and takes no slot',
+      {
+        pods: [pod('p1')],
+        runs: [run('a'), run('b'), run('c')],
+        admission: new Map([['uid-a', { action: 'refuse', reason: 'Forbidden', message: 'no' }]]),
+        namespaceSlots: capOf2(0),
+      },
+      ['Forbidden a', 'bind b->p1', 'bind c->p1'],
+      0,
+    ],
+    [
+      'a Run in backoff takes no slot and is not written',
+      {
+        pods: [pod('p1')],
+        runs: [run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:00:30Z' }), run('b'), run('c'), run('d')],
+        namespaceSlots: capOf2(0),
+      },
+      ['bind b->p1', 'bind c->p1', 'RunSlotCapReached d'],
+      1,
+    ],
+    [
+      'a cancel is written whatever the cap',
+      { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { cancelRequested: true })], namespaceSlots: capOf2(2) },
+      ['cancel a'],
+      0,
+    ],
+    [
+      'a Run already waiting RunSlotCapReached with the same message is not written again',
+      {
+        pods: [pod('p1')],
+        runs: [run('a', 'Pending', undefined, { reason: 'RunSlotCapReached', message: CAP_MESSAGE })],
+        namespaceSlots: capOf2(2),
+      },
+      [],
+      1,
+    ],
+    [
+      'a Run waiting RunSlotCapReached under another cap is written again (the cap changed)',
+      {
+        pods: [pod('p1')],
+        runs: [run('a', 'Pending', undefined, { reason: 'RunSlotCapReached', message: CAP_MESSAGE.replaceAll('2', '3') })],
+        namespaceSlots: capOf2(2),
+      },
+      ['RunSlotCapReached a'],
+      1,
+    ],
+    [
+      'an invalid cap binds nothing',
+      { pods: [pod('p1')], runs: [run('a')], namespaceSlots: { namespace: 'team-a', cap: { kind: 'invalid', value: 'x' }, held: 0 } },
+      ['RunSlotCapReached a'],
+      1,
+    ],
+  ])('the namespace run-slot cap: %s', (_name, overrides, expected, waitingForSlotCap) => {
+    const plan = planPlacement(input(overrides));
+    expect(summary(plan.decisions)).toEqual(expected);
+    expect(plan.waitingForSlotCap).toBe(waitingForSlotCap);
+  });
+
+  it('a Run over the namespace cap with spec.scaling waits RunSlotCapReached, not WaitingForCapacity: Pods added could not take it', () => {
+    const plan = planPlacement(input({ runsPerPod: 1, scaling, pods: [], runs: [run('a')], namespaceSlots: capOf2(2) }));
+    expect(summary(plan.decisions)).toEqual(['RunSlotCapReached a']);
+    expect(plan.waitingForCapacity).toBe(0);
+    expect(plan.waitingForSlotCap).toBe(1);
+  });
+
   it('counts no Run as waiting for capacity without spec.scaling', () => {
     const plan = planPlacement(input({ runsPerPod: 1, pods: [pod('p1')], runs: [run('x', 'Running', 'p1'), run('a')] }));
     expect(summary(plan.decisions)).toEqual(['NoCapacity a']);

@@ -5,6 +5,8 @@ import type { UnschedulableReason } from '@kruntimes/run-state';
 import type { AdmissionVerdict } from './admission-gate.ts';
 import { choosePod, freeSlots, isBindable, scalingState, waitingMessage } from './pod-choice.ts';
 import type { PlacementStrategy, PodInfo, PodSlots, ScalingFacts } from './pod-choice.ts';
+import { decideRunSlot } from './run-slot-cap.ts';
+import type { NamespaceSlots } from './run-slot-cap.ts';
 
 export type { PodInfo, ScalingFacts } from './pod-choice.ts';
 
@@ -49,6 +51,12 @@ export interface PlacementInput {
   admission?: ReadonlyMap<string, AdmissionVerdict>;
   /** The Runtime's spec.scaling, when set: placement packs, and a Run without a slot waits WaitingForCapacity. */
   scaling?: ScalingFacts | undefined;
+  /**
+   * The namespace's run-slot cap and the slots its Runs hold (all its Runtimes); undefined
+   * when it has no cap. A Run over the cap waits RunSlotCapReached before any Pod is looked
+   * at, so it is never counted WaitingForCapacity: Pods added for it could not take it.
+   */
+  namespaceSlots?: NamespaceSlots | undefined;
   nowMs: number;
 }
 
@@ -68,6 +76,8 @@ export interface Plan {
   deferred: number;
   /** Pending Runs that wait WaitingForCapacity (spec.scaling set, no free slot). */
   waitingForCapacity: number;
+  /** Pending Runs that wait RunSlotCapReached (their namespace holds all the run slots its cap allows). */
+  waitingForSlotCap: number;
   /** Free capacity per bindable Pod UID after this plan. */
   free: Map<string, number>;
 }
@@ -85,12 +95,22 @@ export interface Plan {
 export function planPlacement(input: PlacementInput): Plan {
   const slots = podSlots(input);
   const strategy: PlacementStrategy = input.scaling === undefined ? 'spread' : 'pack';
-  const plan: Plan = { decisions: [], retryAtMs: undefined, unbound: 0, deferred: 0, waitingForCapacity: 0, free: new Map() };
+  const plan: Plan = {
+    decisions: [],
+    retryAtMs: undefined,
+    unbound: 0,
+    deferred: 0,
+    waitingForCapacity: 0,
+    waitingForSlotCap: 0,
+    free: new Map(),
+  };
+  // A copy: each bind of this pass takes one of the namespace's slots.
+  const namespaceSlots = input.namespaceSlots === undefined ? undefined : { ...input.namespaceSlots };
   for (const run of pendingRuns(input)) {
-    const waiting = waitingCause(input, run);
+    const waiting = waitingCause(input, run) ?? slotCapWait(namespaceSlots);
     if (waiting === 'cancel') plan.decisions.push({ action: 'cancel', run });
     else if (waiting !== undefined) wait(plan, run, waiting);
-    else placeOne(plan, run, slots, strategy, input.scaling);
+    else if (placeOne(plan, run, slots, strategy, input.scaling) && namespaceSlots !== undefined) namespaceSlots.held += 1;
   }
   for (const pod of slots) plan.free.set(pod.pod.uid, freeSlots(pod));
   return plan;
@@ -98,9 +118,13 @@ export function planPlacement(input: PlacementInput): Plan {
 
 /** Why a Pending Run is not placed before Pods are even looked at; undefined when it may be. */
 type Waiting = 'cancel' | Wait;
-/** `silent`: nothing is written (another writer says why, or nothing needs saying). */
+/**
+ * `silent`: nothing is written (another writer says why, or nothing needs saying).
+ * `rewriteOnMessage`: written again when the message changes too (it names a cap that changed).
+ */
 type Wait =
-  { kind: 'silent'; retryAtMs?: number; deferred?: boolean } | { kind: 'unschedulable'; reason: UnschedulableReason; message: string };
+  | { kind: 'silent'; retryAtMs?: number; deferred?: boolean }
+  | { kind: 'unschedulable'; reason: UnschedulableReason; message: string; rewriteOnMessage?: boolean };
 
 function waitingCause(input: PlacementInput, run: RunInfo): Waiting | undefined {
   if (run.cancelRequested) return 'cancel';
@@ -122,33 +146,42 @@ function waitingCause(input: PlacementInput, run: RunInfo): Waiting | undefined 
   return undefined;
 }
 
+/** The namespace's run-slot cap, asked once nothing else keeps the Run waiting and before any Pod is looked at. */
+function slotCapWait(namespaceSlots: NamespaceSlots | undefined): Wait | undefined {
+  const refusal = namespaceSlots === undefined ? undefined : decideRunSlot(namespaceSlots);
+  return refusal === undefined ? undefined : { kind: 'unschedulable', ...refusal, rewriteOnMessage: true };
+}
+
 function wait(plan: Plan, run: RunInfo, waiting: Wait): void {
   plan.unbound += 1;
+  if (waiting.kind === 'unschedulable' && waiting.reason === RUN_REASONS.runSlotCapReached) plan.waitingForSlotCap += 1;
   if (waiting.kind === 'unschedulable') {
     // Writing the same reason again would only churn resourceVersions and watch events.
-    if (run.reason !== waiting.reason)
-      plan.decisions.push({ action: 'unschedulable', run, reason: waiting.reason, message: waiting.message });
+    const stale = run.reason !== waiting.reason || (waiting.rewriteOnMessage === true && run.message !== waiting.message);
+    if (stale) plan.decisions.push({ action: 'unschedulable', run, reason: waiting.reason, message: waiting.message });
     return;
   }
   if (waiting.deferred === true) plan.deferred += 1;
   if (waiting.retryAtMs !== undefined) plan.retryAtMs = Math.min(plan.retryAtMs ?? waiting.retryAtMs, waiting.retryAtMs);
 }
 
+/** Binds the Run to the Pod choosePod picks, or makes it wait; true when it was bound. */
 function placeOne(
   plan: Plan,
   run: RunInfo,
   slots: readonly PodSlots[],
   strategy: PlacementStrategy,
   scaling: ScalingFacts | undefined,
-): void {
+): boolean {
   const chosen = choosePod(slots, strategy);
   if (chosen !== undefined) {
     chosen.held += 1;
     plan.decisions.push({ action: 'bind', run, pod: chosen.pod });
-    return;
+    return true;
   }
   if (scaling === undefined) wait(plan, run, noSlot(slots));
   else waitForSlot(plan, run, slots, scaling);
+  return false;
 }
 
 /**

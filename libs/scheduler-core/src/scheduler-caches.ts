@@ -2,8 +2,10 @@ import type { KubernetesObject, V1Namespace, V1Pod, V1ReplicaSet } from '@kubern
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
 import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import { capacityHold } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { AssumeCache } from './assume-cache.ts';
+import { runSlotCap } from './run-slot-cap.ts';
 
 export type RunObject = Run & KubernetesObject;
 export type RuntimeObject = Runtime & KubernetesObject;
@@ -57,13 +59,31 @@ export interface SchedulerCaches {
 
 /**
  * Every Run, Runtime and Pod change enqueues its Runtime; a namespace change (its blocked
- * label) enqueues every Runtime of the namespace. Run changes also reach the
- * assume cache first, so an assumed bind is settled once the watch shows a newer version.
+ * label, its run-slot cap) enqueues every Runtime of the namespace. So does a Run of a
+ * namespace with a run-slot cap that held a slot and no longer does (ended, released,
+ * requeued or deleted): a Run of any of the namespace's Runtimes may wait for it. Run
+ * changes also reach the assume cache first, so an assumed bind is settled once the
+ * watch shows a newer version.
  */
 export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, enqueue: (key: string) => void): void {
+  const enqueueNamespace = (namespace: string): void => {
+    for (const runtime of caches.runtimes.list(namespace)) enqueue(`${namespace}/${runtime.metadata.name ?? ''}`);
+  };
+  // The Runs that held a slot at their last event: one that no longer does freed it.
+  const holding = new Set<string>();
+  const slotFreed = (run: ReadonlyDeep<RunObject>, deleted: boolean): void => {
+    const uid = run.metadata.uid ?? '';
+    const holds = !deleted && capacityHold(run) !== undefined;
+    const held = holding.has(uid);
+    if (holds) holding.add(uid);
+    else holding.delete(uid);
+    const namespace = run.metadata.namespace ?? '';
+    if (held && !holds && runSlotCap(caches.namespaces.get(namespace)?.metadata?.annotations).kind !== 'none') enqueueNamespace(namespace);
+  };
   const runChanged = (run: ReadonlyDeep<RunObject>): void => {
     assume.observe(run.metadata.uid ?? '', run.metadata.resourceVersion);
     enqueue(runtimeKeyOfRun(run));
+    slotFreed(run, false);
   };
   caches.runs.addEventHandler({
     add: runChanged,
@@ -71,14 +91,14 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
     delete: (run) => {
       assume.deleted(run.metadata.uid ?? '');
       enqueue(runtimeKeyOfRun(run));
+      slotFreed(run, true);
     },
   });
   caches.runtimes.enqueueTo(enqueue);
   caches.pods.enqueueTo(enqueue, runtimeKeyOf);
   caches.replicaSets.enqueueTo(enqueue, runtimeKeyOf);
   const namespaceChanged = (namespace: ReadonlyDeep<V1Namespace>): void => {
-    const name = namespace.metadata?.name ?? '';
-    for (const runtime of caches.runtimes.list(name)) enqueue(`${name}/${runtime.metadata.name ?? ''}`);
+    enqueueNamespace(namespace.metadata?.name ?? '');
   };
   caches.namespaces.addEventHandler({ add: namespaceChanged, update: namespaceChanged, delete: namespaceChanged });
 }

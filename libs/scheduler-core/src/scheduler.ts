@@ -17,6 +17,9 @@ import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement } from './placement.ts';
 import type { Decision, Plan, PodInfo } from './placement.ts';
 import { currentTemplateHash, plainRun, podInfo, rfc3339, runInfo, scalingFacts } from './placement-input.ts';
+import { heldRunSlots, runSlotCap } from './run-slot-cap.ts';
+import type { NamespaceSlots, RunSlotCap } from './run-slot-cap.ts';
+import { SerialByKey } from './serial-by-key.ts';
 import { RUNS, RUNTIMES, RUNTIME_PODS, RUNTIME_REPLICA_SETS, namespacesWatch, routeToRuntimes } from './scheduler-caches.ts';
 import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
 
@@ -93,6 +96,13 @@ export class Scheduler {
   readonly #snapshots: SnapshotController;
   readonly #runtimeUse: RuntimeUseReviewer;
   readonly #accessRecheckMs: number;
+  /**
+   * The passes of a namespace with a run-slot cap, one at a time: the cap spans its
+   * Runtimes, which the work queue would otherwise place at once, each counting the
+   * slots held before the other's binds. A pass waits for the writes of the one before,
+   * so a write that hangs holds up the namespace's other Runtimes too, as it does its own.
+   */
+  readonly #cappedNamespaces = new SerialByKey();
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -150,11 +160,11 @@ export class Scheduler {
   /** One placement pass over a Runtime's Pending Runs. */
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
     const access = await this.#reviewCreators(key);
-    const pass = this.#plan(key, access);
-    this.metrics.passes += 1;
-    this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
-    this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity);
-    await this.#applyAll(key, pass);
+    const { namespace = '' } = splitObjectKey(key);
+    const capped = this.#namespaceSlotCap(namespace).kind !== 'none';
+    const pass = capped
+      ? await this.#cappedNamespaces.run(namespace, () => this.#planAndApply(key, access))
+      : await this.#planAndApply(key, access);
     // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
     const { plan, nowMs, nextExpiryMs } = pass;
     // A right granted again is no event the scheduler sees: a Run refused for it is looked at again.
@@ -219,6 +229,29 @@ export class Scheduler {
     }
   }
 
+  /** Plans, then writes every decision (bound ones assumed before their write, for the next pass). */
+  async #planAndApply(key: string, access: ReadonlyMap<string, CreatorAccess>): Promise<Pass> {
+    const pass = this.#plan(key, access);
+    this.metrics.passes += 1;
+    this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
+    this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity);
+    this.metrics.setWaitingForSlotCap(key, pass.plan.waitingForSlotCap);
+    await this.#applyAll(key, pass);
+    return pass;
+  }
+
+  #namespaceSlotCap(namespace: string): RunSlotCap {
+    return runSlotCap(this.#caches.namespaces.get(namespace)?.metadata?.annotations);
+  }
+
+  /** The namespace's run-slot cap and the slots all its Runs hold (visible or assumed); undefined without a cap. */
+  #namespaceSlots(namespace: string): NamespaceSlots | undefined {
+    const cap = this.#namespaceSlotCap(namespace);
+    if (cap.kind === 'none') return undefined;
+    const runs = this.#caches.runs.list(namespace).map((run) => runInfo(plainRun(run)));
+    return { namespace, cap, held: heldRunSlots(runs, (uid) => this.#assume.has(uid)) };
+  }
+
   /** Plans a Runtime's Runs against its Pods, from the caches and the binds assumed so far. */
   #plan(key: string, access: ReadonlyMap<string, CreatorAccess>): Pass {
     const { namespace = '', name } = splitObjectKey(key);
@@ -241,6 +274,7 @@ export class Scheduler {
       assumed: assumptions.assumed,
       admission,
       scaling: scalingFacts(runtime),
+      namespaceSlots: this.#namespaceSlots(namespace),
       nowMs,
     });
     return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
@@ -395,8 +429,13 @@ export class Scheduler {
   }
 }
 
-/** The reasons of the admission gate: a refusal is also an Event on the Run. */
-const ADMISSION_REASONS: ReadonlySet<string> = new Set([RUN_REASONS.runtimeSuspended, RUN_REASONS.namespaceBlocked, RUN_REASONS.forbidden]);
+/** The reasons of the admission gate and of the namespace's run-slot cap: a refusal is also an Event on the Run. */
+const ADMISSION_REASONS: ReadonlySet<string> = new Set([
+  RUN_REASONS.runtimeSuspended,
+  RUN_REASONS.namespaceBlocked,
+  RUN_REASONS.forbidden,
+  RUN_REASONS.runSlotCapReached,
+]);
 
 function decisionEvent(decision: Decision): RunEvent {
   switch (decision.action) {

@@ -10,6 +10,8 @@ export type UnschedulableReason =
   | typeof RUN_REASONS.noCapacity
   /** spec.scaling set and no free slot: the message says whether the pool grows or is at its maximum. */
   | typeof RUN_REASONS.waitingForCapacity
+  /** The namespace holds all the run slots its `kruntimes.io/run-slots` annotation allows. */
+  | typeof RUN_REASONS.runSlotCapReached
   | AdmissionRefusalReason;
 /** The scheduler's admission gate at assignment: the block policy and the creator's right to use the Runtime. */
 export type AdmissionRefusalReason =
