@@ -4,7 +4,7 @@ import { API_GROUP_VERSION, DEFAULTS, EVENT_REASONS, LABELS, POD_ANNOTATIONS, RU
 import type { Runtime } from '@kruntimes/api';
 import { isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import { decidePool, fixedPoolAnnotations, markedAtMs, resolveScaling } from '@kruntimes/pool-core';
+import { decidePool, fixedPoolAnnotations, isForeignMark, markedAtMs, resolveScaling } from '@kruntimes/pool-core';
 import type { PodAnnotationChange, PoolDecision, PoolPod } from '@kruntimes/pool-core';
 import { apiStatus, isConflict, isNotFound } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
@@ -198,6 +198,7 @@ function poolPod(pod: ReadonlyDeep<V1Pod>, held: number): PoolPod {
     ready: isPodReady(pod),
     deleting: pod.metadata?.deletionTimestamp !== undefined,
     markedAtMs: markedAtMs(annotations?.[POD_ANNOTATIONS.scaleDown]),
+    foreignMark: isForeignMark(annotations?.[POD_ANNOTATIONS.scaleDown]),
     deletionCost: annotations?.[POD_ANNOTATIONS.deletionCost],
   };
 }

@@ -2,6 +2,7 @@ import type { KubernetesObject, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Se
 import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
 import type { Run, RunPhase, Runtime } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
+import { waitsForSlot } from '@kruntimes/pool-core';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { capacityHold, classify, currentPhase, holdsCapacity } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
@@ -68,7 +69,8 @@ export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: Read
     if (run.spec.runtime !== runtime.metadata.name) continue;
     const phase = phaseOf(run);
     if (holdsCapacity(phase, cleanupPending(run))) demand.held += 1;
-    else if (classify(phase) === 'queued' && run.metadata.deletionTimestamp === undefined) demand.pending += 1;
+    else if (classify(phase) === 'queued' && run.metadata.deletionTimestamp === undefined && waitsForSlot(run.status?.reason))
+      demand.pending += 1;
     const hold = capacityHold(run);
     if (hold !== undefined) demand.heldByPod.set(hold.podUID, (demand.heldByPod.get(hold.podUID) ?? 0) + 1);
   }

@@ -1,11 +1,11 @@
-import { DELETION_COST, MARK_SETTLE_MS, decidePool, fixedPoolAnnotations, markedAtMs } from './decide-pool.ts';
+import { DELETION_COST, MARK_SETTLE_MS, decidePool, fixedPoolAnnotations, isForeignMark, markedAtMs } from './decide-pool.ts';
 import type { PoolInput, PoolPod } from './decide-pool.ts';
 
 const NOW = Date.parse('2026-12-06T10:00:00Z');
 const DELAY_MS = 30_000;
 
 function pod(name: string, extra: Partial<PoolPod> = {}): PoolPod {
-  return { name, held: 0, ready: true, deleting: false, markedAtMs: undefined, deletionCost: undefined, ...extra };
+  return { name, held: 0, ready: true, deleting: false, markedAtMs: undefined, foreignMark: false, deletionCost: undefined, ...extra };
 }
 
 /** Marked long enough ago to be confirmed, with the marked cost. */
@@ -348,8 +348,19 @@ describe('fixedPoolAnnotations', () => {
     ["someone else's cost: left alone", pod('e', { held: 1, deletionCost: '100' }), []],
     ["a marked Pod with someone else's cost: the mark only", marked('f', { deletionCost: '7' }), [{ pod: 'f', scaleDown: null }]],
     ['a deleting Pod: nothing', marked('g', { deleting: true }), []],
+    ['a mark someone else set: left alone', marked('h', { foreignMark: true, deletionCost: undefined }), []],
   ])('%s', (_, subject, expected) => {
     expect(fixedPoolAnnotations([subject])).toEqual(expected);
+  });
+});
+
+describe('isForeignMark', () => {
+  it.each<[string | undefined, boolean]>([
+    [undefined, false],
+    ['2026-12-06T10:00:00.000Z', false],
+    ['true', true],
+  ])('%s', (value, expected) => {
+    expect(isForeignMark(value)).toBe(expected);
   });
 });
 

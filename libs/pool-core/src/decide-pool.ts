@@ -26,6 +26,11 @@ export interface PoolPod {
   deleting: boolean;
   /** When it was marked for scale-down (markedAtMs of its POD_ANNOTATIONS.scaleDown); undefined: not marked. */
   markedAtMs: number | undefined;
+  /**
+   * Its mark is not a time the autoscaler wrote (e.g. `true`, set by a person to keep new Runs off the Pod): a fixed
+   * pool leaves such a mark alone.
+   */
+  foreignMark: boolean;
   /** Its POD_ANNOTATIONS.deletionCost as it is. */
   deletionCost: string | undefined;
 }
@@ -259,8 +264,8 @@ function annotationChanges(input: PoolInput, marked: ReadonlySet<string>): PodAn
 }
 
 /**
- * A fixed pool (no spec.scaling): the autoscaler lets go of the Pods it marked (the mark and its cost go, so that the
- * scheduler binds there again) and keeps each Pod's deletion cost at busy or none, so that when a person, HPA or KEDA
+ * A fixed pool (no spec.scaling): the autoscaler lets go of the Pods it marked (its mark and cost go, so that the
+ * scheduler binds there again; a mark someone else set stays) and keeps each Pod's deletion cost at busy or none, so that when a person, HPA or KEDA
  * lowers spec.replicas the ReplicaSet removes Pods that hold nothing first. A cost it did not write (any other value)
  * is someone else's and is left alone.
  */
@@ -269,7 +274,7 @@ export function fixedPoolAnnotations(pods: readonly PoolPod[]): PodAnnotationCha
   return pods.flatMap((pod) => {
     if (pod.deleting) return [];
     const change: PodAnnotationChange = { pod: pod.name };
-    if (pod.markedAtMs !== undefined) change.scaleDown = null;
+    if (pod.markedAtMs !== undefined && !pod.foreignMark) change.scaleDown = null;
     const cost = pod.held > 0 ? DELETION_COST.busy : undefined;
     if (ours(pod.deletionCost) && cost !== pod.deletionCost) change.deletionCost = cost ?? null;
     return change.scaleDown === undefined && change.deletionCost === undefined ? [] : [change];
@@ -281,6 +286,11 @@ export function markedAtMs(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const parsed = Date.parse(value);
   return Number.isNaN(parsed) ? 0 : parsed;
+}
+
+/** A POD_ANNOTATIONS.scaleDown value the autoscaler did not write (it writes the time it marked the Pod). */
+export function isForeignMark(value: string | undefined): boolean {
+  return value !== undefined && Number.isNaN(Date.parse(value));
 }
 
 function demandText(input: PoolInput): string {

@@ -1,4 +1,5 @@
-import { desiredPods, resolveScaling } from './scaling.ts';
+import { RUN_REASONS } from '@kruntimes/api';
+import { desiredPods, resolveScaling, waitsForSlot } from './scaling.ts';
 import type { Demand, ResolvedScaling } from './scaling.ts';
 
 const scaling: ResolvedScaling = { minReplicas: 1, maxReplicas: 8, spareRuns: 0, scaleDownDelaySeconds: 300 };
@@ -40,5 +41,23 @@ describe('desiredPods', () => {
     ],
   ])('%s', (_what, demand, runsPerPod, overrides, expected) => {
     expect(desiredPods(demand, runsPerPod, { ...scaling, ...overrides })).toEqual(expected);
+  });
+});
+
+describe('waitsForSlot', () => {
+  it.each<[string | undefined, boolean]>([
+    [undefined, true],
+    [RUN_REASONS.awaitingSchedule, true],
+    [RUN_REASONS.noCapacity, true],
+    [RUN_REASONS.waitingForCapacity, true],
+    [RUN_REASONS.retryBackoff, true],
+    [RUN_REASONS.drained, true],
+    [RUN_REASONS.runtimeSuspended, false],
+    [RUN_REASONS.namespaceBlocked, false],
+    [RUN_REASONS.forbidden, false],
+    [RUN_REASONS.runSlotCapReached, false],
+    [RUN_REASONS.sourceNotFound, false],
+  ])('%s: %s', (reason, expected) => {
+    expect(waitsForSlot(reason)).toBe(expected);
   });
 });

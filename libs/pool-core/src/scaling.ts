@@ -1,4 +1,4 @@
-import { DEFAULTS } from '@kruntimes/api';
+import { DEFAULTS, RUN_REASONS } from '@kruntimes/api';
 import type { RuntimeScaling } from '@kruntimes/api';
 
 /** spec.scaling with the CRD's defaults applied (code must not rely on the API server having defaulted it). */
@@ -40,4 +40,26 @@ export function desiredPods(demand: Demand, runsPerPod: number, scaling: Resolve
   const needed = Math.ceil(slots / Math.max(1, runsPerPod));
   const minimum = Math.min(scaling.minReplicas, scaling.maxReplicas);
   return { needed, desired: Math.min(scaling.maxReplicas, Math.max(minimum, needed)) };
+}
+
+/**
+ * Pending reasons that more Pods would not end: the scheduler refuses the Run whatever the pool (the Runtime
+ * suspended, the namespace blocked or at its run-slot cap, the creator forbidden) or it cannot run yet (no source
+ * snapshot). Such Runs are not demand: counting them would start Pods that stay empty.
+ */
+const NOT_WAITING_FOR_A_SLOT: ReadonlySet<string> = new Set([
+  RUN_REASONS.runtimeSuspended,
+  RUN_REASONS.namespaceBlocked,
+  RUN_REASONS.forbidden,
+  RUN_REASONS.runSlotCapReached,
+  RUN_REASONS.sourceNotFound,
+  RUN_REASONS.sourceTooLarge,
+  RUN_REASONS.sourceForbidden,
+  RUN_REASONS.sourceDigestMismatch,
+  RUN_REASONS.sourceSnapshotConflict,
+]);
+
+/** Whether a Pending Run with this status.reason counts as demand for a slot. */
+export function waitsForSlot(pendingReason: string | undefined): boolean {
+  return pendingReason === undefined || !NOT_WAITING_FOR_A_SLOT.has(pendingReason);
 }
