@@ -252,7 +252,7 @@ it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controlle
         },
         WAIT,
       );
-      expect({ path, answer }).toEqual({ path: expect.stringMatching(/^\/(healthz|readyz)$/), answer: true });
+      expect({ path, answer }).toEqual({ path: expect.stringMatching(/^\/(healthz|readyz)$/) as string, answer: true });
     }
     // Leading means its informers listed and watch everything they need; a refused call logs an error.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
