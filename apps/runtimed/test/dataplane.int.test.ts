@@ -162,6 +162,22 @@ test('a Ready function is invoked on its owner directly, and through another Pod
   ]);
 });
 
+test("runtimed's invocation log lines name the Runtime, the Run UID and the invocation ID: served, refused, forwarded and served from a hop", async () => {
+  const run = await readyFunction('logged', 'main:echo');
+  const names = (invocationId: string) => ({ namespace: env.name, runtime: 'rt', runUID: run.metadata.uid, invocationId });
+  await gatewayClient(owner).invokeFunction(request(run, null, 'logged-served'), { metadata: bearer('bob') });
+  await failure((o) => gatewayClient(owner).invokeFunction(request(run, null, 'logged-refused'), { ...o, metadata: bearer('alice') }));
+  await gatewayClient(other).invokeFunction(request(run, null, 'logged-hop'), { metadata: bearer('bob') });
+  expect(await invocationLogs('python-0', 'logged-served')).toEqual([
+    expect.objectContaining({ ...names('logged-served'), msg: 'invocation served', code: 'OK' }),
+  ]);
+  expect(await invocationLogs('python-0', 'logged-refused')).toEqual([
+    expect.objectContaining({ ...names('logged-refused'), msg: 'invocation failed', code: 'Forbidden' }),
+  ]);
+  expect(await invocationLogs('python-1', 'logged-hop')).toEqual([expect.objectContaining({ ...names('logged-hop'), route: 'forwarded' })]);
+  expect(await invocationLogs('python-0', 'logged-hop')).toEqual([expect.objectContaining({ ...names('logged-hop'), port: 'peer' })]);
+});
+
 test('unknown UID and the UID of a deleted Run whose name was re-created: 404', async () => {
   const client = gatewayClient(owner);
   const unknown = await failure((o) =>
