@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -258,15 +258,22 @@ test('the gateway logs one access line per request with its invocation ID and Ru
 describe('a body over 1 MiB from a Python client that writes before it reads gets the 413, not a reset', () => {
   const MiB = 1024 * 1024;
   const script = join(import.meta.dirname, 'fixtures', 'post-large-body.py');
+  // One file for every case, removed with its directory after them.
+  let caFile = '';
+  beforeAll(async () => {
+    const gateway = system.gateway;
+    if (gateway === undefined) throw new Error('no gateway');
+    caFile = join(await mkdtemp(join(tmpdir(), 'gateway-413-')), 'gateway-ca.crt');
+    await writeFile(caFile, gateway.caPem);
+  });
+  afterAll(async () => {
+    if (caFile !== '') await rm(join(caFile, '..'), { recursive: true, force: true });
+  });
   test.each(
     [MiB + 1, 4 * MiB, 32 * MiB].flatMap((size) => ['urllib', 'expect-nowait', 'expect-wait'].map((mode) => [size, mode] as const)),
   )(
     '%i bytes, %s',
     async (size, mode) => {
-      const gateway = system.gateway;
-      if (gateway === undefined) throw new Error('no gateway');
-      const caFile = join(await mkdtemp(join(tmpdir(), 'gateway-413-')), 'gateway-ca.crt');
-      await writeFile(caFile, gateway.caPem);
       const url = system.invokeUrl('py', uidOf(await system.getRun('fn-py')));
       const { stdout } = await promisify(execFile)('python3', [script, url, caFile, String(size), mode], { timeout: 120_000 });
       const seen = JSON.parse(stdout) as { status?: number; body?: string; error?: string };

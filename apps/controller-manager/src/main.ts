@@ -24,6 +24,7 @@ const { values } = parseArgs({
     'internal-ca-dir': { type: 'string' },
     'log-level': { type: 'string' },
     'metrics-address': { type: 'string' },
+    'health-address': { type: 'string' },
     'gateway-host': { type: 'string' },
     'gateway-ca-file': { type: 'string' },
     'runtime-otlp-endpoint': { type: 'string' },

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -10,10 +11,15 @@ export const INPUT_SCRIPT = join(import.meta.dirname, 'bin', 'krt-input.ts');
 /**
  * Writes the kruntimes commands for task code (`krt-artifact`, `krt-input`) into a fresh
  * directory and returns it: wrappers that run the scripts with this server's own node,
- * which the image has (bash task code cannot rely on Python).
+ * which the image has (bash task code cannot rely on Python). The directory lives as long as
+ * this process: it is removed at its exit (after SIGTERM too: the server then exits), so
+ * Runtime Servers restarted in one Pod leave none behind.
  */
 export async function installArtifactCommand(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'krt-bin-'));
+  process.once('exit', () => {
+    rmSync(dir, { recursive: true, force: true });
+  });
   for (const [name, script] of [
     ['krt-artifact', ARTIFACT_SCRIPT],
     ['krt-input', INPUT_SCRIPT],

@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChannelCredentials } from '@grpc/grpc-js';
-import { Watch } from '@kubernetes/client-node';
+import { AuthorizationV1Api, RbacAuthorizationV1Api, Watch } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, DEFAULTS, EVENT_REASONS, RUN_PLURAL } from '@kruntimes/api';
 import type { FunctionMode, Run } from '@kruntimes/api';
@@ -162,6 +162,22 @@ test('a Ready function is invoked on its owner directly, and through another Pod
   ]);
 });
 
+test("runtimed's invocation log lines name the Runtime, the Run UID and the invocation ID: served, refused, forwarded and served from a hop", async () => {
+  const run = await readyFunction('logged', 'main:echo');
+  const names = (invocationId: string) => ({ namespace: env.name, runtime: 'rt', runUID: run.metadata.uid, invocationId });
+  await gatewayClient(owner).invokeFunction(request(run, null, 'logged-served'), { metadata: bearer('bob') });
+  await failure((o) => gatewayClient(owner).invokeFunction(request(run, null, 'logged-refused'), { ...o, metadata: bearer('alice') }));
+  await gatewayClient(other).invokeFunction(request(run, null, 'logged-hop'), { metadata: bearer('bob') });
+  expect(await invocationLogs('python-0', 'logged-served')).toEqual([
+    expect.objectContaining({ ...names('logged-served'), msg: 'invocation served', code: 'OK' }),
+  ]);
+  expect(await invocationLogs('python-0', 'logged-refused')).toEqual([
+    expect.objectContaining({ ...names('logged-refused'), msg: 'invocation failed', code: 'Forbidden' }),
+  ]);
+  expect(await invocationLogs('python-1', 'logged-hop')).toEqual([expect.objectContaining({ ...names('logged-hop'), route: 'forwarded' })]);
+  expect(await invocationLogs('python-0', 'logged-hop')).toEqual([expect.objectContaining({ ...names('logged-hop'), port: 'peer' })]);
+});
+
 test('unknown UID and the UID of a deleted Run whose name was re-created: 404', async () => {
   const client = gatewayClient(owner);
   const unknown = await failure((o) =>
@@ -206,6 +222,49 @@ test('callers: 401 without a token and with a garbage token, 403 without RBAC on
   expect(aliceViaPeer).toMatchObject({ code: 'Forbidden' });
 });
 
+test('a peer hop: the owner authorizes the caller again, though the receiving Pod allowed it from its cache', async () => {
+  const name = 'reauthorized';
+  await new NamespaceAccess(env.cluster, env.name).grantGetRuns('alice', name);
+  const pending = await env.createRun(name, { runtime: 'rt', source: { inline: FUNCTIONS }, mode: { function: { handler: 'main:echo' } } });
+  // The receiving Pod reviews alice on this Run (allowed, cached for the allow TTL) and
+  // answers 503 before any hop: the owner has never reviewed her.
+  const cachedAt = performance.now();
+  const early = await failure((o) =>
+    gatewayClient(other).invokeFunction(request(pending, null, 'before-ready'), { ...o, metadata: bearer('alice') }),
+  );
+  expect(early).toMatchObject({ code: 'RunNotReady' });
+  await env.bind(name, owner);
+  const run = await env.waitForRun(name, 'Ready', (r) => r.status?.phase === 'Ready');
+
+  // Her right revoked, as the API server's authorizer sees it.
+  await env.admin
+    .makeApiClient(RbacAuthorizationV1Api)
+    .deleteNamespacedRoleBinding({ namespace: env.name, name: `get-runs-alice-${name}` });
+  const reviews = env.admin.makeApiClient(AuthorizationV1Api);
+  const resourceAttributes = { namespace: env.name, verb: 'get', group: API_GROUP, resource: RUN_PLURAL, name };
+  await waitFor(
+    'alice refused by the API server',
+    async () =>
+      (await reviews.createSubjectAccessReview({ body: { spec: { user: 'alice', resourceAttributes } } })).status?.allowed === false
+        ? true
+        : undefined,
+    { timeoutMs: 10_000, intervalMs: 100 },
+  );
+  const refused = await failure((o) =>
+    gatewayClient(other).invokeFunction(request(run, null, 'after-revoke'), { ...o, metadata: bearer('alice') }),
+  );
+  expect(refused).toMatchObject({ code: 'Forbidden' });
+  // Still within the receiver's allow TTL: it let her through from its cache and forwarded;
+  // the owner, reviewing her itself, refused.
+  expect(performance.now() - cachedAt).toBeLessThan(DEFAULTS.authzCacheTtlSeconds * 1000);
+  expect(await invocationLogs('python-1', 'after-revoke')).toEqual([
+    expect.objectContaining({ port: 'grpc', route: 'forwarded', owner: 'python-0', code: 'Forbidden' }),
+  ]);
+  expect(await invocationLogs('python-0', 'after-revoke')).toEqual([
+    expect.objectContaining({ port: 'peer', fromPod: 'python-1', code: 'Forbidden' }),
+  ]);
+});
+
 test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504; a raising handler: 500 from the function', async () => {
   const sleeper = await readyFunction('sleeper', 'main:sleep', { invocationTimeoutSeconds: 60 });
   const client = gatewayClient(owner);
@@ -239,6 +298,70 @@ test('overlapping invocations: 429; a handler past invocationTimeoutSeconds: 504
     gatewayClient(other).invokeFunction(request(failing, null), { ...o, metadata: bearer('bob') }),
   );
   expect(failedViaPeer).toMatchObject({ code: 'FunctionFailed', source: 'function' });
+});
+
+/** What an invocation must never change on its Run, and the Events recorded on it. */
+async function runRecord(name: string): Promise<{ phase?: string; attempt?: number; resourceVersion?: string; events: string[] }> {
+  const run = await env.getRun(name);
+  const events = await env.core.listNamespacedEvent({ namespace: env.name, fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}` });
+  return {
+    ...(run.status?.phase === undefined ? {} : { phase: run.status.phase }),
+    ...(run.status?.attempt === undefined ? {} : { attempt: run.status.attempt }),
+    ...(run.metadata.resourceVersion === undefined ? {} : { resourceVersion: run.metadata.resourceVersion }),
+    events: events.items.map((event) => `${event.reason ?? ''} ${String(event.count ?? 0)}`).sort(),
+  };
+}
+
+test("invocation errors (429, 504, 500, directly and through a hop) leave the Run's phase, attempt and resourceVersion as they were, and record no Event", async () => {
+  const runs = {
+    busy: await readyFunction('errors-busy', 'main:sleep', { invocationTimeoutSeconds: 60 }),
+    slow: await readyFunction('errors-slow', 'main:sleep', { invocationTimeoutSeconds: 1 }),
+    failing: await readyFunction('errors-failing', 'main:fail'),
+  };
+  const before = { busy: await runRecord('errors-busy'), slow: await runRecord('errors-slow'), failing: await runRecord('errors-failing') };
+  for (const record of Object.values(before)) expect(record).toMatchObject({ phase: 'Ready', attempt: 1 });
+
+  const marker = join(scratch, 'errors-busy.started');
+  const release = join(scratch, 'errors-busy.release');
+  const inFlight = gatewayClient(owner).invokeFunction(request(runs.busy, { seconds: 50, marker, release }, 'errors-held'), {
+    metadata: bearer('bob'),
+  });
+  await waitFor('the held invocation in flight', async () => ((await pathExists(marker)) ? true : undefined), {
+    timeoutMs: 10_000,
+    intervalMs: 20,
+  });
+  const answers: [string, string][] = [];
+  for (const [via, pod] of [
+    ['owner', owner],
+    ['peer', other],
+  ] as const) {
+    for (const [name, run, payload] of [
+      ['busy', runs.busy, { seconds: 0 }],
+      ['slow', runs.slow, { seconds: 30 }],
+      ['failing', runs.failing, null],
+    ] as const) {
+      const id = `errors-${name}-${via}`;
+      const refused = await failure((o) => gatewayClient(pod).invokeFunction(request(run, payload, id), { ...o, metadata: bearer('bob') }));
+      answers.push([id, refused.code ?? 'none']);
+      // Its log line is written after the answer: whatever the invocation did is done by then.
+      expect((await invocationLogs(pod === owner ? 'python-0' : 'python-1', id)).length).toBe(1);
+    }
+  }
+  await writeFile(release, '');
+  expect(JSON.parse((await inFlight).result.toString('utf8'))).toBe('released');
+  expect(answers).toEqual([
+    ['errors-busy-owner', 'InvocationInFlight'],
+    ['errors-slow-owner', 'InvocationTimeout'],
+    ['errors-failing-owner', 'FunctionFailed'],
+    ['errors-busy-peer', 'InvocationInFlight'],
+    ['errors-slow-peer', 'InvocationTimeout'],
+    ['errors-failing-peer', 'FunctionFailed'],
+  ]);
+  expect({
+    busy: await runRecord('errors-busy'),
+    slow: await runRecord('errors-slow'),
+    failing: await runRecord('errors-failing'),
+  }).toEqual(before);
 });
 
 test('a Run that is not Ready yet: 503 RunNotReady', async () => {
@@ -296,7 +419,7 @@ test('an invoke sent the moment a watch shows the Run Ready is served, on the ow
   }
 });
 
-test('the owner Pod stops answering: 503 OwnerUnavailable from its peer and an OwnerUnreachable Event on the Run', async () => {
+test('the owner Pod stops answering: 503 OwnerUnavailable from its peer, an OwnerUnreachable Event on the Run at most once per 30 s, and no write of the Run', async () => {
   const run = await readyFunction('stranded', 'main:echo', {}, other);
   env.node.freezePod(env.name, 'python-1');
   try {
@@ -328,13 +451,30 @@ test('the owner Pod stops answering: 503 OwnerUnavailable from its peer and an O
       source: { component: 'runtimed' },
       involvedObject: { kind: 'Run', name: 'stranded' },
     });
-    // A second refusal within 30 s records no second Event.
+    const firstRecordedAt = Date.now();
+    const recorded = async (): Promise<number> =>
+      (await env.logs('python-0', 'runtimed')).filter(
+        (line) => line.msg === 'recorded an OwnerUnreachable Event' && line.runUID === run.metadata.uid,
+      ).length;
+    // More refusals within 30 s record no second Event (nor start writing one), and no
+    // refusal writes the Run.
+    const { resourceVersion } = (await env.getRun('stranded')).metadata;
+    for (let i = 0; i < 5; i += 1) await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
+    const ownerUnreachable = async (): Promise<number> =>
+      (
+        await env.core.listNamespacedEvent({ namespace: env.name, fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}` })
+      ).items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable).length;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect([await ownerUnreachable(), await recorded()]).toEqual([1, 1]);
+    expect((await env.getRun('stranded')).metadata.resourceVersion).toBe(resourceVersion);
+    // Once the 30 s since the first have passed, the next refusal records the second.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, firstRecordedAt + 30_000 - Date.now())));
     await failure((o) => client.invokeFunction(request(run, null), { ...o, metadata: bearer('bob') }));
-    const again = await env.core.listNamespacedEvent({
-      namespace: env.name,
-      fieldSelector: `involvedObject.uid=${run.metadata.uid ?? ''}`,
+    await waitFor('the second OwnerUnreachable Event', async () => ((await ownerUnreachable()) === 2 ? true : undefined), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
     });
-    expect(again.items.filter((e) => e.reason === EVENT_REASONS.ownerUnreachable)).toHaveLength(1);
+    expect((await env.getRun('stranded')).metadata.resourceVersion).toBe(resourceVersion);
   } finally {
     env.node.thawPod(env.name, 'python-1');
   }

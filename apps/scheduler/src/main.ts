@@ -5,13 +5,22 @@
 //   --lease-name NAME              default: kruntimes-scheduler
 //   --lease-duration-seconds N     default 15; --renew-deadline-seconds 10; --retry-period-seconds 2
 //   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
+//   --health-address HOST:PORT     the kubelet's probes: /healthz (alive), /readyz (standby, or leading
+//                                  with its informers synced) (default: off)
 //   --workers N                    Runtimes placed in parallel (default 2)
 //   --source-wait-seconds N        a Run whose source cannot be snapshotted (ConfigMap missing, too large,
 //                                  not readable) stays Pending this long, then fails (default 300)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import { parseArgs } from 'node:util';
-import { Manager, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable, positiveNumber } from '@kruntimes/controller-runtime';
+import {
+  Manager,
+  healthEndpointRunnable,
+  leaseFromFlags,
+  loadKubeConfig,
+  metricsEndpointRunnable,
+  positiveNumber,
+} from '@kruntimes/controller-runtime';
 import { Scheduler, SchedulerMetrics } from '@kruntimes/scheduler-core';
 import { pino } from 'pino';
 
@@ -25,6 +34,7 @@ const { values } = parseArgs({
     'renew-deadline-seconds': { type: 'string' },
     'retry-period-seconds': { type: 'string' },
     'metrics-address': { type: 'string' },
+    'health-address': { type: 'string' },
     workers: { type: 'string', default: '2' },
     'source-wait-seconds': { type: 'string', default: String(SOURCE_SNAPSHOT.maxWaitSeconds) },
     'log-level': { type: 'string' },
@@ -47,6 +57,7 @@ try {
     component: 'the scheduler',
     leaderElection: leaseFromFlags(values, process.env, { leaseName: 'kruntimes-scheduler' }),
   });
+  if (values['health-address'] !== undefined) manager.add(healthEndpointRunnable(values['health-address'], manager, logger));
   if (values['metrics-address'] !== undefined)
     manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
   manager.add(

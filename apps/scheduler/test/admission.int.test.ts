@@ -3,6 +3,7 @@ import {
   ADMISSION_POLICY_NAMES,
   API_GROUP,
   API_VERSION,
+  ORIGIN_LABEL,
   RUN_PLURAL,
   RUN_REASONS,
   RUN_SCHEDULE_PLURAL,
@@ -206,4 +207,57 @@ test('a right revoked after create keeps the Run Pending with reason Forbidden a
     observer.stop();
     await scheduler.stop();
   }
+});
+
+test('a synced local Run (spec.origin) keeps its origin label: created without it refused, its removal or change refused; other labels change', async () => {
+  const origin = {
+    local: {
+      runId: '20261204-153000-a1b2c3',
+      lockDigest: `sha256:${'0'.repeat(64)}`,
+      result: {
+        phase: 'Succeeded' as const,
+        reason: 'Completed',
+        message: '',
+        startTime: '2026-12-04T15:30:00Z',
+        completionTime: '2026-12-04T15:30:01Z',
+      },
+    },
+  };
+  const synced = (name: string, labels?: Record<string, string>): Run => ({
+    ...runBody(name, 'shell', { origin }),
+    metadata: { name, ...(labels === undefined ? {} : { labels }) },
+  });
+  const create = (body: Run): Promise<unknown> =>
+    objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: env.name, plural: RUN_PLURAL, body });
+  const patch = (name: string, body: object[]): Promise<unknown> =>
+    objects.patchNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: env.name, plural: RUN_PLURAL, name, body });
+  const labelPath = `/metadata/labels/${ORIGIN_LABEL.replace('/', '~1')}`;
+  const message = `a Run with spec.origin (synced by krt sync) carries the label ${ORIGIN_LABEL}=local`;
+
+  for (const labels of [undefined, { [ORIGIN_LABEL]: 'cluster' }]) {
+    const refused = await refusal(create(synced('unlabelled', labels)));
+    expect({ labels, code: refused?.code, message: refused?.message }).toEqual({
+      labels,
+      code: 422,
+      message: expect.stringContaining(message) as string,
+    });
+  }
+  await create(synced('local', { [ORIGIN_LABEL]: 'local' }));
+  for (const change of [
+    { op: 'remove', path: labelPath },
+    { op: 'replace', path: labelPath, value: 'cluster' },
+    { op: 'remove', path: '/metadata/labels' },
+  ]) {
+    expect({ change, message: (await refusal(patch('local', [change])))?.message }).toEqual({
+      change,
+      message: expect.stringContaining(message) as string,
+    });
+  }
+  await patch('local', [{ op: 'add', path: '/metadata/labels/team', value: 'a' }]);
+  expect((await env.getRun('local')).metadata.labels).toEqual({ [ORIGIN_LABEL]: 'local', team: 'a' });
+
+  // A Run the platform executes has no origin: the label means nothing there.
+  await create({ ...runBody('platform', 'shell'), metadata: { name: 'platform', labels: { [ORIGIN_LABEL]: 'local' } } });
+  await patch('platform', [{ op: 'remove', path: labelPath }]);
+  expect((await env.getRun('platform')).metadata.labels ?? {}).toEqual({});
 });

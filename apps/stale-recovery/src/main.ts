@@ -5,6 +5,8 @@
 //   --lease-name NAME              default: kruntimes-stale-recovery
 //   --lease-duration-seconds N     default 15; --renew-deadline-seconds 10; --retry-period-seconds 2
 //   --metrics-address HOST:PORT    Prometheus /metrics (default: off)
+//   --health-address HOST:PORT     the kubelet's probes: /healthz (alive), /readyz (standby, or leading
+//                                  with its informers synced) (default: off)
 //   --resync SECONDS               look at every Run again this often (default 300; 0: never)
 //   --workers N                    Runs reconciled in parallel (default 2)
 //   --automatic-retry true|false   the cluster retry policy: may a retrySafe task that lost its
@@ -12,7 +14,7 @@
 //                                  KRT_AUTOMATIC_RETRY); a namespace annotation can only narrow it
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { Manager, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import { Manager, healthEndpointRunnable, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -26,6 +28,7 @@ const { values } = parseArgs({
     'renew-deadline-seconds': { type: 'string' },
     'retry-period-seconds': { type: 'string' },
     'metrics-address': { type: 'string' },
+    'health-address': { type: 'string' },
     resync: { type: 'string', default: '300' },
     workers: { type: 'string', default: '2' },
     'automatic-retry': { type: 'string' },
@@ -64,6 +67,7 @@ try {
     component: 'stale-recovery',
     leaderElection: leaseFromFlags(values, process.env, { leaseName: STALE_RECOVERY_LEASE_NAME }),
   });
+  if (values['health-address'] !== undefined) manager.add(healthEndpointRunnable(values['health-address'], manager, logger));
   if (values['metrics-address'] !== undefined)
     manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
   manager.add(

@@ -59,8 +59,13 @@ export interface ArtifactObjectsOptions {
   maxListedKeys?: number;
 }
 
-/** The headers a grant signs (lowercase, as sent). */
-export const SIGNED_UPLOAD_HEADERS = ['content-length', 'content-type', 'x-amz-checksum-sha256'] as const;
+/**
+ * The headers a grant signs (lowercase, as sent). `if-none-match: *` makes every grant
+ * create-only: the store refuses (412) a PUT to a key that holds an object, so no grant
+ * (another one for the same key, or the same one again while it is valid) can overwrite an
+ * object once written, e.g. after runtimed verified it.
+ */
+export const SIGNED_UPLOAD_HEADERS = ['content-length', 'content-type', 'if-none-match', 'x-amz-checksum-sha256'] as const;
 /** S3's bound on the keys of one DeleteObjects request. */
 const DELETE_BATCH = 1000;
 /** SigV4's bound on a presigned URL's lifetime. */
@@ -129,8 +134,9 @@ export class ArtifactObjects {
 
   /**
    * A presigned PUT for `key` whose signature covers Content-Length (so the store refuses
-   * any other body size), Content-Type and x-amz-checksum-sha256 (so it can refuse another
-   * body of the same size), and expires after `expiresInSeconds`.
+   * any other body size), Content-Type, x-amz-checksum-sha256 (so it can refuse another
+   * body of the same size) and If-None-Match: * (so it refuses to replace an object), and
+   * expires after `expiresInSeconds`.
    */
   async presignUpload(key: string, request: UploadGrantRequest): Promise<UploadGrant> {
     const { size, sha256Hex, mediaType, expiresInSeconds } = request;
@@ -157,6 +163,7 @@ export class ArtifactObjects {
         ContentLength: size,
         ContentType: mediaType,
         ChecksumSHA256: checksum,
+        IfNoneMatch: '*',
       }),
       {
         expiresIn: expiresInSeconds,
@@ -174,7 +181,7 @@ export class ArtifactObjects {
     return {
       url,
       method: 'PUT',
-      headers: { 'content-length': String(size), 'content-type': mediaType, 'x-amz-checksum-sha256': checksum },
+      headers: { 'content-length': String(size), 'content-type': mediaType, 'if-none-match': '*', 'x-amz-checksum-sha256': checksum },
       expiresAt: new Date(signingDate.getTime() + expiresInSeconds * 1000),
     };
   }

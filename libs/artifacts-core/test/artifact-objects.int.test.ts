@@ -59,13 +59,14 @@ describe('presigned uploads', () => {
     const grant = await grantFor(objectKey, BODY);
     expect(grant.method).toBe('PUT');
     expect(new URL(grant.url).searchParams.get('X-Amz-SignedHeaders')?.split(';')).toEqual(
-      expect.arrayContaining(['content-length', 'content-type', 'host', 'x-amz-checksum-sha256']),
+      expect.arrayContaining(['content-length', 'content-type', 'host', 'if-none-match', 'x-amz-checksum-sha256']),
     );
     // The checksum is a signed header, not a query parameter that a client could drop.
     expect(new URL(grant.url).searchParams.has('x-amz-checksum-sha256')).toBe(false);
     expect(grant.headers).toEqual({
       'content-length': String(BODY.length),
       'content-type': 'text/csv',
+      'if-none-match': '*',
       'x-amz-checksum-sha256': createHash('sha256').update(BODY).digest('base64'),
     });
     expect(grant.expiresAt.getTime()).toBeGreaterThan(Date.now() + 50_000);
@@ -151,6 +152,25 @@ describe('presigned uploads', () => {
     expect((await put(grant, BODY, grant.url, withoutChecksum)).status).toBe(403);
     expect((await put(grant, BODY, grant.url, { ...grant.headers, 'content-type': 'text/html' })).status).toBe(403);
     expect(await objects.stat(objectKey)).toBeUndefined();
+  });
+
+  test('refused by the store: a written object is never replaced through a grant, neither another body for its key nor the same grant again (412)', async () => {
+    const objectKey = key();
+    const other = Buffer.from('a,b\n6,6\n');
+    const [first, second] = [await grantFor(objectKey, BODY), await grantFor(objectKey, other)];
+    expect((await put(first, BODY)).status).toBe(200);
+    for (const [grant, body] of [
+      [second, other],
+      [first, BODY],
+    ] as const) {
+      const answer = await put(grant, body);
+      expect(answer.status).toBe(412);
+      expect(answer.text).toMatch(/PreconditionFailed/);
+    }
+    // Without the header the signature no longer matches: the condition cannot be dropped.
+    const { 'if-none-match': _condition, ...unconditional } = second.headers;
+    expect((await put(second, other, second.url, unconditional)).status).toBe(403);
+    expect(await objects.sha256(objectKey, 1024)).toEqual({ sha256Hex: sha256Hex(BODY), size: BODY.length });
   });
 
   test('accepted by the store, caught by our check: an object overwritten with the admin credentials has another sha256 and size', async () => {

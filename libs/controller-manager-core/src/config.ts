@@ -28,6 +28,7 @@ import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
  * | `--internal-ca-dir DIR` | ca.crt + ca.key of the internal CA (the mounted Secret kruntimes-internal-ca); signs each Runtime's runtimed TLS Secret | required |
  * | `--log-level LEVEL` | | info (env KRT_LOG_LEVEL) |
  * | `--metrics-address HOST:PORT` | Prometheus /metrics (plaintext) | off |
+ * | `--health-address HOST:PORT` | the kubelet's probes: /healthz, /readyz (plaintext) | off |
  * | `--gateway-host HOST[:PORT]` | the runtime-gateway function Runs' status.endpoint points at (Runtime Pods' KRT_GATEWAY_HOST) | runtimed's own |
  * | `--gateway-ca-file FILE` | PEM certificate(s) of the gateway's CA, read at start; copied as gateway-ca.crt into each runtimed TLS Secret, published as caBundle | none |
  * | `--runtime-otlp-endpoint URL` | OTLP endpoint (HTTP/protobuf) of Runtime Pods' spans: their OTEL_EXPORTER_OTLP_ENDPOINT | none, tracing off there |
@@ -51,6 +52,7 @@ export type ControllerManagerFlag =
   | 'internal-ca-dir'
   | 'log-level'
   | 'metrics-address'
+  | 'health-address'
   | 'gateway-host'
   | 'gateway-ca-file'
   | 'runtime-otlp-endpoint'
@@ -69,6 +71,7 @@ export interface ControllerManagerConfig {
   namespace: string | undefined;
   leaderElection: Omit<ManagerLeaderElection, 'elector'>;
   metricsAddress: string | undefined;
+  healthAddress: string | undefined;
   workload: WorkloadConfig;
   finishedRunsPerRuntime: number;
   internalCa: CertificateAuthority;
@@ -101,6 +104,7 @@ export async function controllerManagerConfig(flags: ControllerManagerFlags, env
       seconds: (flag, value) => number(flag, value, 1),
     }),
     metricsAddress: flags['metrics-address'],
+    healthAddress: flags['health-address'],
     workload: {
       runtimedImage: flags['runtimed-image'] ?? 'kruntimes/runtimed:latest',
       runtimeServerImages: {

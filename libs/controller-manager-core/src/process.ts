@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Manager, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import { Manager, healthEndpointRunnable, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
 import type { ManagerLogger } from '@kruntimes/controller-runtime';
 import { ScheduleController, ScheduleMetrics } from '@kruntimes/schedule-core';
 import type { ControllerManagerConfig } from './config.ts';
@@ -15,7 +15,7 @@ export interface ControllerManagerProcessOptions {
 }
 
 /**
- * The controller-manager process: its metrics on every replica; while it leads, over one
+ * The controller-manager process: its health probes and metrics on every replica; while it leads, over one
  * set of shared informers, the Runtime, finished-Run, ArtifactStore and RunInput
  * controllers (ControllerManager), the RunSchedule controller and the origin controller
  * (Runs synced from `krt run --local`: Pending -> their recorded terminal phase).
@@ -26,6 +26,7 @@ export function controllerManagerProcess({ config, kubeConfig, logger }: Control
   const metrics = new ManagerMetrics();
   const scheduleMetrics = new ScheduleMetrics();
   const inputMetrics = new InputMetrics();
+  if (config.healthAddress !== undefined) manager.add(healthEndpointRunnable(config.healthAddress, manager, logger));
   if (config.metricsAddress !== undefined) {
     const render = (): string => metrics.render() + scheduleMetrics.render() + inputMetrics.render();
     manager.add(metricsEndpointRunnable(config.metricsAddress, render, logger));

@@ -241,6 +241,50 @@ describe('Manager', () => {
     expect(journal).toEqual(['campaign']);
   });
 
+  it('reports its phase: starting, standby while campaigning, syncing until the leader-elected runnables started, running, stopping', async () => {
+    const journal: Journal = [];
+    const elector = new FakeElector(journal);
+    const subject = manager(recordingLogger(), elector);
+    let metricsUp: () => void = () => undefined;
+    let synced: () => void = () => undefined;
+    subject.add(fake(journal, 'metrics', { needsLeaderElection: false, startedWhen: new Promise((resolve) => (metricsUp = resolve)) }));
+    subject.add(fake(journal, 'syncing', { startedWhen: new Promise((resolve) => (synced = resolve)) }));
+    const phases: string[] = [subject.phase];
+    const stop = new AbortController();
+    const exit = subject.run(stop.signal);
+    await eventually(() => journal.includes('start metrics'));
+    phases.push(subject.phase);
+    metricsUp();
+    await eventually(() => journal.includes('campaign'));
+    phases.push(subject.phase);
+    elector.lead();
+    await eventually(() => journal.includes('start syncing'));
+    phases.push(subject.phase);
+    synced();
+    await eventually(() => journal.includes('running syncing'));
+    phases.push(subject.phase);
+    stop.abort();
+    expect(await exit).toBe(0);
+    phases.push(subject.phase);
+    expect(phases).toEqual(['starting', 'starting', 'standby', 'syncing', 'running', 'stopping']);
+  });
+
+  it('without leader election goes from starting to syncing to running', async () => {
+    const journal: Journal = [];
+    const subject = manager(recordingLogger());
+    let synced: () => void = () => undefined;
+    subject.add(fake(journal, 'syncing', { startedWhen: new Promise((resolve) => (synced = resolve)) }));
+    const stop = new AbortController();
+    const exit = subject.run(stop.signal);
+    await eventually(() => journal.includes('start syncing'));
+    expect(subject.phase).toBe('syncing');
+    synced();
+    await eventually(() => journal.includes('running syncing'));
+    expect(subject.phase).toBe('running');
+    stop.abort();
+    expect(await exit).toBe(0);
+  });
+
   it('takes runnables only before it runs, and runs once', async () => {
     const subject = manager(recordingLogger());
     const stop = new AbortController();

@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { stopOnSignals } from '@kruntimes/host';
 import type { ControllerLogger } from './controller.ts';
+import type { ManagerPhase } from './health.ts';
 import { InformerFactory } from './informer-factory.ts';
 import { LeaderElector } from './leader-election.ts';
 import type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
@@ -68,6 +69,7 @@ export class Manager {
   readonly #leaderElection: ManagerLeaderElection | undefined;
   readonly #runnables: Runnable[] = [];
   #running = false;
+  #phase: ManagerPhase = 'starting';
 
   constructor(options: ManagerOptions) {
     this.#kubeConfig = options.kubeConfig;
@@ -75,6 +77,11 @@ export class Manager {
     this.#component = options.component;
     this.#leaderElection = options.leaderElection;
     this.informers = new InformerFactory({ kubeConfig: options.kubeConfig, logger: options.logger });
+  }
+
+  /** Where this process is in its life: what its health endpoint answers (decideReadiness). */
+  get phase(): ManagerPhase {
+    return this.#phase;
   }
 
   /** Adds a runnable; the Manager starts them in the order added (within their group). */
@@ -104,6 +111,7 @@ export class Manager {
       if (stop.aborted) return 0;
       return await this.#lead(stop);
     } finally {
+      this.#phase = 'stopping';
       await everyReplica.stop();
     }
   }
@@ -122,6 +130,7 @@ export class Manager {
     // An object, not a let: the flag flips in the leading callback while run() awaits.
     const term = { failed: false };
     this.#logger.info({ identity }, `campaigning for the ${election.leaseName} lease`);
+    this.#phase = 'standby';
     try {
       await elector.run({
         onStartedLeading: async (signal) => {
@@ -154,8 +163,11 @@ export class Manager {
     };
     const leaderElected = this.#runnables.filter((runnable) => runnable.needsLeaderElection !== false);
     const group = new RunnableGroup(this.#logger);
+    this.#phase = 'syncing';
     const started = await group.start([informers, ...leaderElected], term);
+    if (started === 'started') this.#phase = 'running';
     if (started !== 'failed') await aborted(term);
+    this.#phase = 'stopping';
     await group.stop();
     return started !== 'failed';
   }

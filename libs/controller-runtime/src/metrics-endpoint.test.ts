@@ -1,4 +1,5 @@
-import { parseListenAddress, startMetricsEndpoint } from './metrics-endpoint.ts';
+import { startMetricsEndpoint } from './metrics-endpoint.ts';
+import { parseListenAddress } from './plaintext-endpoint.ts';
 
 describe('the metrics endpoint', () => {
   it('serves /metrics, refuses an Authorization header with 400 and anything else with 404', async () => {

@@ -3,6 +3,7 @@ import {
   ADMISSION_POLICY_NAMES,
   API_GROUP,
   API_VERSION,
+  ORIGIN_LABEL,
   RUN_PLURAL,
   RUN_SCHEDULE_PLURAL,
   RUNTIME_PLURAL,
@@ -68,7 +69,17 @@ export function runCreatorPolicy(): AdmissionObject {
   };
 }
 
-/** At create: `use` on the Runtime, and spec.creator as stamped. On update: spec.creator never changes. */
+/** `object` (or `oldObject`) carries the origin label of a local Run. */
+function originLabelled(object: 'object' | 'oldObject'): string {
+  return `(has(${object}.metadata.labels) && '${ORIGIN_LABEL}' in ${object}.metadata.labels && ${object}.metadata.labels['${ORIGIN_LABEL}'] == 'local')`;
+}
+
+/**
+ * At create: `use` on the Runtime, and spec.creator as stamped. On update: spec.creator
+ * never changes. A Run with spec.origin carries the label the origin controller selects
+ * on (CEL on the CRD sees no labels), or it would stay Pending forever; an update of a
+ * Run that never had it (made before this rule) is let through.
+ */
 export function runAdmissionPolicy(): AdmissionObject {
   return {
     apiVersion: ADMISSION_API,
@@ -97,6 +108,11 @@ export function runAdmissionPolicy(): AdmissionObject {
             "request.operation != 'UPDATE' || (has(object.spec.creator) == has(oldObject.spec.creator) && (!has(object.spec.creator) || object.spec.creator == oldObject.spec.creator))",
           message: 'spec.creator is immutable',
           reason: 'Forbidden',
+        },
+        {
+          expression: `!has(object.spec.origin) || ${originLabelled('object')} || (request.operation == 'UPDATE' && !${originLabelled('oldObject')})`,
+          message: `a Run with spec.origin (synced by krt sync) carries the label ${ORIGIN_LABEL}=local, which its controller selects on; it cannot be removed or changed`,
+          reason: 'Invalid',
         },
       ],
     },

@@ -352,7 +352,18 @@ const status = object(
       {
         protocol: string('Invoke protocol.', { enum: ENDPOINT_PROTOCOLS }),
         url: string('Invoke URL.', { minLength: 1, maxLength: BOUNDS.endpointUrlBytes }),
-        caBundle: string('PEM trust bundle of the gateway, base64.', { format: 'byte', maxLength: caBundleBase64Length }),
+        caBundle: string('PEM trust bundle of the gateway, base64.', {
+          format: 'byte',
+          // Bounds the rule's cost; its padding lets up to 2 bytes past the bound through.
+          maxLength: caBundleBase64Length,
+          'x-kubernetes-validations': [
+            {
+              // CEL sees a `format: byte` string as its decoded bytes.
+              rule: `size(self) <= ${String(BOUNDS.caBundleBytes)}`,
+              message: `caBundle holds at most ${String(BOUNDS.caBundleBytes)} bytes of PEM`,
+            },
+          ],
+        }),
       },
       { required: ['protocol', 'url'] },
     ),

@@ -2,7 +2,7 @@
 // is numbered, a restarted runtimed goes on from the live number, and an older report
 // is refused by the transition rules and by the CRD alike.
 import { CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_GROUP_VERSION, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_GROUP_VERSION, API_VERSION, BOUNDS, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { TransitionRefusedError, transition } from '@kruntimes/run-state';
 import { Cluster } from '@kruntimes/testing';
@@ -97,4 +97,29 @@ test('an older report of the attempt is refused: by the transition rules, and by
   );
   const live = (await objects.getNamespacedCustomObject({ ...target(), name: 'ordered' })) as Run;
   expect(live.status).toMatchObject({ phase: 'Succeeded', reportSequence: 2, outputs: { rows: '3' } });
+});
+
+test('status.endpoint.caBundle: 16 KiB of PEM is accepted by the API server, one byte more is refused', async () => {
+  await boundTask('bundle');
+  const bound = (await objects.getNamespacedCustomObject({ ...target(), name: 'bundle' })) as Run;
+  const withBundle = (bytes: number): Run => ({
+    ...bound,
+    status: {
+      ...bound.status,
+      endpoint: { protocol: 'HTTPS', url: 'https://gateway.example', caBundle: Buffer.alloc(bytes, 'A').toString('base64') },
+    },
+  });
+  const write = (run: Run): Promise<unknown> =>
+    objects.replaceNamespacedCustomObjectStatus({ ...target(), name: 'bundle', body: run }).then(
+      () => undefined,
+      (error: unknown) => String((error as { body?: unknown }).body ?? error),
+    );
+
+  expect(await write(withBundle(BOUNDS.caBundleBytes + 1))).toContain(`caBundle holds at most ${String(BOUNDS.caBundleBytes)} bytes`);
+  expect(await write(withBundle(BOUNDS.caBundleBytes + 2))).toContain(`caBundle holds at most ${String(BOUNDS.caBundleBytes)} bytes`);
+  const live = (await objects.getNamespacedCustomObject({ ...target(), name: 'bundle' })) as Run;
+  expect(live.status?.endpoint).toBeUndefined();
+  expect(await write(withBundle(BOUNDS.caBundleBytes))).toBeUndefined();
+  const accepted = (await objects.getNamespacedCustomObject({ ...target(), name: 'bundle' })) as Run;
+  expect(Buffer.from(accepted.status?.endpoint?.caBundle ?? '', 'base64')).toHaveLength(BOUNDS.caBundleBytes);
 });

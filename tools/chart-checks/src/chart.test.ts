@@ -26,9 +26,15 @@ beforeAll(async () => {
   helm = await ensureHelm();
 });
 
+interface Probe {
+  httpGet?: { path: string; port: string };
+}
 interface Container {
   name: string;
   image: string;
+  ports?: { name: string; containerPort: number }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string }[];
@@ -316,6 +322,29 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     expect(objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'kruntimes-runtimed')).toHaveLength(
       RUNTIME_NAMESPACES.length,
     );
+  });
+
+  it('probes the leader-elected services: /healthz for liveness, /readyz for readiness, on the health port their --health-address serves', () => {
+    for (const name of ['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controller-manager']) {
+      const [container] = podSpec(get(objects, 'Deployment', name, NAMESPACE)).containers;
+      expect({ name, args: container?.args?.filter((arg) => arg.startsWith('--health-address')) }).toEqual({
+        name,
+        args: ['--health-address=:8081'],
+      });
+      expect(container?.ports).toContainEqual({ name: 'health', containerPort: 8081, protocol: 'TCP' });
+      expect(container?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health' });
+      expect(container?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    }
+  });
+
+  it('opens the health port of those services to global.health.probeFrom only', async () => {
+    const rendered = await renderChart(helm, NAMESPACE, [...COMMON, ...set, 'global.health.probeFrom[0].ipBlock.cidr=10.0.0.0/8']);
+    for (const name of ['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controller-manager']) {
+      const ingress = (spec: unknown): unknown[] => (spec as { ingress: unknown[] }).ingress;
+      const health = { from: [{ ipBlock: { cidr: '10.0.0.0/8' } }], ports: [{ port: 'health', protocol: 'TCP' }] };
+      expect(ingress(get(rendered, 'NetworkPolicy', name, NAMESPACE).spec)).toContainEqual(health);
+      expect(ingress(get(objects, 'NetworkPolicy', name, NAMESPACE).spec)).not.toContainEqual(health);
+    }
   });
 
   it('opens the gateway only to the namespaces the values name; no gateway policy without a gateway', () => {

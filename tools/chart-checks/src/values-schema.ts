@@ -103,6 +103,7 @@ const schema: Schema = {
       logLevel: { type: 'string', enum: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] },
       tracing: strictObject({ otlpEndpoint: { type: 'string', pattern: '^(https?://.+)?$' } }),
       metrics: strictObject({ enabled: bool, port }),
+      health: strictObject({ port, probeFrom: { type: 'array', items: { type: 'object' } } }),
       serviceMonitor: strictObject({ enabled: bool, interval: duration, labels: stringMap }),
       watchNamespace: { anyOf: [{ const: '' }, dns1123Label] },
       automaticRetry: bool,

@@ -47,11 +47,15 @@ let rendered: KubeObject[] = [];
 const applied: KubeObject[] = [];
 const children: ChildProcess[] = [];
 const metricsUrl = new Map<Service, string>();
+/** The base URL of each leader-elected service's --health-address. */
+const healthUrl = new Map<Service, string>();
 let gatewayPort = 0;
 let gatewayCaPem = '';
 
 interface RenderedContainer {
   args?: string[];
+  livenessProbe?: { httpGet?: { path: string } };
+  readinessProbe?: { httpGet?: { path: string } };
   env?: { name: string; value?: string }[];
 }
 
@@ -127,12 +131,18 @@ beforeAll(async () => {
     await objects.patch(object, undefined, undefined, 'chart-checks', true, PatchStrategy.ServerSideApply);
     applied.push(object);
   }
-  const ports = await freePorts(5);
-  const [schedulerMetrics = 0, recoveryMetrics = 0, gatewayMetrics = 0, gateway = 0, managerMetrics = 0] = ports;
+  const ports = await freePorts(8);
+  const [schedulerMetrics = 0, recoveryMetrics = 0, gatewayMetrics = 0, gateway = 0, managerMetrics = 0, ...health] = ports;
   gatewayPort = gateway;
   const local = (service: Service, port: number, extra: string[]): string[] =>
     containerArgs(service)
       .map((arg) => (arg.startsWith('--metrics-address=') ? `--metrics-address=${LOOPBACK}:${String(port)}` : arg))
+      .map((arg) => {
+        if (!arg.startsWith('--health-address=')) return arg;
+        const healthPort = health.shift() ?? 0;
+        healthUrl.set(service, `http://${LOOPBACK}:${String(healthPort)}`);
+        return `--health-address=${LOOPBACK}:${String(healthPort)}`;
+      })
       .concat(extra);
 
   for (const [service, port] of [
@@ -229,6 +239,21 @@ it.each(['kruntimes-scheduler', 'kruntimes-stale-recovery', 'kruntimes-controlle
       throw new Error(`${String(error)}\n${await logOf(service)}`);
     });
     expect(holder).toMatch(new RegExp(`^${service}-0_`));
+    // Leading with its informers synced: the rendered probes' paths answer 200 on its health port.
+    const { livenessProbe, readinessProbe } = container(service);
+    for (const path of [livenessProbe?.httpGet?.path, readinessProbe?.httpGet?.path]) {
+      const url = `${healthUrl.get(service) ?? ''}${path ?? ''}`;
+      const answer = await waitFor(
+        `${url} 200`,
+        async () => {
+          const response = await fetch(url);
+          await response.text();
+          return response.status === 200 ? true : undefined;
+        },
+        WAIT,
+      );
+      expect({ path, answer }).toEqual({ path: expect.stringMatching(/^\/(healthz|readyz)$/) as string, answer: true });
+    }
     // Leading means its informers listed and watch everything they need; a refused call logs an error.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect((await logOf(service)).split('\n').filter((line) => /"level":(50|60)/.test(line) || line.includes('forbidden'))).toEqual([]);

@@ -361,6 +361,39 @@ NetworkPolicy of a service that serves nothing but metrics: only the namespaces 
 global.networkPolicy.metricsNamespaces may scrape it; every other ingress is denied.
 (dict "ctx" . "name" NAME "component" C)
 */ -}}
+{{- /*
+The container ports and kubelet probes of a leader-elected service (scheduler,
+stale-recovery, controller-manager; ctx: the subchart's context): /healthz (liveness:
+the process answers) and /readyz (readiness: a standby, or a leader whose informers
+synced) on global.health.port, and the metrics port when metrics are on.
+*/ -}}
+{{- define "kruntimes.probedPorts" -}}
+{{- $global := .Values.global -}}
+ports:
+  - name: health
+    containerPort: {{ $global.health.port }}
+    protocol: TCP
+  {{- if $global.metrics.enabled }}
+  - name: metrics
+    containerPort: {{ $global.metrics.port }}
+    protocol: TCP
+  {{- end }}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  periodSeconds: 10
+  timeoutSeconds: 5
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: health
+  periodSeconds: 5
+  timeoutSeconds: 5
+  failureThreshold: 2
+{{- end }}
+
 {{- define "kruntimes.metricsOnlyNetworkPolicy" -}}
 {{- $global := .ctx.Values.global -}}
 {{- if $global.networkPolicy.enabled }}
@@ -376,13 +409,25 @@ spec:
     matchLabels:
       {{- include "kruntimes.selectorLabels" . | nindent 6 }}
   policyTypes: [Ingress]
-  {{- if and $global.metrics.enabled $global.networkPolicy.metricsNamespaces }}
+  {{- $metrics := and $global.metrics.enabled $global.networkPolicy.metricsNamespaces }}
+  {{- if or $metrics $global.health.probeFrom }}
   ingress:
+    {{- if $metrics }}
     - from:
         {{- include "kruntimes.namespacePeer" $global.networkPolicy.metricsNamespaces | nindent 8 }}
       ports:
         - port: metrics
           protocol: TCP
+    {{- end }}
+    {{- with $global.health.probeFrom }}
+    # The kubelet's probes come from the node; most CNIs allow node-local traffic
+    # whatever the policy, others need the node CIDRs here.
+    - from:
+        {{- toYaml . | nindent 8 }}
+      ports:
+        - port: health
+          protocol: TCP
+    {{- end }}
   {{- else }}
   ingress: []
   {{- end }}

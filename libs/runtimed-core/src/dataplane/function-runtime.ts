@@ -122,7 +122,8 @@ async function invoke(
       timeoutMs: millisFromDuration(request.timeout),
       peerHop: request.peerHop,
     },
-    fields: { port, runUID: request.runUid.slice(0, 64) },
+    // Every line of the invocation names its Runtime (this runtimed's own), Run and, once valid, its ID.
+    fields: { namespace: o.self.namespace, runtime: o.self.runtime, port, runUID: request.runUid.slice(0, 64) },
     validId: false,
   };
   if (o.tracer !== undefined) call.span = serverSpan(o.tracer, call);

@@ -50,6 +50,7 @@ spec:
             - --finished-runs-per-runtime={{ .Values.finishedRunsPerRuntime }}
             - --internal-ca-dir=/var/run/kruntimes/internal-ca
             {{- include "kruntimes.watchArgs" . | nindent 12 }}
+            - --health-address=:{{ .Values.global.health.port }}
             {{- if .Values.global.metrics.enabled }}
             - --metrics-address=:{{ .Values.global.metrics.port }}
             {{- end }}
@@ -76,12 +77,7 @@ spec:
             {{- end }}
           env:
             {{- include "kruntimes.commonEnv" $s | nindent 12 }}
-          {{- if .Values.global.metrics.enabled }}
-          ports:
-            - name: metrics
-              containerPort: {{ .Values.global.metrics.port }}
-              protocol: TCP
-          {{- end }}
+          {{- include "kruntimes.probedPorts" . | nindent 10 }}
           resources:
             {{- toYaml .Values.resources | nindent 12 }}
           securityContext:
