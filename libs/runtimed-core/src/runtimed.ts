@@ -51,6 +51,11 @@ export interface RunningRuntimed {
   healthPort: number;
   /** The watch-backed cache of this Runtime's Pods (peer addresses, readiness). */
   peers: PeerPods;
+  /**
+   * The drain at SIGTERM (docs/operations.md "Drain"): not ready at once, no claims, function
+   * Runs handed over, tasks given the drain window. Resolves when nothing is held here.
+   */
+  drain(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,7 +75,12 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   // The Lease is built after the reconciler (it reports the reconciler's Runs); grants read its expiry when asked.
   const built: { lease?: PodLease } = {};
   const artifacts = await startArtifacts(options, clients, () => built.lease?.expiresAtMs());
-  const { controller, reconciler } = buildReconciler(options, clients, caches, artifacts.task);
+  // A handover's release is written to the Lease before its status write (the third fence proof).
+  const reportReleased = async (): Promise<void> => {
+    if (built.lease === undefined) throw new KruntimesError('Internal', 'the Pod Lease is not started yet');
+    await built.lease.reportNow();
+  };
+  const { controller, reconciler } = buildReconciler(options, clients, caches, artifacts.task, reportReleased);
   const runtimeServer = watchRuntimeServer(clients.server, logger);
   let stopping = false;
   const dataplane = await startDataplane({
@@ -80,7 +90,11 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     peers: caches.peers,
     synced: () => caches.synced(),
     registrationFor: (uid, attempt) => reconciler.registrationFor(uid, attempt),
+    admitInvocation: (uid, attempt) => reconciler.admitInvocation(uid, attempt),
     up: () => !stopping && runtimeServer.serving(),
+  });
+  caches.peers.watchOwn(pod.uid, (own) => {
+    reconciler.observeOwnPod(own);
   });
   const lease = buildPodLease(options, reconciler);
   built.lease = lease;
@@ -112,6 +126,11 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     peerPort,
     healthPort,
     peers: caches.peers,
+    async drain() {
+      // Not ready from now on: the Service and the gateway stop sending invocations here.
+      stopping = true;
+      await reconciler.drain(pod.namespace, config.drainSeconds);
+    },
     async stop() {
       stopping = true;
       runtimeServer.stop();
@@ -242,6 +261,7 @@ function buildReconciler(
   clients: Clients,
   caches: Caches,
   artifacts: TaskArtifacts,
+  reportReleased: () => Promise<void>,
 ): { controller: Controller; reconciler: RunReconciler } {
   const { config, logger, metrics } = options;
   const { pod } = config;
@@ -277,6 +297,7 @@ function buildReconciler(
     enqueue: (key) => {
       controller.enqueue(key);
     },
+    reportReleased,
   });
   exportHeldFunctions(options, reconciler, caches.runs);
   // Only Runs of this Runtime (the cache may hold the namespace's, see buildCaches), plus
