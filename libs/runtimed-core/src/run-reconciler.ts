@@ -159,12 +159,14 @@ export class RunReconciler {
     windowEnd.unref();
     const giveUpAt = drain.deadlineMs + this.#o.cancelGraceMs + DRAIN_END_MARGIN_MS;
     try {
-      while (this.#local.size > 0 && this.#now() < giveUpAt) await sleep(DRAIN_POLL_MS);
+      // A handover unregisters (and forgets the local state) before its status write: it is done once written.
+      while ((this.#local.size > 0 || this.#moving.size > 0) && this.#now() < giveUpAt) await sleep(DRAIN_POLL_MS);
     } finally {
       clearTimeout(windowEnd);
     }
-    if (this.#local.size > 0) log.warn({ left: this.localKeys() }, 'drain ended with Runs still held here');
-    else log.info({ seconds: (this.#now() - drain.sinceMs) / 1000 }, 'drained: nothing is held here any more');
+    if (this.#local.size > 0 || this.#moving.size > 0) {
+      log.warn({ left: this.localKeys(), moving: [...this.#moving.keys()] }, 'drain ended with Runs still held here');
+    } else log.info({ seconds: (this.#now() - drain.sinceMs) / 1000 }, 'drained: nothing is held here any more');
   }
 
   /**
@@ -216,6 +218,8 @@ export class RunReconciler {
     } catch (error) {
       if (error instanceof NotOwnerError) {
         log.info({ reason: error.message }, 'no longer the owner; dropping the Run locally');
+        // Nothing of this epoch is left to hand over.
+        this.#moving.delete(epochKeyOf(epoch.uid, epoch.attempt));
         await this.#release(key, error.message);
         return undefined;
       }
