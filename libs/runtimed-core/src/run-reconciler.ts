@@ -356,8 +356,8 @@ export class RunReconciler {
   async #handOver(ctx: ReconcileContext, why: string): Promise<void> {
     const { epoch, log } = ctx;
     await this.#work.cleanUp(ctx);
-    await this.#o.reportReleased();
-    await this.#o.runs.removeFinalizer(epoch);
+    // Both before the status write, in either order: each costs a round trip the move waits for.
+    await Promise.all([this.#o.reportReleased(), this.#o.runs.removeFinalizer(epoch)]);
     await this.#o.runs.transition(epoch, {
       type: 'HandOver',
       message: `Pod ${this.#o.podName} is stopping: attempt ${String(epoch.attempt)} was unregistered (${why}); the next attempt registers on another Pod`,
