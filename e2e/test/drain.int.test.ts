@@ -1,5 +1,5 @@
 import { PatchStrategy, Watch, setHeaderOptions } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, POD_ANNOTATIONS, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { kruntimesClients, writeTransition } from '@kruntimes/run-client';
 import { System, overlappingServing, servedInvocations } from '../src/index.ts';
@@ -221,3 +221,43 @@ it('a deleted Pod drains: tasks finish, functions move at attempt 2 without spen
   expect(ids.length).toBeGreaterThan(0);
   expect(new Set(ids).size).toBe(ids.length);
 }, 300_000);
+
+/** Writes the scheduler's bind of a Run to a Pod, as a scheduler that had not seen the Pod's mark would. */
+async function bindTo(name: string, pod: { name: string; uid: string }): Promise<void> {
+  const bound = await writeTransition(
+    kruntimesClients(system.admin).runs,
+    { namespace: system.name, name },
+    { type: 'Bind', pod: pod.name, podUID: pod.uid },
+    { writer: 'scheduler', now: () => new Date().toISOString() },
+  );
+  expect(bound.ok).toBe(true);
+}
+
+it('a Pod marked for scale-down refuses claims (PodDraining) and takes them again once the mark is removed', async () => {
+  const pods = await system.waitRuntimeReady(RUNTIME, 2);
+  const marked = pods.find((pod) => pod.metadata?.deletionTimestamp === undefined);
+  const pod = { name: marked?.metadata?.name ?? '', uid: marked?.metadata?.uid ?? '' };
+  const annotate = async (value: string | null): Promise<void> => {
+    await system.core.patchNamespacedPod(
+      { namespace: system.name, name: pod.name, body: { metadata: { annotations: { [POD_ANNOTATIONS.scaleDown]: value } } } },
+      mergePatch,
+    );
+    // runtimed sees its Pod through its watch: give it a moment.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  };
+  // The scheduler is down while the binds are written here.
+  const schedulerBack = system.restartScheduler(10_000);
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  await annotate('true');
+  await createTask('marked', 'print("placed again")\n');
+  await bindTo('marked', pod);
+  const refused = await system.waitForRun('marked', 'given back (PodDraining)', (run) => run.status?.reason === 'PodDraining', 5_000);
+  expect(refused.status).toMatchObject({ phase: 'Pending', attempt: 1 });
+  await annotate(null);
+  await createTask('unmarked', 'print("claimed")\n');
+  await bindTo('unmarked', pod);
+  const claimed = await system.waitForRun('unmarked', 'Succeeded on the Pod', (run) => run.status?.phase === 'Succeeded', 30_000);
+  expect(claimed.status?.assignedPodUID).toBe(pod.uid);
+  await schedulerBack;
+  await system.waitForRun('marked', 'Succeeded once placed again', (run) => run.status?.phase === 'Succeeded', 30_000);
+}, 120_000);
