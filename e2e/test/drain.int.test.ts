@@ -204,6 +204,8 @@ it('a deleted Pod drains: tasks finish, functions move at attempt 2 without spen
     expect(run.status?.assignedPodUID).not.toBe(victimUID);
     expect(observer.reasons.get(name)).toContain('Drained');
     expect(observer.reasons.get(name)).not.toContain('RetryBackoff');
+    const events = await system.core.listNamespacedEvent({ namespace: system.name, fieldSelector: `involvedObject.name=${name}` });
+    expect(events.items.filter((event) => event.reason === 'Drained').map((event) => event.type)).toEqual(['Normal']);
     const { oks, others } = answered[index] ?? { oks: [], others: new Map() };
     // Printed, not asserted: a timing on a shared machine (goal: under 1 s).
     console.log(

@@ -49,6 +49,8 @@ export interface RunReconcilerOptions {
    * before a handover's status write. Resolves once written.
    */
   reportReleased(): Promise<void>;
+  /** Records a Normal Event on a Run (best effort: a failure is logged, never thrown). */
+  recordEvent(run: { name: string; uid: string }, reason: string, message: string): void;
   /** Re-enqueue a key (after a background execution ended). */
   enqueue(key: string): void;
   now?: () => number;

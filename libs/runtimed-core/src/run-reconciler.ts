@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DEFAULTS, RUN_REASONS, runModeKind } from '@kruntimes/api';
+import { DEFAULTS, EVENT_REASONS, RUN_REASONS, runModeKind } from '@kruntimes/api';
 import type { RunSpec } from '@kruntimes/api';
 import { objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReconcileResult } from '@kruntimes/controller-runtime';
@@ -363,6 +363,11 @@ export class RunReconciler {
       message: `Pod ${this.#o.podName} is stopping: attempt ${String(epoch.attempt)} was unregistered (${why}); the next attempt registers on another Pod`,
     });
     log.info({ step: 'handed-over', why }, 'function handed over: unregistered, release reported; Pending for the next attempt');
+    this.#o.recordEvent(
+      { name: epoch.name, uid: epoch.uid },
+      EVENT_REASONS.drained,
+      `Pod ${this.#o.podName} is stopping and handed attempt ${String(epoch.attempt)} over; the next attempt is not counted against maxAttempts`,
+    );
   }
 
   /** The drain window ended with the task still running: stopped the way cancel does, then its end is written. */

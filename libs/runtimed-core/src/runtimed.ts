@@ -19,6 +19,7 @@ import type { RuntimedConfig } from './config.ts';
 import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import type { Tracer } from '@kruntimes/tracing';
+import { recordRunEvent } from './dataplane/owner-events.ts';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
@@ -265,6 +266,7 @@ function buildReconciler(
 ): { controller: Controller; reconciler: RunReconciler } {
   const { config, logger, metrics } = options;
   const { pod } = config;
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
   // The reconciler re-enqueues a key when a background execution ends; the controller
   // that owns the queue is created right after it.
   const controller: Controller = new Controller({
@@ -298,6 +300,13 @@ function buildReconciler(
       controller.enqueue(key);
     },
     reportReleased,
+    recordEvent: (run, reason, message) => {
+      recordRunEvent(core, { namespace: pod.namespace, podName: pod.name }, run, { reason, type: 'Normal', message }, new Date()).catch(
+        (error: unknown) => {
+          logger.warn({ runUID: run.uid, reason, err: error }, 'could not record the Event');
+        },
+      );
+    },
   });
   exportHeldFunctions(options, reconciler, caches.runs);
   // Only Runs of this Runtime (the cache may hold the namespace's, see buildCaches), plus
