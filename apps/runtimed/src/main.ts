@@ -38,6 +38,8 @@ try {
   });
   if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
   void stopOnSignals(logger, async () => {
+    // A Pod told to stop drains first (within its grace period, which the kubelet ends with SIGKILL).
+    await runtimed.drain();
     await runtimed.stop();
     await prometheus?.shutdown();
     await tracing?.shutdown();

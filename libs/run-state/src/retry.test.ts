@@ -1,5 +1,12 @@
 import { BOUNDS, DEFAULTS } from '@kruntimes/api';
-import { AUTOMATIC_RETRY_ALLOWED, backoffSeconds, decideRetry, resolveAutomaticRetryPolicy, resolveRetryPolicy } from './retry.ts';
+import {
+  AUTOMATIC_RETRY_ALLOWED,
+  backoffSeconds,
+  decideRetry,
+  resolveAutomaticRetryPolicy,
+  resolveRetryPolicy,
+  retryBudgetStart,
+} from './retry.ts';
 import type { AutomaticRetryPolicy } from './retry.ts';
 
 describe('resolveRetryPolicy', () => {
@@ -143,5 +150,24 @@ describe('decideRetry with the organisation policy', () => {
     ['function', false, 1, 'ownerLost', forbidden, { retry: true, nextAttempt: 2 }],
   ] as const)('%s retrySafe=%s attempt=%d %s %j', (mode, retrySafe, attempt, cause, automatic, expected) => {
     expect(decideRetry(mode, { maxAttempts: 3, retrySafe }, attempt, cause, 1, automatic)).toMatchObject(expected);
+  });
+});
+
+describe('retryBudgetStart', () => {
+  it.each([
+    ['a new Run', undefined, 1],
+    ['a Run without continuation or move', {}, 1],
+    ['a continuation after input', { resume: { attempt: 3 } }, 3],
+    ['a function handed over twice (planned moves are not failures)', { plannedMoves: 2 }, 3],
+    ['a negative count (never written so; taken as none)', { plannedMoves: -1 }, 1],
+  ] as const)('%s starts at %#', (_name, status, start) => {
+    expect(retryBudgetStart(status)).toBe(start);
+  });
+
+  it('gives a function that lived through moves its whole budget for failures', () => {
+    // maxAttempts 2: attempts 1 and 2 were moved (plannedMoves 2), attempt 3 fails, attempt 4 fails for good.
+    const start = retryBudgetStart({ plannedMoves: 2 });
+    expect(decideRetry('function', { maxAttempts: 2 }, 3, 'attemptFailed', start)).toMatchObject({ retry: true, nextAttempt: 4 });
+    expect(decideRetry('function', { maxAttempts: 2 }, 4, 'attemptFailed', start)).toMatchObject({ retry: false, why: 'retriesExhausted' });
   });
 });

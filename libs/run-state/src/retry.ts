@@ -129,7 +129,12 @@ export function decideRetry(
   return { retry: true, nextAttempt: relativeNext + offset, backoffSeconds: backoffSeconds(resolved, relativeNext) };
 }
 
-/** The first attempt of the Run's current retry budget: its continuation's, or 1. */
-export function retryBudgetStart(status: { resume?: { attempt: number } } | undefined): number {
-  return status?.resume?.attempt ?? 1;
+/**
+ * The first attempt of the Run's current retry budget: its continuation's, or 1, moved on
+ * by every planned move (status.plannedMoves: a function handed over by a stopping Pod),
+ * so that only attempts that failed count against maxAttempts. The two never mix: only a
+ * task continues after input, and only a function is handed over.
+ */
+export function retryBudgetStart(status: { resume?: { attempt: number }; plannedMoves?: number } | undefined): number {
+  return (status?.resume?.attempt ?? 1) + Math.max(status?.plannedMoves ?? 0, 0);
 }

@@ -62,6 +62,7 @@ const samples: Record<RunEventType, { event: RunEvent; spec: Partial<RunSpec>; s
   CancelBeforeAssignment: { event: { type: 'CancelBeforeAssignment' }, spec: { cancelRequested: true } },
   Claim: { event: { type: 'Claim' }, spec: {} },
   RefuseClaim: { event: { type: 'RefuseClaim', reason: 'PodAtCapacity', message: 'Pod pod-a holds 1 of 1' }, spec: {} },
+  HandOver: { event: { type: 'HandOver', message: 'Pod pod-a is stopping' }, spec: functionMode },
   Registered: { event: { type: 'Registered', endpoint: { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' } }, spec: functionMode },
   RegistrationLost: { event: { type: 'RegistrationLost', message: 'runtime server restarted' }, spec: functionMode },
   Succeeded: { event: { type: 'Succeeded', outputs: { answer: '42' } }, spec: {} },
@@ -95,6 +96,7 @@ const allowed: Record<RunEventType, { writers: WriterRole[]; from: RunPhase[] }>
   CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
   Claim: { writers: ['runtimed'], from: ['Scheduled'] },
   RefuseClaim: { writers: ['runtimed'], from: ['Scheduled'] },
+  HandOver: { writers: ['runtimed'], from: ['Running', 'Ready'] },
   Registered: { writers: ['runtimed'], from: ['Running'] },
   RegistrationLost: { writers: ['runtimed'], from: ['Ready'] },
   Succeeded: { writers: ['runtimed'], from: ['Running'] },
@@ -122,6 +124,7 @@ const expectedPhase: Record<RunEventType, RunPhase | 'same'> = {
   CancelBeforeAssignment: 'Cancelled',
   Claim: 'Running',
   RefuseClaim: 'Pending',
+  HandOver: 'Pending',
   Registered: 'Ready',
   RegistrationLost: 'Running',
   Succeeded: 'Succeeded',
@@ -696,6 +699,60 @@ describe('runtimed', () => {
     ],
   ] as const)('refuses to requeue when %s', (_name, run, event, refusal) => {
     expectRefused(transition({ run, event, writer: 'runtimed', now: NOW }), refusal);
+  });
+});
+
+describe('runtimed hands a function Run over when its Pod is told to stop (HandOver)', () => {
+  const handOver: RunEvent = { type: 'HandOver', message: 'Pod pod-a is stopping; unregistered after the in-flight invocation' };
+  const ENDPOINT = { protocol: 'HTTPS', url: 'https://gw/v1/x:invoke' } as const;
+
+  it.each(['Running', 'Ready'] as const)(
+    'from %s: Pending, attempt + 1, assignment cleared, plannedMoves + 1, reason Drained, no backoff',
+    (phase) => {
+      const run = makeRun(phase, functionMode, { startTime: EARLIER, endpoint: ENDPOINT, notBefore: EARLIER, reportSequence: 4 });
+      const status = expectOk(transition({ run, event: handOver, writer: 'runtimed', now: NOW }));
+      expect(status).toMatchObject({ phase: 'Pending', attempt: 2, plannedMoves: 1, reason: 'Drained', startTime: EARLIER });
+      expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Drained' });
+      for (const field of ['assignedPod', 'assignedPodUID', 'notBefore', 'reportSequence']) expect(status).not.toHaveProperty(field);
+      // The endpoint is the gateway's URL of the Run, the same for every attempt (as through a Requeue).
+      expect(status.endpoint).toEqual(ENDPOINT);
+    },
+  );
+
+  it('counts every move: plannedMoves never decreases', () => {
+    const run = makeRun('Ready', functionMode, { attempt: 4, plannedMoves: 3 });
+    expect(expectOk(transition({ run, event: handOver, writer: 'runtimed', now: NOW }))).toMatchObject({ attempt: 5, plannedMoves: 4 });
+  });
+
+  it('does not spend the retry budget: a function moved twice still has all its attempts for failures', () => {
+    const policy = { retryPolicy: { maxAttempts: 2 } };
+    const moved = makeRun('Ready', { ...functionMode, ...policy }, { attempt: 3, plannedMoves: 2 });
+    const failed = { type: 'Requeue', cause: 'attemptFailed', backoffSeconds: 0, message: 'exit 1' } as const;
+    expect(expectOk(transition({ run: moved, event: failed, writer: 'runtimed', now: NOW }))).toMatchObject({ attempt: 4 });
+    const spent = makeRun('Ready', { ...functionMode, ...policy }, { attempt: 4, plannedMoves: 2 });
+    expectRefused(transition({ run: spent, event: failed, writer: 'runtimed', now: NOW }), 'precondition');
+  });
+
+  it.each([
+    ['a task (it runs to its end or is interrupted)', makeRun('Running'), 'precondition'],
+    ['cancel was requested (the owner cancels instead)', makeRun('Ready', { ...functionMode, cancelRequested: true }), 'precondition'],
+    ['Scheduled (nothing registered: the claim is refused instead)', makeRun('Scheduled', functionMode), 'wrongPhase'],
+  ] as const)('is refused for %s', (_name, run, refusal) => {
+    expectRefused(transition({ run, event: handOver, writer: 'runtimed', now: NOW }), refusal);
+  });
+
+  it('refuses a claim on a stopping Pod at the same attempt (RefuseClaim PodDraining)', () => {
+    const event: RunEvent = { type: 'RefuseClaim', reason: 'PodDraining', message: 'Pod pod-a is stopping' };
+    const status = expectOk(transition({ run: makeRun('Scheduled', functionMode), event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Pending', attempt: 1, reason: 'PodDraining' });
+    expect(status).not.toHaveProperty('assignedPodUID');
+    expect(status.plannedMoves).toBeUndefined();
+  });
+
+  it('ends a task still running at the end of the drain window Interrupted, DrainWindowExceeded', () => {
+    const event: RunEvent = { type: 'Interrupted', reason: 'DrainWindowExceeded', message: 'still running after 300 s' };
+    const status = expectOk(transition({ run: makeRun('Running'), event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Interrupted', reason: 'DrainWindowExceeded', completionTime: NOW });
   });
 });
 

@@ -155,6 +155,11 @@ export class ExecutionService {
     return true;
   }
 
+  /** How many executions run now. */
+  get running(): number {
+    return this.#running.size;
+  }
+
   /** Cancels everything (server shutdown) and waits until the processes are gone. */
   async close(): Promise<void> {
     await Promise.all(

@@ -142,6 +142,11 @@ export class FunctionService {
     }
   }
 
+  /** How many registrations this server holds (loading, ready or failed and not yet released). */
+  get registrations(): number {
+    return this.#table.size;
+  }
+
   /** Unloads every function (server shutdown). */
   async close(): Promise<void> {
     await Promise.all(this.#table.list().map((registration) => this.unregister(registration.id)));

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { DEFAULTS } from '@kruntimes/api';
 import { stopOnSignals } from '@kruntimes/host';
@@ -32,7 +33,18 @@ export interface RunningRuntimeServer {
   readonly port: number;
   /** Stops accepting calls, ends every function and execution, closes the listener. */
   shutdown(): Promise<void>;
+  /**
+   * What a Pod told to stop asks (SIGTERM): keep serving while runtimed drains, until the
+   * server holds no execution and no registration, then shut down. The kubelet's SIGKILL
+   * at the end of the grace period is the backstop.
+   */
+  shutdownWhenIdle(): Promise<void>;
 }
+
+/** While waiting for the drain, how often the server looks whether it holds anything. */
+const IDLE_POLL_MS = 100;
+/** How often a waiting server logs what it still holds. */
+const IDLE_LOG_MS = 10_000;
 
 /** Starts a Runtime Server for one language on a loopback address or unix socket. */
 export async function startRuntimeServer(options: RuntimeServerOptions): Promise<RunningRuntimeServer> {
@@ -55,18 +67,35 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
   const port = await server.listen(listen);
   logger.info({ listen, port, language: adapter.language }, 'runtime server listening');
   let stopping: Promise<void> | undefined;
+  const held = (): { registrations: number; executions: number } => ({
+    registrations: functions.registrations,
+    executions: executions.running,
+  });
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      health.setNotServing();
+      await Promise.all([functions.close(), executions.close()]);
+      await server.shutdown();
+      await artifacts.close();
+      logger.info('runtime server stopped');
+    })();
+    return stopping;
+  };
   return {
     port,
-    shutdown() {
-      stopping ??= (async () => {
-        health.setNotServing();
-        await Promise.all([functions.close(), executions.close()]);
-        await server.shutdown();
-        await artifacts.close();
-        logger.info('runtime server stopped');
-      })();
-      return stopping;
+    async shutdownWhenIdle() {
+      logger.info(held(), 'asked to stop: serving until runtimed has drained this Pod');
+      let loggedAt = Date.now();
+      while (stopping === undefined && held().registrations + held().executions > 0) {
+        if (Date.now() - loggedAt >= IDLE_LOG_MS) {
+          logger.info(held(), 'still holding work runtimed drains');
+          loggedAt = Date.now();
+        }
+        await sleep(IDLE_POLL_MS);
+      }
+      await shutdown();
     },
+    shutdown,
   };
 }
 
@@ -74,6 +103,8 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
  * Entry point of a Runtime Server process: flags, environment, pino logger, signals.
  *   --listen ADDRESS   (env KRT_LISTEN; default 127.0.0.1:7450)
  *   --log-level LEVEL  (env KRT_LOG_LEVEL; default info)
+ * Signals: SIGTERM (the Pod is stopping) serves on until runtimed has drained the Pod (no
+ * execution, no registration left); SIGINT stops at once. The kubelet's SIGKILL is the backstop.
  * Tracing: spans exported over OTLP (HTTP/protobuf) as service `kruntimes-<name>` when
  * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off otherwise.
  */
@@ -98,8 +129,10 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
       tracer: tracing?.tracer,
     });
     if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
-    void stopOnSignals(logger, async () => {
-      await server.shutdown();
+    void stopOnSignals(logger, async (signal) => {
+      // SIGTERM: the Pod is stopping, and runtimed drains it (hands functions over, lets tasks
+      // finish) first. SIGINT (a person's Ctrl-C, a test's stop): at once.
+      await (signal === 'SIGTERM' ? server.shutdownWhenIdle() : server.shutdown());
       // After the last invocation ended: its spans are exported too.
       await tracing?.shutdown();
     }).then((code) => process.exit(code));

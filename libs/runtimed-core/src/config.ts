@@ -1,4 +1,5 @@
 import {
+  BOUNDS,
   DEFAULTS,
   RUNTIMED_TLS_MOUNT_PATH,
   RUNTIME_CAPABILITIES,
@@ -34,6 +35,7 @@ import { checkListenAddress } from '@kruntimes/runtime-server-core';
  * | `KRT_LEASE_DURATION_SECONDS`, `KRT_LEASE_RENEW_SECONDS` | the Pod Lease | `90`, `20` |
  * | `KRT_ARTIFACT_GRANTS` | ArtifactGrants (plaintext gRPC for the local Runtime Server): loopback `host:port` (port 0: any free one) or `unix:/path` | `127.0.0.1:0` |
  * | `KRT_CANCEL_GRACE_SECONDS` | SIGTERM -> SIGKILL grace of a cancelled task | `10` |
+ * | `KRT_DRAIN_SECONDS` | the Runtime's `spec.drainSeconds`: after SIGTERM, how long running tasks may finish before they are stopped (Interrupted, DrainWindowExceeded) | `300` |
  * | `KRT_RUNS_PER_POD` | this Pod's Run capacity (the Runtime's `spec.runs` when the Pod was made; the scheduler reads the same variable from the Pod spec): a claim beyond it is refused | unset: not checked |
  * | `KRT_AUTOMATIC_RETRY` | the cluster retry policy (the chart's `global.automaticRetry`, as stale-recovery's `--automatic-retry`): `false` keeps an execution this Pod lost (runtimed restarted, the Runtime Server died) from running again even when the task is retrySafe; the namespace annotation `kruntimes.io/automatic-retry` can only narrow it | `true` |
  * | `KRT_LOG_LEVEL` | pino level | `info` |
@@ -62,6 +64,8 @@ export interface RuntimedConfig {
   leaseDurationSeconds: number;
   leaseRenewSeconds: number;
   cancelGraceSeconds: number;
+  /** The drain window (`KRT_DRAIN_SECONDS`, the Runtime's spec.drainSeconds), counted from SIGTERM. */
+  drainSeconds: number;
   /**
    * The Pod's Run capacity (`KRT_RUNS_PER_POD`, set by the Pod template from the Runtime's
    * `spec.runs`, and what the scheduler counts against for this Pod): runtimed refuses a
@@ -124,6 +128,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     leaseDurationSeconds,
     leaseRenewSeconds,
     cancelGraceSeconds: read.integer('KRT_CANCEL_GRACE_SECONDS', DEFAULTS.cancelGracePeriodSeconds, 0, 3600),
+    drainSeconds: read.integer('KRT_DRAIN_SECONDS', DEFAULTS.drainSeconds, 0, BOUNDS.maxDrainSeconds),
     // The CRD's bounds of spec.runs.
     runsPerPod: read.optional('KRT_RUNS_PER_POD') === undefined ? undefined : read.integer('KRT_RUNS_PER_POD', 1, 1, 256),
     automaticRetry: read.boolean('KRT_AUTOMATIC_RETRY', true),

@@ -5,7 +5,7 @@ import type { FunctionInvocationHooks } from './function-metrics.ts';
 
 /** Outcomes of one RegisterFunction by runtimed. */
 export type RegistrationOutcome = 'registered' | 'reused' | 'failed' | 'indeterminate';
-export type TaskOutcome = 'succeeded' | 'failed' | 'timeout' | 'cancelled' | 'released' | 'waiting_input';
+export type TaskOutcome = 'succeeded' | 'failed' | 'timeout' | 'cancelled' | 'released' | 'waiting_input' | 'drain_window_exceeded';
 
 /** One FunctionRuntime call as it ended: on which port, where it went, with which code ('OK' on success). */
 export interface InvocationOutcome {

@@ -21,7 +21,7 @@ export interface PrometheusMetrics {
  * |---|---|---|
  * | `kruntimes_runtimed_registrations_total` | counter | `outcome`: registered, reused, failed, indeterminate |
  * | `kruntimes_runtimed_active_functions` | gauge | |
- * | `kruntimes_runtimed_task_duration_seconds` | histogram | `outcome`: succeeded, failed, timeout, cancelled, released, waiting_input |
+ * | `kruntimes_runtimed_task_duration_seconds` | histogram | `outcome`: succeeded, failed, timeout, cancelled, released, waiting_input, drain_window_exceeded |
  * | `kruntimes_runtimed_status_write_conflicts_total` | counter | |
  * | `kruntimes_runtimed_lease_renewals_total` | counter | `result`: ok, error |
  * | `kruntimes_runtimed_invocations_total` | counter | `port`: grpc, peer; `route`: local, forwarded, refused; `code`: OK or the error code |

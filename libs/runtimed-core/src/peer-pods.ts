@@ -1,7 +1,7 @@
-import { LABELS } from '@kruntimes/api';
+import { LABELS, POD_ANNOTATIONS } from '@kruntimes/api';
 import type { KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { InformerFactory, isPodReady } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, SharedInformer } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 
 export interface PeerPod {
   name: string;
@@ -51,6 +51,21 @@ export class PeerPods {
 
   get hasSynced(): boolean {
     return this.#informer.hasSynced;
+  }
+
+  /**
+   * Calls `observe` on every change of the Pod with this UID (runtimed's own): whether the
+   * autoscaler marked it for scale-down, and whether it is deleting.
+   */
+  watchOwn(uid: string, observe: (pod: { scaleDown: boolean; deleting: boolean }) => void): void {
+    const seen = (pod: ReadonlyDeep<V1Pod>): void => {
+      if (pod.metadata?.uid !== uid) return;
+      observe({
+        scaleDown: pod.metadata.annotations?.[POD_ANNOTATIONS.scaleDown] !== undefined,
+        deleting: pod.metadata.deletionTimestamp !== undefined,
+      });
+    };
+    this.#informer.addEventHandler({ add: seen, update: seen });
   }
 
   /** The Pod with exactly this UID (a same-named successor is a different Pod). */

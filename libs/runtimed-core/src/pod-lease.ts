@@ -19,6 +19,9 @@ export interface LeaseRunReport {
   released: readonly RunRef[];
 }
 
+/** How often reportNow writes before it gives up (the reconcile that asked retries). */
+const REPORT_TRIES = 3;
+
 /** How many confirmed releases the Lease carries (the newest ones). */
 export const MAX_RELEASED_RUNS = 256;
 
@@ -84,6 +87,8 @@ export class PodLease {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
   #renewing: Promise<void> | undefined;
+  /** A report asked for (reportNow) that has not started yet: later askers join it. */
+  #report: Promise<void> | undefined;
   /** Local time (Date.now) at which the last successful renewal was sent. */
   #renewedAtMs: number | undefined;
 
@@ -105,6 +110,27 @@ export class PodLease {
    */
   expiresAtMs(): number | undefined {
     return this.#renewedAtMs === undefined ? undefined : this.#renewedAtMs + this.#options.durationSeconds * 1000;
+  }
+
+  /**
+   * Writes the Lease now, with the report as it is when the write starts (a handover's
+   * release before its status write): callers that ask before it started share it. Waits
+   * for a renewal in flight first, and tries again on a conflict with it.
+   */
+  reportNow(): Promise<void> {
+    this.#report ??= (async () => {
+      await this.#renewing;
+      this.#report = undefined;
+      for (let tries = 1; ; tries++) {
+        try {
+          await this.renew();
+          return;
+        } catch (error) {
+          if (tries >= REPORT_TRIES) throw error;
+        }
+      }
+    })();
+    return this.#report;
   }
 
   async stop(): Promise<void> {

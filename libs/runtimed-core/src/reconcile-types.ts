@@ -44,6 +44,13 @@ export interface RunReconcilerOptions {
   automaticRetryPolicy: (namespace: string) => Promise<AutomaticRetryPolicy>;
   logger: Logger;
   metrics: RuntimedMetrics;
+  /**
+   * Writes the Pod Lease now, with the releases confirmed so far (the third fence proof),
+   * before a handover's status write. Resolves once written.
+   */
+  reportReleased(): Promise<void>;
+  /** Records a Normal Event on a Run (best effort: a failure is logged, never thrown). */
+  recordEvent(run: { name: string; uid: string }, reason: string, message: string): void;
   /** Re-enqueue a key (after a background execution ended). */
   enqueue(key: string): void;
   now?: () => number;
@@ -73,8 +80,9 @@ export interface Execution {
   /**
    * Set by whoever stops it on purpose, so the execution's own ending writes nothing.
    * `waitingInput`: AwaitInput recorded (or is recording) WaitingInput for this attempt.
+   * `drain`: the Pod's drain window ended while it ran (DrainWindowExceeded).
    */
-  stoppedFor?: 'cancel' | 'expire' | 'release' | 'waitingInput';
+  stoppedFor?: 'cancel' | 'expire' | 'release' | 'waitingInput' | 'drain';
   /**
    * While AwaitInput's status write is in flight: settles once it did (stoppedFor is then
    * still `waitingInput` only if the write succeeded). An ending meanwhile waits for it.

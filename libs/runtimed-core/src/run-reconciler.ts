@@ -1,10 +1,13 @@
-import { RUN_REASONS, runModeKind } from '@kruntimes/api';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DEFAULTS, EVENT_REASONS, RUN_REASONS, runModeKind } from '@kruntimes/api';
 import type { RunSpec } from '@kruntimes/api';
-import { splitObjectKey } from '@kruntimes/controller-runtime';
+import { objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReconcileResult } from '@kruntimes/controller-runtime';
 import { TransitionRefusedError } from '@kruntimes/run-state';
 import { ClaimSlots } from './claim-slots.ts';
 import type { ClaimDecision, SlotRun } from './claim-slots.ts';
+import { claimGate, decideDrainStep, drainFrom } from './drain.ts';
+import type { ClaimGate, Drain, PodStop } from './drain.ts';
 import type { Epoch } from './epoch.ts';
 import { FunctionLifecycle } from './function-lifecycle.ts';
 import { letWaitingExecutionEnd } from './input-wait.ts';
@@ -16,6 +19,7 @@ import { NotOwnerError, StaleCacheError } from './run-client.ts';
 import { RunWork } from './run-work.ts';
 import type { LocalState, ReconcileContext } from './run-work.ts';
 import type { RunReconcilerOptions } from './reconcile-types.ts';
+import { RuntimeServerError } from './runtime-server.ts';
 import { TaskExecution } from './task-execution.ts';
 
 export { FUNCTION_POLL_MS } from './function-lifecycle.ts';
@@ -26,6 +30,16 @@ const WAITING_END_MARGIN_MS = 5_000;
 
 /** Look again this soon after acting on a cache that was behind the live Run. */
 const STALE_CACHE_RETRY_MS = 200;
+
+/** While draining, how often runtimed looks whether it still holds anything. */
+const DRAIN_POLL_MS = 100;
+/** Past the drain window and the cancel grace: how long the last stops and writes may take before runtimed exits anyway. */
+const DRAIN_END_MARGIN_MS = 15_000;
+
+/** The key of one epoch (Run UID and attempt) in the drain's maps. */
+function epochKeyOf(uid: string, attempt: number): string {
+  return `${uid}/${String(attempt)}`;
+}
 
 /**
  * runtimed's reconciler: takes a Run key, plans one step from the cache and local state
@@ -44,6 +58,14 @@ export class RunReconciler {
   readonly #tasks: TaskExecution;
   /** The claims in flight and the capacity check in front of each claim. */
   readonly #slots: ClaimSlots;
+  /** Whether this Pod is stopping or marked for scale-down: then it takes no claim. */
+  readonly #podStop: PodStop = { stopping: false, scaleDown: false };
+  /** Set from SIGTERM on: the drain window. */
+  #drain: Drain | undefined;
+  /** Epochs being handed over (they take no new invocation), with when that began. */
+  readonly #moving = new Map<string, number>();
+  /** Local invocations in flight per epoch, admitted by the dataplane. */
+  readonly #invocations = new Map<string, number>();
 
   constructor(options: RunReconcilerOptions) {
     this.#o = options;
@@ -64,6 +86,87 @@ export class RunReconciler {
       if (state.uid === uid && state.attempt === attempt && state.mode === 'function') return state.registrationId;
     }
     return undefined;
+  }
+
+  /**
+   * Admits one local invocation of an epoch (the dataplane calls the release when it
+   * ended), or none once the epoch is being handed over: the handover waits for every
+   * invocation admitted before, and no invocation starts after it began.
+   */
+  admitInvocation(uid: string, attempt: number): (() => void) | undefined {
+    const key = epochKeyOf(uid, attempt);
+    if (this.#moving.has(key)) return undefined;
+    this.#invocations.set(key, (this.#invocations.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.#invocations.get(key) ?? 1) - 1;
+      if (left > 0) this.#invocations.set(key, left);
+      else this.#invocations.delete(key);
+    };
+  }
+
+  /** Whether this Pod takes claims now (not stopping, not marked for scale-down). */
+  claimGate(): ClaimGate {
+    return claimGate(this.#podStop, this.#o.podName);
+  }
+
+  /**
+   * What the Pod cache says of this Pod: marked for scale-down (claims stop; they start
+   * again if the mark goes), or deleting (claims stop for good; SIGTERM starts the drain).
+   */
+  observeOwnPod(pod: { scaleDown: boolean; deleting: boolean }): void {
+    if (pod.scaleDown !== this.#podStop.scaleDown) {
+      this.#o.logger.info(
+        { scaleDown: pod.scaleDown },
+        pod.scaleDown ? 'marked for scale-down: taking no claims' : 'scale-down mark removed: taking claims again',
+      );
+    }
+    this.#podStop.scaleDown = pod.scaleDown;
+    if (pod.deleting && !this.#podStop.stopping) {
+      this.#podStop.stopping = true;
+      this.#o.logger.info('the Pod is deleting: taking no claims');
+    }
+  }
+
+  /**
+   * The drain (docs/operations.md "Drain"), from SIGTERM: no claim is taken (Runs bound
+   * here go back, PodDraining), every function Run is handed over (its in-flight
+   * invocations first), tasks run on within the window of `drainSeconds`, then the ones
+   * left are stopped and end Interrupted (DrainWindowExceeded) or are retried under the
+   * retry rules. Resolves when this process holds nothing, or at the end of the window
+   * plus the cancel grace and a margin.
+   */
+  async drain(namespace: string, drainSeconds: number): Promise<void> {
+    this.#podStop.stopping = true;
+    const drain = (this.#drain ??= drainFrom(this.#now(), drainSeconds));
+    const log = this.#o.logger;
+    log.info({ drainSeconds, held: this.#local.size }, 'draining: no new claims; handing function Runs over, letting tasks finish');
+    // Everything held here, and every Run bound here but not claimed yet (it is given back).
+    const keys = new Set(this.#local.keys());
+    for (const run of this.#o.cachedRuns(namespace)) {
+      if (run.status?.assignedPodUID === this.#o.podUID) keys.add(objectKey(run));
+    }
+    for (const key of keys) this.#o.enqueue(key);
+    // At the end of the window the tasks still running are stopped by their next reconcile.
+    const windowEnd = setTimeout(
+      () => {
+        for (const key of this.#local.keys()) this.#o.enqueue(key);
+      },
+      Math.max(0, drain.deadlineMs - this.#now()),
+    );
+    windowEnd.unref();
+    const giveUpAt = drain.deadlineMs + this.#o.cancelGraceMs + DRAIN_END_MARGIN_MS;
+    try {
+      // A handover unregisters (and forgets the local state) before its status write: it is done once written.
+      while ((this.#local.size > 0 || this.#moving.size > 0) && this.#now() < giveUpAt) await sleep(DRAIN_POLL_MS);
+    } finally {
+      clearTimeout(windowEnd);
+    }
+    if (this.#local.size > 0 || this.#moving.size > 0) {
+      log.warn({ left: this.localKeys(), moving: [...this.#moving.keys()] }, 'drain ended with Runs still held here');
+    } else log.info({ seconds: (this.#now() - drain.sinceMs) / 1000 }, 'drained: nothing is held here any more');
   }
 
   /**
@@ -106,10 +209,17 @@ export class RunReconciler {
     };
     const log = this.#o.logger.child({ run: key, runUID: epoch.uid, attempt: epoch.attempt });
     try {
-      return await this.#act(action, { key, run, epoch, log });
+      const ctx = { key, run, epoch, log };
+      if (this.#drain !== undefined) {
+        const drained = await this.#drainStep(action, ctx, this.#drain);
+        if (drained !== 'asPlanned') return drained;
+      }
+      return await this.#act(action, ctx);
     } catch (error) {
       if (error instanceof NotOwnerError) {
         log.info({ reason: error.message }, 'no longer the owner; dropping the Run locally');
+        // Nothing of this epoch is left to hand over.
+        this.#moving.delete(epochKeyOf(epoch.uid, epoch.attempt));
         await this.#release(key, error.message);
         return undefined;
       }
@@ -185,8 +295,103 @@ export class RunReconciler {
     }
   }
 
+  /** A Run's step while the Pod drains: 'asPlanned' lets planRun's action go ahead. */
+  async #drainStep(
+    action: Exclude<RunAction, { type: 'ignore' | 'release' }>,
+    ctx: ReconcileContext,
+    drain: Drain,
+  ): Promise<ReconcileResult | undefined | 'asPlanned'> {
+    const { uid, attempt } = ctx.epoch;
+    const key = epochKeyOf(uid, attempt);
+    const isFunction = action.type === 'register' || action.type === 'watch';
+    let movingSinceMs: number | undefined;
+    let inFlight = 0;
+    if (isFunction) {
+      movingSinceMs = this.#moving.get(key) ?? this.#now();
+      // From here on the dataplane admits no invocation of this epoch.
+      this.#moving.set(key, movingSinceMs);
+      inFlight = (this.#invocations.get(key) ?? 0) + (await this.#serverInFlight(this.#local.get(ctx.key)?.registrationId));
+    }
+    const step = decideDrainStep({
+      action: action.type,
+      drain,
+      nowMs: this.#now(),
+      inFlight,
+      movingSinceMs,
+      invocationTimeoutMs: (ctx.run.spec.mode.function?.invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000,
+      executing: this.#local.get(ctx.key)?.execution !== undefined,
+    });
+    switch (step.type) {
+      case 'asPlanned':
+        return 'asPlanned';
+      case 'waitInFlight':
+        return { requeueAfterMs: step.requeueAfterMs };
+      case 'handOver':
+        await this.#handOver(ctx, step.why);
+        this.#moving.delete(key);
+        return undefined;
+      case 'stopTask':
+        await this.#stopForDrain(ctx, drain);
+        return undefined;
+    }
+  }
+
+  /** The Runtime Server's in-flight count of a registration (0 when it holds none). */
+  async #serverInFlight(registrationId: string | undefined): Promise<number> {
+    if (registrationId === undefined) return 0;
+    try {
+      return (await this.#o.server.status(registrationId)).inFlight;
+    } catch (error) {
+      if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') return 0;
+      throw error;
+    }
+  }
+
+  /**
+   * A planned move of a function Run, in the fencing order: UnregisterFunction (found again
+   * after a restart), the release reported in the Pod Lease (the third fence proof), the
+   * finalizer, then HandOver through the fenced writer. Only then may the next attempt
+   * register on another Pod. Idempotent: a failed write repeats the (done) steps.
+   */
+  async #handOver(ctx: ReconcileContext, why: string): Promise<void> {
+    const { epoch, log } = ctx;
+    await this.#work.cleanUp(ctx);
+    // Both before the status write, in either order: each costs a round trip the move waits for.
+    await Promise.all([this.#o.reportReleased(), this.#o.runs.removeFinalizer(epoch)]);
+    await this.#o.runs.transition(epoch, {
+      type: 'HandOver',
+      message: `Pod ${this.#o.podName} is stopping: attempt ${String(epoch.attempt)} was unregistered (${why}); the next attempt registers on another Pod`,
+    });
+    log.info({ step: 'handed-over', why }, 'function handed over: unregistered, release reported; Pending for the next attempt');
+    this.#o.recordEvent(
+      { name: epoch.name, uid: epoch.uid },
+      EVENT_REASONS.drained,
+      `Pod ${this.#o.podName} is stopping and handed attempt ${String(epoch.attempt)} over; the next attempt is not counted against maxAttempts`,
+    );
+  }
+
+  /** The drain window ended with the task still running: stopped the way cancel does, then its end is written. */
+  async #stopForDrain(ctx: ReconcileContext, drain: Drain): Promise<void> {
+    const execution = this.#local.get(ctx.key)?.execution;
+    if (execution === undefined) return;
+    const seconds = Math.round((drain.deadlineMs - drain.sinceMs) / 1000);
+    execution.stoppedFor = 'drain';
+    const { found } = await this.#o.server.cancel(execution.id, this.#o.cancelGraceMs);
+    ctx.log.info({ found, drainSeconds: seconds }, 'the drain window ended: stopping the task');
+    await execution.done;
+    await this.#work.attemptFailed(
+      ctx,
+      `still running when the drain window (${String(seconds)} s) of Pod ${this.#o.podName} ended; stopped`,
+      {
+        interruptReason: RUN_REASONS.drainWindowExceeded,
+      },
+    );
+  }
+
   async #claim(ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const { namespace } = ctx.epoch;
+    const gate = this.claimGate();
+    if (!gate.open) return this.#refuseClaim(ctx, { reason: gate.reason, message: gate.message });
     const self = plain<SlotRun>(ctx.run);
     let decision = this.#slots.decide(self, this.#o.cachedRuns(namespace));
     if (!decision.claim) {
@@ -223,12 +428,17 @@ export class RunReconciler {
    * Pending, no assignment, same attempt, Ready=False PodAtCapacity), fenced on this
    * epoch like every write of the owner: a stale epoch cannot do it.
    */
-  async #refuseClaim(ctx: ReconcileContext, decision: Extract<ClaimDecision, { claim: false }>): Promise<undefined> {
+  async #refuseClaim(
+    ctx: ReconcileContext,
+    decision: Omit<Extract<ClaimDecision, { claim: false }>, 'claim' | 'held' | 'capacity'> & { held?: number; capacity?: number },
+  ): Promise<undefined> {
     this.#slots.release(ctx.epoch.uid);
     await this.#o.runs.transition(ctx.epoch, { type: 'RefuseClaim', reason: decision.reason, message: decision.message }, ctx.run);
     ctx.log.warn(
       { reason: decision.reason, held: decision.held, capacity: decision.capacity },
-      'refused the claim: the Pod is at capacity; the Run goes back to be scheduled',
+      decision.reason === RUN_REASONS.podDraining
+        ? 'refused the claim: the Pod is stopping or marked for scale-down; the Run goes back to be scheduled'
+        : 'refused the claim: the Pod is at capacity; the Run goes back to be scheduled',
     );
     return undefined;
   }

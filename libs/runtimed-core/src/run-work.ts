@@ -146,7 +146,11 @@ export class RunWork {
    * engine decide between another attempt (back to Pending through the scheduler, so
    * capacity is free during the backoff) and Failed.
    */
-  async attemptFailed(ctx: ReconcileContext, message: string, options: { exitCode?: number; interrupted?: boolean } = {}): Promise<void> {
+  async attemptFailed(
+    ctx: ReconcileContext,
+    message: string,
+    options: { exitCode?: number; interrupted?: boolean; interruptReason?: typeof RUN_REASONS.drainWindowExceeded } = {},
+  ): Promise<void> {
     const { run, epoch, log } = ctx;
     const spec = plain<RunSpec>(run.spec);
     const mode = runModeKind(spec);
@@ -154,7 +158,7 @@ export class RunWork {
     // died) may have had side effects nobody saw: like a lost owner, it is retried only
     // when the task declared retrySafe. A failure the code reported itself follows the
     // user's policy.
-    const cause = options.interrupted === true ? 'ownerLost' : 'attemptFailed';
+    const cause = options.interrupted === true || options.interruptReason !== undefined ? 'ownerLost' : 'attemptFailed';
     // Asked only where it can change the answer (like stale-recovery's lost owner): an
     // interrupted retrySafe task. An unreadable policy throws; the reconcile is retried.
     const automatic =
@@ -189,12 +193,18 @@ export class RunWork {
         log.info({ reason: error.message }, 'not requeued');
       }
     }
-    if (!decision.retry && decision.why !== 'retriesExhausted') {
+    // A stop the user did not ask for (the drain window ended) is never Failed, whatever is left of the budget.
+    if (!decision.retry && (decision.why !== 'retriesExhausted' || options.interruptReason !== undefined)) {
       // The execution was lost, not finished: nothing proves what the task did.
-      const refused = decision.why === 'policyForbids' ? decision.policy.message : 'the task is not retrySafe';
+      const refused =
+        decision.why === 'policyForbids'
+          ? decision.policy.message
+          : decision.why === 'retriesExhausted'
+            ? 'no attempts left'
+            : 'the task is not retrySafe';
       await this.o.runs.transition(epoch, {
         type: 'Interrupted',
-        reason: RUN_REASONS.ownerLost,
+        reason: options.interruptReason ?? RUN_REASONS.ownerLost,
         message: `not retried: ${refused}: ${message}`,
       });
       log.info({ why: decision.why }, 'interrupted; not retried');

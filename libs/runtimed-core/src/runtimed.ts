@@ -19,6 +19,7 @@ import type { RuntimedConfig } from './config.ts';
 import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import type { Tracer } from '@kruntimes/tracing';
+import { recordRunEvent } from './dataplane/owner-events.ts';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
@@ -51,6 +52,11 @@ export interface RunningRuntimed {
   healthPort: number;
   /** The watch-backed cache of this Runtime's Pods (peer addresses, readiness). */
   peers: PeerPods;
+  /**
+   * The drain at SIGTERM (docs/operations.md "Drain"): not ready at once, no claims, function
+   * Runs handed over, tasks given the drain window. Resolves when nothing is held here.
+   */
+  drain(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -70,7 +76,12 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
   // The Lease is built after the reconciler (it reports the reconciler's Runs); grants read its expiry when asked.
   const built: { lease?: PodLease } = {};
   const artifacts = await startArtifacts(options, clients, () => built.lease?.expiresAtMs());
-  const { controller, reconciler } = buildReconciler(options, clients, caches, artifacts.task);
+  // A handover's release is written to the Lease before its status write (the third fence proof).
+  const reportReleased = async (): Promise<void> => {
+    if (built.lease === undefined) throw new KruntimesError('Internal', 'the Pod Lease is not started yet');
+    await built.lease.reportNow();
+  };
+  const { controller, reconciler } = buildReconciler(options, clients, caches, artifacts.task, reportReleased);
   const runtimeServer = watchRuntimeServer(clients.server, logger);
   let stopping = false;
   const dataplane = await startDataplane({
@@ -80,7 +91,11 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     peers: caches.peers,
     synced: () => caches.synced(),
     registrationFor: (uid, attempt) => reconciler.registrationFor(uid, attempt),
+    admitInvocation: (uid, attempt) => reconciler.admitInvocation(uid, attempt),
     up: () => !stopping && runtimeServer.serving(),
+  });
+  caches.peers.watchOwn(pod.uid, (own) => {
+    reconciler.observeOwnPod(own);
   });
   const lease = buildPodLease(options, reconciler);
   built.lease = lease;
@@ -112,6 +127,11 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     peerPort,
     healthPort,
     peers: caches.peers,
+    async drain() {
+      // Not ready from now on: the Service and the gateway stop sending invocations here.
+      stopping = true;
+      await reconciler.drain(pod.namespace, config.drainSeconds);
+    },
     async stop() {
       stopping = true;
       runtimeServer.stop();
@@ -242,9 +262,11 @@ function buildReconciler(
   clients: Clients,
   caches: Caches,
   artifacts: TaskArtifacts,
+  reportReleased: () => Promise<void>,
 ): { controller: Controller; reconciler: RunReconciler } {
   const { config, logger, metrics } = options;
   const { pod } = config;
+  const core = options.kubeConfig.makeApiClient(CoreV1Api);
   // The reconciler re-enqueues a key when a background execution ends; the controller
   // that owns the queue is created right after it.
   const controller: Controller = new Controller({
@@ -276,6 +298,14 @@ function buildReconciler(
     metrics,
     enqueue: (key) => {
       controller.enqueue(key);
+    },
+    reportReleased,
+    recordEvent: (run, reason, message) => {
+      recordRunEvent(core, { namespace: pod.namespace, podName: pod.name }, run, { reason, type: 'Normal', message }, new Date()).catch(
+        (error: unknown) => {
+          logger.warn({ runUID: run.uid, reason, err: error }, 'could not record the Event');
+        },
+      );
     },
   });
   exportHeldFunctions(options, reconciler, caches.runs);

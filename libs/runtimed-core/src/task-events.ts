@@ -10,6 +10,7 @@ export const STOPPED_OUTCOME = {
   expire: 'timeout',
   release: 'released',
   waitingInput: 'waiting_input',
+  drain: 'drain_window_exceeded',
 } as const satisfies Record<NonNullable<Execution['stoppedFor']>, TaskOutcome>;
 
 /** How an execution ended, for the log line of a wait's end. */

@@ -1,6 +1,6 @@
 import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
 import { decideRecovery } from './decide.ts';
-import type { RecoveryAction, RunFacts } from './decide.ts';
+import type { RecoveryAction, RecoveryEvidence, RunFacts } from './decide.ts';
 
 const epoch: OwnershipEpoch = { attempt: 1, pod: 'rt-abc', podUID: 'pod-uid-1' };
 const alive: OwnerEvidence = {
@@ -16,6 +16,8 @@ const deletingUnrouted: OwnerEvidence = { ...alive, podDeleting: true, podInServ
 const deletingRouted: OwnerEvidence = { ...alive, podDeleting: true };
 const expired: OwnerEvidence = { ...alive, leaseExpired: true, podInServiceEndpoints: false };
 const silent: OwnerEvidence = { ...alive, ownerStoppedReporting: true };
+const drainingUnrouted: RecoveryEvidence = { ...deletingUnrouted, ownerDraining: true };
+const drainingRouted: RecoveryEvidence = { ...deletingRouted, ownerDraining: true };
 
 const fn: RunFacts = {
   phase: 'Ready',
@@ -34,7 +36,7 @@ const recovering = (run: RunFacts): RunFacts => ({ ...run, readyReason: 'Recover
 
 type Expected = Partial<RecoveryAction> & { type: RecoveryAction['type'] };
 
-const table: [string, RunFacts, OwnerEvidence, Expected][] = [
+const table: [string, RunFacts, RecoveryEvidence, Expected][] = [
   // healthy owners
   ['a Ready function with a healthy owner', fn, alive, { type: 'none' }],
   ['a running task with a healthy owner', task, alive, { type: 'none' }],
@@ -55,6 +57,30 @@ const table: [string, RunFacts, OwnerEvidence, Expected][] = [
     { ...fn, phase: 'Running', readyReason: 'Registering' },
     gone,
     { type: 'requeue' },
+  ],
+  // a drain: the deleting owner hands its Runs over itself (no attempt spent on a planned move)
+  ['function, owner draining, Pod unrouted: the owner hands it over', fn, drainingUnrouted, { type: 'none' }],
+  ['function, owner draining, still routed: not suspect', fn, drainingRouted, { type: 'none' }],
+  ['function Recovering, owner draining: left to the owner', recovering(fn), drainingUnrouted, { type: 'none' }],
+  ['task, owner draining: it runs to its end in the drain window', task, drainingUnrouted, { type: 'none' }],
+  [
+    'function, owner draining but it confirmed the release without writing: requeue',
+    fn,
+    { ...drainingUnrouted, ownerConfirmedRelease: epoch },
+    { type: 'requeue', cause: 'ownerConfirmedRelease' },
+  ],
+  ['function, the draining Pod is gone: requeue', fn, { ...gone, ownerDraining: true }, { type: 'requeue', cause: 'podGone' }],
+  [
+    'function, the drain is over (grace ended or Lease lost): requeue as today',
+    fn,
+    { ...drainingUnrouted, ownerDraining: false },
+    { type: 'requeue', cause: 'podDeletingAndUnrouted' },
+  ],
+  [
+    'deleting Run, owner draining: the finalizer rules are unchanged',
+    { ...fn, deleting: true },
+    drainingUnrouted,
+    { type: 'removeFinalizer', cause: 'podDeletingAndUnrouted' },
   ],
   // fenced tasks
   ['task not retrySafe, Pod gone: Interrupted OwnerLost', task, gone, { type: 'interrupt', reason: 'OwnerLost', cause: 'podGone' }],

@@ -28,6 +28,17 @@ export interface RunFacts {
   automaticRetry?: AutomaticRetryPolicy;
 }
 
+/** The evidence about the owner, and whether it is draining (it hands its Runs over itself). */
+export interface RecoveryEvidence extends OwnerEvidence {
+  /**
+   * The owner Pod is deleting but its grace period has not ended, and its runtimed still
+   * renews its Lease and lists the Run: it drains (docs/operations.md "Drain"), handing
+   * function Runs over and letting tasks finish. Not lost: a requeue now would count the
+   * planned move against maxAttempts and race the owner's own handover.
+   */
+  ownerDraining?: boolean;
+}
+
 /** Why stale-recovery suspects the owner (metrics label `cause` while not fenced). */
 export type Suspicion = 'podDeleting' | 'leaseExpired' | 'ownerStoppedReporting';
 /** The `cause` label of kruntimes_recoveries_total. */
@@ -64,7 +75,7 @@ const PROOF_TEXT: Record<FenceProof, string> = {
  * evidence about its owner, the one action to take (docs/lifecycle.md and "How recovery works" in docs/operations.md). The
  * reconciler gathers the evidence and performs the action as one fenced write.
  */
-export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): RecoveryAction {
+export function decideRecovery(run: RunFacts, evidence: RecoveryEvidence): RecoveryAction {
   const { epoch } = run;
   if (run.deleting) {
     if (!run.cleanupFinalizer) return { type: 'none', why: 'deleting without the cleanup finalizer' };
@@ -86,6 +97,11 @@ export function decideRecovery(run: RunFacts, evidence: OwnerEvidence): Recovery
   }
 
   const fence = decideFence(epoch, evidence);
+  // Only the owner's own confirmation (it released and then did not write) or the Pod's
+  // end overrides a drain; a Pod out of the Service endpoints is what a drain looks like.
+  if (evidence.ownerDraining === true && !(fence.fenced && fence.proof !== 'podDeletingAndUnrouted')) {
+    return { type: 'none', why: 'the owner Pod is draining within its grace period and hands the Run over itself' };
+  }
   const recovering = run.readyReason === RUN_REASONS.recovering;
   if (!fence.fenced) {
     if (!fence.suspect) {

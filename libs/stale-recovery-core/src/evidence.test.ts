@@ -125,4 +125,24 @@ describe('ownerEvidence', () => {
     expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: lease() }).ownerStoppedReporting).toBe(true);
     expect(ownerEvidence({ ...base, ownerStoppedReporting: true, pod, lease: seen(10_001) }).ownerStoppedReporting).toBe(false);
   });
+  describe('a deleting Pod whose owner drains (hands its Runs over itself)', () => {
+    const draining = { deleting: true, inServiceEndpoints: false, withinGracePeriod: true };
+    it.each([
+      ['within the grace period, Lease fresh, the Run held', draining, lease(), false, true],
+      ['the grace period ended (the kubelet kills what is left)', { ...draining, withinGracePeriod: false }, lease(), false, false],
+      ['the Lease expired (runtimed is gone or frozen)', draining, seen(10_001), false, false],
+      ['the Lease is another Pod UID', draining, lease({ holderIdentity: 'other' }), false, false],
+      ['the owner stopped listing the Run', draining, lease(), true, false],
+      [
+        'the owner released the Run and did not write (its chance is over)',
+        draining,
+        lease({ report: { held: [], released: [{ uid: 'run', attempt: 2 }] } }),
+        true,
+        false,
+      ],
+      ['not deleting', { deleting: false, inServiceEndpoints: true, withinGracePeriod: true }, lease(), false, false],
+    ] as const)('%s: ownerDraining %#', (_name, pod, facts, stoppedReporting, expected) => {
+      expect(ownerEvidence({ ...base, pod, lease: facts, ownerStoppedReporting: stoppedReporting }).ownerDraining).toBe(expected);
+    });
+  });
 });

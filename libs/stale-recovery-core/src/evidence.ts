@@ -1,4 +1,5 @@
-import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import type { OwnershipEpoch } from '@kruntimes/fencing';
+import type { RecoveryEvidence } from './decide.ts';
 import { includesRef } from './lease-report.ts';
 import type { LeaseReport } from './lease-report.ts';
 
@@ -7,6 +8,11 @@ export interface PodFacts {
   deleting: boolean;
   /** Among the ready endpoints of its Runtime's Service (a deleting Pod never is). */
   inServiceEndpoints: boolean;
+  /**
+   * Deleting, and its deletionTimestamp (deletion request + grace period, set by the API
+   * server) is still ahead: the kubelet has not yet killed what is left.
+   */
+  withinGracePeriod?: boolean;
 }
 
 /**
@@ -65,7 +71,7 @@ export interface EvidenceInput {
  * writes the outcome right after; a release seen in between must not turn a task that
  * exited non-zero into Interrupted.)
  */
-export function ownerEvidence({ runUID, epoch, pod, lease, nowMs, ownerStoppedReporting }: EvidenceInput): OwnerEvidence {
+export function ownerEvidence({ runUID, epoch, pod, lease, nowMs, ownerStoppedReporting }: EvidenceInput): RecoveryEvidence {
   const state = leaseState(lease, epoch.podUID, nowMs);
   const ownLease = state === 'unknown' ? undefined : lease;
   const settled = state === 'expired' || ownerStoppedReporting;
@@ -81,5 +87,7 @@ export function ownerEvidence({ runUID, epoch, pod, lease, nowMs, ownerStoppedRe
     ownerConfirmedRelease: released ? epoch : undefined,
     leaseExpired: pod !== undefined && state === 'expired',
     ownerStoppedReporting: pod !== undefined && state === 'fresh' && ownerStoppedReporting,
+    // A draining owner renews its Lease to the end; a silent or expired one is judged as today.
+    ownerDraining: pod?.deleting === true && pod.withinGracePeriod === true && state === 'fresh' && !ownerStoppedReporting && !released,
   };
 }

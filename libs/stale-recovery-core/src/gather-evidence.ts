@@ -2,9 +2,9 @@ import type { V1Lease } from '@kubernetes/client-node';
 import type { Run } from '@kruntimes/api';
 import { serviceEndpoints } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
-import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import type { OwnershipEpoch } from '@kruntimes/fencing';
 import { classify } from '@kruntimes/run-state';
-import type { RunFacts } from './decide.ts';
+import type { RecoveryEvidence, RunFacts } from './decide.ts';
 import { leaseState, ownerEvidence } from './evidence.ts';
 import type { LeaseFacts, PodFacts } from './evidence.ts';
 import type { LeaseObservations } from './lease-observations.ts';
@@ -19,6 +19,11 @@ export interface EvidenceInput {
   facts: RunFacts;
   /** Monotonic milliseconds (MonotonicClock.now, as the LeaseObservations' clock). */
   nowMs: number;
+  /**
+   * Wall-clock milliseconds, compared with a deleting Pod's deletionTimestamp (the API
+   * server's clock: a skew moves the end of a drain by as much, bounded by the Lease).
+   */
+  wallNowMs: number;
 }
 
 /** Where the evidence comes from: the caches, and when this process saw each Lease change. */
@@ -31,8 +36,8 @@ export interface EvidenceSources {
 export function gatherEvidence(
   sources: EvidenceSources,
   tracker: ReportingTracker,
-  { namespace, run, facts, nowMs }: EvidenceInput,
-): OwnerEvidence {
+  { namespace, run, facts, nowMs, wallNowMs }: EvidenceInput,
+): RecoveryEvidence {
   const { caches } = sources;
   const epoch = facts.epoch;
   if (epoch === undefined) {
@@ -45,8 +50,10 @@ export function gatherEvidence(
   let podFacts: PodFacts | undefined;
   if (pod !== undefined) {
     const service = caches.services.get(run.spec.runtime, namespace);
+    const deletion = pod.metadata?.deletionTimestamp;
     podFacts = {
-      deleting: pod.metadata?.deletionTimestamp !== undefined,
+      deleting: deletion !== undefined,
+      withinGracePeriod: deletion !== undefined && new Date(deletion).getTime() > wallNowMs,
       inServiceEndpoints: service !== undefined && serviceEndpoints(service, pods).some((endpoint) => endpoint.podUID === epoch.podUID),
     };
   }

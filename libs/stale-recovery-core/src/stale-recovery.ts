@@ -3,12 +3,12 @@ import { RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Controller, InformerFactory, objectKey, splitObjectKey, systemMonotonicClock } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, MonotonicClock, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import type { OwnerEvidence, OwnershipEpoch } from '@kruntimes/fencing';
+import type { OwnershipEpoch } from '@kruntimes/fencing';
 import type { Refused, WriteResult } from '@kruntimes/run-client';
 import { resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { decideRecovery } from './decide.ts';
-import type { RecoveryAction, RunFacts } from './decide.ts';
+import type { RecoveryAction, RecoveryEvidence, RunFacts } from './decide.ts';
 import { leaseExpiresAtMs, leaseState } from './evidence.ts';
 import { gatherEvidence, ownerLease } from './gather-evidence.ts';
 import { LeaseObservations, observeLeases } from './lease-observations.ts';
@@ -249,9 +249,9 @@ export class StaleRecovery {
   }
 
   /** The evidence now; a Lease's expiry is judged on the monotonic clock. */
-  #evidence(namespace: string, run: ReadonlyDeep<Run>, facts: RunFacts): OwnerEvidence {
+  #evidence(namespace: string, run: ReadonlyDeep<Run>, facts: RunFacts): RecoveryEvidence {
     const sources = { caches: this.#caches, observations: this.#leaseObservations };
-    return gatherEvidence(sources, this.#tracker, { namespace, run, facts, nowMs: this.#clock.now() });
+    return gatherEvidence(sources, this.#tracker, { namespace, run, facts, nowMs: this.#clock.now(), wallNowMs: this.#now() });
   }
 
   /** A healthy owned Run is looked at again when its owner's Lease would expire without a change. */

@@ -59,7 +59,8 @@ export async function startServerProcess(mainTs: string, env: Record<string, str
       channel.close();
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
+      // SIGINT stops at once; SIGTERM (a Pod told to stop) would wait for runtimed's drain.
+      child.kill('SIGINT');
       await exited;
     },
   };

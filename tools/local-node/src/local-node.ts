@@ -353,7 +353,10 @@ export class LocalNode {
   /** Graceful deletion: SIGTERM, grace, SIGKILL, final status, then delete with grace 0. */
   async #finishDeletion(pod: V1Pod, runtime: PodRuntime | undefined): Promise<void> {
     if (runtime !== undefined) {
-      await runtime.terminate();
+      // The grace of this deletion (the API server's deletionGracePeriodSeconds: the delete's
+      // own, else the Pod's terminationGracePeriodSeconds), read from the deleting Pod: the
+      // runtime may still hold the Pod as it was before the delete.
+      await runtime.terminate(deletionGraceSeconds(pod) * 1000);
       if (!runtime.zombie) await this.#patchStatus(pod, runtime.status(pod.status));
     }
     try {
@@ -416,3 +419,8 @@ function serializeDates(value: unknown): unknown {
 }
 
 const silentLogger: LocalNodeLogger = { info: () => undefined, error: () => undefined, debug: () => undefined };
+
+/** The grace period of a Pod's deletion, as the kubelet takes it. */
+export function deletionGraceSeconds(pod: V1Pod): number {
+  return pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+}

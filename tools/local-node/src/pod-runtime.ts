@@ -21,7 +21,7 @@ import { ContainerConfigError, errorMessage } from './errors.ts';
 import { expand } from './expand.ts';
 import { groupAlive, signalGroup } from '@kruntimes/host';
 import type { Watchdog } from '@kruntimes/host';
-import { startProcessGroup } from './process-group.ts';
+import { descendantGroups, processTable, startProcessGroup } from './process-group.ts';
 import type { ExitStatus } from './process-group.ts';
 import { probeTiming, runProbe } from './probes.ts';
 import { prepareContainerRoot, prepareVolumes } from './volumes.ts';
@@ -386,7 +386,10 @@ export class PodRuntime {
     const exitedInGrace = await Promise.race([state.exited.then(() => true), sleep(graceMs).then(() => false)]);
     if (!exitedInGrace) {
       this.#deps.onEvent({ type: 'Killing', pod: this.key, uid: this.uid, container: container.spec.name, signal: 'SIGKILL' });
+      // Read before the leader dies: the groups its processes started (tasks) die with it, as in a container's cgroup.
+      const others = descendantGroups(state.pid, await processTable());
       signalGroup(state.pid, 'SIGKILL');
+      for (const group of others) signalGroup(group, 'SIGKILL');
       await Promise.race([state.exited, sleep(KILL_WAIT_MS)]);
     }
   }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFile, readdir } from 'node:fs/promises';
 import { LocalNodeError } from './errors.ts';
 import { ContainerLogWriter } from './log-writer.ts';
 
@@ -43,4 +44,54 @@ export function startProcessGroup(
     });
   });
   return { pid: child.pid ?? -1, exited, logsClosed: logs.closed };
+}
+
+/** One process as /proc/<pid>/stat shows it: its parent and its process group. */
+export interface ProcessEntry {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+}
+
+/**
+ * The process groups, other than the leader's own, of every descendant of `leader`: what a
+ * container started in groups of its own (the Runtime Server's tasks). A container runtime's
+ * kill reaches every process of the container (its cgroup); the local node reaches them by
+ * the process tree, read before the leader dies (its orphans are then re-parented).
+ */
+export function descendantGroups(leader: number, processes: readonly ProcessEntry[]): number[] {
+  const children = new Map<number, ProcessEntry[]>();
+  for (const entry of processes) children.set(entry.ppid, [...(children.get(entry.ppid) ?? []), entry]);
+  const groups = new Set<number>();
+  const queue = [leader];
+  for (let pid = queue.shift(); pid !== undefined; pid = queue.shift()) {
+    for (const child of children.get(pid) ?? []) {
+      if (child.pgrp !== leader) groups.add(child.pgrp);
+      queue.push(child.pid);
+    }
+  }
+  return [...groups];
+}
+
+/** Every process of the machine from /proc (Linux); none where /proc cannot be read. */
+export async function processTable(): Promise<ProcessEntry[]> {
+  const entries: ProcessEntry[] = [];
+  let names: string[];
+  try {
+    names = await readdir('/proc');
+  } catch {
+    return entries;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, 'utf8');
+      // After the ")" that ends the command name: state ppid pgrp ...
+      const [, ppid = '', pgrp = ''] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      entries.push({ pid: Number(name), ppid: Number(ppid), pgrp: Number(pgrp) });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return entries;
 }

@@ -33,8 +33,13 @@ export type SourceProblemReason =
   | typeof RUN_REASONS.sourceDigestMismatch
   | typeof RUN_REASONS.sourceSnapshotConflict;
 export type TimeoutReason = typeof RUN_REASONS.timeout | typeof RUN_REASONS.idleTimeout;
-export type ClaimRefusalReason = typeof RUN_REASONS.podAtCapacity;
-export type InterruptReason = typeof RUN_REASONS.ownerLost | typeof RUN_REASONS.cancelUnconfirmed;
+/** PodAtCapacity: the Pod's slots are taken; PodDraining: the Pod is stopping or marked for scale-down. */
+export type ClaimRefusalReason = typeof RUN_REASONS.podAtCapacity | typeof RUN_REASONS.podDraining;
+export type InterruptReason =
+  | typeof RUN_REASONS.ownerLost
+  | typeof RUN_REASONS.cancelUnconfirmed
+  /** runtimed: its Pod was told to stop and the task was still running when the drain window ended. */
+  | typeof RUN_REASONS.drainWindowExceeded;
 
 export type RunEvent =
   /** scheduler: the Run stays Pending and says why. */
@@ -57,6 +62,13 @@ export type RunEvent =
    * (nothing ran), for the scheduler to place again.
    */
   | { type: 'RefuseClaim'; reason: ClaimRefusalReason; message: string }
+  /**
+   * runtimed: its Pod was told to stop (rollout, scale-down, eviction, node drain) and it
+   * unregistered the function Run (in-flight invocations ended) and reported the release:
+   * Running or Ready -> Pending, attempt + 1 for the next owner, no backoff, counted in
+   * status.plannedMoves and not against maxAttempts (reason Drained).
+   */
+  | { type: 'HandOver'; message: string }
   /** runtimed: function Running -> Ready with its endpoint. */
   | { type: 'Registered'; endpoint: RunEndpoint }
   /** runtimed: the Runtime Server lost the registration; Ready -> Running (registration recovery). */

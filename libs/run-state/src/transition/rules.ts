@@ -46,6 +46,7 @@ export const TRANSITION_RULES: Readonly<Record<RunEventType, EventRule>> = {
   CancelBeforeAssignment: { writers: ['scheduler'], from: ['Pending'] },
   Claim: { writers: ['runtimed'], from: ['Scheduled'] },
   RefuseClaim: { writers: ['runtimed'], from: ['Scheduled'] },
+  HandOver: { writers: ['runtimed'], from: ['Running', 'Ready'] },
   Registered: { writers: ['runtimed'], from: ['Running'] },
   RegistrationLost: { writers: ['runtimed'], from: ['Ready'] },
   Succeeded: { writers: ['runtimed'], from: ['Running'] },

@@ -18,7 +18,7 @@ import {
 import type { TransitionContext } from './status.ts';
 
 type RuntimedEvent =
-  'Claim' | 'RefuseClaim' | 'Registered' | 'RegistrationLost' | 'Succeeded' | 'TimedOut' | 'CancelAccepted' | 'WaitForInput';
+  'Claim' | 'RefuseClaim' | 'HandOver' | 'Registered' | 'RegistrationLost' | 'Succeeded' | 'TimedOut' | 'CancelAccepted' | 'WaitForInput';
 
 export const RUNTIMED_HANDLERS: Pick<EventHandlers, RuntimedEvent> = {
   Claim: (ctx) => {
@@ -39,6 +39,7 @@ export const RUNTIMED_HANDLERS: Pick<EventHandlers, RuntimedEvent> = {
   // the would-be owner itself, fenced on its epoch, so that epoch can never start.
   RefuseClaim: (ctx, event) =>
     accept(withReady(ctx, { ...withoutAssignment(ctx.previous), phase: 'Pending' }, false, event.reason, event.message)),
+  HandOver: handOver,
   Registered: registered,
   RegistrationLost: (ctx, event) =>
     accept(withReady(ctx, { ...ctx.previous, phase: 'Running' }, false, RUN_REASONS.registrationLost, event.message)),
@@ -53,6 +54,26 @@ export const RUNTIMED_HANDLERS: Pick<EventHandlers, RuntimedEvent> = {
   },
   WaitForInput: waitForInput,
 };
+
+/**
+ * A planned move of a function Run off a stopping Pod. It needs a new attempt (the fence:
+ * the next owner registers another epoch), but it is no failure: no backoff, and
+ * status.plannedMoves, which never decreases, takes it out of the retry budget
+ * (retryBudgetStart). With cancel requested the owner cancels instead.
+ */
+function handOver(ctx: TransitionContext, event: EventOf<'HandOver'>): TransitionResult {
+  if (ctx.mode !== 'function')
+    return refuse(ctx, 'precondition', 'only function Runs are handed over; a task runs to its end or is interrupted');
+  if (ctx.cancelRequested) return refuseCancelRequested(ctx);
+  const { notBefore: _notBefore, ...previous } = withoutAssignment(ctx.previous);
+  const status: RunStatus = {
+    ...previous,
+    phase: 'Pending',
+    attempt: ctx.attempt + 1,
+    plannedMoves: (ctx.previous.plannedMoves ?? 0) + 1,
+  };
+  return accept(withReady(ctx, status, false, RUN_REASONS.drained, event.message));
+}
 
 /** A function Run accepts invokes at its endpoint. */
 function registered(ctx: TransitionContext, event: EventOf<'Registered'>): TransitionResult {

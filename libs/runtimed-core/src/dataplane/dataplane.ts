@@ -29,6 +29,8 @@ export interface DataplaneOptions {
   peers: PeerPods;
   synced(): boolean;
   registrationFor(uid: string, attempt: number): string | undefined;
+  /** Admits one local invocation of the epoch (its release is returned), or none while it is handed over. */
+  admitInvocation(uid: string, attempt: number): (() => void) | undefined;
   /** The rest of runtimed's readiness: not stopping, the local Runtime Server answers. */
   up(): boolean;
 }
@@ -63,6 +65,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       runByUid: (uid) => runsByUid.get(uid),
       podByUid: (uid) => peers.byUID(uid),
       registrationFor: (uid, attempt) => options.registrationFor(uid, attempt),
+      admitInvocation: (uid, attempt) => options.admitInvocation(uid, attempt),
       server,
       authorizer: new AccessReviewer({ kubeConfig, metrics: metrics.authz }),
       forwarder,

@@ -35,6 +35,12 @@ export interface FunctionRuntimeOptions {
   podByUid(uid: string): PeerPod | undefined;
   /** The registration this runtimed holds for (Run UID, attempt). */
   registrationFor(uid: string, attempt: number): string | undefined;
+  /**
+   * Admits one local invocation of (Run UID, attempt) and returns its release, or undefined
+   * while this Pod hands the Run over (a drain): counted here so that the handover waits for
+   * every invocation it admitted before it unregisters.
+   */
+  admitInvocation(uid: string, attempt: number): (() => void) | undefined;
   server: RuntimeServerClient;
   authorizer: Authorizer;
   forwarder: PeerForwarder;
@@ -228,10 +234,28 @@ async function invokeHere(
   decided: Extract<Route, { type: 'invoke' }>,
   cachedName: string | undefined,
 ): Promise<runtimedV1.InvokeFunctionResponse> {
-  const { o, incoming, context } = call;
+  const { o, incoming } = call;
   call.fields.attempt = decided.attempt;
   // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
   const run = o.runByUid(incoming.runUid)?.metadata.name ?? cachedName ?? '';
+  const admitted = o.admitInvocation(incoming.runUid, decided.attempt);
+  // 503 with Retry-After at the gateway: the next attempt registers on another Pod in a moment.
+  if (admitted === undefined) {
+    throw new KruntimesError('RunNotReady', `Run ${run} is moving: Pod ${o.self.podName} is stopping and hands it over to another Pod`);
+  }
+  try {
+    return await invokeAdmitted(call, decided, run);
+  } finally {
+    admitted();
+  }
+}
+
+async function invokeAdmitted(
+  call: InvokeCall,
+  decided: Extract<Route, { type: 'invoke' }>,
+  run: string,
+): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { o, incoming, context } = call;
   call.span?.setAttributes({ [ATTR.runName]: run, [ATTR.attempt]: decided.attempt, [ATTR.route]: 'local' });
   const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
   let response: runtimeServerV1.InvokeFunctionResponse;

@@ -84,28 +84,46 @@ export class OwnerUnreachableEvents {
   }
 
   async #write(run: RunRef, message: string, at: Date): Promise<void> {
-    const { namespace, podName } = this.#o;
+    const { namespace, podName, logger } = this.#o;
     try {
-      await this.#core.createNamespacedEvent({
-        namespace,
-        body: {
-          metadata: { generateName: `${run.name}.`, namespace },
-          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name: run.name, namespace, uid: run.uid },
-          reason: EVENT_REASONS.ownerUnreachable,
-          message,
-          type: 'Warning',
-          source: { component: 'runtimed' },
-          reportingComponent: 'runtimed',
-          reportingInstance: podName,
-          firstTimestamp: at,
-          lastTimestamp: at,
-          count: 1,
-        },
-      });
-      this.#o.logger.info({ runUID: run.uid, reason: EVENT_REASONS.ownerUnreachable }, 'recorded an OwnerUnreachable Event');
+      await recordRunEvent(
+        this.#core,
+        { namespace, podName },
+        run,
+        { reason: EVENT_REASONS.ownerUnreachable, type: 'Warning', message },
+        at,
+      );
+      logger.info({ runUID: run.uid, reason: EVENT_REASONS.ownerUnreachable }, 'recorded an OwnerUnreachable Event');
     } catch (error) {
       // Evidence only: stale-recovery finds a lost owner by itself, later.
-      this.#o.logger.warn({ runUID: run.uid, err: error }, 'could not record the OwnerUnreachable Event');
+      logger.warn({ runUID: run.uid, err: error }, 'could not record the OwnerUnreachable Event');
     }
   }
+}
+
+/** One Event about a Run, written by this runtimed (reportingInstance: its Pod). */
+export async function recordRunEvent(
+  core: CoreV1Api,
+  source: { namespace: string; podName: string },
+  run: RunRef,
+  event: { reason: string; type: 'Normal' | 'Warning'; message: string },
+  at: Date,
+): Promise<void> {
+  const { namespace, podName } = source;
+  await core.createNamespacedEvent({
+    namespace,
+    body: {
+      metadata: { generateName: `${run.name}.`, namespace },
+      involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name: run.name, namespace, uid: run.uid },
+      reason: event.reason,
+      message: event.message,
+      type: event.type,
+      source: { component: 'runtimed' },
+      reportingComponent: 'runtimed',
+      reportingInstance: podName,
+      firstTimestamp: at,
+      lastTimestamp: at,
+      count: 1,
+    },
+  });
 }
