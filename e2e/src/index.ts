@@ -12,3 +12,5 @@ export type { ListeningSocket } from './listening-ports.ts';
 export { overlappingServing, parseServed, servedInvocations } from './serving-overlap.ts';
 export type { ServedInvocation } from './serving-overlap.ts';
 export { invokeApiViolations } from './invoke-openapi.ts';
+export { invokeLoop, longestGapMs, observeReasons } from './disruption.ts';
+export type { InvokeLoopResult, ReasonHistory } from './disruption.ts';
