@@ -375,15 +375,19 @@ export class PodRuntime {
     return this.#pod.metadata?.deletionGracePeriodSeconds ?? this.#pod.spec?.terminationGracePeriodSeconds ?? 30;
   }
 
-  /** SIGTERM, up to `graceMs` for the group to exit, then SIGKILL. */
+  /** SIGTERM, up to `graceMs` for the group to exit, then SIGKILL (at once for a grace of 0). */
   async #killContainer(container: ContainerRuntime, graceMs: number): Promise<void> {
     const state = container.state;
     if (state.kind !== 'running') return;
-    this.#deps.onEvent({ type: 'Killing', pod: this.key, uid: this.uid, container: container.spec.name, signal: 'SIGTERM' });
-    signalGroup(state.pid, 'SIGTERM');
-    // A frozen Pod would sit on SIGTERM forever; let it see the signal.
-    signalGroup(state.pid, 'SIGCONT');
-    const exitedInGrace = await Promise.race([state.exited.then(() => true), sleep(graceMs).then(() => false)]);
+    // A grace of 0 kills at once, with no SIGTERM first, as the CRI's StopContainer does with a timeout of 0:
+    // a SIGTERM would let runtimed start a drain (and hand Runs over) in the moment before the SIGKILL.
+    if (graceMs > 0) {
+      this.#deps.onEvent({ type: 'Killing', pod: this.key, uid: this.uid, container: container.spec.name, signal: 'SIGTERM' });
+      signalGroup(state.pid, 'SIGTERM');
+      // A frozen Pod would sit on SIGTERM forever; let it see the signal.
+      signalGroup(state.pid, 'SIGCONT');
+    }
+    const exitedInGrace = graceMs > 0 && (await Promise.race([state.exited.then(() => true), sleep(graceMs).then(() => false)]));
     if (!exitedInGrace) {
       this.#deps.onEvent({ type: 'Killing', pod: this.key, uid: this.uid, container: container.spec.name, signal: 'SIGKILL' });
       // Read before the leader dies: the groups its processes started (tasks) die with it, as in a container's cgroup.
