@@ -3,29 +3,55 @@
 // exited 0). runtimed cannot write the outcome then; once the API server is back the
 // outcome it kept is written, whatever time passed, and never overtaken by the lifetime
 // timeout. A control plane of its own: the shared one must not stop.
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Run } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL } from '@kruntimes/api';
+import type { ArtifactStore, Run, RunSpec } from '@kruntimes/api';
 import { currentPhase, isTerminal } from '@kruntimes/run-state';
-import { Cluster, ControlPlane, REPO_ROOT, waitFor } from '@kruntimes/testing';
+import { Cluster, ControlPlane, ObjectStore, REPO_ROOT, waitFor } from '@kruntimes/testing';
 import { RuntimeEnvironment, WAIT } from './runtime-pods.ts';
 
 let controlPlane: ControlPlane;
 let env: RuntimeEnvironment;
 let pod: V1Pod;
 let scratch: string;
+let store: ObjectStore;
+
+const STORE = 'results';
+const REPORT = 'day,total\n2026-12-03,42\n';
 
 beforeAll(async () => {
   controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
   env = await RuntimeEnvironment.start('runtimed-apiserver', new Cluster(controlPlane.info));
+  store = await ObjectStore.start();
+  await store.createBucket('artifacts');
+  await env.core.createNamespacedSecret({
+    namespace: env.name,
+    body: { metadata: { name: 'results-s3' }, stringData: { ...store.credentials } },
+  });
+  const artifactStore: ArtifactStore = {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'ArtifactStore',
+    metadata: { name: STORE },
+    spec: { endpoint: store.endpoint, bucket: 'artifacts', prefix: 'e2e', credentialsSecretRef: { name: 'results-s3' } },
+  };
+  await env.objects.createNamespacedCustomObject({
+    group: API_GROUP,
+    version: API_VERSION,
+    namespace: env.name,
+    plural: ARTIFACT_STORE_PLURAL,
+    body: artifactStore,
+  });
   pod = await env.createRuntimePod('bash-0', 'bash');
   scratch = await mkdtemp(join(tmpdir(), 'runtimed-apiserver-'));
 }, 180_000);
 
 afterAll(async () => {
   await env.stop();
+  await store.stop();
   await controlPlane.stop();
   await rm(scratch, { recursive: true, force: true });
 });
@@ -109,6 +135,32 @@ test.each([
   await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
 });
 
+// The same with an artifact (issue 45): the record carries the manifest the Runtime Server
+// sent, and the restarted runtimed verifies it in the store before the Run may succeed; the
+// Run gets the exit code, the outputs and the verified artifact of the one execution.
+test('runtimed restarted while kube-apiserver is down after a task with an artifact ended: Succeeded with outputs and the verified artifact, executed once', async () => {
+  const artifacts: RunSpec['artifacts'] = { store: STORE, outputs: [{ id: 'report.csv', maxBytes: 1024, mediaType: 'text/csv' }] };
+  const { uid, ended, executions, said } = await endThenRestartWhileDown('restarted-artifact', 0, OUTCOME_WRITTEN, undefined, artifacts);
+  expect(ended.status).toMatchObject({
+    phase: 'Succeeded',
+    exitCode: 0,
+    attempt: 1,
+    outputs: { answer: '42' },
+    artifacts: [
+      {
+        id: 'report.csv',
+        digest: `sha256:${createHash('sha256').update(REPORT).digest('hex')}`,
+        size: REPORT.length,
+        mediaType: 'text/csv',
+      },
+    ],
+  });
+  expect(executions).toBe('executed\n');
+  expect(said.filter((msg) => msg === 'task started')).toHaveLength(1);
+  expect(said).toContain('writing the outcome recorded on the Pod before runtimed restarted');
+  await waitFor('the outcome record to be removed', async () => ((await recordsOf(uid)).length === 0 ? true : undefined), WAIT);
+});
+
 // A record that cannot be read still proves the attempt ran and ended here: it is not run
 // again, and since how it ended is unknown the attempt is interrupted (not retrySafe: the
 // Run ends Interrupted), with the reason in its message.
@@ -129,7 +181,8 @@ test('an unreadable outcome record: the attempt is interrupted with the reason, 
 /**
  * A task that exits `code` while kube-apiserver is down; runtimed fails to write the
  * outcome, is killed and started again (and fails to start) while the API server is still
- * down; `meanwhile` runs then. Resolves once the Run is terminal after the API server is
+ * down; `meanwhile` runs then. With `artifacts`, the task first puts report.csv (while the
+ * API server is up). Resolves once the Run is terminal after the API server is
  * back, with what runtimed said of it up to `last` (saidUntil).
  */
 async function endThenRestartWhileDown(
@@ -137,6 +190,7 @@ async function endThenRestartWhileDown(
   code: number,
   last: string,
   meanwhile?: (uid: string) => Promise<void>,
+  artifacts?: RunSpec['artifacts'],
 ): Promise<{ uid: string; ended: Run; executions: string; said: unknown[] }> {
   const dir = await mkdtemp(join(scratch, `${name}-`));
   const started = join(dir, 'started');
@@ -149,6 +203,9 @@ async function endThenRestartWhileDown(
     source: {
       inline: [
         'echo executed >> "$EXECUTIONS"',
+        ...(artifacts === undefined
+          ? []
+          : [`printf '${REPORT.replaceAll('\n', '\\n')}' > report.csv`, 'krt-artifact put report.csv report.csv text/csv > /dev/null']),
         'touch "$STARTED"',
         'while [ ! -e "$GO" ]; do sleep 0.1; done',
         `printf '{"answer":"42"}' > "$KRT_OUTPUTS_FILE"`,
@@ -164,6 +221,7 @@ async function endThenRestartWhileDown(
       { name: 'EXECUTIONS', value: executions },
     ],
     retryPolicy: { maxAttempts: 1 },
+    ...(artifacts === undefined ? {} : { artifacts }),
   });
   const bound = await env.bind(name, pod);
   const uid = bound.metadata.uid ?? '';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Run } from '@kruntimes/api';
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { StallingProxy, waitFor } from '@kruntimes/testing';
+import { StallingProxy, survivingGroupMembers, waitFor } from '@kruntimes/testing';
 import { createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
 import { RUNTIME_SERVER_PORT, RuntimeEnvironment, WAIT } from './runtime-pods.ts';
@@ -103,10 +103,15 @@ test('an Execute stream cut before its exit reached runtimed: the Runtime Server
   expect(logs.filter((l) => l.msg === 'task output').map((l) => l.line)).not.toContain('finishing');
 });
 
-test('a Runtime Server without a record of the attempt (it restarted) leaves the outcome unknown, as before', async () => {
+// The Runtime Server killed with SIGKILL during a task (issue 45): the task's process group
+// does not outlive it (the group's guard kills it when the Runtime Server's pipe closes), and
+// the restarted Runtime Server has no record of the execution it had reported started: the
+// attempt ends with a message saying the Runtime Server restarted during it.
+test('a Runtime Server killed with SIGKILL during a task: its process group goes with it, and the attempt ends saying so', async () => {
   const started = join(scratch, 'started-2');
   await env.createRun('forgotten', {
     runtime: 'rt',
+    // The leader and a child of its own in the group: the whole group must go.
     source: { inline: 'echo $$ > "$STARTED"\nsleep 60\n' },
     mode: { task: {} },
     env: [{ name: 'STARTED', value: started }],
@@ -123,8 +128,12 @@ test('a Runtime Server without a record of the attempt (it restarted) leaves the
     const ended = await env.waitForRun('forgotten', 'an end', (r) => phase(r) !== 'Running');
     expect(ended.status?.message).toContain('lost the execution');
     expect(ended.status?.message).toContain('no record');
+    expect(ended.status).toMatchObject({ phase: 'Interrupted', attempt: 1 });
+    expect(ended.status?.message).toContain('the Runtime Server restarted during the execution (killed or crashed)');
+    // Killed when the Runtime Server died, long before the restarted one answered runtimed.
+    expect(await survivingGroupMembers(pid)).toEqual([]);
   } finally {
-    // A Runtime Server killed outright leaves its task's process group behind.
+    // Nothing left behind, whatever the test found.
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {

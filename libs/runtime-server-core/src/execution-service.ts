@@ -13,6 +13,8 @@ import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import type { ExecuteRequest } from './execute-request.ts';
+import { watchGroup } from './group-watch.ts';
+import type { GroupWatch } from './group-watch.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
@@ -188,12 +190,14 @@ export class ExecutionService {
       );
       return;
     }
+    // Before anything else can fail: the group must not outlive this process, however it ends.
+    const watch = watchGroup(child.pid);
     const startedAt = this.#started(request, child.pid, running, logger);
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
     const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
     const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
-    const done = this.#ended(child, running, pipesClosed, queue, triggers);
+    const done = this.#ended(child, running, pipesClosed, queue, triggers, watch);
     // The ending is recorded as soon as it is known, whether or not a client is still
     // there to receive it: a stream that breaks now is settled by `status`.
     const ending = done.then(() => this.#exitedEvent(request, running, manifest, outputsFile, logger));
@@ -379,6 +383,7 @@ export class ExecutionService {
     pipesClosed: Promise<unknown>,
     queue: EventQueue<ExecutionEvent>,
     triggers: StopTriggers,
+    watch: GroupWatch,
   ): Promise<void> {
     await exited(child);
     triggers.clearTimer();
@@ -388,6 +393,8 @@ export class ExecutionService {
       child.stderr.destroy();
     });
     await running.stopping;
+    // The group is killed (and a stop waited for it to be empty): the guard can go.
+    watch.release();
     queue.close();
   }
 

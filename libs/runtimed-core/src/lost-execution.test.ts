@@ -1,5 +1,5 @@
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { ExecutionLostError, settleLostExecution } from './lost-execution.ts';
+import { ExecutionLostError, settleLostExecution, unknownExecutionMessage } from './lost-execution.ts';
 import type { ExecutionLookup } from './lost-execution.ts';
 import { RuntimeServerError } from './runtime-server.ts';
 
@@ -20,7 +20,11 @@ const EXITED: runtimeServerV1.ExecutionExited = {
 type Answer = runtimeServerV1.ExecutionState | Error;
 
 /** A Runtime Server answering from a script (the last answer repeats), on a fake clock. */
-function fixture(...answers: Answer[]) {
+function fixture(...answers: Answer[]): ReturnType<typeof fixtureSeen> {
+  return fixtureSeen(false, ...answers);
+}
+
+function fixtureSeen(startedSeen: boolean, ...answers: Answer[]) {
   let now = 0;
   const asked: { runUid: string; attempt: number; timeoutMs: number }[] = [];
   const server: ExecutionLookup = {
@@ -39,6 +43,7 @@ function fixture(...answers: Answer[]) {
   const settle = () =>
     settleLostExecution(server, RUN, 2, {
       waitMs: 1_000,
+      startedSeen,
       pollMs: 100,
       callTimeoutMs: 50,
       now: () => now,
@@ -93,6 +98,13 @@ describe('settleLostExecution', () => {
     expect(asked).toHaveLength(1);
   });
 
+  it('says the Runtime Server restarted during the execution when the stream had delivered its start', async () => {
+    const { settle, asked } = fixtureSeen(true, ExecutionState.EXECUTION_STATE_UNKNOWN);
+    const error = await lost(settle());
+    expect(error).toMatchObject({ stillRunning: false, message: unknownExecutionMessage(true) });
+    expect(asked).toHaveLength(1);
+  });
+
   it('gives up at the bound when the execution is still running, saying so', async () => {
     const { settle, elapsed } = fixture(ExecutionState.EXECUTION_STATE_RUNNING);
     const error = await lost(settle());
@@ -117,5 +129,14 @@ describe('settleLostExecution', () => {
     const { settle, asked } = fixture(cause);
     expect(await lost(settle())).toMatchObject({ stillRunning: false, cause });
     expect(asked).toHaveLength(1);
+  });
+});
+
+describe('unknownExecutionMessage', () => {
+  it.each([
+    [false, /has no record of the execution \(it restarted or never started it\)/],
+    [true, /^the Runtime Server restarted during the execution \(killed or crashed\) and has no record of it/],
+  ])('started seen %s: %p', (startedSeen, expected) => {
+    expect(unknownExecutionMessage(startedSeen)).toMatch(expected);
   });
 });

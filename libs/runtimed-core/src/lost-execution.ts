@@ -36,8 +36,21 @@ export interface SettleOptions {
   readonly pollMs?: number;
   /** Bound of one question; default 5 s. */
   readonly callTimeoutMs?: number;
+  /** The stream delivered the execution's `started`: the Runtime Server had it running. */
+  readonly startedSeen?: boolean;
   readonly now?: () => number;
   readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Pure: why an execution the Runtime Server has no record of is lost. One it reported
+ * started and then forgot means the Runtime Server restarted while it ran: killed (SIGKILL,
+ * out of memory) or crashed; the guard of the task's process group ended it with it.
+ */
+export function unknownExecutionMessage(startedSeen: boolean): string {
+  return startedSeen
+    ? 'the Runtime Server restarted during the execution (killed or crashed) and has no record of it; the task was ended with it'
+    : 'the Runtime Server has no record of the execution (it restarted or never started it)';
 }
 
 /**
@@ -71,11 +84,7 @@ export async function settleLostExecution(
           running = true;
           break;
         case ExecutionState.EXECUTION_STATE_UNKNOWN:
-          throw new ExecutionLostError(
-            'the Runtime Server has no record of the execution (it restarted or never started it)',
-            false,
-            undefined,
-          );
+          throw new ExecutionLostError(unknownExecutionMessage(options.startedSeen === true), false, undefined);
         case ExecutionState.EXECUTION_STATE_UNSPECIFIED:
         case ExecutionState.UNRECOGNIZED:
           throw new ExecutionLostError(
@@ -115,13 +124,13 @@ export async function settleBrokenStream(
   server: ExecutionLookup & Pick<RuntimeServerClient, 'cancel'>,
   { epoch, log }: { epoch: { uid: string; attempt: number }; log: Logger },
   executionId: string,
-  failure: unknown,
+  { failure, startedSeen }: { failure: unknown; startedSeen: boolean },
   waitMs: number,
   cancelGraceMs: number,
 ): Promise<{ exited: runtimeServerV1.ExecutionExited | undefined; failure: unknown }> {
   log.warn({ err: failure }, 'the execution stream ended without an exit: asking the Runtime Server what became of it');
   try {
-    const exited = await settleLostExecution(server, epoch.uid, epoch.attempt, { waitMs });
+    const exited = await settleLostExecution(server, epoch.uid, epoch.attempt, { waitMs, startedSeen });
     log.info({ reason: exited.reason, exitCode: exited.exitCode }, 'the Runtime Server reported the ending that the stream lost');
     return { exited, failure: undefined };
   } catch (caught) {

@@ -41,6 +41,8 @@ function stopped(execution: Execution): boolean {
 interface StreamEnd {
   exited: runtimeServerV1.ExecutionExited | undefined;
   failure: unknown;
+  /** The stream delivered `started`: the Runtime Server had the execution running. */
+  startedSeen?: boolean;
 }
 
 /**
@@ -247,7 +249,8 @@ export class TaskExecution {
     const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs, extra);
     if (streamed.exited !== undefined || execution.abort.signal.aborted) return streamed;
     const { o } = this.#w;
-    return settleBrokenStream(o.server, ctx, execution.id, streamed.failure, o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS, o.cancelGraceMs);
+    const broken = { failure: streamed.failure, startedSeen: streamed.startedSeen === true };
+    return settleBrokenStream(o.server, ctx, execution.id, broken, o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS, o.cancelGraceMs);
   }
 
   async #stream(
@@ -259,6 +262,7 @@ export class TaskExecution {
   ): Promise<StreamEnd> {
     const { o } = this.#w;
     let exited: runtimeServerV1.ExecutionExited | undefined;
+    let startedSeen = false;
     try {
       const events = o.server.execute(
         {
@@ -277,11 +281,12 @@ export class TaskExecution {
         execution.abort.signal,
       );
       for await (const { event } of events) {
+        if (event?.$case === 'started') startedSeen = true;
         if (event?.$case === 'exited') exited = event.exited;
         else logEvent(log, event);
       }
     } catch (error) {
-      return { exited, failure: error };
+      return { exited, failure: error, startedSeen };
     }
     return { exited, failure: undefined };
   }

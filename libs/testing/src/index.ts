@@ -16,7 +16,7 @@ export { failure } from './grpc-failure.ts';
 // Processes under test.
 export { executeToEnd, executionRequest, startServerProcess } from './runtime-server-process.ts';
 export type { ServerProcess } from './runtime-server-process.ts';
-export { survivingProcesses } from './processes.ts';
+export { survivingGroupMembers, survivingProcesses } from './processes.ts';
 
 // HTTPS and gRPC stubs, certificates and proxies.
 export { call } from './https-client.ts';

@@ -36,3 +36,15 @@ export async function liveGroupMembers(pgid: number): Promise<number[]> {
   }
   return live;
 }
+
+/**
+ * The live members of process group `pgid` after waiting, bounded, for none to be left: a
+ * group sent SIGKILL still takes a moment to die on a busy machine (as survivingProcesses).
+ */
+export async function survivingGroupMembers(pgid: number, timeoutMs = 5_000, intervalMs = 20): Promise<number[]> {
+  for (let waited = 0; ; waited += intervalMs) {
+    const live = await liveGroupMembers(pgid);
+    if (live.length === 0 || waited >= timeoutMs) return live;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
