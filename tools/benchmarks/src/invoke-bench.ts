@@ -113,7 +113,8 @@ try {
 } finally {
   for (const server of servers) {
     server.channel.close();
-    server.child.kill('SIGTERM');
+    // SIGINT stops at once; SIGTERM would serve on until the bench's registration is gone (a Pod's drain).
+    server.child.kill('SIGINT');
   }
   rmSync(workdir, { recursive: true, force: true });
 }
