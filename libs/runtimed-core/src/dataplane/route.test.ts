@@ -112,7 +112,11 @@ describe('routeInvocation: direct requests (gateway port)', () => {
     ],
     ['owner Pod not in the cache', { run: run({ pod: OTHER }) }, recheck],
     ['owner Pod not in the cache, last look', { run: run({ pod: OTHER }), final: true }, refused('OwnerUnavailable', true)],
-    ['owner Pod deleting', { run: run({ pod: OTHER }), ownerPod: { ...OWNER, deleting: true } }, refused('OwnerUnavailable', true)],
+    [
+      'owner Pod deleting (draining: a planned move, no Event)',
+      { run: run({ pod: OTHER }), ownerPod: { ...OWNER, deleting: true } },
+      refused('RunNotReady'),
+    ],
     ['owner Pod not ready', { run: run({ pod: OTHER }), ownerPod: { ...OWNER, ready: false } }, refused('OwnerUnavailable', true)],
     ['owner Pod without an address', { run: run({ pod: OTHER }), ownerPod: { ...OWNER, ip: '' } }, refused('OwnerUnavailable', true)],
   ])('%s', (_name, change, expected) => {

@@ -104,7 +104,9 @@ export function routeInvocation(input: RouteInput): Route {
     if (!final) return { type: 'recheck', why: 'the owner Pod is not in the Pod cache' };
     return refuse('OwnerUnavailable', `the owner Pod ${status?.assignedPod ?? assigned} no longer exists`, true);
   }
-  if (owner.deleting) return refuse('OwnerUnavailable', `the owner Pod ${owner.name} is being deleted`, true);
+  // A deleting owner drains: it hands the Run over (a planned move), so this is "not now",
+  // not an owner lost, and records no OwnerUnreachable Event.
+  if (owner.deleting) return refuse('RunNotReady', `the owner Pod ${owner.name} is draining; the Run moves to another Pod`);
   if (!owner.ready || owner.ip === '') return refuse('OwnerUnavailable', `the owner Pod ${owner.name} is not ready`, true);
   return { type: 'forward', owner, attempt, timeoutMs };
 }
