@@ -1,5 +1,5 @@
 import type { RunPhase } from '@kruntimes/api';
-import { isPlanned } from './faults.ts';
+import { isPlanned } from './kinds.ts';
 import type { FaultRecord } from './faults.ts';
 
 /** A rise of a Run's attempt as the observer's watch delivered it. */
