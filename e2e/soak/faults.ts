@@ -213,7 +213,11 @@ export class Faults {
       const pods = (await this.system.core.listNamespacedPod({ namespace: this.system.name, labelSelector: podLabelSelector(runtime) }))
         .items;
       const ready = pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined && isPodReady(pod));
-      const rolled = (await this.#runtime(runtime)).status?.conditions?.find((c) => c.type === 'Progressing')?.status !== 'True';
+      const current = await this.#runtime(runtime);
+      // The status of the spec just written (the controller may not have reconciled it yet), and that spec rolled out.
+      const rolled =
+        (current.status?.observedGeneration ?? 0) >= (current.metadata.generation ?? 0) &&
+        current.status?.conditions?.find((c) => c.type === 'Progressing')?.status !== 'True';
       if (ready.length >= count && rolled && settled(pods)) return;
       if (Date.now() > deadline)
         throw new Error(`${runtime}: ${String(ready.length)} of ${String(count)} Pods ready after ${String(POOL_CHANGE_MS)} ms`);
