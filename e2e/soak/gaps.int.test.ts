@@ -11,32 +11,32 @@ describe('longestGaps', () => {
     name: string;
     answers: Answer[];
     windows: { start: number; end: number }[];
-    expected: { from: number; to: number; open: boolean } | undefined;
+    expected: { from: number; to: number; open: boolean; refused: number } | undefined;
   }[] = [
     { name: 'no window', answers: [ok(0), ok(100)], windows: [], expected: undefined },
     {
       name: 'steady 200s: the longest step',
       answers: [ok(0), ok(100), ok(250), ok(300), ok(400)],
       windows: [{ start: 50, end: 350 }],
-      expected: { from: 100, to: 250, open: false },
+      expected: { from: 100, to: 250, open: false, refused: 0 },
     },
     {
       name: 'a stretch begun before the window counts whole',
       answers: [ok(0), no(500), no(900), ok(1_500), ok(1_600)],
       windows: [{ start: 1_000, end: 1_200 }],
-      expected: { from: 0, to: 1_500, open: false },
+      expected: { from: 0, to: 1_500, open: false, refused: 2 },
     },
     {
       name: 'a stretch that ends after the window counts whole',
       answers: [ok(0), ok(100), no(300), ok(2_000)],
       windows: [{ start: 50, end: 400 }],
-      expected: { from: 100, to: 2_000, open: false },
+      expected: { from: 100, to: 2_000, open: false, refused: 1 },
     },
     {
       name: 'no 200 after: open to the last answer',
       answers: [ok(0), no(300), no(5_000)],
       windows: [{ start: 100, end: 400 }],
-      expected: { from: 0, to: 5_000, open: true },
+      expected: { from: 0, to: 5_000, open: true, refused: 2 },
     },
     {
       name: 'the longest over several windows',
@@ -45,12 +45,12 @@ describe('longestGaps', () => {
         { start: 100, end: 150 },
         { start: 1_050, end: 2_000 },
       ],
-      expected: { from: 1_100, to: 3_000, open: false },
+      expected: { from: 1_100, to: 3_000, open: false, refused: 0 },
     },
   ];
   it.each(cases)('$name', ({ answers, windows, expected }) => {
     const gap = longestGaps(answers, ['fn'], windows).get('fn');
-    expect(gap === undefined ? undefined : { from: gap.from, to: gap.to, open: gap.open }).toEqual(expected);
+    expect(gap === undefined ? undefined : { from: gap.from, to: gap.to, open: gap.open, refused: gap.refused }).toEqual(expected);
   });
 
   it('keeps the Runs apart', () => {

@@ -12,6 +12,8 @@ export interface Gap {
   to: number;
   /** No 200 came after it: the gap runs to the caller's last answer. */
   open: boolean;
+  /** Answers other than 200 inside it: none means the caller sent nothing (it paused, its process stalled), not a refusal. */
+  refused: number;
 }
 
 /**
@@ -37,11 +39,14 @@ export function longestGaps(
       const after = oks.find((t) => t > window.end);
       const points = [before, ...inside];
       const gaps: Gap[] = [];
-      for (let k = 1; k < points.length; k += 1) gaps.push({ run, from: points[k - 1] ?? 0, to: points[k] ?? 0, open: false });
+      for (let k = 1; k < points.length; k += 1) gaps.push({ run, from: points[k - 1] ?? 0, to: points[k] ?? 0, open: false, refused: 0 });
       const last = points.at(-1) ?? window.start;
-      if (after !== undefined) gaps.push({ run, from: last, to: after, open: false });
-      else gaps.push({ run, from: last, to: Math.max(last, lastAnswer ?? window.end, window.end), open: true });
-      for (const gap of gaps) if (longest === undefined || gap.to - gap.from > longest.to - longest.from) longest = gap;
+      if (after !== undefined) gaps.push({ run, from: last, to: after, open: false, refused: 0 });
+      else gaps.push({ run, from: last, to: Math.max(last, lastAnswer ?? window.end, window.end), open: true, refused: 0 });
+      for (const gap of gaps) {
+        gap.refused = mine.filter((a) => !a.ok && a.end > gap.from && a.end <= gap.to).length;
+        if (longest === undefined || gap.to - gap.from > longest.to - longest.from) longest = gap;
+      }
     }
     result.set(run, longest);
   }

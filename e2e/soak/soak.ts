@@ -301,7 +301,8 @@ async function report(o: Outcome): Promise<boolean> {
     const windows = o.faults.filter((f) => f.kind === kind && (f.target === 'py' || f.target.startsWith('py/')));
     if (windows.length === 0) continue;
     const gaps = [...longestGaps(answers, functionNames, windows)].map(
-      ([run, gap]) => `${run} ${gap === undefined ? '-' : `${String(gap.to - gap.from)} ms${gap.open ? ' (no 200 after)' : ''}`}`,
+      ([run, gap]) =>
+        `${run} ${gap === undefined ? '-' : `${String(gap.to - gap.from)} ms (${String(gap.refused)} refused${gap.open ? ', no 200 after' : ''})`}`,
     );
     line(`longest without a 200 per function during ${kind} of py (${String(windows.length)} windows): ${gaps.join(', ')}`);
   }
