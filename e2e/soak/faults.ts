@@ -7,31 +7,8 @@ import { podLabelSelector, CONTAINERS } from '@kruntimes/runtime-workload';
 import type { ControlPlane } from '@kruntimes/testing';
 import type { System } from '../src/index.ts';
 import type { SeededRandom } from './random.ts';
-
-export const FAULT_KINDS = [
-  'delete-pod',
-  'freeze-pod',
-  'zombie',
-  'kill-runtimed',
-  'kill-runtime-server',
-  'restart-gateway',
-  'kill-scheduler',
-  'kill-stale-recovery',
-  'restart-apiserver',
-  'freeze-etcd',
-  // Planned disruptions: the pool changes and its Pods drain (nothing may be cut short).
-  'rollout',
-  'scale-down',
-  'evict-pod',
-] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
-
-/**
- * Faults that are a change of the pool, not a failure: a drained Pod hands its function Runs
- * over without spending an attempt and lets its tasks finish within the drain window.
- */
-const PLANNED_FAULT_KINDS: ReadonlySet<FaultKind> = new Set(['rollout', 'scale-down', 'evict-pod']);
-export const isPlanned = (kind: FaultKind): boolean => PLANNED_FAULT_KINDS.has(kind);
+import { FAULT_KINDS } from './kinds.ts';
+import type { FaultKind } from './kinds.ts';
 
 export interface FaultRecord {
   kind: FaultKind;
@@ -73,18 +50,27 @@ export class Faults {
   readonly controlPlane: ControlPlane;
   readonly runtimes: readonly string[];
   readonly random: SeededRandom;
+  /** The kinds drawn from (all of them by default: a seed then replays as it always did). */
+  readonly kinds: readonly FaultKind[];
 
-  constructor(system: System, controlPlane: ControlPlane, runtimes: readonly string[], random: SeededRandom) {
+  constructor(
+    system: System,
+    controlPlane: ControlPlane,
+    runtimes: readonly string[],
+    random: SeededRandom,
+    kinds: readonly FaultKind[] = FAULT_KINDS,
+  ) {
     this.system = system;
     this.controlPlane = controlPlane;
     this.runtimes = runtimes;
     this.random = random;
+    this.kinds = kinds;
     this.#clients = kruntimesClients(system.admin);
   }
 
   /** One fault of a kind chosen by the generator, carried out to its end. */
   async inject(): Promise<FaultRecord> {
-    const kind = this.random.pick(FAULT_KINDS);
+    const kind = this.random.pick(this.kinds);
     const start = Date.now();
     const record: FaultRecord = { kind, target: '', start, end: start, affectedRuns: [], heldRuns: [] };
     try {
@@ -227,7 +213,11 @@ export class Faults {
       const pods = (await this.system.core.listNamespacedPod({ namespace: this.system.name, labelSelector: podLabelSelector(runtime) }))
         .items;
       const ready = pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined && isPodReady(pod));
-      const rolled = (await this.#runtime(runtime)).status?.conditions?.find((c) => c.type === 'Progressing')?.status !== 'True';
+      const current = await this.#runtime(runtime);
+      // The status of the spec just written (the controller may not have reconciled it yet), and that spec rolled out.
+      const rolled =
+        (current.status?.observedGeneration ?? 0) >= (current.metadata.generation ?? 0) &&
+        current.status?.conditions?.find((c) => c.type === 'Progressing')?.status !== 'True';
       if (ready.length >= count && rolled && settled(pods)) return;
       if (Date.now() > deadline)
         throw new Error(`${runtime}: ${String(ready.length)} of ${String(count)} Pods ready after ${String(POOL_CHANGE_MS)} ms`);

@@ -84,7 +84,7 @@ export class RunObserver {
     const plannedMoves = run.status?.plannedMoves ?? 0;
     const previousMoves = this.#plannedMoves.get(uid) ?? 0;
     if (previous !== undefined && attempt > previous)
-      this.attemptRises.push({ run: name, at: Date.now(), attempts: attempt - previous, plannedMoves: plannedMoves - previousMoves });
+      this.attemptRises.push({ run: name, at: Date.now(), from: previous, to: attempt, plannedMoves: plannedMoves - previousMoves });
     this.#plannedMoves.set(uid, Math.max(previousMoves, plannedMoves));
 
     const podUID = run.status?.assignedPodUID;

@@ -12,7 +12,13 @@ const fault = (kind: FaultRecord['kind'], start: number, heldRuns: string[]): Fa
   affectedRuns: [],
   heldRuns,
 });
-const rise = (run: string, at: number, attempts: number, plannedMoves: number): AttemptRise => ({ run, at, attempts, plannedMoves });
+const rise = (run: string, at: number, from: number, to: number, plannedMoves: number): AttemptRise => ({
+  run,
+  at,
+  from,
+  to,
+  plannedMoves,
+});
 
 describe('plannedMoveViolations', () => {
   const cases: {
@@ -25,27 +31,46 @@ describe('plannedMoveViolations', () => {
     {
       name: 'a drained function moved as a planned move',
       faults: [fault('rollout', 0, ['fn'])],
-      rises: [rise('fn', 500, 1, 1)],
+      rises: [rise('fn', 500, 1, 2, 1)],
       expected: 0,
     },
     {
       name: 'a drained function that spent an attempt',
       faults: [fault('rollout', 0, ['fn'])],
-      rises: [rise('fn', 500, 1, 0)],
+      rises: [rise('fn', 500, 1, 2, 0)],
       expected: 1,
     },
     {
       name: 'a rise long after the fault is not its',
       faults: [fault('evict-pod', 0, ['fn'])],
-      rises: [rise('fn', 120_000, 1, 0)],
+      rises: [rise('fn', 120_000, 1, 2, 0)],
       expected: 0,
     },
-    { name: 'a Run the fault did not hold', faults: [fault('scale-down', 0, ['fn'])], rises: [rise('other', 500, 1, 0)], expected: 0 },
+    { name: 'a Run the fault did not hold', faults: [fault('scale-down', 0, ['fn'])], rises: [rise('other', 500, 1, 2, 0)], expected: 0 },
     {
       name: 'an unplanned fault hit the Run too',
       faults: [fault('scale-down', 0, ['fn']), fault('kill-runtimed', 200, ['fn'])],
-      rises: [rise('fn', 500, 1, 0)],
+      rises: [rise('fn', 500, 1, 2, 0)],
       expected: 0,
+    },
+    {
+      // Seed 1733748006: the watch delivered task-00119's bind (attempt 0 -> 1) just after its Pod was chosen for eviction.
+      name: "a task's first bind during the fault is its first attempt, none spent",
+      faults: [fault('evict-pod', 0, ['t'])],
+      rises: [rise('t', 500, 0, 1, 0)],
+      expected: 0,
+    },
+    {
+      name: 'a task retried after its first attempt spent one',
+      faults: [fault('evict-pod', 0, ['t'])],
+      rises: [rise('t', 500, 1, 2, 0)],
+      expected: 1,
+    },
+    {
+      name: 'a first bind seen together with a second attempt spent one',
+      faults: [fault('rollout', 0, ['t'])],
+      rises: [rise('t', 500, 0, 2, 0)],
+      expected: 1,
     },
     {
       name: 'a task of a drained Pod cut short',
@@ -71,7 +96,7 @@ describe('plannedMoveViolations', () => {
     {
       name: 'unplanned faults alone are not checked here',
       faults: [fault('delete-pod', 0, ['fn'])],
-      rises: [rise('fn', 500, 1, 0)],
+      rises: [rise('fn', 500, 1, 2, 0)],
       expected: 0,
     },
   ];

@@ -1,15 +1,22 @@
 import type { RunPhase } from '@kruntimes/api';
-import { isPlanned } from './faults.ts';
+import { isPlanned } from './kinds.ts';
 import type { FaultRecord } from './faults.ts';
 
 /** A rise of a Run's attempt as the observer's watch delivered it. */
 export interface AttemptRise {
   run: string;
   at: number;
-  /** By how many attempts, and by how many of them status.plannedMoves rose in the same version. */
-  attempts: number;
+  /** The attempt before and after (0 before the first bind), and by how much status.plannedMoves rose in the same version. */
+  from: number;
+  to: number;
   plannedMoves: number;
 }
+
+/**
+ * Attempts a rise spent: the first bind starts attempt 1 (0 -> 1) and spends none, since a Run
+ * runs at least once; every attempt after it is a new execution, a move or a retry.
+ */
+const attemptsSpent = (rise: AttemptRise): number => rise.to - Math.max(rise.from, 1);
 
 /** After a fault ends, a Run it hit may still be moving for this long (a drain finishes, the next attempt binds). */
 const AFTERMATH_MS = 60_000;
@@ -35,8 +42,11 @@ export function plannedMoveViolations(
   for (const fault of faults.filter((f) => isPlanned(f.kind))) {
     for (const rise of rises) {
       if (!fault.heldRuns.includes(rise.run) || !during(fault, rise.at) || alsoUnplanned(rise.run, rise.at)) continue;
-      if (rise.attempts > rise.plannedMoves)
-        violations.push(`${rise.run}: ${fault.kind} ${fault.target} spent ${String(rise.attempts - rise.plannedMoves)} attempt(s)`);
+      const spent = attemptsSpent(rise) - rise.plannedMoves;
+      if (spent > 0)
+        violations.push(
+          `${rise.run}: ${fault.kind} ${fault.target} spent ${String(spent)} attempt(s) (attempt ${String(rise.from)} -> ${String(rise.to)})`,
+        );
     }
     for (const run of fault.heldRuns) {
       if (lastPhase.get(run) !== 'Interrupted' || unplanned.some((other) => other.heldRuns.includes(run))) continue;

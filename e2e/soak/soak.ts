@@ -1,7 +1,10 @@
 /**
  * Chaos soak (a benchmark, not a test): the full local system under a steady load while a
  * seeded generator injects faults, then the invariants, checked over the whole run.
- *   npx nx run integration:soak -- --minutes 10 [--seed N]
+ *   npx nx run integration:soak -- --minutes 10 [--seed N] [--faults rollout,scale-down,evict-pod]
+ * `--faults` (or KRT_SOAK_FAULTS) limits the fault kinds drawn: a comma-separated list of
+ * kinds (kinds.ts; `planned` stands for the rollout, the scale-down and the eviction); all of
+ * them by default.
  *
  * One control plane of its own (so that kube-apiserver can be restarted and etcd frozen),
  * the whole system (controller-manager, scheduler, stale-recovery, gateway, Runtime Pods of
@@ -20,6 +23,9 @@ import { Cluster, ControlPlane, REPO_ROOT, percentile, tallyTasks } from '@krunt
 import { System, servedInvocations } from '../src/index.ts';
 import { Faults } from './faults.ts';
 import type { FaultRecord } from './faults.ts';
+import { longestGaps } from './gaps.ts';
+import { FAULT_KINDS, isPlanned, parseFaultKinds } from './kinds.ts';
+import type { FaultKind } from './kinds.ts';
 import { Callers, TaskCreator } from './load.ts';
 import type { InvokeRecord } from './load.ts';
 import { RunObserver } from './observer.ts';
@@ -27,7 +33,7 @@ import { plannedMoveViolations } from './planned.ts';
 import { SeededRandom } from './random.ts';
 
 const { values } = parseArgs({
-  options: { minutes: { type: 'string', default: '10' }, seed: { type: 'string' } },
+  options: { minutes: { type: 'string', default: '10' }, seed: { type: 'string' }, faults: { type: 'string' } },
   strict: true,
 });
 const minutes = Number(values.minutes);
@@ -35,6 +41,16 @@ if (!(minutes > 0 && minutes <= 24 * 60)) throw new Error(`--minutes must be a n
 const seed = values.seed === undefined ? randomInt(2 ** 31) : Number(values.seed);
 if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, not ${String(values.seed)}`);
 const random = new SeededRandom(seed);
+// Checked before anything starts: a misspelt kind fails at once (exit 2), listing the known ones.
+const kinds = ((): readonly FaultKind[] => {
+  try {
+    return parseFaultKinds(values.faults ?? process.env.KRT_SOAK_FAULTS);
+  } catch (error) {
+    process.stderr.write(`soak: --faults: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+})();
+const allKinds = kinds.length === FAULT_KINDS.length;
 
 const FUNCTION_RUNS = 4;
 /**
@@ -62,7 +78,9 @@ const say = (line: string): void => {
   process.stdout.write(`[soak ${clock()}] ${line}\n`);
 };
 
-say(`seed ${String(seed)} (replay: npx nx run integration:soak -- --seed ${String(seed)} --minutes ${String(minutes)})`);
+say(
+  `seed ${String(seed)}, faults: ${allKinds ? 'all kinds' : kinds.join(', ')} (replay: npx nx run integration:soak -- --seed ${String(seed)} --minutes ${String(minutes)}${allKinds ? '' : ` --faults ${kinds.join(',')}`})`,
+);
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
 let system: System | undefined;
 let failed = false;
@@ -94,7 +112,7 @@ try {
     100,
   );
   const tasks = new TaskCreator(current, 'sh', 2_000);
-  const faults = new Faults(current, controlPlane, ['py', 'sh'], random);
+  const faults = new Faults(current, controlPlane, ['py', 'sh'], random, kinds);
   callers.start();
   tasks.start();
 
@@ -175,7 +193,9 @@ async function report(o: Outcome): Promise<boolean> {
   const line = (text: string): void => {
     process.stdout.write(`  ${text}\n`);
   };
-  process.stdout.write(`\nsoak: seed ${String(seed)}, ${String(minutes)} min of faults, ${String(o.faults.length)} faults\n`);
+  process.stdout.write(
+    `\nsoak: seed ${String(seed)}, ${String(minutes)} min of faults, ${String(o.faults.length)} faults${allKinds ? '' : ` of ${kinds.join(', ')}`}\n`,
+  );
   const byKind = new Map<string, number>();
   for (const fault of o.faults) byKind.set(fault.kind, (byKind.get(fault.kind) ?? 0) + 1);
   line(`faults: ${[...byKind].map(([kind, count]) => `${kind} ${String(count)}`).join(', ')}`);
@@ -274,6 +294,18 @@ async function report(o: Outcome): Promise<boolean> {
       ? 'time to recover: no fault hit a function Run owner'
       : `time to recover (fault -> the hit Run serves again, ${String(recoveries.length)} cases): p50 ${String(Math.round(percentile(recoveries, 0.5)))} ms, max ${String(Math.max(...recoveries))} ms`,
   );
+  // Planned disruptions of the functions' Runtime (py): the longest each function's caller went without a 200.
+  const answers = o.records.map((r) => ({ run: r.run, end: r.end, ok: r.status === 200 }));
+  const functionNames = Array.from({ length: FUNCTION_RUNS }, (_, k) => `fn-${String(k)}`);
+  for (const kind of FAULT_KINDS.filter(isPlanned)) {
+    const windows = o.faults.filter((f) => f.kind === kind && (f.target === 'py' || f.target.startsWith('py/')));
+    if (windows.length === 0) continue;
+    const gaps = [...longestGaps(answers, functionNames, windows)].map(
+      ([run, gap]) =>
+        `${run} ${gap === undefined ? '-' : `${String(gap.to - gap.from)} ms (${String(gap.refused)} refused${gap.open ? ', no 200 after' : ''})`}`,
+    );
+    line(`longest without a 200 per function during ${kind} of py (${String(windows.length)} windows): ${gaps.join(', ')}`);
+  }
   const apiWindows = o.faults.filter((f) => f.window === 'apiserver');
   const whileDown = o.records.filter((r) => r.status === 200 && apiWindows.some((w) => r.start >= w.start && r.end <= w.end));
   line(

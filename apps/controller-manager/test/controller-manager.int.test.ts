@@ -186,7 +186,7 @@ function env(pod: V1Pod, container: string, name: string): string | undefined {
   return pod.spec?.containers.find((c) => c.name === container)?.env?.find((e) => e.name === name)?.value;
 }
 
-test('a Runtime of 3 replicas x 2 Runs: Deployment and Service it owns, 3 ready Pods of runtimed + Runtime Server, capacity 6; an update rolls the Pods', async () => {
+test('a Runtime of 3 replicas x 2 Runs: Deployment and Service it owns, 3 ready Pods of runtimed + Runtime Server, capacity 6; an update rolls the Pods, the status saying RollingOut from its first version of the new spec until they run it', async () => {
   await start({ withNode: true });
   const runtime = await createRuntime('shell', { replicas: 3, runs: 2 });
 
@@ -245,19 +245,44 @@ test('a Runtime of 3 replicas x 2 Runs: Deployment and Service it owns, 3 ready 
     reason: RUNTIME_REASONS.podsReady,
   });
 
-  // Updating the Runtime rolls the Deployment: every Pod is replaced by one with the new spec.
-  await objects.patchNamespacedCustomObject({
-    ...custom(RUNTIME_PLURAL),
-    name: 'shell',
-    body: [{ op: 'replace', path: '/spec/runs', value: 3 }],
-  });
-  const rolled = await readyPods('shell', 3, (pod) => env(pod, CONTAINERS.runtimed, 'KRT_RUNS_PER_POD') === '3');
-  expect(rolled.map((p) => p.metadata?.uid)).not.toEqual(expect.arrayContaining(pods.map((p) => p.metadata?.uid)));
-  await waitFor(
-    'Runtime status: capacity 9',
-    async () => ((await getRuntime('shell')).status?.totalCapacity === 9 ? true : undefined),
-    WAIT,
+  // Every status the Runtime has while it rolls (a watch sees each version, a poll could miss one).
+  const seen: { generation: number | undefined; progressing: string | undefined }[] = [];
+  const watch = await new Watch(admin).watch(
+    `/apis/${API_GROUP}/${API_VERSION}/namespaces/${namespace.name}/${RUNTIME_PLURAL}`,
+    { fieldSelector: 'metadata.name=shell' },
+    (_type: string, object: Runtime) => {
+      const progressing = object.status?.conditions?.find((c) => c.type === CONDITION_TYPES.progressing);
+      seen.push({ generation: object.status?.observedGeneration, progressing: progressing?.reason });
+    },
+    () => undefined,
   );
+  try {
+    // Updating the Runtime rolls the Deployment: every Pod is replaced by one with the new spec.
+    await objects.patchNamespacedCustomObject({
+      ...custom(RUNTIME_PLURAL),
+      name: 'shell',
+      body: [{ op: 'replace', path: '/spec/runs', value: 3 }],
+    });
+    const rolled = await readyPods('shell', 3, (pod) => env(pod, CONTAINERS.runtimed, 'KRT_RUNS_PER_POD') === '3');
+    expect(rolled.map((p) => p.metadata?.uid)).not.toEqual(expect.arrayContaining(pods.map((p) => p.metadata?.uid)));
+    await waitFor(
+      'Runtime status: capacity 9, rolled out at generation 2',
+      async () => {
+        const current = (await getRuntime('shell')).status;
+        const progressing = current?.conditions?.find((c) => c.type === CONDITION_TYPES.progressing);
+        return current?.totalCapacity === 9 && current.observedGeneration === 2 && progressing?.reason === RUNTIME_REASONS.rolledOut
+          ? true
+          : undefined;
+      },
+      WAIT,
+    );
+  } finally {
+    watch.abort();
+  }
+  // The first status of the new spec comes from the pass that rewrote the Deployment: it says
+  // the Pods are rolling (a client waiting for RolledOut, as `kubectl wait` does, must not be
+  // told the old Pods run the new spec).
+  expect(seen.find((version) => version.generation === 2)?.progressing).toBe(RUNTIME_REASONS.rollingOut);
   expect(errors).toEqual([]);
 });
 

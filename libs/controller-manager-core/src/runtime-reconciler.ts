@@ -146,7 +146,7 @@ export class RuntimeReconciler {
       rollout:
         cachedDeployment === undefined || deployment.outcome === 'refused'
           ? undefined
-          : rolloutOf(cachedDeployment, desired.deployment.spec.replicas),
+          : rolloutOf(cachedDeployment, desired.deployment.spec.replicas, deployment.outcome === 'unchanged'),
       recheckAfterMs: tls.recheckAfterMs,
     };
   }
@@ -264,8 +264,9 @@ function previousPool(runtime: Runtime): PoolStatus | undefined {
   };
 }
 
-function rolloutOf(deployment: ReadonlyDeep<V1Deployment>, desiredReplicas: number): RolloutView {
+function rolloutOf(deployment: ReadonlyDeep<V1Deployment>, desiredReplicas: number, current: boolean): RolloutView {
   return {
+    current,
     generation: deployment.metadata?.generation ?? 0,
     observedGeneration: deployment.status?.observedGeneration ?? 0,
     replicas: deployment.status?.replicas ?? 0,

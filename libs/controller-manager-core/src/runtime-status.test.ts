@@ -10,6 +10,7 @@ const rolledOut: RolloutView = {
   updatedReplicas: 3,
   availableReplicas: 3,
   desiredReplicas: 3,
+  current: true,
 };
 
 function input(overrides: Partial<RuntimeStatusInput>): RuntimeStatusInput {
@@ -98,6 +99,16 @@ describe('runtimeStatus', () => {
     [
       'a rollout not yet observed is progressing',
       { pods: [ready], rollout: { ...rolledOut, observedGeneration: 1 } },
+      {},
+      [
+        ['Available', 'PodsReady'],
+        ['Progressing', 'RollingOut'],
+      ],
+    ],
+    [
+      // The pass that rewrites the Deployment for a changed spec reads it from the cache, rolled out under the old template.
+      'a Deployment rewritten this pass is progressing, whatever its cached status says',
+      { pods: [ready], rollout: { ...rolledOut, current: false } },
       {},
       [
         ['Available', 'PodsReady'],

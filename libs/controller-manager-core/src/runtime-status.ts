@@ -18,6 +18,12 @@ export interface RolloutView {
   updatedReplicas: number;
   availableReplicas: number;
   desiredReplicas: number;
+  /**
+   * The cached Deployment already carries the Runtime's spec (this pass wrote nothing). A
+   * Deployment this pass rewrote (or tried to: a fenced write) is rolling whatever its cached
+   * status says: the cache has not seen the new template yet.
+   */
+  current: boolean;
 }
 
 export interface RuntimeStatusInput {
@@ -128,6 +134,7 @@ export function runtimeCapacity(
 function rolledOut(rollout: RolloutView | undefined): boolean {
   if (rollout === undefined) return false;
   return (
+    rollout.current &&
     rollout.observedGeneration >= rollout.generation &&
     rollout.updatedReplicas === rollout.desiredReplicas &&
     rollout.replicas === rollout.desiredReplicas &&
@@ -137,6 +144,7 @@ function rolledOut(rollout: RolloutView | undefined): boolean {
 
 function rolloutMessage(rollout: RolloutView | undefined): string {
   if (rollout === undefined) return 'creating the Deployment';
+  if (!rollout.current) return 'updating the Deployment to the current spec';
   return `${rollout.updatedReplicas} of ${rollout.desiredReplicas} Pods updated, ${rollout.availableReplicas} available`;
 }
 
