@@ -13,8 +13,8 @@ import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import type { ExecuteRequest } from './execute-request.ts';
-import { watchGroup } from './group-watch.ts';
-import type { GroupWatch } from './group-watch.ts';
+import { guard } from './group-watch.ts';
+import type { Guard } from './group-watch.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
@@ -137,15 +137,20 @@ export class ExecutionService {
     }
     // Private to the execution (0700), outside the workdir that user code may wipe.
     const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
+    // Neither the scratch nor the task's group (named once spawned) outlive this process,
+    // however it ends. Released only once this process removed the scratch itself, so an
+    // execution's end leaves nothing behind by the time it is reported.
+    const guarded = guard({ removePaths: [scratch] });
     const outputsFile = join(scratch, 'outputs.json');
     try {
       const resumeEnv = request.resume === undefined ? {} : await writeResumeFiles(scratch, request.resume);
       if (request.resume !== undefined) {
         logger.info({ resumedFromAttempt: request.resume.checkpointAttempt, responseId: request.resume.responseId }, 'continuation');
       }
-      yield* this.#run(request, entrypoint, outputsFile, resumeEnv, signal, logger);
+      yield* this.#run(request, entrypoint, outputsFile, resumeEnv, signal, logger, guarded);
     } finally {
       await rm(scratch, { recursive: true, force: true });
+      guarded.release();
     }
   }
 
@@ -179,6 +184,7 @@ export class ExecutionService {
     resumeEnv: Readonly<Record<string, string>>,
     signal: AbortSignal,
     logger: Logger,
+    guarded: Guard,
   ): AsyncGenerator<ExecutionEvent> {
     const { command, session, child, manifest, running } = this.#spawn(request, entrypoint, outputsFile, resumeEnv, logger);
     const spawnError = await spawned(child);
@@ -191,13 +197,13 @@ export class ExecutionService {
       return;
     }
     // Before anything else can fail: the group must not outlive this process, however it ends.
-    const watch = watchGroup(child.pid);
+    guarded.group(child.pid);
     const startedAt = this.#started(request, child.pid, running, logger);
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
     const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
     const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
-    const done = this.#ended(child, running, pipesClosed, queue, triggers, watch);
+    const done = this.#ended(child, running, pipesClosed, queue, triggers);
     // The ending is recorded as soon as it is known, whether or not a client is still
     // there to receive it: a stream that breaks now is settled by `status`.
     const ending = done.then(() => this.#exitedEvent(request, running, manifest, outputsFile, logger));
@@ -383,7 +389,6 @@ export class ExecutionService {
     pipesClosed: Promise<unknown>,
     queue: EventQueue<ExecutionEvent>,
     triggers: StopTriggers,
-    watch: GroupWatch,
   ): Promise<void> {
     await exited(child);
     triggers.clearTimer();
@@ -393,8 +398,6 @@ export class ExecutionService {
       child.stderr.destroy();
     });
     await running.stopping;
-    // The group is killed (and a stop waited for it to be empty): the guard can go.
-    watch.release();
     queue.close();
   }
 

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { durationFromMillis } from '@kruntimes/proto';
+import { executeToEnd, executionRequest, startServerProcess, survivingGroupMembers, waitFor } from '@kruntimes/testing';
+import type { ServerProcess } from '@kruntimes/testing';
+
+const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
+const BOUND = { timeoutMs: 20_000, intervalMs: 50 };
+
+/** The leader and a child of its own in the group: the whole group must go. */
+const TASK = `
+import os, subprocess, time
+subprocess.Popen(["sleep", "300"])
+with open(os.environ["PID_FILE"], "w") as f:
+    f.write(f"{os.getpgid(0)}\\n")
+time.sleep(300)
+`;
+
+const HANDLERS = `
+import os, subprocess, time
+
+def leave(event, context):
+    # A child left running in the worker's group after the invocation returned.
+    subprocess.Popen(["sleep", "300"])
+    return os.getpgid(0)
+
+def sleep(event, context):
+    with open(os.environ["PID_FILE"], "w") as f:
+        f.write(f"{os.getpgid(0)}\\n")
+    time.sleep(300)
+    return "slept"
+`;
+
+/** What the Runtime Server made in its TMPDIR (krt-exec-*) and left there. */
+function leftIn(dir: string): string[] {
+  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
+}
+
+/** Reads a process group a process wrote into `file`, bounded. */
+function pgidFrom(file: string): Promise<number> {
+  return waitFor(
+    `a process group in ${file}`,
+    async () => {
+      await Promise.resolve();
+      let text = '';
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch {
+        // not yet written
+      }
+      return /^\d+\n$/.test(text) ? Number(text.trim()) : undefined;
+    },
+    BOUND,
+  );
+}
+
+// A Runtime Server killed with SIGKILL (out of memory, a crash): none of its code runs
+// after, yet nothing it started or made outlives it (issue 45): neither a task's process
+// group nor a function's warm worker (its own group), busy or idle, nor a temporary directory.
+describe('a python Runtime Server killed with SIGKILL', () => {
+  let tmp: string;
+  let workdir: string;
+  let server: ServerProcess | undefined;
+  let pgids: number[] = [];
+
+  beforeEach(() => {
+    tmp = mkdtempSync(join(tmpdir(), 'rs-tmp-'));
+    workdir = mkdtempSync(join(tmpdir(), 'rs-work-'));
+    writeFileSync(join(workdir, 'slow.py'), TASK);
+    writeFileSync(join(workdir, 'handlers.py'), HANDLERS);
+    pgids = [];
+  });
+
+  afterEach(async () => {
+    for (const pgid of pgids) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await server?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+    rmSync(workdir, { recursive: true, force: true });
+  });
+
+  it('during a task: the task group goes, and its krt-exec-* is removed', async () => {
+    const pidFile = join(workdir, 'task.pid');
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp });
+    server = started;
+    const request = executionRequest({ workdir, entrypoint: 'slow.py', extra: { env: { PID_FILE: pidFile } } });
+    // Broken by the kill: what it carried does not matter here.
+    const stream = executeToEnd(started.client, request).catch(() => undefined);
+    const pgid = await pgidFrom(pidFile);
+    pgids.push(pgid);
+    expect(leftIn(tmp)).toEqual([expect.stringMatching(/^krt-exec-/) as string]);
+
+    started.child.kill('SIGKILL');
+    await stream;
+    expect(await survivingGroupMembers(pgid, BOUND.timeoutMs)).toEqual([]);
+    await waitFor(
+      'no krt-* directory left',
+      async () => {
+        await Promise.resolve();
+        return leftIn(tmp).length === 0 ? true : undefined;
+      },
+      BOUND,
+    ).catch(() => undefined);
+    expect(leftIn(tmp)).toEqual([]);
+  });
+
+  it('with warm workers, one idle with a child left running and one in an invocation: both groups go', async () => {
+    const pidFile = join(workdir, 'invocation.pid');
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp });
+    server = started;
+    const register = (handler: string) =>
+      started.client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler, env: { PID_FILE: pidFile } });
+    const invoke = (registrationId: string) =>
+      started.client.invokeFunction({
+        registrationId,
+        invocationId: randomUUID(),
+        payload: Buffer.from('null'),
+        timeout: durationFromMillis(300_000),
+      });
+    const idle = await register('handlers:leave');
+    const idleGroup = Number(Buffer.from((await invoke(idle.registrationId)).result).toString('utf8'));
+    pgids.push(idleGroup);
+    const busy = await register('handlers:sleep');
+    const invocation = invoke(busy.registrationId).catch(() => undefined);
+    const busyGroup = await pgidFrom(pidFile);
+    pgids.push(busyGroup);
+    expect(idleGroup).toBeGreaterThan(1);
+    expect(busyGroup).not.toBe(idleGroup);
+
+    started.child.kill('SIGKILL');
+    await invocation;
+    expect(await survivingGroupMembers(idleGroup, BOUND.timeoutMs)).toEqual([]);
+    expect(await survivingGroupMembers(busyGroup, BOUND.timeoutMs)).toEqual([]);
+  });
+});
