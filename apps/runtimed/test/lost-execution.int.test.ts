@@ -128,7 +128,8 @@ test('a Runtime Server killed with SIGKILL during a task: its process group goes
     const ended = await env.waitForRun('forgotten', 'an end', (r) => phase(r) !== 'Running');
     expect(ended.status?.message).toContain('lost the execution');
     expect(ended.status?.message).toContain('no record');
-    expect(ended.status).toMatchObject({ phase: 'Interrupted', attempt: 1 });
+    // Not OwnerLost: runtimed, the owner, is there; its Runtime Server died.
+    expect(ended.status).toMatchObject({ phase: 'Interrupted', reason: 'RuntimeServerLost', attempt: 1 });
     expect(ended.status?.message).toContain('the Runtime Server restarted during the execution (killed or crashed)');
     // Killed when the Runtime Server died, long before the restarted one answered runtimed.
     expect(await survivingGroupMembers(pid)).toEqual([]);

@@ -1,3 +1,4 @@
+import { RUN_REASONS } from '@kruntimes/api';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import type { Logger } from 'pino';
 import { RuntimeServerError } from './runtime-server.ts';
@@ -17,12 +18,27 @@ export interface ExecutionLookup {
 export class ExecutionLostError extends Error {
   /** True when the Runtime Server still reported it running when runtimed stopped waiting. */
   readonly stillRunning: boolean;
+  /**
+   * True when the Runtime Server had reported it started and then had no record of it: the
+   * Runtime Server restarted during the execution (killed or crashed).
+   */
+  readonly runtimeServerRestarted: boolean;
 
-  constructor(message: string, stillRunning: boolean, cause: unknown) {
+  constructor(message: string, stillRunning: boolean, cause: unknown, runtimeServerRestarted = false) {
     super(message, { cause });
     this.name = 'ExecutionLostError';
     this.stillRunning = stillRunning;
+    this.runtimeServerRestarted = runtimeServerRestarted;
   }
+}
+
+/**
+ * Pure: the reason of an attempt interrupted by this loss, when it is more specific than a
+ * lost owner: the Runtime Server's own death, not runtimed's or its Pod's. Undefined: the
+ * generic one (OwnerLost), as for any loss whose cause is not known.
+ */
+export function lostExecutionReason(failure: unknown): typeof RUN_REASONS.runtimeServerLost | undefined {
+  return failure instanceof ExecutionLostError && failure.runtimeServerRestarted ? RUN_REASONS.runtimeServerLost : undefined;
 }
 
 export interface SettleOptions {
@@ -84,7 +100,12 @@ export async function settleLostExecution(
           running = true;
           break;
         case ExecutionState.EXECUTION_STATE_UNKNOWN:
-          throw new ExecutionLostError(unknownExecutionMessage(options.startedSeen === true), false, undefined);
+          throw new ExecutionLostError(
+            unknownExecutionMessage(options.startedSeen === true),
+            false,
+            undefined,
+            options.startedSeen === true,
+          );
         case ExecutionState.EXECUTION_STATE_UNSPECIFIED:
         case ExecutionState.UNRECOGNIZED:
           throw new ExecutionLostError(
