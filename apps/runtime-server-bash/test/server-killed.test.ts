@@ -8,6 +8,9 @@ import type { ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 const BOUND = { timeoutMs: 20_000, intervalMs: 50 };
+/** How long a killed group may take to be gone, and how often /proc is read meanwhile (a full scan each). */
+const GONE_MS = 10_000;
+const GONE_POLL_MS = 250;
 
 /** What the Runtime Server made in its TMPDIR (krt-bin-*, krt-exec-*, krt-out-*) and left there. */
 function leftIn(dir: string): string[] {
@@ -94,7 +97,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
 
     started.child.kill('SIGKILL');
     await stream;
-    expect(await survivingGroupMembers(pgid, BOUND.timeoutMs)).toEqual([]);
+    expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
     expect(await leftAfterWait(tmp)).toEqual([]);
   });
 
@@ -121,7 +124,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
 
     started.child.kill('SIGKILL');
     await invocation;
-    expect(await survivingGroupMembers(pgid, BOUND.timeoutMs)).toEqual([]);
+    expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
     expect(await leftAfterWait(tmp)).toEqual([]);
   });
 });
