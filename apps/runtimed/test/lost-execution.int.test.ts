@@ -166,3 +166,37 @@ test('a Runtime Server killed with SIGKILL during a task: its process group and 
     }
   }
 });
+
+// The same loss of a retrySafe task with an attempt left: retried under the rules of a lost
+// owner, as before the reason existed (on a Pod of its own, whose Runtime Server has not
+// crashed yet: the kubelet restarts it at once).
+test('a Runtime Server killed with SIGKILL during a retrySafe task with an attempt left: the attempt is retried', async () => {
+  const started = join(scratch, 'started-3');
+  const safePod = await env.createRuntimePod('bash-safe', 'bash', 'rt');
+  await env.createRun('forgotten-safe', {
+    runtime: 'rt',
+    source: { inline: 'echo $$ > "$STARTED"\nsleep 60\n' },
+    mode: { task: {} },
+    env: [{ name: 'STARTED', value: started }],
+    retryPolicy: { retrySafe: true, maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+  });
+  await env.bind('forgotten-safe', safePod);
+  const pid = await waitFor(
+    'the task to start',
+    async () => Number((await readFile(started, 'utf8').catch(() => '')).trim()) || undefined,
+    WAIT,
+  );
+  try {
+    env.node.crashContainer(env.name, 'bash-safe', 'runtime-server', 'SIGKILL');
+    const requeued = await env.waitForRun('forgotten-safe', 'requeued for attempt 2', (r) => r.status?.attempt === 2);
+    expect(requeued.status).toMatchObject({ phase: 'Pending', attempt: 2, reason: 'RetryBackoff' });
+    expect(requeued.status?.message).toContain('attempt 1: lost the execution: the Runtime Server restarted during the execution');
+    expect(await survivingGroupMembers(pid)).toEqual([]);
+  } finally {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
