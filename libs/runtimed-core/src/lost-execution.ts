@@ -1,5 +1,6 @@
-import { RUN_REASONS } from '@kruntimes/api';
+import type { RUN_REASONS } from '@kruntimes/api';
 import { runtimeServerV1 } from '@kruntimes/proto';
+import { decideLostExecutionReason } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import { RuntimeServerError } from './runtime-server.ts';
 import type { RuntimeServerClient } from './runtime-server.ts';
@@ -33,12 +34,12 @@ export class ExecutionLostError extends Error {
 }
 
 /**
- * Pure: the reason of an attempt interrupted by this loss, when it is more specific than a
- * lost owner: the Runtime Server's own death, not runtimed's or its Pod's. Undefined: the
- * generic one (OwnerLost), as for any loss whose cause is not known.
+ * Pure: the reason of an attempt interrupted by this loss (decideLostExecutionReason): the
+ * Runtime Server's own death, not runtimed's or its Pod's, is known only from a restarted
+ * Runtime Server without a record of an execution it had reported started.
  */
 export function lostExecutionReason(failure: unknown): typeof RUN_REASONS.runtimeServerLost | undefined {
-  return failure instanceof ExecutionLostError && failure.runtimeServerRestarted ? RUN_REASONS.runtimeServerLost : undefined;
+  return decideLostExecutionReason(failure instanceof ExecutionLostError && failure.runtimeServerRestarted);
 }
 
 export interface SettleOptions {
