@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis } from '@kruntimes/proto';
@@ -54,6 +55,26 @@ function pgidFrom(file: string): Promise<number> {
         // not yet written
       }
       return /^\d+\n$/.test(text) ? Number(text.trim()) : undefined;
+    },
+    BOUND,
+  );
+}
+
+/** The spare workers (`krt_worker.py --spare`) the process `parent` started: read from /proc, bounded. */
+function spareWorkersOf(parent: number): Promise<number[]> {
+  return waitFor(
+    `a spare worker of ${String(parent)}`,
+    async () => {
+      const spares: number[] = [];
+      for (const entry of await readdir('/proc')) {
+        if (!/^\d+$/.test(entry)) continue;
+        const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        if (ppid !== parent) continue;
+        const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+        if (cmdline.split('\0').includes('--spare')) spares.push(Number(entry));
+      }
+      return spares.length > 0 ? spares : undefined;
     },
     BOUND,
   );
@@ -144,5 +165,20 @@ describe('a python Runtime Server killed with SIGKILL', () => {
       survivingGroupMembers(busyGroup, GONE_MS, GONE_POLL_MS),
     ]);
     expect({ idleLeft, busyLeft }).toEqual({ idleLeft: [], busyLeft: [] });
+  });
+
+  // Not guarded: a spare never assigned holds no work and exits when its requests pipe
+  // (fd 3) from the server closes, which the kernel does when the server dies.
+  it('with a spare worker never assigned: the spare goes too', async () => {
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_PYTHON_SPARE_WORKER: '1' });
+    server = started;
+    const spares = await spareWorkersOf(started.child.pid!);
+    // Started detached: each spare leads its own group.
+    pgids.push(...spares);
+    expect(spares).toHaveLength(1);
+
+    started.child.kill('SIGKILL');
+    const left = await Promise.all(spares.map((pgid) => survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)));
+    expect(left.flat()).toEqual([]);
   });
 });
