@@ -21,7 +21,7 @@ export async function installArtifactCommand(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'krt-bin-'));
   // Never released: at a normal exit the handler below has removed the directory before the
   // guard sees the pipe close, and removing it again is nothing.
-  guard({ removePaths: [dir] });
+  guard({ removePath: dir });
   process.once('exit', () => {
     rmSync(dir, { recursive: true, force: true });
   });

@@ -33,7 +33,7 @@ export class BashFunction implements LoadedFunction {
     const outputsDir = await mkdtemp(join(tmpdir(), 'krt-out-'));
     // Neither the invocation's group (named once spawned) nor its outputs directory outlive
     // this process, however it ends; released once both are gone on this process's watch.
-    const guarded = guard({ removePaths: [outputsDir] });
+    const guarded = guard({ removePath: outputsDir });
     try {
       return await this.#run(request, outputsDir, guarded);
     } finally {

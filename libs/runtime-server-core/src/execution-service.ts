@@ -140,7 +140,7 @@ export class ExecutionService {
     // Neither the scratch nor the task's group (named once spawned) outlive this process,
     // however it ends. Released only once this process removed the scratch itself, so an
     // execution's end leaves nothing behind by the time it is reported.
-    const guarded = guard({ removePaths: [scratch] });
+    const guarded = guard({ removePath: scratch });
     const outputsFile = join(scratch, 'outputs.json');
     try {
       const resumeEnv = request.resume === undefined ? {} : await writeResumeFiles(scratch, request.resume);

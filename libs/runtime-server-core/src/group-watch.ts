@@ -4,93 +4,167 @@ import { isAbsolute } from 'node:path';
 import type { Writable } from 'node:stream';
 
 /**
- * The guard: reads lines from the pipe only the Runtime Server holds. `group N` names the
- * process group to kill (known only once the process is spawned), `released` means the
- * Runtime Server ended and cleaned up what it guarded itself. End of file without
- * `released` means the Runtime Server died (SIGKILL, a crash): the group is killed, then
- * the paths are removed (once more after a second if one is still there: a member killed
- * in the middle of a write may still create a file).
+ * The guard: one per Runtime Server process, reading lines from the pipe only the Runtime
+ * Server holds. `hold ID group PGID` and `hold ID path /ABS` add to item ID (numeric; one
+ * group and one path each), `release ID` forgets the item: only live items are kept, so a
+ * Runtime Server that ran a million invocations costs the guard nothing more. End of file
+ * means the Runtime Server is gone: every live group is killed, then every live path removed
+ * (once more after a second if one is still there: a member killed in the middle of a write
+ * may still create a file). A line it cannot use is skipped, as is a last one cut short.
+ * No text from a line is ever evaluated: `eval` sees only `[0-9]` ids, the value moves
+ * through `$a`. The live ids are written to stdout at the end (nothing in production; tests
+ * read them).
  */
-const GUARD_SCRIPT = [
-  'g=$1; shift',
-  'while read -r w a; do case $w in released) exit 0;; group) g=$a;; esac; done',
-  'end() { [ -z "$g" ] || kill -s KILL -- "-$g" 2>/dev/null; rm -rf -- "$@" 2>/dev/null; }',
-  'end "$@"',
-  'for p in "$@"; do [ ! -e "$p" ] || { sleep 1; end "$@"; break; }; done',
-].join('\n');
+const GUARD_SCRIPT = `set -f
+n='
+'
+ids=' '
+while IFS= read -r l; do
+  w=\${l%% *}; r=\${l#* }; id=\${r%% *}; r=\${r#* }; k=\${r%% *}; a=\${r#* }
+  case $id in ''|*[!0-9]*) continue;; esac
+  case $w/$k in
+  hold/group) case $a in ''|0*|1|*[!0-9]*) continue;; esac; eval "g_$id=\\$a";;
+  hold/path) case $a in /*[!/]*) ;; *) continue;; esac; eval "p_$id=\\$a";;
+  release/*)
+    unset "g_$id" "p_$id"
+    case $ids in *" $id "*) f=\${ids%% $id *}; ids="$f \${ids#* $id }";; esac
+    continue;;
+  *) continue;;
+  esac
+  case $ids in *" $id "*) ;; *) ids="$ids$id ";; esac
+done
+gs= ps=
+for id in $ids; do
+  eval "g=\\\${g_$id-} p=\\\${p_$id-}"
+  [ -z "$g" ] || gs="$gs$n$g"
+  [ -z "$p" ] || ps="$ps$n$p"
+done
+printf '%s\\n' "$ids"
+IFS=$n
+end() {
+  for g in $gs; do kill -s KILL -- "-$g" 2>/dev/null; done
+  [ -z "$ps" ] || rm -rf -- $ps 2>/dev/null
+}
+end
+for p in $ps; do [ ! -e "$p" ] || { sleep 1; end; break; }; done
+`;
 
 /** The guard's name in the process table (its `$0`). */
 export const GUARD_NAME = 'krt-guard';
 
-/** What a guard ends when the Runtime Server dies without releasing it. */
-export interface GuardOptions {
-  /** A process group (its leader's pid) to SIGKILL; `Guard.group` can name it later. */
-  readonly killGroup?: number;
-  /** Absolute paths removed (recursively) after the group was killed. */
-  readonly removePaths?: readonly string[];
-}
-
-/** How a guard is spawned: its own session, its stdin the pipe. */
-export function guardProcess(options: GuardOptions): {
+/** How the guard is spawned: its own session, its stdin the pipe. */
+export function guardProcess(): {
   command: string;
   args: string[];
   options: { detached: true; stdio: ['pipe', 'ignore', 'ignore'] };
 } {
-  const { killGroup, removePaths = [] } = options;
-  if (killGroup !== undefined) checkGroup(killGroup);
-  for (const path of removePaths) {
-    // A relative path would be resolved against wherever the guard runs.
-    if (!isAbsolute(path)) throw new Error(`a guarded path must be absolute: ${path}`);
+  return { command: '/bin/sh', args: ['-c', GUARD_SCRIPT, GUARD_NAME], options: { detached: true, stdio: ['pipe', 'ignore', 'ignore'] } };
+}
+
+/** One thing the guard holds for item `id`. */
+export type GuardedThing = { readonly group: number } | { readonly path: string };
+
+/**
+ * The line that makes the guard hold `thing` as part of item `id`; throws for what the
+ * guard must never act on (it would skip such a line anyway).
+ */
+export function holdLine(id: number, thing: GuardedThing): string {
+  checkId(id);
+  if ('group' in thing) {
+    // 0 and 1 would make `kill -- -N` signal the guard's own group or every process.
+    if (!Number.isSafeInteger(thing.group) || thing.group <= 1) throw new Error(`not a process group to guard: ${String(thing.group)}`);
+    return `hold ${String(id)} group ${String(thing.group)}\n`;
   }
-  return {
-    command: '/bin/sh',
-    args: ['-c', GUARD_SCRIPT, GUARD_NAME, killGroup === undefined ? '' : String(killGroup), ...removePaths],
-    options: { detached: true, stdio: ['pipe', 'ignore', 'ignore'] },
-  };
+  const { path } = thing;
+  // A relative path would be resolved against wherever the guard runs; a newline would end
+  // the line (the rest a line of its own), a NUL cannot pass through the shell.
+  if (!isAbsolute(path)) throw new Error(`a guarded path must be absolute: ${path}`);
+  if (/[\n\0]/.test(path)) throw new Error(`a guarded path must not contain a newline or NUL: ${JSON.stringify(path)}`);
+  if (/^\/+$/.test(path)) throw new Error('the root directory is not a path to guard');
+  return `hold ${String(id)} path ${path}\n`;
+}
+
+/** The line that makes the guard forget item `id`. */
+export function releaseLine(id: number): string {
+  checkId(id);
+  return `release ${String(id)}\n`;
+}
+
+function checkId(id: number): void {
+  if (!Number.isSafeInteger(id) || id < 0) throw new Error(`not a guard item id: ${String(id)}`);
+}
+
+/** What a guarded item ends when the Runtime Server dies without releasing it. */
+export interface GuardOptions {
+  /** A process group (its leader's pid) to SIGKILL; `Guard.group` can name it later. */
+  readonly killGroup?: number;
+  /** An absolute path removed (recursively) after the group was killed. */
+  readonly removePath?: string;
 }
 
 /** What the Runtime Server's death would end: `release()` once the Runtime Server ended it itself. */
 export interface Guard {
   /** From now on the Runtime Server's death kills this process group too. */
   group(pgid: number): void;
-  /** The Runtime Server ended (and removed) what is guarded: the guard exits and does nothing. */
+  /** The Runtime Server ended (and removed) what is guarded: the guard forgets it. */
   release(): void;
 }
 
+/** This process's guard, started by the first item; undefined until then or once it died. */
+let current: Writable | undefined;
+let started = false;
+let lastId = 0;
+
 /**
- * Guards what a Runtime Server started or made against its own death: a tiny shell
- * process outside the Runtime Server's process group (its own session, so a signal to
- * that group spares it) that kills a process group and removes paths when the pipe from
- * the Runtime Server closes without a release. A Runtime Server killed with SIGKILL
- * cannot clean up itself, and a container that outlives it (a shared process namespace,
- * a runtime that signals only the main process) would keep the processes running and the
- * temporary directories on its disk. The pipe is close-on-exec: no process the Runtime
- * Server starts holds it. Never keeps the Runtime Server's event loop alive.
+ * Starts the guard once: a spawn per invocation would cost more than the invocation.
+ * If it could not start or died, nothing is guarded any more and the Runtime Server goes on.
+ */
+function guardInput(): Writable | undefined {
+  if (started) return current;
+  started = true;
+  const { command, args, options } = guardProcess();
+  const child: ChildProcessByStdio<Writable, null, null> = spawn(command, args, options);
+  const input = child.stdin;
+  const gone = () => {
+    current = undefined;
+  };
+  child.on('error', gone);
+  child.on('exit', gone);
+  input.on('error', gone);
+  child.unref();
+  // The pipe's handle too: the guard lives as long as this process and must not keep it running.
+  (input as Writable & { unref?: () => void }).unref?.();
+  current = input;
+  return input;
+}
+
+/**
+ * Guards what a Runtime Server started or made against its own death: the guard (one
+ * tiny shell process per Runtime Server, outside its process group: its own session, so a
+ * signal to that group spares it) kills the item's process group and removes its path when
+ * the pipe from the Runtime Server closes while the item is not released. A Runtime Server
+ * killed with SIGKILL cannot clean up itself, and a container that outlives it (a shared
+ * process namespace, a runtime that signals only the main process) would keep the
+ * processes running and the temporary directories on its disk. The pipe is close-on-exec:
+ * no process the Runtime Server starts holds it. Never keeps the event loop alive.
  */
 export function guard(options: GuardOptions): Guard {
-  const { command, args, options: spawnOptions } = guardProcess(options);
-  const child: ChildProcessByStdio<Writable, null, null> = spawn(command, args, spawnOptions);
-  // A guard that could not start or died guards nothing more; the Runtime Server goes on.
-  child.on('error', () => undefined);
-  child.stdin.on('error', () => undefined);
-  child.unref();
-  // The pipe's handle too: a guard held for the server's lifetime must not keep it running.
-  (child.stdin as Writable & { unref?: () => void }).unref?.();
+  const id = ++lastId;
+  // Checked before anything is written: a bad item throws here, not later in the guard.
+  const first =
+    (options.killGroup === undefined ? '' : holdLine(id, { group: options.killGroup })) +
+    (options.removePath === undefined ? '' : holdLine(id, { path: options.removePath }));
   let released = false;
+  if (first !== '') guardInput()?.write(first);
   return {
     group(pgid) {
-      checkGroup(pgid);
-      if (!released) child.stdin.write(`group ${String(pgid)}\n`);
+      const line = holdLine(id, { group: pgid });
+      if (!released) guardInput()?.write(line);
     },
     release() {
       if (released) return;
       released = true;
-      child.stdin.end('released\n');
+      current?.write(releaseLine(id));
     },
   };
-}
-
-function checkGroup(pgid: number): void {
-  // 0 and 1 would make `kill -- -N` signal the guard's own group or every process.
-  if (!Number.isInteger(pgid) || pgid <= 1) throw new Error(`not a process group to guard: ${String(pgid)}`);
 }
