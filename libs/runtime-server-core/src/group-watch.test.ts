@@ -100,6 +100,52 @@ describe('guard', () => {
     }
   });
 
+  // The guard killed while its Runtime Server lives (task code may signal it): a new one
+  // takes over what is held (told again) and what is held after.
+  it('replaces a killed guard, which then guards what was held before and after', async () => {
+    const dirs = scratchDirs(2);
+    const server = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { guard, guardPid } from ${JSON.stringify(join(import.meta.dirname, 'group-watch.ts'))};
+         import { spawn } from 'node:child_process';
+         const [a, b] = JSON.parse(process.argv[1]);
+         const task = () => spawn('sh', ['-c', 'sleep 300 & sleep 300; wait'], { detached: true, stdio: 'ignore' });
+         const taskA = task();
+         guard({ killGroup: taskA.pid, removePath: a });
+         const first = guardPid();
+         process.kill(first, 'SIGKILL');
+         for (let i = 0; i < 400 && (guardPid() === undefined || guardPid() === first); i++) await new Promise((r) => setTimeout(r, 25));
+         const taskB = task();
+         guard({ killGroup: taskB.pid, removePath: b });
+         process.stdout.write([taskA.pid, taskB.pid, first, guardPid()].join(' ') + '\\n');
+         setInterval(() => undefined, 1000);`,
+        JSON.stringify(dirs),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const [line] = (await Promise.race([
+      once(server.stdout, 'data'),
+      once(server, 'exit').then(() => {
+        throw new Error('the stand-in Runtime Server exited before it started the tasks');
+      }),
+    ])) as [Buffer];
+    expect(line.toString()).toMatch(/^\d+ \d+ \d+ \d+\n$/);
+    const [groupA = 0, groupB = 0, first, second] = line.toString().trim().split(' ').map(Number);
+    try {
+      expect(second).not.toBe(first);
+      server.kill('SIGKILL');
+      expect(await goneWithin(groupA, 5_000)).toBe(true);
+      expect(await goneWithin(groupB, 5_000)).toBe(true);
+      expect(await removedWithin(dirs, 5_000)).toBe(true);
+    } finally {
+      for (const pgid of [groupA, groupB]) await killGroupUntilGone(pgid, 5_000);
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('kills a held group at end of file and leaves a released one alone', async () => {
     const task = () => spawn('sh', ['-c', 'sleep 300 & sleep 300; wait'], { detached: true, stdio: 'ignore' });
     const [held, released] = [task(), task()];

@@ -110,32 +110,59 @@ export interface Guard {
   release(): void;
 }
 
-/** This process's guard, started by the first item; undefined until then or once it died. */
-let current: Writable | undefined;
-let started = false;
+/** This process's guard while it runs: started by the first item, again if it was killed. */
+let current: { readonly pid: number | undefined; readonly input: Writable } | undefined;
+/** False once a guard could not be started (no `/bin/sh`): each further try would cost a spawn. */
+let startable = true;
+/** What is held now, by id: its hold lines, told again to a guard started after one was killed. */
+const held = new Map<number, string>();
 let lastId = 0;
 
+/** The running guard's pid, for tests. */
+export function guardPid(): number | undefined {
+  return current?.pid;
+}
+
 /**
- * Starts the guard once: a spawn per invocation would cost more than the invocation.
- * If it could not start or died, nothing is guarded any more and the Runtime Server goes on.
+ * Starts the guard: once, since a spawn per invocation would cost more than the invocation,
+ * and again when it was killed (by task code, the OOM killer) while this process lives and
+ * holds something. A guard that could not start guards nothing; the Runtime Server goes on.
  */
-function guardInput(): Writable | undefined {
-  if (started) return current;
-  started = true;
+function start(): void {
+  if (!startable) return;
   const { command, args, options } = guardProcess();
   const child: ChildProcessByStdio<Writable, null, null> = spawn(command, args, options);
-  const input = child.stdin;
-  const gone = () => {
-    current = undefined;
-  };
-  child.on('error', gone);
-  child.on('exit', gone);
-  input.on('error', gone);
+  const running = { pid: child.pid, input: child.stdin };
+  let spawned = false;
+  child.once('spawn', () => {
+    spawned = true;
+  });
+  child.on('error', () => {
+    if (!spawned) startable = false;
+    if (current === running) current = undefined;
+  });
+  child.on('exit', (_code, signal) => {
+    if (current === running) current = undefined;
+    // Only a killed guard is replaced: one that exited on its own would do so again.
+    if (spawned && signal !== null && held.size > 0) start();
+  });
+  // Lines written to a guard that died are told again to the next one.
+  child.stdin.on('error', () => undefined);
   child.unref();
   // The pipe's handle too: the guard lives as long as this process and must not keep it running.
-  (input as Writable & { unref?: () => void }).unref?.();
-  current = input;
-  return input;
+  (child.stdin as Writable & { unref?: () => void }).unref?.();
+  current = running;
+  child.stdin.write([...held.values()].join(''));
+}
+
+function hold(id: number, lines: string): void {
+  held.set(id, (held.get(id) ?? '') + lines);
+  if (current === undefined) start();
+  else current.input.write(lines);
+}
+
+function release(id: number): void {
+  if (held.delete(id)) current?.input.write(releaseLine(id));
 }
 
 /**
@@ -155,16 +182,15 @@ export function guard(options: GuardOptions): Guard {
     (options.killGroup === undefined ? '' : holdLine(id, { group: options.killGroup })) +
     (options.removePath === undefined ? '' : holdLine(id, { path: options.removePath }));
   let released = false;
-  if (first !== '') guardInput()?.write(first);
+  if (first !== '') hold(id, first);
   return {
     group(pgid) {
       const line = holdLine(id, { group: pgid });
-      if (!released) guardInput()?.write(line);
+      if (!released) hold(id, line);
     },
     release() {
-      if (released) return;
       released = true;
-      current?.write(releaseLine(id));
+      release(id);
     },
   };
 }
