@@ -19,7 +19,7 @@ import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
 import { writeResumeFiles } from './resume-files.ts';
-import { spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
+import { openGate, spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
 import type { TaskProcess } from './task-process.ts';
 import type { SessionHooks } from './wait-for-input.ts';
 
@@ -186,7 +186,7 @@ export class ExecutionService {
     logger: Logger,
     guarded: Guard,
   ): AsyncGenerator<ExecutionEvent> {
-    const { command, session, child, manifest, running } = this.#spawn(request, entrypoint, outputsFile, resumeEnv, logger);
+    const { command, session, child, manifest, running } = this.#spawn(request, entrypoint, outputsFile, resumeEnv, logger, guarded);
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
       session?.close();
@@ -196,8 +196,6 @@ export class ExecutionService {
       );
       return;
     }
-    // Before anything else can fail: the group must not outlive this process, however it ends.
-    guarded.group(child.pid);
     const startedAt = this.#started(request, child.pid, running, logger);
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
@@ -220,6 +218,7 @@ export class ExecutionService {
     outputsFile: string,
     resumeEnv: Readonly<Record<string, string>>,
     logger: Logger,
+    guarded: Guard,
   ): {
     command: TaskCommand;
     session: ArtifactSession | undefined;
@@ -244,6 +243,12 @@ export class ExecutionService {
     } catch (error) {
       session?.close();
       throw error;
+    }
+    // Before the task's command runs (its gate opens only now): the group must not outlive
+    // this process, however it ends, even when the task kills this process at once.
+    if (child.pid !== undefined) {
+      guarded.group(child.pid);
+      openGate(child);
     }
     // The token stops working the moment the task's process exits: nothing of the
     // execution may record or ask for grants after that. A wait for input already at
