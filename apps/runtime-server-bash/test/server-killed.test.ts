@@ -63,7 +63,10 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     workdir = mkdtempSync(join(tmpdir(), 'rs-work-'));
     // The leader and a child of its own in the group: the whole group must go.
     writeFileSync(join(workdir, 'slow.sh'), 'echo $$ > "$PID_FILE"\nsleep 300 &\nsleep 300\n');
-    writeFileSync(join(workdir, 'main.sh'), 'slow() { echo $$ > "$PID_FILE"; sleep 300 & sleep 300; }\n');
+    writeFileSync(
+      join(workdir, 'main.sh'),
+      'slow() { echo $$ > "$PID_FILE"; sleep 300 & sleep 300; }\nkiller() { echo $$ > "$PID_FILE"; kill -9 "$PPID"; sleep 300; }\n',
+    );
     pgid = 0;
   });
 
@@ -124,6 +127,27 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
 
     started.child.kill('SIGKILL');
     await invocation;
+    expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
+    expect(await leftAfterWait(tmp)).toEqual([]);
+  });
+
+  // The handler kills the server as soon as it runs: it runs only once the guard knows its
+  // group (the runner's gate), so the group still goes with the server.
+  it('killed by the handler itself at once: its group goes, and krt-out-* and krt-bin-* are removed', async () => {
+    const pidFile = join(workdir, 'invocation.pid');
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp });
+    server = started;
+    const { registrationId } = await started.client.registerFunction({
+      runUid: randomUUID(),
+      attempt: 1,
+      workdir,
+      handler: 'killer',
+      env: { PID_FILE: pidFile },
+    });
+    await started.client
+      .invokeFunction({ registrationId, invocationId: randomUUID(), payload: Buffer.from('null'), timeout: durationFromMillis(300_000) })
+      .catch(() => undefined);
+    pgid = await pidFrom(pidFile);
     expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
     expect(await leftAfterWait(tmp)).toEqual([]);
   });
