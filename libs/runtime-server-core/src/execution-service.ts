@@ -19,7 +19,7 @@ import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
 import { writeResumeFiles } from './resume-files.ts';
-import { openGate, spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
+import { commandProblem, openGate, spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
 import type { TaskProcess } from './task-process.ts';
 import type { SessionHooks } from './wait-for-input.ts';
 
@@ -186,7 +186,13 @@ export class ExecutionService {
     logger: Logger,
     guarded: Guard,
   ): AsyncGenerator<ExecutionEvent> {
-    const { command, session, child, manifest, running } = this.#spawn(request, entrypoint, outputsFile, resumeEnv, logger, guarded);
+    const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
+    const unstartable = commandProblem(command, request);
+    if (unstartable !== undefined) {
+      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', unstartable, []));
+      return;
+    }
+    const { session, child, manifest, running } = this.#spawn(request, command, outputsFile, resumeEnv, logger, guarded);
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
       session?.close();
@@ -214,19 +220,17 @@ export class ExecutionService {
    */
   #spawn(
     request: ExecuteRequest,
-    entrypoint: string,
+    command: TaskCommand,
     outputsFile: string,
     resumeEnv: Readonly<Record<string, string>>,
     logger: Logger,
     guarded: Guard,
   ): {
-    command: TaskCommand;
     session: ArtifactSession | undefined;
     child: TaskProcess;
     manifest: Promise<readonly ArtifactClaim[]>;
     running: Running;
   } {
-    const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
     // The session exists before the process (its env), the process before `running`.
     const started: { running?: Running } = {};
     const session = this.#openArtifacts(request.artifacts, logger, {
@@ -266,7 +270,7 @@ export class ExecutionService {
       stopping: undefined,
     };
     started.running = running;
-    return { command, session, child, manifest, running };
+    return { session, child, manifest, running };
   }
 
   /** The process runs: it is cancellable and recorded for `status`. Returns when it started. */

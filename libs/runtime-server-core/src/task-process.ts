@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
 import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
@@ -54,6 +55,31 @@ export function spawnTask(
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+}
+
+/**
+ * Why the task's command cannot start, or undefined. The gate (a shell) starts whatever the
+ * command is, so a missing interpreter would otherwise look like the task's own exit 127:
+ * this keeps it a `start_failed` with a message that names what is missing.
+ */
+export function commandProblem(command: TaskCommand, request: ExecuteRequest): string | undefined {
+  const path = command.env?.PATH ?? request.env.PATH ?? baseEnv().PATH ?? '';
+  const candidates = command.command.includes('/')
+    ? [resolve(request.workdir, command.command)]
+    : path
+        .split(delimiter)
+        .filter((dir) => dir !== '')
+        .map((dir) => join(resolve(request.workdir, dir), command.command));
+  return candidates.some(isExecutable) ? undefined : `cannot start ${command.command}: not found or not executable (PATH ${path})`;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Undefined once the process has started; the error when it could not. */
