@@ -6,11 +6,16 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { BoundedCapture, baseEnv, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
-import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
+import { BoundedCapture, baseEnv, guard, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
+import type { FunctionSpec, Guard, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
 
-/** Sources the user's script, then calls the handler function with the payload on stdin. */
-const RUNNER = 'source -- "$1" </dev/null && "$2"';
+/**
+ * Sources the user's script, then calls the handler function with the payload on stdin; only
+ * once a first line (before the payload) arrives: it is sent once the guard knows the
+ * invocation's group, so a handler that kills this process at once is still ended with it.
+ * At end of file instead (this process died first) no user code runs.
+ */
+const RUNNER = 'read -r _ || exit 125; source -- "$1" </dev/null && "$2"';
 
 /**
  * A Bash function: one `bash` process per invocation (there is no warm state worth
@@ -31,10 +36,14 @@ export class BashFunction implements LoadedFunction {
 
   async invoke(request: InvocationRequest): Promise<InvocationResult> {
     const outputsDir = await mkdtemp(join(tmpdir(), 'krt-out-'));
+    // Neither the invocation's group (named once spawned) nor its outputs directory outlive
+    // this process, however it ends; released once both are gone on this process's watch.
+    const guarded = guard({ removePath: outputsDir });
     try {
-      return await this.#run(request, outputsDir);
+      return await this.#run(request, outputsDir, guarded);
     } finally {
       await rm(outputsDir, { recursive: true, force: true });
+      guarded.release();
     }
   }
 
@@ -45,13 +54,15 @@ export class BashFunction implements LoadedFunction {
     await killGroup(child);
   }
 
-  async #run(request: InvocationRequest, outputsDir: string): Promise<InvocationResult> {
+  async #run(request: InvocationRequest, outputsDir: string, guarded: Guard): Promise<InvocationResult> {
     const child = this.#spawn(request, outputsDir);
+    if (child.pid !== undefined) guarded.group(child.pid);
     this.#running = child;
     const captured = capture(child);
     // A handler that never reads stdin closes it early: EPIPE is not an error here.
     child.stdin.on('error', () => undefined);
-    child.stdin.end(request.payload);
+    // The gate's line, then the payload (bash reads its line without reading past it).
+    child.stdin.end(`\n${request.payload}`);
     const ended = await closedWithin(child, request.timeoutMs);
     this.#running = undefined;
     // Whatever the handler left running in its group ends with the invocation.

@@ -3,8 +3,15 @@ import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS, OUTPUT_KEY_PATTERN } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { LineSplitter, baseEnv, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
-import type { FunctionEvents, FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
+import { LineSplitter, baseEnv, guard, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
+import type {
+  FunctionEvents,
+  FunctionSpec,
+  Guard,
+  InvocationRequest,
+  InvocationResult,
+  LoadedFunction,
+} from '@kruntimes/runtime-server-core';
 import type { Logger } from 'pino';
 import { userPythonPath } from './helper-module.ts';
 import { JsonLineReader } from './worker-protocol.ts';
@@ -27,6 +34,8 @@ const LIMITS = JSON.stringify({
 interface Worker {
   readonly child: ChildProcess;
   readonly requests: Writable;
+  /** Kills the worker's group if this process dies first; released once this process killed it. */
+  readonly guarded: Guard | undefined;
   /** Set while we stop the worker on purpose; its exit is then not a fatal error. */
   expectedExit: boolean;
   /** Sent its ready message: from then on, dying on its own is a fatal error. */
@@ -158,6 +167,7 @@ export class PythonFunction implements LoadedFunction {
     worker.waiting = undefined;
     // Unregister and the restart after a timeout return once no process of the worker is left.
     await killGroup(worker.child);
+    worker.guarded?.release();
   }
 
   #next(worker: Worker): Promise<unknown> {
@@ -179,7 +189,18 @@ export class PythonFunction implements LoadedFunction {
         stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       });
     if (spare !== undefined) setReferenced(spare, true);
-    const worker: Worker = { child, requests: child.stdio[3] as Writable, expectedExit: false, ready: false, waiting: undefined };
+    // A worker busy in an invocation would not notice this process's death (its fd 3
+    // closing) until the handler returns, nor would what the handler started: its guard
+    // kills the whole group then. (An unassigned spare exits when fd 3 closes.)
+    const guarded = child.pid === undefined ? undefined : guard({ killGroup: child.pid });
+    const worker: Worker = {
+      child,
+      requests: child.stdio[3] as Writable,
+      guarded,
+      expectedExit: false,
+      ready: false,
+      waiting: undefined,
+    };
     this.#worker = worker;
     const ready = this.#next(worker);
 

@@ -1,6 +1,6 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Run } from '@kruntimes/api';
 import { runtimeServerV1 } from '@kruntimes/proto';
@@ -103,18 +103,24 @@ test('an Execute stream cut before its exit reached runtimed: the Runtime Server
   expect(logs.filter((l) => l.msg === 'task output').map((l) => l.line)).not.toContain('finishing');
 });
 
-// The Runtime Server killed with SIGKILL during a task (issue 45): the task's process group
-// does not outlive it (the group's guard kills it when the Runtime Server's pipe closes), and
-// the restarted Runtime Server has no record of the execution it had reported started: the
-// attempt ends with a message saying the Runtime Server restarted during it.
-test('a Runtime Server killed with SIGKILL during a task: its process group goes with it, and the attempt ends saying so', async () => {
+// The Runtime Server killed with SIGKILL during a task (issue 45): neither the task's process
+// group nor the temporary directories (the task's krt-exec-*, the server's krt-bin-*) outlive
+// it (their guard ends them when the Runtime Server's pipe closes), and the restarted Runtime
+// Server has no record of the execution it had reported started: the attempt ends
+// Interrupted, RuntimeServerLost, with a message saying the Runtime Server restarted during it.
+test('a Runtime Server killed with SIGKILL during a task: its process group and temporary directories go with it, and the attempt ends RuntimeServerLost', async () => {
   const started = join(scratch, 'started-2');
+  const dirs = join(scratch, 'dirs-2');
   await env.createRun('forgotten', {
     runtime: 'rt',
-    // The leader and a child of its own in the group: the whole group must go.
-    source: { inline: 'echo $$ > "$STARTED"\nsleep 60\n' },
+    // The leader and a child of its own in the group: the whole group must go. Before it
+    // says it started: its scratch (where its outputs file is) and the server's krt-bin-* (first on its PATH).
+    source: { inline: 'printf "%s\\n%s\\n" "$(dirname "$KRT_OUTPUTS_FILE")" "${PATH%%:*}" > "$DIRS"\necho $$ > "$STARTED"\nsleep 60\n' },
     mode: { task: {} },
-    env: [{ name: 'STARTED', value: started }],
+    env: [
+      { name: 'STARTED', value: started },
+      { name: 'DIRS', value: dirs },
+    ],
     retryPolicy: { maxAttempts: 1 },
   });
   await env.bind('forgotten', pod);
@@ -128,12 +134,65 @@ test('a Runtime Server killed with SIGKILL during a task: its process group goes
     const ended = await env.waitForRun('forgotten', 'an end', (r) => phase(r) !== 'Running');
     expect(ended.status?.message).toContain('lost the execution');
     expect(ended.status?.message).toContain('no record');
-    expect(ended.status).toMatchObject({ phase: 'Interrupted', attempt: 1 });
+    // Not OwnerLost: runtimed, the owner, is there; its Runtime Server died.
+    expect(ended.status).toMatchObject({ phase: 'Interrupted', reason: 'RuntimeServerLost', attempt: 1 });
     expect(ended.status?.message).toContain('the Runtime Server restarted during the execution (killed or crashed)');
     // Killed when the Runtime Server died, long before the restarted one answered runtimed.
     expect(await survivingGroupMembers(pid)).toEqual([]);
+    const [taskScratch = '', binDir = ''] = (await readFile(dirs, 'utf8')).trim().split('\n');
+    expect([basename(taskScratch), basename(binDir)]).toEqual([expect.stringMatching(/^krt-exec-/), expect.stringMatching(/^krt-bin-/)]);
+    const exists = (path: string) =>
+      stat(path).then(
+        () => true,
+        () => false,
+      );
+    // The guard removes them right after it killed the group: waited for, bounded.
+    const left = async () => ({ taskScratch: await exists(taskScratch), binDir: await exists(binDir) });
+    await waitFor(
+      'the directories removed',
+      async () => {
+        const now = await left();
+        return now.taskScratch || now.binDir ? undefined : true;
+      },
+      WAIT,
+    ).catch(() => undefined);
+    expect(await left()).toEqual({ taskScratch: false, binDir: false });
   } finally {
     // Nothing left behind, whatever the test found.
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+// The same loss of a retrySafe task with an attempt left: retried under the rules of a lost
+// owner, as before the reason existed (on a Pod of its own, whose Runtime Server has not
+// crashed yet: the kubelet restarts it at once).
+test('a Runtime Server killed with SIGKILL during a retrySafe task with an attempt left: the attempt is retried', async () => {
+  const started = join(scratch, 'started-3');
+  const safePod = await env.createRuntimePod('bash-safe', 'bash', 'rt');
+  await env.createRun('forgotten-safe', {
+    runtime: 'rt',
+    source: { inline: 'echo $$ > "$STARTED"\nsleep 60\n' },
+    mode: { task: {} },
+    env: [{ name: 'STARTED', value: started }],
+    retryPolicy: { retrySafe: true, maxAttempts: 2, initialBackoffSeconds: 1, maxBackoffSeconds: 1 },
+  });
+  await env.bind('forgotten-safe', safePod);
+  const pid = await waitFor(
+    'the task to start',
+    async () => Number((await readFile(started, 'utf8').catch(() => '')).trim()) || undefined,
+    WAIT,
+  );
+  try {
+    env.node.crashContainer(env.name, 'bash-safe', 'runtime-server', 'SIGKILL');
+    const requeued = await env.waitForRun('forgotten-safe', 'requeued for attempt 2', (r) => r.status?.attempt === 2);
+    expect(requeued.status).toMatchObject({ phase: 'Pending', attempt: 2, reason: 'RetryBackoff' });
+    expect(requeued.status?.message).toContain('attempt 1: lost the execution: the Runtime Server restarted during the execution');
+    expect(await survivingGroupMembers(pid)).toEqual([]);
+  } finally {
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {

@@ -271,6 +271,11 @@ export const RUN_REASONS = {
   cancelledBeforeStart: 'CancelledBeforeStart',
   interrupted: 'Interrupted',
   ownerLost: 'OwnerLost',
+  /**
+   * Interrupted: the Runtime Server was killed (SIGKILL, out of memory) or crashed while the
+   * task ran, and took the task with it; runtimed, its owner, is still there.
+   */
+  runtimeServerLost: 'RuntimeServerLost',
   cancelUnconfirmed: 'CancelUnconfirmed',
   /** Interrupted: its Pod was told to stop and the task was still running when the drain window (spec.drainSeconds) ended. */
   drainWindowExceeded: 'DrainWindowExceeded',

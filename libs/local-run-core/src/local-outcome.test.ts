@@ -62,6 +62,20 @@ describe('outcomeEvent (what runtimed writes for the same ending)', () => {
       { type: 'Interrupted', reason: 'OwnerLost' },
     ],
     ['a lost execution of a retrySafe task', retrySafe, { type: 'lost', message: 'gone' }, none, { type: 'Failed', reason: 'Failed' }],
+    [
+      'an execution lost with its Runtime Server, of a task that is not retrySafe',
+      spec,
+      { type: 'lost', message: 'gone', reason: 'RuntimeServerLost' },
+      none,
+      { type: 'Interrupted', reason: 'RuntimeServerLost', message: 'not retried: the task is not retrySafe: gone' },
+    ],
+    [
+      'an execution lost with its Runtime Server, of a retrySafe task (the cluster would retry it)',
+      retrySafe,
+      { type: 'lost', message: 'gone', reason: 'RuntimeServerLost' },
+      none,
+      { type: 'Failed', reason: 'Failed' },
+    ],
   ])('%s', (_what, runSpec, exit, check, expected) => {
     expect(outcomeEvent(runSpec, exit, check)).toMatchObject(expected);
   });

@@ -10,8 +10,11 @@ export type LocalExit =
   | { type: 'startFailed'; message: string }
   /** The user stopped krt (Ctrl-C): the execution was cancelled. */
   | { type: 'cancelled'; exitCode?: number }
-  /** The Runtime Server ended the execution unexpectedly, or the stream was lost. */
-  | { type: 'lost'; message: string };
+  /**
+   * The Runtime Server ended the execution unexpectedly, or the stream was lost. `reason`:
+   * a cause more specific than a lost owner (decideLostExecutionReason), as runtimed keeps it.
+   */
+  | { type: 'lost'; message: string; reason?: typeof RUN_REASONS.runtimeServerLost };
 
 /** The check of the declared artifacts after exit 0 (`none`: the task declares none). */
 export type ArtifactCheck =
@@ -62,7 +65,11 @@ export function outcomeEvent(spec: RunSpec, exit: LocalExit, artifacts: Artifact
     case 'lost':
       return policy.retrySafe
         ? { type: 'Failed', reason: RUN_REASONS.failed, message: `${attempt}: ${exit.message}` }
-        : { type: 'Interrupted', reason: RUN_REASONS.ownerLost, message: `not retried: the task is not retrySafe: ${exit.message}` };
+        : {
+            type: 'Interrupted',
+            reason: exit.reason ?? RUN_REASONS.ownerLost,
+            message: `not retried: the task is not retrySafe: ${exit.message}`,
+          };
   }
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { API_GROUP_VERSION, DEFAULTS, RUN_KIND, parseDurationSeconds } from '@kruntimes/api';
 import type { Run, RuntimeLanguage } from '@kruntimes/api';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
-import { entrypointFile, runEnv } from '@kruntimes/run-state';
+import { decideLostExecutionReason, entrypointFile, runEnv } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import { LocalArtifacts } from './local-artifacts.ts';
 import { localStatus, outcomeEvent } from './local-outcome.ts';
@@ -81,7 +81,10 @@ export async function executeLocally(o: LocalExecution): Promise<LocalStatus> {
     };
     const exited = await follow(server, request, o);
     artifacts?.withdraw();
-    const exit = localExit(exited.exited, exited.failure, o.signal?.aborted === true);
+    const cancelled = o.signal?.aborted === true;
+    // A stream that broke without the end: the Runtime Server's death took the task with it (its guard).
+    const died = exited.exited === undefined && !cancelled && (await server.died(request));
+    const exit = localExit(exited.exited, exited.failure, cancelled, died);
     let check: ArtifactCheck = { type: 'none' };
     if (artifacts !== undefined && exit.type === 'completed' && exit.exitCode === 0)
       check = await artifacts.verify(exited.exited?.manifest ?? []);
@@ -126,10 +129,25 @@ async function follow(server: RuntimeServerProcess, request: runtimeServerV1.Exe
   }
 }
 
-/** The Runtime Server's exit as task-execution.ts reads it. */
-export function localExit(exited: runtimeServerV1.ExecutionExited | undefined, failure: unknown, cancelled: boolean): LocalExit {
+/**
+ * The Runtime Server's exit as task-execution.ts reads it. `runtimeServerDied`: the stream
+ * broke without the end and the Runtime Server process died (killed or crashed).
+ */
+export function localExit(
+  exited: runtimeServerV1.ExecutionExited | undefined,
+  failure: unknown,
+  cancelled: boolean,
+  runtimeServerDied = false,
+): LocalExit {
   if (exited === undefined) {
     if (cancelled) return { type: 'cancelled' };
+    const reason = decideLostExecutionReason(runtimeServerDied);
+    if (reason !== undefined)
+      return {
+        type: 'lost',
+        message: 'lost the execution: the Runtime Server died during the execution (killed or crashed); the task was ended with it',
+        reason,
+      };
     return { type: 'lost', message: `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}` };
   }
   switch (exited.reason) {

@@ -3,13 +3,18 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { KruntimesError } from '@kruntimes/errors';
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { createChannel, createClient } from 'nice-grpc';
+import { ClientError, Status, createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
 
 /** How long the Runtime Server may take to say it listens. */
 const START_TIMEOUT_MS = 30_000;
 /** After SIGTERM, how long before SIGKILL. */
 const STOP_TIMEOUT_MS = 15_000;
+/** After a broken stream, how long to tell a dead Runtime Server from a live one, and how. */
+const DIED_TIMEOUT_MS = 30_000;
+const DIED_QUESTIONS = 100;
+const QUESTION_TIMEOUT_MS = 2_000;
+const QUESTION_INTERVAL_MS = 100;
 /** Log lines of the Runtime Server kept to explain a failure. */
 const KEPT_LOG_LINES = 50;
 
@@ -32,10 +37,18 @@ export class RuntimeServerProcess {
   readonly #child: ChildProcess;
   readonly #channel: Channel;
   readonly #logs: string[];
+  readonly #exited: Promise<void>;
 
   private constructor(child: ChildProcess, address: string, logs: string[]) {
     this.#child = child;
     this.#logs = logs;
+    this.#exited = new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) resolve();
+      else
+        child.once('exit', () => {
+          resolve();
+        });
+    });
     this.#channel = createChannel(address);
     this.client = createClient(runtimeServerV1.RuntimeServerDefinition, this.#channel);
   }
@@ -91,6 +104,30 @@ export class RuntimeServerProcess {
   /** The last log lines, to explain a failure. */
   get logTail(): string {
     return this.#logs.join('\n');
+  }
+
+  /**
+   * After an Execute stream broke without its end: whether this Runtime Server died (its
+   * exit seen) rather than lives on (it answers a question). A dead one's socket may close
+   * before its exit is reported, so a refused question is asked again; bounded.
+   */
+  async died(execution: { runUid: string; attempt: number }): Promise<boolean> {
+    const deadline = Date.now() + DIED_TIMEOUT_MS;
+    const exited = this.#exited.then(() => 'exited' as const);
+    for (let asked = 0; asked < DIED_QUESTIONS && Date.now() < deadline; asked++) {
+      const question = this.client.getExecution(execution, { signal: AbortSignal.timeout(QUESTION_TIMEOUT_MS) }).then(
+        () => 'answered' as const,
+        // Any status but these is an answer too: the server lives.
+        (error: unknown) =>
+          error instanceof ClientError && error.code !== Status.UNAVAILABLE && error.code !== Status.DEADLINE_EXCEEDED
+            ? ('answered' as const)
+            : ('unreachable' as const),
+      );
+      const first = await Promise.race([question, exited]);
+      if (first !== 'unreachable') return first === 'exited';
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, QUESTION_INTERVAL_MS)), exited]);
+    }
+    return this.#child.exitCode !== null || this.#child.signalCode !== null;
   }
 
   /** SIGTERM (it ends every execution), SIGKILL after a bounded wait. */

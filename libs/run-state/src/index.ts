@@ -24,7 +24,14 @@ export { AUTOMATIC_RETRY_ALLOWED, decideRetry, resolveAutomaticRetryPolicy, reso
 export type { AutomaticRetryPolicy } from './retry.ts';
 export { TransitionRefusedError, currentPhase, transition } from './transition.ts';
 export type { RunEvent, TransitionResult, WriterRole } from './transition.ts';
-export type { AdmissionRefusalReason, ClaimRefusalReason, SourceProblemReason, UnschedulableReason } from './transition/events.ts';
+export type {
+  AdmissionRefusalReason,
+  ClaimRefusalReason,
+  InterruptReason,
+  SourceProblemReason,
+  UnschedulableReason,
+} from './transition/events.ts';
+export { decideLostExecutionReason } from './lost-execution.ts';
 export { isExecutedElsewhere } from './origin.ts';
 export { checkManifest, summarizeProblems } from './artifact-manifest.ts';
 export type { ArtifactFailureReason, ArtifactProblem, ExpectedArtifact, ManifestEntryInput } from './artifact-manifest.ts';

@@ -754,6 +754,12 @@ describe('runtimed hands a function Run over when its Pod is told to stop (HandO
     const status = expectOk(transition({ run: makeRun('Running'), event, writer: 'runtimed', now: NOW }));
     expect(status).toMatchObject({ phase: 'Interrupted', reason: 'DrainWindowExceeded', completionTime: NOW });
   });
+
+  it('ends a task whose Runtime Server restarted during it Interrupted, RuntimeServerLost', () => {
+    const event: RunEvent = { type: 'Interrupted', reason: 'RuntimeServerLost', message: 'not retried: lost the execution' };
+    const status = expectOk(transition({ run: makeRun('Running'), event, writer: 'runtimed', now: NOW }));
+    expect(status).toMatchObject({ phase: 'Interrupted', reason: 'RuntimeServerLost', completionTime: NOW });
+  });
 });
 
 describe('stale-recovery', () => {

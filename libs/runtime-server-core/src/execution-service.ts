@@ -13,13 +13,13 @@ import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import type { ExecuteRequest } from './execute-request.ts';
-import { watchGroup } from './group-watch.ts';
-import type { GroupWatch } from './group-watch.ts';
+import { guard } from './group-watch.ts';
+import type { Guard } from './group-watch.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
 import { writeResumeFiles } from './resume-files.ts';
-import { spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
+import { commandProblem, openGate, spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
 import type { TaskProcess } from './task-process.ts';
 import type { SessionHooks } from './wait-for-input.ts';
 
@@ -137,15 +137,20 @@ export class ExecutionService {
     }
     // Private to the execution (0700), outside the workdir that user code may wipe.
     const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
+    // Neither the scratch nor the task's group (named once spawned) outlive this process,
+    // however it ends. Released only once this process removed the scratch itself, so an
+    // execution's end leaves nothing behind by the time it is reported.
+    const guarded = guard({ removePath: scratch });
     const outputsFile = join(scratch, 'outputs.json');
     try {
       const resumeEnv = request.resume === undefined ? {} : await writeResumeFiles(scratch, request.resume);
       if (request.resume !== undefined) {
         logger.info({ resumedFromAttempt: request.resume.checkpointAttempt, responseId: request.resume.responseId }, 'continuation');
       }
-      yield* this.#run(request, entrypoint, outputsFile, resumeEnv, signal, logger);
+      yield* this.#run(request, entrypoint, outputsFile, resumeEnv, signal, logger, guarded);
     } finally {
       await rm(scratch, { recursive: true, force: true });
+      guarded.release();
     }
   }
 
@@ -179,8 +184,15 @@ export class ExecutionService {
     resumeEnv: Readonly<Record<string, string>>,
     signal: AbortSignal,
     logger: Logger,
+    guarded: Guard,
   ): AsyncGenerator<ExecutionEvent> {
-    const { command, session, child, manifest, running } = this.#spawn(request, entrypoint, outputsFile, resumeEnv, logger);
+    const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
+    const unstartable = commandProblem(command, request);
+    if (unstartable !== undefined) {
+      yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', unstartable, []));
+      return;
+    }
+    const { session, child, manifest, running } = this.#spawn(request, command, outputsFile, resumeEnv, logger, guarded);
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
       session?.close();
@@ -190,14 +202,12 @@ export class ExecutionService {
       );
       return;
     }
-    // Before anything else can fail: the group must not outlive this process, however it ends.
-    const watch = watchGroup(child.pid);
     const startedAt = this.#started(request, child.pid, running, logger);
 
     const queue = new EventQueue<ExecutionEvent>(QUEUE_HIGH_WATER);
     const pipesClosed = Promise.all([this.#pipeLines(child.stdout, 'stdout', queue), this.#pipeLines(child.stderr, 'stderr', queue)]);
     const triggers = this.#stopTriggers(running, request.timeoutMs, signal);
-    const done = this.#ended(child, running, pipesClosed, queue, triggers, watch);
+    const done = this.#ended(child, running, pipesClosed, queue, triggers);
     // The ending is recorded as soon as it is known, whether or not a client is still
     // there to receive it: a stream that breaks now is settled by `status`.
     const ending = done.then(() => this.#exitedEvent(request, running, manifest, outputsFile, logger));
@@ -210,18 +220,17 @@ export class ExecutionService {
    */
   #spawn(
     request: ExecuteRequest,
-    entrypoint: string,
+    command: TaskCommand,
     outputsFile: string,
     resumeEnv: Readonly<Record<string, string>>,
     logger: Logger,
+    guarded: Guard,
   ): {
-    command: TaskCommand;
     session: ArtifactSession | undefined;
     child: TaskProcess;
     manifest: Promise<readonly ArtifactClaim[]>;
     running: Running;
   } {
-    const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
     // The session exists before the process (its env), the process before `running`.
     const started: { running?: Running } = {};
     const session = this.#openArtifacts(request.artifacts, logger, {
@@ -239,6 +248,12 @@ export class ExecutionService {
       session?.close();
       throw error;
     }
+    // Before the task's command runs (its gate opens only now): the group must not outlive
+    // this process, however it ends, even when the task kills this process at once.
+    if (child.pid !== undefined) {
+      guarded.group(child.pid);
+      openGate(child);
+    }
     // The token stops working the moment the task's process exits: nothing of the
     // execution may record or ask for grants after that. A wait for input already at
     // runtimed is let finish: its answer decides how the attempt ended.
@@ -255,7 +270,7 @@ export class ExecutionService {
       stopping: undefined,
     };
     started.running = running;
-    return { command, session, child, manifest, running };
+    return { session, child, manifest, running };
   }
 
   /** The process runs: it is cancellable and recorded for `status`. Returns when it started. */
@@ -383,7 +398,6 @@ export class ExecutionService {
     pipesClosed: Promise<unknown>,
     queue: EventQueue<ExecutionEvent>,
     triggers: StopTriggers,
-    watch: GroupWatch,
   ): Promise<void> {
     await exited(child);
     triggers.clearTimer();
@@ -393,8 +407,6 @@ export class ExecutionService {
       child.stderr.destroy();
     });
     await running.stopping;
-    // The group is killed (and a stop waited for it to be empty): the guard can go.
-    watch.release();
     queue.close();
   }
 

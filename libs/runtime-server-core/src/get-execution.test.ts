@@ -22,7 +22,8 @@ const shAdapter: LanguageAdapter = {
   register() {
     return Promise.reject(new KruntimesError('InvalidRequest', 'no functions in this test'));
   },
-  taskCommand: (entrypoint, args) => ({ command: 'sh', args: [entrypoint, ...args] }),
+  // KRT_TEST_INTERPRETER: a task whose interpreter the image lacks.
+  taskCommand: (entrypoint, args, env) => ({ command: env.KRT_TEST_INTERPRETER ?? 'sh', args: [entrypoint, ...args] }),
 };
 
 let server: RunningRuntimeServer;
@@ -143,6 +144,21 @@ describe('GetExecution', () => {
       state: ExecutionState.EXECUTION_STATE_EXITED,
       started: undefined,
       exited: { reason: ExitReason.EXIT_REASON_START_FAILED, exitCode: -1 },
+    });
+  });
+
+  it('records a task whose interpreter is missing as one that could not start, naming it (not as its exit 127)', async () => {
+    const run = randomUUID();
+    for await (const _ of client.execute({ ...request(run, 1, 'exit7.sh'), env: { KRT_TEST_INTERPRETER: 'krt-no-such-interpreter' } })) {
+      // drain
+    }
+    expect(await client.getExecution({ runUid: run, attempt: 1 })).toMatchObject({
+      started: undefined,
+      exited: {
+        reason: ExitReason.EXIT_REASON_START_FAILED,
+        exitCode: -1,
+        message: expect.stringContaining('cannot start krt-no-such-interpreter: not found') as unknown,
+      },
     });
   });
 

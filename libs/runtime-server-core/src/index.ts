@@ -19,6 +19,8 @@ export { BoundedCapture } from './bounded-capture.ts';
 export { LineSplitter } from './line-splitter.ts';
 export { baseEnv } from './process-env.ts';
 export { killGroup, signalGroup } from './process-group.ts';
+export { guard } from './group-watch.ts';
+export type { Guard } from './group-watch.ts';
 
 // gRPC server pieces runtimed and local runs reuse.
 export { checkListenAddress } from './listen-address.ts';

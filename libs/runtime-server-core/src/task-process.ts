@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
 import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
-import { isAbsolute, relative, resolve } from 'node:path';
-import type { Readable } from 'node:stream';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { BOUNDS, isUid, isValidInvocationId, utf8ByteLength } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { TaskCommand } from './adapter.ts';
@@ -9,8 +10,23 @@ import type { ExecuteRequest } from './execute-request.ts';
 import { baseEnv } from './process-env.ts';
 import { RESUME_ENV_NAMES, resumeProblems } from './resume-files.ts';
 
-/** A task's process: stdin closed, stdout and stderr piped. */
-export type TaskProcess = ChildProcessByStdio<null, Readable, Readable>;
+/** A task's process: stdin its gate (see `openGate`), stdout and stderr piped. */
+export type TaskProcess = ChildProcessByStdio<Writable, Readable, Readable>;
+
+/**
+ * Runs the task's command (with stdin closed, as a task has it) only once a line arrives on
+ * stdin, in the same process (exec: the pid and group stay): the Runtime Server sends it once
+ * its guard knows the task's group, so a task that kills the Runtime Server at once is still
+ * ended with it. At end of file instead (the Runtime Server died first) the task never runs.
+ */
+const GATE = 'read -r _ || exit 125; exec "$@" </dev/null';
+
+/** Lets the task's command run: call once the task's group is guarded. */
+export function openGate(child: TaskProcess): void {
+  // A gate whose process already died (killed, the Runtime Server stopping it) has nobody to read it.
+  child.stdin.on('error', () => undefined);
+  child.stdin.end('\n');
+}
 
 /**
  * The task's process, leader of its own group (detached) so that it can be stopped
@@ -33,12 +49,37 @@ export function spawnTask(
   };
   // Only a continuation has them: a Run's own env cannot make a first attempt look resumed.
   for (const name of RESUME_ENV_NAMES) Reflect.deleteProperty(env, name);
-  return spawn(command.command, command.args, {
+  return spawn('/bin/sh', ['-c', GATE, 'krt-task', command.command, ...command.args], {
     cwd: request.workdir,
     env: { ...env, ...platformEnv },
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
+}
+
+/**
+ * Why the task's command cannot start, or undefined. The gate (a shell) starts whatever the
+ * command is, so a missing interpreter would otherwise look like the task's own exit 127:
+ * this keeps it a `start_failed` with a message that names what is missing.
+ */
+export function commandProblem(command: TaskCommand, request: ExecuteRequest): string | undefined {
+  const path = command.env?.PATH ?? request.env.PATH ?? baseEnv().PATH ?? '';
+  const candidates = command.command.includes('/')
+    ? [resolve(request.workdir, command.command)]
+    : path
+        .split(delimiter)
+        .filter((dir) => dir !== '')
+        .map((dir) => join(resolve(request.workdir, dir), command.command));
+  return candidates.some(isExecutable) ? undefined : `cannot start ${command.command}: not found or not executable (PATH ${path})`;
+}
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
 }
 
 /** Undefined once the process has started; the error when it could not. */

@@ -1,5 +1,5 @@
 import { runtimeServerV1 } from '@kruntimes/proto';
-import { ExecutionLostError, settleLostExecution, unknownExecutionMessage } from './lost-execution.ts';
+import { ExecutionLostError, lostExecutionReason, settleLostExecution, unknownExecutionMessage } from './lost-execution.ts';
 import type { ExecutionLookup } from './lost-execution.ts';
 import { RuntimeServerError } from './runtime-server.ts';
 
@@ -95,13 +95,15 @@ describe('settleLostExecution', () => {
     const { settle, asked } = fixture(ExecutionState.EXECUTION_STATE_UNKNOWN);
     const error = await lost(settle());
     expect(error).toMatchObject({ stillRunning: false, message: expect.stringContaining('no record') as unknown });
+    // Without its start seen, it may never have started: nothing says the Runtime Server died.
+    expect(error.runtimeServerRestarted).toBe(false);
     expect(asked).toHaveLength(1);
   });
 
   it('says the Runtime Server restarted during the execution when the stream had delivered its start', async () => {
     const { settle, asked } = fixtureSeen(true, ExecutionState.EXECUTION_STATE_UNKNOWN);
     const error = await lost(settle());
-    expect(error).toMatchObject({ stillRunning: false, message: unknownExecutionMessage(true) });
+    expect(error).toMatchObject({ stillRunning: false, message: unknownExecutionMessage(true), runtimeServerRestarted: true });
     expect(asked).toHaveLength(1);
   });
 
@@ -138,5 +140,17 @@ describe('unknownExecutionMessage', () => {
     [true, /^the Runtime Server restarted during the execution \(killed or crashed\) and has no record of it/],
   ])('started seen %s: %p', (startedSeen, expected) => {
     expect(unknownExecutionMessage(startedSeen)).toMatch(expected);
+  });
+});
+
+describe('lostExecutionReason', () => {
+  it.each([
+    ['the Runtime Server restarted during it', new ExecutionLostError('m', false, undefined, true), 'RuntimeServerLost'],
+    ['no record, its start not seen', new ExecutionLostError('m', false, undefined), undefined],
+    ['still running at the bound', new ExecutionLostError('m', true, undefined), undefined],
+    ['any other failure', new Error('stream reset'), undefined],
+    ['no failure at all', undefined, undefined],
+  ])('%s: %p', (_name, failure, expected) => {
+    expect(lostExecutionReason(failure)).toBe(expected);
   });
 });

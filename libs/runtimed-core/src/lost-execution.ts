@@ -1,4 +1,6 @@
+import type { RUN_REASONS } from '@kruntimes/api';
 import { runtimeServerV1 } from '@kruntimes/proto';
+import { decideLostExecutionReason } from '@kruntimes/run-state';
 import type { Logger } from 'pino';
 import { RuntimeServerError } from './runtime-server.ts';
 import type { RuntimeServerClient } from './runtime-server.ts';
@@ -17,12 +19,27 @@ export interface ExecutionLookup {
 export class ExecutionLostError extends Error {
   /** True when the Runtime Server still reported it running when runtimed stopped waiting. */
   readonly stillRunning: boolean;
+  /**
+   * True when the Runtime Server had reported it started and then had no record of it: the
+   * Runtime Server restarted during the execution (killed or crashed).
+   */
+  readonly runtimeServerRestarted: boolean;
 
-  constructor(message: string, stillRunning: boolean, cause: unknown) {
+  constructor(message: string, stillRunning: boolean, cause: unknown, runtimeServerRestarted = false) {
     super(message, { cause });
     this.name = 'ExecutionLostError';
     this.stillRunning = stillRunning;
+    this.runtimeServerRestarted = runtimeServerRestarted;
   }
+}
+
+/**
+ * Pure: the reason of an attempt interrupted by this loss (decideLostExecutionReason): the
+ * Runtime Server's own death, not runtimed's or its Pod's, is known only from a restarted
+ * Runtime Server without a record of an execution it had reported started.
+ */
+export function lostExecutionReason(failure: unknown): typeof RUN_REASONS.runtimeServerLost | undefined {
+  return decideLostExecutionReason(failure instanceof ExecutionLostError && failure.runtimeServerRestarted);
 }
 
 export interface SettleOptions {
@@ -84,7 +101,12 @@ export async function settleLostExecution(
           running = true;
           break;
         case ExecutionState.EXECUTION_STATE_UNKNOWN:
-          throw new ExecutionLostError(unknownExecutionMessage(options.startedSeen === true), false, undefined);
+          throw new ExecutionLostError(
+            unknownExecutionMessage(options.startedSeen === true),
+            false,
+            undefined,
+            options.startedSeen === true,
+          );
         case ExecutionState.EXECUTION_STATE_UNSPECIFIED:
         case ExecutionState.UNRECOGNIZED:
           throw new ExecutionLostError(

@@ -29,6 +29,10 @@ const records: [string, OutcomeRecord][] = [
   ['an exit with outputs and a manifest', first],
   ['an interrupted attempt', { uid: UID, attempt: 2, end: { type: 'interrupted', message: 'lost the execution: gone' } }],
   [
+    'an attempt interrupted by the death of the Runtime Server',
+    { uid: UID, attempt: 2, end: { type: 'interrupted', message: 'lost the execution: restarted', reason: RUN_REASONS.runtimeServerLost } },
+  ],
+  [
     'a continuation whose checkpoint is missing',
     {
       uid: UID,
@@ -91,6 +95,7 @@ test.each([
     /not an ExecutionExited/,
   ],
   ['an interrupted end without message', stored({ type: 'interrupted' }), /end.message/],
+  ['an interrupted end of another reason', stored({ type: 'interrupted', message: 'x', reason: 'Other' }), /end.reason "Other"/],
   [
     'a resume end of another reason',
     stored({ type: 'resumeFailed', load: { type: 'failed', reason: 'Other', message: 'x' } }),

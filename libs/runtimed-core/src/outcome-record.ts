@@ -19,8 +19,11 @@ import { NotOwnerError } from './run-client.ts';
 export type AttemptEnd =
   /** The Runtime Server reported the exit: the message it sent. */
   | { type: 'exited'; exited: runtimeServerV1.ExecutionExited }
-  /** Cut short by the platform (the execution was lost, runtimed restarted while it ran). */
-  | { type: 'interrupted'; message: string }
+  /**
+   * Cut short by the platform (the execution was lost, runtimed restarted while it ran).
+   * `reason`: a cause more specific than a lost owner (the Runtime Server's own death).
+   */
+  | { type: 'interrupted'; message: string; reason?: typeof RUN_REASONS.runtimeServerLost }
   /** A continuation that could not start from its checkpoint. */
   | { type: 'resumeFailed'; load: Extract<ResumeLoad, { type: 'failed' | 'interrupted' }> };
 
@@ -75,7 +78,7 @@ function storedEnd(end: AttemptEnd): unknown {
       return { type: 'exited', exited: Buffer.from(runtimeServerV1.ExecutionExited.encode(exited).finish()).toString('base64') };
     }
     case 'interrupted':
-      return { type: 'interrupted', message: boundedMessage(end.message) };
+      return { type: 'interrupted', message: boundedMessage(end.message), ...(end.reason === undefined ? {} : { reason: end.reason }) };
     case 'resumeFailed':
       return { type: 'resumeFailed', load: { ...end.load, message: boundedMessage(end.load.message) } };
   }
@@ -113,7 +116,10 @@ export function decodeOutcomeRecord(text: string, uid: string, attempt: number):
     }
     case 'interrupted':
       if (typeof end.message !== 'string') throw bad('end.message is not a string');
-      return { uid, attempt, end: { type: 'interrupted', message: end.message } };
+      // Absent in a record of a runtimed before the reason existed: the generic one.
+      if (end.reason === undefined) return { uid, attempt, end: { type: 'interrupted', message: end.message } };
+      if (end.reason !== RUN_REASONS.runtimeServerLost) throw bad(`end.reason ${JSON.stringify(end.reason)} is not an interrupt reason`);
+      return { uid, attempt, end: { type: 'interrupted', message: end.message, reason: end.reason } };
     case 'resumeFailed': {
       const { load } = end;
       if (!isObject(load) || typeof load.message !== 'string') throw bad('end.load has no message');

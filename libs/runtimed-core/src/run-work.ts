@@ -149,7 +149,12 @@ export class RunWork {
   async attemptFailed(
     ctx: ReconcileContext,
     message: string,
-    options: { exitCode?: number; interrupted?: boolean; interruptReason?: typeof RUN_REASONS.drainWindowExceeded } = {},
+    options: {
+      exitCode?: number;
+      interrupted?: boolean;
+      /** Interrupted with this reason instead of OwnerLost when not retried. */
+      interruptReason?: typeof RUN_REASONS.drainWindowExceeded | typeof RUN_REASONS.runtimeServerLost;
+    } = {},
   ): Promise<void> {
     const { run, epoch, log } = ctx;
     const spec = plain<RunSpec>(run.spec);
@@ -194,7 +199,8 @@ export class RunWork {
       }
     }
     // A stop the user did not ask for (the drain window ended) is never Failed, whatever is left of the budget.
-    if (!decision.retry && (decision.why !== 'retriesExhausted' || options.interruptReason !== undefined)) {
+    const neverFailed = options.interruptReason === RUN_REASONS.drainWindowExceeded;
+    if (!decision.retry && (decision.why !== 'retriesExhausted' || neverFailed)) {
       // The execution was lost, not finished: nothing proves what the task did.
       const refused =
         decision.why === 'policyForbids'

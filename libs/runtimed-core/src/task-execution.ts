@@ -6,7 +6,7 @@ import { runtimeServerV1 } from '@kruntimes/proto';
 import type { RunEvent } from '@kruntimes/run-state';
 import { exitZeroOutcome, grantAccess, removeUnnamed } from './artifact-outcome.ts';
 import { waitEnded } from './input-wait.ts';
-import { settleBrokenStream } from './lost-execution.ts';
+import { lostExecutionReason, settleBrokenStream } from './lost-execution.ts';
 import { COUNTED_BEFORE, MAX_REMEMBERED_EXECUTIONS, UnwrittenOutcomes, movedOn } from './outcome-record.ts';
 import type { AttemptEnd, Count, Ended } from './outcome-record.ts';
 import { resumeFailed } from './resume.ts';
@@ -214,7 +214,12 @@ export class TaskExecution {
         count('failed');
         end = { type: 'resumeFailed', load: resume };
       } else if (exited === undefined) {
-        end = { type: 'interrupted', message: `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}` };
+        const reason = lostExecutionReason(failure);
+        end = {
+          type: 'interrupted',
+          message: `lost the execution: ${failure instanceof Error ? failure.message : 'no exit event'}`,
+          ...(reason === undefined ? {} : { reason }),
+        };
       } else {
         const { reason, exitCode, signal, outputsError } = exited;
         ctx.log.info({ reason, exitCode, signal: signal || undefined, outputsError: outputsError || undefined, seconds }, 'task exited');
@@ -308,7 +313,10 @@ export class TaskExecution {
         return;
       case 'interrupted':
         count('failed');
-        await this.#w.attemptFailed(ctx, end.message, { interrupted: true });
+        await this.#w.attemptFailed(ctx, end.message, {
+          interrupted: true,
+          ...(end.reason === undefined ? {} : { interruptReason: end.reason }),
+        });
         return;
       case 'exited':
         await this.#taskExited(ctx, end.exited, count);

@@ -1,5 +1,6 @@
 import type { Run, RunPhase } from '@kruntimes/api';
-import { decideRetryConfirmation, retryOf, retryRisk } from './retry.ts';
+import type { InterruptReason } from '@kruntimes/run-state';
+import { decideRetryConfirmation, interruptedHowFar, retryOf, retryRisk } from './retry.ts';
 
 function finished(overrides: Partial<Run['spec']> = {}, name = 'job'): Run {
   return {
@@ -147,5 +148,21 @@ describe('decideRetryConfirmation', () => {
       /Its attempt 2 ended Succeeded: it ran wholly; the attempt before it may have run as well\./,
     );
     expect(retryRisk(task('Failed', true))).toBeUndefined();
+  });
+
+  // Typed over every Interrupted reason: a new one does not type-check here without its wording.
+  const wordings: Record<InterruptReason, string> = {
+    OwnerLost: 'its owner was lost, so it may have run partly or wholly',
+    RuntimeServerLost: 'its Runtime Server died during it (killed or crashed), so it may have run partly or wholly',
+    DrainWindowExceeded: 'its Pod was stopping and it still ran when the drain window ended, so it may have run partly or wholly',
+    CancelUnconfirmed: 'its cancel could not be confirmed (its owner was lost), so it may have run partly or wholly',
+  };
+  it.each([
+    ...Object.entries(wordings),
+    ['SomeNewerReason', 'the platform cut it short, so it may have run partly or wholly'],
+    [undefined, 'the platform cut it short, so it may have run partly or wholly'],
+  ])('an attempt Interrupted with reason %s: %s', (reason, expected) => {
+    expect(interruptedHowFar(reason)).toBe(expected);
+    expect(retryRisk(task('Interrupted', false, reason === undefined ? {} : { reason }))).toContain(`: ${expected}. A retry runs`);
   });
 });

@@ -1,6 +1,7 @@
 import { API_GROUP_VERSION, runModeKind } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { currentPhase, finishKind, isTerminal } from '@kruntimes/run-state';
+import type { InterruptReason } from '@kruntimes/run-state';
 import type { Command } from '../args.ts';
 import { CliError, EXIT } from '../exit-codes.ts';
 import type { ExitCode } from '../exit-codes.ts';
@@ -37,7 +38,7 @@ export function retryOf(run: Run, options: { refreshSource?: boolean } = {}): Ne
 
 /**
  * What a retry of this finished Run may repeat, or undefined when nothing can: a task Run
- * that ended `Interrupted` (its owner was lost: the platform cannot tell how far it got), or
+ * that ended `Interrupted` (cut short by the platform: it cannot tell how far it got), or
  * a task that is not `retrySafe`, and that ran at least one attempt. A retrySafe task that
  * ended otherwise declared it may run again; a function Run's retry registers the function
  * anew and repeats no invocation.
@@ -56,7 +57,7 @@ export function retryRisk(run: Run): string | undefined {
   const detail = [run.status?.reason, run.status?.message].filter((part) => part !== undefined && part !== '').join(': ');
   const exit = run.status?.exitCode === undefined ? '' : `, exit code ${String(run.status.exitCode)}`;
   const ended = `attempt ${String(attempt)} ended ${phase}${detail === '' && exit === '' ? '' : ` (${detail}${exit})`}`;
-  const ran = ranHowFar(kind);
+  const ran = ranHowFar(kind, run.status?.reason);
   const earlier =
     attempt > 1 ? `; the ${attempt === 2 ? 'attempt' : `${String(attempt - 1)} attempts`} before it may have run as well` : '';
   return (
@@ -65,7 +66,27 @@ export function retryRisk(run: Run): string | undefined {
   );
 }
 
-function ranHowFar(kind: ReturnType<typeof finishKind>): string {
+/**
+ * Why the platform cut an attempt short, by the Run's Interrupted reason, and that it
+ * cannot tell how far the attempt got. Exhaustive over InterruptReason (a new reason
+ * does not type-check without its wording); a reason this krt does not know (a newer
+ * server's) gets the generic one.
+ */
+const INTERRUPTED: Record<InterruptReason, string> = {
+  OwnerLost: 'its owner was lost',
+  RuntimeServerLost: 'its Runtime Server died during it (killed or crashed)',
+  DrainWindowExceeded: 'its Pod was stopping and it still ran when the drain window ended',
+  CancelUnconfirmed: 'its cancel could not be confirmed (its owner was lost)',
+};
+
+/** Pure: what an Interrupted attempt of `reason` may have done, for the retry's warning. */
+export function interruptedHowFar(reason: string | undefined): string {
+  const why =
+    reason !== undefined && Object.hasOwn(INTERRUPTED, reason) ? INTERRUPTED[reason as InterruptReason] : 'the platform cut it short';
+  return `${why}, so it may have run partly or wholly`;
+}
+
+function ranHowFar(kind: ReturnType<typeof finishKind>, reason: string | undefined): string {
   switch (kind) {
     case 'succeeded':
       return 'it ran wholly';
@@ -74,7 +95,7 @@ function ranHowFar(kind: ReturnType<typeof finishKind>): string {
     case 'cancelled':
       return 'it may have run partly';
     case 'interrupted':
-      return 'its owner was lost, so it may have run partly or wholly';
+      return interruptedHowFar(reason);
     case undefined:
       return 'it may have run partly or wholly';
   }

@@ -39,7 +39,9 @@ export type InterruptReason =
   | typeof RUN_REASONS.ownerLost
   | typeof RUN_REASONS.cancelUnconfirmed
   /** runtimed: its Pod was told to stop and the task was still running when the drain window ended. */
-  | typeof RUN_REASONS.drainWindowExceeded;
+  | typeof RUN_REASONS.drainWindowExceeded
+  /** runtimed: the Runtime Server restarted (killed or crashed) during the task and has no record of it. */
+  | typeof RUN_REASONS.runtimeServerLost;
 
 export type RunEvent =
   /** scheduler: the Run stays Pending and says why. */

@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { durationFromMillis } from '@kruntimes/proto';
+import { executeToEnd, executionRequest, startServerProcess, survivingGroupMembers, waitFor } from '@kruntimes/testing';
+import type { ServerProcess } from '@kruntimes/testing';
+
+const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
+const BOUND = { timeoutMs: 20_000, intervalMs: 50 };
+/** How long a killed group may take to be gone, and how often /proc is read meanwhile (a full scan each). */
+const GONE_MS = 10_000;
+const GONE_POLL_MS = 250;
+
+/** What the Runtime Server made in its TMPDIR (krt-bin-*, krt-exec-*, krt-out-*) and left there. */
+function leftIn(dir: string): string[] {
+  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
+}
+
+/** Waits, bounded, until the directory holds none of the server's; returns what is left. */
+async function leftAfterWait(dir: string): Promise<string[]> {
+  await waitFor(
+    'no krt-* directory left',
+    async () => {
+      await Promise.resolve();
+      return leftIn(dir).length === 0 ? true : undefined;
+    },
+    BOUND,
+  ).catch(() => undefined);
+  return leftIn(dir);
+}
+
+/** Reads a pid a process wrote into `file`, bounded. */
+function pidFrom(file: string): Promise<number> {
+  return waitFor(
+    `a pid in ${file}`,
+    async () => {
+      await Promise.resolve();
+      const text = (() => {
+        try {
+          return readFileSync(file, 'utf8');
+        } catch {
+          return '';
+        }
+      })();
+      return /^\d+\n$/.test(text) ? Number(text.trim()) : undefined;
+    },
+    BOUND,
+  );
+}
+
+// A Runtime Server killed with SIGKILL (out of memory, a crash): none of its code runs
+// after, yet nothing it started or made outlives it (issue 45): neither a task's or an
+// invocation's process group nor a temporary directory.
+describe('a bash Runtime Server killed with SIGKILL', () => {
+  let tmp: string;
+  let workdir: string;
+  let server: ServerProcess | undefined;
+  let pgid = 0;
+
+  beforeEach(() => {
+    tmp = mkdtempSync(join(tmpdir(), 'rs-tmp-'));
+    workdir = mkdtempSync(join(tmpdir(), 'rs-work-'));
+    // The leader and a child of its own in the group: the whole group must go.
+    writeFileSync(join(workdir, 'slow.sh'), 'echo $$ > "$PID_FILE"\nsleep 300 &\nsleep 300\n');
+    writeFileSync(
+      join(workdir, 'main.sh'),
+      'slow() { echo $$ > "$PID_FILE"; sleep 300 & sleep 300; }\nkiller() { echo $$ > "$PID_FILE"; kill -9 "$PPID"; sleep 300; }\n',
+    );
+    pgid = 0;
+  });
+
+  afterEach(async () => {
+    if (pgid > 1) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await server?.stop();
+    rmSync(tmp, { recursive: true, force: true });
+    rmSync(workdir, { recursive: true, force: true });
+  });
+
+  it('during a task: the task group goes, and krt-exec-* and krt-bin-* are removed', async () => {
+    const pidFile = join(workdir, 'task.pid');
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp });
+    server = started;
+    const request = executionRequest({ workdir, entrypoint: 'slow.sh', extra: { env: { PID_FILE: pidFile } } });
+    // Broken by the kill: what it carried does not matter here.
+    const stream = executeToEnd(started.client, request).catch(() => undefined);
+    pgid = await pidFrom(pidFile);
+    expect(
+      leftIn(tmp)
+        .map((name) => name.replace(/-.*/, '-'))
+        .sort(),
+    ).toEqual(['krt-', 'krt-']);
+    expect((await survivingGroupMembers(pgid, 0)).length).toBeGreaterThan(0);
+
+    started.child.kill('SIGKILL');
+    await stream;
+    expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
+    expect(await leftAfterWait(tmp)).toEqual([]);
+  });
+
+  it('during a function invocation: its group goes, and krt-out-* and krt-bin-* are removed', async () => {
+    const pidFile = join(workdir, 'invocation.pid');
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp });
+    server = started;
+    const { registrationId } = await started.client.registerFunction({
+      runUid: randomUUID(),
+      attempt: 1,
+      workdir,
+      handler: 'slow',
+      env: { PID_FILE: pidFile },
+    });
+    const invocation = started.client
+      .invokeFunction({ registrationId, invocationId: randomUUID(), payload: Buffer.from('null'), timeout: durationFromMillis(300_000) })
+      .catch(() => undefined);
+    pgid = await pidFrom(pidFile);
+    expect(
+      leftIn(tmp)
+        .map((name) => name.replace(/-.*/, '-'))
+        .sort(),
+    ).toEqual(['krt-', 'krt-']);
+
+    started.child.kill('SIGKILL');
+    await invocation;
+    expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
+    expect(await leftAfterWait(tmp)).toEqual([]);
+  });
+
+  // The handler kills the server as soon as it runs: it runs only once the guard knows its
+  // group (the runner's gate), so the group still goes with the server.
+  it('killed by the handler itself at once: its group goes, and krt-out-* and krt-bin-* are removed', async () => {
+    const pidFile = join(workdir, 'invocation.pid');
+    const started = await startServerProcess(MAIN, { TMPDIR: tmp });
+    server = started;
+    const { registrationId } = await started.client.registerFunction({
+      runUid: randomUUID(),
+      attempt: 1,
+      workdir,
+      handler: 'killer',
+      env: { PID_FILE: pidFile },
+    });
+    await started.client
+      .invokeFunction({ registrationId, invocationId: randomUUID(), payload: Buffer.from('null'), timeout: durationFromMillis(300_000) })
+      .catch(() => undefined);
+    pgid = await pidFrom(pidFile);
+    expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
+    expect(await leftAfterWait(tmp)).toEqual([]);
+  });
+});
