@@ -170,6 +170,8 @@ export class Scheduler {
     // A right granted again is no event the scheduler sees: a Run refused for it is looked at again.
     const refusedAccess = [...access.values()].some((a) => a.kind === 'denied' || a.kind === 'unknown');
     const wakeups = [
+      // Waiting reasons this pass left to the next: written after the binds that came up meanwhile.
+      plan.waitWritesLeft > 0 ? 0 : undefined,
       plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
       nextExpiryMs === undefined ? undefined : nextExpiryMs - this.#now() + 1,
       refusedAccess ? this.#accessRecheckMs : undefined,
