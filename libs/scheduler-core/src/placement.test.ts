@@ -559,6 +559,22 @@ describe('planPlacement', () => {
     expect(runs.filter((r) => r.phase === 'Pending' && r.reason === undefined)).toEqual([]);
   });
 
+  it('plans no waiting reason for a Run whose reason is being written, and counts those writes in the share', () => {
+    const runs = Array.from({ length: WAIT_WRITES_PER_PASS + 4 }, (_, i) => run(`r${String(i).padStart(2, '0')}`));
+    const inFlight = new Set(runs.slice(0, 10).map((r) => r.uid));
+    const plan = planPlacement(input({ runsPerPod: 1, pods: [], runs, scaling, waitWritesInFlight: inFlight }));
+    const planned = plan.decisions.map((d) => d.run.uid);
+    expect(planned.filter((uid) => inFlight.has(uid))).toEqual([]);
+    expect(planned).toHaveLength(WAIT_WRITES_PER_PASS - 10);
+    expect(plan.waitWritesLeft).toBe(runs.length - 10 - (WAIT_WRITES_PER_PASS - 10));
+    // Every one still counts as waiting.
+    expect(plan.waitingForCapacity).toBe(runs.length);
+    const full = planPlacement(
+      input({ runsPerPod: 1, pods: [], runs, scaling, waitWritesInFlight: new Set(runs.slice(0, WAIT_WRITES_PER_PASS).map((r) => r.uid)) }),
+    );
+    expect(full.decisions).toEqual([]);
+  });
+
   it('reports when to look again at the earliest backoff', () => {
     const plan = planPlacement(
       input({

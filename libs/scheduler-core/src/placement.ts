@@ -57,6 +57,11 @@ export interface PlacementInput {
    * at, so it is never counted WaitingForCapacity: Pods added for it could not take it.
    */
   namespaceSlots?: NamespaceSlots | undefined;
+  /**
+   * Run UIDs whose waiting reason this scheduler is writing (written beside the passes, see WAIT_WRITES_PER_PASS):
+   * not planned again, and they take their share of the pass's writes until answered.
+   */
+  waitWritesInFlight?: ReadonlySet<string>;
   nowMs: number;
 }
 
@@ -80,15 +85,16 @@ export interface Plan {
   waitingForSlotCap: number;
   /** Free capacity per bindable Pod UID after this plan. */
   free: Map<string, number>;
-  /** Waiting reasons left for a later pass (beyond WAIT_WRITES_PER_PASS): look again at once. */
+  /** Waiting reasons left for a later pass (beyond WAIT_WRITES_PER_PASS with those in flight). */
   waitWritesLeft: number;
 }
 
 /**
- * Status writes that only say why a Run waits, at most this many per pass (one round of the scheduler's default 16
- * writes in flight). A pass ends when its writes are answered and the next pass of the Runtime waits for it: in a
- * burst, a pass writing the reason of every waiting Run (200 on a 2-core machine: 1 to 3 s) held back the binds to
- * slots freed meanwhile and to Pods that had just become ready. The rest is written by the passes that follow.
+ * Status writes that only say why a Run waits (`unschedulable`), at most this many in flight for a Runtime: the
+ * scheduler writes them beside its passes, not in them, and a pass plans only what is left of this share. In a burst
+ * on a 2-core machine such a write took 0.5 to 2 s, and a pass that waited for the reasons of the Runs just
+ * snapshotted (or of every Run of the burst) held back the binds to slots freed meanwhile and to Pods just ready
+ * (elastic-pool bench, issue 42). The rest is written as earlier writes are answered.
  */
 export const WAIT_WRITES_PER_PASS = 16;
 
@@ -105,8 +111,10 @@ export const WAIT_WRITES_PER_PASS = 16;
 export function planPlacement(input: PlacementInput): Plan {
   const slots = podSlots(input);
   const strategy: PlacementStrategy = input.scaling === undefined ? 'spread' : 'pack';
+  const inFlight = input.waitWritesInFlight ?? new Set<string>();
   const plan: PlanInProgress = {
-    waitWrites: 0,
+    waitWrites: inFlight.size,
+    inFlight,
     decisions: [],
     retryAtMs: undefined,
     unbound: 0,
@@ -125,13 +133,15 @@ export function planPlacement(input: PlacementInput): Plan {
     else if (placeOne(plan, run, slots, strategy, input.scaling) && namespaceSlots !== undefined) namespaceSlots.held += 1;
   }
   for (const pod of slots) plan.free.set(pod.pod.uid, freeSlots(pod));
-  const { waitWrites: _written, ...made } = plan;
+  const { waitWrites: _written, inFlight: _inFlight, ...made } = plan;
   return made;
 }
 
 /** A plan being made: it counts the waiting reasons it writes. */
 interface PlanInProgress extends Plan {
+  /** Waiting reasons in flight or planned in this pass. */
   waitWrites: number;
+  inFlight: ReadonlySet<string>;
 }
 
 /** Why a Pending Run is not placed before Pods are even looked at; undefined when it may be. */
@@ -218,6 +228,7 @@ function waitForSlot(plan: PlanInProgress, run: RunInfo, slots: readonly PodSlot
 
 /** A waiting reason to write, unless this pass has written its share of them (then a later pass writes it). */
 function pushWaitWrite(plan: PlanInProgress, decision: Decision & { action: 'unschedulable' }): void {
+  if (plan.inFlight.has(decision.run.uid)) return;
   if (plan.waitWrites < WAIT_WRITES_PER_PASS) {
     plan.waitWrites += 1;
     plan.decisions.push(decision);
