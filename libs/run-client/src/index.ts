@@ -7,3 +7,4 @@ export type { Refusal, Refused, WriteResult } from './refusal.ts';
 export { fencedWrite, thaw } from './fenced-write.ts';
 export type { FencedResult, FencedStep, FencedWrite } from './fenced-write.ts';
 export { writeTransition } from './write-transition.ts';
+export type { RunStatusWriter } from './write-transition.ts';

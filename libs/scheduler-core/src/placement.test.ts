@@ -1,6 +1,6 @@
 import type { RunPhase } from '@kruntimes/api';
 import { holdsCapacity } from '@kruntimes/run-state';
-import { planPlacement } from './placement.ts';
+import { WAIT_WRITES_PER_PASS, planPlacement } from './placement.ts';
 import type { Decision, PlacementInput, PodInfo, RunInfo } from './placement.ts';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
@@ -522,6 +522,57 @@ describe('planPlacement', () => {
       for (const d of plan.decisions) if (d.action === 'bind') assumed.set(d.run.uid, d.pod.uid);
     }
     expect(perPod(assumed)).toEqual(Array(8).fill(1));
+  });
+
+  it('writes at most WAIT_WRITES_PER_PASS waiting reasons per pass, never fewer binds, and leaves the rest to the next passes', () => {
+    const count = WAIT_WRITES_PER_PASS * 2 + 4;
+    // 4 free slots; 10 old Runs refused by the admission gate, then the burst.
+    const refused = Array.from({ length: 10 }, (_, i) =>
+      run(`x${String(i).padStart(2, '0')}`, 'Pending', undefined, { creationTimestamp: '2026-12-02T10:00:00Z' }),
+    );
+    const burst = Array.from({ length: count }, (_, i) => run(`r${String(i).padStart(2, '0')}`));
+    const admission = new Map(refused.map((r) => [r.uid, { action: 'refuse' as const, reason: 'Forbidden' as const, message: 'no use' }]));
+    const kinds = (plan: ReturnType<typeof planPlacement>): Record<string, number> =>
+      plan.decisions.reduce<Record<string, number>>((acc, d) => ({ ...acc, [d.action]: (acc[d.action] ?? 0) + 1 }), {});
+    let runs = [...refused, ...burst];
+    const first = planPlacement(input({ runsPerPod: 2, pods: [pod('p1'), pod('p2')], runs, admission, scaling }));
+    expect(kinds(first)).toEqual({ bind: 4, unschedulable: WAIT_WRITES_PER_PASS });
+    expect(first.waitWritesLeft).toBe(10 + count - 4 - WAIT_WRITES_PER_PASS);
+    // The counts are of every waiting Run, written or not.
+    expect(first.waitingForCapacity).toBe(count - 4);
+    expect(first.unbound).toBe(10 + count - 4);
+    // Pass after pass (the written reasons and the binds now in the cache), until nothing is left to write.
+    let plan = first;
+    for (let pass = 0; pass < 10 && plan.waitWritesLeft + plan.decisions.length > 0; pass += 1) {
+      const written = new Map(plan.decisions.map((d) => [d.run.uid, d]));
+      runs = runs.map((r) => {
+        const d = written.get(r.uid);
+        if (d?.action === 'bind') return { ...r, phase: 'Scheduled' as const, assignedPodUID: d.pod.uid, holdsCapacity: true };
+        if (d?.action === 'unschedulable') return { ...r, reason: d.reason, message: d.message };
+        return r;
+      });
+      plan = planPlacement(input({ runsPerPod: 2, pods: [pod('p1'), pod('p2')], runs, admission, scaling }));
+      expect(plan.decisions.filter((d) => d.action === 'unschedulable').length).toBeLessThanOrEqual(WAIT_WRITES_PER_PASS);
+    }
+    expect(plan.decisions).toEqual([]);
+    expect(plan.waitWritesLeft).toBe(0);
+    expect(runs.filter((r) => r.phase === 'Pending' && r.reason === undefined)).toEqual([]);
+  });
+
+  it('plans no waiting reason for a Run whose reason is being written, and counts those writes in the share', () => {
+    const runs = Array.from({ length: WAIT_WRITES_PER_PASS + 4 }, (_, i) => run(`r${String(i).padStart(2, '0')}`));
+    const inFlight = new Set(runs.slice(0, 10).map((r) => r.uid));
+    const plan = planPlacement(input({ runsPerPod: 1, pods: [], runs, scaling, waitWritesInFlight: inFlight }));
+    const planned = plan.decisions.map((d) => d.run.uid);
+    expect(planned.filter((uid) => inFlight.has(uid))).toEqual([]);
+    expect(planned).toHaveLength(WAIT_WRITES_PER_PASS - 10);
+    expect(plan.waitWritesLeft).toBe(runs.length - 10 - (WAIT_WRITES_PER_PASS - 10));
+    // Every one still counts as waiting.
+    expect(plan.waitingForCapacity).toBe(runs.length);
+    const full = planPlacement(
+      input({ runsPerPod: 1, pods: [], runs, scaling, waitWritesInFlight: new Set(runs.slice(0, WAIT_WRITES_PER_PASS).map((r) => r.uid)) }),
+    );
+    expect(full.decisions).toEqual([]);
   });
 
   it('reports when to look again at the earliest backoff', () => {

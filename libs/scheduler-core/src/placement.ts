@@ -57,6 +57,11 @@ export interface PlacementInput {
    * at, so it is never counted WaitingForCapacity: Pods added for it could not take it.
    */
   namespaceSlots?: NamespaceSlots | undefined;
+  /**
+   * Run UIDs whose waiting reason this scheduler is writing (written beside the passes, see WAIT_WRITES_PER_PASS):
+   * not planned again, and they take their share of the pass's writes until answered.
+   */
+  waitWritesInFlight?: ReadonlySet<string>;
   nowMs: number;
 }
 
@@ -80,7 +85,18 @@ export interface Plan {
   waitingForSlotCap: number;
   /** Free capacity per bindable Pod UID after this plan. */
   free: Map<string, number>;
+  /** Waiting reasons left for a later pass (beyond WAIT_WRITES_PER_PASS with those in flight). */
+  waitWritesLeft: number;
 }
+
+/**
+ * Status writes that only say why a Run waits (`unschedulable`), at most this many in flight for a Runtime: the
+ * scheduler writes them beside its passes, not in them, and a pass plans only what is left of this share. In a burst
+ * on a 2-core machine such a write took 0.5 to 2 s, and a pass that waited for the reasons of the Runs just
+ * snapshotted (or of every Run of the burst) held back the binds to slots freed meanwhile and to Pods just ready
+ * (elastic-pool bench, issue 42). The rest is written as earlier writes are answered.
+ */
+export const WAIT_WRITES_PER_PASS = 16;
 
 /**
  * Oldest-first placement of one Runtime's Pending Runs onto its bindable Pods (ready, not
@@ -95,7 +111,10 @@ export interface Plan {
 export function planPlacement(input: PlacementInput): Plan {
   const slots = podSlots(input);
   const strategy: PlacementStrategy = input.scaling === undefined ? 'spread' : 'pack';
-  const plan: Plan = {
+  const inFlight = input.waitWritesInFlight ?? new Set<string>();
+  const plan: PlanInProgress = {
+    waitWrites: inFlight.size,
+    inFlight,
     decisions: [],
     retryAtMs: undefined,
     unbound: 0,
@@ -103,6 +122,7 @@ export function planPlacement(input: PlacementInput): Plan {
     waitingForCapacity: 0,
     waitingForSlotCap: 0,
     free: new Map(),
+    waitWritesLeft: 0,
   };
   // A copy: each bind of this pass takes one of the namespace's slots.
   const namespaceSlots = input.namespaceSlots === undefined ? undefined : { ...input.namespaceSlots };
@@ -113,7 +133,15 @@ export function planPlacement(input: PlacementInput): Plan {
     else if (placeOne(plan, run, slots, strategy, input.scaling) && namespaceSlots !== undefined) namespaceSlots.held += 1;
   }
   for (const pod of slots) plan.free.set(pod.pod.uid, freeSlots(pod));
-  return plan;
+  const { waitWrites: _written, inFlight: _inFlight, ...made } = plan;
+  return made;
+}
+
+/** A plan being made: it counts the waiting reasons it writes. */
+interface PlanInProgress extends Plan {
+  /** Waiting reasons in flight or planned in this pass. */
+  waitWrites: number;
+  inFlight: ReadonlySet<string>;
 }
 
 /** Why a Pending Run is not placed before Pods are even looked at; undefined when it may be. */
@@ -152,13 +180,13 @@ function slotCapWait(namespaceSlots: NamespaceSlots | undefined): Wait | undefin
   return refusal === undefined ? undefined : { kind: 'unschedulable', ...refusal, rewriteOnMessage: true };
 }
 
-function wait(plan: Plan, run: RunInfo, waiting: Wait): void {
+function wait(plan: PlanInProgress, run: RunInfo, waiting: Wait): void {
   plan.unbound += 1;
   if (waiting.kind === 'unschedulable' && waiting.reason === RUN_REASONS.runSlotCapReached) plan.waitingForSlotCap += 1;
   if (waiting.kind === 'unschedulable') {
     // Writing the same reason again would only churn resourceVersions and watch events.
     const stale = run.reason !== waiting.reason || (waiting.rewriteOnMessage === true && run.message !== waiting.message);
-    if (stale) plan.decisions.push({ action: 'unschedulable', run, reason: waiting.reason, message: waiting.message });
+    if (stale) pushWaitWrite(plan, { action: 'unschedulable', run, reason: waiting.reason, message: waiting.message });
     return;
   }
   if (waiting.deferred === true) plan.deferred += 1;
@@ -167,7 +195,7 @@ function wait(plan: Plan, run: RunInfo, waiting: Wait): void {
 
 /** Binds the Run to the Pod choosePod picks, or makes it wait; true when it was bound. */
 function placeOne(
-  plan: Plan,
+  plan: PlanInProgress,
   run: RunInfo,
   slots: readonly PodSlots[],
   strategy: PlacementStrategy,
@@ -189,13 +217,22 @@ function placeOne(
  * write: it is written again only when the reason or the scaling state changes, not at
  * every Pod or slot that changes (that would rewrite every waiting Run while a pool grows).
  */
-function waitForSlot(plan: Plan, run: RunInfo, slots: readonly PodSlots[], scaling: ScalingFacts): void {
+function waitForSlot(plan: PlanInProgress, run: RunInfo, slots: readonly PodSlots[], scaling: ScalingFacts): void {
   plan.waitingForCapacity += 1;
   plan.unbound += 1;
   const current = run.reason === RUN_REASONS.waitingForCapacity && run.message?.endsWith(scalingState(scaling)) === true;
   if (!current) {
-    plan.decisions.push({ action: 'unschedulable', run, reason: RUN_REASONS.waitingForCapacity, message: waitingMessage(scaling, slots) });
+    pushWaitWrite(plan, { action: 'unschedulable', run, reason: RUN_REASONS.waitingForCapacity, message: waitingMessage(scaling, slots) });
   }
+}
+
+/** A waiting reason to write, unless this pass has written its share of them (then a later pass writes it). */
+function pushWaitWrite(plan: PlanInProgress, decision: Decision & { action: 'unschedulable' }): void {
+  if (plan.inFlight.has(decision.run.uid)) return;
+  if (plan.waitWrites < WAIT_WRITES_PER_PASS) {
+    plan.waitWrites += 1;
+    plan.decisions.push(decision);
+  } else plan.waitWritesLeft += 1;
 }
 
 /** Without spec.scaling: today's reasons. */

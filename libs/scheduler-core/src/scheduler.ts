@@ -103,6 +103,10 @@ export class Scheduler {
    * so a write that hangs holds up the namespace's other Runtimes too, as it does its own.
    */
   readonly #cappedNamespaces = new SerialByKey();
+  /** Per Runtime key, the Runs whose waiting reason is being written beside the passes (see WAIT_WRITES_PER_PASS). */
+  readonly #waitWrites = new Map<string, Set<string>>();
+  /** Those writes, for stop() to wait on. */
+  readonly #waitWritesRunning = new Set<Promise<void>>();
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -154,6 +158,7 @@ export class Scheduler {
 
   async stop(): Promise<void> {
     await Promise.all([this.#controller.stop(), this.#snapshots.stop()]);
+    await Promise.all([...this.#waitWritesRunning]);
     if (this.#ownsInformers) await this.#informers.stop();
   }
 
@@ -169,6 +174,7 @@ export class Scheduler {
     const { plan, nowMs, nextExpiryMs } = pass;
     // A right granted again is no event the scheduler sees: a Run refused for it is looked at again.
     const refusedAccess = [...access.values()].some((a) => a.kind === 'denied' || a.kind === 'unknown');
+    // Waiting reasons this pass left: each answered write enqueues the Runtime again (#writeWaits), no wakeup needed.
     const wakeups = [
       plan.retryAtMs === undefined ? undefined : plan.retryAtMs - nowMs + 1000,
       nextExpiryMs === undefined ? undefined : nextExpiryMs - this.#now() + 1,
@@ -275,6 +281,7 @@ export class Scheduler {
       admission,
       scaling: scalingFacts(runtime),
       namespaceSlots: this.#namespaceSlots(namespace),
+      waitWritesInFlight: this.#waitWrites.get(key) ?? new Set(),
       nowMs,
     });
     return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
@@ -318,11 +325,21 @@ export class Scheduler {
     return verdicts;
   }
 
-  /** Writes every decision, a bounded number at once; any failures fail the pass together. */
+  /**
+   * Writes every bind and cancel, a bounded number at once; any failures fail the pass together. The waiting reasons
+   * are written beside the pass (#writeWaits): the next pass, and its binds, need not wait for them.
+   */
   async #applyAll(key: string, { plan, runs, nowMs }: Pass): Promise<void> {
     const now = rfc3339(nowMs);
     const failures: unknown[] = [];
-    await forEachLimited(plan.decisions, this.#bindConcurrency, async (decision) => {
+    this.#writeWaits(
+      key,
+      plan.decisions.filter((decision) => decision.action === 'unschedulable'),
+      runs,
+      now,
+    );
+    const changes = plan.decisions.filter((decision) => decision.action !== 'unschedulable');
+    await forEachLimited(changes, this.#bindConcurrency, async (decision) => {
       const run = runs.get(decision.run.uid);
       if (run === undefined) return;
       try {
@@ -332,7 +349,39 @@ export class Scheduler {
       }
     });
     if (failures.length > 0) {
-      throw new AggregateError(failures, `${failures.length} of ${plan.decisions.length} writes for Runtime ${key} failed`);
+      throw new AggregateError(failures, `${failures.length} of ${changes.length} writes for Runtime ${key} failed`);
+    }
+  }
+
+  /**
+   * The waiting reasons of a pass, each written fenced like any decision but not awaited by the pass; the Runs stay in
+   * #waitWrites (so no pass plans them again) until answered. Each answer enqueues the Runtime again, which writes
+   * what was left; a failure is retried with the queue's backoff.
+   */
+  #writeWaits(key: string, decisions: readonly Decision[], runs: ReadonlyMap<string, ReadonlyDeep<Run>>, now: string): void {
+    if (decisions.length === 0) return;
+    const inFlight = this.#waitWrites.get(key) ?? new Set<string>();
+    this.#waitWrites.set(key, inFlight);
+    for (const decision of decisions) {
+      const run = runs.get(decision.run.uid);
+      if (run === undefined) continue;
+      inFlight.add(decision.run.uid);
+      const write = (async (): Promise<void> => {
+        let failed = false;
+        try {
+          await this.#apply(key, run, decision, now);
+        } catch (error) {
+          failed = true;
+          this.#options.logger.error({ runtime: key, run: objectKey(run), err: error }, 'could not write why a Run waits; retried');
+        }
+        // Out of flight before the Runtime is looked at again, so that the next pass may plan it.
+        inFlight.delete(decision.run.uid);
+        if (inFlight.size === 0 && this.#waitWrites.get(key) === inFlight) this.#waitWrites.delete(key);
+        if (failed) this.#controller.queue.addRateLimited(key);
+        else this.#controller.enqueue(key);
+      })();
+      void write.finally(() => this.#waitWritesRunning.delete(write));
+      this.#waitWritesRunning.add(write);
     }
   }
 

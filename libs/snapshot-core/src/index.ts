@@ -1,2 +1,2 @@
-export { SNAPSHOT_CONTROLLER_RULES, SnapshotController } from './snapshot-controller.ts';
+export { SNAPSHOT_CONTROLLER_RULES, SNAPSHOT_WORKERS, SnapshotController } from './snapshot-controller.ts';
 export { snapshotMismatch } from './decide-snapshot.ts';

@@ -1,0 +1,80 @@
+import { KubeConfig } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Run, RunStatus } from '@kruntimes/api';
+import type { SharedInformer } from '@kruntimes/controller-runtime';
+import type { RunStatusWriter, WriteResult } from '@kruntimes/run-client';
+import { SNAPSHOT_WORKERS, SnapshotController } from './snapshot-controller.ts';
+
+type RunObject = Run & KubernetesObject;
+
+const silent = { error: () => undefined, debug: () => undefined };
+
+function pendingRun(name: string): RunObject {
+  return {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1' },
+    spec: { runtime: 'bash', source: { inline: 'sleep 2' }, mode: { task: {} } },
+  };
+}
+
+/** The slice of a Run cache the controller reads: get, and enqueueTo (every Run enqueued at once). */
+function fakeCache(runs: readonly RunObject[]): SharedInformer<RunObject> {
+  const byName = new Map(runs.map((run) => [run.metadata.name ?? '', run]));
+  return {
+    get: (name: string) => byName.get(name),
+    enqueueTo: (enqueue: (key: string) => void) => {
+      for (const run of runs) enqueue(`ns/${run.metadata.name ?? ''}`);
+    },
+  } as unknown as SharedInformer<RunObject>;
+}
+
+/** Status writes that stay unanswered until released: how many are in flight at once is what the test reads. */
+function heldWrites() {
+  const state = { inFlight: 0, most: 0, written: [] as string[] };
+  const waiting: (() => void)[] = [];
+  const writer: RunStatusWriter = {
+    get: () => Promise.resolve(undefined),
+    replaceStatus: async (run, status): Promise<WriteResult<Run>> => {
+      state.inFlight += 1;
+      state.most = Math.max(state.most, state.inFlight);
+      await new Promise<void>((resolve) => waiting.push(resolve));
+      state.inFlight -= 1;
+      state.written.push(run.metadata.name ?? '');
+      return { ok: true, object: { ...(run as Run), status: status as RunStatus } };
+    },
+  };
+  const release = (): void => {
+    for (const resolve of waiting.splice(0)) resolve();
+  };
+  return { state, writer, release };
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  if (!condition()) throw new Error(`never: ${what}`);
+}
+
+describe('SnapshotController', () => {
+  it('snapshots a burst of Runs SNAPSHOT_WORKERS at a time: that many status writes are in flight at once', async () => {
+    const runs = Array.from({ length: SNAPSHOT_WORKERS * 2 }, (_, i) => pendingRun(`r${String(i)}`));
+    const { state, writer, release } = heldWrites();
+    // Never dialled: an inline source reads nothing, and status writes go to the fake.
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromClusterAndUser({ name: 'unused', server: 'https://127.0.0.1:1', skipTLSVerify: false }, { name: 'unused' });
+    const controller = new SnapshotController({ kubeConfig, runs: fakeCache(runs), logger: silent, runStatus: writer });
+    controller.start();
+    try {
+      await until(() => state.inFlight === SNAPSHOT_WORKERS, `${String(SNAPSHOT_WORKERS)} writes in flight`);
+      release();
+      await until(() => state.written.length >= SNAPSHOT_WORKERS && state.inFlight === SNAPSHOT_WORKERS, 'the second batch in flight');
+      release();
+      await until(() => state.written.length === runs.length, 'every Run snapshotted');
+      expect(state.most).toBe(SNAPSHOT_WORKERS);
+      expect(new Set(state.written)).toEqual(new Set(runs.map((run) => run.metadata.name)));
+    } finally {
+      release();
+      await controller.stop();
+    }
+  });
+});
