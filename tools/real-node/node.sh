@@ -68,8 +68,9 @@ KUBEPODS_GLOB="/sys/fs/cgroup/*$CGROUP_ROOT/kubepods"
 NODE_STATE=(containerd containerd-opt kubelet pod-logs cni config kubeconfigs pki host kubectl-cache
   logs/containerd.log logs/kubelet.log
   logs/kube-proxy.log logs/coredns.log logs/kube-scheduler.log logs/kube-router.log)
-# The first node builds the pause image into the shared images dir (pause/build.sh).
-[ "$NODE_INDEX" != 1 ] || NODE_STATE+=(images/pause.tar host-sysctls created-host-dirs)
+# The first node builds the pause image into the shared images dir (pause/build.sh). The
+# host's state files go with the last node down (restore_host), whichever it is.
+[ "$NODE_INDEX" != 1 ] || NODE_STATE+=(images/pause.tar)
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
