@@ -175,9 +175,9 @@ ensure_mntns() {
   touch "$MNTNS"
   # slave: the host's later mounts still reach the node, the node's never reach the host.
   unshare --mount="$MNTNS" --propagation slave true
-  # The copy holds every mount of the host, other nodes' run dirs too (private mounts, their
-  # mount namespace's binding among them): kept, it would keep another node's mount
-  # namespace and all its mounts alive after that node stops.
+  # The copy holds every mount of the host, other nodes' run dirs too (private bind mounts;
+  # the kernel leaves their mount namespace's binding out): kept, this node would hold a copy
+  # of another's /run/krt-real-nodeN that the other's stop cannot unmount.
   # shellcheck disable=SC2016 # expanded by the shell in the namespace
   nsenter --mount="$MNTNS" -- sh -c '
     findmnt -rn -o TARGET | grep -E "^/run/krt-real-node[0-9]*\$" | while read -r m; do
