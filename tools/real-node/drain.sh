@@ -127,39 +127,51 @@ YAML
 
 # One function invoked through the gateway's ClusterIP from the host (via krt-node's
 # kube-proxy) every half second until $work/drain-stop exists (bounded: 20 min): a line
-# "epoch-ms http-code" each.
+# "epoch-ms http-code curl-exit-code seconds-to-connect seconds-in-all" each (code 000: no
+# answer; curl's exit code says why: 7 refused, 28 the 10 s timeout, 52/56 closed or reset).
 rn_invoke_loop() { # run name, runtime, token file, output file
-  local name=$1 runtime=$2 token=$3 out=$4 uid i code
+  local name=$1 runtime=$2 token=$3 out=$4 uid i code rc
   uid=$(rn_run_field "$name" '{.metadata.uid}')
   for i in $(seq 1 2400); do
     [ -e "$work/drain-stop" ] && break
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
+    rc=0
+    code=$(curl -s -o /dev/null -w '%{http_code} %{time_connect} %{time_total}' --max-time 10 \
       --resolve "runtime-gateway.$system.svc:443:$gateway_ip" --cacert "$work/gw-ca.crt" \
       -H "Authorization: Bearer $(cat "$token")" -H 'Content-Type: application/json' \
       -H "X-Kruntime-Invocation-ID: $name-drain-$i" --data "{\"name\":\"$name-$i\"}" \
-      "https://runtime-gateway.$system.svc/v1/namespaces/$demo/runtimes/$runtime/functions/$uid:invoke" || true)
-    echo "$(date +%s%3N) ${code:-000}" >>"$out"
+      "https://runtime-gateway.$system.svc/v1/namespaces/$demo/runtimes/$runtime/functions/$uid:invoke") || rc=$?
+    read -r code connect total <<<"${code:-000 0 0}"
+    echo "$(date +%s%3N) $code $rc $connect $total" >>"$out"
     sleep 0.5
   done
 }
 
-# The longest time without a 200 from the drain's start on (ms), the 200s and the others.
+# The longest time without a 200 from the drain's start on (ms), the 200s and the others
+# (a 000 with curl's exit code: 000/28 a call that got no answer within 10 s).
 rn_gap_stats() { # file, drain start (epoch ms)
   python3 - "$1" "$2" <<'PY'
 import sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 start = int(sys.argv[2])
-oks = [int(t) for t, c in rows if c == "200"]
+oks = [int(r[0]) for r in rows if r[1] == "200"]
 before = [t for t in oks if t <= start]
 after = [t for t in oks if t > start]
 points = ([before[-1]] if before else [start]) + after
 gap = max((b - a for a, b in zip(points, points[1:])), default=0)
 others = {}
-for t, c in rows:
-    if c != "200" and int(t) > start:
-        others[c] = others.get(c, 0) + 1
+for r in rows:
+    if r[1] != "200" and int(r[0]) > start:
+        key = r[1] if r[1] != "000" else f"000/{r[2]}"
+        others[key] = others.get(key, 0) + 1
 print(gap, len(after), ",".join(f"{c}x{n}" for c, n in sorted(others.items())) or "none")
 PY
+}
+
+# The calls that got no answer, from the drain's start on: when (s after the start), curl's
+# exit code, seconds to connect (0: never connected) and in all.
+rn_unanswered() { # file, drain start (epoch ms), function
+  awk -v s="$2" -v fn="$3" '$1 > s && $2 == "000" {
+    printf "  %s: no answer at +%.1f s (sent at +%.1f s): curl exit %s, connected after %s s, gave up after %s s\n", fn, ($1 - s) / 1000, ($1 - s) / 1000 - $5, $3, $4, $5 }' "$1"
 }
 
 rn_check_drain() {
@@ -203,9 +215,14 @@ YAML
   kubectl -n "$demo" get pdb "$rn_drain_runtime" --watch \
     -o jsonpath='{.status.currentHealthy} {.status.desiredHealthy} {.status.disruptionsAllowed}{"\n"}' >"$work/drain-pdb.txt" 2>/dev/null &
   pids+=($!)
+  # The gateway Pods' logs through the drain (an evicted Pod's go with it).
+  for pod in $(kubectl -n "$system" get pods -l app.kubernetes.io/name=runtime-gateway -o jsonpath='{.items[*].metadata.name}'); do
+    kubectl -n "$system" logs -f "$pod" >"$work/drain-gateway-$pod.log" 2>&1 &
+    pids+=($!)
+  done
   sleep 5
   for fn in "${functions[@]}"; do
-    grep -q ' 200$' "$work/drain-invoke-$fn.txt" || fail "function $fn does not answer 200 before the drain: $(tail -n 3 "$work/drain-invoke-$fn.txt" | xargs)"
+    awk '$2 == 200' "$work/drain-invoke-$fn.txt" | grep -q . || fail "function $fn does not answer 200 before the drain: $(tail -n 3 "$work/drain-invoke-$fn.txt" | xargs)"
   done
 
   drain_start=$(date +%s%3N)
@@ -261,6 +278,10 @@ YAML
     [ "$(awk -v s="$((drain_start + drain_ms))" '$1 > s && $2 == 200' "$work/drain-invoke-$fn.txt" | wc -l)" -ge 1 ] ||
       { failed=1; echo "$fn: no 200 after the drain" >&2; }
   done
+  for fn in "${functions[@]}"; do rn_unanswered "$work/drain-invoke-$fn.txt" "$drain_start" "$fn" >&2; done
+  # What the evicted gateway Pods logged at warn or above (pino level >= 40), for the calls
+  # above that got no answer.
+  grep -h '"level":[45][0-9]' "$work"/drain-gateway-*.log 2>/dev/null | tail -n 8 | cut -c1-300 | sed 's/^/  gateway: /' >&2 || true
   [ "$failed" = 0 ] || fail "a function did not move as a planned move (above)"
 
   # The budget held: the disruption controller never counted fewer healthy drainer Pods than
