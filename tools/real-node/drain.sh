@@ -168,10 +168,30 @@ PY
 }
 
 # The calls that got no answer, from the drain's start on: when (s after the start), curl's
-# exit code, seconds to connect (0: never connected) and in all.
-rn_unanswered() { # file, drain start (epoch ms), function
-  awk -v s="$2" -v fn="$3" '$1 > s && $2 == "000" {
-    printf "  %s: no answer at +%.1f s (sent at +%.1f s): curl exit %s, connected after %s s, gave up after %s s\n", fn, ($1 - s) / 1000, ($1 - s) / 1000 - $5, $3, $4, $5 }' "$1"
+# exit code, seconds to connect (0: never connected) and in all; and the gateway Service's
+# endpoints (address:ready/serving/terminating@node) as they were when the call was sent,
+# and their next change.
+rn_unanswered() { # file, drain start (epoch ms), function, endpoints timeline ("epoch-ms endpoints...")
+  python3 - "$@" <<'PY'
+import sys
+path, start, fn, timeline = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+try:
+    changes = [(int(l.split(" ", 1)[0]), l.split(" ", 1)[1].strip() if " " in l.strip() else "") for l in open(timeline) if l.strip()]
+except OSError:
+    changes = []
+for row in (l.split() for l in open(path) if l.strip()):
+    t, code, rc, connect, total = int(row[0]), row[1], row[2], row[3], float(row[4])
+    if t <= start or code != "000":
+        continue
+    sent = t - total * 1000
+    print(f"  {fn}: no answer at +{(t - start) / 1000:.1f} s (sent at +{(sent - start) / 1000:.1f} s): curl exit {rc}, connected after {connect} s, gave up after {total:.1f} s")
+    then = [c for c in changes if c[0] <= sent]
+    after = [c for c in changes if c[0] > sent]
+    if then:
+        print(f"    gateway endpoints when sent: {then[-1][1]}")
+    if after:
+        print(f"    next change at +{(after[0][0] - start) / 1000:.1f} s: {after[0][1]}")
+PY
 }
 
 rn_check_drain() {
@@ -214,6 +234,11 @@ YAML
   # The drainer's budget as the disruption controller sees it, all along.
   kubectl -n "$demo" get pdb "$rn_drain_runtime" --watch \
     -o jsonpath='{.status.currentHealthy} {.status.desiredHealthy} {.status.disruptionsAllowed}{"\n"}' >"$work/drain-pdb.txt" 2>/dev/null &
+  pids+=($!)
+  # The gateway Service's endpoints through the drain, each change with its time.
+  kubectl -n "$system" get endpointslices -l kubernetes.io/service-name=runtime-gateway --watch \
+    -o jsonpath='{range .endpoints[*]}{.addresses[0]}:{.conditions.ready}/{.conditions.serving}/{.conditions.terminating}@{.nodeName} {end}{"\n"}' \
+    2>/dev/null > >(while IFS= read -r line; do printf '%s %s\n' "$(date +%s%3N)" "$line"; done >"$work/drain-gateway-endpoints.txt") &
   pids+=($!)
   # The gateway Pods' logs through the drain (an evicted Pod's go with it).
   for pod in $(kubectl -n "$system" get pods -l app.kubernetes.io/name=runtime-gateway -o jsonpath='{.items[*].metadata.name}'); do
@@ -278,7 +303,7 @@ YAML
     [ "$(awk -v s="$((drain_start + drain_ms))" '$1 > s && $2 == 200' "$work/drain-invoke-$fn.txt" | wc -l)" -ge 1 ] ||
       { failed=1; echo "$fn: no 200 after the drain" >&2; }
   done
-  for fn in "${functions[@]}"; do rn_unanswered "$work/drain-invoke-$fn.txt" "$drain_start" "$fn" >&2; done
+  for fn in "${functions[@]}"; do rn_unanswered "$work/drain-invoke-$fn.txt" "$drain_start" "$fn" "$work/drain-gateway-endpoints.txt" >&2; done
   # What the evicted gateway Pods logged at warn or above (pino level >= 40), for the calls
   # above that got no answer.
   grep -h '"level":[45][0-9]' "$work"/drain-gateway-*.log 2>/dev/null | tail -n 8 | cut -c1-300 | sed 's/^/  gateway: /' >&2 || true
