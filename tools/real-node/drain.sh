@@ -224,6 +224,20 @@ print(f"evictions: {len(evictions)}, " + (f"each with >= {desired} other Pods Re
 PY
 }
 
+# A Service's endpoints (address:ready/serving/terminating@node ...) every half second until
+# $work/drain-stop exists (bounded: 20 min), a line "epoch-ms endpoints" at each change.
+# Polled: `kubectl get endpointslices --watch -o jsonpath` printed the first state only.
+rn_poll_endpoints() { # service in the release namespace, output file
+  local last='' now i
+  for i in $(seq 1 2400); do
+    [ -e "$work/drain-stop" ] && break
+    now=$(kubectl -n "$system" get endpointslices -l "kubernetes.io/service-name=$1" \
+      -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]}:{.conditions.ready}/{.conditions.serving}/{.conditions.terminating}@{.nodeName} {end}' 2>/dev/null || true)
+    if [ "$now" != "$last" ]; then echo "$(date +%s%3N) $now" >>"$2"; last=$now; fi
+    sleep 0.5
+  done
+}
+
 rn_check_drain() {
   local fn task name started drain_ms drain_start refused pod node before_attempt before_moves attempt moves phase reason
   local functions=(hello "${rn_drain_functions[@]}") failed=0
@@ -271,9 +285,7 @@ YAML
     2>/dev/null > >(while IFS= read -r line; do printf '%s %s\n' "$(date +%s%3N)" "$line"; done >"$work/drain-pods.txt") &
   pids+=($!)
   # The gateway Service's endpoints through the drain, each change with its time.
-  kubectl -n "$system" get endpointslices -l kubernetes.io/service-name=runtime-gateway --watch \
-    -o jsonpath='{range .endpoints[*]}{.addresses[0]}:{.conditions.ready}/{.conditions.serving}/{.conditions.terminating}@{.nodeName} {end}{"\n"}' \
-    2>/dev/null > >(while IFS= read -r line; do printf '%s %s\n' "$(date +%s%3N)" "$line"; done >"$work/drain-gateway-endpoints.txt") &
+  rn_poll_endpoints runtime-gateway "$work/drain-gateway-endpoints.txt" &
   pids+=($!)
   # The gateway Pods' logs through the drain (an evicted Pod's go with it).
   for pod in $(kubectl -n "$system" get pods -l app.kubernetes.io/name=runtime-gateway -o jsonpath='{.items[*].metadata.name}'); do
