@@ -310,3 +310,37 @@ rn_check_admission() {
   kubectl -n "$demo" delete rolebinding krt-admission-use krt-admission-runs >&2
   kubectl -n "$demo" delete role krt-admission-runs >&2
 }
+
+# The leader-elected services (scheduler, stale-recovery, controller-manager) as the chart
+# probes them (issue 45): each container has the liveness probe /healthz and the readiness
+# probe /readyz on its port `health`, each Pod is Ready (the kubelet's probes pass: a
+# standby replica is ready too; restarts are printed, a node restart counts one), and both paths answer 200 when called the way the
+# kubelet calls them, from the Pod's node (its network namespace, krt-node or krt-nodeN: the
+# node's own address, which the NetworkPolicies let through) to the Pod IP. A table; any
+# difference fails.
+rn_probed_services=(kruntimes-scheduler kruntimes-stale-recovery kruntimes-controller-manager)
+rn_check_health_probes() {
+  local deployment pod line node ip port live ready cond restarts healthz readyz failed=0 n=0
+  # After a node restart or a drain the replicas may still be starting: every one Ready first.
+  for deployment in "${rn_probed_services[@]}"; do
+    kubectl -n "$system" rollout status "deployment/$deployment" --timeout=180s >/dev/null ||
+      fail "deployment $deployment not rolled out within 180 s"
+  done
+  printf '%-50s %-10s %-28s %-5s %-8s %-8s %s\n' POD NODE 'PROBES (liveness, readiness)' READY RESTARTS /healthz /readyz >&2
+  for deployment in "${rn_probed_services[@]}"; do
+    for pod in $(kubectl -n "$system" get pods -l "app.kubernetes.io/name=$deployment" --field-selector=status.phase=Running -o jsonpath='{.items[*].metadata.name}'); do
+      # One line: node, Pod IP, health port, liveness path:port, readiness path:port, Ready, restarts.
+      line=$(kubectl -n "$system" get pod "$pod" -o jsonpath='{.spec.nodeName} {.status.podIP} {.spec.containers[0].ports[?(@.name=="health")].containerPort} {.spec.containers[0].livenessProbe.httpGet.path}:{.spec.containers[0].livenessProbe.httpGet.port} {.spec.containers[0].readinessProbe.httpGet.path}:{.spec.containers[0].readinessProbe.httpGet.port} {.status.conditions[?(@.type=="Ready")].status} {.status.containerStatuses[0].restartCount}')
+      read -r node ip port live ready cond restarts <<<"$line"
+      healthz=$(ip netns exec "$node" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$ip:$port/healthz" || true)
+      readyz=$(ip netns exec "$node" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$ip:$port/readyz" || true)
+      printf '%-50s %-10s %-28s %-5s %-8s %-8s %s\n' "$pod" "$node" "$live $ready" "$cond" "$restarts" "$healthz" "$readyz" >&2
+      [ "$live" = /healthz:health ] && [ "$ready" = /readyz:health ] && [ "$cond" = True ] &&
+        [ "$healthz" = 200 ] && [ "$readyz" = 200 ] || failed=1
+      n=$((n + 1))
+    done
+  done
+  [ "$n" -ge "${#rn_probed_services[@]}" ] || fail "found $n Pods of ${rn_probed_services[*]}"
+  [ "$failed" = 0 ] || fail "a service Pod lacks its probes, is not Ready, or does not answer /healthz or /readyz (table above)"
+  echo "health probes: $n Pods of ${rn_probed_services[*]}: liveness /healthz and readiness /readyz on port health, Ready, both answer 200 from their node" >&2
+}

@@ -9,6 +9,8 @@
 #
 # Usage (root; idempotent; prints nothing on stdout):
 #   tools/real-node/node.sh up [CLUSTER_DIR]  configure and start; wait until the node is Ready
+#                                           (KRT_IMPORT_IMAGES=1: import-images before the
+#                                           kubelet starts)
 #                                           (CLUSTER_DIR: local-cluster's --dir; default
 #                                           $KRT_CLUSTER_DIR)
 #   tools/real-node/node.sh stop            a node reboot's first half: every process of the
@@ -18,31 +20,57 @@
 #   tools/real-node/node.sh down            stop, remove the node's state (other files in the
 #                                           state dir stay) and every trace on the host
 #
+#   tools/real-node/node.sh import-images   import every archive in $KRT_REAL_NODE_DIR/images
+#                                           (images.sh's, the pause image's) into this node's
+#                                           containerd (a second node: the same images, no build)
+#
+# KRT_NODE_INDEX=N (node-env.sh; default 1): node N, krt-nodeN, in net.sh's namespace of the
+# same index, with its own state dir ($KRT_REAL_NODE_DIR/nodeN), run dir, sockets, mount
+# namespace, cgroup root, pids and logs, joined with local-cluster's DIR/node-krt-nodeN.kubeconfig
+# (`--node krt-node --node krt-nodeN`). Only node 1 runs the cluster's add-ons CoreDNS and
+# kube-scheduler (one of each serves the cluster; every node's Pods resolve through node 1's
+# CoreDNS); containerd, the kubelet, kube-proxy and kube-router run on every node (each
+# serves or filters its own node's Pods). Node N goes down before node 1: the host's
+# sysctls and mount-point directories are put back by the last node that goes down.
+#
 # Every node process runs in one mount namespace of its own (bound at RUN/mntns) joined with
 # the network namespace: the kubelet's volume mounts must be visible to containerd and runc,
 # and `ip netns exec` would give each process a namespace of its own and a /sys without
 # /sys/fs/cgroup. Nothing the node mounts is visible on the host.
 set -euo pipefail
 
-NS=krt-node NODE_NAME=krt-node NODE_IP=10.203.0.2
-POD_CIDR=10.204.0.0/24 POD_GATEWAY=10.204.0.1 BRIDGE=krt-cni0
-CLUSTER_DNS=10.203.0.2 CLUSTER_DOMAIN=cluster.local
+# shellcheck source=node-env.sh
+. "$(dirname "$0")/node-env.sh"
+krt_node_env
+BRIDGE=krt-cni0
+CLUSTER_DNS=$FIRST_NODE_IP CLUSTER_DOMAIN=cluster.local
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
 RUNC=/usr/sbin/runc CNI_BIN=/usr/lib/cni
-STATE=${KRT_REAL_NODE_DIR:-/var/lib/krt-real-node}
-RUN=/run/krt-real-node
+IMAGES=$BASE_STATE/images
 SOCK=$RUN/containerd/containerd.sock
 MNTNS=$RUN/mntns
 NETNS=/run/netns/$NS
 # Host-wide sysctls the kubelet sets at its start (kubelet's setupKernelTunables); down
 # puts back the values they had before the first up.
 HOST_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
-SERVICE_CIDR=10.255.0.0/24 # the control plane's --service-cluster-ip-range
-PROCESSES=(containerd kubelet kube-proxy coredns kube-scheduler kube-router)
+# Shared by the nodes (in the first node's state dir): the host's state before the first
+# node came up, put back when the last goes down.
+HOST_SYSCTLS_FILE=$BASE_STATE/host-sysctls CREATED_HOST_DIRS=$BASE_STATE/created-host-dirs
+if [ "$NODE_INDEX" = 1 ]; then
+  PROCESSES=(containerd kubelet kube-proxy coredns kube-scheduler kube-router)
+else
+  PROCESSES=(containerd kubelet kube-proxy kube-router)
+fi
+runs() { [[ " ${PROCESSES[*]} " == *" $1 "* ]]; }
+# The kubelet's cgroups, in every hierarchy (cgroup v1).
+KUBEPODS_GLOB="/sys/fs/cgroup/*$CGROUP_ROOT/kubepods"
 # What the node keeps in the state dir (down removes these and nothing else).
 NODE_STATE=(containerd containerd-opt kubelet pod-logs cni config kubeconfigs pki host kubectl-cache
-  host-sysctls created-host-dirs images/pause.tar logs/containerd.log logs/kubelet.log
+  logs/containerd.log logs/kubelet.log
   logs/kube-proxy.log logs/coredns.log logs/kube-scheduler.log logs/kube-router.log)
+# The first node builds the pause image into the shared images dir (pause/build.sh). The
+# host's state files go with the last node down (restore_host), whichever it is.
+[ "$NODE_INDEX" != 1 ] || NODE_STATE+=(images/pause.tar)
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -114,7 +142,8 @@ kill_all() { # what, pids...: SIGKILL and wait (bounded)
 }
 
 pod_pids() { # every process in the kubelet's Pod cgroups (all hierarchies: cgroup v1)
-  find /sys/fs/cgroup/*/kubepods -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un
+  # shellcheck disable=SC2086 # a glob
+  find $KUBEPODS_GLOB -name cgroup.procs -exec cat {} + 2>/dev/null | sort -un
 }
 
 shim_pids() { # containerd's shims of this node: they name its socket in their arguments
@@ -146,6 +175,14 @@ ensure_mntns() {
   touch "$MNTNS"
   # slave: the host's later mounts still reach the node, the node's never reach the host.
   unshare --mount="$MNTNS" --propagation slave true
+  # The copy holds every mount of the host, other nodes' run dirs too (private bind mounts;
+  # the kernel leaves their mount namespace's binding out): kept, this node would hold a copy
+  # of another's /run/krt-real-nodeN that the other's stop cannot unmount.
+  # shellcheck disable=SC2016 # expanded by the shell in the namespace
+  nsenter --mount="$MNTNS" -- sh -c '
+    findmnt -rn -o TARGET | grep -E "^/run/krt-real-node[0-9]*\$" | while read -r m; do
+      [ "$m" = "$1" ] || umount -R -l "$m"
+    done' sh "$RUN"
   mkdir -p "$RUN/sysfs"
   # As `ip netns exec` does, a sysfs of the node's network namespace, but keeping the
   # cgroup hierarchies (moved over before the old /sys goes).
@@ -162,22 +199,44 @@ ensure_mntns() {
   # the host only to mount on is listed, and down removes it.
   local host_dir
   for host_dir in /var/log /var/lib/kubelet /var/lib/cni; do
-    if [ ! -d "$host_dir" ]; then mkdir "$host_dir" && echo "$host_dir" >>"$STATE/created-host-dirs"; fi
+    if [ ! -d "$host_dir" ]; then mkdir "$host_dir" && echo "$host_dir" >>"$CREATED_HOST_DIRS"; fi
     mkdir -p "$STATE/host$host_dir"
     in_node mount --bind "$STATE/host$host_dir" "$host_dir"
   done
   log "mount namespace $MNTNS"
 }
 
-remove_cgroups() { # the kubelet's (kubepods) in every hierarchy, deepest first, bounded
+# shellcheck disable=SC2086 # globs
+remove_cgroups() { # the kubelet's (kubepods) in every hierarchy, deepest first, bounded; a
+  # node's own cgroup root with them
   local attempt dirs
   for attempt in $(seq 1 25); do
-    dirs=$(find /sys/fs/cgroup/*/kubepods -depth -type d 2>/dev/null || true)
+    dirs=$(find $KUBEPODS_GLOB -depth -type d 2>/dev/null || true)
+    [ -z "$CGROUP_ROOT" ] || dirs+=$'\n'$(find /sys/fs/cgroup/*$CGROUP_ROOT -maxdepth 0 -type d 2>/dev/null || true)
+    dirs=$(echo "$dirs" | sed '/^$/d')
     [ -n "$dirs" ] || return 0
     echo "$dirs" | xargs -r rmdir 2>/dev/null || true
     [ "$attempt" -lt 25 ] && sleep 0.2
   done
-  die "cgroups left behind: $(find /sys/fs/cgroup/*/kubepods -maxdepth 0 2>/dev/null | tr '\n' ' ')"
+  die "cgroups left behind: $(find $KUBEPODS_GLOB /sys/fs/cgroup/*$CGROUP_ROOT -maxdepth 0 2>/dev/null | tr '\n' ' ')"
+}
+
+# The kubelet wants its --cgroup-root in every hierarchy before it starts (node N's own).
+# cgroup v1's cpuset starts empty in a new cgroup: copied from the parent, as the kubelet's
+# own cgroups are.
+ensure_cgroup_root() {
+  [ -n "$CGROUP_ROOT" ] || return 0
+  local hierarchy dir
+  for hierarchy in /sys/fs/cgroup/*/; do
+    [ -L "${hierarchy%/}" ] && continue # cpu -> cpu,cpuacct
+    [ -f "$hierarchy/cgroup.procs" ] || continue
+    dir="${hierarchy%/}$CGROUP_ROOT"
+    mkdir -p "$dir"
+    if [ -f "$dir/cpuset.cpus" ]; then
+      [ -n "$(cat "$dir/cpuset.cpus")" ] || cat "${hierarchy%/}/cpuset.cpus" >"$dir/cpuset.cpus"
+      [ -n "$(cat "$dir/cpuset.mems")" ] || cat "${hierarchy%/}/cpuset.mems" >"$dir/cpuset.mems"
+    fi
+  done
 }
 
 # ---------------------------------------------------------------- stop (and down)
@@ -191,8 +250,8 @@ stop_node() {
   stop_process kube-proxy 15
   # Its rules and ipsets stay until start (as kube-proxy's do): Pods stay isolated.
   stop_process kube-router 15
-  stop_process coredns 15
-  stop_process kube-scheduler 15
+  if runs coredns; then stop_process coredns 15; fi
+  if runs kube-scheduler; then stop_process kube-scheduler 15; fi
   stop_process containerd 30
   kill_all "containerd shims" $(shim_pids)
   kill_all "processes left in the node's mount namespace" $(mntns_pids)
@@ -209,17 +268,28 @@ stop_node() {
   rm -rf "$RUN"
 }
 
-restore_host() {
+other_nodes_up() { # another node's mount namespace is bound (it is up, not stopped)
+  local run
+  for run in /run/krt-real-node /run/krt-real-node[0-9]; do
+    [ "$run" != "$RUN" ] && findmnt -n -M "$run/mntns" >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
+restore_host() { # only when no other node is up: they share the host's sysctls and
+  # mount-point directories (removing one would detach it in a running node's namespace)
+  if other_nodes_up; then log "other nodes up: the host's sysctls and directories stay for the last"; return 0; fi
   local setting
-  if [ -f "$STATE/host-sysctls" ]; then
+  if [ -f "$HOST_SYSCTLS_FILE" ]; then
     while read -r setting; do
       [ -z "$setting" ] || sysctl -qw "$setting" || log "warning: cannot restore $setting"
-    done <"$STATE/host-sysctls"
+    done <"$HOST_SYSCTLS_FILE"
   fi
   local dir
-  if [ -f "$STATE/created-host-dirs" ]; then
-    while read -r dir; do rmdir "$dir" 2>/dev/null || log "warning: $dir is not empty, left"; done <"$STATE/created-host-dirs"
+  if [ -f "$CREATED_HOST_DIRS" ]; then
+    while read -r dir; do rmdir "$dir" 2>/dev/null || log "warning: $dir is not empty, left"; done <"$CREATED_HOST_DIRS"
   fi
+  rm -f "$HOST_SYSCTLS_FILE" "$CREATED_HOST_DIRS"
 }
 
 clean_netns() { # what the CNI plugins, kube-proxy and kube-router left in the namespace
@@ -264,12 +334,12 @@ kubeconfig_field() { # file, jsonpath
 
 copy_credentials() { # the cluster's files this node needs, copied into the state dir
   local cluster_dir=$1 file
-  for file in node.kubeconfig kube-proxy.kubeconfig admin.kubeconfig; do
+  for file in "$NODE_KUBECONFIG" kube-proxy.kubeconfig admin.kubeconfig; do
     [ -f "$cluster_dir/$file" ] ||
-      die "$cluster_dir/$file missing: start the control plane with --dir $cluster_dir --bind-address 10.203.0.1 --secure-port 6443 (node $NODE_NAME)"
+      die "$cluster_dir/$file missing: start the control plane with --dir $cluster_dir --bind-address 10.203.0.1 --secure-port 6443 (--node $NODE_NAME)"
   done
   mkdir -p "$STATE/kubeconfigs" "$STATE/pki"
-  install -m 600 "$cluster_dir/node.kubeconfig" "$STATE/kubeconfigs/kubelet.kubeconfig"
+  install -m 600 "$cluster_dir/$NODE_KUBECONFIG" "$STATE/kubeconfigs/kubelet.kubeconfig"
   install -m 600 "$cluster_dir/kube-proxy.kubeconfig" "$STATE/kubeconfigs/kube-proxy.kubeconfig"
   # The kubelet trusts client certificates of the cluster CA (kube-apiserver's).
   kubeconfig_field "$STATE/kubeconfigs/kubelet.kubeconfig" '{.clusters[0].cluster.certificate-authority-data}' |
@@ -344,9 +414,10 @@ metadata: {name: "krt:kube-router"}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "krt:kube-router"}
 subjects: [{kind: ServiceAccount, name: kube-router, namespace: kube-system}]
 EOF
-  sa_kubeconfig "$1" coredns
-  sa_kubeconfig "$1" kube-scheduler
-  sa_kubeconfig "$1" kube-router
+  local name
+  for name in coredns kube-scheduler kube-router; do
+    if runs "$name"; then sa_kubeconfig "$1" "$name"; fi
+  done
 }
 
 sa_kubeconfig() { # admin kubeconfig, ServiceAccount in kube-system -> STATE/kubeconfigs/NAME.kubeconfig
@@ -485,6 +556,7 @@ clusterDomain: $CLUSTER_DOMAIN
 resolvConf: $STATE/config/resolv.conf
 podCIDR: $POD_CIDR
 podLogsDir: $STATE/pod-logs
+${CGROUP_ROOT:+cgroupRoot: $CGROUP_ROOT}
 rotateCertificates: false
 serverTLSBootstrap: false
 imageGCHighThresholdPercent: 100
@@ -517,7 +589,7 @@ nodePortAddresses: [primary]
 EOF
 
   # One scheduler, no leader election, nothing served (no port, no delegated authn).
-  put "$STATE/config/kube-scheduler.yaml" <<EOF
+  if runs kube-scheduler; then put "$STATE/config/kube-scheduler.yaml"; else cat >/dev/null; fi <<EOF
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
@@ -548,7 +620,7 @@ EOF
 
   # The cluster's names only; any other name is REFUSED (no server block for it), nothing
   # is forwarded anywhere.
-  put "$STATE/config/Corefile" <<EOF
+  if runs coredns; then put "$STATE/config/Corefile"; else cat >/dev/null; fi <<EOF
 $CLUSTER_DOMAIN:53 in-addr.arpa:53 ip6.arpa:53 {
     bind $CLUSTER_DNS
     errors
@@ -583,7 +655,11 @@ ctr_() { "$BIN/ctr" --address "$SOCK" --namespace k8s.io "$@"; }
 
 ensure_pause_image() {
   [ -z "$(ctr_ images list -q "name==$PAUSE_IMAGE" 2>/dev/null)" ] || return 0
-  KRT_REAL_NODE_DIR=$STATE KRT_CONTAINERD_SOCKET=$SOCK KRT_CTR=$BIN/ctr "$here/pause/build.sh" >/dev/null
+  if [ "$NODE_INDEX" != 1 ] && [ -f "$IMAGES/pause.tar" ]; then
+    import_archive "$IMAGES/pause.tar" # the first node's, built once
+  else
+    KRT_REAL_NODE_DIR=$BASE_STATE KRT_CONTAINERD_SOCKET=$SOCK KRT_CTR=$BIN/ctr "$here/pause/build.sh" >/dev/null
+  fi
   [ -n "$(ctr_ images list -q "name==$PAUSE_IMAGE" 2>/dev/null)" ] || die "the pause image is not in containerd after pause/build.sh"
 }
 
@@ -600,10 +676,14 @@ start_node() {
   [ -f "$STATE/config/kubelet.yaml" ] || die "no node state in $STATE: run node.sh up CLUSTER_DIR first"
   mkdir -p "$RUN/containerd"
   ensure_mntns
+  ensure_cgroup_root
 
   start_process containerd --config "$STATE/config/containerd.toml"
   wait_for "containerd: serving" 30 ctr_ version || { alive_or_die containerd; die "containerd does not answer on $SOCK after 30s"; }
   ensure_pause_image
+  # KRT_IMPORT_IMAGES=1 (run.sh, a second node): the images before the kubelet, so that no
+  # Pod lands here before they are.
+  [ "${KRT_IMPORT_IMAGES:-0}" != 1 ] || import_images
 
   local since
   since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -612,8 +692,8 @@ start_node() {
     --root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet/pki" \
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP" --v=2
   start_process kube-proxy --config "$STATE/config/kube-proxy.yaml" --v=2
-  start_process coredns -conf "$STATE/config/Corefile"
-  start_process kube-scheduler --config "$STATE/config/kube-scheduler.yaml" --secure-port 0
+  if runs coredns; then start_process coredns -conf "$STATE/config/Corefile"; fi
+  if runs kube-scheduler; then start_process kube-scheduler --config "$STATE/config/kube-scheduler.yaml" --secure-port 0; fi
 
   local deadline=$(($(date +%s) + 120)) name
   until node_ready "$since"; do
@@ -645,11 +725,30 @@ kube_router_ready() { # its top-level chains exist and FORWARD jumps to them
   pid_of kube-router >/dev/null && in_node iptables -t filter -S FORWARD | grep -q -- '-j KUBE-ROUTER-FORWARD'
 }
 
-save_host_sysctls() { # once, before the first kubelet start
-  [ -f "$STATE/host-sysctls" ] && return 0
+save_host_sysctls() { # once, before the first kubelet start of any node
+  [ -f "$HOST_SYSCTLS_FILE" ] && return 0
   local name
-  for name in "${HOST_SYSCTLS[@]}"; do echo "$name=$(sysctl -n "$name")"; done >"$STATE/host-sysctls.tmp"
-  mv "$STATE/host-sysctls.tmp" "$STATE/host-sysctls"
+  mkdir -p "$BASE_STATE"
+  for name in "${HOST_SYSCTLS[@]}"; do echo "$name=$(sysctl -n "$name")"; done >"$HOST_SYSCTLS_FILE.tmp"
+  mv "$HOST_SYSCTLS_FILE.tmp" "$HOST_SYSCTLS_FILE"
+}
+
+import_archive() { # docker archive -> this node's containerd (k8s.io), its output only on a failure
+  local out
+  out=$(timeout 600 "$BIN/ctr" --address "$SOCK" --namespace k8s.io images import "$1" 2>&1) ||
+    die "importing $1 into $SOCK failed: $out"
+}
+
+import_images() { # every archive of the shared images dir (images.sh's and the pause image)
+  [ -S "$SOCK" ] || die "no containerd at $SOCK: node.sh up first"
+  local archive count=0
+  for archive in "$IMAGES"/*.tar; do
+    [ -f "$archive" ] || continue
+    import_archive "$archive"
+    count=$((count + 1))
+  done
+  [ "$count" -gt 0 ] || die "no image archives in $IMAGES (images.sh TAG first)"
+  log "$count image archives of $IMAGES imported into $NODE_NAME"
 }
 
 all_running() {
@@ -664,7 +763,7 @@ up() {
   ensure_packages
   mkdir -p "$STATE"
   # New credentials (and ServiceAccount tokens) only for another control plane.
-  if ! cmp -s "$cluster_dir/node.kubeconfig" "$STATE/kubeconfigs/kubelet.kubeconfig"; then copy_credentials "$cluster_dir"; fi
+  if ! cmp -s "$cluster_dir/$NODE_KUBECONFIG" "$STATE/kubeconfigs/kubelet.kubeconfig"; then copy_credentials "$cluster_dir"; fi
   write_configs
   # Already running with exactly this configuration: nothing to do.
   if all_running && [ "$(fingerprint)" = "$(cat "$RUN/fingerprint" 2>/dev/null)" ]; then
@@ -680,8 +779,8 @@ up() {
 fingerprint() { cat "$STATE"/config/* "$STATE"/cni/net.d/* "$STATE"/kubeconfigs/* | sha256sum; }
 
 [ "$(id -u)" = 0 ] || { echo "node.sh: must run as root" >&2; exit 1; }
-usage() { echo "usage: $0 up [CLUSTER_DIR] | stop | start | down   (CLUSTER_DIR default: \$KRT_CLUSTER_DIR)" >&2; exit 2; }
-case "${1-}" in up) [ $# -le 2 ] || usage ;; stop | start | down) [ $# -eq 1 ] || usage ;; *) usage ;; esac
+usage() { echo "usage: [KRT_NODE_INDEX=N] $0 up [CLUSTER_DIR] | stop | start | down | import-images   (CLUSTER_DIR default: \$KRT_CLUSTER_DIR)" >&2; exit 2; }
+case "${1-}" in up) [ $# -le 2 ] || usage ;; stop | start | down | import-images) [ $# -eq 1 ] || usage ;; *) usage ;; esac
 
 # Binaries: kubelet, containerd ... (cached after the first build; this verifies them), or
 # the directory KRT_KUBE_BIN_DIR names (run.sh's, built and verified once per run).
@@ -695,15 +794,16 @@ case $1 in
     up "$(cd "$cluster_dir" && pwd)"
     ;;
   start) start_node ;;
+  import-images) import_images ;;
   stop) stop_node; log "node stopped (state kept in $STATE)" ;;
   down)
     stop_node
     clean_netns
     restore_host
     # The node's files only: the state dir is shared (images.sh's archives and logs, the
-    # end-to-end run's control-plane.pid).
+    # end-to-end run's control-plane.pid, the other nodes' state dirs).
     for entry in "${NODE_STATE[@]}"; do rm -rf "${STATE:?}/$entry"; done
     rmdir "$STATE/images" "$STATE/logs" "$STATE" 2>/dev/null || true
-    log "node down"
+    log "node $NODE_NAME down"
     ;;
 esac

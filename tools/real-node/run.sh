@@ -15,7 +15,13 @@
 #   9.-13. what only a real node shows: the chart's NetworkPolicies enforced, each service's
 #      user and read-only root, runtimed reloading a rotated certificate, graceful
 #      termination, a node restart,
-#   14. the Runs deleted and `helm uninstall`, checked to leave nothing of the release.
+#   14. the chart's liveness and readiness probes of the scheduler, stale-recovery and the
+#      controller-manager (/healthz, /readyz on the health port) answering on the node,
+#   15. a second node krt-node2 (its own namespace, veth, Pod CIDR, state; drain.sh), Pod to
+#      Pod, Pod to Service and DNS across the nodes, then `kubectl drain krt-node`: the
+#      PodDisruptionBudgets hold, tasks that fit the drain window Succeed, function Runs move
+#      to krt-node2 without spending an attempt and answer again through the gateway,
+#   16. the Runs deleted and `helm uninstall`, checked to leave nothing of the release.
 # Needs root, go, openssl, curl, python3 and Debian's runc, containernetworking-plugins,
 # iptables, ipset, buildah and debootstrap (installed with apt-get when missing).
 # Usage: tools/real-node/run.sh      Env: TAG (default real-node), KEEP_NODE=1 keeps
@@ -29,6 +35,7 @@ demo=kruntimes-demo
 state=${KRT_REAL_NODE_DIR:-/var/lib/krt-real-node}
 api_address=10.203.0.1
 api_port=6443
+nodes_cidr=10.203.0.0/24 # node-env.sh: every node's veth pair
 work=$(mktemp -d)
 pids=()
 KRT_E2E_NAME=real-node
@@ -36,9 +43,13 @@ KRT_E2E_NAME=real-node
 . "$root/e2e/cluster-steps.sh"
 # shellcheck source=checks.sh
 . "$here/checks.sh"
+# shellcheck source=drain.sh
+. "$here/drain.sh"
 export PATH="$root/node_modules/.bin:$PATH"
 
 teardown() {
+  # The second node first: the last node down puts the host's sysctls back.
+  KRT_NODE_INDEX=2 "$here/node.sh" down || true
   "$here/node.sh" down || true
   if [ -f "$state/control-plane.pid" ]; then
     local pid
@@ -48,6 +59,7 @@ teardown() {
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     rm -f "$state/control-plane.pid"
   fi
+  KRT_NODE_INDEX=2 "$here/net.sh" down || true
   "$here/net.sh" down || true
 }
 
@@ -59,9 +71,10 @@ cleanup() {
   local status=$?
   krt_finish "$status"
   if [ "$status" -ne 0 ]; then
-    for log in kubelet containerd kube-proxy kube-router coredns; do
-      echo "--- $state/logs/$log.log (tail)"
-      tail -n 30 "$state/logs/$log.log" 2>/dev/null || true
+    for log in logs/kubelet logs/containerd logs/kube-proxy logs/kube-router logs/coredns node2/logs/kubelet node2/logs/containerd node2/logs/kube-router; do
+      [ -f "$state/$log.log" ] || continue
+      echo "--- $state/$log.log (tail)"
+      tail -n 30 "$state/$log.log" 2>/dev/null || true
     done
   fi
   if [ "${KEEP_NODE:-0}" = 1 ]; then
@@ -86,8 +99,9 @@ teardown # what an interrupted earlier run left
 "$here/net.sh" up
 mkdir -p "$state"
 # --no-crds: the chart installs them, as it does for a user.
+# Two kubelets join: krt-node now, krt-node2 for the drain (step 15).
 node "$root/tools/local-cluster/src/main.ts" --dir "$work/cluster" --no-crds \
-  --bind-address "$api_address" --secure-port "$api_port" >"$work/control-plane.log" 2>&1 &
+  --bind-address "$api_address" --secure-port "$api_port" --node krt-node --node krt-node2 >"$work/control-plane.log" 2>&1 &
 echo $! >"$state/control-plane.pid"
 for _ in $(seq 1 240); do [ -f "$work/cluster/cluster.json" ] && break; kill -0 "$(cat "$state/control-plane.pid")" || break; sleep 0.5; done
 [ -f "$work/cluster/cluster.json" ] || { cat "$work/control-plane.log" >&2; fail "the control plane did not start"; }
@@ -108,8 +122,10 @@ krt_log "5. certificates and the chart"
 # The gateway admits Pods of gateway.networkPolicy.allowedNamespaces; step 7 also calls its
 # ClusterIP from this host through the veth (source 10.203.0.1, no Pod of any namespace), a
 # caller outside the Pod network like a load balancer: gateway.networkPolicy.allowedFrom.
+# The nodes' network, not the host's address alone: krt-node's kube-proxy masquerades such a
+# call to a gateway Pod on krt-node2 (step 15) with its own address, 10.203.0.2.
 krt_install_chart --set global.image.pullPolicy=Never \
-  --set-json "gateway.networkPolicy.allowedFrom=[{\"ipBlock\":{\"cidr\":\"$api_address/32\"}}]"
+  --set-json "gateway.networkPolicy.allowedFrom=[{\"ipBlock\":{\"cidr\":\"$nodes_cidr\"}}]"
 
 krt_log "6. a python Runtime, a function Run and a task Run"
 krt_create_demo
@@ -147,7 +163,19 @@ kubectl wait --for=condition=Ready node/krt-node --timeout=180s
 rn_check_after_restart
 krt_invoke "https://runtime-gateway.$system.svc" real-node-after-restart --resolve "runtime-gateway.$system.svc:443:$gateway_ip"
 
-krt_log "14. uninstall"
+krt_log "14. health probes: scheduler, stale-recovery, controller-manager (/healthz, /readyz)"
+rn_check_health_probes
+
+krt_log "15. a second node, then kubectl drain krt-node"
+rn_drain_prepare
+rn_second_node_up
+rn_check_across_nodes "docker.io/kruntimes/runtimed:$tag"
+rn_check_drain
+# The services moved to krt-node2 with the drain: their probes there.
+rn_check_health_probes
+krt_invoke "https://runtime-gateway.$system.svc" real-node-after-drain --resolve "runtime-gateway.$system.svc:443:$gateway_ip"
+
+krt_log "16. uninstall"
 rn_check_uninstall "$helm"
 
 krt_log "passed"

@@ -33,17 +33,20 @@ async function main(): Promise<number> {
       log,
       ...(options.bindAddress === undefined ? {} : { bindAddress: options.bindAddress }),
       ...(options.securePort === undefined ? {} : { securePort: options.securePort }),
-      ...(options.node === undefined ? {} : { nodes: [options.node] }),
+      ...(options.nodes === undefined ? {} : { nodes: options.nodes }),
     });
     try {
       const kubeconfigs = await controlPlane.cluster.writeKubeconfigs(options.dir);
       await writeFile(join(options.dir, 'cluster.json'), JSON.stringify(controlPlane.info, null, 2), { mode: 0o600 });
       log(`up in ${Math.round(performance.now() - started)} ms: ${controlPlane.server}`);
-      if (options.node !== undefined) {
-        // writeKubeconfigs leaves out the system: identities; a real node needs these two.
+      const [first] = options.nodes ?? [];
+      if (first !== undefined) {
+        // writeKubeconfigs leaves out the system: identities; a real node needs a kubelet's
+        // and kube-proxy's. node.kubeconfig: the first node's (tools/real-node's node 1).
         const { server, caPem } = controlPlane.info;
         for (const [file, name] of [
-          ['node', nodeUser(options.node).name],
+          ['node', nodeUser(first).name],
+          ...(options.nodes ?? []).map((node) => [`node-${node}`, nodeUser(node).name] as const),
           ['kube-proxy', KUBE_PROXY_USER.name],
         ] as const) {
           const path = join(options.dir, `${file}.kubeconfig`);

@@ -28,15 +28,21 @@ test('a real node: address, port and node name', () => {
     crdDirectories: [DEFAULT_CRDS],
     bindAddress: '10.203.0.1',
     securePort: 6443,
-    node: 'krt-node',
+    nodes: ['krt-node'],
   });
 });
 
 test('--bind-address alone: the real node joins; --no-node: none does', () => {
-  expect(parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1'], DEFAULT_CRDS).node).toBe('krt-node');
-  expect(parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1', '--no-node'], DEFAULT_CRDS).node).toBeUndefined();
-  expect(parseOptions(['--dir', '/x'], DEFAULT_CRDS).node).toBeUndefined();
-  expect(parseOptions(['--dir', '/x', '--node', 'other'], DEFAULT_CRDS).node).toBe('other');
+  expect(parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1'], DEFAULT_CRDS).nodes).toEqual(['krt-node']);
+  expect(parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1', '--no-node'], DEFAULT_CRDS).nodes).toBeUndefined();
+  expect(parseOptions(['--dir', '/x'], DEFAULT_CRDS).nodes).toBeUndefined();
+  expect(parseOptions(['--dir', '/x', '--node', 'other'], DEFAULT_CRDS).nodes).toEqual(['other']);
+});
+
+test('--node repeated: two kubelets join, in order (tools/real-node, the second node)', () => {
+  expect(
+    parseOptions(['--dir', '/x', '--bind-address', '10.203.0.1', '--node', 'krt-node', '--node', 'krt-node2'], DEFAULT_CRDS).nodes,
+  ).toEqual(['krt-node', 'krt-node2']);
 });
 
 test.each([
@@ -52,6 +58,7 @@ test.each([
   [['--node', 'Krt_Node'], /--node: 'Krt_Node' is not a node name/],
   [['--node', ''], /not a node name/],
   [['--node', 'a.b'], /not a node name/],
+  [['--node', 'a', '--node', 'a'], /--node: a name given twice/],
 ])('usage errors name the bad value: %j', (extra, message) => {
   expect(() => parseOptions(['--dir', '/x', ...extra], DEFAULT_CRDS)).toThrow(message);
   expect(() => parseOptions(['--dir', '/x', ...extra], DEFAULT_CRDS)).toThrow(UsageError);

@@ -10,8 +10,8 @@ export interface LocalClusterOptions {
   bindAddress?: string;
   /** kube-apiserver's port; absent: a free one. */
   securePort?: number;
-  /** A kubelet that joins (tools/real-node); absent: none. */
-  node?: string;
+  /** The kubelets that join (tools/real-node), the first one the default node; absent: none. */
+  nodes?: string[];
 }
 
 /** The real node's name (tools/real-node/README.md): the default of --node with --bind-address. */
@@ -34,9 +34,10 @@ Stops everything and removes its state on SIGTERM or SIGINT.
                             must exist on this host and becomes the \`kubernetes\` Service's
                             endpoint (tools/real-node: 10.203.0.1, after net.sh up)
   --secure-port PORT        kube-apiserver's port (default: a free one)
-  --node NAME               a kubelet NAME joins: writes node.kubeconfig (system:node:NAME)
-                            and kube-proxy.kubeconfig (system:kube-proxy) into DIR
-                            (default with --bind-address: ${REAL_NODE_NAME}, tools/real-node)
+  --node NAME               a kubelet NAME joins: writes node-NAME.kubeconfig
+                            (system:node:NAME) and kube-proxy.kubeconfig (system:kube-proxy)
+                            into DIR, and node.kubeconfig for the first --node (repeatable;
+                            default with --bind-address: ${REAL_NODE_NAME}, tools/real-node)
   --no-node                 no kubelet joins, whatever the address`;
 
 export class UsageError extends Error {
@@ -58,7 +59,7 @@ export function parseOptions(argv: readonly string[], defaultCrdDirectory: strin
         'no-controller-manager': { type: 'boolean', default: false },
         'bind-address': { type: 'string' },
         'secure-port': { type: 'string' },
-        node: { type: 'string' },
+        node: { type: 'string', multiple: true },
         'no-node': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -81,17 +82,20 @@ export function parseOptions(argv: readonly string[], defaultCrdDirectory: strin
   }
   if (values.node !== undefined && values['no-node']) throw new UsageError('--node and --no-node exclude each other');
   // A non-loopback address is there for a real node to reach: by default, that node joins.
-  const node = values['no-node'] ? undefined : (values.node ?? (bindAddress === undefined ? undefined : REAL_NODE_NAME));
+  const nodes = values['no-node'] ? undefined : (values.node ?? (bindAddress === undefined ? undefined : [REAL_NODE_NAME]));
   // A DNS label: the node's name is also its user's name and the kubelet's hostname.
-  if (node !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(node)) {
-    throw new UsageError(`--node: '${node}' is not a node name (lowercase letters, digits and '-', at most 63)`);
+  for (const node of nodes ?? []) {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(node)) {
+      throw new UsageError(`--node: '${node}' is not a node name (lowercase letters, digits and '-', at most 63)`);
+    }
   }
+  if (nodes !== undefined && new Set(nodes).size !== nodes.length) throw new UsageError(`--node: a name given twice (${nodes.join(', ')})`);
   return {
     dir: resolve(values.dir),
     controllerManager: !values['no-controller-manager'],
     crdDirectories: values['no-crds'] ? [] : (values.crds ?? [defaultCrdDirectory]).map((d) => resolve(d)),
     ...(bindAddress === undefined ? {} : { bindAddress }),
     ...(securePort === undefined ? {} : { securePort }),
-    ...(node === undefined ? {} : { node }),
+    ...(nodes === undefined ? {} : { nodes }),
   };
 }
