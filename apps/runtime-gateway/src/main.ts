@@ -11,13 +11,23 @@
 //   --namespace NS                 endpointslices/endpoints mode: watch one namespace (default: all)
 //   --kubeconfig PATH              endpointslices/endpoints mode; default: KUBECONFIG, then in-cluster
 //   --metrics-address HOST:PORT    Prometheus /metrics, plaintext (default: off)
-//   --drain-seconds N              bound on finishing in-flight requests after SIGTERM (default 30)
+//   --shutdown-delay-seconds N     after SIGTERM, how long it still accepts and serves new connections
+//                                  while GET /readyz says 503, so that the Service's endpoints drop it
+//                                  before its listener closes (default 5); SIGINT stops at once
+//   --drain-seconds N              bound on finishing in-flight requests once the listener closed (default 30)
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 // Tracing: spans exported over OTLP (HTTP/protobuf) when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; off (no SDK at all) otherwise.
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import { DnsResolver, EndpointSliceResolver, EndpointsResolver, Gateway, startMetricsServer } from '@kruntimes/gateway-core';
+import {
+  DnsResolver,
+  EndpointSliceResolver,
+  EndpointsResolver,
+  Gateway,
+  decideShutdownDelayMs,
+  startMetricsServer,
+} from '@kruntimes/gateway-core';
 import type { MetricsServer, UpstreamResolver } from '@kruntimes/gateway-core';
 import { exitAfterFlush, stopOnSignals } from '@kruntimes/host';
 import { startTracing } from '@kruntimes/tracing';
@@ -36,6 +46,7 @@ function parseFlags() {
         namespace: { type: 'string' },
         kubeconfig: { type: 'string' },
         'metrics-address': { type: 'string' },
+        'shutdown-delay-seconds': { type: 'string', default: '5' },
         'drain-seconds': { type: 'string', default: '30' },
         'log-level': { type: 'string' },
       },
@@ -94,6 +105,8 @@ try {
   const listen = hostPort('listen', values.listen);
   const drainSeconds = Number(values['drain-seconds']);
   if (!(drainSeconds >= 0)) throw new Error('--drain-seconds must be a number of seconds');
+  const shutdownDelaySeconds = Number(values['shutdown-delay-seconds']);
+  if (!(shutdownDelaySeconds >= 0)) throw new Error('--shutdown-delay-seconds must be a number of seconds');
   switch (values.resolve) {
     case 'dns':
       resolver = new DnsResolver();
@@ -128,9 +141,8 @@ try {
     ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
   });
   if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
-  void stopOnSignals(logger, async () => {
-    logger.info({ drainSeconds }, 'draining in-flight requests');
-    await gateway.stop({ drainMs: drainSeconds * 1000 });
+  void stopOnSignals(logger, async (signal) => {
+    await gateway.stop({ delayMs: decideShutdownDelayMs(signal, shutdownDelaySeconds), drainMs: drainSeconds * 1000 });
     await metrics?.shutdown();
     // After the drain: the last requests' spans are exported too.
     await tracing?.shutdown();

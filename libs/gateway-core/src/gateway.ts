@@ -23,6 +23,8 @@ import { NO_METRICS } from './metrics.ts';
 import type { GatewayMetrics, RouteLabel } from './metrics.ts';
 import type { OwnerHints } from './owner-hints.ts';
 import type { UpstreamResolver } from './resolver.ts';
+import { conductOf } from './shutdown.ts';
+import type { ShutdownPhase } from './shutdown.ts';
 
 export interface GatewayOptions {
   host: string;
@@ -71,6 +73,12 @@ function securityHeaders(): readonly (readonly [string, string])[] {
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
+ * The kubelet's readiness probe (HTTPS, no token): 200 while serving, 503 from SIGTERM on,
+ * so that the endpoints drop the replica while it still accepts (shutdown.ts).
+ */
+export const READINESS_PATH = '/readyz';
+
+/**
  * A refused (413) body still on its way is read and discarded before the answer is sent,
  * at most this long and this much: a client that writes its whole body before it reads
  * (Python's urllib, requests) then reads the 413 instead of a reset connection.
@@ -116,7 +124,7 @@ export class Gateway {
   readonly #pollers: FilePoller[] = [];
   readonly #bodyLimit: number;
   #inflight = 0;
-  #draining = false;
+  #phase: ShutdownPhase = 'serving';
   readonly #idle: (() => void)[] = [];
   #certificate: X509Certificate;
   readonly #securityHeaders = securityHeaders();
@@ -138,6 +146,11 @@ export class Gateway {
     });
     // Plain node:http handling (no framework): one handler, the answer written once.
     const app = (request: Request, response: Response): void => {
+      if (request.method === 'GET' && pathOf(request.url ?? '') === READINESS_PATH) {
+        // Not counted nor logged: the kubelet asks every few seconds.
+        this.#answerReadiness(response);
+        return;
+      }
       this.#handle(request, response).catch((error: unknown) => {
         // The last resort, should #handle ever throw.
         this.#logger.error({ err: error, method: request.method, path: pathOf(request.url ?? '') }, 'request failed');
@@ -229,11 +242,20 @@ export class Gateway {
   }
 
   /**
-   * Stops accepting connections, lets in-flight requests finish (at most `drainMs`),
-   * then closes what is left. Keep-alive connections are closed as they go idle.
+   * Stops: for `delayMs` (decideShutdownDelayMs) it still accepts and serves but answers
+   * not ready and `Connection: close`, while the endpoints drop it; then it stops accepting,
+   * lets in-flight requests finish (at most `drainMs`) and closes what is left. Keep-alive
+   * connections are closed as they go idle.
    */
-  async stop(options: { drainMs?: number } = {}): Promise<void> {
-    this.#draining = true;
+  async stop(options: { delayMs?: number; drainMs?: number } = {}): Promise<void> {
+    const delayMs = options.delayMs ?? 0;
+    const drainMs = options.drainMs ?? 30_000;
+    if (delayMs > 0) {
+      this.#phase = 'delaying';
+      this.#logger.info({ delaySeconds: delayMs / 1000 }, 'shutdown delay: not ready, still accepting new connections');
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
+    this.#phase = 'draining';
     for (const poller of this.#pollers) poller.stop();
     const closed = new Promise<void>((resolve) => {
       this.server.close(() => {
@@ -241,12 +263,13 @@ export class Gateway {
       });
     });
     this.server.closeIdleConnections();
+    this.#logger.info({ inflight: this.#inflight, drainSeconds: drainMs / 1000 }, 'listener closed; draining in-flight requests');
     if (this.#inflight > 0) {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
         new Promise<void>((resolve) => this.#idle.push(resolve)),
         new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, options.drainMs ?? 30_000);
+          timer = setTimeout(resolve, drainMs);
         }),
       ]);
       clearTimeout(timer);
@@ -257,6 +280,20 @@ export class Gateway {
     await closed;
     this.#forwarder.close();
     await this.#options.resolver.stop();
+    this.#logger.info('gateway stopped');
+  }
+
+  /** The readiness answer of the current phase (conductOf). */
+  #answerReadiness(response: Response): void {
+    const conduct = conductOf(this.#phase);
+    const text = JSON.stringify({ ready: conduct.ready, phase: this.#phase });
+    for (const [name, value] of this.#securityHeaders) response.setHeader(name, value);
+    response.setHeader('cache-control', 'no-store');
+    if (!conduct.keepAlive) response.setHeader('connection', 'close');
+    response.statusCode = conduct.ready ? 200 : 503;
+    response.setHeader('content-type', JSON_CONTENT_TYPE);
+    response.setHeader('content-length', Buffer.byteLength(text, 'utf8'));
+    response.end(text, 'utf8');
   }
 
   async #handle(request: Request, response: Response): Promise<void> {
@@ -427,7 +464,7 @@ export class Gateway {
     for (const [name, value] of this.#securityHeaders) response.setHeader(name, value);
     response.setHeader(INVOCATION_ID_HEADER, state.invocationId);
     response.setHeader('cache-control', 'no-store');
-    if (this.#draining) response.setHeader('connection', 'close');
+    if (!conductOf(this.#phase).keepAlive) response.setHeader('connection', 'close');
     let status = 200;
     let json: unknown = body;
     if (isHttpError(body)) {

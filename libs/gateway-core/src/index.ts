@@ -1,4 +1,6 @@
-export { Gateway } from './gateway.ts';
+export { Gateway, READINESS_PATH } from './gateway.ts';
+export { conductOf, decideShutdownDelayMs } from './shutdown.ts';
+export type { PhaseConduct, ShutdownPhase } from './shutdown.ts';
 export type { GatewayOptions } from './gateway.ts';
 export {
   DnsResolver,
