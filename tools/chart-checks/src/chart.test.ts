@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNTIME_USER_RULES } from '@kruntimes/api';
 import { admissionObjects } from '@kruntimes/crds';
-import { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES } from '@kruntimes/gateway-core';
+import { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES, READINESS_PATH } from '@kruntimes/gateway-core';
 import { memoryQuantityBytes, nodeHeapOptions } from '@kruntimes/runtime-workload';
 import { RELEASE, VARIANTS, renderChart, singleNamespace } from './chart.ts';
 import type { KubeObject } from './chart.ts';
@@ -27,7 +27,8 @@ beforeAll(async () => {
 });
 
 interface Probe {
-  httpGet?: { path: string; port: string };
+  httpGet?: { path: string; port: string; scheme?: string };
+  tcpSocket?: { port: string };
 }
 interface Container {
   name: string;
@@ -43,6 +44,7 @@ interface Container {
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
 }
 interface PodSpec {
+  terminationGracePeriodSeconds?: number;
   serviceAccountName?: string;
   automountServiceAccountToken?: boolean;
   securityContext?: Record<string, unknown>;
@@ -335,6 +337,20 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
       expect(container?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health' });
       expect(container?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health' });
     }
+  });
+
+  it('probes the gateway for readiness on its HTTPS /readyz (503 from SIGTERM on); its grace period covers the shutdown delay and the drain', async () => {
+    if (!gatewayEnabled) return;
+    const spec = podSpec(get(objects, 'Deployment', 'runtime-gateway', NAMESPACE));
+    const [container] = spec.containers;
+    expect(container?.readinessProbe?.httpGet).toEqual({ path: READINESS_PATH, port: 'https', scheme: 'HTTPS' });
+    expect(container?.livenessProbe?.tcpSocket).toEqual({ port: 'https' });
+    expect(container?.args).toEqual(expect.arrayContaining(['--shutdown-delay-seconds=5', '--drain-seconds=30']));
+    expect(spec.terminationGracePeriodSeconds).toBe(5 + 30 + 10);
+    const changed = await renderChart(helm, NAMESPACE, [...COMMON, ...set, 'gateway.shutdownDelaySeconds=0', 'gateway.drainSeconds=7']);
+    const changedSpec = podSpec(get(changed, 'Deployment', 'runtime-gateway', NAMESPACE));
+    expect(changedSpec.containers[0]?.args).toEqual(expect.arrayContaining(['--shutdown-delay-seconds=0', '--drain-seconds=7']));
+    expect(changedSpec.terminationGracePeriodSeconds).toBe(7 + 10);
   });
 
   it('opens the health port of those services to global.health.probeFrom only', async () => {

@@ -160,6 +160,7 @@ const schema: Schema = {
       else: service({
         enabled: bool,
         resolveMode: { type: 'string', enum: ['endpointslices', 'dns', 'endpoints'] },
+        shutdownDelaySeconds: { type: 'integer', minimum: 0, maximum: 300 },
         drainSeconds: { type: 'integer', minimum: 0, maximum: 3600 },
         maglev: bool,
         port,
