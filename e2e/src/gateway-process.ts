@@ -40,6 +40,8 @@ export interface GatewayOptions {
   nodeOptions?: string;
   /** Node flags before the entrypoint, for those NODE_OPTIONS does not take (e.g. the chart's `--no-maglev`). */
   nodeFlags?: readonly string[];
+  /** Its --shutdown-delay-seconds; default 1, short: every stop and restart waits for it. */
+  shutdownDelaySeconds?: number;
 }
 
 interface GatewayFiles {
@@ -86,6 +88,7 @@ function gatewayArguments(
   port: number,
   metricsPort: number,
   nodeFlags: readonly string[],
+  shutdownDelaySeconds: number,
 ): string[] {
   return [
     ...childNodeOptions(),
@@ -94,6 +97,7 @@ function gatewayArguments(
     ...['--listen', `127.0.0.1:${port}`, '--tls-cert-file', files.cert, '--tls-key-file', files.key],
     ...['--runtimed-ca-file', files.internalCa, '--resolve', 'endpoints', '--namespace', namespace, '--kubeconfig', files.kubeconfig],
     ...['--metrics-address', `127.0.0.1:${metricsPort}`, '--drain-seconds', '15', '--log-level', 'debug'],
+    ...['--shutdown-delay-seconds', String(shutdownDelaySeconds)],
   ];
 }
 
@@ -158,7 +162,7 @@ export async function startGateway(options: GatewayOptions): Promise<GatewayProc
   };
   for (let attempt = 1; ; attempt++) {
     const [port = 0, metricsPort = 0] = await freePorts(2);
-    const args = gatewayArguments(files, options.namespace, port, metricsPort, options.nodeFlags ?? []);
+    const args = gatewayArguments(files, options.namespace, port, metricsPort, options.nodeFlags ?? [], options.shutdownDelaySeconds ?? 1);
     // This attempt's lines start here: an earlier attempt's EADDRINUSE must not decide for this one.
     const logStart = await stat(files.log).then(
       (log) => log.size,

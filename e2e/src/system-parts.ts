@@ -34,6 +34,8 @@ export interface SystemOptions {
   gatewayNodeOptions?: string;
   /** Node flags of the gateway's command line (the chart's, e.g. `--no-maglev`). */
   gatewayNodeFlags?: readonly string[];
+  /** The gateway's --shutdown-delay-seconds (gateway-process.ts's default when unset). */
+  gatewayShutdownDelaySeconds?: number;
 }
 
 export interface SystemParts extends Services {
@@ -85,6 +87,7 @@ export async function startSystemParts(
           ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
           ...(options.gatewayNodeOptions === undefined ? {} : { nodeOptions: options.gatewayNodeOptions }),
           ...(options.gatewayNodeFlags === undefined ? {} : { nodeFlags: options.gatewayNodeFlags }),
+          ...(options.gatewayShutdownDelaySeconds === undefined ? {} : { shutdownDelaySeconds: options.gatewayShutdownDelaySeconds }),
         });
   if (gateway !== undefined) started.push({ stop: () => stopGateway(gateway) });
   return { ...services, cluster, namespace, access, node, gateway, dir };

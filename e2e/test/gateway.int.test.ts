@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { Agent } from 'node:https';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,7 +36,8 @@ let python: Run;
 let bash: Run;
 
 beforeAll(async () => {
-  system = await System.start({ prefix: 'e2e-gateway' });
+  // A shutdown delay long enough for the SIGTERM test's steps "within the delay" on a busy machine.
+  system = await System.start({ prefix: 'e2e-gateway', gatewayShutdownDelaySeconds: 8 });
   await system.createRuntime('py', { language: 'python' });
   await system.createRuntime('sh', { language: 'bash' });
   await system.createFunctionRun('fn-py', 'py', PYTHON, 'main:handle');
@@ -50,6 +53,14 @@ afterAll(async () => {
 });
 
 const uidOf = (run: Run): string => run.metadata.uid ?? '';
+
+/** Reads the answer to a request, whole. */
+async function answerOf(sent: ClientRequest): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const [response] = (await once(sent, 'response')) as [IncomingMessage];
+  let body = '';
+  for await (const chunk of response) body += (chunk as Buffer).toString('utf8');
+  return { status: response.statusCode ?? 0, headers: response.headers, body };
+}
 
 test("a Python and a Bash function, each on its own Runtime Pod, invoked through the gateway with the caller's own token", async () => {
   const token = system.token('alice');
@@ -284,17 +295,35 @@ describe('a body over 1 MiB from a Python client that writes before it reads get
   );
 });
 
-test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, then exits 0', async () => {
+test('SIGTERM: not ready at once and still serving new connections for the shutdown delay, then refusing them while the invocation in flight finishes; exit 0', async () => {
   const gateway = system.gateway;
   if (gateway === undefined) throw new Error('no gateway');
   const token = system.token('alice');
   const state = { answeredAt: 0, exitedAt: 0 };
-  const inflight = system
-    .invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"sleep":3}', headers: { [INVOCATION_ID_HEADER]: 'drained' } })
-    .then((answer) => {
-      state.answeredAt = performance.now();
-      return answer;
-    });
+  // In flight: its headers are in, the last byte of its body is held back until the listener closed.
+  const url = new URL(system.invokeUrl('py', uidOf(python)));
+  const body = '{"sleep":1}';
+  const held = request({
+    host: url.hostname,
+    port: url.port,
+    method: 'POST',
+    path: url.pathname,
+    ca: gateway.caPem,
+    agent: false,
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      [INVOCATION_ID_HEADER]: 'drained',
+    },
+  });
+  held.write(body.slice(0, -1));
+  const inflight = answerOf(held).then((answer) => {
+    state.answeredAt = performance.now();
+    return answer;
+  });
+  // Awaited below; a failure before then must fail the test, not the worker.
+  inflight.catch(() => undefined);
   const exited = gateway.exited.then((code) => {
     state.exitedAt = performance.now();
     return code;
@@ -305,6 +334,17 @@ test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, t
     { timeoutMs: 10_000, intervalMs: 20 },
   );
   process.kill(gateway.pid, 'SIGTERM');
+  // Not ready at once, on a listener still open (the shutdown delay is 8 s).
+  await waitFor(
+    'the gateway to answer not ready',
+    async () => ((await call(`${gateway.url}/readyz`, { ca: gateway.caPem, method: 'GET' })).status === 503 ? true : undefined),
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  // Within the delay: a new connection is accepted and its invoke answered (and told to close).
+  const during = await system.invoke({ runtime: 'py', uid: uidOf(python), token, body: '{"n":2}' });
+  expect({ status: during.status, connection: during.headers.connection }).toEqual({ status: 200, connection: 'close' });
+  expect(during.json).toMatchObject({ result: { echo: { n: 2 } } });
+  // After the delay: new connections are refused.
   await waitFor(
     'new connections to be refused',
     async () => {
@@ -315,11 +355,13 @@ test('SIGTERM: the gateway stops accepting, finishes the invocation in flight, t
         return (error as { code?: string }).code === 'ECONNREFUSED' ? true : undefined;
       }
     },
-    { timeoutMs: 10_000, intervalMs: 50 },
+    { timeoutMs: 30_000, intervalMs: 50 },
   );
+  // The invocation in flight still gets its body through and its answer.
+  held.end(body.slice(-1));
   const answer = await inflight;
   expect(answer.status).toBe(200);
-  expect(answer.json).toMatchObject({ invocationId: 'drained', result: { echo: { sleep: 3 } } });
+  expect(JSON.parse(answer.body)).toMatchObject({ invocationId: 'drained', result: { echo: { sleep: 1 } } });
   const code = await exited;
   // Why it did not exit 0, shown with the code since the log goes with the test's directory: the
   // log's end, which holds a failed shutdown's "shutdown failed" line or an uncaught error's stack.

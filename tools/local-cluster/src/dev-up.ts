@@ -401,7 +401,8 @@ class DevSession {
         ...['--listen', `127.0.0.1:${String(gateway.port)}`, '--tls-cert-file', gateway.files.cert, '--tls-key-file', gateway.files.key],
         ...['--runtimed-ca-file', join(internalCaDir, 'ca.crt'), '--resolve', 'endpoints'],
         ...['--kubeconfig', await kubeconfigOf('runtime-gateway'), '--metrics-address', `127.0.0.1:${String(gateway.metricsPort)}`],
-        ...['--drain-seconds', '5'],
+        // No kube-proxy between the callers and this process: nothing to wait for on a stop.
+        ...['--drain-seconds', '5', '--shutdown-delay-seconds', '0'],
       ],
       tracingEnv,
     );
