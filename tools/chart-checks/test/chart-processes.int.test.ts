@@ -55,7 +55,7 @@ let gatewayCaPem = '';
 interface RenderedContainer {
   args?: string[];
   livenessProbe?: { httpGet?: { path: string } };
-  readinessProbe?: { httpGet?: { path: string } };
+  readinessProbe?: { httpGet?: { path: string; scheme?: string } };
   env?: { name: string; value?: string }[];
 }
 
@@ -353,6 +353,31 @@ it("runtimed's ServiceAccount has RUNTIMED_ROLE_RULES in its Runtime namespace a
     const attributes = { verb, group: 'discovery.k8s.io', resource: 'endpointslices', namespace: namespace.name };
     expect({ verb, gateway: await allowed('runtime-gateway', attributes) }).toEqual({ verb, gateway: verb === 'list' || verb === 'watch' });
   }
+});
+
+it('the gateway answers its rendered readiness probe 200 on its HTTPS port (the kubelet verifies no certificate)', async () => {
+  const probe = container('runtime-gateway').readinessProbe?.httpGet;
+  expect(probe?.scheme).toBe('HTTPS');
+  const status = await waitFor(
+    `the gateway's ${probe?.path ?? ''} 200`,
+    () =>
+      new Promise<number | undefined>((resolve) => {
+        const req = request(
+          { host: LOOPBACK, port: gatewayPort, method: 'GET', path: probe?.path ?? '', rejectUnauthorized: false, agent: false },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode === 200 ? 200 : undefined);
+          },
+        );
+        // Not listening yet: asked again.
+        req.once('error', () => {
+          resolve(undefined);
+        });
+        req.end();
+      }),
+    WAIT,
+  );
+  expect(status).toBe(200);
 });
 
 it('every exported metric family of the scheduler, stale-recovery, the controller-manager and the gateway is on its running /metrics', async () => {
