@@ -1,53 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis } from '@kruntimes/proto';
-import { executeToEnd, executionRequest, startServerProcess, survivingGroupMembers, waitFor } from '@kruntimes/testing';
+import {
+  executeToEnd,
+  executionRequest,
+  killGroups,
+  numberWrittenTo,
+  runtimeServerTempDirs,
+  runtimeServerTempDirsAfterWait,
+  startServerProcess,
+  survivingGroupMembers,
+} from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
-const BOUND = { timeoutMs: 20_000, intervalMs: 50 };
 /** How long a killed group may take to be gone, and how often /proc is read meanwhile (a full scan each). */
 const GONE_MS = 10_000;
 const GONE_POLL_MS = 250;
-
-/** What the Runtime Server made in its TMPDIR (krt-bin-*, krt-exec-*, krt-out-*) and left there. */
-function leftIn(dir: string): string[] {
-  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
-}
-
-/** Waits, bounded, until the directory holds none of the server's; returns what is left. */
-async function leftAfterWait(dir: string): Promise<string[]> {
-  await waitFor(
-    'no krt-* directory left',
-    async () => {
-      await Promise.resolve();
-      return leftIn(dir).length === 0 ? true : undefined;
-    },
-    BOUND,
-  ).catch(() => undefined);
-  return leftIn(dir);
-}
-
-/** Reads a pid a process wrote into `file`, bounded. */
-function pidFrom(file: string): Promise<number> {
-  return waitFor(
-    `a pid in ${file}`,
-    async () => {
-      await Promise.resolve();
-      const text = (() => {
-        try {
-          return readFileSync(file, 'utf8');
-        } catch {
-          return '';
-        }
-      })();
-      return /^\d+\n$/.test(text) ? Number(text.trim()) : undefined;
-    },
-    BOUND,
-  );
-}
 
 // A Runtime Server killed with SIGKILL (out of memory, a crash): none of its code runs
 // after, yet nothing it started or made outlives it (issue 45): neither a task's or an
@@ -71,13 +42,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
   });
 
   afterEach(async () => {
-    if (pgid > 1) {
-      try {
-        process.kill(-pgid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killGroups([pgid]);
     await server?.stop();
     rmSync(tmp, { recursive: true, force: true });
     rmSync(workdir, { recursive: true, force: true });
@@ -90,9 +55,9 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     const request = executionRequest({ workdir, entrypoint: 'slow.sh', extra: { env: { PID_FILE: pidFile } } });
     // Broken by the kill: what it carried does not matter here.
     const stream = executeToEnd(started.client, request).catch(() => undefined);
-    pgid = await pidFrom(pidFile);
+    pgid = await numberWrittenTo(pidFile);
     expect(
-      leftIn(tmp)
+      runtimeServerTempDirs(tmp)
         .map((name) => name.replace(/-.*/, '-'))
         .sort(),
     ).toEqual(['krt-', 'krt-']);
@@ -101,7 +66,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     started.child.kill('SIGKILL');
     await stream;
     expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
-    expect(await leftAfterWait(tmp)).toEqual([]);
+    expect(await runtimeServerTempDirsAfterWait(tmp)).toEqual([]);
   });
 
   it('during a function invocation: its group goes, and krt-out-* and krt-bin-* are removed', async () => {
@@ -118,9 +83,9 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     const invocation = started.client
       .invokeFunction({ registrationId, invocationId: randomUUID(), payload: Buffer.from('null'), timeout: durationFromMillis(300_000) })
       .catch(() => undefined);
-    pgid = await pidFrom(pidFile);
+    pgid = await numberWrittenTo(pidFile);
     expect(
-      leftIn(tmp)
+      runtimeServerTempDirs(tmp)
         .map((name) => name.replace(/-.*/, '-'))
         .sort(),
     ).toEqual(['krt-', 'krt-']);
@@ -128,7 +93,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     started.child.kill('SIGKILL');
     await invocation;
     expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
-    expect(await leftAfterWait(tmp)).toEqual([]);
+    expect(await runtimeServerTempDirsAfterWait(tmp)).toEqual([]);
   });
 
   // The handler kills the server as soon as it runs: it runs only once the guard knows its
@@ -147,8 +112,8 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     await started.client
       .invokeFunction({ registrationId, invocationId: randomUUID(), payload: Buffer.from('null'), timeout: durationFromMillis(300_000) })
       .catch(() => undefined);
-    pgid = await pidFrom(pidFile);
+    pgid = await numberWrittenTo(pidFile);
     expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
-    expect(await leftAfterWait(tmp)).toEqual([]);
+    expect(await runtimeServerTempDirsAfterWait(tmp)).toEqual([]);
   });
 });

@@ -1,15 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { executeToEnd, executionRequest, startServerProcess, waitFor } from '@kruntimes/testing';
+import { executeToEnd, executionRequest, runtimeServerTempDirs, startServerProcess, waitFor } from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
-
-/** What the Runtime Server made in its TMPDIR (krt-bin-*, krt-exec-*) and left there. */
-function leftIn(dir: string): string[] {
-  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
-}
 
 // A Runtime Server with a TMPDIR of its own: each of its temporary directories is gone
 // when its owner ends (an execution, the server process), however it ends.
@@ -33,13 +28,13 @@ describe('the temporary directories of a Runtime Server', () => {
 
   it('an execution removes its krt-exec-* at its end; the server its krt-bin-* at its exit', async () => {
     server = await startServerProcess(MAIN, { TMPDIR: tmp });
-    expect(leftIn(tmp).map((name) => name.replace(/-.*/, '-'))).toEqual(['krt-']);
-    expect(leftIn(tmp)[0]).toMatch(/^krt-bin-/);
+    expect(runtimeServerTempDirs(tmp).map((name) => name.replace(/-.*/, '-'))).toEqual(['krt-']);
+    expect(runtimeServerTempDirs(tmp)[0]).toMatch(/^krt-bin-/);
     const transcript = await executeToEnd(server.client, executionRequest({ workdir, entrypoint: 'task.sh' }));
     expect(transcript.exited?.outputs).toEqual({ a: '1' });
-    expect(leftIn(tmp).filter((name) => name.startsWith('krt-exec-'))).toEqual([]);
+    expect(runtimeServerTempDirs(tmp).filter((name) => name.startsWith('krt-exec-'))).toEqual([]);
     await server.stop();
-    expect(leftIn(tmp)).toEqual([]);
+    expect(runtimeServerTempDirs(tmp)).toEqual([]);
   });
 
   it('an execution running when the server is stopped (SIGTERM) leaves nothing either', async () => {
@@ -49,13 +44,13 @@ describe('the temporary directories of a Runtime Server', () => {
       'the execution running',
       async () => {
         await Promise.resolve();
-        return leftIn(tmp).some((name) => name.startsWith('krt-exec-')) ? true : undefined;
+        return runtimeServerTempDirs(tmp).some((name) => name.startsWith('krt-exec-')) ? true : undefined;
       },
       { timeoutMs: 10_000, intervalMs: 20 },
     );
     await server.stop();
     await running;
-    expect(leftIn(tmp)).toEqual([]);
+    expect(runtimeServerTempDirs(tmp)).toEqual([]);
   });
 
   it('an execution whose client goes away removes its krt-exec-* once it is stopped', async () => {
@@ -65,16 +60,16 @@ describe('the temporary directories of a Runtime Server', () => {
     for await (const { event } of stream) {
       if (event?.$case === 'log') break;
     }
-    expect(leftIn(tmp).filter((name) => name.startsWith('krt-exec-'))).toHaveLength(1);
+    expect(runtimeServerTempDirs(tmp).filter((name) => name.startsWith('krt-exec-'))).toHaveLength(1);
     leaving.abort();
     await waitFor(
       'krt-exec-* removed',
       async () => {
         await Promise.resolve();
-        return leftIn(tmp).some((name) => name.startsWith('krt-exec-')) ? undefined : true;
+        return runtimeServerTempDirs(tmp).some((name) => name.startsWith('krt-exec-')) ? undefined : true;
       },
       { timeoutMs: 20_000, intervalMs: 50 },
     );
-    expect(leftIn(tmp)).toEqual([expect.stringMatching(/^krt-bin-/) as string]);
+    expect(runtimeServerTempDirs(tmp)).toEqual([expect.stringMatching(/^krt-bin-/) as string]);
   });
 });

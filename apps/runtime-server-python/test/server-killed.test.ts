@@ -1,10 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis } from '@kruntimes/proto';
-import { executeToEnd, executionRequest, startServerProcess, survivingGroupMembers, waitFor } from '@kruntimes/testing';
+import {
+  executeToEnd,
+  executionRequest,
+  killGroups,
+  numberWrittenTo,
+  runtimeServerTempDirs,
+  runtimeServerTempDirsAfterWait,
+  startServerProcess,
+  survivingGroupMembers,
+  waitFor,
+} from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
@@ -36,29 +46,6 @@ def sleep(event, context):
     time.sleep(300)
     return "slept"
 `;
-
-/** What the Runtime Server made in its TMPDIR (krt-exec-*) and left there. */
-function leftIn(dir: string): string[] {
-  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
-}
-
-/** Reads a process group a process wrote into `file`, bounded. */
-function pgidFrom(file: string): Promise<number> {
-  return waitFor(
-    `a process group in ${file}`,
-    async () => {
-      await Promise.resolve();
-      let text = '';
-      try {
-        text = readFileSync(file, 'utf8');
-      } catch {
-        // not yet written
-      }
-      return /^\d+\n$/.test(text) ? Number(text.trim()) : undefined;
-    },
-    BOUND,
-  );
-}
 
 /** The spare workers (`krt_worker.py --spare`) the process `parent` started: read from /proc, bounded. */
 function spareWorkersOf(parent: number): Promise<number[]> {
@@ -98,13 +85,7 @@ describe('a python Runtime Server killed with SIGKILL', () => {
   });
 
   afterEach(async () => {
-    for (const pgid of pgids) {
-      try {
-        process.kill(-pgid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killGroups(pgids);
     await server?.stop();
     rmSync(tmp, { recursive: true, force: true });
     rmSync(workdir, { recursive: true, force: true });
@@ -117,22 +98,14 @@ describe('a python Runtime Server killed with SIGKILL', () => {
     const request = executionRequest({ workdir, entrypoint: 'slow.py', extra: { env: { PID_FILE: pidFile } } });
     // Broken by the kill: what it carried does not matter here.
     const stream = executeToEnd(started.client, request).catch(() => undefined);
-    const pgid = await pgidFrom(pidFile);
+    const pgid = await numberWrittenTo(pidFile);
     pgids.push(pgid);
-    expect(leftIn(tmp)).toEqual([expect.stringMatching(/^krt-exec-/) as string]);
+    expect(runtimeServerTempDirs(tmp)).toEqual([expect.stringMatching(/^krt-exec-/) as string]);
 
     started.child.kill('SIGKILL');
     await stream;
     expect(await survivingGroupMembers(pgid, GONE_MS, GONE_POLL_MS)).toEqual([]);
-    await waitFor(
-      'no krt-* directory left',
-      async () => {
-        await Promise.resolve();
-        return leftIn(tmp).length === 0 ? true : undefined;
-      },
-      BOUND,
-    ).catch(() => undefined);
-    expect(leftIn(tmp)).toEqual([]);
+    expect(await runtimeServerTempDirsAfterWait(tmp)).toEqual([]);
   });
 
   it('with warm workers, one idle with a child left running and one in an invocation: both groups go', async () => {
@@ -153,7 +126,7 @@ describe('a python Runtime Server killed with SIGKILL', () => {
     pgids.push(idleGroup);
     const busy = await register('handlers:sleep');
     const invocation = invoke(busy.registrationId).catch(() => undefined);
-    const busyGroup = await pgidFrom(pidFile);
+    const busyGroup = await numberWrittenTo(pidFile);
     pgids.push(busyGroup);
     expect(idleGroup).toBeGreaterThan(1);
     expect(busyGroup).not.toBe(idleGroup);

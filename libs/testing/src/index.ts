@@ -14,7 +14,15 @@ export { waitFor } from './wait.ts';
 export { failure } from './grpc-failure.ts';
 
 // Processes under test.
-export { executeToEnd, executionRequest, startServerProcess } from './runtime-server-process.ts';
+export {
+  executeToEnd,
+  executionRequest,
+  killGroups,
+  numberWrittenTo,
+  runtimeServerTempDirs,
+  runtimeServerTempDirsAfterWait,
+  startServerProcess,
+} from './runtime-server-process.ts';
 export type { ServerProcess } from './runtime-server-process.ts';
 export { survivingGroupMembers, survivingProcesses } from './processes.ts';
 

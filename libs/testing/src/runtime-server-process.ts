@@ -1,11 +1,14 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import { createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
 import { liveGroupMembers } from './processes.ts';
+import { waitFor } from './wait.ts';
+import type { WaitOptions } from './wait.ts';
 
 export interface ServerProcess {
   readonly child: ChildProcess;
@@ -119,4 +122,51 @@ export function executionRequest(options: {
     ...(grants === undefined ? {} : { artifacts: { grantAddress: grants.address, grantToken: grants.token, declared: grants.declared } }),
     ...extra,
   };
+}
+
+/** The bound of the waits below: a loaded machine's process start and a directory's removal. */
+const TEST_FILE_WAIT: WaitOptions = { timeoutMs: 20_000, intervalMs: 50 };
+
+/** What a Runtime Server made in `dir`, its TMPDIR (krt-bin-*, krt-exec-*, krt-out-*), and left there. */
+export function runtimeServerTempDirs(dir: string): string[] {
+  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
+}
+
+/** Waits, bounded, until `dir` holds none of a Runtime Server's directories; returns what is left. */
+export async function runtimeServerTempDirsAfterWait(dir: string, options: WaitOptions = TEST_FILE_WAIT): Promise<string[]> {
+  await waitFor(
+    'no krt-* directory left',
+    () => Promise.resolve(runtimeServerTempDirs(dir).length === 0 ? true : undefined),
+    options,
+  ).catch(() => undefined);
+  return runtimeServerTempDirs(dir);
+}
+
+/** A number a test's process wrote into `file` as one line (its pid or its process group), read bounded. */
+export function numberWrittenTo(file: string, options: WaitOptions = TEST_FILE_WAIT): Promise<number> {
+  return waitFor(
+    `a number in ${file}`,
+    () => {
+      let text = '';
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch {
+        // not written yet
+      }
+      return Promise.resolve(/^\d+\n$/.test(text) ? Number(text.trim()) : undefined);
+    },
+    options,
+  );
+}
+
+/** SIGKILLs process groups a test may have left behind (afterEach); a group already gone is fine. */
+export function killGroups(pgids: readonly number[]): void {
+  for (const pgid of pgids) {
+    if (pgid <= 1) continue;
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 }
