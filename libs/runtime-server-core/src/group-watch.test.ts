@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,35 @@ function scratchDirs(count: number): string[] {
 }
 
 /** Runs the guard script on `input` (then end of file); resolves with what it printed: its live ids. */
+/**
+ * A stand-in Runtime Server: a Node process running `body` (an ES module that imports
+ * this lib's guard as the real one does, and starts `task()` groups), given `args` as JSON
+ * in argv[1]. Resolves with it and the first line it writes (the pids it reports).
+ */
+async function standInServer(body: string, args: unknown): Promise<{ server: ChildProcess; line: string }> {
+  const server = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { guard, guardPid } from ${JSON.stringify(join(import.meta.dirname, 'group-watch.ts'))};
+       import { spawn } from 'node:child_process';
+       const task = () => spawn('sh', ['-c', 'sleep 300 & sleep 300; wait'], { detached: true, stdio: 'ignore' });
+       ${body}
+       setInterval(() => undefined, 1000);`,
+      JSON.stringify(args),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const [line] = (await Promise.race([
+    once(server.stdout, 'data'),
+    once(server, 'exit').then(() => {
+      throw new Error('the stand-in Runtime Server exited before it started the tasks');
+    }),
+  ])) as [Buffer];
+  return { server, line: line.toString() };
+}
+
 async function runGuard(input: string): Promise<string> {
   const { command, args, options } = guardProcess();
   const child = spawn(command, args, { ...options, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -53,37 +83,21 @@ describe('guard', () => {
   // code runs then). One guard process serves every item.
   it('kills every unreleased group and removes every unreleased path when the process that holds it dies with SIGKILL', async () => {
     const dirs = scratchDirs(4);
-    const server = spawn(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import { guard } from ${JSON.stringify(join(import.meta.dirname, 'group-watch.ts'))};
-         import { spawn } from 'node:child_process';
-         const [a, b, c, released] = JSON.parse(process.argv[1]);
-         const task = () => spawn('sh', ['-c', 'sleep 300 & sleep 300; wait'], { detached: true, stdio: 'ignore' });
-         const [taskA, taskB, taskR] = [task(), task(), task()];
-         guard({ killGroup: taskA.pid, removePath: a });
-         guard({ removePath: b }).group(taskB.pid);
-         guard({ removePath: c });
-         const r = guard({ killGroup: taskR.pid, removePath: released });
-         r.release();
-         r.release();
-         r.group(taskR.pid);
-         process.stdout.write([taskA.pid, taskB.pid, taskR.pid].join(' ') + '\\n');
-         setInterval(() => undefined, 1000);`,
-        JSON.stringify(dirs),
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+    const { server, line } = await standInServer(
+      `const [a, b, c, released] = JSON.parse(process.argv[1]);
+       const [taskA, taskB, taskR] = [task(), task(), task()];
+       guard({ killGroup: taskA.pid, removePath: a });
+       guard({ removePath: b }).group(taskB.pid);
+       guard({ removePath: c });
+       const r = guard({ killGroup: taskR.pid, removePath: released });
+       r.release();
+       r.release();
+       r.group(taskR.pid);
+       process.stdout.write([taskA.pid, taskB.pid, taskR.pid].join(' ') + '\\n');`,
+      dirs,
     );
-    const [line] = (await Promise.race([
-      once(server.stdout, 'data'),
-      once(server, 'exit').then(() => {
-        throw new Error('the stand-in Runtime Server exited before it started the tasks');
-      }),
-    ])) as [Buffer];
-    expect(line.toString()).toMatch(/^\d+ \d+ \d+\n$/);
-    const groups = line.toString().trim().split(' ').map(Number);
+    expect(line).toMatch(/^\d+ \d+ \d+\n$/);
+    const groups = line.trim().split(' ').map(Number);
     const [groupA = 0, groupB = 0, groupR = 0] = groups;
     try {
       for (const pgid of groups) expect(await groupHasLiveMembers(pgid)).toBe(true);
@@ -104,36 +118,20 @@ describe('guard', () => {
   // takes over what is held (told again) and what is held after.
   it('replaces a killed guard, which then guards what was held before and after', async () => {
     const dirs = scratchDirs(2);
-    const server = spawn(
-      process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        `import { guard, guardPid } from ${JSON.stringify(join(import.meta.dirname, 'group-watch.ts'))};
-         import { spawn } from 'node:child_process';
-         const [a, b] = JSON.parse(process.argv[1]);
-         const task = () => spawn('sh', ['-c', 'sleep 300 & sleep 300; wait'], { detached: true, stdio: 'ignore' });
-         const taskA = task();
-         guard({ killGroup: taskA.pid, removePath: a });
-         const first = guardPid();
-         process.kill(first, 'SIGKILL');
-         for (let i = 0; i < 400 && (guardPid() === undefined || guardPid() === first); i++) await new Promise((r) => setTimeout(r, 25));
-         const taskB = task();
-         guard({ killGroup: taskB.pid, removePath: b });
-         process.stdout.write([taskA.pid, taskB.pid, first, guardPid()].join(' ') + '\\n');
-         setInterval(() => undefined, 1000);`,
-        JSON.stringify(dirs),
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+    const { server, line } = await standInServer(
+      `const [a, b] = JSON.parse(process.argv[1]);
+       const taskA = task();
+       guard({ killGroup: taskA.pid, removePath: a });
+       const first = guardPid();
+       process.kill(first, 'SIGKILL');
+       for (let i = 0; i < 400 && (guardPid() === undefined || guardPid() === first); i++) await new Promise((r) => setTimeout(r, 25));
+       const taskB = task();
+       guard({ killGroup: taskB.pid, removePath: b });
+       process.stdout.write([taskA.pid, taskB.pid, first, guardPid()].join(' ') + '\\n');`,
+      dirs,
     );
-    const [line] = (await Promise.race([
-      once(server.stdout, 'data'),
-      once(server, 'exit').then(() => {
-        throw new Error('the stand-in Runtime Server exited before it started the tasks');
-      }),
-    ])) as [Buffer];
-    expect(line.toString()).toMatch(/^\d+ \d+ \d+ \d+\n$/);
-    const [groupA = 0, groupB = 0, first, second] = line.toString().trim().split(' ').map(Number);
+    expect(line).toMatch(/^\d+ \d+ \d+ \d+\n$/);
+    const [groupA = 0, groupB = 0, first, second] = line.trim().split(' ').map(Number);
     try {
       expect(second).not.toBe(first);
       server.kill('SIGKILL');
