@@ -14,6 +14,7 @@ import { currentPhase, holdsCapacity, transition } from '@kruntimes/run-state';
 import type { RunEvent, WriterRole } from '@kruntimes/run-state';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
+import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
 import { Cluster, NamespaceAccess, REPO_ROOT, waitFor, testWorkloadConfig } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
@@ -73,6 +74,8 @@ export async function deleteRunIn(namespace: string, name: string): Promise<void
  * health-only stand-in (the tests drive Runs themselves), the Runtime Server is the real
  * Bash one. The controller-manager runs in-process, scoped to the namespace.
  */
+type SchedulerOptions = ConstructorParameters<typeof Scheduler>[0];
+
 export class Environment {
   readonly namespace: TestNamespace;
   readonly node: LocalNode;
@@ -149,6 +152,21 @@ export class Environment {
     });
     await manager.start();
     return new Environment(namespace, node, manager, stateDir, logger, internalCa);
+  }
+
+  /**
+   * A scheduler of this namespace, with the chart's least-privilege rules as its own
+   * ServiceAccount, started. `options`: what a test sets beyond that (workers, bindConcurrency).
+   */
+  async startScheduler(logger: ControllerLogger, options: Pick<SchedulerOptions, 'workers' | 'bindConcurrency'> = {}): Promise<Scheduler> {
+    const scheduler = new Scheduler({
+      kubeConfig: await serviceAccountKubeConfig(this.name, 'scheduler', SCHEDULER_RULES),
+      namespace: this.name,
+      logger,
+      ...options,
+    });
+    await scheduler.start();
+    return scheduler;
   }
 
   async stop(): Promise<void> {

@@ -3,10 +3,11 @@ import { AppsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-n
 import { POD_ANNOTATIONS, RUN_REASONS } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { Run } from '@kruntimes/api';
-import { SCHEDULER_RULES, Scheduler, currentTemplateHash } from '@kruntimes/scheduler-core';
+import { currentTemplateHash } from '@kruntimes/scheduler-core';
+import type { Scheduler } from '@kruntimes/scheduler-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import { waitFor } from '@kruntimes/testing';
-import { Environment, WAIT, admin, core, objects, recordingLogger, serviceAccountKubeConfig } from './environment.ts';
+import { Environment, WAIT, admin, core, objects, recordingLogger } from './environment.ts';
 
 let env: Environment;
 let scheduler: Scheduler | undefined;
@@ -24,12 +25,7 @@ afterEach(async () => {
 });
 
 async function startScheduler(): Promise<Scheduler> {
-  scheduler = new Scheduler({
-    kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
-    namespace: env.name,
-    logger,
-  });
-  await scheduler.start();
+  scheduler = await env.startScheduler(logger);
   return scheduler;
 }
 

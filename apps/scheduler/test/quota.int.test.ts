@@ -10,10 +10,10 @@ import { ApiException } from '@kubernetes/client-node';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { NAMESPACE_RUN_SLOTS_ANNOTATION, RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
+import type { Scheduler } from '@kruntimes/scheduler-core';
 import { REPO_ROOT, waitFor } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { Environment, WAIT, cluster, core, createRunIn, deleteRunIn, recordingLogger, serviceAccountKubeConfig } from './environment.ts';
+import { Environment, WAIT, cluster, core, createRunIn, deleteRunIn, recordingLogger } from './environment.ts';
 import type { RunObserver } from './environment.ts';
 
 const phase = (run: Run): string => run.status?.phase ?? 'Pending';
@@ -151,13 +151,8 @@ describe('the run-slot cap of a namespace (annotation kruntimes.io/run-slots), h
     await env.readyPods('a', 1);
     await env.readyPods('b', 1);
     observer = await env.observeRuns(4);
-    scheduler = new Scheduler({
-      // Least privilege: the scheduler's own rules (the namespace's annotation is read with its namespaces watch).
-      kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
-      namespace: env.name,
-      logger,
-    });
-    await scheduler.start();
+    // Least privilege: the scheduler's own rules (the namespace's annotation is read with its namespaces watch).
+    scheduler = await env.startScheduler(logger);
 
     for (const name of ['a-1', 'a-2', 'a-3']) await env.createRun(name, 'a');
     await env.waitForRun('a-1', 'bound', (run) => phase(run) === 'Scheduled');
@@ -203,16 +198,12 @@ describe('the run-slot cap of a namespace (annotation kruntimes.io/run-slots), h
     await env.readyPods('a', 1);
     await env.readyPods('b', 1);
     observer = await env.observeRuns(4);
-    scheduler = new Scheduler({
-      kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
-      namespace: env.name,
-      logger,
+    scheduler = await env.startScheduler(logger, {
       workers: 4,
       // One write at a time: a pass's later binds are assumed only after its first write
       // returns, while the other Runtime's pass may plan (unless the namespace's passes take turns).
       bindConcurrency: 1,
     });
-    await scheduler.start();
     await Promise.all(['a', 'b'].flatMap((runtime) => [1, 2, 3, 4].map((i) => env.createRun(`${runtime}-${i}`, runtime))));
     await waitFor(
       '8 Runs Pending with RunSlotCapReached under a cap of 0',

@@ -1,8 +1,8 @@
 import { API_GROUP, API_VERSION, RUN_PLURAL, RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
+import type { Scheduler } from '@kruntimes/scheduler-core';
 import { waitFor } from '@kruntimes/testing';
-import { Environment, WAIT, objects, recordingLogger, serviceAccountKubeConfig } from './environment.ts';
+import { Environment, WAIT, objects, recordingLogger } from './environment.ts';
 import type { RunObserver } from './environment.ts';
 
 let env: Environment;
@@ -24,12 +24,7 @@ afterEach(async () => {
 });
 
 async function startScheduler(): Promise<Scheduler> {
-  scheduler = new Scheduler({
-    kubeConfig: await serviceAccountKubeConfig(env.name, 'scheduler', SCHEDULER_RULES),
-    namespace: env.name,
-    logger,
-  });
-  await scheduler.start();
+  scheduler = await env.startScheduler(logger);
   return scheduler;
 }
 
