@@ -4,7 +4,8 @@ export { DEFAULT_BACKOFF, exponentialFailureRateLimiter } from './rate-limiter.t
 export type { ExponentialBackoffOptions, RateLimiter } from './rate-limiter.ts';
 export { WorkQueue } from './work-queue.ts';
 export { SharedInformer } from './informer.ts';
-export type { InformerEventHandler, SharedInformerOptions } from './informer.ts';
+export type { InformerEventHandler, ListChunk, SharedInformerOptions, Transform } from './informer.ts';
+export type { IndexFunction } from './informer-index.ts';
 export { LeaderElector } from './leader-election.ts';
 export type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
 export { Manager } from './manager.ts';
@@ -27,7 +28,7 @@ export type { HealthEndpoint } from './health-endpoint.ts';
 export { decideReadiness } from './health.ts';
 export type { ManagerPhase, Readiness } from './health.ts';
 export { InformerFactory, watchPath, watchSpecKey } from './informer-factory.ts';
-export type { InformerFactoryOptions, WatchSpec } from './informer-factory.ts';
+export type { InformerFactoryOptions, Projection, WatchSpec } from './informer-factory.ts';
 export { ensureOwned, planOwned, specHashed } from './ensure-owned.ts';
 export type {
   ControllerOwner,

@@ -2,6 +2,7 @@ import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, DiscoveryV1A
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { ControllerLogger } from './controller.ts';
 import { SharedInformer } from './informer.ts';
+import type { ListChunk, Transform } from './informer.ts';
 
 /** What to list and watch: one resource, in one namespace or all, optionally filtered on the server. */
 export interface WatchSpec {
@@ -15,6 +16,19 @@ export interface WatchSpec {
   fieldSelector?: string;
   /** Name in log lines; default: the plural. */
   name?: string;
+  /** What the cache keeps of each object; default: all but managedFields. */
+  projection?: Projection;
+}
+
+/**
+ * A named transform (see Transform): two components of one process that ask for the same
+ * resource with the same projection share one cache; with different ones, each has its own
+ * watch, so a process should name one projection per resource that covers all its readers.
+ */
+export interface Projection {
+  name: string;
+  /** Takes and returns objects of the cache's element type, which is the caller's to name (see informer()). */
+  keep: (object: never) => unknown;
 }
 
 export interface InformerFactoryOptions {
@@ -22,7 +36,7 @@ export interface InformerFactoryOptions {
   logger: ControllerLogger;
 }
 
-interface ListQuery {
+interface ListQuery extends ListChunk {
   namespace: string | undefined;
   labelSelector?: string;
   fieldSelector?: string;
@@ -53,7 +67,7 @@ export class InformerFactory {
     let informer = this.#informers.get(key);
     if (informer === undefined) {
       const lister = this.#lister(spec);
-      const query: ListQuery = {
+      const query: Omit<ListQuery, keyof ListChunk> = {
         namespace: spec.namespace,
         ...(spec.labelSelector === undefined ? {} : { labelSelector: spec.labelSelector }),
         ...(spec.fieldSelector === undefined ? {} : { fieldSelector: spec.fieldSelector }),
@@ -62,7 +76,8 @@ export class InformerFactory {
         name: spec.name ?? spec.plural,
         kubeConfig: this.#kubeConfig,
         path: watchPath(spec),
-        list: () => lister(query),
+        list: (chunk) => lister({ ...query, ...chunk }),
+        ...(spec.projection === undefined ? {} : { transform: spec.projection.keep as unknown as Transform<KubernetesObject> }),
         ...(spec.labelSelector === undefined ? {} : { labelSelector: spec.labelSelector }),
         logger: this.#logger,
       });
@@ -104,6 +119,7 @@ export function watchSpecKey(spec: WatchSpec): string {
     spec.namespace ?? null,
     spec.labelSelector ?? '',
     spec.fieldSelector ?? '',
+    spec.projection?.name ?? '',
   ]);
 }
 

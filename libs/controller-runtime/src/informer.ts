@@ -3,6 +3,8 @@ import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubern
 import type { ControllerLogger } from './controller.ts';
 import { objectKey } from './object-key.ts';
 import type { ReadonlyDeep } from './object-key.ts';
+import { InformerIndexes } from './informer-index.ts';
+import type { IndexFunction } from './informer-index.ts';
 import { exponentialFailureRateLimiter } from './rate-limiter.ts';
 import type { ExponentialBackoffOptions } from './rate-limiter.ts';
 
@@ -12,12 +14,31 @@ export interface InformerEventHandler<T> {
   delete?: (object: ReadonlyDeep<T>) => void;
 }
 
+/** One page of a list: the API server's `limit` and `continue` (as client-node's list calls name it). */
+export interface ListChunk {
+  limit: number;
+  _continue?: string;
+}
+
+/**
+ * What a cache keeps of each object it receives, after stripManagedFields (client-go's
+ * TransformFunc): a projection of the fields its controllers read, so that tens of
+ * thousands of objects cost what those fields cost. Called on objects fresh from JSON,
+ * once per list item and watch event; it may return the same object, changed, or a new one.
+ */
+export type Transform<T> = (object: T) => T;
+
+/** Objects per list page: a relist of tens of thousands never holds one huge response at once. */
+export const LIST_PAGE_SIZE = 500;
+
 export interface SharedInformerOptions<T extends KubernetesObject> {
   name: string;
   kubeConfig: KubeConfig;
   /** Watch path, e.g. `/apis/kruntimes.io/v1alpha1/namespaces/ns/runs`. */
   path: string;
-  list: () => Promise<KubernetesListObject<T>>;
+  /** One page of the list; called with each `continue` token until the list is complete. */
+  list: (chunk: ListChunk) => Promise<KubernetesListObject<T>>;
+  transform?: Transform<T>;
   labelSelector?: string;
   logger: ControllerLogger;
   /** Backoff of restarts after a list or watch error (other than 410 Gone, relisted at once). */
@@ -37,8 +58,15 @@ export function stripManagedFields<T extends KubernetesObject>(object: T): T {
   return object;
 }
 
-/** client-node's Watch, each event's object stripped before the cache sees it. */
-class StrippingWatch extends Watch {
+/** client-node's Watch, each event's object stripped and transformed before the cache sees it. */
+class TransformingWatch<T extends KubernetesObject> extends Watch {
+  readonly #transform: Transform<T>;
+
+  constructor(kubeConfig: KubeConfig, transform: Transform<T>) {
+    super(kubeConfig);
+    this.#transform = transform;
+  }
+
   override watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
@@ -49,11 +77,45 @@ class StrippingWatch extends Watch {
       path,
       queryParams,
       (phase, apiObj: unknown, watchObj) => {
-        callback(phase, isObject(apiObj) ? stripManagedFields(apiObj) : apiObj, watchObj);
+        // An ERROR event carries a Status, not an object of the resource: passed on as it is.
+        const object = phase !== 'ERROR' && isObject(apiObj) ? this.#transform(stripManagedFields(apiObj as T)) : apiObj;
+        callback(phase, object, watchObj);
       },
       done,
     );
   }
+}
+
+/**
+ * The whole list, a page at a time, each page's items transformed before the next is
+ * asked for. The list's resourceVersion is the first page's: every page of one list is
+ * served from the same snapshot. An expired `continue` token fails the list, which the
+ * informer restarts like any failed list.
+ */
+async function listAll<T extends KubernetesObject>(
+  page: (chunk: ListChunk) => Promise<KubernetesListObject<T>>,
+  keep: (object: T) => T,
+): Promise<KubernetesListObject<T>> {
+  const items: T[] = [];
+  let first: KubernetesListObject<T> | undefined;
+  let token: string | undefined;
+  // Bounded: each page is the server's answer to a token it gave; a server repeating one would loop.
+  const seen = new Set<string>();
+  do {
+    const listed = await page({ limit: LIST_PAGE_SIZE, ...(token === undefined ? {} : { _continue: token }) });
+    first ??= listed;
+    for (const item of listed.items) items.push(keep(item));
+    token = continueToken(listed);
+    if (token !== undefined && token !== '' && seen.has(token)) throw new Error('the API server repeated a list continue token');
+    if (token !== undefined) seen.add(token);
+  } while (token !== undefined && token !== '');
+  return { ...first, items };
+}
+
+/** The typed clients deserialize `continue` as `_continue`; the custom-objects client returns the JSON as it came. */
+function continueToken(list: KubernetesListObject<KubernetesObject>): string | undefined {
+  const metadata = list.metadata as { _continue?: string; continue?: string } | undefined;
+  return metadata?._continue ?? metadata?.continue;
 }
 
 function isObject(value: unknown): value is KubernetesObject {
@@ -64,13 +126,15 @@ function isObject(value: unknown): value is KubernetesObject {
  * A list-watch cache of one resource with event handlers. Wraps client-node's informer,
  * which relists on 410 Gone by itself but stops on any other error: this one restarts
  * it with backoff, so a restarted API server never leaves a controller blind. Cached
- * objects carry no managedFields (stripManagedFields).
+ * objects carry no managedFields (stripManagedFields) and are what the transform keeps;
+ * lists are read a page at a time (LIST_PAGE_SIZE), each page transformed as it arrives.
  */
 export class SharedInformer<T extends KubernetesObject> {
   readonly name: string;
   readonly #informer: ListWatch<T>;
   readonly #logger: ControllerLogger;
   readonly #restartLimiter;
+  readonly #indexes = new InformerIndexes<ReadonlyDeep<T>>();
   #restartTimer: NodeJS.Timeout | undefined;
   #started = false;
   #stopped = false;
@@ -82,13 +146,21 @@ export class SharedInformer<T extends KubernetesObject> {
     this.name = options.name;
     this.#logger = options.logger;
     this.#restartLimiter = exponentialFailureRateLimiter(options.restartBackoff ?? { baseDelayMs: 200, maxDelayMs: 30_000 });
-    const list = async (): Promise<KubernetesListObject<T>> => {
-      const listed = await options.list();
-      for (const item of listed.items) stripManagedFields(item);
-      return listed;
-    };
-    // client-node's makeInformer, with the objects stripped on their way into the cache.
-    this.#informer = new ListWatch<T>(options.path, new StrippingWatch(options.kubeConfig), list, false, options.labelSelector);
+    const transform = options.transform ?? ((object: T) => object);
+    const keep = (object: T): T => transform(stripManagedFields(object));
+    // client-node's makeInformer, with the objects transformed on their way into the cache.
+    const watch = new TransformingWatch(options.kubeConfig, keep);
+    this.#informer = new ListWatch<T>(options.path, watch, () => listAll(options.list, keep), false, options.labelSelector);
+    // The indexes first: every other handler sees them updated.
+    this.#informer.on('add', (object) => {
+      this.#indexes.upsert(object as ReadonlyDeep<T>);
+    });
+    this.#informer.on('update', (object) => {
+      this.#indexes.upsert(object as ReadonlyDeep<T>);
+    });
+    this.#informer.on('delete', (object) => {
+      this.#indexes.delete(object as ReadonlyDeep<T>);
+    });
     this.#informer.on('error', (error: unknown) => {
       this.#errors += 1;
       this.#scheduleRestart(error);
@@ -96,6 +168,24 @@ export class SharedInformer<T extends KubernetesObject> {
     this.#informer.on('connect', () => {
       this.#restartLimiter.forget(RESTART_KEY);
     });
+  }
+
+  /**
+   * Files every cached object under the values `valuesOf` gives, for byIndex. Before
+   * start(): an index is built from the events that fill the cache.
+   */
+  addIndex(name: string, valuesOf: IndexFunction<ReadonlyDeep<T>>): void {
+    this.#indexes.add(name, valuesOf);
+  }
+
+  /** The cached objects filed under `value` in the index `name` (added with addIndex). */
+  byIndex(name: string, value: string): ReadonlyDeep<T>[] {
+    return this.#indexes.get(name, value);
+  }
+
+  /** How many cached objects are filed under `value`, without listing them. */
+  countByIndex(name: string, value: string): number {
+    return this.#indexes.count(name, value);
   }
 
   /** Handlers run synchronously on the watch's delivery path: enqueue, don't work. */

@@ -125,3 +125,68 @@ test('a core resource without a lister is refused when asked for, not when first
   const factory = new InformerFactory({ kubeConfig: cluster.kubeConfig(), logger });
   expect(() => factory.informer({ group: '', version: 'v1', plural: 'nodes' })).toThrow(/no lister for core resource nodes/);
 });
+
+test('a projected, indexed cache: listed a page at a time, each object kept as the projection says, filed by its index as events arrive', async () => {
+  const namespace = await cluster.createNamespace({ prefix: 'informer-projection' });
+  const kubeConfig = cluster.kubeConfig();
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const target = { group: 'kruntimes.io', version: 'v1alpha1', namespace: namespace.name, plural: 'runs' };
+  const create = (name: string, runtime: string): Promise<unknown> =>
+    custom.createNamespacedCustomObject({
+      ...target,
+      body: {
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Run',
+        metadata: { name },
+        spec: { runtime, source: { inline: 'print(1)' }, mode: { task: {} } },
+      },
+    });
+  // More than two pages (LIST_PAGE_SIZE 500), created 16 at a time.
+  const names = Array.from({ length: 1_100 }, (_, i) => `r-${String(i)}`);
+  for (let i = 0; i < names.length; i += 16) {
+    await Promise.all(names.slice(i, i + 16).map((name, j) => create(name, (i + j) % 10 === 0 ? 'bash' : 'python')));
+  }
+  const keep = (run: RunObject): RunObject =>
+    ({
+      metadata: { name: run.metadata.name, namespace: run.metadata.namespace, resourceVersion: run.metadata.resourceVersion },
+      spec: { runtime: run.spec.runtime, cancelRequested: run.spec.cancelRequested, source: { inline: '' }, mode: run.spec.mode },
+    }) as RunObject;
+  const factory = new InformerFactory({ kubeConfig, logger });
+  const spec = { group: 'kruntimes.io', version: 'v1alpha1', plural: 'runs', namespace: namespace.name };
+  const runs = factory.informer<RunObject>({ ...spec, projection: { name: 'runtime-only', keep } });
+  expect(factory.informer<RunObject>(spec)).not.toBe(runs);
+  runs.addIndex('runtime', (run) => [run.spec.runtime]);
+  const seenOnUpdate: number[] = [];
+  runs.addEventHandler({ update: () => seenOnUpdate.push(runs.countByIndex('runtime', 'bash')) });
+  try {
+    await runs.start();
+    expect(runs.list()).toHaveLength(1_100);
+    expect(runs.countByIndex('runtime', 'bash')).toBe(110);
+    expect(runs.byIndex('runtime', 'python')).toHaveLength(990);
+    expect(runs.byIndex('runtime', 'none')).toEqual([]);
+    expect(runs.get('r-1', namespace.name)?.spec.source).toEqual({ inline: '' });
+    expect(runs.get('r-1', namespace.name)?.metadata.uid).toBeUndefined();
+
+    // A watch event is projected too, and moves the object between index values before any handler runs.
+    await custom.patchNamespacedCustomObject({
+      ...target,
+      name: 'r-1',
+      body: [{ op: 'add', path: '/spec/cancelRequested', value: true }],
+    });
+    await waitFor(
+      'the update in the cache',
+      () => Promise.resolve(runs.get('r-1', namespace.name)?.spec.cancelRequested === true || undefined),
+      {
+        timeoutMs: 30_000,
+      },
+    );
+    expect(runs.get('r-1', namespace.name)?.spec.source).toEqual({ inline: '' });
+    expect(seenOnUpdate).toEqual([110]);
+    await custom.deleteNamespacedCustomObject({ ...target, name: 'r-0' });
+    await waitFor('the delete in the index', () => Promise.resolve(runs.countByIndex('runtime', 'bash') === 109 || undefined), {
+      timeoutMs: 30_000,
+    });
+  } finally {
+    await factory.stop();
+  }
+});

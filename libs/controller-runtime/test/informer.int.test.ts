@@ -38,7 +38,7 @@ test('an informer fills its cache and drives a controller through add, update an
     name: 'runs',
     kubeConfig,
     path: `/apis/kruntimes.io/v1alpha1/namespaces/${namespace.name}/runs`,
-    list: () => api.listNamespacedCustomObject(target) as Promise<KubernetesListObject<RunObject>>,
+    list: (chunk) => api.listNamespacedCustomObject({ ...target, ...chunk }) as Promise<KubernetesListObject<RunObject>>,
     logger,
   });
   const seen: string[] = [];
