@@ -195,7 +195,7 @@ test(
 );
 
 test(
-  'Ctrl-C (SIGINT) stops everything and leaves nothing behind (here without Prometheus and Jaeger)',
+  'a service that exits is restarted as its Deployment would; Ctrl-C (SIGINT) stops everything and leaves nothing behind (here without Prometheus and Jaeger)',
   async () => {
     const command = mainCommand(['--dir', dir, '--no-prometheus', '--no-jaeger']);
     await waitFor(
@@ -207,6 +207,21 @@ test(
       { timeoutMs: 150_000, intervalMs: 200 },
     );
     const ports = printedPorts(command.output());
+    // The scheduler killed (its process group): restarted after the first back-off, the environment stays up.
+    const scheduler = (): number | undefined =>
+      (JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { components: Record<string, { pid: number }> }).components.scheduler
+        ?.pid;
+    const killed = scheduler();
+    if (killed === undefined) throw new Error('no scheduler in state.json');
+    process.kill(-killed, 'SIGKILL');
+    await waitFor(
+      'the scheduler restarted',
+      () => Promise.resolve(/^\[dev .*\] scheduler restarted \(pid \d+\)$/m.test(command.output()) ? true : undefined),
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(command.output()).toMatch(/scheduler exited \(signal SIGKILL\); restarting it in 1 s as its Deployment would/);
+    expect(scheduler()).not.toBe(killed);
+    expect(command.output()).not.toContain('Stopping everything');
     process.kill(command.pid, 'SIGINT');
     expect(await command.exited).toBe(0);
     expect(command.output()).toContain('SIGINT: stopping everything');

@@ -15,6 +15,7 @@ import { SOURCE_SNAPSHOT } from '@kruntimes/api';
 import { parseArgs } from 'node:util';
 import {
   Manager,
+  ProcessMetrics,
   healthEndpointRunnable,
   leaseFromFlags,
   loadKubeConfig,
@@ -51,6 +52,7 @@ const logger = pino({
 try {
   const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new SchedulerMetrics();
+  const processMetrics = new ProcessMetrics();
   const manager = new Manager({
     kubeConfig,
     logger,
@@ -59,7 +61,13 @@ try {
   });
   if (values['health-address'] !== undefined) manager.add(healthEndpointRunnable(values['health-address'], manager, logger));
   if (values['metrics-address'] !== undefined)
-    manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
+    manager.add(
+      metricsEndpointRunnable(
+        values['metrics-address'],
+        () => metrics.render() + manager.leaderElectionMetrics.render() + processMetrics.render(),
+        logger,
+      ),
+    );
   manager.add(
     new Scheduler({
       kubeConfig,

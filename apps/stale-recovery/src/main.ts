@@ -14,7 +14,14 @@
 //                                  KRT_AUTOMATIC_RETRY); a namespace annotation can only narrow it
 //   --log-level LEVEL              default info (env KRT_LOG_LEVEL)
 import { parseArgs } from 'node:util';
-import { Manager, healthEndpointRunnable, leaseFromFlags, loadKubeConfig, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import {
+  Manager,
+  ProcessMetrics,
+  healthEndpointRunnable,
+  leaseFromFlags,
+  loadKubeConfig,
+  metricsEndpointRunnable,
+} from '@kruntimes/controller-runtime';
 import { RecoveryMetrics, STALE_RECOVERY_LEASE_NAME, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { pino } from 'pino';
 
@@ -61,6 +68,7 @@ try {
   const automaticRetry = boolean('automatic-retry', values['automatic-retry'] ?? process.env.KRT_AUTOMATIC_RETRY ?? 'true');
   const kubeConfig = loadKubeConfig(values.kubeconfig);
   const metrics = new RecoveryMetrics();
+  const processMetrics = new ProcessMetrics();
   const manager = new Manager({
     kubeConfig,
     logger,
@@ -69,7 +77,13 @@ try {
   });
   if (values['health-address'] !== undefined) manager.add(healthEndpointRunnable(values['health-address'], manager, logger));
   if (values['metrics-address'] !== undefined)
-    manager.add(metricsEndpointRunnable(values['metrics-address'], () => metrics.render(), logger));
+    manager.add(
+      metricsEndpointRunnable(
+        values['metrics-address'],
+        () => metrics.render() + manager.leaderElectionMetrics.render() + processMetrics.render(),
+        logger,
+      ),
+    );
   manager.add(
     new StaleRecovery({
       kubeConfig,

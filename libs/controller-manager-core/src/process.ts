@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Manager, healthEndpointRunnable, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
+import { Manager, ProcessMetrics, healthEndpointRunnable, metricsEndpointRunnable } from '@kruntimes/controller-runtime';
 import type { ManagerLogger } from '@kruntimes/controller-runtime';
 import { ScheduleController, ScheduleMetrics } from '@kruntimes/schedule-core';
 import type { ControllerManagerConfig } from './config.ts';
@@ -28,7 +28,13 @@ export function controllerManagerProcess({ config, kubeConfig, logger }: Control
   const inputMetrics = new InputMetrics();
   if (config.healthAddress !== undefined) manager.add(healthEndpointRunnable(config.healthAddress, manager, logger));
   if (config.metricsAddress !== undefined) {
-    const render = (): string => metrics.render() + scheduleMetrics.render() + inputMetrics.render();
+    const processMetrics = new ProcessMetrics();
+    const render = (): string =>
+      metrics.render() +
+      scheduleMetrics.render() +
+      inputMetrics.render() +
+      manager.leaderElectionMetrics.render() +
+      processMetrics.render();
     manager.add(metricsEndpointRunnable(config.metricsAddress, render, logger));
   }
   const shared = {

@@ -1,10 +1,13 @@
 import { ApiException, CoordinationV1Api, Observable, V1MicroTime } from '@kubernetes/client-node';
 import type { ConfigurationOptions, KubeConfig, RequestContext, ResponseContext, V1Lease } from '@kubernetes/client-node';
 import type { ControllerLogger } from './controller.ts';
+import { LeaderElectionMetrics } from './leader-election-metrics.ts';
 import { decideLeaseRound } from './lease-round.ts';
 import type { LeaseObservation } from './lease-round.ts';
 import { systemMonotonicClock } from './monotonic-clock.ts';
 import type { MonotonicClock } from './monotonic-clock.ts';
+
+export type ElectorLogger = ControllerLogger & { warn?(object: object, message: string): void };
 
 export interface LeaderElectionOptions {
   kubeConfig: KubeConfig;
@@ -13,7 +16,8 @@ export interface LeaderElectionOptions {
   leaseName: string;
   /** Unique per process, e.g. the Pod name plus a random suffix. */
   identity: string;
-  logger: ControllerLogger;
+  /** `warn` (pino's) for slow renewals when it has one, else `error`. */
+  logger: ElectorLogger;
   /** How long candidates wait for a holder that stopped renewing. Default 15. */
   leaseDurationSeconds?: number;
   /**
@@ -25,6 +29,8 @@ export interface LeaderElectionOptions {
   retryPeriodSeconds?: number;
   /** Monotonic time and sleeps; the system's by default. */
   clock?: MonotonicClock;
+  /** Where renewal rounds are measured; a private one by default. */
+  metrics?: LeaderElectionMetrics;
 }
 
 export interface LeaderCallbacks {
@@ -47,10 +53,11 @@ type RoundOutcome = 'leading' | 'heldByOther' | 'failed';
 export class LeaderElector {
   readonly #api: CoordinationV1Api;
   readonly #clock: MonotonicClock;
-  readonly #logger: ControllerLogger;
+  readonly #logger: ElectorLogger;
   readonly #lease: { namespace: string; name: string; identity: string; leaseDurationSeconds: number };
   readonly #renewDeadlineMs: number;
   readonly #retryPeriodMs: number;
+  readonly #metrics: LeaderElectionMetrics;
   #observed: LeaseObservation | undefined;
   readonly #stopRequested = new AbortController();
   #leading: AbortController | undefined;
@@ -63,6 +70,7 @@ export class LeaderElector {
       throw new RangeError('renewDeadlineSeconds must be shorter than leaseDurationSeconds');
     if (retryPeriodSeconds >= renewDeadlineSeconds) throw new RangeError('retryPeriodSeconds must be shorter than renewDeadlineSeconds');
     this.#api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.#metrics = options.metrics ?? new LeaderElectionMetrics();
     this.#clock = options.clock ?? systemMonotonicClock;
     this.#logger = options.logger;
     this.#lease = { namespace: options.namespace, name: options.leaseName, identity: options.identity, leaseDurationSeconds };
@@ -80,10 +88,12 @@ export class LeaderElector {
     if (acquiredAtMs === undefined) return;
     const leading = new AbortController();
     this.#leading = leading;
+    this.#metrics.leading = true;
     this.#logger.debug({ lease: this.#lease.name, identity: this.#lease.identity }, 'started leading');
     const work = Promise.resolve(callbacks.onStartedLeading(leading.signal));
     await this.#renewUntilLost(leading, acquiredAtMs);
     leading.abort();
+    this.#metrics.leading = false;
     await work.catch((error: unknown) => {
       this.#logger.error({ err: error }, 'leader work failed');
     });
@@ -116,10 +126,13 @@ export class LeaderElector {
     let renewedAtMs = acquiredAtMs;
     while (!this.#stopping()) {
       const deadlineMs = renewedAtMs + this.#renewDeadlineMs;
-      await this.#clock.sleep(Math.max(0, Math.min(this.#retryPeriodMs, deadlineMs - this.#clock.now())), this.#stopRequested.signal);
+      const sleepMs = Math.max(0, Math.min(this.#retryPeriodMs, deadlineMs - this.#clock.now()));
+      const dueMs = this.#clock.now() + sleepMs;
+      await this.#clock.sleep(sleepMs, this.#stopRequested.signal);
       if (this.#stopping()) return;
       const startedMs = this.#clock.now();
       const outcome = startedMs >= deadlineMs ? 'failed' : await this.#boundedRound(deadlineMs, leading);
+      this.#measured(startedMs - dueMs, this.#clock.now() - startedMs, outcome, deadlineMs - startedMs);
       if (outcome === 'leading') {
         renewedAtMs = startedMs;
       } else if (outcome === 'heldByOther' || leading.signal.aborted || this.#clock.now() >= deadlineMs) {
@@ -129,6 +142,28 @@ export class LeaderElector {
         return;
       }
     }
+  }
+
+  /**
+   * Records one renewal round. A round that started late or took long is also logged,
+   * with how much of the renew deadline was left: losing the Lease under load is
+   * diagnosed from these lines (a late start is this process's event loop; a slow
+   * answer the API server or the path to it).
+   */
+  #measured(latenessMs: number, durationMs: number, outcome: RoundOutcome, leftMs: number): void {
+    this.#metrics.lateness.observe(Math.max(0, latenessMs) / 1000);
+    this.#metrics.renew.observe(durationMs / 1000);
+    if (outcome !== 'leading') this.#metrics.renewFailures += 1;
+    if (latenessMs + durationMs <= this.#retryPeriodMs) return;
+    const fields = {
+      lease: this.#lease.name,
+      latenessMs: Math.round(latenessMs),
+      durationMs: Math.round(durationMs),
+      deadlineLeftMs: Math.round(leftMs),
+      outcome,
+    };
+    if (this.#logger.warn === undefined) this.#logger.error(fields, 'slow lease renewal');
+    else this.#logger.warn(fields, 'slow lease renewal');
   }
 
   /**

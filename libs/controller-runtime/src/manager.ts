@@ -6,6 +6,8 @@ import type { ControllerLogger } from './controller.ts';
 import type { ManagerPhase } from './health.ts';
 import { InformerFactory } from './informer-factory.ts';
 import { LeaderElector } from './leader-election.ts';
+import { LeaderElectionMetrics } from './leader-election-metrics.ts';
+import { PooledKubeConfig } from './pooled-kube-config.ts';
 import type { LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
 
 /**
@@ -63,6 +65,8 @@ export interface ManagerOptions {
 export class Manager {
   /** Shared by every runnable of the process: one watch per (resource, namespace, selectors). */
   readonly informers: InformerFactory;
+  /** The Lease renewals of this process: rendered beside the service's own metrics. */
+  readonly leaderElectionMetrics = new LeaderElectionMetrics();
   readonly #logger: ManagerLogger;
   readonly #component: string;
   readonly #kubeConfig: KubeConfig;
@@ -122,7 +126,19 @@ export class Manager {
     if (election === undefined) return (await this.#runTerm(stop)) ? 0 : 1;
     const identity = `${process.env.POD_NAME ?? hostname()}_${randomUUID()}`;
     const { elector: injected, ...lease } = election;
-    const elector = injected ?? new LeaderElector({ ...lease, kubeConfig: this.#kubeConfig, identity, logger: this.#logger });
+    const elector =
+      injected ??
+      new LeaderElector({
+        ...lease,
+        // Its own connection pool: while the controllers' requests hold every pooled
+        // connection (hundreds of status writes), a renewal neither shares one nor opens a
+        // new one (a TLS handshake with a loaded API server); renewing every retry period
+        // keeps its own connection open.
+        kubeConfig: PooledKubeConfig.separate(this.#kubeConfig),
+        identity,
+        logger: this.#logger,
+        metrics: this.leaderElectionMetrics,
+      });
     const onStop = (): void => {
       elector.stop();
     };

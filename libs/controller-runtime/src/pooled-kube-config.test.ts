@@ -67,4 +67,14 @@ describe('PooledKubeConfig', () => {
     expect(pooled.getCurrentCluster()?.server).toBe('https://127.0.0.1:6443');
     expect(PooledKubeConfig.from(pooled)).toBe(pooled);
   });
+
+  test("separate() has connections of its own (the leader elector's), beside the pooled config it copies", async () => {
+    const shared = load(new PooledKubeConfig());
+    const separate = PooledKubeConfig.separate(shared);
+    expect(separate).not.toBe(shared);
+    expect(separate.getCurrentUser()?.name).toBe('alice');
+    const own = await dispatcherOf(separate);
+    expect(own).not.toBe(await dispatcherOf(shared));
+    expect(await dispatcherOf(separate)).toBe(own);
+  });
 });

@@ -24,9 +24,14 @@ export class PooledKubeConfig extends KubeConfig {
     this.#now = now;
   }
 
-  /** A pooled copy of `kubeConfig` (its clusters, users, contexts and current context). */
+  /** A pooled copy of `kubeConfig` (its clusters, users, contexts and current context); itself when pooled already. */
   static from(kubeConfig: KubeConfig): PooledKubeConfig {
     if (kubeConfig instanceof PooledKubeConfig) return kubeConfig;
+    return PooledKubeConfig.separate(kubeConfig);
+  }
+
+  /** A pooled copy of `kubeConfig` with connections of its own, even when `kubeConfig` is pooled. */
+  static separate(kubeConfig: KubeConfig): PooledKubeConfig {
     const pooled = new PooledKubeConfig();
     pooled.loadFromOptions({
       clusters: kubeConfig.getClusters(),

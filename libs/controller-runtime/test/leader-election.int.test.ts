@@ -1,6 +1,6 @@
 import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import { Cluster, StallingProxy } from '@kruntimes/testing';
-import { LeaderElector } from '../src/index.ts';
+import { LeaderElectionMetrics, LeaderElector } from '../src/index.ts';
 import type { ControllerLogger } from '../src/index.ts';
 
 const cluster = Cluster.fromEnvironment();
@@ -50,7 +50,8 @@ test('exactly one of two candidates leads; the other takes over when the leader 
     renewDeadlineSeconds: 10,
     retryPeriodSeconds: 0.2,
   };
-  const a = new LeaderElector({ ...options, identity: 'a' });
+  const metricsA = new LeaderElectionMetrics();
+  const a = new LeaderElector({ ...options, identity: 'a', metrics: metricsA });
   const b = new LeaderElector({ ...options, identity: 'b' });
   const leading = new Set<string>();
   let overlap = false;
@@ -66,9 +67,14 @@ test('exactly one of two candidates leads; the other takes over when the leader 
   const runB = run(b, callbacks('b'));
   await new Promise((resolve) => setTimeout(resolve, 1000));
   expect([...leading]).toEqual(['a']);
+  // Its renewals are measured (start to answer, and how late each started).
+  await eventually(() => metricsA.renew.count >= 2, "a's renewals to be measured");
+  expect(metricsA.leading).toBe(true);
+  expect(metricsA.lateness.count).toBe(metricsA.renew.count);
 
   a.stop(); // releases the Lease
   await runA;
+  expect(metricsA.leading).toBe(false);
   await eventually(() => leading.has('b'), 'b to take over');
   const lease = await cluster
     .kubeConfig()

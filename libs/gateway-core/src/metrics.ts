@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { observeProcessGauges } from '@kruntimes/controller-runtime';
 
 /** Route label values: the two invoke paths, and everything else. */
 export type RouteLabel = 'functions' | 'runs' | 'other';
@@ -41,6 +42,7 @@ export interface MetricsServer {
  * | `kruntimes_gateway_request_duration_seconds` | histogram | `route` |
  * | `kruntimes_gateway_overhead_seconds` | histogram | `route`: total minus the time waiting for runtimed |
  * | `kruntimes_gateway_inflight_requests` | gauge | |
+ * | `kruntimes_process_heap_used_bytes`, `kruntimes_process_resident_bytes`, `kruntimes_process_event_loop_delay_p99_seconds` | gauge | (PROCESS_GAUGES of controller-runtime) |
  *
  * The server is our own (not the exporter's) so that it can refuse any request that
  * carries an Authorization header: a token must never travel in plaintext, and a
@@ -66,6 +68,7 @@ export async function startMetricsServer(host: string, port: number): Promise<Me
   });
   const inflight = meter.createUpDownCounter('kruntimes.gateway.inflight_requests', { description: 'HTTP requests being handled' });
   inflight.add(0);
+  observeProcessGauges(meter);
 
   const server: Server = createServer((request, response) => {
     if (request.headers.authorization !== undefined) {

@@ -422,6 +422,10 @@ describe('metrics and logs', () => {
     expect(body).toContain('kruntimes_gateway_request_duration_seconds_bucket{route="functions",le="0.005"}');
     expect(body).toContain('kruntimes_gateway_overhead_seconds_count{route="functions"}');
     expect(body).toMatch(/kruntimes_gateway_inflight_requests 0/);
+    // The process gauges every service exposes, under the same names as the controllers'.
+    expect(body).toMatch(/^kruntimes_process_heap_used_bytes [1-9]\d*$/m);
+    expect(body).toMatch(/^kruntimes_process_resident_bytes [1-9]\d*$/m);
+    expect(body).toMatch(/^kruntimes_process_event_loop_delay_p99_seconds [\d.e-]+$/m);
   });
 
   it('the metrics port refuses a request carrying credentials', async () => {

@@ -105,6 +105,9 @@ describe("runtimed's /metrics", () => {
       const url = `http://127.0.0.1:${String(prometheus.port)}/metrics`;
       const text = await (await fetch(url)).text();
       expect(text).toContain('# TYPE kruntimes_runtimed_registrations_total counter');
+      expect(text).toMatch(/^kruntimes_process_heap_used_bytes [1-9]\d*$/m);
+      expect(text).toMatch(/^kruntimes_process_resident_bytes [1-9]\d*$/m);
+      expect(text).toMatch(/^kruntimes_process_event_loop_delay_p99_seconds [\d.e-]+$/m);
       expect(series(text).get(`kruntimes_function_invocations_total{${L('a', ',code="OK"')}}`)).toBe(1);
       const refused = await fetch(url, { headers: { authorization: 'Bearer x' } });
       expect(refused.status).toBe(400);

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { observeProcessGauges } from '@kruntimes/controller-runtime';
 import { FunctionMetrics } from './function-metrics.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 
@@ -27,6 +28,7 @@ export interface PrometheusMetrics {
  * | `kruntimes_runtimed_invocations_total` | counter | `port`: grpc, peer; `route`: local, forwarded, refused; `code`: OK or the error code |
  * | `kruntimes_authz_cache_requests_total` | counter | `result`: hit, miss |
  * | `kruntimes_authz_reviews_total` | counter | `outcome`: allowed, denied, unauthenticated, error |
+ * | `kruntimes_process_heap_used_bytes`, `kruntimes_process_resident_bytes`, `kruntimes_process_event_loop_delay_p99_seconds` | gauge | (PROCESS_GAUGES of controller-runtime) |
  *
  * After these, the per-function Run families of `FunctionMetrics` (function-metrics.ts).
  *
@@ -46,7 +48,9 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
   };
   const server = await listen(host, port, render);
   const provider = new MeterProvider({ readers: [exporter] });
-  const instruments = createInstruments(provider.getMeter('kruntimes.runtimed'));
+  const meter = provider.getMeter('kruntimes.runtimed');
+  const instruments = createInstruments(meter);
+  observeProcessGauges(meter);
   return {
     port: (server.address() as AddressInfo).port,
     metrics: recordingTo(instruments, functions),

@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputMetrics, renderManagerMetrics } from '@kruntimes/controller-manager-core';
+import { LeaderElectionMetrics, ProcessMetrics } from '@kruntimes/controller-runtime';
 import { startMetricsServer } from '@kruntimes/gateway-core';
 import { startPrometheusMetrics } from '@kruntimes/runtimed-core';
 import { SchedulerMetrics } from '@kruntimes/scheduler-core';
@@ -31,6 +32,8 @@ async function expositions(): Promise<Record<string, string>> {
   const [runtimedPort = 0] = await freePorts(1);
   const runtimed = await startPrometheusMetrics(LOOPBACK, runtimedPort);
   const gateway = await startMetricsServer(LOOPBACK, 0);
+  // What the leader-elected services render beside their own (their main.ts and controllerManagerProcess).
+  const shared = (): string => new LeaderElectionMetrics().render() + new ProcessMetrics().render();
   try {
     runtimed.metrics.registration('registered');
     runtimed.metrics.taskFinished('succeeded', 1);
@@ -46,7 +49,7 @@ async function expositions(): Promise<Record<string, string>> {
     gateway.metrics.requestStarted();
     gateway.metrics.requestFinished('functions', 200, 0.01, 0.005);
     return {
-      scheduler: scheduler.render(),
+      scheduler: scheduler.render() + shared(),
       // Its endpoint serves both, as apps/controller-manager/src/main.ts wires them.
       'controller-manager':
         renderManagerMetrics({
@@ -55,8 +58,9 @@ async function expositions(): Promise<Record<string, string>> {
           pods: [],
         }) +
         new ScheduleMetrics().render() +
-        new InputMetrics().render(),
-      'stale-recovery': recovery.render(),
+        new InputMetrics().render() +
+        shared(),
+      'stale-recovery': recovery.render() + shared(),
       runtimed: await scrape(`http://${LOOPBACK}:${runtimedPort}/metrics`),
       'runtime-gateway': await scrape(`http://${LOOPBACK}:${gateway.address.port}/metrics`),
     };
@@ -100,11 +104,18 @@ describe(`the exported metrics list (${EXPORTED_METRICS_FILE})`, () => {
   });
 
   it('is exactly what the services expose on /metrics, with the same types', async () => {
-    const scraped: { name: string; type: string; service: string }[] = [];
+    // A family several services export is listed once, with the services comma-separated in this order.
+    const found = new Map<string, { name: string; type: string; services: string[] }>();
     for (const [service, text] of Object.entries(await expositions())) {
       // The OpenTelemetry exporter adds target_info (its resource); ours are kruntimes_*.
-      for (const [name, type] of familiesOfExposition(text)) if (name.startsWith('kruntimes_')) scraped.push({ name, type, service });
+      for (const [name, type] of familiesOfExposition(text)) {
+        if (!name.startsWith('kruntimes_')) continue;
+        const family = found.get(name) ?? { name, type, services: [] };
+        family.services.push(service);
+        found.set(name, family);
+      }
     }
+    const scraped = [...found.values()].map(({ name, type, services }) => ({ name, type, service: services.join(',') }));
     const byName = (a: { name: string }, b: { name: string }): number => a.name.localeCompare(b.name);
     expect(scraped.sort(byName)).toEqual(listed.map((metric) => ({ ...metric })).sort(byName));
   });

@@ -33,7 +33,9 @@ export class StopRequested extends Error {
 export interface Running extends DevComponent {
   name: string;
   exited: Promise<number | null>;
+  /** undefined while it runs; null when a signal ended it (exitSignal). */
   exitCode: number | null | undefined;
+  exitSignal?: NodeJS.Signals | null;
 }
 
 /** `node <script> <args>` with its output appended to `<dir>/logs/<name>.log`, without the caller's KUBECONFIG. */
@@ -69,8 +71,9 @@ export function spawnProgram(dir: string, name: string, program: string, args: s
     log,
     exitCode: undefined,
     exited: new Promise((resolve) => {
-      child.once('exit', (exitCode) => {
+      child.once('exit', (exitCode, signal) => {
         component.exitCode = exitCode;
+        component.exitSignal = signal;
         resolve(exitCode);
       });
     }),

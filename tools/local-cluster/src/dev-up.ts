@@ -18,6 +18,7 @@ import type { DevJaeger } from './dev-traces.ts';
 import type { DevPrometheus } from './dev-metrics.ts';
 import { IMAGES, NODE_NAME, nodeAgentConfig } from './dev-node-agent.ts';
 import { missingPrerequisites } from './dev-prerequisites.ts';
+import { ServiceRestarts } from './dev-restart.ts';
 import { environmentProcesses, formatSocket, listeningSocketsOf, terminate } from './dev-processes.ts';
 import {
   PROMETHEUS_SERVICE_ACCOUNT,
@@ -143,12 +144,15 @@ class DevSession {
   #attaching: Promise<unknown> | undefined;
   /** The components not built yet while the build beside the demo runs. */
   #laterPending: string[] | undefined;
+  /** The services, restarted when they exit as their Deployments would. */
+  readonly #restarts: ServiceRestarts;
 
   constructor(options: UpOptions, say: Say, signal: AbortSignal) {
     this.#options = options;
     this.#say = say;
     this.#signal = signal;
     this.state = { supervisorPid: process.pid, dir: options.dir, phase: 'starting', startedAt: new Date().toISOString(), components: {} };
+    this.#restarts = new ServiceRestarts(say, (old, fresh) => this.#replace(old, fresh));
   }
 
   /**
@@ -238,6 +242,8 @@ class DevSession {
   }
 
   async tearDown(): Promise<boolean> {
+    // First: the teardown's own stops restart nothing.
+    this.#restarts.stop();
     this.state.phase = 'stopping';
     await writeState(this.state).catch(() => undefined);
     // Nothing starts once the teardown counts what runs.
@@ -256,7 +262,8 @@ class DevSession {
   }
 
   #throwIfOneExited(): void {
-    const dead = this.#running.find((component) => component.exitCode !== undefined);
+    if (this.#restarts.failure !== undefined) throw new DevError(this.#restarts.failure);
+    const dead = this.#running.find((component) => component.exitCode !== undefined && !this.#restarts.restarts(component.name));
     if (dead !== undefined) throw new Error(`${dead.name} exited (${String(dead.exitCode)}); see ${dead.log}`);
   }
 
@@ -337,6 +344,22 @@ class DevSession {
     return jaeger;
   }
 
+  /** A service (what the chart runs as a Deployment): restarted when it exits, with the same arguments and log. */
+  async #startService(name: string, script: string, args: string[], env: Record<string, string> = {}): Promise<Running> {
+    const component = await this.#start(name, script, args, env);
+    this.#restarts.watch(component, () => spawnComponent(this.#options.dir, name, script, args, env));
+    return component;
+  }
+
+  /** A restarted service in place of the one that exited: the teardown stops it in the same order. */
+  async #replace(old: Running, fresh: Running): Promise<void> {
+    const index = this.#running.indexOf(old);
+    if (index >= 0) this.#running[index] = fresh;
+    else this.#running.push(fresh);
+    this.state.components[fresh.name] = { pid: fresh.pid, log: fresh.log };
+    await writeState(this.state);
+  }
+
   async #supervise(component: Running): Promise<Running> {
     this.#running.push(component);
     this.state.components[component.name] = { pid: component.pid, log: component.log };
@@ -380,10 +403,10 @@ class DevSession {
     const tracingEnv: Record<string, string> = otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint };
     const [schedulerMetrics = 0, managerMetrics = 0, recoveryMetrics = 0] = await freePorts(3);
     const metrics = (port: number): string[] => ['--metrics-address', `127.0.0.1:${String(port)}`];
-    await this.#start('scheduler', 'apps/scheduler/src/main.ts', [
+    await this.#startService('scheduler', 'apps/scheduler/src/main.ts', [
       ...['--kubeconfig', await kubeconfigOf('scheduler'), ...leaseFlags, ...metrics(schedulerMetrics)],
     ]);
-    await this.#start('controller-manager', 'apps/controller-manager/src/main.ts', [
+    await this.#startService('controller-manager', 'apps/controller-manager/src/main.ts', [
       ...['--kubeconfig', await kubeconfigOf('controller-manager'), ...leaseFlags, '--internal-ca-dir', internalCaDir],
       ...metrics(managerMetrics),
       ...tracing,
@@ -391,10 +414,10 @@ class DevSession {
       ...['--runtime-service-account', RUNTIMED_SERVICE_ACCOUNT, '--runtime-server-listen', 'podIP'],
     ]);
     const recoveryKubeconfig = await kubeconfigOf('stale-recovery');
-    await this.#start('stale-recovery', 'apps/stale-recovery/src/main.ts', [
+    await this.#startService('stale-recovery', 'apps/stale-recovery/src/main.ts', [
       ...['--kubeconfig', recoveryKubeconfig, ...leaseFlags, ...metrics(recoveryMetrics)],
     ]);
-    const gatewayProcess = await this.#start(
+    const gatewayProcess = await this.#startService(
       'runtime-gateway',
       'apps/runtime-gateway/src/main.ts',
       [
@@ -519,13 +542,17 @@ class DevSession {
         { once: true },
       );
     });
+    // The services are restarted (ServiceRestarts) unless they keep failing; anything else that exits stops everything.
     const died = await Promise.race([
       stopped,
-      ...this.#running.map(async (component) => component.exited.then(() => component)),
-      controlPlane.anyExit().then((process) => ({ name: 'control plane', log: process.logFile, exitCode: null })),
+      ...this.#running
+        .filter((component) => !this.#restarts.restarts(component.name))
+        .map(async (component) => component.exited.then(() => `${component.name} exited unexpectedly; see ${component.log}`)),
+      controlPlane.anyExit().then((process) => `control plane exited unexpectedly; see ${process.logFile}`),
+      this.#restarts.crashLoop,
     ]);
     if (died === undefined) return 0;
-    this.#say(`${died.name} exited unexpectedly; see ${died.log}. Stopping everything`);
+    this.#say(`${died}. Stopping everything`);
     return 1;
   }
 }
