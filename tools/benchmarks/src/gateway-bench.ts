@@ -5,8 +5,7 @@
  * KRT_BENCH_SECTIONS=paths,pods (the default: both) chooses what is measured:
  * - paths: what each hop of one invoke costs, on one Runtime Pod (below);
  * - pods: the Pods dimension (pods-dimension.ts): the gateway path on Runtimes of each Pod
- *   count: one function Run at 1 and 4 streams (latency), 8 Runs at once (spread), with the
- *   share of peer hops and invocations per runtimed.
+ *   count, at 1, 4 and 8 streams, with the share of peer hops and invocations per runtimed.
  *
  * A real control plane, the full system (controller-manager, scheduler, local-node
  * Runtime Pod with runtimed and the Python Runtime Server, the gateway as a child

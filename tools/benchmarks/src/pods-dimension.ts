@@ -1,16 +1,8 @@
 /**
  * The gateway bench's Pods dimension (issue 44): one Runtime per Pod count (1, 4, 8 by
- * default), each with 8 function Runs spread over its Pods, invoked through the gateway in
- * three cells, in rounds whose Runtime order rotates, so no Pod count always runs first:
- * - one function Run at 1 and at 4 streams (four kept-alive connections to the same Run):
- *   the latency cells. The Run lives on one Pod whatever the Runtime's size, so these
- *   compare the path to the owner (direct, a hint, or a peer hop) with the same work and
- *   the same processes busy as at 1 Pod;
- * - all 8 Runs at once, one stream each: the spread cell (how even the work is over the
- *   runtimeds). Its latency is shown too, but at 8 Pods it is 8 runtimeds and 8 Runtime
- *   Servers taking turns on this machine's cores instead of 1 and 1, so it measures the
- *   host, not the routing.
- * Every runtimed's
+ * default), each with 8 function Runs spread over its Pods, invoked through the gateway
+ * at 1 stream (one Run), 4 streams (four Runs) and 8 streams (all eight Runs at once), in
+ * rounds whose Runtime order rotates, so no Pod count always runs first. Every runtimed's
  * own counter (`kruntimes_runtimed_invocations_total`, by port) is read around the measured
  * segments only (warm-ups excluded): invokes that took a peer hop (arrived on a peer port)
  * and invocations each runtimed received from the gateway (its gRPC port), which shows how
@@ -28,16 +20,7 @@ const HANDLER = 'def handle(event, context):\n    return None\n';
 const PAYLOAD = Buffer.from('{}');
 /** Function Runs per Runtime: the widest measurement invokes all of them at once. */
 const RUNS_PER_RUNTIME = 8;
-/** A cell: how many streams, and whether they invoke one Run or one Run each. */
-interface Cell {
-  streams: number;
-  runs: 'one' | 'each';
-}
-const CELLS: readonly Cell[] = [
-  { streams: 1, runs: 'one' },
-  { streams: 4, runs: 'one' },
-  { streams: RUNS_PER_RUNTIME, runs: 'each' },
-];
+const STREAM_COUNTS = [1, 4, RUNS_PER_RUNTIME] as const;
 /** Eight Pods starting on a shared, busy machine: far longer than a test's wait. */
 const SET_UP_WAIT = { timeoutMs: 900_000, intervalMs: 1_000 };
 
@@ -102,11 +85,11 @@ function addCounts(into: Map<string, RuntimedCounts>, before: RuntimedCounts[], 
   }
 }
 
-/** One invoke of Run `run` on the connection of `stream`; its HTTP status. */
-async function invokeOnce(system: System, subject: Subject, run: number, stream: number, id: string): Promise<number> {
+/** One invoke; its HTTP status. */
+async function invokeOnce(system: System, subject: Subject, stream: number, id: string): Promise<number> {
   const gateway = system.gateway;
   if (gateway === undefined) throw new Error('no gateway');
-  const answer = await call(subject.urls[run] ?? '', {
+  const answer = await call(subject.urls[stream] ?? '', {
     ca: gateway.caPem,
     headers: {
       authorization: `Bearer ${system.token('alice')}`,
@@ -120,15 +103,13 @@ async function invokeOnce(system: System, subject: Subject, run: number, stream:
   return answer.status;
 }
 
-/** `count` invocations over the cell's parallel sequential streams, each on its own connection. */
-async function segment(system: System, subject: Subject, cell: Cell, count: number, tag: string, tally?: Tally): Promise<void> {
-  const { streams } = cell;
+/** `count` invocations over `streams` parallel sequential streams (one Run each). */
+async function segment(system: System, subject: Subject, streams: number, count: number, tag: string, tally?: Tally): Promise<void> {
   await Promise.all(
     Array.from({ length: streams }, async (_, stream) => {
-      const run = cell.runs === 'one' ? 0 : stream;
       for (let i = stream; i < count; i += streams) {
         const t0 = performance.now();
-        const status = await invokeOnce(system, subject, run, stream, `${tag}-${stream}-${i}`);
+        const status = await invokeOnce(system, subject, stream, `${tag}-${stream}-${i}`);
         if (status === 200) tally?.latencies.push(performance.now() - t0);
         else tally?.failures.set(status, (tally.failures.get(status) ?? 0) + 1);
       }
@@ -167,8 +148,7 @@ async function setUp(system: System, pods: number): Promise<Subject> {
   };
 }
 
-function describe(subject: Subject, cell: Cell, tally: Tally, baselineP50: number | undefined): string {
-  const { streams } = cell;
+function describe(subject: Subject, streams: number, tally: Tally, baselineP50: number | undefined): string {
   const summary = summarizeLatencies(tally.latencies);
   const perSecond = tally.latencies.length / tally.seconds;
   const received = [...tally.perRuntimed.values()].map((counts) => counts.grpc);
@@ -179,8 +159,7 @@ function describe(subject: Subject, cell: Cell, tally: Tally, baselineP50: numbe
   const vsOnePod = baselineP50 === undefined ? '' : ` (${(summary.p50 / baselineP50).toFixed(2)}x 1-Pod p50)`;
   const failed = [...tally.failures].map(([status, n]) => `${String(n)}x ${String(status)}`).join(', ');
   return (
-    `  ${String(subject.pods).padStart(2)} Pods, ${streams} stream${streams === 1 ? ' ' : 's'} to ${cell.runs === 'one' ? 'one Run' : 'a Run each'}: ` +
-    `${formatLatencies(summary)}${vsOnePod}, ` +
+    `  ${String(subject.pods).padStart(2)} Pods, ${streams} stream${streams === 1 ? ' ' : 's'}: ${formatLatencies(summary)}${vsOnePod}, ` +
     `${perSecond.toFixed(0)} invokes/s; peer hops ${peer}/${invokes} (${((100 * peer) / invokes).toFixed(1)} %); ` +
     `per runtimed (from the gateway) [${received.join(', ')}], max ${maxOverMean.toFixed(2)}x mean` +
     (failed === '' ? '' : `; not served (not timed): ${failed}`)
@@ -201,9 +180,8 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
     ];
     for (const subject of subjects)
       lines.push(`  ${String(subject.pods).padStart(2)} Pods: the scheduler placed the Runs [${subject.runsPerPod.join(', ')}] per Pod`);
-    for (const cell of CELLS) {
-      const { streams } = cell;
-      for (const subject of subjects) await segment(system, subject, cell, warmup * streams, `warm-${String(subject.pods)}`);
+    for (const streams of STREAM_COUNTS) {
+      for (const subject of subjects) await segment(system, subject, streams, warmup * streams, `warm-${String(subject.pods)}`);
       const tallies = new Map<Subject, Tally>(
         subjects.map((subject) => [subject, { latencies: [], failures: new Map(), seconds: 0, perRuntimed: new Map() }]),
       );
@@ -216,7 +194,7 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
           if (subject === undefined || tally === undefined) continue;
           const before = await readCounts(subject);
           const t0 = performance.now();
-          await segment(system, subject, cell, n, `pods-${String(subject.pods)}-${String(streams)}${cell.runs}-${String(round)}`, tally);
+          await segment(system, subject, streams, n, `pods-${String(subject.pods)}-${String(streams)}-${String(round)}`, tally);
           tally.seconds += (performance.now() - t0) / 1000;
           addCounts(tally.perRuntimed, before, await readCounts(subject));
         }
@@ -225,7 +203,7 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
       const baseline = one === undefined ? undefined : summarizeLatencies(tallies.get(one)?.latencies ?? []).p50;
       for (const subject of subjects) {
         const tally = tallies.get(subject);
-        if (tally !== undefined) lines.push(describe(subject, cell, tally, subject.pods === 1 ? undefined : baseline));
+        if (tally !== undefined) lines.push(describe(subject, streams, tally, subject.pods === 1 ? undefined : baseline));
       }
     }
     return lines.join('\n');
