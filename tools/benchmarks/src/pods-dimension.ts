@@ -8,13 +8,14 @@
  * and invocations each runtimed received from the gateway (its gRPC port), which shows how
  * even the spread is.
  */
+import { readFile, readdir } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { DEFAULTS } from '@kruntimes/api';
 import type { System } from '@kruntimes/e2e';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import { currentPhase } from '@kruntimes/run-state';
-import { call, formatLatencies, summarizeLatencies, waitFor } from '@kruntimes/testing';
+import { call, formatLatencies, processCpuSeconds, summarizeLatencies, waitFor } from '@kruntimes/testing';
 
 const HANDLER = 'def handle(event, context):\n    return None\n';
 const PAYLOAD = Buffer.from('{}');
@@ -57,6 +58,52 @@ interface Tally {
   seconds: number;
   /** Per runtimed (by Pod name): what the measured segments added to its counters. */
   perRuntimed: Map<string, RuntimedCounts>;
+  /** CPU seconds the measured segments cost, by the role of the process (this bench's descendants only). */
+  cpu: Map<Role, number>;
+}
+
+/** What a process of the invoke path is, from its command line. */
+type Role = 'gateway' | 'runtimed' | 'runtime server' | 'python worker';
+const ROLES: readonly [Role, RegExp][] = [
+  ['gateway', /runtime-gateway/],
+  ['runtimed', /runtimed/],
+  ['runtime server', /runtime-server-python\/src\/main|runtime-server-python\.m?js/],
+  ['python worker', /krt_worker\.py/],
+];
+
+/**
+ * CPU seconds so far of every descendant of this process by role: where an invoke's CPU
+ * goes, and which role's share grows with the number of Pods.
+ */
+async function cpuByRole(): Promise<Map<Role, number>> {
+  const parents = new Map<number, number>();
+  const commands = new Map<number, string>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    parents.set(Number(entry), ppid);
+    commands.set(Number(entry), (await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' '));
+  }
+  const descends = (pid: number): boolean => {
+    for (let at = pid, hops = 0; at > 1 && hops < 64; hops += 1) {
+      if (at === process.pid) return true;
+      at = parents.get(at) ?? 0;
+    }
+    return false;
+  };
+  const totals = new Map<Role, number>();
+  for (const [pid, command] of commands) {
+    const role = ROLES.find(([, pattern]) => pattern.test(command))?.[0];
+    if (role === undefined || pid === process.pid || !descends(pid)) continue;
+    const seconds = await processCpuSeconds(pid).catch(() => 0);
+    totals.set(role, (totals.get(role) ?? 0) + seconds);
+  }
+  return totals;
+}
+
+function addCpu(into: Map<Role, number>, before: Map<Role, number>, after: Map<Role, number>): void {
+  for (const [role, seconds] of after) into.set(role, (into.get(role) ?? 0) + seconds - (before.get(role) ?? 0));
 }
 
 const INVOCATIONS = /^kruntimes_runtimed_invocations_total\{([^}]*)\} (\S+)$/gm;
@@ -158,10 +205,12 @@ function describe(subject: Subject, streams: number, tally: Tally, baselineP50: 
   const maxOverMean = mean === 0 ? Number.NaN : Math.max(...received) / mean;
   const vsOnePod = baselineP50 === undefined ? '' : ` (${(summary.p50 / baselineP50).toFixed(2)}x 1-Pod p50)`;
   const failed = [...tally.failures].map(([status, n]) => `${String(n)}x ${String(status)}`).join(', ');
+  const cpu = ROLES.map(([role]) => `${role} ${((1000 * (tally.cpu.get(role) ?? 0)) / Math.max(1, invokes)).toFixed(2)}`).join(', ');
   return (
     `  ${String(subject.pods).padStart(2)} Pods, ${streams} stream${streams === 1 ? ' ' : 's'}: ${formatLatencies(summary)}${vsOnePod}, ` +
     `${perSecond.toFixed(0)} invokes/s; peer hops ${peer}/${invokes} (${((100 * peer) / invokes).toFixed(1)} %); ` +
-    `per runtimed (from the gateway) [${received.join(', ')}], max ${maxOverMean.toFixed(2)}x mean` +
+    `per runtimed (from the gateway) [${received.join(', ')}], max ${maxOverMean.toFixed(2)}x mean; ` +
+    `CPU ms per invoke: ${cpu}` +
     (failed === '' ? '' : `; not served (not timed): ${failed}`)
   );
 }
@@ -183,7 +232,7 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
     for (const streams of STREAM_COUNTS) {
       for (const subject of subjects) await segment(system, subject, streams, warmup * streams, `warm-${String(subject.pods)}`);
       const tallies = new Map<Subject, Tally>(
-        subjects.map((subject) => [subject, { latencies: [], failures: new Map(), seconds: 0, perRuntimed: new Map() }]),
+        subjects.map((subject) => [subject, { latencies: [], failures: new Map(), seconds: 0, perRuntimed: new Map(), cpu: new Map() }]),
       );
       const perRound = Math.ceil(count / rounds);
       for (let round = 0; round < rounds; round += 1) {
@@ -193,9 +242,11 @@ export async function measurePods(options: PodsDimensionOptions): Promise<string
           const tally = subject === undefined ? undefined : tallies.get(subject);
           if (subject === undefined || tally === undefined) continue;
           const before = await readCounts(subject);
+          const cpuBefore = await cpuByRole();
           const t0 = performance.now();
           await segment(system, subject, streams, n, `pods-${String(subject.pods)}-${String(streams)}-${String(round)}`, tally);
           tally.seconds += (performance.now() - t0) / 1000;
+          addCpu(tally.cpu, cpuBefore, await cpuByRole());
           addCounts(tally.perRuntimed, before, await readCounts(subject));
         }
       }
