@@ -423,6 +423,22 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     expect(honoring.map((o) => o.metadata.name)).toEqual(['kruntimes-controller-manager']);
   });
 
+  it("puts the leader-elected services' Lease requests, in the release namespace only, in the API server's leader-election priority level", () => {
+    const schema = get(objects, 'FlowSchema', `kruntimes-leader-election-${NAMESPACE}`);
+    const spec = schema.spec as {
+      priorityLevelConfiguration: { name: string };
+      rules: { subjects: { serviceAccount: { name: string; namespace: string } }[]; resourceRules: unknown[] }[];
+    };
+    expect(spec.priorityLevelConfiguration.name).toBe('leader-election');
+    expect(spec.rules).toHaveLength(1);
+    expect(spec.rules[0]?.subjects.map((subject) => subject.serviceAccount)).toEqual(
+      ['kruntimes-scheduler', 'kruntimes-controller-manager', 'kruntimes-stale-recovery'].map((name) => ({ name, namespace: NAMESPACE })),
+    );
+    expect(spec.rules[0]?.resourceRules).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'], namespaces: [NAMESPACE] },
+    ]);
+  });
+
   it('ships the dashboards as ConfigMaps labelled grafana_dashboard', () => {
     const maps = objects.filter((o) => o.kind === 'ConfigMap' && o.metadata.labels?.grafana_dashboard === '1');
     expect(
@@ -462,6 +478,11 @@ describe('admission', () => {
 });
 
 describe('gateway.resolveMode=dns', () => {
+  it('global.leaderElectionFlowSchema=false leaves the FlowSchema out', async () => {
+    const objects = await renderChart(helm, NAMESPACE, [...COMMON, 'global.leaderElectionFlowSchema=false']);
+    expect(objects.filter((o) => o.kind === 'FlowSchema')).toEqual([]);
+  });
+
   it('gives the gateway no Kubernetes API access (no RBAC, no token)', async () => {
     const objects = await renderChart(helm, NAMESPACE, [...COMMON, 'gateway.resolveMode=dns']);
     expect(

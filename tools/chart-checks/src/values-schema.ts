@@ -107,6 +107,7 @@ const schema: Schema = {
       serviceMonitor: strictObject({ enabled: bool, interval: duration, labels: stringMap }),
       watchNamespace: { anyOf: [{ const: '' }, dns1123Label] },
       automaticRetry: bool,
+      leaderElectionFlowSchema: bool,
       networkPolicy: strictObject({ enabled: bool, metricsNamespaces: { type: 'array', uniqueItems: true, items: dns1123Label } }),
       internalCA: {
         ...strictObject({
