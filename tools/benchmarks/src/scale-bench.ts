@@ -96,7 +96,7 @@ const HEAP_METRIC = 'kruntimes_process_heap_used_bytes';
 const PASS_METRIC = 'kruntimes_scheduler_pass_seconds';
 const RENEW_METRIC = 'kruntimes_leader_renew_seconds';
 const TTL_SECONDS = 86_400;
-const MAX_AUTOMATIC_RESTARTS = 3;
+const MAX_AUTOMATIC_RESTARTS = 10;
 const REAL_RUNTIME = 'real';
 const KINDS = [
   { kind: 'held', runtime: 'held' },
@@ -392,6 +392,8 @@ interface PointResult {
   passP99: number | undefined;
   renewP99: Partial<Record<ControllerName, number>>;
   transitionFailures: number;
+  /** Services that exited and were started again during the point. */
+  restarted: readonly string[];
 }
 
 const stateDir = await mkdtemp(join(tmpdir(), 'scale-bench-'));
@@ -514,6 +516,7 @@ try {
 
   // Lease monitor: every 2 s, bounded by the bench's own end.
   const leaseEvents: string[] = [];
+  const lastEvent = new Map<ControllerName, string>();
   const restarting = new Set<ControllerName>();
   const lastLease = new Map<ControllerName, { holder: string; transitions: number }>();
   let leaseReads = 0;
@@ -532,7 +535,9 @@ try {
         const moved = before !== undefined && (before.holder !== now.holder || before.transitions !== now.transitions);
         if (!own || moved) {
           const event = `${name}: holder ${before?.holder ?? '?'} -> ${now.holder || '(none)'}, transitions ${String(before?.transitions ?? '?')} -> ${String(now.transitions)}`;
-          if (leaseEvents.at(-1) !== event) {
+          // Logged once per change: the same stale holder is read again on every poll until the new process takes over.
+          if (lastEvent.get(name) !== event) {
+            lastEvent.set(name, event);
             leaseEvents.push(event);
             log(`!! lease: ${event}`);
           }
@@ -625,7 +630,7 @@ try {
     if (runtimedHeap !== undefined) result.heap.runtimed = runtimedHeap;
     return result;
   };
-  const printSample = (label: string, s: Sample, runsNow: number, base: Sample | undefined): void => {
+  const printSample = (label: string, s: Sample, runsNow: number, base: Sample | undefined, restarted: readonly string[] = []): void => {
     for (const name of MEASURED) {
       const rss = s.rss[name];
       const baseRss = base?.rss[name];
@@ -633,7 +638,8 @@ try {
       const heap = s.heap[name];
       log(
         `  ${label} ${name.padEnd(18)} resident ${mib(rss).padStart(9)}  heap ${fmt(heap === undefined ? undefined : heap / 2 ** 20, 0, ' MiB').padStart(8)}` +
-          (base === undefined ? '' : `  ${fmt(perRun, 2, ' KiB/Run')} resident growth`),
+          (base === undefined ? '' : `  ${fmt(perRun, 2, ' KiB/Run')} resident growth`) +
+          (restarted.includes(name) ? '  (restarted during the point: a fresh process, not comparable)' : ''),
       );
     }
   };
@@ -743,6 +749,7 @@ try {
     for (let i = from; i < target; i += 1) names.push(nameOf(i));
     const batch = names.slice(from);
     const failuresBefore = transitionFailures;
+    const generations = new Map(SERVICES.map((name) => [name, service(name).generation]));
     log(`point ${String(target)}: creating ${String(batch.length)} Runs`);
     const requestsBefore: ApiServerRequests = await apiServerRequests(controlPlane.info);
     const createStart = performance.now();
@@ -812,6 +819,7 @@ try {
       passP99: histogramQuantile(metricsBefore.scheduler, metricsAfter.scheduler, PASS_METRIC, 0.99),
       renewP99,
       transitionFailures: transitionFailures - failuresBefore,
+      restarted: SERVICES.filter((name) => service(name).generation !== generations.get(name)),
     };
     metricsBefore = metricsAfter;
     result.pointSeconds = (performance.now() - pointStart) / 1000;
@@ -820,7 +828,8 @@ try {
       `point ${String(target)} Runs (took ${result.pointSeconds.toFixed(0)} s): scheduler pass p50 ${ms(result.passP50)}, p99 ${ms(result.passP99)}; ` +
         `lease renew p99 ${CONTROLLERS.map((c) => `${c} ${ms(renewP99[c])}`).join(', ')}`,
     );
-    printSample(String(target), pointSample, target, baseline);
+    const restartedNames = SERVICES.filter((name) => service(name).generation !== generations.get(name));
+    printSample(String(target), pointSample, target, baseline, restartedNames);
     log(
       `  CPU over the point: ${MEASURED.map((m) => {
         const now = pointSample.cpu[m];
@@ -937,7 +946,7 @@ try {
     lostLeadership.set(name, text.split('\n').filter((line) => line.includes('lost leadership') || line.includes('lease; exiting')).length);
   }
   log('');
-  log('summary (resident MiB, growth KiB/Run over the empty baseline; heap MiB where exported):');
+  log('summary (resident MiB, growth KiB/Run over the empty baseline, * restarted during the point; heap MiB where exported):');
   const header = [
     'Runs',
     'create/s',
@@ -957,7 +966,7 @@ try {
         const rss = r.sample.rss[m];
         const base = baseline.rss[m];
         const perRun = rss !== undefined && base !== undefined ? (rss - base) / r.runs : undefined;
-        return `${fmt(rss === undefined ? undefined : rss / 1024, 0)} (${fmt(perRun, 2)})`;
+        return `${r.restarted.includes(m) ? '*' : ''}${fmt(rss === undefined ? undefined : rss / 1024, 0)} (${fmt(perRun, 2)})`;
       }),
     ]);
     row(['  heap', '', ...MEASURED.map((m) => fmt(r.sample.heap[m] === undefined ? undefined : (r.sample.heap[m] ?? 0) / 2 ** 20, 0))]);
