@@ -4,13 +4,20 @@
  * snapshot and a waiting reason, half Succeeded with outputs, each with a 1.5 KiB inline
  * program, env and args. Then, in this process (node --expose-gc), one InformerFactory per
  * projection lists and watches them: the live heap after a full GC, before and after the
- * cache is filled, divided by N. `none` is the cache before projections (all but
- * managedFields); the others are what the scheduler, stale recovery and the
- * controller-manager keep. Prints one line per projection; no timing is asserted.
+ * cache is filled, divided by N. Each projection is measured in a process of its own (this
+ * file again, `--measure`), so that no cache of another one, freed late, is in its figure.
+ * `none` is the cache before projections (all but managedFields); the others are what the
+ * scheduler, stale recovery and the controller-manager keep. Prints one line per
+ * projection; no timing is asserted.
  *
  *   node --expose-gc tools/benchmarks/src/run-cache-bench.ts [runs]
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, RUN_PLURAL } from '@kruntimes/api';
 import type { Run, RunStatus } from '@kruntimes/api';
 import { InformerFactory } from '@kruntimes/controller-runtime';
@@ -19,9 +26,10 @@ import { MANAGER_RUN_PROJECTION } from '@kruntimes/controller-manager-core';
 import { runClient } from '@kruntimes/run-client';
 import { SCHEDULER_RUN_PROJECTION } from '@kruntimes/scheduler-core';
 import { RECOVERY_RUN_PROJECTION } from '@kruntimes/stale-recovery-core';
-import { Cluster, ControlPlane, REPO_ROOT } from '@kruntimes/testing';
+import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, kubeconfigYaml } from '@kruntimes/testing';
 
-const RUNS = Number(process.argv[2] ?? 5000);
+const MEASURE = process.argv[2] === '--measure';
+const RUNS = Number((MEASURE ? process.argv[5] : process.argv[2]) ?? 5000);
 const CONCURRENCY = 16;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
@@ -126,29 +134,19 @@ function liveHeap(): number {
   return process.memoryUsage().heapUsed;
 }
 
-const controlPlane = await ControlPlane.start({
-  crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')],
-  controllerManager: false,
-});
-try {
-  const cluster = new Cluster(controlPlane.info);
-  const admin = cluster.kubeConfig();
-  const runs = runClient(admin);
-  const namespace = (await cluster.createNamespace({ prefix: 'run-cache' })).name;
-  const empty = (await cluster.createNamespace({ prefix: 'run-cache-empty' })).name;
-  const started = Date.now();
-  await forEachLimited(RUNS, async (i) => {
-    const created = await runs.create(namespace, newRun(namespace, i));
-    if (!created.ok) throw new Error(`create refused: ${created.reason}`);
-    const written = await runs.replaceStatus(created.object, statusOf(i, created.object.metadata.generation));
-    if (!written.ok) throw new Error(`status refused: ${written.reason}`);
-  });
-  log(`${String(RUNS)} Runs created with status in ${String(Math.round((Date.now() - started) / 1000))} s`);
-  const sample = await runs.get(namespace, 'run-000001');
-  log(`one finished Run as JSON: ${String(JSON.stringify(sample).length)} bytes`);
+const PROJECTIONS: Record<string, Projection | undefined> = {
+  none: undefined,
+  scheduler: SCHEDULER_RUN_PROJECTION,
+  'stale-recovery': RECOVERY_RUN_PROJECTION,
+  'controller-manager': MANAGER_RUN_PROJECTION,
+};
 
-  const fill = async (projection: Projection | undefined, where: string): Promise<{ informers: InformerFactory; count: number }> => {
-    const informers = new InformerFactory({ kubeConfig: admin, logger });
+/** One Run cache filled in this process: what its Runs add to the live heap, in bytes. */
+async function measure(kubeconfigPath: string, namespace: string, name: string): Promise<number> {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(kubeconfigPath);
+  const fill = async (where: string, projection: Projection | undefined): Promise<{ informers: InformerFactory; count: number }> => {
+    const informers = new InformerFactory({ kubeConfig, logger });
     const informer = informers.informer({
       group: API_GROUP,
       version: API_VERSION,
@@ -159,28 +157,72 @@ try {
     await informers.start();
     return { informers, count: informer.list().length };
   };
-  // Loads and warms every module and connection the measurements use, so none is counted in them.
-  await (await fill(undefined, empty)).informers.stop();
+  // A first list of one Run loads and warms every module and connection, so none is counted.
+  const warm = await fill(namespace, {
+    name: 'warm-up',
+    keep: () => ({ metadata: { name: 'w', namespace } }),
+  });
+  await warm.informers.stop();
+  const before = liveHeap();
+  const { informers, count } = await fill(namespace, PROJECTIONS[name]);
+  const after = liveHeap();
+  await informers.stop();
+  if (count !== RUNS) throw new Error(`${name}: the cache holds ${String(count)} Runs, not ${String(RUNS)}`);
+  if (errors.length > 0) throw new Error(`informer errors:\n${errors.join('\n')}`);
+  return after - before;
+}
 
-  const variants: [string, Projection | undefined][] = [
-    ['none (before)', undefined],
-    ['scheduler', SCHEDULER_RUN_PROJECTION],
-    ['stale-recovery', RECOVERY_RUN_PROJECTION],
-    ['controller-manager', MANAGER_RUN_PROJECTION],
-    ['none (again)', undefined],
-  ];
-  for (const [name, projection] of variants) {
-    const before = liveHeap();
-    const { informers, count } = await fill(projection, namespace);
-    const after = liveHeap();
-    await informers.stop();
-    if (count !== RUNS) throw new Error(`${name}: the cache holds ${String(count)} Runs, not ${String(RUNS)}`);
-    const perRun = (after - before) / RUNS / 1024;
-    log(
-      `${name.padEnd(20)} live heap +${((after - before) / 1024 / 1024).toFixed(1)} MiB for ${String(RUNS)} Runs: ${perRun.toFixed(2)} KiB/Run`,
-    );
+if (MEASURE) {
+  const [, , , kubeconfigPath = '', namespace = '', , name = 'none'] = process.argv;
+  process.stdout.write(`${JSON.stringify({ bytes: await measure(kubeconfigPath, namespace, name) })}\n`);
+} else {
+  await bench();
+}
+
+async function bench(): Promise<void> {
+  const controlPlane = await ControlPlane.start({
+    crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')],
+    controllerManager: false,
+  });
+  const stateDir = await mkdtemp(join(tmpdir(), 'run-cache-bench-'));
+  try {
+    const cluster = new Cluster(controlPlane.info);
+    const admin = cluster.kubeConfig();
+    const runs = runClient(admin);
+    const namespace = (await cluster.createNamespace({ prefix: 'run-cache' })).name;
+    const started = Date.now();
+    await forEachLimited(RUNS, async (i) => {
+      const created = await runs.create(namespace, newRun(namespace, i));
+      if (!created.ok) throw new Error(`create refused: ${created.reason}`);
+      const written = await runs.replaceStatus(created.object, statusOf(i, created.object.metadata.generation));
+      if (!written.ok) throw new Error(`status refused: ${written.reason}`);
+    });
+    log(`${String(RUNS)} Runs created with status in ${String(Math.round((Date.now() - started) / 1000))} s`);
+    const sample = await runs.get(namespace, 'run-000001');
+    log(`one finished Run as JSON: ${String(JSON.stringify(sample).length)} bytes`);
+
+    const kubeconfigPath = join(stateDir, 'admin.kubeconfig');
+    const yaml = kubeconfigYaml({
+      server: controlPlane.info.server,
+      caPem: controlPlane.info.caPem,
+      user: ADMIN_USER,
+      token: cluster.user(ADMIN_USER).token,
+    });
+    await writeFile(kubeconfigPath, yaml, { mode: 0o600 });
+    const self = import.meta.filename;
+    const names = ['none', 'scheduler', 'stale-recovery', 'controller-manager'];
+    for (const round of [1, 2]) {
+      for (const name of names) {
+        const args = ['--expose-gc', self, '--measure', kubeconfigPath, namespace, String(RUNS), name];
+        const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 1 << 20 });
+        const { bytes } = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as { bytes: number };
+        log(
+          `round ${String(round)} ${name.padEnd(20)} live heap +${(bytes / 1024 / 1024).toFixed(1)} MiB for ${String(RUNS)} Runs: ${(bytes / RUNS / 1024).toFixed(2)} KiB/Run`,
+        );
+      }
+    }
+  } finally {
+    await controlPlane.stop();
+    await rm(stateDir, { recursive: true, force: true });
   }
-  if (errors.length > 0) log(`informer errors:\n${errors.join('\n')}`);
-} finally {
-  await controlPlane.stop();
 }
