@@ -1,10 +1,11 @@
 import type { KubernetesObject, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
-import type { Run, RunPhase, Runtime } from '@kruntimes/api';
+import type { Run, RunPhase, RunStatus, Runtime } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import { waitsForSlot } from '@kruntimes/pool-core';
-import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
-import { capacityHold, classify, currentPhase, holdsCapacity } from '@kruntimes/run-state';
+import type { Projection, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
+import { kept, projectedRun } from '@kruntimes/run-client';
+import { capacityHold, classify, currentPhase, holdsCapacity, isTerminal } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { ArtifactStoreObject, RunInputObject } from './objects.ts';
 import type { CollectableRun } from './collection.ts';
@@ -28,6 +29,44 @@ export interface ManagerCaches {
   artifactStores: SharedInformer<ArtifactStoreObject>;
   runInputs: SharedInformer<RunInputObject>;
 }
+
+/**
+ * What the controller-manager keeps of a Run. None of its controllers writes a Run from this
+ * cache (the waiting-input and RunInput writes read the live Run, collection deletes are
+ * preconditioned on uid and resourceVersion), so it keeps only what they read:
+ * - metadata of runIdentity: identity, resourceVersion (delete preconditions),
+ *   creationTimestamp (history order), deletionTimestamp, finalizers (capacity held);
+ * - spec.runtime (demand, metrics, history), cancelRequested and timeout (a waiting Run's
+ *   cancel and timeout), ttlSecondsAfterFinished (TTL), the mode (a task's args dropped);
+ * - status phase, reason (waiting for a slot), assignedPodUID (capacity per Pod), attempt
+ *   (artifact retention), startTime (wait timeout), completionTime (TTL, history), and
+ *   waitingInput and resume while the Run is not terminal (checkpoints still needed).
+ * Dropped: the source, env, retryPolicy, artifacts, origin (the origin controller has its
+ * own, label-selected cache), creator, labels, annotations, conditions, message, outputs,
+ * endpoint, artifacts, responses, the source snapshot.
+ */
+export function managerRunView(run: RunObject): RunObject {
+  const spec = run.spec;
+  const status = run.status;
+  const active = !isTerminal(currentPhase(run));
+  const keptStatus: RunStatus | undefined =
+    status === undefined
+      ? undefined
+      : {
+          ...kept(status, ['phase', 'reason', 'assignedPodUID', 'attempt', 'startTime', 'completionTime']),
+          ...(active ? kept(status, ['waitingInput', 'resume']) : {}),
+        };
+  const keptSpec = {
+    runtime: spec.runtime,
+    source: {},
+    mode: spec.mode.function === undefined ? { task: {} } : { function: spec.mode.function },
+    ...kept(spec, ['cancelRequested', 'timeout', 'ttlSecondsAfterFinished']),
+  };
+  return projectedRun(run, keptSpec, keptStatus) as RunObject;
+}
+
+/** The one Run projection of the controller-manager's shared Run cache (see managerRunView). */
+export const MANAGER_RUN_PROJECTION: Projection = { name: 'controller-manager', keep: managerRunView };
 
 export function phaseOf(run: ReadonlyDeep<RunObject>): RunPhase {
   return currentPhase({ status: run.status?.phase === undefined ? {} : { phase: run.status.phase } });

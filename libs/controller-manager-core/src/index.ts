@@ -8,3 +8,5 @@ export { renderManagerMetrics } from './metrics.ts';
 // Controllers other processes also run.
 export { InputMetrics } from './input-metrics.ts';
 export { OriginController } from './origin-controller.ts';
+/** What the controller-manager's Run cache keeps of a Run (the scale bench measures it). */
+export { MANAGER_RUN_PROJECTION } from './caches.ts';

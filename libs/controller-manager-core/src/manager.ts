@@ -12,7 +12,7 @@ import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 import { Autoscaler } from './autoscaler.ts';
 import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
-import { metricsSnapshot, phaseOf, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
+import { MANAGER_RUN_PROJECTION, metricsSnapshot, phaseOf, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
 import type { ManagerCaches, RunObject, RuntimeObject } from './caches.ts';
 import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts';
 import type { InputMetrics } from './input-metrics.ts';
@@ -92,7 +92,7 @@ export class ControllerManager {
     const owned = { labelSelector: OWNED_SELECTOR };
     const caches: ManagerCaches = {
       runtimes: this.#informers.informer<RuntimeObject>({ ...kruntimes, plural: RUNTIME_PLURAL }),
-      runs: this.#informers.informer<RunObject>({ ...kruntimes, plural: RUN_PLURAL }),
+      runs: this.#informers.informer<RunObject>({ ...kruntimes, plural: RUN_PLURAL, projection: MANAGER_RUN_PROJECTION }),
       pods: this.#informers.informer<V1Pod>({ ...core, plural: 'pods', labelSelector: RUNTIME_POD_SELECTOR, name: 'runtime-pods' }),
       deployments: this.#informers.informer<V1Deployment>({ ...core, group: 'apps', plural: 'deployments', ...owned }),
       services: this.#informers.informer<V1Service>({ ...core, plural: 'services', ...owned }),

@@ -8,3 +8,4 @@ export { fencedWrite, thaw } from './fenced-write.ts';
 export type { FencedResult, FencedStep, FencedWrite } from './fenced-write.ts';
 export { writeTransition } from './write-transition.ts';
 export type { RunStatusWriter } from './write-transition.ts';
+export { kept, projectedRun, runIdentity, transitionSpec } from './run-projection.ts';

@@ -3,7 +3,7 @@
 import type { Run, RunSchedule } from '@kruntimes/api';
 import { Cluster } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
-import { kruntimesClients, writeTransition } from '../src/index.ts';
+import { kruntimesClients, projectedRun, transitionSpec, writeTransition } from '../src/index.ts';
 
 const cluster = Cluster.fromEnvironment();
 const { runs, runSchedules } = kruntimesClients(cluster.kubeConfig());
@@ -87,4 +87,38 @@ test('writeTransition on a stale version: Conflict without retries; with one, wr
   // Bound now: the state machine refuses a second bind on the live Run, and nothing is written.
   const again = await writeTransition(runs, { namespace: namespace.name, name: 'r' }, BIND, { ...options, retries: 5 });
   expect(again).toMatchObject({ ok: false, reason: 'Refused' });
+});
+
+test('a status write of a projected Run (a cache that dropped the source, env and labels) keeps the stored spec and is still fenced', async () => {
+  const full: Run = {
+    ...newRun('projected'),
+    metadata: { name: 'projected', namespace: namespace.name, labels: { team: 'a' }, annotations: { note: 'kept' } },
+    spec: {
+      runtime: 'python',
+      source: { inline: 'print("the whole program")\n'.repeat(20) },
+      mode: { task: { args: ['--flag'] } },
+      env: [{ name: 'A', value: 'b' }],
+      timeout: '5m',
+    },
+  };
+  const createdRun = await runs.create(namespace.name, full);
+  if (!createdRun.ok) throw new Error(`create refused: ${createdRun.reason}`);
+  const stored = createdRun.object;
+  // What a cache projection keeps: no source text, env, args, timeout, labels or annotations.
+  const projected = projectedRun(stored, transitionSpec(stored.spec), stored.status);
+  expect(projected.spec).toEqual({ runtime: 'python', source: {}, mode: { task: {} }, cancelRequested: false });
+
+  const written = await writeTransition(runs, projected, BIND, { writer: 'scheduler', now: () => NOW });
+  expect(written.ok && written.object.status).toMatchObject({ phase: 'Scheduled', assignedPod: 'pod-a' });
+  const live = await runs.get(namespace.name, 'projected');
+  expect(live?.spec).toEqual(stored.spec);
+  expect(live?.metadata.labels).toEqual({ team: 'a' });
+  expect(live?.metadata.annotations).toEqual({ note: 'kept' });
+  expect(live?.status).toMatchObject({ phase: 'Scheduled', assignedPod: 'pod-a', assignedPodUID: 'pod-uid-a' });
+
+  // The projection of the version before the bind is stale: fenced on its resourceVersion.
+  const unschedulable = { type: 'Unschedulable', reason: 'NoReadyPods', message: 'no ready Pod' } as const;
+  const stale = await writeTransition(runs, projected, unschedulable, { writer: 'scheduler', now: () => NOW });
+  expect(stale).toMatchObject({ ok: false, reason: 'Conflict' });
+  expect((await runs.get(namespace.name, 'projected'))?.status?.phase).toBe('Scheduled');
 });

@@ -1,7 +1,8 @@
 import type { KubernetesObject, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
-import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import type { Projection, ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import { kept, projectedRun, transitionSpec } from '@kruntimes/run-client';
 import { capacityHold } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { AssumeCache } from './assume-cache.ts';
@@ -12,7 +13,26 @@ export type RuntimeObject = Runtime & KubernetesObject;
 
 /** A watch without its namespace: the component supplies the one it watches. */
 type Watch = Omit<WatchSpec, 'namespace'>;
-export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL };
+
+/**
+ * What the scheduler process keeps of a Run (its placement pass, its routing and its
+ * snapshot controller share the one cache). Kept: the metadata of runIdentity (identity,
+ * resourceVersion for the fenced bind, generation, creationTimestamp for bind order and
+ * latency, deletionTimestamp, finalizers for capacityHold); the spec a transition reads
+ * (transitionSpec: runtime, mode, cancelRequested, retryPolicy, artifacts, origin) and
+ * spec.creator (the Runtime `use` review); the whole status (the scheduler writes
+ * transitions from these cached versions, and placement reads phase, reason, message,
+ * assignment, notBefore and source). Dropped: spec.source (the snapshot controller reads
+ * the full Run when it needs the text), env, a task's args, timeout, TTL, parentRunRef,
+ * labels, annotations and ownerReferences.
+ */
+export function schedulerRunView(run: RunObject): RunObject {
+  return projectedRun(run, { ...transitionSpec(run.spec), ...kept(run.spec, ['creator']) }, run.status) as RunObject;
+}
+
+export const SCHEDULER_RUN_PROJECTION: Projection = { name: 'scheduler', keep: schedulerRunView };
+
+export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL, projection: SCHEDULER_RUN_PROJECTION };
 export const RUNTIMES: Watch = { group: API_GROUP, version: API_VERSION, plural: RUNTIME_PLURAL };
 /** Runtime Pods only: the component label and their Runtime's name. */
 export const RUNTIME_PODS: Watch = {

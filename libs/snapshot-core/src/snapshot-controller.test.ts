@@ -3,6 +3,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Run, RunStatus } from '@kruntimes/api';
 import type { SharedInformer } from '@kruntimes/controller-runtime';
 import type { RunStatusWriter, WriteResult } from '@kruntimes/run-client';
+import { sourceDigest } from './decide-snapshot.ts';
 import { SNAPSHOT_WORKERS, SnapshotController } from './snapshot-controller.ts';
 
 type RunObject = Run & KubernetesObject;
@@ -30,11 +31,12 @@ function fakeCache(runs: readonly RunObject[]): SharedInformer<RunObject> {
 }
 
 /** Status writes that stay unanswered until released: how many are in flight at once is what the test reads. */
-function heldWrites() {
+function heldWrites(runs: readonly RunObject[]) {
   const state = { inFlight: 0, most: 0, written: [] as string[] };
   const waiting: (() => void)[] = [];
+  const byName = new Map(runs.map((run) => [run.metadata.name ?? '', run]));
   const writer: RunStatusWriter = {
-    get: () => Promise.resolve(undefined),
+    get: (_namespace, name) => Promise.resolve(byName.get(name)),
     replaceStatus: async (run, status): Promise<WriteResult<Run>> => {
       state.inFlight += 1;
       state.most = Math.max(state.most, state.inFlight);
@@ -58,7 +60,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
 describe('SnapshotController', () => {
   it('snapshots a burst of Runs SNAPSHOT_WORKERS at a time: that many status writes are in flight at once', async () => {
     const runs = Array.from({ length: SNAPSHOT_WORKERS * 2 }, (_, i) => pendingRun(`r${String(i)}`));
-    const { state, writer, release } = heldWrites();
+    const { state, writer, release } = heldWrites(runs);
     // Never dialled: an inline source reads nothing, and status writes go to the fake.
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromClusterAndUser({ name: 'unused', server: 'https://127.0.0.1:1', skipTLSVerify: false }, { name: 'unused' });
@@ -77,4 +79,56 @@ describe('SnapshotController', () => {
       await controller.stop();
     }
   });
+
+  it('reads the full Run when its cache is a projection without the source, and records the digest of its text', async () => {
+    const full = pendingRun('p');
+    const projected: RunObject = { ...full, spec: { runtime: 'bash', source: {}, mode: { task: {} } } };
+    const written: { name: string; status: RunStatus; resourceVersion: string | undefined }[] = [];
+    const reads: string[] = [];
+    const writer: RunStatusWriter = {
+      get: (_namespace, name) => {
+        reads.push(name);
+        const live = structuredClone(full);
+        live.metadata.resourceVersion = '2';
+        return Promise.resolve(live);
+      },
+      replaceStatus: (run, status): Promise<WriteResult<Run>> => {
+        written.push({ name: run.metadata.name ?? '', status: status as RunStatus, resourceVersion: run.metadata.resourceVersion });
+        return Promise.resolve({ ok: true, object: { ...(run as Run), status: status as RunStatus } });
+      },
+    };
+    const controller = new SnapshotController({
+      kubeConfig: unusedKubeConfig(),
+      runs: fakeCache([projected]),
+      logger: silent,
+      runStatus: writer,
+    });
+    expect(await controller.reconcile('ns/p')).toBeUndefined();
+    expect(reads).toEqual(['p']);
+    // Decided on and fenced on the version read, not the cached one.
+    expect(written).toEqual([
+      { name: 'p', status: expect.objectContaining({ source: sourceDigest('sleep 2') }) as RunStatus, resourceVersion: '2' },
+    ]);
+  });
+
+  it('reads nothing for a cached Run that needs no snapshot', async () => {
+    const done: RunObject = { ...pendingRun('d'), status: { phase: 'Pending', source: sourceDigest('sleep 2') } };
+    const writer: RunStatusWriter = {
+      get: () => Promise.reject(new Error('read')),
+      replaceStatus: () => Promise.reject(new Error('written')),
+    };
+    const controller = new SnapshotController({
+      kubeConfig: unusedKubeConfig(),
+      runs: fakeCache([done]),
+      logger: silent,
+      runStatus: writer,
+    });
+    expect(await controller.reconcile('ns/d')).toBeUndefined();
+  });
 });
+
+function unusedKubeConfig(): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromClusterAndUser({ name: 'unused', server: 'https://127.0.0.1:1', skipTLSVerify: false }, { name: 'unused' });
+  return kubeConfig;
+}

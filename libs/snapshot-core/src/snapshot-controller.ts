@@ -31,7 +31,11 @@ export const SNAPSHOT_CONTROLLER_RULES: readonly PolicyRule[] = [
 
 export interface SnapshotControllerOptions {
   kubeConfig: KubeConfig;
-  /** The host's Run cache (read-only; shared, so one watch serves both). */
+  /**
+   * The host's Run cache (read-only; shared, so one watch serves both). It may be a
+   * projection: only metadata, spec.cancelRequested, spec.origin and status.source are read
+   * from it (needsSnapshot); the rest from the Run read with `runStatus.get`.
+   */
   runs: SharedInformer<RunObject>;
   logger: ControllerLogger;
   /** How long a Run may stay Pending with an unresolvable source. Default SOURCE_SNAPSHOT.maxWaitSeconds. */
@@ -39,7 +43,7 @@ export interface SnapshotControllerOptions {
   /** Runs snapshotted at once; default SNAPSHOT_WORKERS. */
   workers?: number;
   now?: () => number;
-  /** Where status.source is written; default: a Run client of kubeConfig (tests pass a fake). */
+  /** Where a Run is read in full and status.source written; default: a Run client of kubeConfig (tests pass a fake). */
   runStatus?: RunStatusWriter;
 }
 
@@ -101,9 +105,11 @@ export class SnapshotController {
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
     const { namespace = '', name } = splitObjectKey(key);
     const cached = this.#runs.get(name, namespace);
-    if (cached === undefined) return undefined;
-    const run = structuredClone(cached) as unknown as Run;
-    if (!needsSnapshot(run)) return undefined;
+    if (cached === undefined || !needsSnapshot(cached as unknown as Run)) return undefined;
+    // The cache is a projection without spec.source (the host's Run projection): the full Run
+    // is read here, once per snapshot, and the snapshot is decided on and fenced on it.
+    const run = await this.#runClient.get(namespace, name);
+    if (run === undefined || !needsSnapshot(run)) return undefined;
     const nowMs = this.#now();
     const read = (await this.#readPinnedSnapshot(run)) ?? (await this.#readSource(run));
     let decision = decideSource({ run, read, nowMs, maxWaitMs: this.#maxWaitMs });
@@ -126,7 +132,7 @@ export class SnapshotController {
         event = { type: 'SourceFailed', reason: decision.reason, message: decision.message };
         break;
     }
-    // Fenced on the cached version's resourceVersion, no retry: a Run that changed or went
+    // Fenced on the version read's resourceVersion, no retry: a Run that changed or went
     // meanwhile is enqueued again by its watch event.
     const result = await writeTransition(this.#runClient, run, event, { writer: 'scheduler', now: () => rfc3339(nowMs) });
     if (!result.ok) {

@@ -1,3 +1,5 @@
 export { StaleRecovery } from './stale-recovery.ts';
 export { RecoveryMetrics } from './metrics.ts';
 export { STALE_RECOVERY_LEASE_NAME, STALE_RECOVERY_RULES } from './rbac.ts';
+/** What stale recovery's Run cache keeps of a Run (the scale bench measures it). */
+export { RECOVERY_RUN_PROJECTION } from './recovery-caches.ts';

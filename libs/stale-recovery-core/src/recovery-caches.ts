@@ -1,13 +1,50 @@
 import type { CoreV1Event, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, EVENT_REASONS, LABELS, RUN_PLURAL } from '@kruntimes/api';
+import { API_GROUP, API_VERSION, CONDITION_TYPES, EVENT_REASONS, LABELS, RUN_PLURAL } from '@kruntimes/api';
+import type { RunStatus } from '@kruntimes/api';
 import { objectKey } from '@kruntimes/controller-runtime';
-import type { ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import type { Projection, ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import { kept, projectedRun } from '@kruntimes/run-client';
+import { currentPhase, findCondition, isTerminal } from '@kruntimes/run-state';
 import { runKeyOfEvent } from './run-facts.ts';
 import type { RunObject } from './run-facts.ts';
 
 /** A watch without its namespace: the component supplies the one it watches. */
 type Watch = Omit<WatchSpec, 'namespace'>;
-export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL };
+
+/**
+ * What stale recovery keeps of a Run: what runFacts, lastChangeMs, the evidence and the
+ * routing read. Every write reads the live Run first (RunWrites.live), so nothing here is
+ * written back. Kept: the metadata of runIdentity (identity, deletionTimestamp, the
+ * cleanup finalizer); spec.runtime, the mode (a task's args dropped), cancelRequested and
+ * retryPolicy; status phase, attempt, assignedPod, assignedPodUID, startTime, plannedMoves,
+ * the Ready condition, and `resume` while the Run is not terminal (its retry budget).
+ * Dropped: the source, env, the rest of the spec, labels, annotations, the other conditions,
+ * message, outputs, endpoint, artifacts, responses, waitingInput, source snapshot.
+ */
+export function recoveryRunView(run: RunObject): RunObject {
+  const spec = run.spec;
+  const status = run.status;
+  const ready = findCondition(status?.conditions, CONDITION_TYPES.ready);
+  const keptStatus: RunStatus | undefined =
+    status === undefined
+      ? undefined
+      : {
+          ...kept(status, ['phase', 'attempt', 'assignedPod', 'assignedPodUID', 'startTime', 'plannedMoves']),
+          ...(ready === undefined ? {} : { conditions: [ready] }),
+          ...(status.resume === undefined || isTerminal(currentPhase(run)) ? {} : { resume: status.resume }),
+        };
+  const keptSpec = {
+    runtime: spec.runtime,
+    source: {},
+    mode: spec.mode.function === undefined ? { task: {} } : { function: spec.mode.function },
+    ...kept(spec, ['cancelRequested', 'retryPolicy']),
+  };
+  return projectedRun(run, keptSpec, keptStatus) as RunObject;
+}
+
+export const RECOVERY_RUN_PROJECTION: Projection = { name: 'stale-recovery', keep: recoveryRunView };
+
+export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL, projection: RECOVERY_RUN_PROJECTION };
 /** Runtime Pods and Services carry their Runtime's name. */
 export const RUNTIME_PODS: Watch = { group: '', version: 'v1', plural: 'pods', labelSelector: LABELS.runtime, name: 'runtime-pods' };
 export const RUNTIME_SERVICES: Watch = {
