@@ -98,8 +98,8 @@ try {
         namespace,
         name: 'rt-pod',
         body: {
-          metadata: pod.metadata,
-          spec: pod.spec,
+          ...(pod.metadata === undefined ? {} : { metadata: pod.metadata }),
+          ...(pod.spec === undefined ? {} : { spec: pod.spec }),
           status: { phase: 'Running', podIP: '10.0.0.1', conditions: [{ type: 'Ready', status: 'True' }] },
         },
       });
