@@ -82,3 +82,14 @@ describe('AssumeCache', () => {
     expect(cache.size).toBe(1);
   });
 });
+
+describe('AssumeCache.inNamespace', () => {
+  it('lists the Runs assumed in the Runtimes of one namespace only', () => {
+    const cache = new AssumeCache();
+    cache.assume('ns/a', 'r1', 'p', '1');
+    cache.assume('ns/b', 'r2', 'p', '1');
+    cache.assume('ns2/a', 'r3', 'p', '1');
+    cache.assume('n/a', 'r4', 'p', '1');
+    expect(cache.inNamespace('ns')).toEqual(['r1', 'r2']);
+  });
+});

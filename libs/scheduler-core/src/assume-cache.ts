@@ -77,6 +77,12 @@ export class AssumeCache {
     return this.#entries.has(runUID);
   }
 
+  /** The Runs assumed bound in a namespace's Runtimes (groups `namespace/name`). */
+  inNamespace(namespace: string): string[] {
+    const prefix = `${namespace}/`;
+    return [...this.#entries].filter(([, entry]) => entry.group.startsWith(prefix)).map(([runUID]) => runUID);
+  }
+
   get size(): number {
     return this.#entries.size;
   }

@@ -30,6 +30,9 @@ describe('SchedulerMetrics', () => {
     expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_bucket{le="0.025"} 1\n');
     expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_bucket{le="+Inf"} 1\n');
     expect(text).toContain('kruntimes_scheduler_bind_latency_seconds_count 1\n');
+    expect(text).toContain('# TYPE kruntimes_scheduler_pass_seconds histogram\nkruntimes_scheduler_pass_seconds_bucket{le="0.005"} 0\n');
+    metrics.passDuration.observe(0.3);
+    expect(metrics.render()).toContain('kruntimes_scheduler_pass_seconds_bucket{le="0.5"} 1\n');
     expect(text.endsWith('\n')).toBe(true);
     // Every sample line is `name{labels} value` or `name value`.
     for (const line of text.split('\n').filter((l) => l !== '' && !l.startsWith('#'))) {

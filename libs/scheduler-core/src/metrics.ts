@@ -31,6 +31,8 @@ export class SchedulerMetrics {
   readonly bindLatency = new Histogram();
   /** The bind status write alone. */
   readonly bindWrite = new Histogram();
+  /** One placement pass over a Runtime, its writes included (waiting reasons are written beside it). */
+  readonly passDuration = new Histogram();
   bindConflicts = 0;
   binds = 0;
   /** Placement passes run: flat while nothing changes (no polling). */
@@ -67,6 +69,11 @@ export class SchedulerMetrics {
       `kruntimes_scheduler_passes_total ${this.passes}`,
       ...histogram('kruntimes_scheduler_bind_latency_seconds', "Time from a Run's creation to its successful bind.", this.bindLatency),
       ...histogram('kruntimes_scheduler_bind_write_seconds', 'Duration of the fenced bind status write.', this.bindWrite),
+      ...histogram(
+        'kruntimes_scheduler_pass_seconds',
+        'Duration of one placement pass over a Runtime, its bind writes included.',
+        this.passDuration,
+      ),
     ];
     return `${lines.join('\n')}\n`;
   }

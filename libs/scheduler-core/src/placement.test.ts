@@ -1,6 +1,7 @@
+import { RUN_REASONS } from '@kruntimes/api';
 import type { RunPhase } from '@kruntimes/api';
 import { holdsCapacity } from '@kruntimes/run-state';
-import { WAIT_WRITES_PER_PASS, planPlacement } from './placement.ts';
+import { SETTLED_SILENT, WAIT_WRITES_PER_PASS, oldestFirst, planPlacement, roomFor } from './placement.ts';
 import type { Decision, PlacementInput, PodInfo, RunInfo } from './placement.ts';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
@@ -627,5 +628,123 @@ describe('planPlacement', () => {
         }
       }
     }
+  });
+});
+
+describe('settled Runs and the tail of a plan', () => {
+  const scaling = { runtime: 'py', desiredPods: 1, maxPods: 3 };
+  it.each<[string, Partial<PlacementInput>, [string, string][], string]>([
+    ['no Runs, a free slot: room', { pods: [pod('p1')] }, [], 'room'],
+    ['no Pod: NoReadyPods', {}, [], RUN_REASONS.noReadyPods],
+    [
+      'a Run waiting NoCapacity with it stored is settled; one whose reason is written is not',
+      {
+        runsPerPod: 1,
+        pods: [pod('p1')],
+        runs: [run('s', 'Scheduled', 'p1'), run('a', 'Pending', undefined, { reason: RUN_REASONS.noCapacity }), run('b')],
+      },
+      [['uid-a', RUN_REASONS.noCapacity]],
+      RUN_REASONS.noCapacity,
+    ],
+    [
+      'a Run without a snapshot is settled silent',
+      { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { hasSnapshot: false })] },
+      [['uid-a', SETTLED_SILENT]],
+      'room',
+    ],
+    [
+      'a Run in backoff is not settled: its plan has a time to look again',
+      { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { notBefore: '2026-12-02T12:05:00Z' })] },
+      [],
+      'room',
+    ],
+    [
+      'a deferred Run is not settled',
+      { pods: [pod('p1')], runs: [run('a')], admission: new Map([['uid-a', { action: 'defer', message: 'no answer' }]]) },
+      [],
+      'room',
+    ],
+    [
+      'a cancelled Run is not settled',
+      { pods: [pod('p1')], runs: [run('a', 'Pending', undefined, { cancelRequested: true })] },
+      [],
+      'room',
+    ],
+    [
+      'a refused Run with its reason stored is settled',
+      {
+        runs: [run('a', 'Pending', undefined, { reason: RUN_REASONS.runtimeSuspended })],
+        admission: new Map([['uid-a', { action: 'refuse', reason: RUN_REASONS.runtimeSuspended, message: 'suspended' }]]),
+      },
+      [['uid-a', RUN_REASONS.runtimeSuspended]],
+      RUN_REASONS.noReadyPods,
+    ],
+    [
+      'a Run whose reason is being written is not settled',
+      { runs: [run('a')], waitWritesInFlight: new Set(['uid-a']) },
+      [],
+      RUN_REASONS.noReadyPods,
+    ],
+    [
+      'with spec.scaling: WaitingForCapacity with the scaling state, settled when the stored message ends with it',
+      {
+        scaling,
+        runs: [run('a', 'Pending', undefined, { reason: RUN_REASONS.waitingForCapacity, message: 'waiting for a slot: ...; scaling up' })],
+      },
+      [['uid-a', RUN_REASONS.waitingForCapacity]],
+      `${RUN_REASONS.waitingForCapacity}: scaling up`,
+    ],
+    [
+      'the namespace cap reached: its reason and message',
+      { pods: [pod('p1')], namespaceSlots: { namespace: 'ns', cap: { kind: 'cap', slots: 1 }, held: 1 } },
+      [],
+      `${RUN_REASONS.runSlotCapReached}: namespace ns holds all 1 run slots its cap allows (namespace annotation kruntimes.io/run-slots: "1"): the Run binds when one of them frees`,
+    ],
+    [
+      "the cap reached by this plan's bind",
+      { pods: [pod('p1')], runs: [run('a')], namespaceSlots: { namespace: 'ns', cap: { kind: 'cap', slots: 1 }, held: 0 } },
+      [],
+      `${RUN_REASONS.runSlotCapReached}: namespace ns holds all 1 run slots its cap allows (namespace annotation kruntimes.io/run-slots: "1"): the Run binds when one of them frees`,
+    ],
+  ])('%s', (_name, overrides, settled, tail) => {
+    const plan = planPlacement(input(overrides));
+    expect([...plan.settled]).toEqual(settled);
+    expect(plan.tail).toBe(tail);
+  });
+});
+
+describe('roomFor', () => {
+  it.each<[string, Partial<PlacementInput>, number]>([
+    ['no Pod', {}, 0],
+    [
+      'free slots of bindable Pods, held and assumed ones taken',
+      {
+        pods: [pod('p1'), pod('p2'), pod('p3', { ready: false })],
+        runs: [run('s', 'Scheduled', 'p1'), run('a')],
+        assumed: new Map([['uid-a', 'uid-p2']]),
+      },
+      2,
+    ],
+    [
+      'within the namespace cap',
+      { pods: [pod('p1'), pod('p2')], namespaceSlots: { namespace: 'ns', cap: { kind: 'cap', slots: 5 }, held: 4 } },
+      1,
+    ],
+    ['a cap held beyond: none', { pods: [pod('p1')], namespaceSlots: { namespace: 'ns', cap: { kind: 'cap', slots: 1 }, held: 3 } }, 0],
+    ['an invalid cap: none', { pods: [pod('p1')], namespaceSlots: { namespace: 'ns', cap: { kind: 'invalid', value: 'x' }, held: 0 } }, 0],
+    ['no cap: the slots', { pods: [pod('p1')], namespaceSlots: { namespace: 'ns', cap: { kind: 'none' }, held: 9 } }, 2],
+  ])('%s', (_name, overrides, room) => {
+    expect(roomFor(input(overrides))).toBe(room);
+  });
+});
+
+describe('oldestFirst', () => {
+  it.each<[string, [number, string], [number, string], number]>([
+    ['older first', [1, 'b'], [2, 'a'], -1],
+    ['same time: by name', [1, 'b'], [1, 'a'], 1],
+    ['unknown time: by name', [Number.NaN, 'a'], [1, 'b'], -1],
+    ['the same', [1, 'a'], [1, 'a'], 0],
+  ])('%s', (_name, [aMs, aName], [bMs, bName], sign) => {
+    expect(Math.sign(oldestFirst({ createdMs: aMs, name: aName }, { createdMs: bMs, name: bName }))).toBe(sign);
   });
 });

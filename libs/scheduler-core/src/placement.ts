@@ -87,7 +87,21 @@ export interface Plan {
   free: Map<string, number>;
   /** Waiting reasons left for a later pass (beyond WAIT_WRITES_PER_PASS with those in flight). */
   waitWritesLeft: number;
+  /**
+   * Pending Runs that wait with nothing to write and no time to look again at, by UID: their
+   * stored reason (SETTLED_SILENT when nothing is said, e.g. no snapshot yet). Such a Run
+   * waits alike at every later pass until it changes or the plan's `tail` does (see SettledRuns).
+   */
+  settled: Map<string, string>;
+  /**
+   * What one more admitted Run would get after this plan's binds: `room` when it would bind,
+   * else its waiting reason and what of the message is compared before a rewrite.
+   */
+  tail: string;
 }
+
+/** A settled Run that waits silently (no snapshot yet): nothing is written for it. */
+export const SETTLED_SILENT = '';
 
 /**
  * Status writes that only say why a Run waits (`unschedulable`), at most this many in flight for a Runtime: the
@@ -123,6 +137,8 @@ export function planPlacement(input: PlacementInput): Plan {
     waitingForSlotCap: 0,
     free: new Map(),
     waitWritesLeft: 0,
+    settled: new Map(),
+    tail: '',
   };
   // A copy: each bind of this pass takes one of the namespace's slots.
   const namespaceSlots = input.namespaceSlots === undefined ? undefined : { ...input.namespaceSlots };
@@ -133,6 +149,7 @@ export function planPlacement(input: PlacementInput): Plan {
     else if (placeOne(plan, run, slots, strategy, input.scaling) && namespaceSlots !== undefined) namespaceSlots.held += 1;
   }
   for (const pod of slots) plan.free.set(pod.pod.uid, freeSlots(pod));
+  plan.tail = tailOf(slots, namespaceSlots, input.scaling);
   const { waitWrites: _written, inFlight: _inFlight, ...made } = plan;
   return made;
 }
@@ -187,10 +204,12 @@ function wait(plan: PlanInProgress, run: RunInfo, waiting: Wait): void {
     // Writing the same reason again would only churn resourceVersions and watch events.
     const stale = run.reason !== waiting.reason || (waiting.rewriteOnMessage === true && run.message !== waiting.message);
     if (stale) pushWaitWrite(plan, { action: 'unschedulable', run, reason: waiting.reason, message: waiting.message });
+    else plan.settled.set(run.uid, waiting.reason);
     return;
   }
   if (waiting.deferred === true) plan.deferred += 1;
   if (waiting.retryAtMs !== undefined) plan.retryAtMs = Math.min(plan.retryAtMs ?? waiting.retryAtMs, waiting.retryAtMs);
+  if (waiting.deferred !== true && waiting.retryAtMs === undefined) plan.settled.set(run.uid, SETTLED_SILENT);
 }
 
 /** Binds the Run to the Pod choosePod picks, or makes it wait; true when it was bound. */
@@ -223,8 +242,31 @@ function waitForSlot(plan: PlanInProgress, run: RunInfo, slots: readonly PodSlot
   const current = run.reason === RUN_REASONS.waitingForCapacity && run.message?.endsWith(scalingState(scaling)) === true;
   if (!current) {
     pushWaitWrite(plan, { action: 'unschedulable', run, reason: RUN_REASONS.waitingForCapacity, message: waitingMessage(scaling, slots) });
-  }
+  } else plan.settled.set(run.uid, RUN_REASONS.waitingForCapacity);
 }
+
+/**
+ * What one more admitted Run would get after the plan's binds, as far as it decides a
+ * rewrite: the slot cap's reason and message (rewritten when the cap changes), the scaling
+ * state (WaitingForCapacity), or the reason alone (NoReadyPods, NoCapacity); `room` when it
+ * would bind.
+ */
+function tailOf(slots: readonly PodSlots[], namespaceSlots: NamespaceSlots | undefined, scaling: ScalingFacts | undefined): string {
+  const capped = slotCapWait(namespaceSlots);
+  if (capped?.kind === 'unschedulable') return `${capped.reason}: ${capped.message}`;
+  if (slots.some((pod) => freeSlots(pod) > 0)) return 'room';
+  if (scaling !== undefined) return `${RUN_REASONS.waitingForCapacity}: ${scalingState(scaling)}`;
+  const wait = noSlot(slots);
+  return wait.kind === 'unschedulable' ? wait.reason : '';
+}
+
+/** The reasons of Runs that wait only for room (a slot, or the namespace's cap): the oldest of them bind when room frees. */
+export const ROOM_REASONS: ReadonlySet<string> = new Set([
+  RUN_REASONS.noReadyPods,
+  RUN_REASONS.noCapacity,
+  RUN_REASONS.waitingForCapacity,
+  RUN_REASONS.runSlotCapReached,
+]);
 
 /** A waiting reason to write, unless this pass has written its share of them (then a later pass writes it). */
 function pushWaitWrite(plan: PlanInProgress, decision: Decision & { action: 'unschedulable' }): void {
@@ -241,8 +283,19 @@ function noSlot(slots: readonly PodSlots[]): Wait {
   return { kind: 'unschedulable', reason: RUN_REASONS.noCapacity, message: `all ${slots.length} ready Pods are full` };
 }
 
+/**
+ * How many Runs a plan of this input could bind at most: the free slots of its bindable Pods,
+ * within the namespace's run-slot cap (none when the cap is not a whole number).
+ */
+export function roomFor(input: Pick<PlacementInput, 'pods' | 'runs' | 'assumed' | 'runsPerPod' | 'namespaceSlots'>): number {
+  const free = podSlots(input).reduce((sum, pod) => sum + freeSlots(pod), 0);
+  const cap = input.namespaceSlots?.cap;
+  if (cap === undefined || cap.kind === 'none') return free;
+  return cap.kind === 'cap' ? Math.min(free, Math.max(0, cap.slots - (input.namespaceSlots?.held ?? 0))) : 0;
+}
+
 /** Each bindable Pod with the Runs holding its slots, visible or assumed. */
-function podSlots(input: PlacementInput): PodSlots[] {
+function podSlots(input: Pick<PlacementInput, 'pods' | 'runs' | 'assumed' | 'runsPerPod'>): PodSlots[] {
   const held = new Map<string, number>();
   for (const run of input.runs) {
     const assumedPod = input.assumed.get(run.uid);
@@ -254,14 +307,23 @@ function podSlots(input: PlacementInput): PodSlots[] {
 
 /** The Runs this pass decides on, oldest first: Pending, placed here, not being deleted, not already assumed bound. */
 function pendingRuns(input: PlacementInput): RunInfo[] {
+  // Each creation time parsed once, not at every comparison.
   return input.runs
     .filter((run) => classify(run.phase) === 'queued' && !run.executedElsewhere && !run.deleting && !input.assumed.has(run.uid))
-    .sort(oldestFirst);
+    .map((run) => ({ run, name: run.name, createdMs: Date.parse(run.creationTimestamp) }))
+    .sort(oldestFirst)
+    .map(({ run }) => run);
+}
+
+/** A Run's place in the order of oldestFirst: its creation time (NaN when unknown) and name. */
+export interface RunOrder {
+  createdMs: number;
+  name: string;
 }
 
 /** Creation time, then name: the order a FIFO queue of creations would have. */
-function oldestFirst(a: RunInfo, b: RunInfo): number {
-  const byTime = Date.parse(a.creationTimestamp) - Date.parse(b.creationTimestamp);
+export function oldestFirst(a: RunOrder, b: RunOrder): number {
+  const byTime = a.createdMs - b.createdMs;
   if (byTime !== 0 && !Number.isNaN(byTime)) return byTime;
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }

@@ -63,9 +63,9 @@ export function decideRunSlot(slots: NamespaceSlots): RunSlotRefusal | undefined
 }
 
 /**
- * Slots a namespace's Runs hold: each Run holding a Pod unit (run-state's capacityHold, as
- * runInfo records it), or whose bind this scheduler wrote and its cache does not show yet.
+ * Slots a namespace's Runs hold: each Run holding a Pod unit (run-state's capacityHold), or
+ * whose bind this scheduler wrote and its cache does not show yet; a Run that is both counts once.
  */
-export function heldRunSlots(runs: readonly { uid: string; holdsCapacity: boolean }[], isAssumed: (runUID: string) => boolean): number {
-  return runs.filter((run) => run.holdsCapacity || isAssumed(run.uid)).length;
+export function heldRunSlots(holding: Iterable<string>, assumed: Iterable<string>): number {
+  return new Set([...holding, ...assumed]).size;
 }

@@ -3,7 +3,7 @@ import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kru
 import type { Run, Runtime } from '@kruntimes/api';
 import type { Projection, ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
 import { kept, projectedRun, transitionSpec } from '@kruntimes/run-client';
-import { capacityHold } from '@kruntimes/run-state';
+import { capacityHold, classify, isExecutedElsewhere } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { AssumeCache } from './assume-cache.ts';
 import { runSlotCap } from './run-slot-cap.ts';
@@ -68,6 +68,31 @@ export function namespacesWatch(namespace: string | undefined): WatchSpec {
   };
 }
 
+/** The scheduler's indexes of the Run cache: a pass reads its Runtime's Runs, never the namespace's. */
+export const RUN_INDEXES = {
+  /** Runtime key -> its Pending Runs that this cluster places (placedPending). */
+  pendingByRuntime: 'scheduler/pending-by-runtime',
+  /** Runtime key -> its Runs holding a Pod unit (run-state's capacityHold). */
+  holdingByRuntime: 'scheduler/holding-by-runtime',
+  /** Namespace -> its Runs holding a Pod unit: the slots its run-slot cap counts. */
+  holdingByNamespace: 'scheduler/holding-by-namespace',
+} as const;
+
+/** A Pending Run that placement decides on: placed here (not executed elsewhere), not being deleted. */
+export function placedPending(run: ReadonlyDeep<Run>): boolean {
+  return (
+    classify(run.status?.phase ?? 'Pending') === 'queued' && !isExecutedElsewhere(run.spec) && run.metadata.deletionTimestamp === undefined
+  );
+}
+
+/** Before the informer starts (a shared one is filled once, with every index its components added). */
+export function addRunIndexes(runs: SharedInformer<RunObject>): void {
+  const holds = (run: ReadonlyDeep<RunObject>): boolean => capacityHold(run) !== undefined;
+  runs.addIndex(RUN_INDEXES.pendingByRuntime, (run) => (placedPending(plainRunObject(run)) ? [runtimeKeyOfRun(run)] : []));
+  runs.addIndex(RUN_INDEXES.holdingByRuntime, (run) => (holds(run) ? [runtimeKeyOfRun(run)] : []));
+  runs.addIndex(RUN_INDEXES.holdingByNamespace, (run) => (holds(run) ? [run.metadata.namespace ?? ''] : []));
+}
+
 /** The read-only caches the scheduler plans from. */
 export interface SchedulerCaches {
   runs: SharedInformer<RunObject>;
@@ -85,7 +110,13 @@ export interface SchedulerCaches {
  * changes also reach the assume cache first, so an assumed bind is settled once the
  * watch shows a newer version.
  */
-export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, enqueue: (key: string) => void): void {
+export function routeToRuntimes(
+  caches: SchedulerCaches,
+  assume: AssumeCache,
+  enqueue: (key: string) => void,
+  /** Every Run event, before its Runtime is enqueued. */
+  runObserved: (runtimeKey: string, run: ReadonlyDeep<RunObject>, deleted: boolean) => void = () => undefined,
+): void {
   const enqueueNamespace = (namespace: string): void => {
     for (const runtime of caches.runtimes.list(namespace)) enqueue(`${namespace}/${runtime.metadata.name ?? ''}`);
   };
@@ -102,6 +133,7 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
   };
   const runChanged = (run: ReadonlyDeep<RunObject>): void => {
     assume.observe(run.metadata.uid ?? '', run.metadata.resourceVersion);
+    runObserved(runtimeKeyOfRun(run), run, false);
     enqueue(runtimeKeyOfRun(run));
     slotFreed(run, false);
   };
@@ -110,6 +142,7 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
     update: runChanged,
     delete: (run) => {
       assume.deleted(run.metadata.uid ?? '');
+      runObserved(runtimeKeyOfRun(run), run, true);
       enqueue(runtimeKeyOfRun(run));
       slotFreed(run, true);
     },
@@ -123,7 +156,7 @@ export function routeToRuntimes(caches: SchedulerCaches, assume: AssumeCache, en
   caches.namespaces.addEventHandler({ add: namespaceChanged, update: namespaceChanged, delete: namespaceChanged });
 }
 
-function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
+export function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
   return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
 }
 
@@ -131,4 +164,9 @@ function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
 function runtimeKeyOf(object: ReadonlyDeep<V1Pod | V1ReplicaSet>): string | undefined {
   const runtime = object.metadata?.labels?.[LABELS.runtime];
   return runtime === undefined ? undefined : `${object.metadata?.namespace ?? ''}/${runtime}`;
+}
+
+/** A cached Run as `Run` types it (its timestamps are the strings JSON gave, see placement-input's plainRun). */
+function plainRunObject(run: ReadonlyDeep<RunObject>): ReadonlyDeep<Run> {
+  return run as unknown as ReadonlyDeep<Run>;
 }

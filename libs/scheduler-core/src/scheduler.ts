@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_REASONS } from '@kruntimes/api';
@@ -7,20 +8,32 @@ import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes
 import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
 import { isDefiniteRefusal, runClient, writeTransition } from '@kruntimes/run-client';
 import type { FencedResult, ObjectClient } from '@kruntimes/run-client';
-import { classify, isExecutedElsewhere } from '@kruntimes/run-state';
+import { classify } from '@kruntimes/run-state';
 import type { RunEvent, TransitionRefusedError } from '@kruntimes/run-state';
 import { SnapshotController } from '@kruntimes/snapshot-core';
 import { decideAdmission, decideBlockPolicy } from './admission-gate.ts';
 import type { AdmissionVerdict, CreatorAccess } from './admission-gate.ts';
 import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
-import { planPlacement } from './placement.ts';
-import type { Decision, Plan, PodInfo } from './placement.ts';
+import { planPlacement, roomFor } from './placement.ts';
+import type { Decision, Plan, PodInfo, RunInfo } from './placement.ts';
 import { currentTemplateHash, plainRun, podInfo, rfc3339, runInfo, scalingFacts } from './placement-input.ts';
+import { RunBook, creatorKey, passSignature } from './run-book.ts';
+import type { RunCreator } from './run-book.ts';
 import { heldRunSlots, runSlotCap } from './run-slot-cap.ts';
 import type { NamespaceSlots, RunSlotCap } from './run-slot-cap.ts';
 import { SerialByKey } from './serial-by-key.ts';
-import { RUNS, RUNTIMES, RUNTIME_PODS, RUNTIME_REPLICA_SETS, namespacesWatch, routeToRuntimes } from './scheduler-caches.ts';
+import {
+  RUNS,
+  RUNTIMES,
+  RUNTIME_PODS,
+  RUNTIME_REPLICA_SETS,
+  RUN_INDEXES,
+  addRunIndexes,
+  namespacesWatch,
+  placedPending,
+  routeToRuntimes,
+} from './scheduler-caches.ts';
 import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
 
 export interface SchedulerOptions {
@@ -51,11 +64,16 @@ export interface SchedulerOptions {
   accessRecheckMs?: number;
 }
 
+/** Runs converted for placement between two turns of the event loop: a pass over many Runs lets lease renewals and watch events in. */
+const RUNS_PER_TURN = 500;
+
 /** One pass's plan and what its writes and its next look need. */
 interface Pass {
   plan: Plan;
-  /** The Runtime's Runs in the cache, by UID. */
+  /** The Runs it planned, by UID. */
   runs: Map<string, ReadonlyDeep<Run>>;
+  /** The review of each recorded creator of its Runs (creatorKey -> access). */
+  access: Map<string, CreatorAccess>;
   /** The pass's instant, in whole seconds. */
   nowMs: number;
   /** When the earliest uncertain bind expires. */
@@ -107,6 +125,13 @@ export class Scheduler {
   readonly #waitWrites = new Map<string, Set<string>>();
   /** Those writes, for stop() to wait on. */
   readonly #waitWritesRunning = new Set<Promise<void>>();
+  /**
+   * Waiting reasons written whose Run the cache still shows at the version they were fenced on (UID -> that
+   * version): still in #waitWrites, so that no pass plans the Run from the version before its write (a 409).
+   */
+  readonly #waitWritten = new Map<string, { key: string; fencedOn: string | undefined }>();
+  /** Each Runtime's Pending Runs as its last pass left them: a pass plans only those that can change (see RunBook). */
+  readonly #book = new RunBook();
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -137,9 +162,20 @@ export class Scheduler {
       workers: options.workers ?? 2,
       reconcile: (key) => this.reconcile(key),
     });
-    routeToRuntimes(this.#caches, this.#assume, (key) => {
-      this.#controller.enqueue(key);
-    });
+    addRunIndexes(this.#caches.runs);
+    routeToRuntimes(
+      this.#caches,
+      this.#assume,
+      (key) => {
+        this.#controller.enqueue(key);
+      },
+      (key, run, deleted) => {
+        const plain = plainRun(run);
+        if (deleted) this.#book.deleted(key, plain);
+        else this.#book.changed(key, plain);
+        this.#waitWriteSeen(plain, deleted);
+      },
+    );
     this.#snapshots = new SnapshotController({
       kubeConfig,
       runs: this.#caches.runs,
@@ -164,14 +200,20 @@ export class Scheduler {
 
   /** One placement pass over a Runtime's Pending Runs. */
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const access = await this.#reviewCreators(key);
+    const started = performance.now();
+    try {
+      return await this.#reconcile(key);
+    } finally {
+      this.metrics.passDuration.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  async #reconcile(key: string): Promise<ReconcileResult | undefined> {
     const { namespace = '' } = splitObjectKey(key);
     const capped = this.#namespaceSlotCap(namespace).kind !== 'none';
-    const pass = capped
-      ? await this.#cappedNamespaces.run(namespace, () => this.#planAndApply(key, access))
-      : await this.#planAndApply(key, access);
+    const pass = capped ? await this.#cappedNamespaces.run(namespace, () => this.#planAndApply(key)) : await this.#planAndApply(key);
     // Look again when a backoff ends or an uncertain bind expires; otherwise only events wake this Runtime.
-    const { plan, nowMs, nextExpiryMs } = pass;
+    const { plan, nowMs, nextExpiryMs, access } = pass;
     // A right granted again is no event the scheduler sees: a Run refused for it is looked at again.
     const refusedAccess = [...access.values()].some((a) => a.kind === 'denied' || a.kind === 'unknown');
     // Waiting reasons this pass left: each answered write enqueues the Runtime again (#writeWaits), no wakeup needed.
@@ -184,64 +226,76 @@ export class Scheduler {
   }
 
   /**
-   * Asks, for each creator recorded on a Run of this Runtime that could be bound now (Pending,
-   * not cancelled, not in backoff, the Runtime there and not blocked), whether they may still
-   * `use` the Runtime: one cached review per creator. A Run without a recorded creator
-   * (created before the admission policy) is `unrecorded`: nobody to ask, it binds as before.
+   * Asks, for each creator recorded on a Run that could be bound now (Pending, not cancelled,
+   * not in backoff, the Runtime there and not blocked) or on a settled Run, whether they may
+   * still `use` the Runtime: one cached review per creator, however many Runs they made. A
+   * Run without a recorded creator (created before the admission policy) is `unrecorded`:
+   * nobody to ask, it binds as before.
    */
-  async #reviewCreators(key: string): Promise<Map<string, CreatorAccess>> {
+  async #reviewCreators(
+    key: string,
+    runtime: ReadonlyDeep<RuntimeObject> | undefined,
+    runs: readonly ReadonlyDeep<Run>[],
+    settledCreators: readonly ReadonlyDeep<RunCreator>[],
+    nowMs: number,
+  ): Promise<Map<string, CreatorAccess>> {
     const { namespace = '', name } = splitObjectKey(key);
     const access = new Map<string, CreatorAccess>();
-    const runtime = this.#caches.runtimes.get(name, namespace);
     if (runtime === undefined || runtime.metadata.deletionTimestamp !== undefined) return access;
-    const blocked = decideBlockPolicy({
-      runtime: name,
-      namespace,
-      runtimeSuspended: runtime.spec.suspend === true,
-      namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
-    });
-    if (blocked !== undefined) return access;
-    const nowMs = this.#now();
-    const candidates = this.#caches.runs
-      .list(namespace)
-      .map(plainRun)
-      .filter(
-        (run) =>
-          run.spec.runtime === name &&
-          classify(run.status?.phase ?? 'Pending') === 'queued' &&
-          !isExecutedElsewhere(run.spec) &&
-          run.spec.cancelRequested !== true &&
-          run.metadata.deletionTimestamp === undefined &&
-          !(run.status?.notBefore !== undefined && Date.parse(run.status.notBefore) > nowMs),
-      );
+    if (this.#blocked(namespace, name, runtime) !== undefined) return access;
+    const creators = new Map(settledCreators.map((creator) => [creatorKey(creator), creator]));
+    for (const run of runs) {
+      const creator = run.spec.creator;
+      if (
+        creator === undefined ||
+        !placedPending(run) ||
+        run.spec.cancelRequested === true ||
+        (run.status?.notBefore !== undefined && Date.parse(run.status.notBefore) > nowMs)
+      )
+        continue;
+      creators.set(creatorKey(creator), creator);
+    }
     await Promise.all(
-      candidates.map(async (run) => {
-        access.set(run.metadata.uid ?? '', await this.#creatorAccess(run, namespace, name));
+      [...creators].map(async ([id, creator]) => {
+        access.set(id, await this.#creatorAccess(creator, namespace, name));
       }),
     );
     return access;
   }
 
-  async #creatorAccess(run: ReadonlyDeep<Run>, namespace: string, runtime: string): Promise<CreatorAccess> {
-    const creator = run.spec.creator;
-    if (creator === undefined) return { kind: 'unrecorded' };
+  #blocked(namespace: string, name: string, runtime: ReadonlyDeep<RuntimeObject> | undefined): string | undefined {
+    return decideBlockPolicy({
+      runtime: name,
+      namespace,
+      runtimeSuspended: runtime?.spec.suspend === true,
+      namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
+    })?.reason;
+  }
+
+  async #creatorAccess(creator: ReadonlyDeep<RunCreator>, namespace: string, runtime: string): Promise<CreatorAccess> {
     try {
       const answer = await this.#runtimeUse.review({ username: creator.username, groups: creator.groups ?? [], namespace, runtime });
       return answer.decision === 'allowed' ? { kind: 'allowed' } : { kind: 'denied', user: creator.username, reason: answer.reason };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      this.#options.logger.debug({ run: objectKey(run), err: error }, 'could not review the creator of a Run');
+      this.#options.logger.debug(
+        { creator: creator.username, runtime: `${namespace}/${runtime}`, err: error },
+        'could not review a creator of Runs',
+      );
       return { kind: 'unknown', user: creator.username, error: message };
     }
   }
 
   /** Plans, then writes every decision (bound ones assumed before their write, for the next pass). */
-  async #planAndApply(key: string, access: ReadonlyMap<string, CreatorAccess>): Promise<Pass> {
-    const pass = this.#plan(key, access);
+  async #planAndApply(key: string): Promise<Pass> {
+    const pass = await this.#plan(key);
     this.metrics.passes += 1;
-    this.metrics.pendingByRuntime.set(key, pass.plan.unbound);
-    this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity);
-    this.metrics.setWaitingForSlotCap(key, pass.plan.waitingForSlotCap);
+    // The settled Runs it did not plan wait as they did: counted, not looked at.
+    const settled = this.#book.settledCounts(key);
+    const settledWith = (reason: string): number => settled.byReason.get(reason) ?? 0;
+    this.metrics.pendingByRuntime.set(key, pass.plan.unbound + settled.runs);
+    this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity + settledWith(RUN_REASONS.waitingForCapacity));
+    this.metrics.setWaitingForSlotCap(key, pass.plan.waitingForSlotCap + settledWith(RUN_REASONS.runSlotCapReached));
     await this.#applyAll(key, pass);
     return pass;
   }
@@ -254,37 +308,71 @@ export class Scheduler {
   #namespaceSlots(namespace: string): NamespaceSlots | undefined {
     const cap = this.#namespaceSlotCap(namespace);
     if (cap.kind === 'none') return undefined;
-    const runs = this.#caches.runs.list(namespace).map((run) => runInfo(plainRun(run)));
-    return { namespace, cap, held: heldRunSlots(runs, (uid) => this.#assume.has(uid)) };
+    const holding = this.#caches.runs.byIndex(RUN_INDEXES.holdingByNamespace, namespace).map((run) => run.metadata.uid ?? '');
+    return { namespace, cap, held: heldRunSlots(holding, this.#assume.inNamespace(namespace)) };
   }
 
-  /** Plans a Runtime's Runs against its Pods, from the caches and the binds assumed so far. */
-  #plan(key: string, access: ReadonlyMap<string, CreatorAccess>): Pass {
+  /**
+   * Plans a Runtime's Runs against its Pods, from the caches and the binds assumed so far: the
+   * Runs its RunBook has open (changed, or not settled by the last pass), the oldest settled
+   * ones that the room there is now could bind, and the Runs holding its Pods' slots. When the
+   * Runtime's facts differ from those its settled Runs were settled under, every Pending Run.
+   */
+  async #plan(key: string): Promise<Pass> {
     const { namespace = '', name } = splitObjectKey(key);
     const runtime = this.#caches.runtimes.get(name, namespace);
-    const runObjects = this.#caches.runs
-      .list(namespace)
-      .map(plainRun)
-      .filter((run) => run.spec.runtime === name);
-    const runs = new Map(runObjects.map((run) => [run.metadata.uid ?? '', run]));
+    const holding = this.#caches.runs.byIndex(RUN_INDEXES.holdingByRuntime, key).map(plainRun);
+    const pods = this.#pods(namespace, name);
     // Whole seconds: the state machine compares notBefore with the RFC 3339 `now` it
     // writes, so the plan must use the very same instant.
     const nowMs = Math.floor(this.#now() / 1000) * 1000;
-    const assumptions = this.#assume.snapshot(key, (uid) => runs.get(uid)?.metadata.resourceVersion, this.#now());
-    const admission = this.#admission(namespace, name, runtime, runObjects, access);
-    const plan = planPlacement({
+    const namespaceSlots = this.#namespaceSlots(namespace);
+    const facts = {
       runtimeExists: runtime !== undefined && runtime.metadata.deletionTimestamp === undefined,
       runsPerPod: runtime?.spec.runs ?? DEFAULTS.runsPerPod,
-      pods: this.#pods(namespace, name),
-      runs: runObjects.map(runInfo),
-      assumed: assumptions.assumed,
-      admission,
+      pods,
       scaling: scalingFacts(runtime),
-      namespaceSlots: this.#namespaceSlots(namespace),
-      waitWritesInFlight: this.#waitWrites.get(key) ?? new Set(),
+      namespaceSlots,
+      waitWritesInFlight: this.#waitWrites.get(key) ?? new Set<string>(),
       nowMs,
-    });
-    return { plan, runs, nowMs, nextExpiryMs: assumptions.nextExpiryMs };
+    };
+    const planOf = async (pending: readonly ReadonlyDeep<Run>[]) => {
+      const runs = new Map<string, ReadonlyDeep<Run>>();
+      for (const run of [...holding, ...pending]) runs.set(run.metadata.uid ?? '', run);
+      const infos = await runInfos(runs.values());
+      const assumptions = this.#assume.snapshot(key, (uid) => runs.get(uid)?.metadata.resourceVersion, this.#now());
+      const access = await this.#reviewCreators(key, runtime, pending, this.#book.settledCreators(key), nowMs);
+      const plan = planPlacement({
+        ...facts,
+        runs: infos,
+        assumed: assumptions.assumed,
+        admission: this.#admission(namespace, name, runtime, infos, runs, access),
+      });
+      const signature = passSignature({
+        runtimeExists: facts.runtimeExists,
+        blocked: this.#blocked(namespace, name, runtime),
+        access,
+        tail: plan.tail,
+      });
+      return { plan, runs, access, signature, nextExpiryMs: assumptions.nextExpiryMs };
+    };
+    let pass: Awaited<ReturnType<typeof planOf>> | undefined;
+    if (this.#book.signature(key) !== undefined) {
+      // The room there is now, counted as the plan counts it (the assumed binds need the versions of open Runs).
+      const open = new Map(this.#book.open(key).map((run) => [run.metadata.uid ?? '', run]));
+      const versions = new Map([...holding, ...open.values()].map((run) => [run.metadata.uid ?? '', run.metadata.resourceVersion]));
+      const assumed = this.#assume.snapshot(key, (uid) => versions.get(uid), this.#now()).assumed;
+      const room = roomFor({ ...facts, runs: holding.map(runInfo), assumed });
+      this.#book.openOldestWaitingForRoom(key, room);
+      pass = await planOf(this.#book.open(key));
+      if (pass.signature !== this.#book.signature(key)) pass = undefined;
+    }
+    if (pass === undefined) {
+      this.#book.unsettleAll(key);
+      pass = await planOf(this.#caches.runs.byIndex(RUN_INDEXES.pendingByRuntime, key).map(plainRun));
+    }
+    this.#book.record(key, pass.signature, pass.runs.values(), pass.plan.settled, placedPending);
+    return { plan: pass.plan, runs: pass.runs, access: pass.access, nowMs, nextExpiryMs: pass.nextExpiryMs };
   }
 
   /** The Runtime's Pods, each told whether it is of the Deployment's newest template. */
@@ -307,7 +395,8 @@ export class Scheduler {
     namespace: string,
     name: string,
     runtime: ReadonlyDeep<RuntimeObject> | undefined,
-    runs: readonly ReadonlyDeep<Run>[],
+    infos: readonly RunInfo[],
+    runs: ReadonlyMap<string, ReadonlyDeep<Run>>,
     access: ReadonlyMap<string, CreatorAccess>,
   ): Map<string, AdmissionVerdict> {
     const facts = {
@@ -317,10 +406,10 @@ export class Scheduler {
       namespaceLabels: this.#caches.namespaces.get(namespace)?.metadata?.labels,
     };
     const verdicts = new Map<string, AdmissionVerdict>();
-    for (const run of runs) {
-      if (classify(run.status?.phase ?? 'Pending') !== 'queued') continue;
-      const uid = run.metadata.uid ?? '';
-      verdicts.set(uid, decideAdmission({ ...facts, access: access.get(uid) }));
+    for (const info of infos) {
+      const creator = runs.get(info.uid)?.spec.creator;
+      if (classify(info.phase) !== 'queued') continue;
+      verdicts.set(info.uid, decideAdmission({ ...facts, access: creator === undefined ? undefined : access.get(creatorKey(creator)) }));
     }
     return verdicts;
   }
@@ -368,15 +457,23 @@ export class Scheduler {
       inFlight.add(decision.run.uid);
       const write = (async (): Promise<void> => {
         let failed = false;
+        let written = false;
         try {
-          await this.#apply(key, run, decision, now);
+          written = await this.#apply(key, run, decision, now);
         } catch (error) {
           failed = true;
           this.#options.logger.error({ runtime: key, run: objectKey(run), err: error }, 'could not write why a Run waits; retried');
         }
+        const uid = decision.run.uid;
+        const fencedOn = run.metadata.resourceVersion;
+        // Written: in flight until the cache shows a version after the one it was fenced on (#waitWriteSeen), whose
+        // event enqueues the Runtime; a pass before that would plan the Run from the version before the write.
+        if (written && this.#caches.runs.get(run.metadata.name ?? '', run.metadata.namespace)?.metadata.resourceVersion === fencedOn) {
+          this.#waitWritten.set(uid, { key, fencedOn });
+          return;
+        }
         // Out of flight before the Runtime is looked at again, so that the next pass may plan it.
-        inFlight.delete(decision.run.uid);
-        if (inFlight.size === 0 && this.#waitWrites.get(key) === inFlight) this.#waitWrites.delete(key);
+        this.#waitWriteDone(key, uid);
         if (failed) this.#controller.queue.addRateLimited(key);
         else this.#controller.enqueue(key);
       })();
@@ -385,9 +482,25 @@ export class Scheduler {
     }
   }
 
-  async #apply(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<void> {
+  #waitWriteDone(key: string, uid: string): void {
+    const inFlight = this.#waitWrites.get(key);
+    inFlight?.delete(uid);
+    if (inFlight?.size === 0) this.#waitWrites.delete(key);
+  }
+
+  /** A Run event: a waiting reason written on an earlier version is out of flight. */
+  #waitWriteSeen(run: ReadonlyDeep<Run>, deleted: boolean): void {
+    const uid = run.metadata.uid ?? '';
+    const written = this.#waitWritten.get(uid);
+    if (written === undefined || (!deleted && run.metadata.resourceVersion === written.fencedOn)) return;
+    this.#waitWritten.delete(uid);
+    this.#waitWriteDone(written.key, uid);
+  }
+
+  /** Writes the decision (see #write); true when it was written. */
+  async #apply(key: string, run: ReadonlyDeep<Run>, decision: Decision, now: string): Promise<boolean> {
     const sentAt = await this.#write(key, run, decision, now);
-    if (sentAt === undefined) return;
+    if (sentAt === undefined) return false;
     if (decision.action === 'unschedulable' && ADMISSION_REASONS.has(decision.reason)) await this.#recordRefusal(run, decision);
     if (decision.action === 'bind') {
       this.metrics.binds += 1;
@@ -395,6 +508,7 @@ export class Scheduler {
       const created = Date.parse(run.metadata.creationTimestamp ?? '');
       if (!Number.isNaN(created)) this.metrics.bindLatency.observe(Math.max(0, Date.now() - created) / 1000);
     }
+    return true;
   }
 
   /**
@@ -495,6 +609,16 @@ function decisionEvent(decision: Decision): RunEvent {
     case 'unschedulable':
       return { type: 'Unschedulable', reason: decision.reason, message: decision.message };
   }
+}
+
+/** runInfo of each Run, a turn of the event loop every RUNS_PER_TURN. */
+async function runInfos(runs: Iterable<ReadonlyDeep<Run>>): Promise<RunInfo[]> {
+  const infos: RunInfo[] = [];
+  for (const run of runs) {
+    infos.push(runInfo(run));
+    if (infos.length % RUNS_PER_TURN === 0) await nextTurn();
+  }
+  return infos;
 }
 
 async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
