@@ -38,12 +38,16 @@ describe('LeaderElectionMetrics', () => {
 
 describe('renderProcessMetrics', () => {
   it.each([
-    [{ heapUsedBytes: 0, residentBytes: 0, eventLoopDelayP99Seconds: 0 }, ['0', '0', '0']],
-    [{ heapUsedBytes: 12_345_678, residentBytes: 98_765_432, eventLoopDelayP99Seconds: 0.25 }, ['12345678', '98765432', '0.25']],
+    [{ heapUsedBytes: 0, heapLiveBytes: 0, residentBytes: 0, eventLoopDelayP99Seconds: 0 }, ['0', '0', '0', '0']],
+    [
+      { heapUsedBytes: 12_345_678, heapLiveBytes: 2_345_678, residentBytes: 98_765_432, eventLoopDelayP99Seconds: 0.25 },
+      ['12345678', '2345678', '98765432', '0.25'],
+    ],
   ])('%j', (sample, values) => {
     const text = renderProcessMetrics(sample);
     const names = [
       'kruntimes_process_heap_used_bytes',
+      'kruntimes_process_heap_live_bytes',
       'kruntimes_process_resident_bytes',
       'kruntimes_process_event_loop_delay_p99_seconds',
     ];
@@ -107,6 +111,14 @@ describe('ProcessMetrics', () => {
     expect(seen).toEqual(expected);
     expect(delay.resets).toBe(resets);
     expect(metrics.sample()).toMatchObject({ heapUsedBytes: 1, residentBytes: 2 });
+  });
+
+  it.each<[string, number | undefined, number]>([
+    ['before any full collection: the heap in use', undefined, 1],
+    ['after one: the heap in use as that collection left it', 7, 7],
+  ])('live heap %s', (_name, live, expected) => {
+    const metrics = new ProcessMetrics({ delay: fakeDelay(), memory: () => ({ heapUsed: 1, rss: 2 }), liveHeap: () => live });
+    expect(metrics.sample().heapLiveBytes).toBe(expected);
   });
 
   it("measures this process by default (perf_hooks' monitor, process.memoryUsage)", () => {

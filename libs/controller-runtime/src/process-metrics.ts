@@ -1,10 +1,12 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { PerformanceObserver, constants, monitorEventLoopDelay } from 'node:perf_hooks';
 import { sampleLines } from './prometheus-text.ts';
 
 /** What every service reports of its own process. */
 export interface ProcessSample {
   /** V8's heap in use (live objects and garbage not yet collected). */
   heapUsedBytes: number;
+  /** V8's heap in use just after the last full (mark-compact) collection: what is live; heapUsedBytes before the first. */
+  heapLiveBytes: number;
   /** Resident set size: what the memory limit of the container counts. */
   residentBytes: number;
   /** p99 of the event-loop delay over the last one to two windows (0 before any sample). */
@@ -20,6 +22,11 @@ export const PROCESS_GAUGES: readonly { name: string; help: string; value: (samp
     name: 'kruntimes_process_heap_used_bytes',
     help: 'V8 heap in use by this process.',
     value: (sample) => sample.heapUsedBytes,
+  },
+  {
+    name: 'kruntimes_process_heap_live_bytes',
+    help: 'V8 heap in use just after the last full garbage collection: the live data, what a memory limit must hold.',
+    value: (sample) => sample.heapLiveBytes,
   },
   {
     name: 'kruntimes_process_resident_bytes',
@@ -51,6 +58,8 @@ export interface ProcessMetricsOptions {
   /** In place of perf_hooks' monitor (tests). */
   delay?: DelayHistogram;
   memory?: () => { heapUsed: number; rss: number };
+  /** The heap in use after the last full collection, undefined before one (tests); default: observed (LiveHeap). */
+  liveHeap?: () => number | undefined;
 }
 
 /**
@@ -64,6 +73,7 @@ export class ProcessMetrics {
   readonly #now: () => number;
   readonly #delay: DelayHistogram;
   readonly #memory: () => { heapUsed: number; rss: number };
+  readonly #liveHeap: () => number | undefined;
   #windowStartMs: number;
   #closedP99Ns = 0;
 
@@ -71,6 +81,7 @@ export class ProcessMetrics {
     this.#windowMs = options.windowMs ?? 30_000;
     this.#now = options.now ?? (() => performance.now());
     this.#memory = options.memory ?? (() => process.memoryUsage());
+    this.#liveHeap = options.liveHeap ?? observeLiveHeap();
     if (options.delay === undefined) {
       // A native timer that does not keep the process alive; 10 ms resolution is enough to see stalls.
       const monitor = monitorEventLoopDelay({ resolution: 10 });
@@ -90,12 +101,40 @@ export class ProcessMetrics {
       this.#windowStartMs = nowMs;
     }
     const { heapUsed, rss } = this.#memory();
-    return { heapUsedBytes: heapUsed, residentBytes: rss, eventLoopDelayP99Seconds: p99Ns / 1e9 };
+    return {
+      heapUsedBytes: heapUsed,
+      heapLiveBytes: this.#liveHeap() ?? heapUsed,
+      residentBytes: rss,
+      eventLoopDelayP99Seconds: p99Ns / 1e9,
+    };
   }
 
   render(): string {
     return renderProcessMetrics(this.sample());
   }
+}
+
+/** The one observer of this process's full collections, shared by every ProcessMetrics. */
+let liveHeapBytes: number | undefined;
+let observingLiveHeap = false;
+
+/**
+ * The heap in use as read when a full (mark-compact) collection was reported: close to what
+ * is live, unlike heapUsed, which also counts garbage V8 has not collected yet (it lets the
+ * heap grow far beyond the live data when nothing caps it). Read in the observer's callback,
+ * shortly after the collection.
+ */
+function observeLiveHeap(): () => number | undefined {
+  if (!observingLiveHeap) {
+    observingLiveHeap = true;
+    new PerformanceObserver((list) => {
+      const full = list
+        .getEntries()
+        .some((entry) => (entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR);
+      if (full) liveHeapBytes = process.memoryUsage().heapUsed;
+    }).observe({ entryTypes: ['gc'] });
+  }
+  return () => liveHeapBytes;
 }
 
 /** The part of an OpenTelemetry Meter used below (runtimed's and the gateway's). */

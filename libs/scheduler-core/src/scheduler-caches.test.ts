@@ -82,6 +82,17 @@ describe('schedulerRunView', () => {
         },
       } as unknown as RunObject,
     ],
+    [
+      'a Run placed or finished: only phase and assignment of its status (what capacity and routing read)',
+      run({}, { ...STATUS, phase: 'Succeeded', assignedPod: 'p', assignedPodUID: 'pu', outputs: { a: '1' } }),
+      {
+        apiVersion: 'kruntimes.io/v1alpha1',
+        kind: 'Run',
+        metadata: IDENTITY,
+        spec: { runtime: 'python', source: {}, mode: { task: {} }, creator: { username: 'alice', groups: ['dev'] } },
+        status: { phase: 'Succeeded', assignedPodUID: 'pu', assignedPod: 'p' },
+      } as unknown as RunObject,
+    ],
   ])('%s', (_name, input, expected) => {
     expect(schedulerRunView(input)).toStrictEqual(expected);
   });

@@ -1,9 +1,9 @@
 import type { KubernetesObject, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import type { Run, Runtime } from '@kruntimes/api';
+import type { Run, RunStatus, Runtime } from '@kruntimes/api';
 import type { Projection, ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
 import { kept, projectedRun, transitionSpec } from '@kruntimes/run-client';
-import { capacityHold, classify, isExecutedElsewhere } from '@kruntimes/run-state';
+import { capacityHold, classify, currentPhase, isExecutedElsewhere } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { AssumeCache } from './assume-cache.ts';
 import { runSlotCap } from './run-slot-cap.ts';
@@ -20,14 +20,24 @@ type Watch = Omit<WatchSpec, 'namespace'>;
  * resourceVersion for the fenced bind, generation, creationTimestamp for bind order and
  * latency, deletionTimestamp, finalizers for capacityHold); the spec a transition reads
  * (transitionSpec: runtime, mode, cancelRequested, retryPolicy, artifacts, origin) and
- * spec.creator (the Runtime `use` review); the whole status (the scheduler writes
- * transitions from these cached versions, and placement reads phase, reason, message,
- * assignment, notBefore and source). Dropped: spec.source (the snapshot controller reads
- * the full Run when it needs the text), env, a task's args, timeout, TTL, parentRunRef,
- * labels, annotations and ownerReferences.
+ * spec.creator (the Runtime `use` review). The status: whole while the Run is queued (the
+ * scheduler writes Bind, Unschedulable and CancelBeforeAssignment from these cached
+ * versions, and placement reads phase, reason, message, notBefore and source); once it
+ * is placed or finished, only what counts its capacity and routes its events (phase,
+ * assignedPodUID, assignedPod): the scheduler never writes such a Run, and tens of
+ * thousands of finished Runs awaiting their TTL would otherwise keep their outcomes here.
+ * Dropped: spec.source (the snapshot controller reads the full Run when it needs the
+ * text), env, a task's args, timeout, TTL, parentRunRef, labels, annotations and
+ * ownerReferences.
  */
 export function schedulerRunView(run: RunObject): RunObject {
-  return projectedRun(run, { ...transitionSpec(run.spec), ...kept(run.spec, ['creator']) }, run.status) as RunObject;
+  const status = run.status === undefined || classify(currentPhase(run)) === 'queued' ? run.status : placedStatus(run.status);
+  return projectedRun(run, { ...transitionSpec(run.spec), ...kept(run.spec, ['creator']) }, status) as RunObject;
+}
+
+/** The status of a Run the scheduler no longer places: what capacityHold and runInfo read of it. */
+function placedStatus(status: RunStatus): RunStatus {
+  return kept(status, ['phase', 'assignedPodUID', 'assignedPod']);
 }
 
 export const SCHEDULER_RUN_PROJECTION: Projection = { name: 'scheduler', keep: schedulerRunView };
