@@ -4,7 +4,8 @@
  *   node tools/benchmarks/src/scale-bench.ts [POINTS]        (npx nx run benchmarks:scale)
  * POINTS: Run counts, comma-separated, default 1000,10000,50000 (or env KRT_SCALE_POINTS);
  * KRT_SCALE_BACKLOG: Runs of the bind-rate backlog (default 10000); KRT_SCALE_CONCURRENCY:
- * creations in flight (default 12). Figures are printed, never asserted: the exit code says
+ * creations in flight (default 12); KRT_SCALE_MEMORY_LIMIT_MIB: the container memory limit each
+ * service's V8 heap is sized for, as the chart sizes it (default 1024). Figures are printed, never asserted: the exit code says
  * only whether the bench itself ran.
  *
  * The control plane is real: etcd, kube-apiserver (the chart's CRDs and admission
@@ -31,7 +32,7 @@
  *   history GC keeps them; only their TTL would remove them.
  * Points are cumulative: each adds Runs up to its count, waits until the scheduler bound
  * what fits into `room` and the API server's write rate fell (at most 180 s), then reads
- * resident memory (VmRSS) and live heap (kruntimes_process_heap_used_bytes, n/a when a
+ * resident memory (VmRSS) and live heap (kruntimes_process_heap_live_bytes, n/a when a
  * service does not export it) of every service, runtimed, kube-apiserver and etcd.
  * KiB per Run = (resident now - resident before the first Run) / Runs. API requests/s are
  * kube-apiserver's own counters over the creation and over the last quiet 5 s; scheduler
@@ -60,7 +61,7 @@ import { isPodReady } from '@kruntimes/controller-runtime';
 import { LocalNode } from '@kruntimes/local-node';
 import { kruntimesClients, writeTransition } from '@kruntimes/run-client';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
-import { podLabelSelector } from '@kruntimes/runtime-workload';
+import { nodeHeapOptions, podLabelSelector } from '@kruntimes/runtime-workload';
 import {
   ADMIN_USER,
   Cluster,
@@ -92,7 +93,14 @@ const CONCURRENCY = Number(process.env.KRT_SCALE_CONCURRENCY ?? 12);
 const ROOM = 1000;
 const RESTART_GOAL_AT = 50_000;
 const GOALS = { kibPerRun: 4, bindsPerSecond: 200, syncedSeconds: 30 };
-const HEAP_METRIC = 'kruntimes_process_heap_used_bytes';
+/** The heap in use after the last full collection: live data, not the garbage V8 has yet to collect. */
+const HEAP_METRIC = 'kruntimes_process_heap_live_bytes';
+/**
+ * Each service's V8 heap flags, as the chart derives them from a container memory limit
+ * (nodeHeapOptions): deployed, V8 sizes its heap against the limit; uncapped on this 24 GiB
+ * host it would let garbage pile up and resident memory would say little about the data.
+ */
+const MEMORY_LIMIT_MIB = Number(process.env.KRT_SCALE_MEMORY_LIMIT_MIB ?? 1024);
 const PASS_METRIC = 'kruntimes_scheduler_pass_seconds';
 const RENEW_METRIC = 'kruntimes_leader_renew_seconds';
 const TTL_SECONDS = 86_400;
@@ -178,7 +186,7 @@ class ServiceProcess {
     this.#stopping = false;
     const fd = openSync(this.logFile, 'a');
     const child = spawn(process.execPath, [join(REPO_ROOT, 'apps', this.name, 'src/main.ts'), ...this.args], {
-      env: { ...process.env, POD_NAME: this.podName },
+      env: { ...process.env, POD_NAME: this.podName, NODE_OPTIONS: nodeHeapOptions(MEMORY_LIMIT_MIB * 2 ** 20) },
       stdio: ['ignore', fd, fd],
     });
     closeSync(fd);
@@ -636,9 +644,13 @@ try {
       const baseRss = base?.rss[name];
       const perRun = rss !== undefined && baseRss !== undefined && runsNow > 0 ? (rss - baseRss) / runsNow : undefined;
       const heap = s.heap[name];
+      const baseHeap = base?.heap[name];
+      const heapPerRun = heap !== undefined && baseHeap !== undefined && runsNow > 0 ? (heap - baseHeap) / 1024 / runsNow : undefined;
       log(
         `  ${label} ${name.padEnd(18)} resident ${mib(rss).padStart(9)}  heap ${fmt(heap === undefined ? undefined : heap / 2 ** 20, 0, ' MiB').padStart(8)}` +
-          (base === undefined ? '' : `  ${fmt(perRun, 2, ' KiB/Run')} resident growth`) +
+          (base === undefined
+            ? ''
+            : `  ${fmt(perRun, 2, ' KiB/Run')} resident growth, ${fmt(heapPerRun, 2, ' KiB/Run')} live heap growth`) +
           (restarted.includes(name) ? '  (restarted during the point: a fresh process, not comparable)' : ''),
       );
     }
@@ -946,7 +958,9 @@ try {
     lostLeadership.set(name, text.split('\n').filter((line) => line.includes('lost leadership') || line.includes('lease; exiting')).length);
   }
   log('');
-  log('summary (resident MiB, growth KiB/Run over the empty baseline, * restarted during the point; heap MiB where exported):');
+  log(
+    `summary (resident MiB, growth KiB/Run over the empty baseline, * restarted during the point; live heap MiB (KiB/Run) where exported; services' heap sized for a ${String(MEMORY_LIMIT_MIB)} MiB limit):`,
+  );
   const header = [
     'Runs',
     'create/s',
@@ -969,7 +983,16 @@ try {
         return `${r.restarted.includes(m) ? '*' : ''}${fmt(rss === undefined ? undefined : rss / 1024, 0)} (${fmt(perRun, 2)})`;
       }),
     ]);
-    row(['  heap', '', ...MEASURED.map((m) => fmt(r.sample.heap[m] === undefined ? undefined : (r.sample.heap[m] ?? 0) / 2 ** 20, 0))]);
+    row([
+      '  live heap',
+      '',
+      ...MEASURED.map((m) => {
+        const heap = r.sample.heap[m];
+        const base = baseline.heap[m];
+        const perRun = heap !== undefined && base !== undefined ? (heap - base) / 1024 / r.runs : undefined;
+        return heap === undefined ? 'n/a' : `${fmt(heap / 2 ** 20, 0)} (${fmt(perRun, 2)})`;
+      }),
+    ]);
   }
   log('');
   log(
