@@ -24,6 +24,7 @@ import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
 import { CheckpointReader } from './resume.ts';
+import { runtimedRunProjection } from './run-cache.ts';
 import { RunReconciler } from './run-reconciler.ts';
 import { RuntimeServerClient } from './runtime-server.ts';
 import type { ConfigMapReader } from './workspace.ts';
@@ -188,7 +189,8 @@ interface Caches {
   informers: InformerFactory;
   /**
    * This Runtime's Runs, selected by the API server (spec.runtime is a selectable field), or
-   * the namespace's Runs where the server cannot select on it (then filtered in buildReconciler).
+   * the namespace's Runs where the server cannot select on it (then filtered in buildReconciler):
+   * whole when assigned to this Pod, slim otherwise (runtimedRunView says what is kept).
    */
   runs: SharedInformer<RunObject>;
   peers: PeerPods;
@@ -211,6 +213,7 @@ async function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Pro
     namespace: config.pod.namespace,
     plural: RUN_PLURAL,
     ...(selectable ? { fieldSelector } : {}),
+    projection: runtimedRunProjection(config.pod.uid),
   });
   const peers = new PeerPods(kubeConfig, config.pod.namespace, config.runtime, logger, informers);
   return { informers, runs, peers, synced: () => runs.hasSynced && peers.hasSynced };

@@ -7,7 +7,9 @@
  * cache is filled, divided by N. Each projection is measured in a process of its own (this
  * file again, `--measure`), so that no cache of another one, freed late, is in its figure.
  * `none` is the cache before projections (all but managedFields); the others are what the
- * scheduler, stale recovery and the controller-manager keep. Prints one line per
+ * scheduler, stale recovery, the controller-manager and runtimed keep (runtimed as one Pod
+ * none of these Runs is assigned to: what every Runtime Pod pays for its Runtime's
+ * queue and for the Runs of its peers; a Run of its own is kept whole). Prints one line per
  * projection; no timing is asserted.
  *
  *   node --expose-gc tools/benchmarks/src/run-cache-bench.ts [runs]
@@ -25,6 +27,7 @@ import type { ControllerLogger, Projection } from '@kruntimes/controller-runtime
 import { MANAGER_RUN_PROJECTION } from '@kruntimes/controller-manager-core';
 import { runClient } from '@kruntimes/run-client';
 import { SCHEDULER_RUN_PROJECTION } from '@kruntimes/scheduler-core';
+import { runtimedRunProjection } from '@kruntimes/runtimed-core';
 import { RECOVERY_RUN_PROJECTION } from '@kruntimes/stale-recovery-core';
 import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, kubeconfigYaml } from '@kruntimes/testing';
 
@@ -139,6 +142,8 @@ const PROJECTIONS: Record<string, Projection | undefined> = {
   scheduler: SCHEDULER_RUN_PROJECTION,
   'stale-recovery': RECOVERY_RUN_PROJECTION,
   'controller-manager': MANAGER_RUN_PROJECTION,
+  // No Run here is assigned to this Pod UID (statusOf's are 0b5c6f3e-...).
+  runtimed: runtimedRunProjection('bench-runtimed-pod'),
 };
 
 /** One Run cache filled in this process: what its Runs add to the live heap, in bytes. */
@@ -210,7 +215,7 @@ async function bench(): Promise<void> {
     });
     await writeFile(kubeconfigPath, yaml, { mode: 0o600 });
     const self = import.meta.filename;
-    const names = ['none', 'scheduler', 'stale-recovery', 'controller-manager'];
+    const names = Object.keys(PROJECTIONS);
     for (const round of [1, 2]) {
       for (const name of names) {
         const args = ['--expose-gc', self, '--measure', kubeconfigPath, namespace, String(RUNS), name];
