@@ -1,5 +1,5 @@
 import type { RunStatus } from '@kruntimes/api';
-import { MANAGER_RUN_PROJECTION, managerRunView } from './caches.ts';
+import { MANAGER_RUN_PROJECTION, demandClasses, managerRunView } from './caches.ts';
 import type { RunObject } from './caches.ts';
 
 const READY = { type: 'Ready', status: 'False', reason: 'Completed', message: 'done', lastTransitionTime: '2026-01-01T00:00:05Z' } as const;
@@ -94,5 +94,35 @@ describe('managerRunView', () => {
 
   it('is the projection of the shared Run cache', () => {
     expect(MANAGER_RUN_PROJECTION.keep).toBe(managerRunView);
+  });
+});
+
+describe('demandClasses', () => {
+  const withFinalizer = (status: RunStatus): RunObject => {
+    const r = run(status);
+    r.metadata.finalizers = ['kruntimes.io/registration-cleanup'];
+    return r;
+  };
+  const deleting = (status: RunStatus): RunObject => {
+    const r = run(status);
+    // Custom objects are parsed JSON: the timestamp is a string, whatever V1ObjectMeta says.
+    (r.metadata as { deletionTimestamp?: string }).deletionTimestamp = '2026-01-01T00:00:09Z';
+    return r;
+  };
+  it.each<[string, RunObject, string[]]>([
+    ['Pending, no reason yet: waits for a slot', run({ phase: 'Pending' }), ['pending']],
+    ['Pending for want of capacity: waits for a slot', run({ phase: 'Pending', reason: 'WaitingForCapacity' }), ['pending']],
+    ['Pending on a suspended Runtime: no slot would help', run({ phase: 'Pending', reason: 'RuntimeSuspended' }), []],
+    ['Pending but being deleted: asks for nothing', deleting({ phase: 'Pending' }), []],
+    ['scheduled to a Pod: holds a slot of it', run({ phase: 'Scheduled', assignedPodUID: 'p1' }), ['held', 'holdsPod']],
+    ['running: holds a slot of its Pod', run({ phase: 'Running', assignedPodUID: 'p1', attempt: 1 }), ['held', 'holdsPod']],
+    ['finished: holds nothing', run({ phase: 'Succeeded', assignedPodUID: 'p1' }), []],
+    [
+      'finished, its registration not yet cleaned up: still holds',
+      withFinalizer({ phase: 'Succeeded', assignedPodUID: 'p1' }),
+      ['held', 'holdsPod'],
+    ],
+  ])('%s', (_name, input, expected) => {
+    expect(demandClasses(input)).toEqual(expected);
   });
 });

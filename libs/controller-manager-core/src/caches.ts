@@ -5,7 +5,7 @@ import { isPodReady } from '@kruntimes/controller-runtime';
 import { waitsForSlot } from '@kruntimes/pool-core';
 import type { Projection, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { kept, projectedRun } from '@kruntimes/run-client';
-import { capacityHold, classify, currentPhase, holdsCapacity, isTerminal } from '@kruntimes/run-state';
+import { capacityHold, classify, currentPhase, holdsCapacity, isTerminal, mayBeCollected } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { ArtifactStoreObject, RunInputObject } from './objects.ts';
 import type { CollectableRun } from './collection.ts';
@@ -102,18 +102,54 @@ export interface RuntimeDemand {
   pending: number;
 }
 
+/** The controller-manager's indexes of its Run cache: what a Runtime's controllers count, never a scan of the namespace. */
+export const RUN_INDEXES = {
+  /** `<runtime key>|<class>` for each class of demandClasses: counted, or listed when bounded by capacity. */
+  demand: 'controller-manager/demand',
+  /** Runtime key -> its finished Runs that history collection may delete. */
+  collectable: 'controller-manager/collectable',
+} as const;
+
+/** A Run's classes in a Runtime's demand: holding a slot, holding one of a Pod (capacityHold), waiting Pending for one. */
+export type DemandClass = 'held' | 'holdsPod' | 'pending';
+
+/** Which of a Runtime's demand classes a Run counts in (runtimeDemand reads them through RUN_INDEXES.demand). */
+export function demandClasses(run: ReadonlyDeep<RunObject>): DemandClass[] {
+  const phase = phaseOf(run);
+  const classes: DemandClass[] = [];
+  if (holdsCapacity(phase, cleanupPending(run))) classes.push('held');
+  else if (classify(phase) === 'queued' && run.metadata.deletionTimestamp === undefined && waitsForSlot(run.status?.reason))
+    classes.push('pending');
+  if (capacityHold(run) !== undefined) classes.push('holdsPod');
+  return classes;
+}
+
+/** Files every cached Run under its Runtime's demand classes and, once finished, as collectable. Before the cache starts. */
+export function addRunIndexes(runs: SharedInformer<RunObject>): void {
+  runs.addIndex(RUN_INDEXES.demand, (run) => demandClasses(run).map((demand) => `${runtimeKeyOfRun(run)}|${demand}`));
+  runs.addIndex(RUN_INDEXES.collectable, (run) => {
+    const view = collectable(run);
+    return !view.deleting && mayBeCollected(view.phase) ? [runtimeKeyOfRun(run)] : [];
+  });
+}
+
+/**
+ * The Runtime's demand from the indexes: the Pending count without reading a Run, and the
+ * slots held per Pod from the Runs that hold one (bounded by the Runtime's capacity, not by
+ * its queue), so a Runtime with tens of thousands of queued Runs costs what its Pods hold.
+ */
 export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: ReadonlyDeep<RuntimeObject>): RuntimeDemand {
-  const demand: RuntimeDemand = { held: 0, heldByPod: new Map(), pending: 0 };
-  for (const run of caches.runs.list(runtime.metadata.namespace ?? '')) {
-    if (run.spec.runtime !== runtime.metadata.name) continue;
-    const phase = phaseOf(run);
-    if (holdsCapacity(phase, cleanupPending(run))) demand.held += 1;
-    else if (classify(phase) === 'queued' && run.metadata.deletionTimestamp === undefined && waitsForSlot(run.status?.reason))
-      demand.pending += 1;
+  const key = `${runtime.metadata.namespace ?? ''}/${runtime.metadata.name ?? ''}`;
+  const heldByPod = new Map<string, number>();
+  for (const run of caches.runs.byIndex(RUN_INDEXES.demand, `${key}|holdsPod`)) {
     const hold = capacityHold(run);
-    if (hold !== undefined) demand.heldByPod.set(hold.podUID, (demand.heldByPod.get(hold.podUID) ?? 0) + 1);
+    if (hold !== undefined) heldByPod.set(hold.podUID, (heldByPod.get(hold.podUID) ?? 0) + 1);
   }
-  return demand;
+  return {
+    held: caches.runs.countByIndex(RUN_INDEXES.demand, `${key}|held`),
+    heldByPod,
+    pending: caches.runs.countByIndex(RUN_INDEXES.demand, `${key}|pending`),
+  };
 }
 
 /** The key of the Runtime a Run runs on. */

@@ -12,7 +12,15 @@ import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 import { Autoscaler } from './autoscaler.ts';
 import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
-import { MANAGER_RUN_PROJECTION, metricsSnapshot, phaseOf, runtimeKeyOfOwned, runtimeKeyOfPod, runtimeKeyOfRun } from './caches.ts';
+import {
+  MANAGER_RUN_PROJECTION,
+  addRunIndexes,
+  metricsSnapshot,
+  phaseOf,
+  runtimeKeyOfOwned,
+  runtimeKeyOfPod,
+  runtimeKeyOfRun,
+} from './caches.ts';
 import type { ManagerCaches, RunObject, RuntimeObject } from './caches.ts';
 import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts';
 import type { InputMetrics } from './input-metrics.ts';
@@ -106,6 +114,7 @@ export class ControllerManager {
       artifactStores: this.#informers.informer<ArtifactStoreObject>({ ...kruntimes, plural: ARTIFACT_STORE_PLURAL }),
       runInputs: this.#informers.informer<RunInputObject>({ ...kruntimes, plural: RUN_INPUT_PLURAL }),
     };
+    addRunIndexes(caches.runs);
     this.#caches = caches;
 
     const clients = kruntimesClients(kubeConfig);

@@ -2,7 +2,7 @@ import type { Run } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ReconcileResult } from '@kruntimes/controller-runtime';
 import type { ObjectClient } from '@kruntimes/run-client';
-import { collectable } from './caches.ts';
+import { RUN_INDEXES, collectable } from './caches.ts';
 import type { ManagerCaches } from './caches.ts';
 import { historyToCollect, ttlDecision } from './collection.ts';
 import type { CollectableRun } from './collection.ts';
@@ -48,12 +48,12 @@ export class RunCollector {
   }
 
   async reconcileHistory(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const runs = this.#options.caches.runs
-      .list(namespace)
-      .filter((run) => run.spec.runtime === name)
-      .map(collectable);
-    for (const run of historyToCollect(runs, this.#options.finishedRunsPerRuntime)) await this.#deleteRun(namespace, run);
+    const { namespace = '' } = splitObjectKey(key);
+    const limit = this.#options.finishedRunsPerRuntime;
+    // Counted, not listed: a Runtime within its history limit costs nothing per Run event.
+    if (this.#options.caches.runs.countByIndex(RUN_INDEXES.collectable, key) <= limit) return undefined;
+    const runs = this.#options.caches.runs.byIndex(RUN_INDEXES.collectable, key).map(collectable);
+    for (const run of historyToCollect(runs, limit)) await this.#deleteRun(namespace, run);
     return undefined;
   }
 

@@ -72,15 +72,23 @@ describe('InformerIndexes', () => {
     }
   });
 
-  it('adds an index of a name once (shared caches ask alike), and only before it holds objects', () => {
+  it('adds an index of a name once (shared caches ask alike)', () => {
     const ix = indexes();
     ix.add('tag', () => ['other']);
     expect(ix.size).toBe(1);
     ix.upsert(item('a', ['x']));
     expect(names(ix.get('tag', 'x'))).toEqual(['a']);
-    expect(() => {
-      ix.add('late', () => []);
-    }).toThrow(/after the cache was filled/);
+  });
+
+  it('files what a cache already holds into an index added late, and keeps it up to date from then on', () => {
+    const ix = indexes();
+    ix.upsert(item('a', ['x']));
+    ix.upsert(item('b', ['y']));
+    ix.add('first', (i) => i.tags.slice(0, 1).map((tag) => `first-${tag}`));
+    expect(names(ix.get('first', 'first-x'))).toEqual(['a']);
+    ix.upsert(item('a', ['y']));
+    expect(names(ix.get('first', 'first-x'))).toEqual([]);
+    expect(names(ix.get('first', 'first-y'))).toEqual(['a', 'b']);
   });
 
   it('refuses an unknown index', () => {

@@ -1,10 +1,10 @@
+/** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
+export type IndexFunction<T> = (object: T) => readonly string[];
+
 /** What an index needs of an object: where the cache keeps it. */
 interface CachedObject {
   readonly metadata?: { readonly name?: string | undefined; readonly namespace?: string | undefined } | undefined;
 }
-
-/** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
-export type IndexFunction<T> = (object: T) => readonly string[];
 
 interface Index<T> {
   valuesOf: IndexFunction<T>;
@@ -20,14 +20,22 @@ interface Index<T> {
  */
 export class InformerIndexes<T extends CachedObject> {
   readonly #indexes = new Map<string, Index<T>>();
-  /** Object key -> the index values it is filed under, per index: where to remove it from. */
-  readonly #filed = new Map<string, Map<string, readonly string[]>>();
+  /**
+   * Object key -> the version last filed: where to take it out of again (its values are
+   * computed anew, index functions being pure). One reference per object, not a copy of
+   * its values: the indexes of a cache of tens of thousands cost little beside it.
+   */
+  readonly #filed = new Map<string, T>();
 
-  /** The same name adds one index: shared informers are shared by components that ask alike. */
+  /**
+   * The same name adds one index: shared caches are shared by components that ask alike.
+   * An index added to a cache already filled files what it holds at once.
+   */
   add(name: string, valuesOf: IndexFunction<T>): void {
     if (this.#indexes.has(name)) return;
-    if (this.#filed.size > 0) throw new Error(`index ${name} added after the cache was filled`);
-    this.#indexes.set(name, { valuesOf, byValue: new Map() });
+    const index: Index<T> = { valuesOf, byValue: new Map() };
+    this.#indexes.set(name, index);
+    for (const [key, object] of this.#filed) file(index, key, object);
   }
 
   get size(): number {
@@ -50,17 +58,8 @@ export class InformerIndexes<T extends CachedObject> {
   upsert(object: T): void {
     const key = cacheKey(object);
     this.#remove(key);
-    const filed = new Map<string, readonly string[]>();
-    for (const [name, index] of this.#indexes) {
-      const values = index.valuesOf(object);
-      filed.set(name, values);
-      for (const value of values) {
-        let objects = index.byValue.get(value);
-        if (objects === undefined) index.byValue.set(value, (objects = new Map<string, T>()));
-        objects.set(key, object);
-      }
-    }
-    this.#filed.set(key, filed);
+    this.#filed.set(key, object);
+    for (const index of this.#indexes.values()) file(index, key, object);
   }
 
   delete(object: T): void {
@@ -71,14 +70,21 @@ export class InformerIndexes<T extends CachedObject> {
     const filed = this.#filed.get(key);
     if (filed === undefined) return;
     this.#filed.delete(key);
-    for (const [name, values] of filed) {
-      const index = this.#indexes.get(name);
-      for (const value of values) {
-        const objects = index?.byValue.get(value);
+    for (const index of this.#indexes.values()) {
+      for (const value of index.valuesOf(filed)) {
+        const objects = index.byValue.get(value);
         objects?.delete(key);
-        if (objects?.size === 0) index?.byValue.delete(value);
+        if (objects?.size === 0) index.byValue.delete(value);
       }
     }
+  }
+}
+
+function file<T>(index: Index<T>, key: string, object: T): void {
+  for (const value of index.valuesOf(object)) {
+    let objects = index.byValue.get(value);
+    if (objects === undefined) index.byValue.set(value, (objects = new Map<string, T>()));
+    objects.set(key, object);
   }
 }
 

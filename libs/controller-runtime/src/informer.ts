@@ -171,8 +171,8 @@ export class SharedInformer<T extends KubernetesObject> {
   }
 
   /**
-   * Files every cached object under the values `valuesOf` gives, for byIndex. Before
-   * start(): an index is built from the events that fill the cache.
+   * Files every cached object under the values `valuesOf` gives, for byIndex: what the
+   * cache holds at once, then every add, update and delete. `valuesOf` must be pure.
    */
   addIndex(name: string, valuesOf: IndexFunction<ReadonlyDeep<T>>): void {
     this.#indexes.add(name, valuesOf);
