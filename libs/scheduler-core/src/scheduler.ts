@@ -78,6 +78,8 @@ interface Pass {
   nowMs: number;
   /** When the earliest uncertain bind expires. */
   nextExpiryMs: number | undefined;
+  /** The settled Runs it did not plan (they wait as they did), and how many per reason. */
+  unplanned: { runs: number; byReason: ReadonlyMap<string, number> };
 }
 
 /**
@@ -290,8 +292,9 @@ export class Scheduler {
   async #planAndApply(key: string): Promise<Pass> {
     const pass = await this.#plan(key);
     this.metrics.passes += 1;
-    // The settled Runs it did not plan wait as they did: counted, not looked at.
-    const settled = this.#book.settledCounts(key);
+    // The settled Runs it did not plan wait as they did: counted, not looked at. Not the Runs
+    // this pass settled: the plan counted those already.
+    const settled = pass.unplanned;
     const settledWith = (reason: string): number => settled.byReason.get(reason) ?? 0;
     this.metrics.pendingByRuntime.set(key, pass.plan.unbound + settled.runs);
     this.metrics.setWaitingForCapacity(key, pass.plan.waitingForCapacity + settledWith(RUN_REASONS.waitingForCapacity));
@@ -371,8 +374,11 @@ export class Scheduler {
       this.#book.unsettleAll(key);
       pass = await planOf(this.#caches.runs.byIndex(RUN_INDEXES.pendingByRuntime, key).map(plainRun));
     }
+    // Before record(): what stays settled now is exactly what this pass did not plan.
+    const { runs: unplannedRuns, byReason } = this.#book.settledCounts(key);
+    const unplanned = { runs: unplannedRuns, byReason: new Map(byReason) };
     this.#book.record(key, pass.signature, pass.runs.values(), pass.plan.settled, placedPending);
-    return { plan: pass.plan, runs: pass.runs, access: pass.access, nowMs, nextExpiryMs: pass.nextExpiryMs };
+    return { plan: pass.plan, runs: pass.runs, access: pass.access, nowMs, nextExpiryMs: pass.nextExpiryMs, unplanned };
   }
 
   /** The Runtime's Pods, each told whether it is of the Deployment's newest template. */
