@@ -210,7 +210,7 @@ async function bench(): Promise<void> {
       `${String(RUNS)} Runs (${KIND === 'both' ? 'half Pending, half Succeeded' : `all ${KIND}`}) created with status in ${String(Math.round((Date.now() - started) / 1000))} s`,
     );
     const sample = await runs.get(namespace, 'run-000001');
-    log(`one finished Run as JSON: ${String(JSON.stringify(sample).length)} bytes`);
+    log(`one Run (run-000001) as JSON: ${String(JSON.stringify(sample).length)} bytes`);
 
     const kubeconfigPath = join(stateDir, 'admin.kubeconfig');
     const yaml = kubeconfigYaml({
