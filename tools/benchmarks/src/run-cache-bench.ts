@@ -10,7 +10,8 @@
  * scheduler, stale recovery, the controller-manager and runtimed keep (runtimed as one Pod
  * none of these Runs is assigned to: what every Runtime Pod pays for its Runtime's
  * queue and for the Runs of its peers; a Run of its own is kept whole). Prints one line per
- * projection; no timing is asserted.
+ * projection; no timing is asserted. KRT_RUN_CACHE_KIND=pending or finished makes every Run
+ * of that kind instead of half and half: what a queued and a finished Run cost apart.
  *
  *   node --expose-gc tools/benchmarks/src/run-cache-bench.ts [runs]
  */
@@ -34,6 +35,9 @@ import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, kubeconfigYaml } from '@k
 const MEASURE = process.argv[2] === '--measure';
 const RUNS = Number((MEASURE ? process.argv[5] : process.argv[2]) ?? 5000);
 const CONCURRENCY = 16;
+/** Which Runs: half Pending and half Succeeded (default), or all of one kind. */
+const KIND = process.env.KRT_RUN_CACHE_KIND ?? 'both';
+if (!['both', 'pending', 'finished'].includes(KIND)) throw new Error('KRT_RUN_CACHE_KIND is both, pending or finished');
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
 const collect: () => void = gc;
@@ -88,7 +92,7 @@ function statusOf(i: number, generation: number | undefined): RunStatus {
     lastTransitionTime: T0,
     ...(generation === undefined ? {} : { observedGeneration: generation }),
   } as const;
-  if (i % 2 === 0) {
+  if (KIND === 'pending' || (KIND === 'both' && i % 2 === 0)) {
     const message = 'Runtime python has no free slot: 4 of 4 Pods are full (8 of 8 Runs)';
     return {
       phase: 'Pending',
@@ -202,9 +206,11 @@ async function bench(): Promise<void> {
       const written = await runs.replaceStatus(created.object, statusOf(i, created.object.metadata.generation));
       if (!written.ok) throw new Error(`status refused: ${written.reason}`);
     });
-    log(`${String(RUNS)} Runs created with status in ${String(Math.round((Date.now() - started) / 1000))} s`);
+    log(
+      `${String(RUNS)} Runs (${KIND === 'both' ? 'half Pending, half Succeeded' : `all ${KIND}`}) created with status in ${String(Math.round((Date.now() - started) / 1000))} s`,
+    );
     const sample = await runs.get(namespace, 'run-000001');
-    log(`one finished Run as JSON: ${String(JSON.stringify(sample).length)} bytes`);
+    log(`one Run (run-000001) as JSON: ${String(JSON.stringify(sample).length)} bytes`);
 
     const kubeconfigPath = join(stateDir, 'admin.kubeconfig');
     const yaml = kubeconfigYaml({
