@@ -11,6 +11,22 @@ const logger: ControllerLogger = { error: () => undefined, debug: () => undefine
 
 type RunObject = Run & KubernetesObject;
 
+/** A task Run of `runtime`, created as a user would (this lib sits below the typed Run client). */
+function createTaskRun(custom: CustomObjectsApi, namespace: string, name: string, runtime: string): Promise<unknown> {
+  return custom.createNamespacedCustomObject({
+    group: 'kruntimes.io',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'runs',
+    body: {
+      apiVersion: 'kruntimes.io/v1alpha1',
+      kind: 'Run',
+      metadata: { name },
+      spec: { runtime, source: { inline: 'print(1)' }, mode: { task: {} } },
+    },
+  });
+}
+
 test('one informer per watch: built-in and custom resources, namespace and selectors filtered on the server', async () => {
   const namespace = await cluster.createNamespace({ prefix: 'informer-factory', waitForDefaultServiceAccount: true });
   const other = await cluster.createNamespace({ prefix: 'informer-factory-other', waitForDefaultServiceAccount: true });
@@ -25,16 +41,7 @@ test('one informer per watch: built-in and custom resources, namespace and selec
     await core.createNamespacedPod({ namespace: ns, body: pod('selected', { role: 'runtime' }) });
     await core.createNamespacedPod({ namespace: ns, body: pod('unselected', { role: 'other' }) });
   }
-  const runTarget = { group: 'kruntimes.io', version: 'v1alpha1', namespace: namespace.name, plural: 'runs' };
-  await custom.createNamespacedCustomObject({
-    ...runTarget,
-    body: {
-      apiVersion: 'kruntimes.io/v1alpha1',
-      kind: 'Run',
-      metadata: { name: 'r' },
-      spec: { runtime: 'python', source: { inline: 'print(1)' }, mode: { task: {} } },
-    },
-  });
+  await createTaskRun(custom, namespace.name, 'r', 'python');
 
   const factory = new InformerFactory({ kubeConfig, logger });
   const podSpec = { group: '', version: 'v1', plural: 'pods', namespace: namespace.name, labelSelector: 'role=runtime' };
@@ -77,16 +84,7 @@ test("Runs selected by spec.runtime on the server (the CRD's selectable field): 
   const kubeConfig = cluster.kubeConfig();
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const target = { group: 'kruntimes.io', version: 'v1alpha1', namespace: namespace.name, plural: 'runs' };
-  const create = (name: string, runtime: string): Promise<unknown> =>
-    custom.createNamespacedCustomObject({
-      ...target,
-      body: {
-        apiVersion: 'kruntimes.io/v1alpha1',
-        kind: 'Run',
-        metadata: { name },
-        spec: { runtime, source: { inline: 'print(1)' }, mode: { task: {} } },
-      },
-    });
+  const create = (name: string, runtime: string): Promise<unknown> => createTaskRun(custom, namespace.name, name, runtime);
   await create('mine-0', 'mine');
   for (let k = 0; k < 20; k += 1) await create(`theirs-${String(k)}`, 'theirs');
 
@@ -131,16 +129,7 @@ test('a projected, indexed cache: listed a page at a time, each object kept as t
   const kubeConfig = cluster.kubeConfig();
   const custom = kubeConfig.makeApiClient(CustomObjectsApi);
   const target = { group: 'kruntimes.io', version: 'v1alpha1', namespace: namespace.name, plural: 'runs' };
-  const create = (name: string, runtime: string): Promise<unknown> =>
-    custom.createNamespacedCustomObject({
-      ...target,
-      body: {
-        apiVersion: 'kruntimes.io/v1alpha1',
-        kind: 'Run',
-        metadata: { name },
-        spec: { runtime, source: { inline: 'print(1)' }, mode: { task: {} } },
-      },
-    });
+  const create = (name: string, runtime: string): Promise<unknown> => createTaskRun(custom, namespace.name, name, runtime);
   // More than two pages (LIST_PAGE_SIZE 500), created 16 at a time.
   const names = Array.from({ length: 1_100 }, (_, i) => `r-${String(i)}`);
   for (let i = 0; i < names.length; i += 16) {

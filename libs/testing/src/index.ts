@@ -56,6 +56,7 @@ export {
   apiServerRequestDelta,
   apiServerRequests,
   formatApiServerRequestDelta,
+  forEachLimited,
   formatLatencies,
   percentile,
   processCpuSeconds,

@@ -15,9 +15,10 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_REASONS, RUNTIME_PLURAL } from '@kruntimes/api';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { LABELS, RUN_REASONS } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
+import { kruntimesClients } from '@kruntimes/run-client';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import {
   ADMIN_USER,
@@ -26,6 +27,7 @@ import {
   REPO_ROOT,
   apiServerRequestDelta,
   apiServerRequests,
+  forEachLimited,
   formatLatencies,
   freePorts,
   kubeconfigYaml,
@@ -55,7 +57,7 @@ const stateDir = await mkdtemp(join(tmpdir(), 'pass-bench-'));
 try {
   const cluster = new Cluster(controlPlane.info);
   const admin = cluster.kubeConfig();
-  const objects = admin.makeApiClient(CustomObjectsApi);
+  const clients = kruntimesClients(admin);
   const core = admin.makeApiClient(CoreV1Api);
   const kubeconfig = join(stateDir, 'scheduler.kubeconfig');
   await writeFile(
@@ -77,13 +79,7 @@ try {
       metadata: { name: 'rt' },
       spec: { language: 'python', replicas: 1, runs: 4, ...(suspend ? { suspend: true } : {}) },
     };
-    await objects.createNamespacedCustomObject({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace,
-      plural: RUNTIME_PLURAL,
-      body: runtime,
-    });
+    if (!(await clients.runtimes.create(namespace, runtime)).ok) throw new Error('the Runtime exists already');
     if (!suspend) {
       // No kube-controller-manager makes the namespace's default ServiceAccount, which Pod admission requires.
       await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'default' } } });
@@ -125,26 +121,23 @@ try {
       await waitFor('the scheduler answers', () => stats().catch(() => undefined), { timeoutMs: 60_000, intervalMs: 200 });
       const before = await apiServerRequests(controlPlane.info);
       const started = performance.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: CLIENTS }, async () => {
-          while (next < RUNS) {
-            const i = next;
-            next += 1;
-            const body: Run = {
-              apiVersion: 'kruntimes.io/v1alpha1',
-              kind: 'Run',
-              metadata: { name: `r-${String(i).padStart(5, '0')}` },
-              spec: {
-                runtime: 'rt',
-                source: { inline: 'print(1)\n' },
-                mode: { task: {} },
-                creator: { username: `user-${String(i % 4)}`, groups: ['system:masters'] },
-              },
-            };
-            await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, body });
-          }
-        }),
+      await forEachLimited(
+        Array.from({ length: RUNS }, (_, i) => i),
+        CLIENTS,
+        async (i) => {
+          const body: Run = {
+            apiVersion: 'kruntimes.io/v1alpha1',
+            kind: 'Run',
+            metadata: { name: `r-${String(i).padStart(5, '0')}` },
+            spec: {
+              runtime: 'rt',
+              source: { inline: 'print(1)\n' },
+              mode: { task: {} },
+              creator: { username: `user-${String(i % 4)}`, groups: ['system:masters'] },
+            },
+          };
+          if (!(await clients.runs.create(namespace, body)).ok) throw new Error(`Run ${body.metadata.name ?? ''} exists already`);
+        },
       );
       const created = performance.now();
       const expected = suspend ? RUN_REASONS.runtimeSuspended : RUN_REASONS.noCapacity;
@@ -152,20 +145,7 @@ try {
       await waitFor(
         `${String(waiting)} Runs waiting ${expected}`,
         async () => {
-          const runs: Run[] = [];
-          let token: string | undefined;
-          do {
-            const page = (await objects.listNamespacedCustomObject({
-              group: API_GROUP,
-              version: API_VERSION,
-              namespace,
-              plural: RUN_PLURAL,
-              limit: 1000,
-              ...(token === undefined ? {} : { _continue: token }),
-            })) as { items: Run[]; metadata?: { continue?: string } };
-            runs.push(...page.items);
-            token = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
-          } while (token !== undefined);
+          const runs = await clients.runs.list(namespace);
           const count = runs.filter((run) => (run.status?.phase ?? 'Pending') === 'Pending' && run.status?.reason === expected).length;
           return count === waiting ? true : undefined;
         },

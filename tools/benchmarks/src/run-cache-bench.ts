@@ -30,7 +30,7 @@ import { runClient } from '@kruntimes/run-client';
 import { SCHEDULER_RUN_PROJECTION } from '@kruntimes/scheduler-core';
 import { runtimedRunProjection } from '@kruntimes/runtimed-core';
 import { RECOVERY_RUN_PROJECTION } from '@kruntimes/stale-recovery-core';
-import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, kubeconfigYaml } from '@kruntimes/testing';
+import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, forEachLimited, kubeconfigYaml } from '@kruntimes/testing';
 
 const MEASURE = process.argv[2] === '--measure';
 const RUNS = Number((MEASURE ? process.argv[5] : process.argv[2]) ?? 5000);
@@ -123,18 +123,6 @@ function statusOf(i: number, generation: number | undefined): RunStatus {
   };
 }
 
-async function forEachLimited(count: number, work: (i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      const i = next;
-      next += 1;
-      await work(i);
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-}
-
 function liveHeap(): number {
   collect();
   collect();
@@ -200,12 +188,16 @@ async function bench(): Promise<void> {
     const runs = runClient(admin);
     const namespace = (await cluster.createNamespace({ prefix: 'run-cache' })).name;
     const started = Date.now();
-    await forEachLimited(RUNS, async (i) => {
-      const created = await runs.create(namespace, newRun(namespace, i));
-      if (!created.ok) throw new Error(`create refused: ${created.reason}`);
-      const written = await runs.replaceStatus(created.object, statusOf(i, created.object.metadata.generation));
-      if (!written.ok) throw new Error(`status refused: ${written.reason}`);
-    });
+    await forEachLimited(
+      Array.from({ length: RUNS }, (_, i) => i),
+      CONCURRENCY,
+      async (i) => {
+        const created = await runs.create(namespace, newRun(namespace, i));
+        if (!created.ok) throw new Error(`create refused: ${created.reason}`);
+        const written = await runs.replaceStatus(created.object, statusOf(i, created.object.metadata.generation));
+        if (!written.ok) throw new Error(`status refused: ${written.reason}`);
+      },
+    );
     log(
       `${String(RUNS)} Runs (${KIND === 'both' ? 'half Pending, half Succeeded' : `all ${KIND}`}) created with status in ${String(Math.round((Date.now() - started) / 1000))} s`,
     );

@@ -73,8 +73,9 @@ import {
   apiServerRequestDelta,
   apiServerRequests,
   call,
-  processCpuSeconds,
+  forEachLimited,
   freePorts,
+  processCpuSeconds,
   kubeconfigYaml,
   testCa,
   testServerCert,
@@ -350,19 +351,6 @@ const fmt = (value: number | undefined, digits = 0, unit = ''): string =>
   value === undefined || Number.isNaN(value) ? 'n/a' : `${value.toFixed(digits)}${unit}`;
 const mib = (kib: number | undefined): string => fmt(kib === undefined ? undefined : kib / 1024, 0, ' MiB');
 const ms = (seconds: number | undefined): string => fmt(seconds === undefined ? undefined : seconds * 1000, 1, ' ms');
-
-async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next] as T;
-        next += 1;
-        await work(item);
-      }
-    }),
-  );
-}
 
 /** Resolves with `work`, or fails after `ms` (the work is left behind; cleanup stops everything). */
 async function within<T>(what: string, timeoutMs: number, work: Promise<T>): Promise<T> {

@@ -49,6 +49,7 @@ import {
   apiServerPid,
   apiServerRequestDelta,
   apiServerRequests,
+  forEachLimited,
   formatApiServerRequestDelta,
   formatLatencies,
   freePorts,
@@ -380,17 +381,4 @@ function bucketQuantile(exposition: string, name: string, q: number, label: stri
 function metricValue(exposition: string, series: string): number {
   const line = exposition.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? Number.NaN : Number(line.slice(series.length + 1));
-}
-
-async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const item = items[next] as T;
-        next += 1;
-        await work(item);
-      }
-    }),
-  );
 }
