@@ -11,7 +11,7 @@ export type { ElectorLogger, LeaderCallbacks, LeaderElectionOptions } from './le
 export { LeaderElectionMetrics } from './leader-election-metrics.ts';
 export { PROCESS_GAUGES, ProcessMetrics, observeProcessGauges, renderProcessMetrics } from './process-metrics.ts';
 export type { DelayHistogram, GaugeMeter, ProcessMetricsOptions, ProcessSample } from './process-metrics.ts';
-export { SecondsHistogram } from './prometheus-text.ts';
+export { SecondsHistogram, histogramLines, sampleLines } from './prometheus-text.ts';
 export { Manager } from './manager.ts';
 export { leaseFromFlags, positiveNumber } from './lease-flags.ts';
 export type { LeaseFlagDefaults, LeaseFlagValues } from './lease-flags.ts';

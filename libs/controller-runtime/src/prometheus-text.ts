@@ -1,6 +1,7 @@
 /**
- * The few Prometheus text-format (0.0.4) pieces the controller-runtime's own metrics
- * need (leader election, the process): a histogram and a gauge, no labels beyond `le`.
+ * The few Prometheus text-format (0.0.4) pieces the controllers' hand-written metrics need
+ * (leader election, the process, the scheduler, stale-recovery, the schedule controller): a
+ * histogram of seconds and a one-sample family, no labels beyond `le`.
  */
 export const LEASE_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 6, 8, 10, 15, 30] as const;
 

@@ -1,3 +1,5 @@
+import { SecondsHistogram, histogramLines } from '@kruntimes/controller-runtime';
+
 /** Upper bounds of the lateness histogram: from a prompt create to a catch-up hours late. */
 export const LATENESS_BUCKETS_SECONDS = [0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600] as const;
 
@@ -28,7 +30,7 @@ const LATENESS = 'kruntimes_schedule_lateness_seconds';
  */
 export class ScheduleMetrics {
   readonly #counters = new Map<string, { namespace: string; schedule: string; counts: Record<Outcome, number> }>();
-  readonly #lateness = { buckets: LATENESS_BUCKETS_SECONDS.map(() => 0), count: 0, sum: 0 };
+  readonly #lateness = new SecondsHistogram(LATENESS_BUCKETS_SECONDS);
 
   count(namespace: string, schedule: string, outcome: Outcome, by = 1): void {
     if (by <= 0) return;
@@ -39,12 +41,7 @@ export class ScheduleMetrics {
   }
 
   observeLateness(seconds: number): void {
-    const value = Math.max(0, seconds);
-    this.#lateness.count += 1;
-    this.#lateness.sum += value;
-    LATENESS_BUCKETS_SECONDS.forEach((bound, i) => {
-      if (value <= bound) this.#lateness.buckets[i] = (this.#lateness.buckets[i] ?? 0) + 1;
-    });
+    this.#lateness.observe(Math.max(0, seconds));
   }
 
   render(): string {
@@ -57,14 +54,8 @@ export class ScheduleMetrics {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
       for (const entry of entries) lines.push(`${name}{${labels(entry.namespace, entry.schedule)}} ${entry.counts[outcome]}`);
     }
-    const h = this.#lateness;
     lines.push(
-      `# HELP ${LATENESS} How late a scheduled Run was created: the create minus the scheduled instant.`,
-      `# TYPE ${LATENESS} histogram`,
-      ...LATENESS_BUCKETS_SECONDS.map((bound, i) => `${LATENESS}_bucket{le="${bound}"} ${h.buckets[i] ?? 0}`),
-      `${LATENESS}_bucket{le="+Inf"} ${h.count}`,
-      `${LATENESS}_sum ${h.sum}`,
-      `${LATENESS}_count ${h.count}`,
+      ...histogramLines(LATENESS, 'How late a scheduled Run was created: the create minus the scheduled instant.', this.#lateness),
     );
     return `${lines.join('\n')}\n`;
   }

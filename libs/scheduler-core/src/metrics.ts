@@ -1,3 +1,5 @@
+import { SecondsHistogram, histogramLines } from '@kruntimes/controller-runtime';
+
 /**
  * The scheduler's metrics in the Prometheus text format (0.0.4). A dozen lines of
  * exposition instead of a metrics dependency: a few series, no labels beyond `le`, except
@@ -6,17 +8,10 @@
  */
 export const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
 
-export class Histogram {
-  readonly counts: number[] = LATENCY_BUCKETS_SECONDS.map(() => 0);
-  count = 0;
-  sum = 0;
-
-  observe(seconds: number): void {
-    this.count += 1;
-    this.sum += seconds;
-    LATENCY_BUCKETS_SECONDS.forEach((bound, i) => {
-      if (seconds <= bound) this.counts[i] = (this.counts[i] ?? 0) + 1;
-    });
+/** A histogram of seconds over LATENCY_BUCKETS_SECONDS. */
+export class Histogram extends SecondsHistogram {
+  constructor() {
+    super(LATENCY_BUCKETS_SECONDS);
   }
 }
 
@@ -67,9 +62,9 @@ export class SchedulerMetrics {
       '# HELP kruntimes_scheduler_passes_total Placement passes over one Runtime.',
       '# TYPE kruntimes_scheduler_passes_total counter',
       `kruntimes_scheduler_passes_total ${this.passes}`,
-      ...histogram('kruntimes_scheduler_bind_latency_seconds', "Time from a Run's creation to its successful bind.", this.bindLatency),
-      ...histogram('kruntimes_scheduler_bind_write_seconds', 'Duration of the fenced bind status write.', this.bindWrite),
-      ...histogram(
+      ...histogramLines('kruntimes_scheduler_bind_latency_seconds', "Time from a Run's creation to its successful bind.", this.bindLatency),
+      ...histogramLines('kruntimes_scheduler_bind_write_seconds', 'Duration of the fenced bind status write.', this.bindWrite),
+      ...histogramLines(
         'kruntimes_scheduler_pass_seconds',
         'Duration of one placement pass over a Runtime, its bind writes included.',
         this.passDuration,
@@ -92,15 +87,4 @@ function perRuntime(name: string, byRuntime: ReadonlyMap<string, number>): strin
       const [namespace = '', runtime = ''] = runtimeKey.split('/');
       return `${name}{namespace="${namespace}",runtime="${runtime}"} ${runs}`;
     });
-}
-
-function histogram(name: string, help: string, h: Histogram): string[] {
-  return [
-    `# HELP ${name} ${help}`,
-    `# TYPE ${name} histogram`,
-    ...LATENCY_BUCKETS_SECONDS.map((bound, i) => `${name}_bucket{le="${bound}"} ${h.counts[i] ?? 0}`),
-    `${name}_bucket{le="+Inf"} ${h.count}`,
-    `${name}_sum ${h.sum}`,
-    `${name}_count ${h.count}`,
-  ];
 }

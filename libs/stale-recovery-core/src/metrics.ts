@@ -1,3 +1,5 @@
+import { SecondsHistogram, histogramLines } from '@kruntimes/controller-runtime';
+
 /**
  * stale-recovery's metrics in the Prometheus text format (0.0.4), written by hand like the
  * scheduler's: one labelled counter, one histogram, one counter.
@@ -7,9 +9,7 @@ export const FENCE_WAIT_BUCKETS_SECONDS = [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
 export class RecoveryMetrics {
   /** `cause|outcome` -> count. */
   readonly #recoveries = new Map<string, number>();
-  readonly fenceWaitCounts: number[] = FENCE_WAIT_BUCKETS_SECONDS.map(() => 0);
-  fenceWaitCount = 0;
-  fenceWaitSum = 0;
+  readonly #fenceWait = new SecondsHistogram(FENCE_WAIT_BUCKETS_SECONDS);
   statusWriteConflicts = 0;
 
   recovery(cause: string, outcome: string): void {
@@ -23,15 +23,10 @@ export class RecoveryMetrics {
 
   /** Time from the first suspicion of an epoch to its fence (0 when the fence came first). */
   fenceWait(seconds: number): void {
-    this.fenceWaitCount += 1;
-    this.fenceWaitSum += seconds;
-    FENCE_WAIT_BUCKETS_SECONDS.forEach((bound, i) => {
-      if (seconds <= bound) this.fenceWaitCounts[i] = (this.fenceWaitCounts[i] ?? 0) + 1;
-    });
+    this.#fenceWait.observe(seconds);
   }
 
   render(): string {
-    const name = 'kruntimes_recovery_fence_wait_seconds';
     const lines = [
       '# HELP kruntimes_recoveries_total Recovery steps taken on Runs, by what caused them and what was written.',
       '# TYPE kruntimes_recoveries_total counter',
@@ -41,12 +36,11 @@ export class RecoveryMetrics {
           const [cause = '', outcome = ''] = key.split('|');
           return `kruntimes_recoveries_total{cause="${cause}",outcome="${outcome}"} ${String(count)}`;
         }),
-      `# HELP ${name} Time from the first suspicion of an owner to the proof of its fence.`,
-      `# TYPE ${name} histogram`,
-      ...FENCE_WAIT_BUCKETS_SECONDS.map((bound, i) => `${name}_bucket{le="${String(bound)}"} ${String(this.fenceWaitCounts[i] ?? 0)}`),
-      `${name}_bucket{le="+Inf"} ${String(this.fenceWaitCount)}`,
-      `${name}_sum ${String(this.fenceWaitSum)}`,
-      `${name}_count ${String(this.fenceWaitCount)}`,
+      ...histogramLines(
+        'kruntimes_recovery_fence_wait_seconds',
+        'Time from the first suspicion of an owner to the proof of its fence.',
+        this.#fenceWait,
+      ),
       '# HELP kruntimes_recovery_status_write_conflicts_total Recovery writes refused because the Run changed since it was read (409).',
       '# TYPE kruntimes_recovery_status_write_conflicts_total counter',
       `kruntimes_recovery_status_write_conflicts_total ${String(this.statusWriteConflicts)}`,
