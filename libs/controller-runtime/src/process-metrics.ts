@@ -138,22 +138,27 @@ function observeLiveHeap(): () => number | undefined {
 }
 
 /** The part of an OpenTelemetry Meter used below (runtimed's and the gateway's). */
-export interface GaugeMeter {
-  createObservableGauge(
-    name: string,
-    options: { description: string; unit?: string },
-  ): { addCallback(callback: (result: { observe(value: number): void }) => void): void };
+export interface GaugeMeter<G> {
+  createObservableGauge(name: string, options: { description: string; unit?: string }): G;
+  addBatchObservableCallback(callback: (result: { observe(observable: G, value: number): void }) => void, observables: G[]): void;
 }
 
 /**
  * PROCESS_GAUGES as observable gauges of an OpenTelemetry meter: the same names on the
  * services whose /metrics the OpenTelemetry Prometheus exporter renders (it keeps `_`
- * and appends no unit suffix).
+ * and appends no unit suffix). One batch callback: each collection takes one sample, so
+ * every gauge reports the same instant and the process is read once, not once per gauge.
  */
-export function observeProcessGauges(meter: GaugeMeter, metrics: ProcessMetrics = new ProcessMetrics()): void {
-  for (const gauge of PROCESS_GAUGES) {
-    meter.createObservableGauge(gauge.name, { description: gauge.help }).addCallback((result) => {
-      result.observe(gauge.value(metrics.sample()));
-    });
-  }
+export function observeProcessGauges<G>(meter: GaugeMeter<G>, metrics: ProcessMetrics = new ProcessMetrics()): void {
+  const gauges = PROCESS_GAUGES.map((gauge) => ({
+    gauge,
+    observable: meter.createObservableGauge(gauge.name, { description: gauge.help }),
+  }));
+  meter.addBatchObservableCallback(
+    (result) => {
+      const sample = metrics.sample();
+      for (const { gauge, observable } of gauges) result.observe(observable, gauge.value(sample));
+    },
+    gauges.map(({ observable }) => observable),
+  );
 }
