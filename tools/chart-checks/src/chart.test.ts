@@ -56,6 +56,14 @@ interface PodSpec {
   }[];
 }
 
+interface RuntimePodPolicy {
+  policyTypes: string[];
+  egress?: {
+    to?: { ipBlock?: { cidr: string; except?: string[] }; podSelector?: unknown }[];
+    ports?: { port: number; protocol: string }[];
+  }[];
+}
+
 function podSpec(deployment: KubeObject): PodSpec {
   return (deployment.spec as { template: { spec: PodSpec } }).template.spec;
 }
@@ -324,6 +332,43 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     expect(objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name === 'kruntimes-runtimed')).toHaveLength(
       RUNTIME_NAMESPACES.length,
     );
+  });
+
+  it("limits Runtime Pods' egress: DNS, the API server, peers and the internet, never the metadata address or the cluster's ranges", () => {
+    for (const namespace of RUNTIME_NAMESPACES) {
+      const policy = get(objects, 'NetworkPolicy', 'kruntimes-runtimed', namespace).spec as RuntimePodPolicy;
+      expect(policy.policyTypes).toEqual(['Ingress', 'Egress']);
+      const egress = policy.egress ?? [];
+      const ports = egress.map((rule) => (rule.ports ?? []).map((p) => `${String(p.port)}/${p.protocol}`));
+      // DNS and the API server's port at any address (no DNS peers given; helm template cannot look up the API server), peers.
+      expect(ports.slice(0, 3)).toEqual([['53/UDP', '53/TCP'], ['6443/TCP'], ['7444/TCP']]);
+      expect(egress.slice(0, 2).map((rule) => rule.to)).toEqual([undefined, undefined]);
+      const internet = egress.at(-1)?.to ?? [];
+      expect(internet.map((peer) => peer.ipBlock?.cidr)).toEqual(['0.0.0.0/0', '::/0']);
+      const denied = internet.flatMap((peer) => peer.ipBlock?.except ?? []);
+      expect(denied).toEqual(expect.arrayContaining(['169.254.169.254/32', 'fd00:ec2::254/128', '10.0.0.0/8', 'fc00::/7']));
+    }
+  });
+
+  it('takes the API server addresses, extra egress rules and cluster ranges from values, and turns egress off on request', async () => {
+    const custom = await renderChart(helm, NAMESPACE, [
+      ...COMMON,
+      ...set,
+      'runtimes.egress.apiServer.cidrs={192.0.2.10/32}',
+      'runtimes.egress.allowTo[0].to[0].ipBlock.cidr=198.51.100.0/24',
+      'runtimes.egress.allowTo[0].ports[0].port=8333',
+      'runtimes.egress.internet.clusterCIDRsIPv4={10.244.0.0/16}',
+      'runtimes.egress.dns[0].podSelector.matchLabels.k8s-app=kube-dns',
+    ]);
+    const policy = get(custom, 'NetworkPolicy', 'kruntimes-runtimed', 'team-a').spec as RuntimePodPolicy;
+    const cidrs = (policy.egress ?? []).flatMap((rule) => (rule.to ?? []).map((peer) => peer.ipBlock?.cidr));
+    expect(cidrs).toEqual(expect.arrayContaining(['192.0.2.10/32', '198.51.100.0/24']));
+    expect(policy.egress?.[0]?.to).toEqual([{ podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }]);
+    expect(policy.egress?.at(-1)?.to?.[0]?.ipBlock?.except).toEqual(['169.254.169.254/32', '169.254.170.2/32', '10.244.0.0/16']);
+    const open = await renderChart(helm, NAMESPACE, [...COMMON, ...set, 'runtimes.egress.enabled=false']);
+    const ingressOnly = get(open, 'NetworkPolicy', 'kruntimes-runtimed', 'team-a').spec as RuntimePodPolicy;
+    expect(ingressOnly.policyTypes).toEqual(['Ingress']);
+    expect(ingressOnly.egress).toBeUndefined();
   });
 
   it('probes the leader-elected services: /healthz for liveness, /readyz for readiness, on the health port their --health-address serves', () => {

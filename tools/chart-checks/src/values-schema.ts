@@ -12,6 +12,9 @@ const bool = { type: 'boolean' };
 const dns1123Label = { type: 'string', pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 };
 const duration = { type: 'string', pattern: '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$' };
 const port = { type: 'integer', minimum: 1, maximum: 65535 };
+const cidrV4 = { type: 'string', pattern: '^([0-9]{1,3}\\.){3}[0-9]{1,3}/[0-9]{1,2}$' };
+const cidrV6 = { type: 'string', pattern: '^[0-9a-fA-F:]+/[0-9]{1,3}$' };
+const cidr = { anyOf: [cidrV4, cidrV6] };
 const strictObject = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({
   type: 'object',
   additionalProperties: false,
@@ -125,6 +128,22 @@ const schema: Schema = {
       ports: strictObject({ grpc: port, peer: port, health: port }),
       metricsPort: port,
       healthProbeFrom: { type: 'array', items: { type: 'object' } },
+      egress: strictObject({
+        enabled: bool,
+        dns: { type: 'array', items: { type: 'object' } },
+        apiServer: strictObject({ cidrs: { type: 'array', items: cidr }, port }),
+        allowTo: {
+          type: 'array',
+          items: strictObject({ to: { type: 'array', items: { type: 'object' } }, ports: { type: 'array' } }, ['to']),
+        },
+        internet: strictObject({
+          enabled: bool,
+          denyIPv4: { type: 'array', items: cidrV4 },
+          denyIPv6: { type: 'array', items: cidrV6 },
+          clusterCIDRsIPv4: { type: 'array', items: cidrV4 },
+          clusterCIDRsIPv6: { type: 'array', items: cidrV6 },
+        }),
+      }),
     }),
     dashboards: strictObject({
       enabled: bool,
