@@ -347,6 +347,14 @@ spec:
 {{- end }}
 
 {{- /* Namespaces allowed by a NetworkPolicy rule, by their immutable kubernetes.io/metadata.name label. */ -}}
+{{- /*
+The labels of every Runtime Pod the controller-manager creates (its Runtime Pod template).
+*/ -}}
+{{- define "kruntimes.runtimePodLabels" -}}
+app.kubernetes.io/component: runtime
+app.kubernetes.io/managed-by: kruntimes-controller-manager
+{{- end }}
+
 {{- define "kruntimes.namespacePeer" -}}
 - namespaceSelector:
     matchExpressions:
