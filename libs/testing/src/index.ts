@@ -6,7 +6,7 @@ export { ControlPlane } from './control-plane.ts';
 
 // Clients, ports and users of that cluster.
 export { kubeConfigFor, kubeconfigYaml } from './kubeconfig.ts';
-export { LOOPBACK, freePorts } from './ports.ts';
+export { EPHEMERAL_RANGE_FILE, LOOPBACK, freePorts, portFree } from './ports.ts';
 export { ADMIN_USER, KUBE_PROXY_USER, nodeUser } from './users.ts';
 
 // Waiting and failures.

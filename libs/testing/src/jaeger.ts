@@ -166,16 +166,23 @@ export interface JaegerLaunch {
   env: Record<string, string>;
   /** OTEL_EXPORTER_OTLP_ENDPOINT of the services (HTTP/protobuf). */
   otlpEndpoint: string;
+  /** Its port: the one a supervisor may have handed out long before the start. */
+  otlpHttpPort: number;
   /** The query API and UI. */
   queryUrl: string;
 }
 
-export async function jaegerLaunch(): Promise<JaegerLaunch> {
-  const ports = await jaegerPorts();
+/**
+ * Free ports for every listener, but `otlpHttpPort` when given: the services were told that
+ * one at their start, so a later start keeps it and chooses the rest then.
+ */
+export async function jaegerLaunch(otlpHttpPort?: number): Promise<JaegerLaunch> {
+  const ports = { ...(await jaegerPorts()), ...(otlpHttpPort === undefined ? {} : { otlpHttp: otlpHttpPort }) };
   return {
     args: jaegerArgs(ports),
     env: jaegerEnv(ports),
     otlpEndpoint: `http://${LOOPBACK}:${ports.otlpHttp}`,
+    otlpHttpPort: ports.otlpHttp,
     queryUrl: `http://${LOOPBACK}:${ports.queryHttp}`,
   };
 }
