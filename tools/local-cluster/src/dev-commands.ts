@@ -7,6 +7,7 @@ import { formatElapsed } from './dev-binaries.ts';
 import { environmentProcesses, processAlive, recordedSockets, stillListening, terminate } from './dev-processes.ts';
 import { readState, stateFile } from './dev-state.ts';
 import { httpsStatus } from './dev-https.ts';
+import { componentHealth } from './dev-parts.ts';
 
 export type Out = (line: string) => void;
 
@@ -66,15 +67,17 @@ export async function status(dir: string, out: Out): Promise<number> {
     healthy &&= ok;
     out(`  ${'kube-apiserver'.padEnd(20)} ${ok ? 'ready' : 'NOT READY'}  ${state.apiServer}`);
   }
+  const failed = state.failed ?? {};
   for (const [name, component] of Object.entries(state.components)) {
     const alive = await processAlive(component.pid);
-    let health = alive ? 'running' : 'EXITED';
+    let health = componentHealth(alive, failed[name]);
+    healthy &&= failed[name] === undefined;
     if (alive && name === 'runtime-gateway' && state.gatewayUrl !== undefined && state.gatewayCaFile !== undefined) {
       const answered = (await httpsStatus(`${state.gatewayUrl}/`, await readFile(state.gatewayCaFile, 'utf8'))) !== undefined;
       health = answered ? `serving ${state.gatewayUrl}` : 'NOT ANSWERING';
       healthy &&= answered;
     }
-    if (alive && name === 'prometheus' && state.prometheusUrl !== undefined) {
+    if (alive && failed[name] === undefined && name === 'prometheus' && state.prometheusUrl !== undefined) {
       const ready =
         (await fetch(`${state.prometheusUrl}/-/ready`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined))?.ok === true;
       health = ready ? `serving ${state.prometheusUrl}` : 'NOT READY';
@@ -82,6 +85,12 @@ export async function status(dir: string, out: Out): Promise<number> {
     }
     healthy &&= alive;
     out(`  ${name.padEnd(20)} ${health}  pid ${String(component.pid)}  log ${component.log}`);
+  }
+  // A part whose component never ran (or has none: the object store) is said here.
+  for (const [name, failure] of Object.entries(failed)) {
+    if (name in state.components) continue;
+    healthy = false;
+    out(`  ${name.padEnd(20)} FAILED: ${failure.reason}  log ${failure.log}`);
   }
   return healthy ? 0 : 1;
 }

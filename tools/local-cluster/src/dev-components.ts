@@ -1,6 +1,6 @@
 // The processes `dev up` supervises: each component in its own process group, stopped in reverse order.
 import { spawn } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ControlPlane } from '@kruntimes/testing';
@@ -36,6 +36,8 @@ export interface Running extends DevComponent {
   /** undefined while it runs; null when a signal ended it (exitSignal). */
   exitCode: number | null | undefined;
   exitSignal?: NodeJS.Signals | null;
+  /** The log's length when this process started: what it wrote comes after. */
+  logStart: number;
 }
 
 /** `node <script> <args>` with its output appended to `<dir>/logs/<name>.log`, without the caller's KUBECONFIG. */
@@ -48,7 +50,9 @@ export function spawnProgram(dir: string, name: string, program: string, args: s
   const log = join(dir, 'logs', `${name}.log`);
   const fd = openSync(log, 'a');
   let child;
+  let logStart;
   try {
+    logStart = fstatSync(fd).size;
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env, KRT_DEV_DIR: dir };
     delete childEnv.KUBECONFIG;
     // Its own process group: Ctrl-C reaches only the supervisor, which stops the components in order.
@@ -69,6 +73,7 @@ export function spawnProgram(dir: string, name: string, program: string, args: s
     name,
     pid,
     log,
+    logStart,
     exitCode: undefined,
     exited: new Promise((resolve) => {
       child.once('exit', (exitCode, signal) => {

@@ -7,7 +7,8 @@ import { REPO_ROOT, freePorts } from '@kruntimes/testing';
 import { dashboardQueriesIn, evaluateQueries, formatDashboardReport } from './dashboard-queries.ts';
 import type { DashboardReport, ExpectedEmpty } from './dashboard-queries.ts';
 import { waitUntil } from './dev-components.ts';
-import type { Running } from './dev-components.ts';
+import type { Running, Say } from './dev-components.ts';
+import { exitError, startOnFreshPorts } from './dev-ports.ts';
 import { prometheusArgs, prometheusConfigYaml } from './dev-prometheus.ts';
 import type { ScrapedService } from './dev-prometheus.ts';
 
@@ -37,15 +38,21 @@ export interface DevPrometheus {
   process: Running;
 }
 
-export async function startPrometheus(options: {
+export interface PrometheusStart {
   dir: string;
   binDir: string;
   systemNamespace: string;
   services: readonly ScrapedService[];
   kubeconfigFile: string;
   signal: AbortSignal;
+  say: Say;
   start: (name: string, program: string, args: string[]) => Promise<Running>;
-}): Promise<DevPrometheus> {
+  /** Stops a start that failed and forgets it. */
+  discard: (process: Running) => Promise<void>;
+}
+
+/** Prometheus on a port chosen just before it starts; started again on a new one when that was taken. */
+export async function startPrometheus(options: PrometheusStart): Promise<DevPrometheus> {
   const home = join(options.dir, 'prometheus');
   await mkdir(join(home, 'data'), { recursive: true, mode: 0o700 });
   const configFile = join(home, 'prometheus.yml');
@@ -58,19 +65,23 @@ export async function startPrometheus(options: {
       scrapeIntervalSeconds: SCRAPE_INTERVAL_SECONDS,
     }),
   );
-  const [port = 0] = await freePorts(1);
-  const listen = `127.0.0.1:${String(port)}`;
-  const process = await options.start(
-    'prometheus',
-    join(options.binDir, 'prometheus'),
-    prometheusArgs({ configFile, dataDir: join(home, 'data'), listen }),
-  );
-  const url = `http://${listen}`;
-  await waitUntil('Prometheus to be ready', options.signal, START_TIMEOUT_MS, async () => {
-    if (process.exitCode !== undefined) throw new Error(`prometheus exited (${String(process.exitCode)}); see ${process.log}`);
-    return (await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined))?.ok === true;
+  return startOnFreshPorts(options.say, async () => {
+    const [port = 0] = await freePorts(1);
+    const listen = `127.0.0.1:${String(port)}`;
+    const args = prometheusArgs({ configFile, dataDir: join(home, 'data'), listen });
+    const process = await options.start('prometheus', join(options.binDir, 'prometheus'), args);
+    const url = `http://${listen}`;
+    try {
+      await waitUntil('Prometheus to be ready', options.signal, START_TIMEOUT_MS, async () => {
+        if (process.exitCode !== undefined) throw await exitError(process);
+        return (await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2_000) }).catch(() => undefined))?.ok === true;
+      });
+    } catch (error) {
+      await options.discard(process);
+      throw error;
+    }
+    return { url, process };
   });
-  return { url, process };
 }
 
 interface TargetsAnswer {

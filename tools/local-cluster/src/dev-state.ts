@@ -1,5 +1,6 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { PartFailure } from './dev-parts.ts';
 
 export interface DevComponent {
   /** Also its process group (every component runs in its own). */
@@ -22,6 +23,8 @@ export interface DevState {
   invokerKubeconfig?: string;
   gatewayUrl?: string;
   gatewayCaFile?: string;
+  /** Where the services export spans, known from their start on (absent with --no-jaeger). */
+  jaegerOtlpEndpoint?: string;
   /** Jaeger's query API and UI (absent with --no-jaeger). */
   jaegerUrl?: string;
   /** Prometheus's HTTP API and UI (absent with --no-prometheus). */
@@ -31,6 +34,8 @@ export interface DevState {
   /** Node agent stateDir: Pod directories and container logs. */
   nodeDir?: string;
   components: Record<string, DevComponent>;
+  /** The parts beside the demo that failed (object-store, jaeger, prometheus), each with why and its log. */
+  failed?: Record<string, PartFailure>;
   /** Every listening socket of the environment once it was ready, host:port. */
   listening?: string[];
   /** Their inodes, in the same order: a stop checks that these very sockets closed. */

@@ -1,5 +1,5 @@
 // `dev up`: the whole local system in the foreground (see DEV_USAGE and the README), one named step after another.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerCert } from '@kruntimes/testing';
@@ -7,18 +7,19 @@ import type { ClusterInfo, ObjectStore } from '@kruntimes/testing';
 import { DEMO_ARTIFACT_RUN, artifactDemoResult, createArtifactDemo, startObjectStore } from './dev-artifacts.ts';
 import { CONTROL_PLANE_BINARIES, binariesWithProgress, formatElapsed, laterBinaries } from './dev-binaries.ts';
 import { DevError, STOP_GRACE_MS, StopRequested, spawnComponent, spawnProgram, teardown, waitUntil } from './dev-components.ts';
+import { PART_COMPONENTS, failureDetail, failureReason, partFailedLine } from './dev-parts.ts';
+import type { PartName } from './dev-parts.ts';
 import type { Running, Say } from './dev-components.ts';
 import { DEMO, DEMO_INVOKER, DEMO_NAMESPACE, createDemoObjects, dashboardTraffic, invokeDemo, prepareDemoInvoker } from './dev-demo.ts';
 import type { DemoInvoker } from './dev-demo.ts';
 import { httpsStatus } from './dev-https.ts';
 import { checkDashboards, startPrometheus, waitForScrapes } from './dev-metrics.ts';
 import { checkTraces, planJaeger, startJaeger } from './dev-traces.ts';
-import type { JaegerLaunch } from '@kruntimes/testing';
-import type { DevJaeger } from './dev-traces.ts';
+import type { DevJaeger, JaegerPlan } from './dev-traces.ts';
 import type { DevPrometheus } from './dev-metrics.ts';
 import { IMAGES, NODE_NAME, nodeAgentConfig } from './dev-node-agent.ts';
 import { missingPrerequisites } from './dev-prerequisites.ts';
-import { ServiceRestarts } from './dev-restart.ts';
+import { ServiceRestarts, describeExit } from './dev-restart.ts';
 import { environmentProcesses, formatSocket, listeningSocketsOf, terminate } from './dev-processes.ts';
 import {
   PROMETHEUS_SERVICE_ACCOUNT,
@@ -52,9 +53,9 @@ export interface UpOptions {
   out: (line: string) => void;
 }
 
-/** What attaches once the binaries built beside the demo exist. */
+/** What attached once the binaries built beside the demo existed; undefined: not asked for, or failed. */
 interface Attached {
-  objectStore: ObjectStore;
+  objectStore: ObjectStore | undefined;
   prometheus: DevPrometheus | undefined;
   jaeger: DevJaeger | undefined;
 }
@@ -146,6 +147,10 @@ class DevSession {
   #laterPending: string[] | undefined;
   /** The services, restarted when they exit as their Deployments would. */
   readonly #restarts: ServiceRestarts;
+  /** The parts beside the demo that failed: said, kept in the state, and --once's exit code. */
+  readonly #failed = new Set<PartName>();
+  /** Set first by the teardown: the exits it causes are no part's failure. */
+  #tearingDown = false;
 
   constructor(options: UpOptions, say: Say, signal: AbortSignal) {
     this.#options = options;
@@ -170,6 +175,7 @@ class DevSession {
     const gateway = await this.#planGateway();
     // Its ports now: the services and Pods export to it from their start, whenever it starts.
     const jaegerPlan = this.#options.jaeger ? await planJaeger() : undefined;
+    if (jaegerPlan !== undefined) this.state.jaegerOtlpEndpoint = jaegerPlan.otlpEndpoint;
     this.#checkStop();
     await this.#startNodeAgent(gateway, controlPlane.info.kubeletServer);
     const scraped = await this.#startServices(gateway, internalCaDir, kubeconfigOf, jaegerPlan?.otlpEndpoint);
@@ -189,14 +195,14 @@ class DevSession {
         `the demo functions answer; ${this.#laterPending.join(', ')} still building beside them, attached when built. Meanwhile: eval "$(npx krt dev env${this.#options.dirFlag ? ` --dir ${this.#options.dir}` : ''})"; npx krt invoke hello-py -n ${DEMO_NAMESPACE} --data '{"name":"you"}'`,
       );
     }
-    const { prometheus, jaeger } = await attaching;
-    this.#options.out(await artifactDemoResult(admin, this.#signal, check));
-    if (prometheus !== undefined) await this.#checkDashboards(prometheus, scraped.length, admin, invoker, check);
-    // Jaeger may have started after the demo's invocations: one more of each to trace.
-    else if (jaeger !== undefined) await invokeDemo(admin, invoker, this.#signal, check);
-    if (jaeger !== undefined) this.#options.out(await checkTraces(jaeger.queryUrl, this.#signal));
+    const { objectStore, prometheus, jaeger } = await attaching;
+    await this.#checkParts({ objectStore, prometheus, jaeger }, admin, invoker, scraped.length, check);
     await this.#announceReady(invoker);
     if (this.#options.once) {
+      if (this.#failed.size > 0) {
+        this.#say(`--once: failed beside the demo: ${[...this.#failed].join(', ')} (see above); tearing everything down`);
+        return 1;
+      }
       this.#say('--once: tearing everything down');
       return 0;
     }
@@ -218,31 +224,106 @@ class DevSession {
 
   /**
    * Once built: the object store and the artifact task, Jaeger and Prometheus; each said as
-   * it attaches. Runs beside the demo's invocations.
+   * it attaches. Runs beside the demo's invocations. A part that fails is said and left out:
+   * the demo and the other parts go on.
    */
   async #attach(
     later: Promise<string>,
     admin: KubeConfig,
     scraped: ScrapedService[],
     kubeconfigOf: (service: typeof PROMETHEUS_SERVICE_ACCOUNT) => Promise<string>,
-    jaegerPlan: JaegerLaunch | undefined,
+    jaegerPlan: JaegerPlan | undefined,
   ): Promise<Attached> {
-    const binDir = await later;
+    const none: Attached = { objectStore: undefined, prometheus: undefined, jaeger: undefined };
+    const binDir = await later.catch(async (error: unknown) => {
+      this.#checkStop();
+      const cause = new DevError(`building beside the demo failed: ${failureReason(error)}`);
+      for (const part of this.#partsAsked()) await this.#partFailed(part, cause);
+      return undefined;
+    });
+    if (binDir === undefined) return none;
     this.#checkStop();
+    const objectStore = await this.#part('object-store', () => this.#startArtifactDemo(binDir, admin));
+    const jaeger = jaegerPlan === undefined ? undefined : await this.#part('jaeger', () => this.#startJaeger(jaegerPlan));
+    this.#checkStop();
+    const prometheus = this.#options.prometheus
+      ? await this.#part('prometheus', () => this.#startPrometheus(scraped, kubeconfigOf))
+      : undefined;
+    return { objectStore, prometheus, jaeger };
+  }
+
+  #partsAsked(): PartName[] {
+    return [
+      'object-store',
+      ...(this.#options.jaeger ? (['jaeger'] as const) : []),
+      ...(this.#options.prometheus ? (['prometheus'] as const) : []),
+    ];
+  }
+
+  /** The object store (SeaweedFS) and the task Run that writes an artifact to it. */
+  async #startArtifactDemo(binDir: string, admin: KubeConfig): Promise<ObjectStore> {
     const objectStore = await startObjectStore(this.#options.dir, binDir, this.#say);
     this.#objectStore = objectStore;
     this.state.objectStoreEndpoint = objectStore.endpoint;
     this.#checkStop();
     await createArtifactDemo(admin, objectStore);
     this.#say(`task Run ${DEMO_ARTIFACT_RUN} created: it writes an artifact to the object store`);
-    const jaeger = jaegerPlan === undefined ? undefined : await this.#startJaeger(jaegerPlan);
-    this.#checkStop();
-    const prometheus = this.#options.prometheus ? await this.#startPrometheus(scraped, kubeconfigOf) : undefined;
-    return { objectStore, prometheus, jaeger };
+    return objectStore;
+  }
+
+  /**
+   * After the demo answered, each attached part's check: the artifact task's result, the
+   * dashboards' queries (their traffic also feeds the traces), the traces.
+   */
+  async #checkParts(attached: Attached, admin: KubeConfig, invoker: DemoInvoker, services: number, check: () => void): Promise<void> {
+    const { objectStore, prometheus, jaeger } = attached;
+    if (objectStore !== undefined)
+      await this.#part('object-store', async () => {
+        this.#options.out(await artifactDemoResult(admin, this.#signal, check));
+      });
+    const traffic =
+      prometheus !== undefined &&
+      (await this.#part('prometheus', () => this.#checkDashboards(prometheus, services, admin, invoker, check)));
+    // Jaeger may have started after the demo's invocations: one more of each to trace.
+    if (traffic !== true && jaeger !== undefined) await invokeDemo(admin, invoker, this.#signal, check);
+    if (jaeger !== undefined)
+      await this.#part('jaeger', async () => {
+        const traces = await checkTraces(jaeger.queryUrl, this.#signal);
+        this.#options.out(traces.line);
+        if (!traces.ok) throw new DevError('no invocation trace crossed the gateway, runtimed and a Runtime Server (see the traces line)');
+      });
+  }
+
+  /**
+   * `step` of a part beside the demo; its failure is said, recorded and resolves undefined.
+   * A stop, or a component the demo needs having exited, is no part's failure: it propagates.
+   */
+  async #part<T>(part: PartName, step: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await step();
+    } catch (error) {
+      this.#checkStop();
+      this.#throwIfOneExited();
+      await this.#partFailed(part, error);
+      return undefined;
+    }
+  }
+
+  /** One line with the cause and the log (which gets the whole error); the state says it for `dev status`. */
+  async #partFailed(part: PartName, error: unknown): Promise<void> {
+    if (this.#tearingDown || this.#failed.has(part)) return;
+    this.#failed.add(part);
+    const log = join(this.#options.dir, 'logs', `${part}.log`);
+    await appendFile(log, `[dev] ${part} failed: ${failureDetail(error)}\n`).catch(() => undefined);
+    const failure = { reason: failureReason(error), log };
+    this.#say(partFailedLine(part, failure));
+    this.state.failed = { ...this.state.failed, [part]: failure };
+    await writeState(this.state);
   }
 
   async tearDown(): Promise<boolean> {
-    // First: the teardown's own stops restart nothing.
+    // First: the teardown's own stops restart nothing, and fail no part.
+    this.#tearingDown = true;
     this.#restarts.stop();
     this.state.phase = 'stopping';
     await writeState(this.state).catch(() => undefined);
@@ -263,7 +344,10 @@ class DevSession {
 
   #throwIfOneExited(): void {
     if (this.#restarts.failure !== undefined) throw new DevError(this.#restarts.failure);
-    const dead = this.#running.find((component) => component.exitCode !== undefined && !this.#restarts.restarts(component.name));
+    // A part's component exiting fails only its part (#part, #watchParts).
+    const dead = this.#running.find(
+      (component) => component.exitCode !== undefined && !this.#restarts.restarts(component.name) && !PART_COMPONENTS.has(component.name),
+    );
     if (dead !== undefined) throw new Error(`${dead.name} exited (${String(dead.exitCode)}); see ${dead.log}`);
   }
 
@@ -328,20 +412,33 @@ class DevSession {
     return this.#supervise(spawnComponent(this.#options.dir, name, script, args, env));
   }
 
-  /** Jaeger on loopback, on the ports the services and Pods already export to. */
-  async #startJaeger(launch: JaegerLaunch): Promise<DevJaeger> {
+  /** Jaeger on loopback, on the OTLP port the services and Pods already export to. */
+  async #startJaeger(plan: JaegerPlan): Promise<DevJaeger> {
     const binDir = this.#binDir;
     if (binDir === undefined) throw new Error('the binaries were not built');
     const jaeger = await startJaeger({
       binDir,
-      launch,
+      plan,
       signal: AbortSignal.any([this.#signal, this.#later.signal]),
+      say: this.#say,
       start: (name, program, args, env) => this.#supervise(spawnProgram(this.#options.dir, name, program, args, env)),
+      discard: (component) => this.#discard(component),
     });
     this.state.jaegerUrl = jaeger.queryUrl;
     await writeState(this.state);
     this.#say(`jaeger (${jaeger.queryUrl}) receiving the invoke path's spans over OTLP (${jaeger.otlpEndpoint})`);
     return jaeger;
+  }
+
+  /** A start of a part's component that failed: stopped (if it still runs) and no longer supervised. */
+  async #discard(component: Running): Promise<void> {
+    await terminate([component.pid], STOP_GRACE_MS);
+    const index = this.#running.indexOf(component);
+    if (index >= 0) this.#running.splice(index, 1);
+    this.state.components = Object.fromEntries(
+      Object.entries(this.state.components).filter(([, recorded]) => recorded.pid !== component.pid),
+    );
+    await writeState(this.state);
   }
 
   /** A service (what the chart runs as a Deployment): restarted when it exits, with the same arguments and log. */
@@ -465,7 +562,9 @@ class DevSession {
       services,
       kubeconfigFile: await kubeconfigOf(PROMETHEUS_SERVICE_ACCOUNT),
       signal: this.#signal,
+      say: this.#say,
       start: (name, program, args) => this.#supervise(spawnProgram(this.#options.dir, name, program, args)),
+      discard: (component) => this.#discard(component),
     });
     this.state.prometheusUrl = prometheus.url;
     await writeState(this.state);
@@ -484,11 +583,13 @@ class DevSession {
     admin: KubeConfig,
     invoker: DemoInvoker,
     check: () => void,
-  ): Promise<void> {
+  ): Promise<true> {
     await waitForScrapes(prometheus.url, new Date(), services + DEMO.length, this.#signal);
     this.#say(await dashboardTraffic(admin, invoker, this.#signal, check));
     const report = await checkDashboards(prometheus.url, this.#signal);
     for (const line of report.lines) this.#options.out(line);
+    if (report.failures > 0) throw new DevError(`${String(report.failures)} dashboard queries failed (see the dashboards lines)`);
+    return true;
   }
 
   async #prepareDemo(controlPlane: ControlPlane, admin: KubeConfig): Promise<DemoInvoker> {
@@ -532,7 +633,9 @@ class DevSession {
 
   /** Until a stop is requested (0) or a component or the control plane exits on its own (1). */
   async #runUntilStopped(controlPlane: ControlPlane): Promise<number> {
-    this.#say(`${READY_LINE} until Ctrl-C or \`krt dev down\` (state: ${stateFile(this.#options.dir)})`);
+    const failed = this.#failed.size === 0 ? '' : `; failed beside the demo: ${[...this.#failed].join(', ')} (see above)`;
+    this.#say(`${READY_LINE} until Ctrl-C or \`krt dev down\` (state: ${stateFile(this.#options.dir)})${failed}`);
+    this.#watchParts();
     const stopped = new Promise<undefined>((resolve) => {
       this.#signal.addEventListener(
         'abort',
@@ -546,7 +649,7 @@ class DevSession {
     const died = await Promise.race([
       stopped,
       ...this.#running
-        .filter((component) => !this.#restarts.restarts(component.name))
+        .filter((component) => !this.#restarts.restarts(component.name) && !PART_COMPONENTS.has(component.name))
         .map(async (component) => component.exited.then(() => `${component.name} exited unexpectedly; see ${component.log}`)),
       controlPlane.anyExit().then((process) => `control plane exited unexpectedly; see ${process.logFile}`),
       this.#restarts.crashLoop,
@@ -554,5 +657,15 @@ class DevSession {
     if (died === undefined) return 0;
     this.#say(`${died}. Stopping everything`);
     return 1;
+  }
+
+  /** A part's component (Jaeger, Prometheus) exiting later fails its part; the rest keeps running. */
+  #watchParts(): void {
+    for (const component of this.#running.filter((running) => PART_COMPONENTS.has(running.name))) {
+      void component.exited.then(async () => {
+        const how = describeExit(component.exitCode, component.exitSignal);
+        await this.#partFailed(component.name as PartName, new DevError(`${component.name} exited (${how}); see ${component.log}`));
+      });
+    }
   }
 }
