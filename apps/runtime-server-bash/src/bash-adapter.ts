@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { KruntimesError } from '@kruntimes/errors';
+import { baseEnv } from '@kruntimes/runtime-server-core';
 import type { FunctionConfig, FunctionSpec, LanguageAdapter, LoadedFunction, TaskCommand } from '@kruntimes/runtime-server-core';
 import { userPath } from './artifact-command.ts';
 import { BashFunction } from './bash-function.ts';
@@ -38,7 +39,7 @@ export class BashAdapter implements LanguageAdapter {
     if (parsed === undefined) throw new KruntimesError('InvalidRequest', `invalid handler ${spec.handler}`);
     const script = resolve(spec.workdir, parsed.script);
     try {
-      await execFileAsync('bash', ['--noprofile', '--norc', '-n', script], { timeout: 10_000 });
+      await execFileAsync('bash', ['--noprofile', '--norc', '-n', script], { ...spec.sandbox.identity, timeout: 10_000 });
       await execFileAsync(
         'bash',
         [
@@ -50,10 +51,8 @@ export class BashAdapter implements LanguageAdapter {
           script,
           parsed.fn,
         ],
-        {
-          cwd: spec.workdir,
-          timeout: 10_000,
-        },
+        // The check sources user code: as the registration's user, never the server's.
+        { cwd: spec.workdir, env: { ...baseEnv(), ...spec.sandbox.env, ...spec.env }, ...spec.sandbox.identity, timeout: 10_000 },
       );
     } catch (error) {
       const stderr = (error as { stderr?: string }).stderr?.trim() ?? '';
@@ -63,6 +62,8 @@ export class BashAdapter implements LanguageAdapter {
         { cause: error },
       );
     }
+    // What the sourced script started must not live on into the first invocation.
+    await spec.sandbox.endProcesses();
     return new BashFunction(spec, script, parsed.fn);
   }
 

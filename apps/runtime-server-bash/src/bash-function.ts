@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess, ChildProcessByStdio } from 'node:child_process';
-import { mkdtemp, open, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { BoundedCapture, baseEnv, guard, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
-import type { FunctionSpec, Guard, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
+import { BoundedCapture, baseEnv, killGroup, openRunFile, signalGroup } from '@kruntimes/runtime-server-core';
+import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction, RunSandbox } from '@kruntimes/runtime-server-core';
 
 /**
  * Sources the user's script, then calls the handler function with the payload on stdin; only
@@ -27,6 +26,7 @@ export class BashFunction implements LoadedFunction {
   readonly #script: string;
   readonly #handler: string;
   #running: ChildProcess | undefined;
+  #invocations = 0;
 
   constructor(spec: FunctionSpec, script: string, handler: string) {
     this.#spec = spec;
@@ -35,15 +35,14 @@ export class BashFunction implements LoadedFunction {
   }
 
   async invoke(request: InvocationRequest): Promise<InvocationResult> {
-    const outputsDir = await mkdtemp(join(tmpdir(), 'krt-out-'));
-    // Neither the invocation's group (named once spawned) nor its outputs directory outlive
-    // this process, however it ends; released once both are gone on this process's watch.
-    const guarded = guard({ removePath: outputsDir });
+    const { sandbox } = this.#spec;
+    // In the registration's sandbox, whose guard ends the invocation's group and removes the
+    // directory if this process dies first.
+    const outputsDir = await sandbox.privateDir(`outputs-${String(++this.#invocations)}`);
     try {
-      return await this.#run(request, outputsDir, guarded);
+      return await this.#run(request, outputsDir, sandbox);
     } finally {
       await rm(outputsDir, { recursive: true, force: true });
-      guarded.release();
     }
   }
 
@@ -54,9 +53,9 @@ export class BashFunction implements LoadedFunction {
     await killGroup(child);
   }
 
-  async #run(request: InvocationRequest, outputsDir: string, guarded: Guard): Promise<InvocationResult> {
+  async #run(request: InvocationRequest, outputsDir: string, sandbox: RunSandbox): Promise<InvocationResult> {
     const child = this.#spawn(request, outputsDir);
-    if (child.pid !== undefined) guarded.group(child.pid);
+    if (child.pid !== undefined) sandbox.guardGroup(child.pid);
     this.#running = child;
     const captured = capture(child);
     // A handler that never reads stdin closes it early: EPIPE is not an error here.
@@ -65,18 +64,23 @@ export class BashFunction implements LoadedFunction {
     child.stdin.end(`\n${request.payload}`);
     const ended = await closedWithin(child, request.timeoutMs);
     this.#running = undefined;
-    // Whatever the handler left running in its group ends with the invocation.
+    // Whatever the handler left running, in its group or (walled) of its user, ends with the
+    // invocation, before its outputs are read.
     signalGroup(child, 'SIGKILL');
+    if (!(await sandbox.endProcesses())) request.logger.warn('processes of the invocation survived SIGKILL');
     if (ended.timedOut) throw new KruntimesError('InvocationTimeout', `invocation did not finish within ${request.timeoutMs} ms`);
     return await this.#result(request, outputsDir, ended, captured);
   }
 
   /** bash as the leader of its own group (detached), so that the whole invocation can be killed. */
   #spawn(request: InvocationRequest, outputsDir: string): ChildProcessByStdio<Writable, Readable, Readable> {
-    return spawn('bash', ['--noprofile', '--norc', '-c', RUNNER, 'krt-handler', this.#script, this.#handler], {
+    const { sandbox } = this.#spec;
+    return spawn('bash', ['--noprofile', '--norc', '-c', `${sandbox.prologue}${RUNNER}`, 'krt-handler', this.#script, this.#handler], {
       cwd: this.#spec.workdir,
+      ...sandbox.identity,
       env: {
         ...baseEnv(),
+        ...sandbox.env,
         ...this.#spec.env,
         KRT_RUN_UID: this.#spec.runUid,
         KRT_ATTEMPT: String(this.#spec.attempt),
@@ -107,7 +111,7 @@ export class BashFunction implements LoadedFunction {
     }
     return {
       result: toJsonResult(out.data),
-      outputs: await readOutputsDir(outputsDir),
+      outputs: await readOutputsDir(outputsDir, this.#spec.sandbox.identity?.uid),
       stdout: {
         data: out.data.slice(0, BOUNDS.capturedStreamBytes),
         truncated: out.totalBytes > BOUNDS.capturedStreamBytes,
@@ -172,14 +176,16 @@ export function toJsonResult(stdout: string): string {
 }
 
 /** Outputs written as files; read bounded (the core validates keys and sizes). */
-async function readOutputsDir(dir: string): Promise<Record<string, string>> {
+async function readOutputsDir(dir: string, owner: number | undefined): Promise<Record<string, string>> {
   const names = await readdir(dir);
   if (names.length > BOUNDS.outputCount) {
     throw new KruntimesError('FunctionOutputInvalid', `${names.length} outputs, at most ${BOUNDS.outputCount} allowed`);
   }
   const outputs: Record<string, string> = {};
   for (const name of names) {
-    const file = await open(join(dir, name), 'r');
+    const file = await openRunFile(join(dir, name), owner).catch((error: unknown) => {
+      throw new KruntimesError('FunctionOutputInvalid', `output ${name}: ${(error as Error).message}`);
+    });
     try {
       const buffer = Buffer.alloc(BOUNDS.outputValueBytes + 1);
       const { bytesRead } = await file.read(buffer, 0, buffer.byteLength, 0);

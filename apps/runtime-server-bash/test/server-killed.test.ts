@@ -48,7 +48,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     rmSync(workdir, { recursive: true, force: true });
   });
 
-  it('during a task: the task group goes, and krt-exec-* and krt-bin-* are removed', async () => {
+  it('during a task: the task group goes, and its sandbox and krt-bin-* are removed', async () => {
     const pidFile = join(workdir, 'task.pid');
     const started = await startServerProcess(MAIN, { TMPDIR: tmp });
     server = started;
@@ -58,9 +58,9 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     pgid = await numberWrittenTo(pidFile);
     expect(
       runtimeServerTempDirs(tmp)
-        .map((name) => name.replace(/-.*/, '-'))
+        .map((name) => name.replace(/[^-/]*$/, ''))
         .sort(),
-    ).toEqual(['krt-', 'krt-']);
+    ).toEqual(['krt-bin-', 'krt-runs-', 'krt-runs/exec-']);
     expect((await survivingGroupMembers(pgid, 0)).length).toBeGreaterThan(0);
 
     started.child.kill('SIGKILL');
@@ -69,7 +69,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     expect(await runtimeServerTempDirsAfterWait(tmp)).toEqual([]);
   });
 
-  it('during a function invocation: its group goes, and krt-out-* and krt-bin-* are removed', async () => {
+  it('during a function invocation: its group goes, and its sandbox and krt-bin-* are removed', async () => {
     const pidFile = join(workdir, 'invocation.pid');
     const started = await startServerProcess(MAIN, { TMPDIR: tmp });
     server = started;
@@ -86,9 +86,9 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
     pgid = await numberWrittenTo(pidFile);
     expect(
       runtimeServerTempDirs(tmp)
-        .map((name) => name.replace(/-.*/, '-'))
+        .map((name) => name.replace(/[^-/]*$/, ''))
         .sort(),
-    ).toEqual(['krt-', 'krt-']);
+    ).toEqual(['krt-bin-', 'krt-runs-', 'krt-runs/fn-']);
 
     started.child.kill('SIGKILL');
     await invocation;
@@ -98,7 +98,7 @@ describe('a bash Runtime Server killed with SIGKILL', () => {
 
   // The handler kills the server as soon as it runs: it runs only once the guard knows its
   // group (the runner's gate), so the group still goes with the server.
-  it('killed by the handler itself at once: its group goes, and krt-out-* and krt-bin-* are removed', async () => {
+  it('killed by the handler itself at once: its group goes, and its sandbox and krt-bin-* are removed', async () => {
     const pidFile = join(workdir, 'invocation.pid');
     const started = await startServerProcess(MAIN, { TMPDIR: tmp });
     server = started;

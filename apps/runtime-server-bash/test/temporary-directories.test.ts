@@ -26,13 +26,16 @@ describe('the temporary directories of a Runtime Server', () => {
     rmSync(workdir, { recursive: true, force: true });
   });
 
-  it('an execution removes its krt-exec-* at its end; the server its krt-bin-* at its exit', async () => {
+  it('an execution removes its sandbox at its end; the server its krt-bin-* at its exit', async () => {
     server = await startServerProcess(MAIN, { TMPDIR: tmp });
-    expect(runtimeServerTempDirs(tmp).map((name) => name.replace(/-.*/, '-'))).toEqual(['krt-']);
-    expect(runtimeServerTempDirs(tmp)[0]).toMatch(/^krt-bin-/);
+    expect(
+      runtimeServerTempDirs(tmp)
+        .map((name) => name.replace(/[^-/]*$/, ''))
+        .sort(),
+    ).toEqual(['krt-bin-', 'krt-runs-']);
     const transcript = await executeToEnd(server.client, executionRequest({ workdir, entrypoint: 'task.sh' }));
     expect(transcript.exited?.outputs).toEqual({ a: '1' });
-    expect(runtimeServerTempDirs(tmp).filter((name) => name.startsWith('krt-exec-'))).toEqual([]);
+    expect(runtimeServerTempDirs(tmp).filter((name) => name.startsWith('krt-runs/exec-'))).toEqual([]);
     await server.stop();
     expect(runtimeServerTempDirs(tmp)).toEqual([]);
   });
@@ -44,7 +47,7 @@ describe('the temporary directories of a Runtime Server', () => {
       'the execution running',
       async () => {
         await Promise.resolve();
-        return runtimeServerTempDirs(tmp).some((name) => name.startsWith('krt-exec-')) ? true : undefined;
+        return runtimeServerTempDirs(tmp).some((name) => name.startsWith('krt-runs/exec-')) ? true : undefined;
       },
       { timeoutMs: 10_000, intervalMs: 20 },
     );
@@ -53,23 +56,27 @@ describe('the temporary directories of a Runtime Server', () => {
     expect(runtimeServerTempDirs(tmp)).toEqual([]);
   });
 
-  it('an execution whose client goes away removes its krt-exec-* once it is stopped', async () => {
+  it('an execution whose client goes away removes its sandbox once it is stopped', async () => {
     server = await startServerProcess(MAIN, { TMPDIR: tmp });
     const leaving = new AbortController();
     const stream = server.client.execute(executionRequest({ workdir, entrypoint: 'slow.sh' }), { signal: leaving.signal });
     for await (const { event } of stream) {
       if (event?.$case === 'log') break;
     }
-    expect(runtimeServerTempDirs(tmp).filter((name) => name.startsWith('krt-exec-'))).toHaveLength(1);
+    expect(runtimeServerTempDirs(tmp).filter((name) => name.startsWith('krt-runs/exec-'))).toHaveLength(1);
     leaving.abort();
     await waitFor(
-      'krt-exec-* removed',
+      'the sandbox removed',
       async () => {
         await Promise.resolve();
-        return runtimeServerTempDirs(tmp).some((name) => name.startsWith('krt-exec-')) ? undefined : true;
+        return runtimeServerTempDirs(tmp).some((name) => name.startsWith('krt-runs/exec-')) ? undefined : true;
       },
       { timeoutMs: 20_000, intervalMs: 50 },
     );
-    expect(runtimeServerTempDirs(tmp)).toEqual([expect.stringMatching(/^krt-bin-/) as string]);
+    expect(
+      runtimeServerTempDirs(tmp)
+        .map((name) => name.replace(/[^-/]*$/, ''))
+        .sort(),
+    ).toEqual(['krt-bin-', 'krt-runs-']);
   });
 });

@@ -52,7 +52,8 @@ export class PythonAdapter implements LanguageAdapter {
   }
 
   register(spec: FunctionSpec, events: FunctionEvents, logger: Logger): Promise<LoadedFunction> {
-    const spare = needsColdStart(spec.env) ? undefined : this.#takeSpare();
+    // A spare runs as this server's user: a walled registration starts cold as its own.
+    const spare = needsColdStart(spec.env) || spec.sandbox.identity !== undefined ? undefined : this.#takeSpare();
     return PythonFunction.start({ python: this.#python, workerScript: WORKER_SCRIPT, spec, events, logger, spare });
   }
 

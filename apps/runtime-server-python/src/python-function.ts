@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS, OUTPUT_KEY_PATTERN } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { LineSplitter, baseEnv, guard, killGroup, signalGroup } from '@kruntimes/runtime-server-core';
+import { LineSplitter, baseEnv, guard, killGroup, sandboxCommand, signalGroup } from '@kruntimes/runtime-server-core';
 import type {
   FunctionEvents,
   FunctionSpec,
@@ -165,8 +165,10 @@ export class PythonFunction implements LoadedFunction {
     worker.expectedExit = true;
     worker.waiting?.reject(reason);
     worker.waiting = undefined;
-    // Unregister and the restart after a timeout return once no process of the worker is left.
+    // Unregister and the restart after a timeout return once no process of the worker is left,
+    // in its group or (walled) of its user.
     await killGroup(worker.child);
+    if (!(await this.#options.spec.sandbox.endProcesses())) this.#options.logger.warn('processes of the worker survived SIGKILL');
     worker.guarded?.release();
   }
 
@@ -180,14 +182,7 @@ export class PythonFunction implements LoadedFunction {
     const { spec, logger } = this.#options;
     // What the worker's environment gets on top of the base environment.
     const env = { ...spec.env, PYTHONPATH: userPythonPath(spec.env), KRT_RUN_UID: spec.runUid, KRT_ATTEMPT: String(spec.attempt) };
-    const child =
-      spare ??
-      spawn(this.#options.python, ['-u', this.#options.workerScript, spec.workdir, spec.handler, LIMITS], {
-        cwd: spec.workdir,
-        env: { ...baseEnv(), ...env },
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-      });
+    const child = spare ?? this.#spawnWorker(env);
     if (spare !== undefined) setReferenced(spare, true);
     // A worker busy in an invocation would not notice this process's death (its fd 3
     // closing) until the handler returns, nor would what the handler started: its guard
@@ -254,6 +249,20 @@ export class PythonFunction implements LoadedFunction {
     worker.ready = true;
     logger.info({ pid: child.pid }, 'python worker ready');
     return worker;
+  }
+
+  /** A cold worker, as the registration's user in its sandbox. */
+  #spawnWorker(env: Readonly<Record<string, string>>): ChildProcess {
+    const { spec } = this.#options;
+    const { sandbox } = spec;
+    const worker = sandboxCommand(sandbox, this.#options.python, ['-u', this.#options.workerScript, spec.workdir, spec.handler, LIMITS]);
+    return spawn(worker.command, worker.args, {
+      cwd: spec.workdir,
+      env: { ...baseEnv(), ...sandbox.env, ...env },
+      ...sandbox.identity,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    });
   }
 
   #died(worker: Worker, message: string): void {

@@ -104,7 +104,7 @@ test('an Execute stream cut before its exit reached runtimed: the Runtime Server
 });
 
 // The Runtime Server killed with SIGKILL during a task (issue 45): neither the task's process
-// group nor the temporary directories (the task's krt-exec-*, the server's krt-bin-*) outlive
+// group nor the temporary directories (the task's sandbox, the server's krt-bin-*) outlive
 // it (their guard ends them when the Runtime Server's pipe closes), and the restarted Runtime
 // Server has no record of the execution it had reported started: the attempt ends
 // Interrupted, RuntimeServerLost, with a message saying the Runtime Server restarted during it.
@@ -115,7 +115,9 @@ test('a Runtime Server killed with SIGKILL during a task: its process group and 
     runtime: 'rt',
     // The leader and a child of its own in the group: the whole group must go. Before it
     // says it started: its scratch (where its outputs file is) and the server's krt-bin-* (first on its PATH).
-    source: { inline: 'printf "%s\\n%s\\n" "$(dirname "$KRT_OUTPUTS_FILE")" "${PATH%%:*}" > "$DIRS"\necho $$ > "$STARTED"\nsleep 60\n' },
+    source: {
+      inline: 'printf "%s\\n%s\\n" "$(dirname "$(dirname "$KRT_OUTPUTS_FILE")")" "${PATH%%:*}" > "$DIRS"\necho $$ > "$STARTED"\nsleep 60\n',
+    },
     mode: { task: {} },
     env: [
       { name: 'STARTED', value: started },
@@ -140,7 +142,7 @@ test('a Runtime Server killed with SIGKILL during a task: its process group and 
     // Killed when the Runtime Server died, long before the restarted one answered runtimed.
     expect(await survivingGroupMembers(pid)).toEqual([]);
     const [taskScratch = '', binDir = ''] = (await readFile(dirs, 'utf8')).trim().split('\n');
-    expect([basename(taskScratch), basename(binDir)]).toEqual([expect.stringMatching(/^krt-exec-/), expect.stringMatching(/^krt-bin-/)]);
+    expect([basename(taskScratch), basename(binDir)]).toEqual([expect.stringMatching(/^exec-/), expect.stringMatching(/^krt-bin-/)]);
     const exists = (path: string) =>
       stat(path).then(
         () => true,

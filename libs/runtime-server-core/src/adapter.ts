@@ -1,6 +1,7 @@
 import type { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
 import type { FunctionConfig, RegistrationKey } from './registration-table.ts';
+import type { RunSandbox } from './run-wall.ts';
 
 /** Captured stdout or stderr of one invocation, bounded. */
 export interface CapturedOutput {
@@ -9,8 +10,11 @@ export interface CapturedOutput {
   readonly totalBytes: number;
 }
 
+/** `workdir` is the sandbox's: the function's processes run there, as the sandbox's user. */
 export interface FunctionSpec extends RegistrationKey, FunctionConfig {
   readonly registrationId: string;
+  /** The registration's own directories and user, taken down after `close()`. */
+  readonly sandbox: RunSandbox;
 }
 
 export interface InvocationRequest {

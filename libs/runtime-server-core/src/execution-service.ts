@@ -1,7 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { DEFAULTS, isUid } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
@@ -13,12 +12,11 @@ import { EventQueue } from './event-queue.ts';
 import { ExecutionRecord } from './execution-record.ts';
 import type { ExecutionStatus } from './execution-record.ts';
 import type { ExecuteRequest } from './execute-request.ts';
-import { guard } from './group-watch.ts';
-import type { Guard } from './group-watch.ts';
 import { LineSplitter } from './line-splitter.ts';
 import { readOutputs } from './outputs-file.ts';
 import { GROUP_GONE_BOUND_MS, exited, killGroupUntilGone, signalGroup, terminateGroup } from './process-group.ts';
 import { writeResumeFiles } from './resume-files.ts';
+import type { RunSandbox, RunWall } from './run-wall.ts';
 import { commandProblem, openGate, spawnTask, spawned, validateExecute, withTimeout } from './task-process.ts';
 import type { TaskProcess } from './task-process.ts';
 import type { SessionHooks } from './wait-for-input.ts';
@@ -82,6 +80,8 @@ export interface ExecutionServiceOptions {
   readonly recordRetentionMs?: number;
   /** The local artifacts endpoint; without it an execution with artifacts is refused. */
   readonly artifacts?: ArtifactEndpoint;
+  /** Where each execution runs, as which user. */
+  readonly wall: RunWall;
 }
 
 /** Task executions: one process group each, streamed logs, bounded outputs, cancel. */
@@ -92,8 +92,10 @@ export class ExecutionService {
   readonly #clock: Clock;
   readonly #record: ExecutionRecord;
   readonly #artifacts: ArtifactEndpoint | undefined;
+  readonly #wall: RunWall;
 
   constructor(options: ExecutionServiceOptions) {
+    this.#wall = options.wall;
     this.#adapter = options.adapter;
     this.#logger = options.logger;
     this.#clock = options.clock;
@@ -135,22 +137,21 @@ export class ExecutionService {
       yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', missing, []));
       return;
     }
-    // Private to the execution (0700), outside the workdir that user code may wipe.
-    const scratch = await mkdtemp(join(tmpdir(), 'krt-exec-'));
-    // Neither the scratch nor the task's group (named once spawned) outlive this process,
-    // however it ends. Released only once this process removed the scratch itself, so an
-    // execution's end leaves nothing behind by the time it is reported.
-    const guarded = guard({ removePath: scratch });
-    const outputsFile = join(scratch, 'outputs.json');
+    // The execution's own directories (and, walled, its own user); neither they nor its
+    // processes outlive this process, however it ends (the sandbox's guard).
+    const sandbox = await this.#wall.open(request.workdir, 'exec');
+    const inSandbox = { ...request, workdir: sandbox.workdir };
+    const outputsFile = join(sandbox.outDir, 'outputs.json');
     try {
-      const resumeEnv = request.resume === undefined ? {} : await writeResumeFiles(scratch, request.resume);
+      const resumeEnv =
+        request.resume === undefined ? {} : await writeResumeFiles(sandbox.inDir, request.resume, (path) => sandbox.shareReadOnly(path));
       if (request.resume !== undefined) {
         logger.info({ resumedFromAttempt: request.resume.checkpointAttempt, responseId: request.resume.responseId }, 'continuation');
       }
-      yield* this.#run(request, entrypoint, outputsFile, resumeEnv, signal, logger, guarded);
+      const task = join(sandbox.workdir, relative(request.workdir, entrypoint));
+      yield* this.#run(inSandbox, task, outputsFile, resumeEnv, signal, logger, sandbox);
     } finally {
-      await rm(scratch, { recursive: true, force: true });
-      guarded.release();
+      await sandbox.close();
     }
   }
 
@@ -184,7 +185,7 @@ export class ExecutionService {
     resumeEnv: Readonly<Record<string, string>>,
     signal: AbortSignal,
     logger: Logger,
-    guarded: Guard,
+    sandbox: RunSandbox,
   ): AsyncGenerator<ExecutionEvent> {
     const command = this.#adapter.taskCommand(entrypoint, request.args, request.env);
     const unstartable = commandProblem(command, request);
@@ -192,7 +193,7 @@ export class ExecutionService {
       yield this.#end(request, this.#exited('start_failed', -1, '', {}, '', unstartable, []));
       return;
     }
-    const { session, child, manifest, running } = this.#spawn(request, command, outputsFile, resumeEnv, logger, guarded);
+    const { session, child, manifest, running } = this.#spawn(request, command, outputsFile, resumeEnv, logger, sandbox);
     const spawnError = await spawned(child);
     if (spawnError !== undefined || child.pid === undefined) {
       session?.close();
@@ -210,7 +211,7 @@ export class ExecutionService {
     const done = this.#ended(child, running, pipesClosed, queue, triggers);
     // The ending is recorded as soon as it is known, whether or not a client is still
     // there to receive it: a stream that breaks now is settled by `status`.
-    const ending = done.then(() => this.#exitedEvent(request, running, manifest, outputsFile, logger));
+    const ending = done.then(() => this.#exitedEvent(request, running, manifest, outputsFile, logger, sandbox));
     yield* this.#stream(request, running, { kind: 'started', pid: child.pid, time: startedAt }, queue, ending, triggers);
   }
 
@@ -224,7 +225,7 @@ export class ExecutionService {
     outputsFile: string,
     resumeEnv: Readonly<Record<string, string>>,
     logger: Logger,
-    guarded: Guard,
+    sandbox: RunSandbox,
   ): {
     session: ArtifactSession | undefined;
     child: TaskProcess;
@@ -243,7 +244,7 @@ export class ExecutionService {
     });
     let child: TaskProcess;
     try {
-      child = spawnTask(command, request, outputsFile, { ...session?.env, ...resumeEnv });
+      child = spawnTask(command, request, outputsFile, { ...session?.env, ...resumeEnv }, sandbox);
     } catch (error) {
       session?.close();
       throw error;
@@ -251,7 +252,7 @@ export class ExecutionService {
     // Before the task's command runs (its gate opens only now): the group must not outlive
     // this process, however it ends, even when the task kills this process at once.
     if (child.pid !== undefined) {
-      guarded.group(child.pid);
+      sandbox.guardGroup(child.pid);
       openGate(child);
     }
     // The token stops working the moment the task's process exits: nothing of the
@@ -289,12 +290,16 @@ export class ExecutionService {
     manifest: Promise<readonly ArtifactClaim[]>,
     outputsFile: string,
     logger: Logger,
+    sandbox: RunSandbox,
   ): Promise<ExecutionEvent> {
     const { child } = running;
     const entries = await manifest;
     if (running.stopReason === 'waiting_input') await this.#waitingGroupGone(running, logger);
+    // Nothing of the Run outlives it (a walled Run's `setsid` children included), and nothing
+    // of it rewrites the outputs once they are read.
+    if (!(await sandbox.endProcesses())) logger.warn('processes of the ended execution survived SIGKILL');
     const reason: ExitReason = running.stopReason ?? 'completed';
-    const outputs = await readOutputs(outputsFile).catch((error: unknown) => ({
+    const outputs = await readOutputs(outputsFile, sandbox.identity?.uid).catch((error: unknown) => ({
       outputs: {},
       error: `cannot read the outputs file: ${(error as Error).message}`,
     }));

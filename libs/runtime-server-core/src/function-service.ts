@@ -6,6 +6,7 @@ import type { Span, Tracer } from '@kruntimes/tracing';
 import type { InvocationResult, LanguageAdapter, LoadedFunction } from './adapter.ts';
 import type { Clock } from './clock.ts';
 import { RegistrationTable } from './registration-table.ts';
+import type { RunSandbox, RunWall } from './run-wall.ts';
 import type { FunctionConfig, Registration, RegistrationKey } from './registration-table.ts';
 import { isAbsolute } from 'node:path';
 
@@ -30,6 +31,8 @@ export interface FunctionServiceOptions {
   readonly newId: () => string;
   /** Tracing on: a server span per invocation and a child span for the handler. */
   readonly tracer?: Tracer | undefined;
+  /** Where each registration's processes run, as which user. */
+  readonly wall: RunWall;
 }
 
 /**
@@ -42,6 +45,7 @@ export class FunctionService {
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #tracer: Tracer | undefined;
+  readonly #wall: RunWall;
   /** Loaded functions of READY registrations, by registration ID. */
   readonly #loaded = new Map<string, LoadedFunction>();
   /** Loads in progress, shared by identical concurrent RegisterFunction calls. */
@@ -52,6 +56,7 @@ export class FunctionService {
     this.#logger = options.logger;
     this.#clock = options.clock;
     this.#tracer = options.tracer;
+    this.#wall = options.wall;
     this.#table = new RegistrationTable({ clock: options.clock, newId: options.newId });
   }
 
@@ -154,10 +159,24 @@ export class FunctionService {
 
   async #load(registration: Registration, logger: Logger): Promise<void> {
     const id = registration.id;
+    let sandbox: RunSandbox;
+    try {
+      sandbox = await this.#wall.open(registration.config.workdir, 'fn');
+    } catch (error) {
+      this.#table.abandon(id);
+      throw error;
+    }
     let loaded: LoadedFunction;
     try {
       loaded = await this.#adapter.register(
-        { ...registration.config, runUid: registration.runUid, attempt: registration.attempt, registrationId: id },
+        {
+          ...registration.config,
+          workdir: sandbox.workdir,
+          runUid: registration.runUid,
+          attempt: registration.attempt,
+          registrationId: id,
+          sandbox,
+        },
         {
           fatal: (error) => {
             logger.error({ code: error.code, err: error }, 'registration failed fatally');
@@ -172,11 +191,13 @@ export class FunctionService {
         logger,
       );
     } catch (error) {
+      await sandbox.close();
       // Nothing served under this attempt: forget it so that the same attempt may retry.
       this.#table.abandon(id);
       logger.warn({ err: error }, 'registration failed to load');
       throw error;
     }
+    loaded = withSandbox(loaded, sandbox);
     if (!this.#table.has(id)) {
       // Unregistered or superseded while loading.
       await loaded.close();
@@ -192,6 +213,17 @@ export class FunctionService {
     this.#loaded.delete(registrationId);
     await loaded?.close();
   }
+}
+
+/** The function, whose `close()` also takes its sandbox down once its processes are stopped. */
+function withSandbox(loaded: LoadedFunction, sandbox: RunSandbox): LoadedFunction {
+  return {
+    invoke: (request) => loaded.invoke(request),
+    close: async () => {
+      await loaded.close();
+      await sandbox.close();
+    },
+  };
 }
 
 function validateRegister(request: RegisterRequest): void {

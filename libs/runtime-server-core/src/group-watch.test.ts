@@ -6,6 +6,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { killGroupUntilGone, groupHasLiveMembers } from './process-group.ts';
 import { guardProcess, holdLine, releaseLine } from './group-watch.ts';
+import { killAllOf } from './run-wall.ts';
+import { processesOf } from './uid-processes.ts';
+
+/** Uids no one else on the machine uses (the wall's tests take theirs from a range of their own). */
+const UID_FOR_GUARD_TEST = 3_700_100;
+
+/** Waits (bounded) until `uid` has `count` live processes; returns how many it has. */
+async function countWithin(uid: number, count: number, ms: number): Promise<number> {
+  const deadline = Date.now() + ms;
+  let found = (await processesOf(uid)).length;
+  while (found !== count && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    found = (await processesOf(uid)).length;
+  }
+  return found;
+}
 import type { GuardedThing } from './group-watch.ts';
 
 /** Polls until the group has no live member, false at the bound. */
@@ -159,6 +175,36 @@ describe('guard', () => {
     }
   });
 
+  // A Run's processes in sessions of their own (setsid) are out of every group's reach: the
+  // guard finds them by uid. Needs root (setuid to the test's uids).
+  (process.getuid?.() === 0 ? it : it.skip)(
+    'kills every process of a held uid at end of file, whatever its session, and leaves a released uid alone',
+    async () => {
+      const [heldUid, releasedUid] = [UID_FOR_GUARD_TEST, UID_FOR_GUARD_TEST + 1];
+      const setsidSleepers = (uid: number) =>
+        spawn('sh', ['-c', 'setsid sleep 300 & setsid sleep 300 & exec sleep 300'], {
+          uid,
+          gid: uid,
+          detached: true,
+          stdio: 'ignore',
+          cwd: '/',
+        });
+      const children = [setsidSleepers(heldUid), setsidSleepers(releasedUid)];
+      try {
+        expect(await countWithin(heldUid, 3, 5_000)).toBe(3);
+        expect(await countWithin(releasedUid, 3, 5_000)).toBe(3);
+        const live = await runGuard(holdLine(1, { uid: heldUid }) + holdLine(2, { uid: releasedUid }) + releaseLine(2));
+        expect(live).toBe(' 1 \n');
+        expect(await countWithin(heldUid, 0, 5_000)).toBe(0);
+        expect((await processesOf(releasedUid)).length).toBe(3);
+      } finally {
+        for (const child of children) child.kill('SIGKILL');
+        await killAllOf({ uid: heldUid, gid: heldUid }, 5_000);
+        await killAllOf({ uid: releasedUid, gid: releasedUid }, 5_000);
+      }
+    },
+  );
+
   describe('its protocol (end of file after the lines)', () => {
     let root = '';
     beforeEach(() => {
@@ -289,6 +335,7 @@ describe('guard', () => {
       [1, { group: 4242 }, 'hold 1 group 4242\n'],
       [0, { path: '/tmp/krt-out-x' }, 'hold 0 path /tmp/krt-out-x\n'],
       [12, { path: '/tmp/a b ' }, 'hold 12 path /tmp/a b \n'],
+      [3, { uid: 100000 }, 'hold 3 uid 100000\n'],
     ];
     for (const [id, thing, line] of lines) expect(holdLine(id, thing)).toBe(line);
     expect(releaseLine(3)).toBe('release 3\n');
@@ -297,6 +344,9 @@ describe('guard', () => {
       [1, { group: 0 }, 'not a process group'],
       [1, { group: -7 }, 'not a process group'],
       [1, { group: 2.5 }, 'not a process group'],
+      [1, { uid: 0 }, 'not a uid'],
+      [1, { uid: -1 }, 'not a uid'],
+      [1, { uid: 1.5 }, 'not a uid'],
       [1, { path: 'tmp/x' }, 'must be absolute'],
       [1, { path: '/tmp/a\nhold 2 path /' }, 'newline'],
       [1, { path: '/tmp/a\0' }, 'newline or NUL'],

@@ -5,10 +5,11 @@ import type { Writable } from 'node:stream';
 
 /**
  * The guard: one per Runtime Server process, reading lines from the pipe only the Runtime
- * Server holds. `hold ID group PGID` and `hold ID path /ABS` add to item ID (numeric; one
- * group and one path each), `release ID` forgets the item: only live items are kept, so a
+ * Server holds. `hold ID group PGID`, `hold ID uid UID` and `hold ID path /ABS` add to item ID
+ * (numeric; one of each), `release ID` forgets the item: only live items are kept, so a
  * Runtime Server that ran a million invocations costs the guard nothing more. End of file
- * means the Runtime Server is gone: every live group is killed, then every live path removed
+ * means the Runtime Server is gone: every live group is killed, then every process of a live
+ * uid (found by its /proc status: the guard is no process of that uid), then every live path removed
  * (once more after a second if one is still there: a member killed in the middle of a write
  * may still create a file). A line it cannot use is skipped, as is a last one cut short.
  * No text from a line is ever evaluated: `eval` sees only `[0-9]` ids, the value moves
@@ -25,24 +26,36 @@ while IFS= read -r l; do
   case $w/$k in
   hold/group) case $a in ''|0*|1|*[!0-9]*) continue;; esac; eval "g_$id=\\$a";;
   hold/path) case $a in /*[!/]*) ;; *) continue;; esac; eval "p_$id=\\$a";;
+  hold/uid) case $a in ''|0*|*[!0-9]*) continue;; esac; eval "u_$id=\\$a";;
   release/*)
-    unset "g_$id" "p_$id"
+    unset "g_$id" "p_$id" "u_$id"
     case $ids in *" $id "*) f=\${ids%% $id *}; ids="$f \${ids#* $id }";; esac
     continue;;
   *) continue;;
   esac
   case $ids in *" $id "*) ;; *) ids="$ids$id ";; esac
 done
-gs= ps=
+gs= ps= us=
 for id in $ids; do
-  eval "g=\\\${g_$id-} p=\\\${p_$id-}"
+  eval "g=\\\${g_$id-} p=\\\${p_$id-} u=\\\${u_$id-}"
   [ -z "$g" ] || gs="$gs$n$g"
   [ -z "$p" ] || ps="$ps$n$p"
+  [ -z "$u" ] || us="$us$n$u"
 done
 printf '%s\\n' "$ids"
 IFS=$n
+ku() {
+  set +f
+  for d in /proc/[0-9]*; do
+    v=
+    while IFS=' 	' read -r k v r; do [ "$k" != Uid: ] || break; v=; done 2>/dev/null <"$d/status"
+    [ -z "$v" ] || case "$us$n" in *"$n$v$n"*) kill -s KILL "\${d#/proc/}" 2>/dev/null;; esac
+  done
+  set -f
+}
 end() {
   for g in $gs; do kill -s KILL -- "-$g" 2>/dev/null; done
+  [ -z "$us" ] || { ku; ku; }
   [ -z "$ps" ] || rm -rf -- $ps 2>/dev/null
 }
 end
@@ -62,7 +75,7 @@ export function guardProcess(): {
 }
 
 /** One thing the guard holds for item `id`. */
-export type GuardedThing = { readonly group: number } | { readonly path: string };
+export type GuardedThing = { readonly group: number } | { readonly uid: number } | { readonly path: string };
 
 /**
  * The line that makes the guard hold `thing` as part of item `id`; throws for what the
@@ -74,6 +87,11 @@ export function holdLine(id: number, thing: GuardedThing): string {
     // 0 and 1 would make `kill -- -N` signal the guard's own group or every process.
     if (!Number.isSafeInteger(thing.group) || thing.group <= 1) throw new Error(`not a process group to guard: ${String(thing.group)}`);
     return `hold ${String(id)} group ${String(thing.group)}\n`;
+  }
+  if ('uid' in thing) {
+    // uid 0 is the Runtime Server (and the guard) itself.
+    if (!Number.isSafeInteger(thing.uid) || thing.uid < 1) throw new Error(`not a uid to guard: ${String(thing.uid)}`);
+    return `hold ${String(id)} uid ${String(thing.uid)}\n`;
   }
   const { path } = thing;
   // A relative path would be resolved against wherever the guard runs; a newline would end
@@ -98,6 +116,8 @@ function checkId(id: number): void {
 export interface GuardOptions {
   /** A process group (its leader's pid) to SIGKILL; `Guard.group` can name it later. */
   readonly killGroup?: number;
+  /** A Run's uid: every process of it is SIGKILLed (before the path is removed). */
+  readonly killUid?: number;
   /** An absolute path removed (recursively) after the group was killed. */
   readonly removePath?: string;
 }
@@ -180,6 +200,7 @@ export function guard(options: GuardOptions): Guard {
   // Checked before anything is written: a bad item throws here, not later in the guard.
   const first =
     (options.killGroup === undefined ? '' : holdLine(id, { group: options.killGroup })) +
+    (options.killUid === undefined ? '' : holdLine(id, { uid: options.killUid })) +
     (options.removePath === undefined ? '' : holdLine(id, { path: options.removePath }));
   let released = false;
   if (first !== '') hold(id, first);

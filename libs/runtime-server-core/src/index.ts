@@ -21,6 +21,12 @@ export { baseEnv } from './process-env.ts';
 export { killGroup, signalGroup } from './process-group.ts';
 export { guard } from './group-watch.ts';
 export type { Guard } from './group-watch.ts';
+export { openRunFile } from './run-files.ts';
+export { sandboxCommand } from './task-process.ts';
+
+// Each Run its own user and directories (KRT_RUN_UIDS).
+export { RunWall } from './run-wall.ts';
+export type { RunIdentity, RunSandbox } from './run-wall.ts';
 
 // gRPC server pieces runtimed and local runs reuse.
 export { checkListenAddress } from './listen-address.ts';

@@ -1,14 +1,17 @@
-import { open } from 'node:fs/promises';
 import { BOUNDS, validateOutputs } from '@kruntimes/api';
+import { openRunFile } from './run-files.ts';
 
 /** The outputs file is read only up to this size: the most that valid outputs can take. */
 const OUTPUTS_FILE_BYTES = BOUNDS.outputCount * (BOUNDS.outputKeyBytes + BOUNDS.outputValueBytes * 6 + 16) + 1024;
 
-/** Reads $KRT_OUTPUTS_FILE: absent is no outputs; anything invalid is reported, not thrown. */
-export async function readOutputs(path: string): Promise<{ outputs: Record<string, string>; error: string }> {
+/**
+ * Reads $KRT_OUTPUTS_FILE: absent is no outputs; anything invalid is reported, not thrown.
+ * `owner`: a walled Run's uid, the only owner its outputs file may have.
+ */
+export async function readOutputs(path: string, owner?: number): Promise<{ outputs: Record<string, string>; error: string }> {
   let text: string;
   try {
-    const file = await open(path, 'r');
+    const file = await openRunFile(path, owner);
     try {
       const { size } = await file.stat();
       if (size > OUTPUTS_FILE_BYTES) return { outputs: {}, error: `outputs file is ${size} bytes, larger than any valid outputs` };

@@ -33,14 +33,20 @@ export function resumeProblems(resume: ResumeInput, attempt: number): string[] {
 }
 
 /**
- * Writes the checkpoint and the response into the execution's private directory (not
+ * Writes the checkpoint and the response into the execution's read-only directory (not
  * the workdir, which user code may wipe) and returns the variables that name them.
  */
-export async function writeResumeFiles(dir: string, resume: ResumeInput): Promise<Record<(typeof RESUME_ENV_NAMES)[number], string>> {
+export async function writeResumeFiles(
+  dir: string,
+  resume: ResumeInput,
+  share: (path: string) => Promise<void>,
+): Promise<Record<(typeof RESUME_ENV_NAMES)[number], string>> {
   const checkpointFile = join(dir, 'checkpoint');
   const inputFile = join(dir, 'input.json');
   await writeFile(checkpointFile, resume.checkpoint, { mode: 0o600, flag: 'wx' });
   await writeFile(inputFile, resume.inputJson, { mode: 0o600, flag: 'wx' });
+  // Readable by the Run, not writable: what it resumes from is what runtimed stored.
+  await Promise.all([share(checkpointFile), share(inputFile)]);
   return {
     KRT_CHECKPOINT_FILE: checkpointFile,
     KRT_INPUT_FILE: inputFile,

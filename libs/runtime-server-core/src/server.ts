@@ -18,6 +18,8 @@ import { errorMiddleware } from './grpc-errors.ts';
 import { runtimeServerService } from './grpc-service.ts';
 import { HealthService } from './health-service.ts';
 import { checkListenAddress } from './listen-address.ts';
+import { RunWall } from './run-wall.ts';
+import type { UidRange } from './uid-pool.ts';
 
 export interface RuntimeServerOptions {
   readonly adapter: LanguageAdapter;
@@ -26,6 +28,8 @@ export interface RuntimeServerOptions {
   readonly logger: Logger;
   /** Tracing on: spans of each invocation (startTracing of @kruntimes/tracing); undefined: none. */
   readonly tracer?: Tracer | undefined;
+  /** Each Run its own uid from this range (KRT_RUN_UIDS); undefined: every Run is this server's user. */
+  readonly runUids?: UidRange | undefined;
 }
 
 export interface RunningRuntimeServer {
@@ -50,7 +54,15 @@ const IDLE_LOG_MS = 10_000;
 export async function startRuntimeServer(options: RuntimeServerOptions): Promise<RunningRuntimeServer> {
   const listen = checkListenAddress(options.listen);
   const { adapter, logger } = options;
+  const wall = await RunWall.start({ uids: options.runUids, logger });
+  logger.info(
+    options.runUids === undefined
+      ? { walled: false }
+      : { walled: true, runUids: `${String(options.runUids.first)}-${String(options.runUids.last)}` },
+    options.runUids === undefined ? 'per-Run uids off: Runs on this server share its user' : 'each Run runs as a uid of its own',
+  );
   const functions = new FunctionService({
+    wall,
     adapter,
     logger,
     clock: systemClock,
@@ -59,7 +71,7 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
   });
   // Same loopback host as the gRPC listener (127.0.0.1 for a unix socket), an ephemeral port.
   const artifacts = await ArtifactEndpoint.start(artifactEndpointHost(listen), logger);
-  const executions = new ExecutionService({ adapter, logger, clock: systemClock, artifacts });
+  const executions = new ExecutionService({ adapter, logger, clock: systemClock, artifacts, wall });
   const health = new HealthService([runtimeServerV1.RuntimeServerDefinition.fullName]);
   const server = createServer().use(errorMiddleware(logger));
   server.add(runtimeServerV1.RuntimeServerDefinition, runtimeServerService(functions, executions));
@@ -77,6 +89,7 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
       await Promise.all([functions.close(), executions.close()]);
       await server.shutdown();
       await artifacts.close();
+      await wall.close();
       logger.info('runtime server stopped');
     })();
     return stopping;
@@ -103,6 +116,8 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
  * Entry point of a Runtime Server process: flags, environment, pino logger, signals.
  *   --listen ADDRESS   (env KRT_LISTEN; default 127.0.0.1:7450)
  *   --log-level LEVEL  (env KRT_LOG_LEVEL; default info)
+ *   env KRT_RUN_UIDS=FIRST-LAST: each Run runs as a uid of its own from this range (the
+ *   server must be uid 0 of the Pod's user namespace); unset: Runs share the server's user.
  * Signals: SIGTERM (the Pod is stopping) serves on until runtimed has drained the Pod (no
  * execution, no registration left); SIGINT stops at once. The kubelet's SIGKILL is the backstop.
  * Tracing: spans exported over OTLP (HTTP/protobuf) as service `kruntimes-<name>` when
@@ -127,6 +142,7 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
       listen: values.listen ?? process.env.KRT_LISTEN ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
       logger,
       tracer: tracing?.tracer,
+      runUids: RunWall.uidsFromEnv(),
     });
     if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
     void stopOnSignals(logger, async (signal) => {

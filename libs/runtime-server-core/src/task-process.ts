@@ -9,6 +9,7 @@ import type { TaskCommand } from './adapter.ts';
 import type { ExecuteRequest } from './execute-request.ts';
 import { baseEnv } from './process-env.ts';
 import { RESUME_ENV_NAMES, resumeProblems } from './resume-files.ts';
+import type { RunSandbox } from './run-wall.ts';
 
 /** A task's process: stdin its gate (see `openGate`), stdout and stderr piped. */
 export type TaskProcess = ChildProcessByStdio<Writable, Readable, Readable>;
@@ -21,6 +22,11 @@ export type TaskProcess = ChildProcessByStdio<Writable, Readable, Readable>;
  */
 const GATE = 'read -r _ || exit 125; exec "$@" </dev/null';
 
+/** The gate behind the sandbox's prologue (umask, per-uid limits), which runs as the Run's user. */
+export function gateScript(sandbox: Pick<RunSandbox, 'prologue'>): string {
+  return sandbox.prologue === '' ? GATE : `${sandbox.prologue} ${GATE}`;
+}
+
 /** Lets the task's command run: call once the task's group is guarded. */
 export function openGate(child: TaskProcess): void {
   // A gate whose process already died (killed, the Runtime Server stopping it) has nobody to read it.
@@ -30,16 +36,19 @@ export function openGate(child: TaskProcess): void {
 
 /**
  * The task's process, leader of its own group (detached) so that it can be stopped
- * whole. `platformEnv`: the artifacts endpoint and a continuation's resume variables.
+ * whole, as the sandbox's user in its workdir (`request.workdir`). `platformEnv`: the
+ * artifacts endpoint and a continuation's resume variables.
  */
 export function spawnTask(
   command: TaskCommand,
   request: ExecuteRequest,
   outputsFile: string,
   platformEnv: Readonly<Record<string, string>>,
+  sandbox: RunSandbox,
 ): TaskProcess {
   const env: Record<string, string> = {
     ...baseEnv(),
+    ...sandbox.env,
     ...request.env,
     ...command.env,
     KRT_RUN_UID: request.runUid,
@@ -49,9 +58,10 @@ export function spawnTask(
   };
   // Only a continuation has them: a Run's own env cannot make a first attempt look resumed.
   for (const name of RESUME_ENV_NAMES) Reflect.deleteProperty(env, name);
-  return spawn('/bin/sh', ['-c', GATE, 'krt-task', command.command, ...command.args], {
+  return spawn('/bin/sh', ['-c', gateScript(sandbox), 'krt-task', command.command, ...command.args], {
     cwd: request.workdir,
     env: { ...env, ...platformEnv },
+    ...sandbox.identity,
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
@@ -119,4 +129,17 @@ export async function withTimeout(promise: Promise<unknown>, ms: number, onTimeo
   const outcome = await Promise.race([promise.then(() => 'done' as const), expired]);
   clearTimeout(timer);
   if (outcome === 'timeout') onTimeout();
+}
+
+/**
+ * `command args` behind the sandbox's prologue (umask, per-uid limits): through a shell
+ * that execs it (same pid) when the sandbox has one, as is otherwise.
+ */
+export function sandboxCommand(
+  sandbox: Pick<RunSandbox, 'prologue'>,
+  command: string,
+  args: readonly string[],
+): { command: string; args: string[] } {
+  if (sandbox.prologue === '') return { command, args: [...args] };
+  return { command: '/bin/sh', args: ['-c', `${sandbox.prologue} exec "$@"`, 'krt-run', command, ...args] };
 }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import { createChannel, createClient } from 'nice-grpc';
@@ -127,9 +128,19 @@ export function executionRequest(options: {
 /** The bound of the waits below: a loaded machine's process start and a directory's removal. */
 const TEST_FILE_WAIT: WaitOptions = { timeoutMs: 20_000, intervalMs: 50 };
 
-/** What a Runtime Server made in `dir`, its TMPDIR (krt-bin-*, krt-exec-*, krt-out-*), and left there. */
+/** What a Runtime Server made in `dir`, its TMPDIR (krt-bin-*, krt-runs-* and the sandboxes in it), and left there. */
 export function runtimeServerTempDirs(dir: string): string[] {
-  return readdirSync(dir).filter((name) => name.startsWith('krt-'));
+  const names = readdirSync(dir).filter((name) => name.startsWith('krt-'));
+  // The sandboxes' directory (krt-runs-*, there while the server runs), then each sandbox in it: `krt-runs/exec-1`, `krt-runs/fn-2`.
+  return names.flatMap((name) => (name.startsWith('krt-runs-') ? [name, ...sandboxesIn(join(dir, name))] : [name]));
+}
+
+function sandboxesIn(root: string): string[] {
+  try {
+    return readdirSync(root).map((name) => `krt-runs/${name}`);
+  } catch {
+    return []; // removed meanwhile
+  }
 }
 
 /** Waits, bounded, until `dir` holds none of a Runtime Server's directories; returns what is left. */
