@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { chmod, chown, cp, lchown, lstat, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chmod, chown, cp, lchown, lstat, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KruntimesError } from '@kruntimes/errors';
 import type { Logger } from 'pino';
@@ -109,6 +109,7 @@ export class RunWall {
     // Runs pass through to their own directory, never list the others.
     await chown(root, 0, 0);
     await chmod(root, 0o711);
+    await checkSearchable(dirname(root));
     const wall = new RunWall(new UidPool(options.uids), root, guarded, options);
     await wall.#probe(options.uids.first);
     return wall;
@@ -231,6 +232,19 @@ export class RunWall {
     if (failure !== undefined) {
       throw new Error(`KRT_RUN_UIDS is set but a process cannot be started as uid ${String(uid)}: ${failure}`);
     }
+  }
+}
+
+/** Every directory above the sandboxes must let the Runs' users pass (a 0700 TMPDIR would not). */
+async function checkSearchable(dir: string): Promise<void> {
+  for (let current = dir; ; current = dirname(current)) {
+    const { mode } = await stat(current);
+    if ((mode & 0o001) === 0) {
+      throw new Error(
+        `Runs cannot reach their sandboxes: ${current} (mode ${(mode & 0o7777).toString(8)}) does not let other users pass; give the Runtime Server a TMPDIR they can`,
+      );
+    }
+    if (dirname(current) === current) return;
   }
 }
 
