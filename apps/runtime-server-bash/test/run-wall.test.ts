@@ -3,7 +3,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
+import { durationFromMillis, healthV1, runtimeServerV1 } from '@kruntimes/proto';
+import { ClientError, Metadata, Status, createClient } from 'nice-grpc';
 import { executeToEnd, executionRequest, startServerProcess, waitFor } from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
@@ -163,5 +164,46 @@ async function processesRunning(commandLine: string): Promise<number[]> {
     const linked = await executeToEnd(client, executionRequest({ workdir, entrypoint: 'link.sh' }));
     expect(linked.exited).toMatchObject({ reason: runtimeServerV1.ExitReason.EXIT_REASON_COMPLETED, exitCode: 0, outputs: {} });
     expect(linked.exited?.outputsError).toContain('outputs.json is a symbolic link');
+  });
+
+  it('with KRT_API_TOKEN_FILE the API answers only calls that carry the token, which a Run cannot read', async () => {
+    const tokenFile = join(tmp, 'api-token');
+    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS, KRT_API_TOKEN_FILE: tokenFile });
+    const { client } = server;
+    const runUid = randomUUID();
+    const refused = async (call: Promise<unknown>): Promise<Status | undefined> =>
+      call.then(
+        () => undefined,
+        (error: unknown) => (error instanceof ClientError ? error.code : undefined),
+      );
+    const ids = { registrationId: 'reg-anything', invocationId: randomUUID() };
+    // What user code on the Pod would send: the right shapes, no token.
+    expect(
+      await Promise.all([
+        refused(client.getExecution({ runUid, attempt: 1 })),
+        refused(client.cancelExecution({ executionId: `${runUid}/1` })),
+        refused(client.registerFunction({ runUid, attempt: 1, workdir, handler: 'handle', env: {} })),
+        refused(client.invokeFunction({ ...ids, payload: Buffer.from('null'), timeout: durationFromMillis(1_000) })),
+        refused(client.unregisterFunction({ registrationId: ids.registrationId })),
+        refused(executeToEnd(client, executionRequest({ workdir, entrypoint: 'victim.sh' }))),
+        refused(client.getExecution({ runUid, attempt: 1 }, { metadata: Metadata({ authorization: 'Bearer guessed' }) })),
+      ]),
+    ).toEqual(Array.from({ length: 7 }, () => Status.UNAUTHENTICATED));
+    // Health tells nothing but SERVING, and stays open for probes.
+    const health = createClient(healthV1.HealthDefinition, server.channel);
+    expect((await health.check({ service: '' })).status).toBe(healthV1.HealthCheckResponse_ServingStatus.SERVING);
+
+    // runtimed's calls carry it; a Run tries to read it and to find it.
+    const withToken = { metadata: Metadata({ authorization: `Bearer ${readFileSync(tokenFile, 'utf8')}` }) };
+    writeFileSync(
+      join(workdir, 'steal.sh'),
+      `cat "${tokenFile}" > stolen 2>/dev/null && r=open || r=denied; printf '{"token":"%s"}' "$r" > "$KRT_OUTPUTS_FILE"\n`,
+    );
+    const request = executionRequest({ workdir, entrypoint: 'steal.sh' });
+    const stream = client.execute(request, withToken);
+    let outputs: Record<string, string> | undefined;
+    for await (const { event } of stream) if (event?.$case === 'exited') outputs = event.exited.outputs;
+    expect(outputs).toEqual({ token: 'denied' });
+    expect(await refused(client.getExecution({ runUid: request.runUid, attempt: 1 }, withToken))).toBeUndefined();
   });
 });

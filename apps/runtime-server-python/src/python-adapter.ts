@@ -37,11 +37,13 @@ export interface PythonAdapterOptions {
 
 export class PythonAdapter implements LanguageAdapter {
   readonly language = 'python';
+  readonly probe: readonly string[];
   readonly #python: string;
   #spare: ChildProcess | undefined;
 
   constructor(python: string, options: PythonAdapterOptions = {}) {
     this.#python = python;
+    this.probe = [python, '-c', 'pass'];
     if (options.spareWorker === true) this.#spare = startSpareWorker(python, WORKER_SCRIPT);
   }
 

@@ -73,6 +73,8 @@ export interface TaskCommand {
  */
 export interface LanguageAdapter {
   readonly language: 'python' | 'bash';
+  /** A command that runs the language's interpreter and exits 0: walled, the Runs' users must be able to. */
+  readonly probe?: readonly string[];
   /**
    * Cheap synchronous checks of a registration request before anything is recorded
    * (handler syntax); throws KruntimesError InvalidRequest.

@@ -25,7 +25,7 @@ export { openRunFile } from './run-files.ts';
 export { sandboxCommand } from './task-process.ts';
 
 // Each Run its own user and directories (KRT_RUN_UIDS).
-export { RunWall } from './run-wall.ts';
+export { RunWall, killAllOf } from './run-wall.ts';
 export type { RunIdentity, RunSandbox } from './run-wall.ts';
 
 // gRPC server pieces runtimed and local runs reuse.

@@ -71,6 +71,8 @@ export interface RunWallOptions {
   readonly logger: Logger;
   /** Where the sandboxes go (default: a new directory under the temporary directory). */
   readonly root?: string;
+  /** A command the Runs' users must be able to run (the language's interpreter), checked at start. */
+  readonly probe?: readonly string[] | undefined;
 }
 
 /**
@@ -111,7 +113,7 @@ export class RunWall {
     await chmod(root, 0o711);
     await checkSearchable(dirname(root));
     const wall = new RunWall(new UidPool(options.uids), root, guarded, options);
-    await wall.#probe(options.uids.first);
+    await wall.#probe(options.uids.first, options.probe);
     return wall;
   }
 
@@ -227,10 +229,18 @@ export class RunWall {
   }
 
   /** Starting a process as a Run uid must work before any Run relies on it. */
-  async #probe(uid: number): Promise<void> {
+  async #probe(uid: number, command: readonly string[] | undefined): Promise<void> {
     const failure = await runAs({ uid, gid: uid }, 'exit 0');
     if (failure !== undefined) {
       throw new Error(`KRT_RUN_UIDS is set but a process cannot be started as uid ${String(uid)}: ${failure}`);
+    }
+    if (command === undefined) return;
+    // "$@": the command's words pass through the shell untouched.
+    const unreachable = await runAs({ uid, gid: uid }, '"$@" >/dev/null 2>&1', command);
+    if (unreachable !== undefined) {
+      throw new Error(
+        `the Runs' users (uid ${String(uid)}) cannot run ${command.join(' ')} (${unreachable}): it or a directory above it is private to this server's user`,
+      );
     }
   }
 }
@@ -309,9 +319,15 @@ export async function killAllOf(identity: RunIdentity, boundMs: number): Promise
 }
 
 /** Runs a shell command as the identity; undefined when it ran, the failure otherwise. */
-function runAs(identity: RunIdentity, script: string): Promise<string | undefined> {
+function runAs(identity: RunIdentity, script: string, args: readonly string[] = []): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const child = spawn('/bin/sh', ['-c', script], { uid: identity.uid, gid: identity.gid, cwd: '/', env: {}, stdio: 'ignore' });
+    const child = spawn('/bin/sh', ['-c', script, 'krt-probe', ...args], {
+      uid: identity.uid,
+      gid: identity.gid,
+      cwd: '/',
+      env: {},
+      stdio: 'ignore',
+    });
     child.once('error', (error) => {
       resolve(error.message);
     });

@@ -18,6 +18,7 @@ import { errorMiddleware } from './grpc-errors.ts';
 import { runtimeServerService } from './grpc-service.ts';
 import { HealthService } from './health-service.ts';
 import { checkListenAddress } from './listen-address.ts';
+import { apiTokenMiddleware, writeApiToken } from './api-token.ts';
 import { RunWall } from './run-wall.ts';
 import type { UidRange } from './uid-pool.ts';
 
@@ -30,6 +31,11 @@ export interface RuntimeServerOptions {
   readonly tracer?: Tracer | undefined;
   /** Each Run its own uid from this range (KRT_RUN_UIDS); undefined: every Run is this server's user. */
   readonly runUids?: UidRange | undefined;
+  /**
+   * Where this server writes the token every call must carry (KRT_API_TOKEN_FILE), and the
+   * group that may read it (KRT_API_TOKEN_GID, runtimed's); undefined: calls need no token.
+   */
+  readonly apiToken?: { readonly file: string; readonly gid: number | undefined } | undefined;
 }
 
 export interface RunningRuntimeServer {
@@ -54,7 +60,7 @@ const IDLE_LOG_MS = 10_000;
 export async function startRuntimeServer(options: RuntimeServerOptions): Promise<RunningRuntimeServer> {
   const listen = checkListenAddress(options.listen);
   const { adapter, logger } = options;
-  const wall = await RunWall.start({ uids: options.runUids, logger });
+  const wall = await RunWall.start({ uids: options.runUids, logger, probe: adapter.probe });
   logger.info(
     options.runUids === undefined
       ? { walled: false }
@@ -73,7 +79,9 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
   const artifacts = await ArtifactEndpoint.start(artifactEndpointHost(listen), logger);
   const executions = new ExecutionService({ adapter, logger, clock: systemClock, artifacts, wall });
   const health = new HealthService([runtimeServerV1.RuntimeServerDefinition.fullName]);
-  const server = createServer().use(errorMiddleware(logger));
+  const token = options.apiToken === undefined ? undefined : await writeApiToken(options.apiToken.file, options.apiToken.gid);
+  const checked = createServer().use(errorMiddleware(logger));
+  const server = token === undefined ? checked : checked.use(apiTokenMiddleware(token));
   server.add(runtimeServerV1.RuntimeServerDefinition, runtimeServerService(functions, executions));
   server.add(healthV1.HealthDefinition, health.implementation());
   const port = await server.listen(listen);
@@ -116,6 +124,8 @@ export async function startRuntimeServer(options: RuntimeServerOptions): Promise
  * Entry point of a Runtime Server process: flags, environment, pino logger, signals.
  *   --listen ADDRESS   (env KRT_LISTEN; default 127.0.0.1:7450)
  *   --log-level LEVEL  (env KRT_LOG_LEVEL; default info)
+ *   env KRT_API_TOKEN_FILE=PATH (and KRT_API_TOKEN_GID): every call but health must carry the
+ *   token written there at start; unset: none needed.
  *   env KRT_RUN_UIDS=FIRST-LAST: each Run runs as a uid of its own from this range (the
  *   server must be uid 0 of the Pod's user namespace); unset: Runs share the server's user.
  * Signals: SIGTERM (the Pod is stopping) serves on until runtimed has drained the Pod (no
@@ -143,6 +153,7 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
       logger,
       tracer: tracing?.tracer,
       runUids: RunWall.uidsFromEnv(),
+      apiToken: apiTokenFromEnv(),
     });
     if (tracing !== undefined) logger.info('tracing on: exporting spans over OTLP');
     void stopOnSignals(logger, async (signal) => {
@@ -157,4 +168,12 @@ export async function runRuntimeServerMain(name: string, createAdapter: (logger:
     await tracing?.shutdown();
     process.exitCode = 1;
   }
+}
+
+function apiTokenFromEnv(env: NodeJS.ProcessEnv = process.env): RuntimeServerOptions['apiToken'] {
+  const file = env.KRT_API_TOKEN_FILE ?? '';
+  if (file === '') return undefined;
+  const gid = env.KRT_API_TOKEN_GID ?? '';
+  if (gid !== '' && !/^\d{1,10}$/.test(gid)) throw new Error(`KRT_API_TOKEN_GID must be a gid, not ${JSON.stringify(gid)}`);
+  return { file, gid: gid === '' ? undefined : Number(gid) };
 }

@@ -24,6 +24,7 @@ import { checkListenAddress } from '@kruntimes/runtime-server-core';
  * | `RUNTIME_LANGUAGE` | `python` or `bash` (the Runtime's `spec.language`) | required |
  * | `KRT_RUNTIME_CAPABILITIES` | the Runtime's `spec.capabilities`, comma-separated (`checkpoint-v1`: tasks may wait for input) | none |
  * | `KRT_RUNTIME_SERVER` | the local Runtime Server (`host:port` on loopback, or `unix:/path`) | `127.0.0.1:7450` |
+ * | `KRT_API_TOKEN_FILE` | the token the Runtime Server wrote at its start, sent with every call to it | unset (no token) |
  * | `KRT_GRPC_PORT` | FunctionRuntime over TLS (server auth only; callers: runtime-gateway) on the Pod IP | `7443` |
  * | `KRT_PEER_PORT` | FunctionRuntime over mTLS for peer hops between this Runtime's runtimeds | `7444` |
  * | `KRT_HEALTH_PORT` | plaintext gRPC health only (the readinessProbe); refuses calls carrying a token | `7445` |
@@ -79,6 +80,8 @@ export interface RuntimedConfig {
   logLevel: string;
   /** Prefix of every container path on this host (the local node's container root), or ''. */
   containerRoot: string;
+  /** Where the Runtime Server writes the token every call to it carries; undefined: none. */
+  runtimeServerTokenFile: string | undefined;
 }
 
 export interface PodIdentity {
@@ -117,6 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): RuntimedConfig {
     language: language as RuntimeLanguage,
     capabilities: capabilities(read),
     runtimeServerAddress: read.optional('KRT_RUNTIME_SERVER') ?? `127.0.0.1:${DEFAULTS.runtimeServerPort}`,
+    runtimeServerTokenFile: read.optional('KRT_API_TOKEN_FILE') === undefined ? undefined : read.absolutePath('KRT_API_TOKEN_FILE', '/'),
     grpcPort,
     peerPort,
     healthPort,

@@ -1,7 +1,8 @@
 import { KruntimesError, errorCodeForGrpcStatus, isErrorCode } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { METADATA_KEYS, durationFromMillis, healthV1, runtimeServerV1 } from '@kruntimes/proto';
-import { ClientError, Metadata, createChannel, createClient } from 'nice-grpc';
+import { ClientError, Metadata, createChannel, createClient, createClientFactory } from 'nice-grpc';
+import { runtimeServerTokenMiddleware } from './runtime-server-token.ts';
 import type { Channel, Client } from 'nice-grpc';
 
 /**
@@ -73,14 +74,18 @@ export class RuntimeServerClient {
   readonly #client: Client<runtimeServerV1.RuntimeServerDefinition>;
   readonly #health: Client<healthV1.HealthDefinition>;
 
-  constructor(address: string) {
+  /** `tokenFile`: where the Runtime Server wrote the token its calls need (undefined: none). */
+  constructor(address: string, tokenFile?: string) {
     this.#channel = createChannel(
       address.startsWith('unix:') && !address.startsWith('unix://') ? `unix://${address.slice('unix:'.length)}` : address,
       undefined,
       // grpc-js's per-call introspection counters, which nothing reads.
       { 'grpc.enable_channelz': 0 },
     );
-    this.#client = createClient(runtimeServerV1.RuntimeServerDefinition, this.#channel);
+    this.#client =
+      tokenFile === undefined
+        ? createClient(runtimeServerV1.RuntimeServerDefinition, this.#channel)
+        : createClientFactory().use(runtimeServerTokenMiddleware(tokenFile)).create(runtimeServerV1.RuntimeServerDefinition, this.#channel);
     this.#health = createClient(healthV1.HealthDefinition, this.#channel);
   }
 

@@ -163,7 +163,10 @@ async function buildClients({ config, kubeConfig, metrics }: RuntimedOptions): P
     config.gatewayCaFile === undefined ? undefined : await readFile(join(config.containerRoot, config.gatewayCaFile), 'utf8');
   const core = kubeConfig.makeApiClient(CoreV1Api);
   return {
-    server: new RuntimeServerClient(config.runtimeServerAddress),
+    server: new RuntimeServerClient(
+      config.runtimeServerAddress,
+      config.runtimeServerTokenFile === undefined ? undefined : join(config.containerRoot, config.runtimeServerTokenFile),
+    ),
     runs: new RunClient(kubeConfig, {
       onConflict: () => {
         metrics.statusConflict();

@@ -1,0 +1,143 @@
+/**
+ * Benchmark (not a test) of the wall around each Run (issue 51), on real Runtime Server
+ * processes (root: the walled server switches to the Runs' uids):
+ *   node tools/benchmarks/src/wall-bench.ts [samples=200]
+ * Per language, two servers side by side, one with KRT_RUN_UIDS (walled) and one without
+ * (open), measured in alternating turns of 20 so both see the same machine:
+ * - task: Execute of a task that exits at once, call to its `exited` event;
+ * - invoke: InvokeFunction of a registered function that returns its payload;
+ * - reclaim: what a walled Run's end adds before its uid is free again (killAllOf, in this
+ *   process): with nothing of the uid left (the usual case), and with a setsid child left behind.
+ * Floors (goals of the issue): invoke p50 walled within 5 % of open, task p50 within 20 ms.
+ */
+import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { durationFromMillis } from '@kruntimes/proto';
+import { REPO_ROOT, executeToEnd, executionRequest, formatLatencies, startServerProcess, summarizeLatencies } from '@kruntimes/testing';
+import type { ServerProcess } from '@kruntimes/testing';
+import { killAllOf } from '@kruntimes/runtime-server-core';
+
+const SAMPLES = Number(process.argv[2] ?? 200);
+const TURN = 20;
+const log = (line: string): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+const LANGUAGES = {
+  bash: { main: 'apps/runtime-server-bash/src/main.ts', task: 'task.sh', handler: 'handle' },
+  python: { main: 'apps/runtime-server-python/src/main.ts', task: 'task.py', handler: 'main:handle' },
+} as const;
+
+if (process.getuid?.() !== 0) {
+  log('wall-bench needs root (the walled Runtime Server switches to the Runs uids)');
+  process.exit(2);
+}
+
+const tmp = await mkdtemp(join(tmpdir(), 'wall-bench-'));
+await chmod(tmp, 0o711);
+const workdir = join(tmp, 'work');
+await mkdir(workdir);
+await writeFile(join(workdir, 'task.sh'), 'exit 0\n');
+await writeFile(join(workdir, 'task.py'), 'pass\n');
+await writeFile(join(workdir, 'main.sh'), 'handle() { cat; }\n');
+await writeFile(join(workdir, 'main.py'), 'def handle(payload, context):\n    return payload\n');
+
+interface Side {
+  readonly server: ServerProcess;
+  readonly registrationId: string;
+  readonly task: number[];
+  readonly invoke: number[];
+}
+
+async function side(language: keyof typeof LANGUAGES, walled: boolean): Promise<Side> {
+  const spec = LANGUAGES[language];
+  const server = await startServerProcess(join(REPO_ROOT, spec.main), {
+    TMPDIR: tmp,
+    // An interpreter the Runs' users can reach (a version manager's under /root is not).
+    ...(language === 'python' ? { KRT_PYTHON: '/usr/bin/python3' } : {}),
+    ...(walled ? { KRT_RUN_UIDS: language === 'bash' ? '3900000-3900099' : '3900100-3900199' } : {}),
+  });
+  const { registrationId } = await server.client.registerFunction({
+    runUid: randomUUID(),
+    attempt: 1,
+    workdir,
+    handler: spec.handler,
+    env: {},
+  });
+  return { server, registrationId, task: [], invoke: [] };
+}
+
+async function turn(language: keyof typeof LANGUAGES, target: Side): Promise<void> {
+  for (let i = 0; i < TURN; i++) {
+    const started = performance.now();
+    const transcript = await executeToEnd(target.server.client, executionRequest({ workdir, entrypoint: LANGUAGES[language].task }));
+    if (transcript.exited?.exitCode !== 0) throw new Error(`task failed: ${JSON.stringify(transcript.exited)}`);
+    target.task.push(performance.now() - started);
+  }
+  for (let i = 0; i < TURN; i++) {
+    const started = performance.now();
+    await target.server.client.invokeFunction({
+      registrationId: target.registrationId,
+      invocationId: randomUUID(),
+      payload: Buffer.from('{"n":1}'),
+      timeout: durationFromMillis(30_000),
+    });
+    target.invoke.push(performance.now() - started);
+  }
+}
+
+async function reclaim(): Promise<{ idle: number[]; survivor: number[] }> {
+  const identity = { uid: 3_900_500, gid: 3_900_500 };
+  const idle: number[] = [];
+  const survivor: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    let started = performance.now();
+    await killAllOf(identity, 5_000);
+    idle.push(performance.now() - started);
+    const child = spawn('/bin/sh', ['-c', 'setsid sleep 300 </dev/null >/dev/null 2>&1 & exit 0'], { ...identity, stdio: 'ignore' });
+    await new Promise((resolve) => child.once('exit', resolve));
+    started = performance.now();
+    if (!(await killAllOf(identity, 5_000))) throw new Error('a setsid survivor outlived killAllOf');
+    survivor.push(performance.now() - started);
+  }
+  return { idle, survivor };
+}
+
+try {
+  for (const language of ['bash', 'python'] as const) {
+    const open = await side(language, false);
+    const walled = await side(language, true);
+    try {
+      // Warm both (module loads, first spawns) before measuring.
+      await turn(language, open);
+      await turn(language, walled);
+      open.task.length = open.invoke.length = walled.task.length = walled.invoke.length = 0;
+      for (let done = 0; done < SAMPLES; done += TURN) {
+        await turn(language, open);
+        await turn(language, walled);
+      }
+    } finally {
+      await open.server.stop();
+      await walled.server.stop();
+    }
+    const [taskOpen, taskWalled] = [summarizeLatencies(open.task), summarizeLatencies(walled.task)];
+    const [invokeOpen, invokeWalled] = [summarizeLatencies(open.invoke), summarizeLatencies(walled.invoke)];
+    log(`${language} task   open:   ${formatLatencies(taskOpen)}`);
+    log(`${language} task   walled: ${formatLatencies(taskWalled)}`);
+    log(
+      `${language} task   p50 walled - open: ${(taskWalled.p50 - taskOpen.p50).toFixed(2)} ms (floor: within 20 ms) ${taskWalled.p50 - taskOpen.p50 <= 20 ? 'ok' : 'OVER'}`,
+    );
+    log(`${language} invoke open:   ${formatLatencies(invokeOpen)}`);
+    log(`${language} invoke walled: ${formatLatencies(invokeWalled)}`);
+    const ratio = invokeWalled.p50 / invokeOpen.p50;
+    log(`${language} invoke p50 walled / open: ${ratio.toFixed(3)} (floor: at most 1.05) ${ratio <= 1.05 ? 'ok' : 'OVER'}`);
+  }
+  const { idle, survivor } = await reclaim();
+  log(`uid reclaim, nothing left:       ${formatLatencies(summarizeLatencies(idle))}`);
+  log(`uid reclaim, one setsid survivor: ${formatLatencies(summarizeLatencies(survivor))}`);
+} finally {
+  await rm(tmp, { recursive: true, force: true });
+}
