@@ -162,12 +162,14 @@ export class RunWall {
   async #openSandbox(source: string, dir: string): Promise<RunSandbox> {
     await mkdir(dir, { mode: 0o700 });
     const guarded = guard({ removePath: dir });
+    // The walled layout, without the users: the same paths whichever way the server runs.
+    const [outDir, inDir] = await Promise.all([makeDir(join(dir, 'out'), 0o700), makeDir(join(dir, 'in'), 0o700)]);
     return {
       identity: undefined,
       workdir: source,
       env: {},
-      outDir: dir,
-      inDir: dir,
+      outDir,
+      inDir,
       prologue: '',
       privateDir: (name) => makeDir(join(dir, name), 0o700),
       shareReadOnly: () => Promise.resolve(),
