@@ -6,6 +6,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT, waitFor } from '@kruntimes/testing';
@@ -228,6 +230,106 @@ test(
     expect(command.output()).not.toContain('prometheus (');
     expect(command.output()).not.toContain('jaeger (');
     await expectNothingLeft(dir, ports);
+  },
+  TIMEOUT_MS,
+);
+
+/**
+ * What another process does to Jaeger's planned OTLP port (issue 57): it listens there first,
+ * as soon as `up` has planned it (state.json names it) and long before Jaeger starts.
+ */
+async function takeJaegerOtlpPort(dir: string, command: Command): Promise<Server> {
+  const endpoint = await waitFor(
+    'the planned Jaeger OTLP endpoint in state.json',
+    () => {
+      if (command.output().includes('failed:')) throw new Error(command.output());
+      try {
+        const state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { jaegerOtlpEndpoint?: string };
+        return Promise.resolve(state.jaegerOtlpEndpoint);
+      } catch {
+        return Promise.resolve(undefined); // not written yet, or being replaced
+      }
+    },
+    { timeoutMs: 60_000, intervalMs: 20 },
+  );
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(new URL(endpoint).port), '127.0.0.1', resolve);
+  });
+  return server;
+}
+
+const JAEGER_REFUSED =
+  /^\[dev .*\] jaeger FAILED \(Jaeger and the traces; the demo and the rest keep running\): its OTLP port 127\.0\.0\.1:\d+, given to the services at their start, is taken by another process; log \S+\/logs\/jaeger\.log$/m;
+
+test(
+  'a Jaeger that cannot start (its planned OTLP port taken from outside) is said with its cause and log, the demo keeps answering, and krt dev status says why',
+  async () => {
+    const command = mainCommand(['--dir', dir, '--no-prometheus']);
+    const squatter = await takeJaegerOtlpPort(dir, command);
+    try {
+      await waitFor(
+        'the ready line',
+        () => Promise.resolve(command.output().includes('ready: the local cluster keeps running') ? true : undefined),
+        { timeoutMs: 150_000, intervalMs: 200 },
+      );
+      const output = command.output();
+      expect(output).toMatch(JAEGER_REFUSED);
+      expect(output).toContain(PYTHON_RESULT);
+      expect(output).toMatch(/report-py \(python task\) -> Succeeded with verified artifacts/);
+      expect(output).toMatch(/ready: the local cluster keeps running .*; failed beside the demo: jaeger \(see above\)$/m);
+      expect(output).not.toContain('Stopping everything');
+      expect(output).not.toMatch(/^\s+at /m); // no stack trace
+
+      const status = krt(['dev', 'status', '--dir', dir]);
+      expect(status.code).toBe(5); // dev.ts's 1 (something failed), as krt's platform error
+      expect(status.output).toMatch(
+        /^ {2}jaeger\s+FAILED: its OTLP port 127\.0\.0\.1:\d+, given to the services at their start, is taken by another process {2}log \S+jaeger\.log$/m,
+      );
+      expect(status.output).toMatch(/runtime-gateway\s+serving https:\/\/127\.0\.0\.1:\d+/);
+      const invoked = krt([
+        'invoke',
+        'hello-py',
+        '-n',
+        'demo',
+        '--kubeconfig',
+        join(dir, 'demo-invoker.kubeconfig'),
+        '--data',
+        '{"name":"Ada"}',
+      ]);
+      expect(invoked).toEqual({ code: 0, output: expect.stringContaining('Hello, Ada!') as string });
+      expect(krt(['dev', 'logs', 'jaeger', '--dir', dir]).output).toContain('[dev] jaeger failed: DevError: its OTLP port');
+
+      const ports = printedPorts(output);
+      expect(krt(['dev', 'down', '--dir', dir]).code).toBe(0);
+      expect(await command.exited).toBe(0);
+      await expectNothingLeft(dir, ports);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  },
+  TIMEOUT_MS,
+);
+
+test(
+  '--once with a Jaeger that cannot start still checks the rest, says what failed and exits 1',
+  async () => {
+    const command = mainCommand(['--once', '--dir', dir, '--no-prometheus']);
+    const squatter = await takeJaegerOtlpPort(dir, command);
+    try {
+      const code = await command.exited;
+      const output = command.output();
+      expect({ code, refused: JAEGER_REFUSED.test(output) }).toEqual({ code: 1, refused: true });
+      expect(output).toContain(PYTHON_RESULT);
+      expect(output).toContain(BASH_RESULT);
+      expect(output).toMatch(/report-py \(python task\) -> Succeeded with verified artifacts/);
+      expect(output).toMatch(/--once: failed beside the demo: jaeger \(see above\); tearing everything down$/m);
+      expect(output).toContain('stopped: no process and no listening port left');
+      await expectNothingLeft(dir, printedPorts(output));
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   },
   TIMEOUT_MS,
 );
