@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { BoundedCapture, baseEnv, killGroup, openRunFile, signalGroup } from '@kruntimes/runtime-server-core';
+import { BoundedCapture, baseEnv, killGroup, openRunFile, signalGroup, withPrologue } from '@kruntimes/runtime-server-core';
 import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction, RunSandbox } from '@kruntimes/runtime-server-core';
 
 /**
@@ -75,7 +75,7 @@ export class BashFunction implements LoadedFunction {
   /** bash as the leader of its own group (detached), so that the whole invocation can be killed. */
   #spawn(request: InvocationRequest, outputsDir: string): ChildProcessByStdio<Writable, Readable, Readable> {
     const { sandbox } = this.#spec;
-    return spawn('bash', ['--noprofile', '--norc', '-c', `${sandbox.prologue}${RUNNER}`, 'krt-handler', this.#script, this.#handler], {
+    return spawn('bash', ['--noprofile', '--norc', '-c', withPrologue(sandbox, RUNNER), 'krt-handler', this.#script, this.#handler], {
       cwd: this.#spec.workdir,
       ...sandbox.identity,
       env: {

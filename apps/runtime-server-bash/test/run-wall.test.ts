@@ -79,6 +79,17 @@ async function processesRunning(commandLine: string): Promise<number[]> {
   return found;
 }
 
+/** The result of one invocation of the registration, as text. */
+async function invokedResult(client: ServerProcess['client'], registrationId: string, payload: string): Promise<string> {
+  const invoked = await client.invokeFunction({
+    registrationId,
+    invocationId: randomUUID(),
+    payload: Buffer.from(payload),
+    timeout: durationFromMillis(30_000),
+  });
+  return Buffer.from(invoked.result).toString();
+}
+
 // Needs root: the Runtime Server switches to the Runs' uids (in a Pod: uid 0 of its user namespace).
 (process.getuid?.() === 0 ? describe : describe.skip)('Runs on one walled Runtime Server (KRT_RUN_UIDS)', () => {
   let tmp: string;
@@ -139,26 +150,14 @@ async function processesRunning(commandLine: string): Promise<number[]> {
     expect(await processesRunning('sleep 302')).toEqual([]);
     // The function's source is what it was.
     expect(readFileSync(join(workdir, 'main.sh'), 'utf8')).not.toContain('hijacked');
-    const invoked = await client.invokeFunction({
-      registrationId,
-      invocationId: randomUUID(),
-      payload: Buffer.from('{"still":"mine"}'),
-      timeout: durationFromMillis(30_000),
-    });
-    expect(Buffer.from(invoked.result).toString()).toBe('{"still":"mine"}');
+    expect(await invokedResult(client, registrationId, '{"still":"mine"}')).toBe('{"still":"mine"}');
   });
 
   it("a Run's own source is read-only to it, and its outputs file may not point elsewhere", async () => {
     server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS });
     const { client } = server;
     const { registrationId } = await client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'write_own', env: {} });
-    const invoked = await client.invokeFunction({
-      registrationId,
-      invocationId: randomUUID(),
-      payload: Buffer.from('null'),
-      timeout: durationFromMillis(30_000),
-    });
-    expect(Buffer.from(invoked.result).toString()).toBe('"denied"');
+    expect(await invokedResult(client, registrationId, 'null')).toBe('"denied"');
     // A link to a file only the server may read: refused, never read as root.
     writeFileSync(join(workdir, 'link.sh'), 'ln -s /etc/shadow "$KRT_OUTPUTS_FILE"\n');
     const linked = await executeToEnd(client, executionRequest({ workdir, entrypoint: 'link.sh' }));

@@ -1,13 +1,14 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, chown, rename, writeFile } from 'node:fs/promises';
 import { KruntimesError } from '@kruntimes/errors';
+import { healthV1 } from '@kruntimes/proto';
 import type { ServerMiddleware } from 'nice-grpc';
 
 /** The metadata key runtimed's calls carry the Runtime Server's token in. */
 export const API_TOKEN_METADATA = 'authorization';
 
 /** Health stays open: it tells nothing but SERVING, and the kubelet's probes carry no token. */
-const OPEN_SERVICE_PREFIX = '/grpc.health.v1.Health/';
+const OPEN_SERVICE_PREFIX = `/${healthV1.HealthDefinition.fullName}/`;
 
 /**
  * Makes this server's token (random, new at every start) and writes it to `file`, which

@@ -15,10 +15,10 @@ const UID_FOR_GUARD_TEST = 3_700_100;
 /** Waits (bounded) until `uid` has `count` live processes; returns how many it has. */
 async function countWithin(uid: number, count: number, ms: number): Promise<number> {
   const deadline = Date.now() + ms;
-  let found = (await processesOf(uid)).length;
+  let found = processesOf(uid).length;
   while (found !== count && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));
-    found = (await processesOf(uid)).length;
+    found = processesOf(uid).length;
   }
   return found;
 }
@@ -196,7 +196,7 @@ describe('guard', () => {
         const live = await runGuard(holdLine(1, { uid: heldUid }) + holdLine(2, { uid: releasedUid }) + releaseLine(2));
         expect(live).toBe(' 1 \n');
         expect(await countWithin(heldUid, 0, 5_000)).toBe(0);
-        expect((await processesOf(releasedUid)).length).toBe(3);
+        expect(processesOf(releasedUid)).toHaveLength(3);
       } finally {
         for (const child of children) child.kill('SIGKILL');
         await killAllOf({ uid: heldUid, gid: heldUid }, 5_000);

@@ -22,7 +22,7 @@ export { killGroup, signalGroup } from './process-group.ts';
 export { guard } from './group-watch.ts';
 export type { Guard } from './group-watch.ts';
 export { openRunFile } from './run-files.ts';
-export { sandboxCommand } from './task-process.ts';
+export { sandboxCommand, withPrologue } from './task-process.ts';
 
 // Each Run its own user and directories (KRT_RUN_UIDS).
 export { RunWall, killAllOf } from './run-wall.ts';

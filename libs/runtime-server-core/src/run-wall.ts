@@ -232,13 +232,13 @@ export class RunWall {
 
   /** Starting a process as a Run uid must work before any Run relies on it. */
   async #probe(uid: number, command: readonly string[] | undefined): Promise<void> {
-    const failure = await runAs({ uid, gid: uid }, 'exit 0');
+    const failure = failureOf(await runAs({ uid, gid: uid }, 'exit 0'));
     if (failure !== undefined) {
       throw new Error(`KRT_RUN_UIDS is set but a process cannot be started as uid ${String(uid)}: ${failure}`);
     }
     if (command === undefined) return;
     // "$@": the command's words pass through the shell untouched.
-    const unreachable = await runAs({ uid, gid: uid }, '"$@" >/dev/null 2>&1', command);
+    const unreachable = failureOf(await runAs({ uid, gid: uid }, '"$@" >/dev/null 2>&1', command));
     if (unreachable !== undefined) {
       throw new Error(
         `the Runs' users (uid ${String(uid)}) cannot run ${command.join(' ')} (${unreachable}): it or a directory above it is private to this server's user`,
@@ -313,15 +313,25 @@ async function lockTree(path: string, gid: number, depth: number): Promise<void>
 export async function killAllOf(identity: RunIdentity, boundMs: number): Promise<boolean> {
   const deadline = Date.now() + boundMs;
   for (;;) {
-    if ((await processesOf(identity.uid)).length === 0) return true;
+    if (processesOf(identity.uid).length === 0) return true;
     if (Date.now() >= deadline) return false;
+    // Its exit status says nothing: kill -1 fails when nothing was left to signal.
     await runAs(identity, 'kill -s KILL -- -1');
     await sleep(RECLAIM_POLL_MS);
   }
 }
 
-/** Runs a shell command as the identity; undefined when it ran, the failure otherwise. */
-function runAs(identity: RunIdentity, script: string, args: readonly string[] = []): Promise<string | undefined> {
+/** How a command run as a Run's identity ended: its exit status, or why it could not run. */
+type Ending = { readonly exit: number | NodeJS.Signals } | { readonly error: string };
+
+/** Undefined when the command exited 0, what went wrong otherwise. */
+function failureOf(ending: Ending): string | undefined {
+  if ('error' in ending) return ending.error;
+  return ending.exit === 0 ? undefined : `exit ${String(ending.exit)}`;
+}
+
+/** Runs a shell command as the identity. */
+function runAs(identity: RunIdentity, script: string, args: readonly string[] = []): Promise<Ending> {
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', script, 'krt-probe', ...args], {
       uid: identity.uid,
@@ -331,11 +341,10 @@ function runAs(identity: RunIdentity, script: string, args: readonly string[] = 
       stdio: 'ignore',
     });
     child.once('error', (error) => {
-      resolve(error.message);
+      resolve({ error: error.message });
     });
     child.once('exit', (code, signal) => {
-      // kill -1 exits non-zero when nothing was left to signal; only the probe's status matters.
-      resolve(signal === null && (code === 0 || script.startsWith('kill')) ? undefined : `exit ${String(code ?? signal)}`);
+      resolve({ exit: signal ?? code ?? -1 });
     });
   });
 }

@@ -22,9 +22,9 @@ export type TaskProcess = ChildProcessByStdio<Writable, Readable, Readable>;
  */
 const GATE = 'read -r _ || exit 125; exec "$@" </dev/null';
 
-/** The gate behind the sandbox's prologue (umask, per-uid limits), which runs as the Run's user. */
-export function gateScript(sandbox: Pick<RunSandbox, 'prologue'>): string {
-  return sandbox.prologue === '' ? GATE : `${sandbox.prologue} ${GATE}`;
+/** A shell script behind the sandbox's prologue (umask, per-uid limits), which runs as the Run's user. */
+export function withPrologue(sandbox: Pick<RunSandbox, 'prologue'>, script: string): string {
+  return sandbox.prologue === '' ? script : `${sandbox.prologue} ${script}`;
 }
 
 /** Lets the task's command run: call once the task's group is guarded. */
@@ -58,7 +58,7 @@ export function spawnTask(
   };
   // Only a continuation has them: a Run's own env cannot make a first attempt look resumed.
   for (const name of RESUME_ENV_NAMES) Reflect.deleteProperty(env, name);
-  return spawn('/bin/sh', ['-c', gateScript(sandbox), 'krt-task', command.command, ...command.args], {
+  return spawn('/bin/sh', ['-c', withPrologue(sandbox, GATE), 'krt-task', command.command, ...command.args], {
     cwd: request.workdir,
     env: { ...env, ...platformEnv },
     ...sandbox.identity,
@@ -141,5 +141,5 @@ export function sandboxCommand(
   args: readonly string[],
 ): { command: string; args: string[] } {
   if (sandbox.prologue === '') return { command, args: [...args] };
-  return { command: '/bin/sh', args: ['-c', `${sandbox.prologue} exec "$@"`, 'krt-run', command, ...args] };
+  return { command: '/bin/sh', args: ['-c', withPrologue(sandbox, 'exec "$@"'), 'krt-run', command, ...args] };
 }

@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
+import { healthV1 } from '@kruntimes/proto';
 import { ClientError, Metadata, Status } from 'nice-grpc';
 import type { CallOptions, ClientMiddleware, ClientMiddlewareCall } from 'nice-grpc';
 
 /** Health is open on the Runtime Server (see its apiTokenMiddleware). */
-const OPEN_SERVICE_PREFIX = '/grpc.health.v1.Health/';
+const OPEN_SERVICE_PREFIX = `/${healthV1.HealthDefinition.fullName}/`;
 
 /**
  * Client middleware: each call to the Runtime Server carries the token it wrote to
