@@ -20,6 +20,7 @@ const { values } = parseArgs({
     'bash-image': { type: 'string' },
     'runtime-service-account': { type: 'string' },
     'runtime-server-listen': { type: 'string' },
+    'user-namespaces': { type: 'string' },
     'finished-runs-per-runtime': { type: 'string' },
     'internal-ca-dir': { type: 'string' },
     'log-level': { type: 'string' },

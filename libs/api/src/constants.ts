@@ -154,6 +154,8 @@ export const CONDITION_TYPES = {
   sourceResolved: 'SourceResolved',
   /** Runtime with spec.scaling: what the autoscaler decided and why. */
   scaling: 'Scaling',
+  /** Runtime: whether each Run on one of its Pods is walled from the others (status.runIsolation). */
+  runsIsolated: 'RunsIsolated',
 } as const;
 
 /** The execution snapshot of a Run's source (docs/lifecycle.md "Source snapshot"). */
@@ -305,6 +307,11 @@ export const RUNTIME_REASONS = {
   atMaximum: 'AtMaximum',
   /** The pool fits its demand. */
   steady: 'Steady',
+  // RunsIsolated
+  /** True: its Pods have user namespaces of their own and every Run is its own user. */
+  perRunUser: 'PerRunUser',
+  /** False: user namespaces are off (the chart's controllerManager.runtimeUserNamespaces); Runs on one Pod share its user. */
+  userNamespacesOff: 'UserNamespacesOff',
 } as const;
 
 export type RuntimeReason = (typeof RUNTIME_REASONS)[keyof typeof RUNTIME_REASONS];

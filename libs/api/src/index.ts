@@ -44,7 +44,7 @@ export { ENDPOINT_PROTOCOLS, RUNTIME_LANGUAGES, RUN_PHASES } from './phases.ts';
 export type { RunPhase, RuntimeLanguage } from './phases.ts';
 
 // The Run and Runtime resources.
-export { runModeKind } from './types.ts';
+export { RUNTIME_RUN_ISOLATIONS, runModeKind } from './types.ts';
 export type {
   Condition,
   EnvVar,
@@ -64,6 +64,7 @@ export type {
   RuntimeScaling,
   RuntimeSpec,
   RuntimeStatus,
+  RuntimeRunIsolation,
   SourceSnapshot,
 } from './types.ts';
 

@@ -87,8 +87,14 @@ export interface RuntimeStatus {
   pendingRuns?: number;
   /** The label selector of the Runtime's Pods, for the `/scale` subresource (HPA, KEDA). */
   selector?: string;
+  /** How the Runs sharing one of its Pods are kept apart (condition RunsIsolated says why). */
+  runIsolation?: RuntimeRunIsolation;
   conditions?: Condition[];
 }
+
+/** PerRunUser: each Run its own uid in the Pod's user namespace. SharedUser: Runs on one Pod trust each other. */
+export const RUNTIME_RUN_ISOLATIONS = ['PerRunUser', 'SharedUser'] as const;
+export type RuntimeRunIsolation = (typeof RUNTIME_RUN_ISOLATIONS)[number];
 
 export interface Runtime {
   apiVersion: 'kruntimes.io/v1alpha1';

@@ -36,8 +36,10 @@ describe('controllerManagerConfig', () => {
       runtimeServerImages: { python: 'kruntimes/runtime-server-python:latest', bash: 'kruntimes/runtime-server-bash:latest' },
       serviceAccountName: 'kruntimes-runtimed',
       runtimeServerListen: 'loopback',
+      runIsolation: 'perRunUser',
       automaticRetry: true,
     });
+    expect((await config({ 'user-namespaces': 'false' })).workload.runIsolation).toBe('sharedUser');
     expect(checked.finishedRunsPerRuntime).toBe(100);
     expect((await config({ 'runtimed-memory-limit': '96Mi', 'runtimed-cpu-request': '50m' })).workload.runtimedResources).toEqual({
       requests: { cpu: '50m' },
@@ -51,6 +53,7 @@ describe('controllerManagerConfig', () => {
     [{ 'gateway-ca-file': '/nowhere' }, '--gateway-ca-file needs --gateway-host'],
     [{ 'runtime-otlp-endpoint': 'collector:4318' }, '--runtime-otlp-endpoint must be an http:// or https:// URL'],
     [{ 'automatic-retry': 'maybe' }, '--automatic-retry must be true or false, not "maybe"'],
+    [{ 'user-namespaces': 'yes' }, '--user-namespaces must be true or false, not "yes"'],
     [{ 'runtime-server-listen': 'any' }, '--runtime-server-listen must be loopback or podIP, not "any"'],
     [{ 'lease-duration-seconds': '0.5' }, '--lease-duration-seconds must be a number >= 1, not "0.5"'],
     [{ 'finished-runs-per-runtime': '-1' }, '--finished-runs-per-runtime must be a number >= 0, not "-1"'],

@@ -33,6 +33,7 @@ import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
  * | `--gateway-ca-file FILE` | PEM certificate(s) of the gateway's CA, read at start; copied as gateway-ca.crt into each runtimed TLS Secret, published as caBundle | none |
  * | `--runtime-otlp-endpoint URL` | OTLP endpoint (HTTP/protobuf) of Runtime Pods' spans: their OTEL_EXPORTER_OTLP_ENDPOINT | none, tracing off there |
  * | `--runtimed-cpu-request Q`, `--runtimed-memory-request Q`, `--runtimed-memory-limit Q` | resources of every Runtime Pod's runtimed container; its V8 heap flags (NODE_OPTIONS) follow the memory limit | none |
+ * | `--user-namespaces true\|false` | Runtime Pods in user namespaces of their own, each Run its own user (runtime-workload's RunIsolation perRunUser); false for nodes without them (sharedUser: Runs on one Pod trust each other) | true |
  * | `--automatic-retry true\|false` | the cluster retry policy, as stale-recovery's flag: false puts KRT_AUTOMATIC_RETRY=false on runtimed, which then does not run an execution its Pod lost again | true (env KRT_AUTOMATIC_RETRY) |
  */
 export type ControllerManagerFlag =
@@ -59,7 +60,8 @@ export type ControllerManagerFlag =
   | 'runtimed-cpu-request'
   | 'runtimed-memory-request'
   | 'runtimed-memory-limit'
-  | 'automatic-retry';
+  | 'automatic-retry'
+  | 'user-namespaces';
 
 /** The flags as given (main.ts declares them to parseArgs, without defaults): unset ones are undefined. */
 export type ControllerManagerFlags = Partial<Record<ControllerManagerFlag, string | undefined>>;
@@ -94,6 +96,9 @@ export async function controllerManagerConfig(flags: ControllerManagerFlags, env
   const automaticRetry = flags['automatic-retry'] ?? env.KRT_AUTOMATIC_RETRY ?? 'true';
   if (automaticRetry !== 'true' && automaticRetry !== 'false')
     throw new Error(`--automatic-retry must be true or false, not ${JSON.stringify(automaticRetry)}`);
+  const userNamespaces = flags['user-namespaces'] ?? 'true';
+  if (userNamespaces !== 'true' && userNamespaces !== 'false')
+    throw new Error(`--user-namespaces must be true or false, not ${JSON.stringify(userNamespaces)}`);
   if (listen !== 'loopback' && listen !== 'podIP')
     throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
   return {
@@ -113,6 +118,7 @@ export async function controllerManagerConfig(flags: ControllerManagerFlags, env
       },
       serviceAccountName: flags['runtime-service-account'] ?? 'kruntimes-runtimed',
       runtimeServerListen: listen,
+      runIsolation: userNamespaces === 'true' ? 'perRunUser' : 'sharedUser',
       ...(gateway === undefined ? {} : { gateway }),
       ...(otlpEndpoint === undefined ? {} : { otlpEndpoint }),
       ...(resources === undefined ? {} : { runtimedResources: resources }),

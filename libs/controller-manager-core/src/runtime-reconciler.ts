@@ -22,6 +22,7 @@ import {
   SPEC_HASH_ANNOTATION,
   TLS_SECRET_KEYS,
   podLabelSelector,
+  runIsolation,
   runtimedTlsSecret,
   runtimeWorkload,
   workloadProblems,
@@ -99,6 +100,7 @@ export class RuntimeReconciler {
       pool: runtime.spec.scaling === undefined ? undefined : (this.#options.pools.get(key) ?? previousPool(runtime)),
       rollout: workload.rollout,
       problems: workload.problems,
+      isolation: runIsolation(this.#options.workload),
       now: rfc3339(this.#options.now()),
     });
     const nowMs = this.#options.now();

@@ -25,6 +25,7 @@ function input(overrides: Partial<RuntimeStatusInput>): RuntimeStatusInput {
     pool: undefined,
     rollout: undefined,
     problems: [],
+    isolation: 'perRunUser',
     now: NOW,
     ...overrides,
   };
@@ -127,7 +128,28 @@ describe('runtimeStatus', () => {
   ])('%s', (_name, overrides, expected, conditions) => {
     const status = runtimeStatus(input(overrides));
     expect(status).toMatchObject({ observedGeneration: 1, ...expected });
-    expect(status.conditions?.map((c) => [c.type, c.reason])).toEqual(conditions);
+    expect(status.conditions?.filter((c) => c.type !== 'RunsIsolated').map((c) => [c.type, c.reason])).toEqual(conditions);
+  });
+
+  it.each([
+    ['perRunUser', 'PerRunUser', 'True', 'PerRunUser'],
+    ['sharedUser', 'SharedUser', 'False', 'UserNamespacesOff'],
+  ] as const)(
+    'says how Runs on a Pod are kept apart (%s), in status.runIsolation and condition RunsIsolated',
+    (isolation, shown, flag, reason) => {
+      const status = runtimeStatus(input({ isolation }));
+      expect(status.runIsolation).toBe(shown);
+      expect(status.conditions?.find((c) => c.type === 'RunsIsolated')).toMatchObject({ status: flag, reason, observedGeneration: 1 });
+    },
+  );
+
+  it('moves RunsIsolated lastTransitionTime only when user namespaces are turned on or off', () => {
+    const first = runtimeStatus(input({}));
+    const same = runtimeStatus(input({ previous: first, now: '2026-12-02T12:05:00Z' }));
+    expect(same.conditions?.find((c) => c.type === 'RunsIsolated')?.lastTransitionTime).toBe(NOW);
+    const off = runtimeStatus(input({ previous: same, isolation: 'sharedUser', now: '2026-12-02T12:06:00Z' }));
+    expect(off.conditions?.find((c) => c.type === 'RunsIsolated')?.lastTransitionTime).toBe('2026-12-02T12:06:00Z');
+    expect(off.conditions?.find((c) => c.type === 'RunsIsolated')?.message).toContain('can read and signal each other');
   });
 
   it('always gives the /scale selector and the Pending Runs; without spec.scaling no desiredReplicas and no Scaling condition', () => {
@@ -138,7 +160,7 @@ describe('runtimeStatus', () => {
     const status = runtimeStatus(input({ pendingRuns: 4, previous }));
     expect(status).toMatchObject({ pendingRuns: 4, selector: 'kruntimes.io/runtime=python,app.kubernetes.io/component=runtime' });
     expect(status.desiredReplicas).toBeUndefined();
-    expect(status.conditions?.map((c) => c.type)).toEqual(['Available', 'Progressing']);
+    expect(status.conditions?.map((c) => c.type)).toEqual(['Available', 'Progressing', 'RunsIsolated']);
   });
 
   it('puts the autoscaler’s decision in: desiredReplicas and the Scaling condition', () => {

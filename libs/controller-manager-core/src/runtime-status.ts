@@ -1,5 +1,6 @@
 import { CONDITION_TYPES, DEFAULTS, RUNTIME_REASONS } from '@kruntimes/api';
-import type { Condition, RuntimeStatus } from '@kruntimes/api';
+import type { Condition, ConditionStatus, RuntimeRunIsolation, RuntimeStatus } from '@kruntimes/api';
+import type { RunIsolation } from '@kruntimes/runtime-workload';
 import { setCondition } from '@kruntimes/run-state';
 import type { PoolStatus } from './pool-decisions.ts';
 
@@ -42,6 +43,8 @@ export interface RuntimeStatusInput {
   rollout: RolloutView | undefined;
   /** Why the Runtime cannot become a workload; non-empty overrides everything else. */
   problems: readonly string[];
+  /** What the controller-manager gives the Runtime's Pods (--user-namespaces). */
+  isolation: RunIsolation;
   now: string;
 }
 
@@ -99,6 +102,13 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
     );
   }
 
+  conditions = setCondition(
+    conditions,
+    { type: CONDITION_TYPES.runsIsolated, ...RUNS_ISOLATED[input.isolation] },
+    input.now,
+    input.generation,
+  );
+
   conditions =
     input.pool === undefined
       ? conditions.filter((condition) => condition.type !== CONDITION_TYPES.scaling)
@@ -113,9 +123,27 @@ export function runtimeStatus(input: RuntimeStatusInput): RuntimeStatus {
     ...(input.pool === undefined ? {} : { desiredReplicas: input.pool.desiredReplicas }),
     pendingRuns: input.pendingRuns,
     selector: input.selector,
+    runIsolation: RUN_ISOLATION_STATUS[input.isolation],
     conditions,
   };
 }
+
+const RUN_ISOLATION_STATUS: Readonly<Record<RunIsolation, RuntimeRunIsolation>> = { perRunUser: 'PerRunUser', sharedUser: 'SharedUser' };
+
+/** Said once per Runtime, never silently: a Runtime whose Runs trust each other shows it. */
+const RUNS_ISOLATED: Readonly<Record<RunIsolation, { status: ConditionStatus; reason: string; message: string }>> = {
+  perRunUser: {
+    status: 'True',
+    reason: RUNTIME_REASONS.perRunUser,
+    message: "each Run on a Pod is its own user in the Pod's user namespace, with its own directories; nothing of it outlives it",
+  },
+  sharedUser: {
+    status: 'False',
+    reason: RUNTIME_REASONS.userNamespacesOff,
+    message:
+      'user namespaces are off (controllerManager.runtimeUserNamespaces: false): the Runs on one Pod are one user and can read and signal each other; give untrusted code a Runtime with runs: 1, or nodes with user namespaces',
+  },
+};
 
 /**
  * Ready Pods and the capacity the scheduler can bind to: ready, non-deleting Pods only,

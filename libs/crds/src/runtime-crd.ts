@@ -5,6 +5,7 @@ import {
   RUNTIME_KIND,
   RUNTIME_LANGUAGES,
   RUNTIME_PLURAL,
+  RUNTIME_RUN_ISOLATIONS,
   RUNTIME_SHORT_NAMES,
   RUNTIME_SINGULAR,
   DNS1123_SUBDOMAIN_PATTERN,
@@ -111,6 +112,10 @@ const status = object('Observed state, written by the controller-manager.', {
   desiredReplicas: int32("The autoscaler's decision (spec.scaling set).", { minimum: 0 }),
   pendingRuns: int32('Runs of this Runtime waiting Pending for a slot.', { minimum: 0 }),
   selector: string("Label selector of the Runtime's Pods, for the /scale subresource (HPA, KEDA).", { maxLength: 1024 }),
+  runIsolation: string(
+    'How the Runs sharing one of its Pods are kept apart: PerRunUser (each its own uid in the Pod user namespace) or SharedUser (user namespaces off: Runs on one Pod trust each other).',
+    { enum: RUNTIME_RUN_ISOLATIONS },
+  ),
   conditions: conditionsSchema,
 });
 
@@ -134,6 +139,7 @@ export function runtimeCrd(): CustomResourceDefinition {
       { name: 'Used', type: 'integer', jsonPath: '.status.usedCapacity' },
       { name: 'Capacity', type: 'integer', jsonPath: '.status.totalCapacity' },
       { name: 'Pending', type: 'integer', jsonPath: '.status.pendingRuns', priority: 1 },
+      { name: 'Isolation', type: 'string', jsonPath: '.status.runIsolation' },
       { name: 'Suspended', type: 'boolean', jsonPath: '.spec.suspend' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ],

@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, chown, rename, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { KruntimesError } from '@kruntimes/errors';
 import { healthV1 } from '@kruntimes/proto';
 import type { ServerMiddleware } from 'nice-grpc';
@@ -14,14 +15,21 @@ const OPEN_SERVICE_PREFIX = `/${healthV1.HealthDefinition.fullName}/`;
  * Makes this server's token (random, new at every start) and writes it to `file`, which
  * runtimed reads and the Runs' users cannot (0600, or 0640 for group `gid`: runtimed's
  * group where it is another user). Written beside and renamed into place: a reader never
- * sees half a token.
+ * sees half a token. With `gid`, its directory (a volume of its own, made 0777 by the
+ * kubelet) becomes `0750 <this user>:gid` first: no Run can put a file there, replace the
+ * token or remove it.
  */
 export async function writeApiToken(file: string, gid: number | undefined): Promise<string> {
   const token = randomBytes(32).toString('base64url');
+  const owner = process.getuid?.() ?? 0;
+  if (gid !== undefined) {
+    await chown(dirname(file), owner, gid);
+    await chmod(dirname(file), 0o750);
+  }
   const partial = `${file}.${String(process.pid)}.partial`;
   await writeFile(partial, token, { mode: 0o600 });
   if (gid !== undefined) {
-    await chown(partial, process.getuid?.() ?? 0, gid);
+    await chown(partial, owner, gid);
     await chmod(partial, 0o640);
   }
   await rename(partial, file);

@@ -79,8 +79,9 @@ export interface RunWallOptions {
  * Makes a sandbox for each execution and takes it down when the execution ends. One per
  * Runtime Server. A walled server runs as uid 0 of the Pod's user namespace and needs
  * CAP_SETUID and SETGID (to start Runs as their uid), CHOWN and FOWNER (to give them their
- * directories) and DAC_OVERRIDE (to read runtimed's workspace and remove the Runs' files).
- * Not KILL: a Run's processes are killed by a process of its own uid.
+ * directories), DAC_OVERRIDE (to read runtimed's workspace and remove the Runs' files) and
+ * KILL (to signal a Run's process group: cancel, timeout, a task's end). A Run's leftovers
+ * are killed by a process of its own uid (`kill -1`), which reaches every one of them.
  */
 export class RunWall {
   readonly #pool: UidPool | undefined;
@@ -236,6 +237,12 @@ export class RunWall {
     if (failure !== undefined) {
       throw new Error(`KRT_RUN_UIDS is set but a process cannot be started as uid ${String(uid)}: ${failure}`);
     }
+    const unsignalled = await signalProbe({ uid, gid: uid });
+    if (unsignalled !== undefined) {
+      throw new Error(
+        `KRT_RUN_UIDS is set but this server cannot signal a process of uid ${String(uid)} (${unsignalled}): it needs CAP_KILL to cancel and end Runs`,
+      );
+    }
     if (command === undefined) return;
     // "$@": the command's words pass through the shell untouched.
     const unreachable = failureOf(await runAs({ uid, gid: uid }, '"$@" >/dev/null 2>&1', command));
@@ -331,6 +338,43 @@ function failureOf(ending: Ending): string | undefined {
 }
 
 /** Runs a shell command as the identity. */
+/**
+ * Whether this server may signal a process of the Run's uid (cancel, timeout, a task's end
+ * signal its group): another uid takes CAP_KILL. The probe process ends when its stdin
+ * closes, so that nothing but signal 0 is ever sent to it.
+ */
+async function signalProbe(identity: RunIdentity): Promise<string | undefined> {
+  const child = spawn('/bin/sh', ['-c', 'read -r line'], {
+    uid: identity.uid,
+    gid: identity.gid,
+    cwd: '/',
+    env: {},
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  const ended = new Promise<void>((resolve) => {
+    child.once('close', () => {
+      resolve();
+    });
+    child.once('error', () => {
+      resolve();
+    });
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    if (child.pid === undefined) return 'the probe process did not start';
+    process.kill(child.pid, 0);
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    child.stdin.end();
+    await ended;
+  }
+}
+
 function runAs(identity: RunIdentity, script: string, args: readonly string[] = []): Promise<Ending> {
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', script, 'krt-probe', ...args], {

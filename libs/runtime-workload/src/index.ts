@@ -7,11 +7,12 @@ export {
   TLS_SECRET_KEYS,
   podCapacity,
   podLabelSelector,
+  runIsolation,
   runtimeWorkload,
   runtimedTlsSecret,
   workloadProblems,
 } from './workload.ts';
-export type { RuntimeServerListenMode, WorkloadConfig } from './workload.ts';
+export type { RunIsolation, RuntimeServerListenMode, WorkloadConfig } from './workload.ts';
 export type { Deployment, PodDisruptionBudget, Secret, Service } from './kube-types.ts';
 
 // Node.js heap sizing from a container's memory limit.

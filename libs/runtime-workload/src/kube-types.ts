@@ -43,7 +43,10 @@ export interface Probe {
 
 export interface SecurityContext {
   allowPrivilegeEscalation: boolean;
-  capabilities: { drop: string[] };
+  capabilities: { drop: string[]; add?: string[] };
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
 }
 
 export interface PodSecurityContext {
@@ -67,7 +70,7 @@ export interface Container {
 
 export interface Volume {
   name: string;
-  emptyDir?: Record<string, never>;
+  emptyDir?: { medium?: 'Memory'; sizeLimit?: string };
   secret?: { secretName: string; defaultMode?: number; optional?: boolean };
   projected?: {
     defaultMode?: number;
@@ -80,6 +83,8 @@ export interface Volume {
 }
 
 export interface PodSpec {
+  /** false: the Pod's own user namespace (its uid 0 is no one on the node). */
+  hostUsers?: boolean;
   serviceAccountName: string;
   automountServiceAccountToken: boolean;
   enableServiceLinks: boolean;

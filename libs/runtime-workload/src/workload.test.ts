@@ -5,9 +5,11 @@ import {
   RUNTIME_SERVER_NODE_OPTIONS,
   SERVICE_ACCOUNT_MOUNT_PATH,
   SPEC_HASH_ANNOTATION,
+  API_TOKEN_MOUNT_PATH,
   WORKSPACE_MOUNT_PATH,
   podCapacity,
   podLabelSelector,
+  runIsolation,
   runtimedTlsSecret,
   runtimeWorkload,
   specHash,
@@ -22,6 +24,9 @@ const config: WorkloadConfig = {
   serviceAccountName: 'kruntimes-runtimed',
   runtimeServerListen: 'loopback',
 };
+
+/** The Deployment spec hash of `runtime()` with `config` at fbb2dff, before Runs had users of their own. */
+const SHARED_USER_SPEC_HASH = '551953b6d52461ea';
 
 function runtime(spec: Partial<Runtime['spec']> = {}, name = 'python'): Runtime {
   return {
@@ -145,6 +150,50 @@ describe('runtimeWorkload', () => {
         seccompProfile: { type: 'RuntimeDefault' },
       });
     }
+  });
+
+  it('walls every Run by default: its own user namespace, the Runtime Server uid 0 in it with six capabilities and the Runs uid range', () => {
+    const workload = runtimeWorkload(runtime(), config);
+    const pod = workload.deployment.spec.template.spec;
+    expect(pod.hostUsers).toBe(false);
+    const server = container(workload, CONTAINERS.runtimeServer);
+    expect(server.securityContext).toEqual({
+      runAsUser: 0,
+      runAsGroup: 0,
+      runAsNonRoot: false,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'] },
+    });
+    expect(env(server)).toMatchObject({
+      KRT_RUN_UIDS: '20000-29999',
+      KRT_API_TOKEN_FILE: `${API_TOKEN_MOUNT_PATH}/token`,
+      KRT_API_TOKEN_GID: '65532',
+    });
+    // runtimed stays the Pod's non-root user with nothing, and only reads the token.
+    const runtimed = container(workload, CONTAINERS.runtimed);
+    expect(runtimed.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(env(runtimed).KRT_API_TOKEN_FILE).toBe(`${API_TOKEN_MOUNT_PATH}/token`);
+    expect(Object.keys(env(runtimed))).not.toContain('KRT_RUN_UIDS');
+    const tokenVolume = pod.volumes.find((v) => v.name === 'runtime-server-api');
+    expect(tokenVolume?.emptyDir).toEqual({ medium: 'Memory', sizeLimit: '1Mi' });
+    expect(runtimed.volumeMounts).toContainEqual({ name: 'runtime-server-api', mountPath: API_TOKEN_MOUNT_PATH, readOnly: true });
+    expect(server.volumeMounts).toContainEqual({ name: 'runtime-server-api', mountPath: API_TOKEN_MOUNT_PATH });
+    expect(runIsolation(config)).toBe('perRunUser');
+  });
+
+  it('with sharedUser (nodes without user namespaces) is the template of before the wall: no capability anywhere, the same spec hash', () => {
+    const shared = runtimeWorkload(runtime(), { ...config, runIsolation: 'sharedUser' });
+    const pod = shared.deployment.spec.template.spec;
+    expect(pod.hostUsers).toBeUndefined();
+    for (const c of pod.containers) {
+      expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+      expect(Object.keys(env(c)).filter((name) => name === 'KRT_RUN_UIDS' || name.startsWith('KRT_API_TOKEN'))).toEqual([]);
+      expect(c.volumeMounts.map((m) => m.name)).not.toContain('runtime-server-api');
+    }
+    expect(pod.volumes.map((v) => v.name)).not.toContain('runtime-server-api');
+    // The hash of the template every Pod had before per-Run users: turning them off rolls nothing.
+    expect(shared.deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).toBe(SHARED_USER_SPEC_HASH);
+    expect(runtimeWorkload(runtime(), config).deployment.metadata.annotations?.[SPEC_HASH_ANNOTATION]).not.toBe(SHARED_USER_SPEC_HASH);
   });
 
   it('gives only runtimed the service-account token; the Pod mounts none by itself', () => {

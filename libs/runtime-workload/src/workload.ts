@@ -29,6 +29,26 @@ export const WORKSPACE_MOUNT_PATH = '/workspace';
 /** runtimed's API credentials, at the path in-cluster clients read. */
 export const SERVICE_ACCOUNT_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
 const WORKSPACE_VOLUME = 'workspace';
+const API_TOKEN_VOLUME = 'runtime-server-api';
+/** The Runtime Server writes its API token here (a memory emptyDir of both containers); runtimed reads it. */
+export const API_TOKEN_MOUNT_PATH = '/var/run/kruntimes/api';
+/** runtimed's uid and gid, the Pod's: the group the API token is readable to. */
+export const RUNTIMED_UID = 65532;
+/**
+ * The uids (inside the Pod's user namespace, whose 0-65535 the kubelet maps) a walled
+ * Runtime Server hands its Runs: far from runtimed's 65532 and the images' system users, and
+ * more than a Pod ever runs at once, so that uids whose processes survived can be retired.
+ */
+export const RUN_UIDS = '20000-29999';
+/**
+ * What a walled Runtime Server (uid 0 of the Pod's user namespace) may do, and why; nothing of
+ * it counts on the node, whose uids the namespace maps to no one else's:
+ * - SETUID, SETGID: start each Run as its own uid and gid, with no supplementary groups;
+ * - CHOWN, FOWNER: give a Run its directories, make its source read-only to it;
+ * - DAC_OVERRIDE: read runtimed's workspace and a Run's outputs, remove a Run's files;
+ * - KILL: signal a Run's process group (cancel, timeout, the end of a task).
+ */
+export const WALLED_RUNTIME_SERVER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'] as const;
 const RUNTIMED_TOKEN_VOLUME = 'runtimed-api-access';
 const RUNTIMED_TLS_VOLUME = 'runtimed-tls';
 /**
@@ -69,7 +89,24 @@ export const ENV = {
   otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
   /** V8 heap flags of both containers' Node (nodeHeapOptions, RUNTIME_SERVER_NODE_OPTIONS). */
   nodeOptions: 'NODE_OPTIONS',
+  /** Walled Pods: the Runs' uid range (the Runtime Server reads it). */
+  runUids: 'KRT_RUN_UIDS',
+  /** Walled Pods: the API token file the Runtime Server writes and runtimed sends, and the group it is readable to. */
+  apiTokenFile: 'KRT_API_TOKEN_FILE',
+  apiTokenGid: 'KRT_API_TOKEN_GID',
 } as const;
+
+/**
+ * How the Runs that share a Runtime Pod are kept apart (docs/security-model.md):
+ * - `perRunUser`: the Pod has its own user namespace (`hostUsers: false`); each Run is a uid
+ *   of its own with its own directories, nothing of it outlives it, and the Runtime Server
+ *   answers runtimed only (a per-Pod token). Needs nodes with user namespaces (runc >= 1.2,
+ *   kernel >= 6.3 with idmapped mounts for the Pod's filesystems).
+ * - `sharedUser`: for nodes without them. Every Run of a Pod is the Pod's one non-root user
+ *   with no capabilities: Runs on one Pod can read and signal each other (only `runs: 1` keeps
+ *   them apart, and not over time); nothing is given capabilities that would be real on the node.
+ */
+export type RunIsolation = 'perRunUser' | 'sharedUser';
 
 /**
  * The Runtime Server's Node flags. Its container's memory limit (the Runtime's
@@ -96,6 +133,8 @@ export interface WorkloadConfig {
   /** Service account of Runtime Pods whose Runtime names none. */
   serviceAccountName: string;
   runtimeServerListen: RuntimeServerListenMode;
+  /** Default `perRunUser`. */
+  runIsolation?: RunIsolation;
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /**
    * Time runtimed has after its drain window to stop what still runs and release registrations (default
@@ -324,14 +363,15 @@ export function runtimeServerAddress(mode: RuntimeServerListenMode): string {
 }
 
 /**
- * User code runs in these Pods: never as root, whatever image a Runtime names. The group
- * is set too: the images say USER 65532:65532, but with no passwd entry for that uid
+ * User code runs in these Pods: never as root, whatever image a Runtime names. A walled
+ * Pod's Runtime Server alone overrides it (uid 0 of the Pod's user namespace, to start each
+ * Run as its own uid); its Runs are never uid 0. The group is set too: the images say USER 65532:65532, but with no passwd entry for that uid
  * containerd resolves only the uid and leaves the group 0 (seen on a real node).
  */
 const RUNTIME_POD_SECURITY_CONTEXT: PodSecurityContext = {
   runAsNonRoot: true,
-  runAsUser: 65532,
-  runAsGroup: 65532,
+  runAsUser: RUNTIMED_UID,
+  runAsGroup: RUNTIMED_UID,
   seccompProfile: { type: 'RuntimeDefault' },
 };
 
@@ -346,9 +386,10 @@ function podTemplate(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: Worklo
       // Service environment variables would leak every Service of the namespace into user code.
       enableServiceLinks: false,
       terminationGracePeriodSeconds: terminationGracePeriodSeconds(runtime, config),
+      ...(walled(config) ? { hostUsers: false } : {}),
       securityContext: RUNTIME_POD_SECURITY_CONTEXT,
       containers: [runtimedContainer(runtime, config, parts), runtimeServerContainer(runtime, config, parts)],
-      volumes: podVolumes(name),
+      volumes: podVolumes(name, walled(config)),
     },
   };
 }
@@ -404,6 +445,7 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       ...(config.automaticRetry === false ? [{ name: ENV.automaticRetry, value: 'false' }] : []),
       ...gatewayEnv(config.gateway),
       ...runtimedNodeOptions(config.runtimedResources),
+      ...(walled(config) ? [{ name: ENV.apiTokenFile, value: API_TOKEN_FILE }] : []),
     ],
     ...(config.runtimedResources === undefined ? {} : { resources: structuredClone(config.runtimedResources) }),
     ports: [
@@ -417,6 +459,7 @@ function runtimedContainer(runtime: Pick<Runtime, 'metadata' | 'spec'>, config: 
       parts.workspaceMount,
       { name: RUNTIMED_TOKEN_VOLUME, mountPath: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true },
       { name: RUNTIMED_TLS_VOLUME, mountPath: RUNTIMED_TLS_MOUNT_PATH, readOnly: true },
+      ...(walled(config) ? [{ name: API_TOKEN_VOLUME, mountPath: API_TOKEN_MOUNT_PATH, readOnly: true }] : []),
     ],
     // runtimed reports SERVING only while it can reach its Runtime Server and the API server.
     // On the plaintext health port: kubelet gRPC probes cannot speak TLS, which grpc and peer are.
@@ -434,9 +477,16 @@ function runtimeServerContainer(runtime: Pick<Runtime, 'spec'>, config: Workload
       ...parts.common,
       { name: ENV.runtimeServerListen, value: parts.address },
       { name: ENV.nodeOptions, value: RUNTIME_SERVER_NODE_OPTIONS },
+      ...(walled(config)
+        ? [
+            { name: ENV.runUids, value: RUN_UIDS },
+            { name: ENV.apiTokenFile, value: API_TOKEN_FILE },
+            { name: ENV.apiTokenGid, value: String(RUNTIMED_UID) },
+          ]
+        : []),
     ],
     // No service-account volume: user code runs here and must never see runtimed's token.
-    volumeMounts: [parts.workspaceMount],
+    volumeMounts: [parts.workspaceMount, ...(walled(config) ? [{ name: API_TOKEN_VOLUME, mountPath: API_TOKEN_MOUNT_PATH }] : [])],
     ...(runtime.spec.resources === undefined ? {} : { resources: structuredClone(runtime.spec.resources) }),
     // The kubelet probes the Pod IP: only a Runtime Server listening there can be probed.
     // On 127.0.0.1 it is unreachable to the kubelet by design, and runtimed's own
@@ -444,8 +494,28 @@ function runtimeServerContainer(runtime: Pick<Runtime, 'spec'>, config: Workload
     ...(config.runtimeServerListen === 'podIP'
       ? { readinessProbe: { grpc: { port: DEFAULTS.runtimeServerPort }, periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 2 } }
       : {}),
-    securityContext: parts.securityContext,
+    securityContext: walled(config) ? WALLED_RUNTIME_SERVER_SECURITY_CONTEXT : parts.securityContext,
   };
+}
+
+const API_TOKEN_FILE = `${API_TOKEN_MOUNT_PATH}/token`;
+
+/** uid 0 of the Pod's user namespace, with the capabilities WALLED_RUNTIME_SERVER_CAPABILITIES says why it needs, and no way to gain more. */
+const WALLED_RUNTIME_SERVER_SECURITY_CONTEXT: Container['securityContext'] = {
+  runAsUser: 0,
+  runAsGroup: 0,
+  runAsNonRoot: false,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'], add: [...WALLED_RUNTIME_SERVER_CAPABILITIES] },
+};
+
+/** Whether the Runtime's Pods run each Run as its own user (the default). */
+export function runIsolation(config: Pick<WorkloadConfig, 'runIsolation'>): RunIsolation {
+  return config.runIsolation ?? 'perRunUser';
+}
+
+function walled(config: Pick<WorkloadConfig, 'runIsolation'>): boolean {
+  return runIsolation(config) === 'perRunUser';
 }
 
 /** runtimed's NODE_OPTIONS from its memory limit; none without one (or with a quantity nodeHeapOptions does not read). */
@@ -455,9 +525,11 @@ function runtimedNodeOptions(resources: ResourceRequirements | undefined): Conta
   return bytes === undefined ? [] : [{ name: ENV.nodeOptions, value: nodeHeapOptions(bytes) }];
 }
 
-function podVolumes(name: string): Volume[] {
+function podVolumes(name: string, walledPod: boolean): Volume[] {
   return [
     { name: WORKSPACE_VOLUME, emptyDir: {} },
+    // The Runtime Server makes it 0750 root:runtimed before writing its token: no Run enters it.
+    ...(walledPod ? [{ name: API_TOKEN_VOLUME, emptyDir: { medium: 'Memory' as const, sizeLimit: '1Mi' } }] : []),
     {
       // The Pod-level token is off (automountServiceAccountToken: false), so that the
       // Runtime Server container gets none; runtimed gets the same three files the

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BOUNDS, RUN_REASONS } from '@kruntimes/api';
@@ -126,6 +126,9 @@ describe('on disk', () => {
     await outcomes.save(first);
     expect(await outcomes.attempts(UID)).toEqual([1]);
     expect(await readdir(await dir())).toEqual([`${UID}.1.json`]);
+    // Neither readable nor writable by a Run: the directory and the record are runtimed's alone.
+    expect((await stat(await dir())).mode & 0o777).toBe(0o700);
+    expect((await stat(join(await dir(), `${UID}.1.json`))).mode & 0o777).toBe(0o600);
 
     const restarted = new OutcomeRecords(dir);
     expect(await restarted.uids()).toEqual([UID]);

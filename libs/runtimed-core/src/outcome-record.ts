@@ -171,7 +171,7 @@ export class OutcomeRecords {
     const text = encodeOutcomeRecord(record);
     const index = await this.#load();
     const path = await this.#path(record.uid, record.attempt);
-    await mkdir(await this.#dir(), { recursive: true });
+    await mkdir(await this.#dir(), { recursive: true, mode: 0o700 });
     await writeFile(path + TEMP_SUFFIX, text, { mode: 0o600 });
     await rename(path + TEMP_SUFFIX, path);
     let attempts = index.get(record.uid);

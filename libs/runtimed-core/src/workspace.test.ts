@@ -35,6 +35,8 @@ test('the attempt workspace is a pure function of UID and attempt and holds the 
   const dir = await workspaces.prepare(run({ inline: 'print(1)' }), 2, 'python', () => Promise.reject(new Error('not used')));
   expect(dir).toBe(join(await workspaces.root(), UID, '2'));
   expect(await readFile(join(dir, entrypointFile('python')), 'utf8')).toBe('print(1)');
+  // Runs never enter runtimed's directories (the volume's root may be 0777).
+  for (const made of [join(await workspaces.root(), UID), dir]) expect((await stat(made)).mode & 0o777).toBe(0o700);
   // Preparing again (a restart) gives the same path and content.
   expect(await workspaces.prepare(run({ inline: 'print(1)' }), 2, 'python', () => Promise.reject(new Error('not used')))).toBe(dir);
   await workspaces.remove(UID);

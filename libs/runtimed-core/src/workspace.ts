@@ -20,6 +20,13 @@ export class SourceMismatchError extends KruntimesError {
   }
 }
 
+/**
+ * Every directory runtimed makes in the workspace: the Runtime Server reads them (its own
+ * user, or root of the Pod's user namespace), a Run never does, even where the volume's root
+ * lets everyone list it (an emptyDir is 0777); a Run is given a copy of its own source.
+ */
+const PRIVATE_DIR_MODE = 0o700;
+
 /** Reads `spec.source.configMapKeyRef`; injected so that tests of pure code need no API. */
 export type ConfigMapReader = (namespace: string, name: string, key: string) => Promise<string>;
 
@@ -77,7 +84,7 @@ export class Workspaces {
     const uid = run.metadata.uid ?? '';
     const dir = await this.attemptDir(uid, attempt);
     const source = await sourceText(run, readConfigMap);
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     await writeFile(join(dir, entrypointFile(language)), source, { mode: 0o644 });
     return dir;
   }

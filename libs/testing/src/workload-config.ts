@@ -11,6 +11,8 @@ export function testWorkloadConfig(overrides: Partial<WorkloadConfig> = {}): Wor
     runtimeServerImages: { python: 'kruntimes/runtime-server-python:dev', bash: 'kruntimes/runtime-server-bash:dev' },
     serviceAccountName: 'default',
     runtimeServerListen: 'podIP',
+    // Until the local node runs hostUsers: false Pods in user namespaces of their own.
+    runIsolation: 'sharedUser',
     ...overrides,
   };
 }

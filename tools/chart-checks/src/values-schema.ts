@@ -165,6 +165,7 @@ const schema: Schema = {
       leaderElection,
       runtimeImages: looseObject({ runtimed: image(false), python: image(false), bash: image(false) }),
       runtimeServiceAccount: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' },
+      runtimeUserNamespaces: bool,
       finishedRunsPerRuntime: { type: 'integer', minimum: 0 },
       runtimedResources: strictObject({ requests: resourceList, limits: resourceList }, []),
       // What runtimed accepts as KRT_GATEWAY_HOST (the controller-manager checks it again at start).

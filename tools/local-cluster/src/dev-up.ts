@@ -509,6 +509,8 @@ class DevSession {
       ...tracing,
       ...['--runtimed-image', IMAGES.runtimed, '--python-image', IMAGES.python, '--bash-image', IMAGES.bash],
       ...['--runtime-service-account', RUNTIMED_SERVICE_ACCOUNT, '--runtime-server-listen', 'podIP'],
+      // Until the local node runs hostUsers: false Pods in user namespaces of their own.
+      ...['--user-namespaces', 'false'],
     ]);
     const recoveryKubeconfig = await kubeconfigOf('stale-recovery');
     await this.#startService('stale-recovery', 'apps/stale-recovery/src/main.ts', [

@@ -64,6 +64,7 @@ spec:
             - --runtime-otlp-endpoint={{ . }}
             {{- end }}
             - --automatic-retry={{ .Values.global.automaticRetry }}
+            - --user-namespaces={{ .Values.runtimeUserNamespaces }}
             {{- with .Values.runtimedResources }}
             {{- with dig "requests" "cpu" "" . }}
             - --runtimed-cpu-request={{ . }}
