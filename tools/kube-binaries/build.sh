@@ -7,8 +7,10 @@
 # same versions only verifies the cached binaries. With --node it also builds what the
 # real node runs (tools/real-node): kubelet, kube-proxy and kube-scheduler from
 # the same k8s.io/kubernetes, containerd, containerd-shim-runc-v2 and ctr (./containerd),
-# coredns (./coredns) and kube-router (./kube-router, its network policy controller); the
-# test suite never asks for those.
+# coredns (./coredns), kube-router (./kube-router, its network policy controller) and runc
+# (./runc: the only one with cgo, for libseccomp; Debian's runc 1.1.5 cannot run Pods with
+# user namespaces); the test suite never asks for those. runc needs gcc, pkg-config and
+# libseccomp-dev (its static libseccomp.a): installed with apt-get when missing and root.
 #
 # Named components (etcd kube-apiserver kube-controller-manager kubectl weed prometheus
 # jaeger-all-in-one, and with --node the node's) build and verify only those: `npm run dev`
@@ -25,7 +27,7 @@ usage="usage: $0 [--node] [COMPONENT ...]"
 node=false
 [ "${1-}" = --node ] && { node=true; shift; }
 control_plane=(etcd kube-apiserver kube-controller-manager kubectl weed prometheus jaeger-all-in-one)
-node_parts=(kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr coredns kube-router)
+node_parts=(kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr coredns kube-router runc)
 wanted=("$@")
 for component in "${wanted[@]}"; do
   case " ${control_plane[*]} $($node && echo "${node_parts[*]}") " in
@@ -70,8 +72,11 @@ verify() { # name, expected substring of its version output, version arguments (
   log "$name $* printed '$out', expected it to contain '$want'"; return 1
 }
 
-build() { # component, file name, module dir, package, ldflags, build tags (optional, comma-separated)
+build() { # component, file name, module dir, package, ldflags, build tags (optional, comma-separated),
+  # go build flags (optional, one word each); CGO_ENABLED=1 before the call for a cgo build
   local component=$1 name=$2 dir=$3 pkg=$4 ldflags=$5 tags=${6-} tmp start last seconds
+  local -a flags
+  read -r -a flags <<<"${7-}"
   wants "$component" || return 0
   if [ -x "$bin_dir/$name" ]; then log "$component: cached"; return 0; fi
   last=$(cat "$times_dir/$component" 2>/dev/null || true)
@@ -79,11 +84,23 @@ build() { # component, file name, module dir, package, ldflags, build tags (opti
   log "$component: building $pkg ($([[ $last =~ ^[0-9]+$ ]] && echo "its last build here took ${last}s" || echo 'no earlier build here; a first build takes minutes'))"
   start=$(date +%s)
   tmp="$bin_dir/.$name.tmp.$$"
-  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "-s -w $ldflags" -o "$tmp" "$pkg")
+  (cd "$dir" && go build -trimpath "${flags[@]}" -tags "$tags" -ldflags "-s -w $ldflags" -o "$tmp" "$pkg")
   mv -f "$tmp" "$bin_dir/$name" # atomic: a killed build never leaves a half binary behind
   seconds=$(( $(date +%s) - start ))
   echo "$seconds" >"$times_dir/.$component.$$" && mv -f "$times_dir/.$component.$$" "$times_dir/$component"
   log "$component: built in ${seconds}s"
+}
+
+ensure_runc_build_deps() { # gcc, pkg-config and libseccomp's static library (Debian's packages)
+  local missing=()
+  command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
+  { [ -f "$(gcc -print-file-name=libseccomp.a 2>/dev/null)" ] && pkg-config --exists libseccomp 2>/dev/null; } || missing+=(libseccomp-dev)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null ||
+    { log "runc: needs ${missing[*]} (Debian's packages) to build; install them, or run as root"; exit 1; }
+  log "runc: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends "${missing[@]}" >&2
 }
 
 kube_ldflags() {
@@ -127,7 +144,8 @@ if $node; then
   containerd_version=$(module_version "$here/containerd" github.com/containerd/containerd/v2)
   coredns_version=$(module_version "$here/coredns" github.com/coredns/coredns)
   kube_router_version=$(module_version "$here/kube-router" github.com/cloudnativelabs/kube-router/v2)
-  [ -n "$containerd_version" ] && [ -n "$coredns_version" ] && [ -n "$kube_router_version" ] ||
+  runc_version=$(module_version "$here/runc" github.com/opencontainers/runc)
+  [ -n "$containerd_version" ] && [ -n "$coredns_version" ] && [ -n "$kube_router_version" ] && [ -n "$runc_version" ] ||
     { echo "build.sh: cannot read the node's versions from go.mod" >&2; exit 1; }
   build kubelet kubelet "$here/kubernetes" k8s.io/kubernetes/cmd/kubelet "$(kube_ldflags)"
   build kube-proxy kube-proxy "$here/kubernetes" k8s.io/kubernetes/cmd/kube-proxy "$(kube_ldflags)"
@@ -151,6 +169,14 @@ if $node; then
   build kube-router "kube-router-$kube_router_version" "$here/kube-router" "$kr_pkg/cmd/kube-router" \
     "-X $kr_pkg/pkg/version.Version=$kube_router_version -X $kr_pkg/pkg/version.BuildDate=module-$kube_router_version"
   link kube-router "kube-router-$kube_router_version"
+  # runc as its Makefile's `static` target builds it (static PIE, seccomp, no libpathrs: that
+  # tag needs the Rust library), with cgo for libseccomp, statically linked: the binary runs
+  # whatever the machine has installed.
+  if wants runc && [ ! -x "$bin_dir/runc-$runc_version" ]; then ensure_runc_build_deps; fi
+  CGO_ENABLED=1 build runc "runc-$runc_version" "$here/runc" github.com/opencontainers/runc \
+    "-X main.gitCommit=module-$runc_version -linkmode external -extldflags -static-pie" \
+    seccomp,urfave_cli_no_docs,netgo,osusergo -buildmode=pie
+  link runc "runc-$runc_version"
 fi
 
 verify etcd "${etcd_version#v}"
@@ -169,5 +195,6 @@ if $node; then
   verify ctr "$containerd_version"
   verify coredns "CoreDNS-${coredns_version#v}" -version
   verify kube-router "version $kube_router_version, built on module-$kube_router_version" --version
+  verify runc "runc version ${runc_version#v}"$'\n'"commit: module-$runc_version"
 fi
 echo "$bin_dir"
