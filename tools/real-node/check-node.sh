@@ -9,6 +9,11 @@
 #     reaches it through its resolv.conf;
 #   - a Pod reaches kube-apiserver through the `kubernetes` Service with its ServiceAccount
 #     token (CoreDNS's kubernetes plugin, in-cluster configuration);
+#   - a Pod with user namespaces (`hostUsers: false`, kube-binaries' runc; userns-check.c in
+#     an image FROM scratch) runs as uid 0 inside and as a uid of the kubelet's range
+#     (65536 and above) on the host; its emptyDir (disk), emptyDir (medium Memory, tmpfs),
+#     ConfigMap and ServiceAccount token volumes are idmapped mounts: written and read as
+#     uid 0 inside;
 #   - with --restart: after node.sh stop and start the node is Ready, the Pod runs again.
 #
 # Usage: tools/real-node/check-node.sh CLUSTER_DIR [--restart]   (root; progress on stderr)
@@ -59,6 +64,24 @@ ensure_check_image() {
   log "image $CHECK_IMAGE imported"
 }
 
+# The user namespace probe (userns-check.c), tagged by its source: a changed probe is rebuilt.
+USERNS_IMAGE=localhost/kruntimes/check-userns:$(sha256sum "$here/userns-check.c" | cut -c1-12)
+ensure_userns_image() {
+  local ctr=("$BIN/ctr" --address "$SOCK" --namespace k8s.io)
+  [ -z "$("${ctr[@]}" images list -q "name==$USERNS_IMAGE" 2>/dev/null)" ] || return 0
+  local work container
+  work=$(mktemp -d)
+  gcc -Wall -Wextra -Werror -Os -static -s -o "$work/userns-check" "$here/userns-check.c"
+  container=$(buildah from scratch)
+  buildah copy --quiet "$container" "$work/userns-check" /userns-check >/dev/null
+  buildah config --entrypoint '["/userns-check"]' --cmd serve "$container"
+  buildah commit --quiet --format oci --rm "$container" "$USERNS_IMAGE" >/dev/null
+  buildah push --quiet "$USERNS_IMAGE" "oci-archive:$work/image.tar:$USERNS_IMAGE" >/dev/null
+  "${ctr[@]}" images import --platform linux/amd64 "$work/image.tar" >/dev/null 2>&1
+  rm -rf "$work"
+  log "image $USERNS_IMAGE imported"
+}
+
 cleanup() {
   k delete namespace "$CHECK_NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   k delete clusterrolebinding "$CHECK_NS" --ignore-not-found >/dev/null 2>&1 || true
@@ -69,6 +92,7 @@ trap cleanup EXIT
 node_ready() { [ "$(k get node krt-node -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 wait_until "node Ready" 60 node_ready
 ensure_check_image
+ensure_userns_image
 # A namespace of an earlier, interrupted run must be gone before this one is made.
 k delete namespace "$CHECK_NS" --ignore-not-found --timeout=60s >/dev/null
 k apply -f - >/dev/null <<EOF
@@ -145,13 +169,34 @@ spec:
       configMap: {name: corefiles, items: [{key: $2, path: Corefile}]}
 EOF
 }
+# uid 0 in its own user namespace: no securityContext but hostUsers (the image's user is 0).
+k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: userns, namespace: $CHECK_NS, labels: {app: userns}}
+spec:
+  hostUsers: false
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: main
+      image: "$USERNS_IMAGE"
+      imagePullPolicy: Never
+      volumeMounts:
+        - {name: scratch, mountPath: /scratch}
+        - {name: memory, mountPath: /memory}
+        - {name: config, mountPath: /config}
+  volumes:
+    - {name: scratch, emptyDir: {}}
+    - {name: memory, emptyDir: {medium: Memory, sizeLimit: 1Mi}}
+    - {name: config, configMap: {name: corefiles, items: [{key: server, path: Corefile}]}}
+EOF
 corefile_pod dns-server server
 corefile_pod dns-forwarder forwarder
 corefile_pod dns-incluster incluster
 
 phase() { [ "$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.phase}')" = "$2" ]; }
 ready() { [ "$(k -n "$CHECK_NS" get pod "$1" -o 'jsonpath={.status.containerStatuses[0].ready}')" = true ]; }
-PODS=(pause dns-server dns-forwarder dns-incluster)
+PODS=(pause dns-server dns-forwarder dns-incluster userns)
 all_running() { local p; for p in "${PODS[@]}"; do phase "$p" Running || return 1; done; }
 wait_until "Pods running" 90 all_running
 wait_until "Pod version completed" 60 phase version Succeeded
@@ -173,6 +218,50 @@ wait_until "kubectl port-forward listening on $port" 20 bash -c "exec 3<>/dev/tc
 out=$(python3 "$here/dns-query.py" "127.0.0.1:$port" check.example --tcp 2>&1 || true)
 kill "$forward" 2>/dev/null || true
 case $out in NOERROR*) log "kubectl port-forward (DNS over TCP to the Pod): $out" ;; *) fail "through port-forward: $out" ;; esac
+
+# The user namespace: inside (the probe's log and a report through kubectl exec) and on the
+# host (the container's process in containerd's task list: /proc/PID/status and uid_map).
+fstype_of() { awk -v m="$1" '$5 == m {for (i = 7; $i != "-"; i++); print $(i + 1)}'; } # mountinfo on stdin
+check_userns() {
+  local out uid_map host_uid pid cid status mountinfo m
+  [ "$(k -n "$CHECK_NS" get pod userns -o 'jsonpath={.spec.hostUsers}')" = false ] || fail "userns Pod: spec.hostUsers is not false"
+  out=$(k -n "$CHECK_NS" logs userns)
+  grep -qx 'ids uid=0 euid=0 gid=0 egid=0' <<<"$out" || fail "userns Pod: not uid 0 inside: $out"
+  uid_map=$(sed -n 's/^uid_map //p' <<<"$out")
+  read -r _ host_uid _ <<<"$uid_map"
+  [[ $uid_map =~ ^0\ [0-9]+\ 65536$ ]] && [ "$host_uid" -ge 65536 ] ||
+    fail "userns Pod: /proc/self/uid_map inside is '$uid_map', expected '0 <65536 or more> 65536'"
+  [ "$(sed -n 's/^gid_map //p' <<<"$out")" = "$uid_map" ] || fail "userns Pod: gid_map differs from uid_map: $out"
+  log "userns Pod inside: uid 0, /proc/self/uid_map '$uid_map'"
+  cid=$(k -n "$CHECK_NS" get pod userns -o 'jsonpath={.status.containerStatuses[0].containerID}')
+  cid=${cid#containerd://}
+  pid=$("$BIN/ctr" --address "$SOCK" --namespace k8s.io tasks list 2>/dev/null | awk -v id="$cid" '$1 == id {print $2}')
+  [ -n "$pid" ] && [ -r "/proc/$pid/status" ] || fail "userns Pod: no host process for container $cid"
+  status=$(grep -E '^(Uid|Gid):' "/proc/$pid/status" | tr -s '\t ' ' ')
+  [ "$status" = "Uid: $host_uid $host_uid $host_uid $host_uid"$'\n'"Gid: $host_uid $host_uid $host_uid $host_uid" ] ||
+    fail "userns Pod: host pid $pid has '$status', expected uid and gid $host_uid"
+  [ "$(tr -s ' ' <"/proc/$pid/uid_map" | sed 's/^ //')" = "$uid_map" ] || fail "userns Pod: the host's /proc/$pid/uid_map: $(cat "/proc/$pid/uid_map")"
+  log "userns Pod on the host: pid $pid, $(tr '\n' ' ' <<<"$status")(uid 0 inside is $host_uid outside)"
+  # Every volume an idmapped mount (the kernel's mountinfo says so), on the filesystem it
+  # lives on: the kubelet's root dir (ext4 here) for emptyDir, ConfigMap and the projected
+  # token, tmpfs for medium Memory.
+  mountinfo=$(cat "/proc/$pid/mountinfo")
+  for m in /scratch /memory /config /var/run/secrets/kubernetes.io/serviceaccount; do
+    out=$(awk -v m="$m" '$5 == m' <<<"$mountinfo")
+    [ -n "$out" ] || fail "userns Pod: no mount at $m: $mountinfo"
+    grep -qw 'idmapped' <<<"$out" || fail "userns Pod: $m is not an idmapped mount: $out"
+    log "userns Pod: $m idmapped, $(fstype_of "$m" <<<"$mountinfo")"
+  done
+  [ "$(fstype_of /memory <<<"$mountinfo")" = tmpfs ] || fail "userns Pod: /memory (emptyDir medium Memory) is not tmpfs"
+  out=$(k -n "$CHECK_NS" exec userns -- /userns-check report /scratch /memory /config/Corefile \
+    /var/run/secrets/kubernetes.io/serviceaccount/token)
+  for m in "dir /scratch wrote uid=0 gid=0" "dir /memory wrote uid=0 gid=0" \
+    "file /config/Corefile uid=0 gid=0 read=ok" "file /var/run/secrets/kubernetes.io/serviceaccount/token uid=0 gid=0 read=ok"; do
+    grep -qxF "$m" <<<"$out" || fail "userns Pod: expected '$m' in: $out"
+  done
+  log "userns Pod: emptyDir, emptyDir (Memory), ConfigMap and the token written or read as uid 0 inside"
+}
+check_userns
 
 server_ip=$(ip_of dns-server)
 rules=$(ip netns exec "$NS" iptables-save -t nat)
@@ -219,5 +308,6 @@ if $restart; then
   }
   for p in "${PODS[@]}"; do wait_until "$p running again after the restart" 120 started_after "$p"; done
   check_dns
+  check_userns
 fi
 log "all passed"

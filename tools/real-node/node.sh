@@ -45,7 +45,7 @@ krt_node_env
 BRIDGE=krt-cni0
 CLUSTER_DNS=$FIRST_NODE_IP CLUSTER_DOMAIN=cluster.local
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
-RUNC=/usr/sbin/runc CNI_BIN=/usr/lib/cni
+CNI_BIN=/usr/lib/cni
 IMAGES=$BASE_STATE/images
 SOCK=$RUN/containerd/containerd.sock
 MNTNS=$RUN/mntns
@@ -315,7 +315,6 @@ clean_netns() { # what the CNI plugins, kube-proxy and kube-router left in the n
 
 ensure_packages() {
   local missing=()
-  [ -x "$RUNC" ] || missing+=(runc)
   [ -x "$CNI_BIN/bridge" ] && [ -x "$CNI_BIN/host-local" ] && [ -x "$CNI_BIN/portmap" ] || missing+=(containernetworking-plugins)
   command -v iptables >/dev/null || missing+=(iptables)
   command -v ipset >/dev/null || missing+=(ipset) # kube-router's network policy controller
@@ -444,7 +443,9 @@ write_configs() {
   mkdir -p "$STATE/containerd" "$STATE/cni/net.d" "$STATE/kubelet" "$STATE/pod-logs" "$STATE/logs" "$STATE/config"
 
   # containerd 2 (config version 3, migrated by containerd itself): CRI with the overlayfs
-  # snapshotter and Debian's runc, cgroupfs; nothing under the host's /etc, /opt, /var, /run.
+  # snapshotter and kube-binaries' runc (1.2 or later: idmapped mounts, so Pods with
+  # `hostUsers: false` run; Debian bookworm's 1.1.5 cannot), cgroupfs; nothing under the
+  # host's /etc, /opt, /var, /run.
   put "$STATE/config/containerd.toml" <<EOF
 version = 3
 root = "$STATE/containerd"
@@ -785,6 +786,10 @@ case "${1-}" in up) [ $# -le 2 ] || usage ;; stop | start | down | import-images
 # Binaries: kubelet, containerd ... (cached after the first build; this verifies them), or
 # the directory KRT_KUBE_BIN_DIR names (run.sh's, built and verified once per run).
 BIN=${KRT_KUBE_BIN_DIR:-$("$repo/tools/kube-binaries/build.sh" --node)}
+# containerd's runc runtime runs this one (its BinaryName); the symlink resolved, so that a
+# new runc pin changes the configuration's fingerprint and restarts the node.
+RUNC=$(readlink -f "$BIN/runc")
+[ -x "$RUNC" ] || die "no runc in $BIN: tools/kube-binaries/build.sh --node builds it"
 
 case $1 in
   up)
