@@ -276,8 +276,9 @@ function prologue(limits: RunLimits): string {
 async function makeDir(path: string, mode: number, uid?: number, gid?: number): Promise<string> {
   await mkdir(path, { mode });
   if (uid !== undefined && gid !== undefined) await chown(path, uid, gid);
-  // mkdir's mode passes through the umask.
-  await chmod(path, mode);
+  // mkdir's mode passes through the umask, which leaves the owner's bits (a umask that took
+  // them would break far more than this): only group and other bits need setting again.
+  if ((mode & 0o077) !== 0) await chmod(path, mode);
   return path;
 }
 

@@ -23,7 +23,7 @@ export {
   runtimeServerTempDirsAfterWait,
   startServerProcess,
 } from './runtime-server-process.ts';
-export type { ServerProcess } from './runtime-server-process.ts';
+export type { ServerProcess, ServerProcessOptions } from './runtime-server-process.ts';
 export { survivingGroupMembers, survivingProcesses } from './processes.ts';
 
 // HTTPS and gRPC stubs, certificates and proxies.
