@@ -10,9 +10,21 @@ rn_exec_node() { # namespace, pod, container, script
   kubectl -n "$1" exec "$2" -c "$3" -- node -e "$4"
 }
 
+# The host's pid of a container of a Pod (containerd's task list on the Pod's node).
+rn_host_pid() { # namespace, pod, container
+  local node sock cid
+  node=$(kubectl -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}')
+  sock=/run/krt-real-node${node#krt-node}/containerd/containerd.sock
+  cid=$(kubectl -n "$1" get pod "$2" -o jsonpath="{.status.containerStatuses[?(@.name==\"$3\")].containerID}")
+  ctr --address "$sock" --namespace k8s.io tasks list 2>/dev/null | awk -v id="${cid#containerd://}" '$1 == id {print $2}'
+}
+rn_host_uid() { awk '$1 == "Uid:" {print $2}' "/proc/$1/status"; } # pid -> its real uid on the host
+
 # Every container of the service Pods runs as uid/gid 65532 on a read-only root filesystem
-# (what the chart's securityContext asks); Runtime Pods' containers as 65532 (the images'
-# USER). Printed as a table; any difference fails.
+# (what the chart's securityContext asks); Runtime Pods' runtimed as 65532 (the images'
+# USER) and, in their own user namespace (hostUsers: false), the Runtime Server as uid 0 of
+# it, which is a uid of the kubelet's range (65536 and above) on the host. Printed as a
+# table; any difference fails.
 rn_check_pod_security() {
   local probe pod container answer
   # Writing to / must fail with EROFS; /tmp is the chart's emptyDir and must be writable.
@@ -31,11 +43,18 @@ console.log(`${process.getuid()}:${process.getgid()} root=${root} tmp=${tmp}`);'
       done
     done
   done
+  local host_users pid host_uid
   for pod in $(kubectl -n "$demo" get pods -l kruntimes.io/runtime=py -o jsonpath='{.items[*].metadata.name}'); do
+    host_users=$(kubectl -n "$demo" get pod "$pod" -o jsonpath='{.spec.hostUsers}')
+    [ "$host_users" = false ] || fail "$pod: spec.hostUsers is '$host_users', not false (Runtime Pods run in user namespaces by default)"
     for container in $(kubectl -n "$demo" get pod "$pod" -o jsonpath='{.spec.containers[*].name}'); do
       answer=$(rn_exec_node "$demo" "$pod" "$container" "$probe")
-      printf '%-58s %-18s %s\n' "$pod" "$container" "$answer" >&2
-      case "$answer" in 65532:65532\ *) ;; *) fail "$pod/$container: $answer" ;; esac
+      pid=$(rn_host_pid "$demo" "$pod" "$container")
+      [ -n "$pid" ] || fail "$pod/$container: no host process"
+      host_uid=$(rn_host_uid "$pid")
+      printf '%-58s %-18s %s, on the host uid %s\n' "$pod" "$container" "$answer" "$host_uid" >&2
+      [ "$host_uid" -ge 65536 ] || fail "$pod/$container: uid $host_uid on the host, not one of the kubelet's user namespace range"
+      case "$container:$answer" in runtimed:65532:65532\ * | runtime-server:0:0\ *) ;; *) fail "$pod/$container: $answer" ;; esac
     done
   done
 }
@@ -343,4 +362,119 @@ rn_check_health_probes() {
   [ "$n" -ge "${#rn_probed_services[@]}" ] || fail "found $n Pods of ${rn_probed_services[*]}"
   [ "$failed" = 0 ] || fail "a service Pod lacks its probes, is not Ready, or does not answer /healthz or /readyz (table above)"
   echo "health probes: $n Pods of ${rn_probed_services[*]}: liveness /healthz and readiness /readyz on port health, Ready, both answer 200 from their node" >&2
+}
+
+# The wall around every Run (issue 51) on a Runtime Pod with hostUsers: false: a victim task
+# Run with a secret in its environment, then an attacker task Run on the same Pod
+# (wall/attacker.py) trying each way in: the victim's and the Runtime Server's environ and
+# signals, runtimed's token (not mounted; the host's paths; through /proc/1/root), the API
+# token, the Runtime Server's gRPC API without it, the cloud metadata address. Each must be
+# refused; the Health check (no token needed) and DNS (allowed egress) must answer, so that a
+# refusal is the wall's and not a dead port. The victim must end as it would alone. On the
+# host, the Runs' processes are uids of the Pod's range (the user namespace's 20000-29999).
+rn_check_run_wall() {
+  local secret pod server_pid base listen pids pid uid outputs key value expected run r failed=0
+  secret="wall-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  kubectl -n "$demo" apply -f - <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Runtime
+metadata: { name: wall }
+spec: { language: python, replicas: 1, runs: 4 }
+YAML
+  kubectl -n "$demo" wait --for=condition=Available runtime/wall --timeout=300s
+  pod=$(kubectl -n "$demo" get pods -l kruntimes.io/runtime=wall -o jsonpath='{.items[0].metadata.name}')
+  listen=$(kubectl -n "$demo" get pod "$pod" -o jsonpath='{.spec.containers[?(@.name=="runtime-server")].env[?(@.name=="KRT_LISTEN")].value}')
+  [ -n "$listen" ] || fail "wall: no KRT_LISTEN in $pod's runtime-server"
+  kubectl -n "$demo" apply -f - <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Run
+metadata: { name: wall-victim }
+spec:
+  runtime: wall
+  mode: { task: {} }
+  timeout: 120s
+  env: [{ name: VICTIM_SECRET, value: "$secret" }]
+  source:
+    inline: |
+      import json, os, time
+      with open("secret.txt", "w") as f:
+          f.write(os.environ["VICTIM_SECRET"])
+      time.sleep(40)
+      with open("secret.txt") as f:
+          same = f.read() == os.environ["VICTIM_SECRET"]
+      with open(os.environ["KRT_OUTPUTS_FILE"], "w") as f:
+          json.dump({"ended": "alone" if same else "its file was changed"}, f)
+YAML
+  kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Running run/wall-victim --timeout=120s
+  # On the host: the Runtime Server is uid 0 of the Pod's range, each Run a uid in it.
+  server_pid=$(rn_host_pid "$demo" "$pod" runtime-server)
+  [ -n "$server_pid" ] || fail "wall: no host process for $pod's runtime-server"
+  read -r _ base _ <"/proc/$server_pid/uid_map"
+  [ "$(rn_host_uid "$server_pid")" = "$base" ] || fail "wall: the Runtime Server's host uid $(rn_host_uid "$server_pid"), not $base"
+  for _ in $(seq 1 20); do
+    pids=$(for p in /proc/[0-9]*; do
+      uid=$(awk '$1 == "Uid:" {print $2}' "$p/status" 2>/dev/null) || continue
+      if [ -n "$uid" ] && [ "$uid" -ge $((base + 20000)) ] && [ "$uid" -le $((base + 29999)) ]; then echo "${p#/proc/}:$uid"; fi
+    done)
+    [ -n "$pids" ] && break
+    sleep 0.5
+  done
+  [ -n "$pids" ] || fail "wall: no process of the victim Run on the host in uids $((base + 20000))-$((base + 29999))"
+  printf 'the Pod %s: uid_map 0 %s 65536; the Runtime Server host uid %s (0 inside)\n' "$pod" "$base" "$base" >&2
+  for pid in $pids; do
+    printf '  a Run process on the host: pid %s uid %s (%s inside), %s\n' "${pid%%:*}" "${pid#*:}" "$((${pid#*:} - base))" "$(cat "/proc/${pid%%:*}/comm" 2>/dev/null)" >&2
+  done
+  kubectl -n "$demo" apply -f - <<YAML
+apiVersion: kruntimes.io/v1alpha1
+kind: Run
+metadata: { name: wall-attacker }
+spec:
+  runtime: wall
+  mode: { task: {} }
+  timeout: 60s
+  env:
+    - { name: ATTACK_SECRET, value: "$secret" }
+    - { name: ATTACK_API, value: "$listen" }
+    - { name: ATTACK_DNS, value: "${rn_cluster_dns:-10.203.0.2}" }
+  source:
+    inline: |
+$(sed 's/^/      /' "$here/wall/attacker.py")
+YAML
+  kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Succeeded run/wall-attacker --timeout=120s ||
+    fail "wall: the attacker did not succeed: $(kubectl -n "$demo" get run wall-attacker -o jsonpath='{.status}')"
+  for run in wall-victim wall-attacker; do
+    [ "$(kubectl -n "$demo" get run "$run" -o jsonpath='{.status.assignedPod}')" = "$pod" ] || fail "wall: $run did not run on $pod"
+  done
+  outputs=$(kubectl -n "$demo" get run wall-attacker -o jsonpath='{.status.outputs}')
+  printf '%-20s %-10s %s\n' 'ATTACK' EXPECTED RESULT >&2
+  while IFS=$'\t' read -r key expected; do
+    value=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2], "missing"))' "$outputs" "$key")
+    # shellcheck disable=SC2053 # a glob on purpose
+    if [[ $value == $expected ]]; then r=ok; else r=FAILED; failed=$((failed + 1)); fi
+    printf '%-20s %-10s %s%s\n' "$key" "${expected%%[: ]*}" "$value" "$([ $r = ok ] || echo "   <- expected $expected")" >&2
+  done <<'EXPECT'
+uid	2[0-9][0-9][0-9][0-9] *
+victim-environ	denied: EACCES (*
+victim-signal	denied: EPERM (*
+server-environ	denied: EACCES (*
+server-signal	denied: EPERM (*
+runtimed-processes	none visible
+sa-token	denied: ENOENT
+api-token	denied: EACCES
+host-node-state	denied: ENOENT
+host-kubelet-pods	denied: ENOENT
+server-root	denied: EACCES
+grpc-health	answered: status 0
+grpc-no-token	GetExecution=16 CancelExecution=16 RegisterFunction=16 InvokeFunction=16 UnregisterFunction=16 Execute=16
+metadata	denied: *
+dns-allowed	OPEN: connected
+EXPECT
+  kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Succeeded run/wall-victim --timeout=120s ||
+    fail "wall: the victim did not succeed: $(kubectl -n "$demo" get run wall-victim -o jsonpath='{.status}')"
+  value=$(kubectl -n "$demo" get run wall-victim -o jsonpath='{.status.outputs.ended}')
+  printf '%-20s %-10s %s\n' victim-ended alone "$value" >&2
+  [ "$value" = alone ] || failed=$((failed + 1))
+  [ "$failed" -eq 0 ] || fail "wall: $failed of the attacks above were not refused as expected"
+  kubectl -n "$demo" delete run wall-victim wall-attacker --wait=false >&2
+  kubectl -n "$demo" delete runtime wall --wait=false >&2
 }

@@ -13,7 +13,8 @@
 #      gateway Service (port-forward, and its ClusterIP through the veth), every exported
 #      metric scraped,
 #   9.-13. what only a real node shows: the chart's NetworkPolicies enforced, each service's
-#      user and read-only root, runtimed reloading a rotated certificate, graceful
+#      user and read-only root, Runtime Pods in user namespaces (hostUsers: false) and the
+#      wall around their Runs attacked from user code (10b), runtimed reloading a rotated certificate, graceful
 #      termination, a node restart,
 #   14. the chart's liveness and readiness probes of the scheduler, stale-recovery and the
 #      controller-manager (/healthz, /readyz on the health port) answering on the node,
@@ -147,8 +148,11 @@ krt_check_metrics "docker.io/kruntimes/runtimed:$tag"
 krt_log "9. NetworkPolicies enforced (kube-router)"
 rn_check_network_policy "docker.io/kruntimes/runtimed:$tag"
 
-krt_log "10. each service as its chart says: user 65532, read-only root"
+krt_log "10. each service as its chart says: user 65532, read-only root; Runtime Pods in user namespaces"
 rn_check_pod_security
+
+krt_log "10b. the wall around every Run: a Run's user code attacks another Run, the Runtime Server and runtimed"
+rn_check_run_wall
 
 krt_log "11. runtimed reloads a rotated certificate"
 rn_check_certificate_rotation
