@@ -24,8 +24,8 @@
 #      to krt-node2 without spending an attempt and answer again through the gateway,
 #   16. the Runs deleted and `helm uninstall`, checked to leave nothing of the release.
 # Needs root, go, openssl, curl, python3 and Debian's containernetworking-plugins, iptables,
-# ipset, buildah, debootstrap, runc (images.sh's checks; the node runs kube-binaries' runc,
-# built with libseccomp-dev) (installed with apt-get when missing).
+# ipset, buildah, debootstrap and libseccomp-dev (installed with apt-get when missing). The
+# node and images.sh's checks run kube-binaries' runc (first on PATH below), not Debian's.
 # Usage: tools/real-node/run.sh      Env: TAG (default real-node), KEEP_NODE=1 keeps
 # everything running at the end (tools/real-node/run.sh down removes it).
 set -euo pipefail
