@@ -44,13 +44,16 @@ export function appEntrypoint(app: string): string {
   return bundle;
 }
 
+/** The Runtime Servers open their API token file as the Pod names it (runtimed joins KRUNTIMES_CONTAINER_ROOT itself). */
+const RUNTIME_SERVER_PATH_ENV = ['KRT_API_TOKEN_FILE'];
+
 /** What each image of the workload runs as: the repository's own entry points under this Node. */
 function images(podEnv: Record<string, string> | undefined): Record<string, ImageCommand> {
   const entrypoint = (app: string): string[] => [process.execPath, ...childNodeOptions(), appEntrypoint(app)];
   return {
     'kruntimes/runtimed': { entrypoint: entrypoint('apps/runtimed'), ...(podEnv === undefined ? {} : { env: podEnv }) },
-    'kruntimes/runtime-server-python': { entrypoint: entrypoint('apps/runtime-server-python') },
-    'kruntimes/runtime-server-bash': { entrypoint: entrypoint('apps/runtime-server-bash') },
+    'kruntimes/runtime-server-python': { entrypoint: entrypoint('apps/runtime-server-python'), pathEnv: RUNTIME_SERVER_PATH_ENV },
+    'kruntimes/runtime-server-bash': { entrypoint: entrypoint('apps/runtime-server-bash'), pathEnv: RUNTIME_SERVER_PATH_ENV },
   };
 }
 

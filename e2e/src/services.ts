@@ -6,6 +6,7 @@ import { SCHEDULER_RULES, Scheduler } from '@kruntimes/scheduler-core';
 import { STALE_RECOVERY_RULES, StaleRecovery } from '@kruntimes/stale-recovery-core';
 import { createCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
+import type { RunIsolation } from '@kruntimes/runtime-workload';
 import { testWorkloadConfig } from '@kruntimes/testing';
 import type { NamespaceAccess } from '@kruntimes/testing';
 import { fileLogger } from './logs.ts';
@@ -37,6 +38,8 @@ export interface ServicesOptions {
   otlpEndpoint?: string;
   /** The scheduler's --source-wait-seconds, in ms (default: the scheduler's). */
   sourceWaitMs?: number;
+  /** How the Runtime Pods keep Runs apart (default: testWorkloadConfig's). */
+  runIsolation?: RunIsolation;
   /** runtimed's container resources (the controller-manager's --runtimed-* flags). */
   runtimedResources?: ResourceRequirements;
 }
@@ -56,6 +59,7 @@ async function startControllerManager(
       terminationGracePeriodSeconds: 3,
       ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
       ...(options.runtimedResources === undefined ? {} : { runtimedResources: options.runtimedResources }),
+      ...(options.runIsolation === undefined ? {} : { runIsolation: options.runIsolation }),
     }),
   });
   await manager.start();

@@ -1,6 +1,8 @@
 // The parts of a system, started in order: control plane access, Runtime Pods, services, the gateway.
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceRequirements } from '@kruntimes/api';
+import type { RunIsolation } from '@kruntimes/runtime-workload';
 import type { LocalNode } from '@kruntimes/local-node';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import type { Cluster, TestNamespace } from '@kruntimes/testing';
@@ -30,6 +32,12 @@ export interface SystemOptions {
   sourceWaitMs?: number;
   /** runtimed's container resources (the controller-manager's --runtimed-* flags; its heap flags follow the memory limit). */
   runtimedResources?: ResourceRequirements;
+  /**
+   * How the Runtime Pods keep Runs apart (default: testWorkloadConfig's). `perRunUser` Pods run
+   * in user namespaces of their own: the system's directory is then passable (0711) so that
+   * their mapped users reach the node's directory, and its logs stay private (0700).
+   */
+  runIsolation?: RunIsolation;
   /** The gateway's NODE_OPTIONS (e.g. the heap flags of the chart's memory limit). */
   gatewayNodeOptions?: string;
   /** Node flags of the gateway's command line (the chart's, e.g. `--no-maglev`). */
@@ -57,6 +65,11 @@ export async function startSystemParts(
 ): Promise<SystemParts> {
   const ns = namespace.name;
   const access = new NamespaceAccess(cluster, ns);
+  if (options.runIsolation === 'perRunUser') {
+    await chmod(dir, 0o711);
+    await mkdir(join(dir, 'logs'), { recursive: true, mode: 0o700 });
+    await mkdir(join(dir, 'gateway'), { recursive: true, mode: 0o700 });
+  }
   await access.grantServiceAccount('default', 'runtimed', RUNTIMED_ROLE_RULES);
   const node = await startRuntimePods(cluster.kubeConfig(), {
     namespace: ns,
@@ -74,6 +87,7 @@ export async function startSystemParts(
     ...(options.otlpEndpoint === undefined ? {} : { otlpEndpoint: options.otlpEndpoint }),
     ...(options.sourceWaitMs === undefined ? {} : { sourceWaitMs: options.sourceWaitMs }),
     ...(options.runtimedResources === undefined ? {} : { runtimedResources: options.runtimedResources }),
+    ...(options.runIsolation === undefined ? {} : { runIsolation: options.runIsolation }),
   });
   const gateway =
     options.gateway === false

@@ -57,20 +57,26 @@ export class AddressPool {
   }
 
   #tryLock(address: string): boolean {
-    const file = join(this.#lockDir, address);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        writeFileSync(file, String(process.pid), { flag: 'wx' });
-        return true;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
-      if (!ownerIsDead(file)) return false;
-      // The owner died without releasing (SIGKILL): take the address over.
-      rmSync(file, { force: true });
-    }
-    return false;
+    return tryLockFile(join(this.#lockDir, address));
   }
+}
+
+/**
+ * Creates `file` with O_EXCL holding this process's PID: true if this process holds it now.
+ * A lock whose owner died without releasing it (SIGKILL) is taken over.
+ */
+export function tryLockFile(file: string): boolean {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    if (!ownerIsDead(file)) return false;
+    rmSync(file, { force: true });
+  }
+  return false;
 }
 
 function ownerIsDead(file: string): boolean {

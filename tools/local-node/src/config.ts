@@ -14,6 +14,12 @@ export interface ImageCommand {
   env?: Record<string, string>;
   /** Host directory the command runs in when the container sets no `workingDir` (the image's WORKDIR). */
   workingDir?: string;
+  /**
+   * Variables whose value is a container path that the command opens as is (it does not know
+   * KRUNTIMES_CONTAINER_ROOT): an absolute value becomes the host path under the container's
+   * root, as a mount namespace would resolve it.
+   */
+  pathEnv?: string[];
 }
 
 /** The agent's configuration; `main.ts` reads it from a JSON file (see README). */
@@ -98,11 +104,15 @@ export function parseConfig(raw: unknown, baseDir: string): LocalNodeConfig {
     }
     const workingDir = value.workingDir;
     if (workingDir !== undefined && typeof workingDir !== 'string') throw new ConfigError(`images["${image}"].workingDir must be a path`);
+    const pathEnv = value.pathEnv;
+    if (pathEnv !== undefined && !isStringArray(pathEnv))
+      throw new ConfigError(`images["${image}"].pathEnv must be an array of variable names`);
     images[image] = {
       ...(workingDir === undefined ? {} : { workingDir: resolve(baseDir, workingDir) }),
       entrypoint: value.entrypoint.map((part, i) => (i === 0 && part.includes('/') && !isAbsolute(part) ? resolve(baseDir, part) : part)),
       ...(cmd === undefined ? {} : { cmd }),
       ...(env === undefined ? {} : { env: env as Record<string, string> }),
+      ...(pathEnv === undefined ? {} : { pathEnv }),
     };
   }
   const config: LocalNodeConfig = { nodeName, stateDir: resolve(baseDir, stateDir), images };

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,7 @@ import type { CertificateUser } from './kubelet-server.ts';
 import { assertLoopback } from './loopback.ts';
 import { NodeRegistration } from './node-registration.ts';
 import { PodRuntime } from './pod-runtime.ts';
+import { UidRangePool } from './uid-range-pool.ts';
 import type { LocalNodeEvent } from './pod-runtime.ts';
 
 export const HOST_IP = '127.0.0.1';
@@ -53,6 +54,7 @@ export class LocalNode {
   readonly #options: LocalNodeOptions;
   readonly #logger: LocalNodeLogger;
   readonly #pool: AddressPool;
+  readonly #uidRanges: UidRangePool;
   readonly #registration: NodeRegistration;
   readonly #controller: Controller;
   readonly #runtimes = new Map<string, PodRuntime>();
@@ -77,6 +79,14 @@ export class LocalNode {
     assertLoopback(url.hostname, 'API server');
     this.#apiServer = { host: url.hostname, port: url.port === '' ? 443 : Number.parseInt(url.port, 10) };
     mkdirSync(config.stateDir, { recursive: true });
+    // Pods' processes pass through to their own directory; the logs are the agent's only.
+    chmodSync(config.stateDir, 0o711);
+    mkdirSync(join(config.stateDir, 'pods'), { recursive: true, mode: 0o711 });
+    chmodSync(join(config.stateDir, 'pods'), 0o711);
+    mkdirSync(join(config.stateDir, 'logs'), { recursive: true, mode: 0o700 });
+    chmodSync(join(config.stateDir, 'logs'), 0o700);
+    // Host-wide whatever the address pool's directory: two agents' Pods must never share ids.
+    this.#uidRanges = new UidRangePool(join(tmpdir(), 'kruntimes-local-node', 'uid-ranges'));
     this.#pool = new AddressPool(config.addressLockDir ?? join(tmpdir(), 'kruntimes-local-node', 'addresses'));
     this.#registration = new NodeRegistration(kubeConfig, {
       nodeName: config.nodeName,
@@ -303,6 +313,7 @@ export class LocalNode {
         hostIP: HOST_IP,
         stateDir: this.config.stateDir,
         watchdog: this.#requireWatchdog(),
+        uidRanges: this.#uidRanges,
         onChange: () => {
           this.#controller.enqueue(key);
         },

@@ -25,6 +25,11 @@ import { descendantGroups, processTable, startProcessGroup } from './process-gro
 import type { ExitStatus } from './process-group.ts';
 import { probeTiming, runProbe } from './probes.ts';
 import { prepareContainerRoot, prepareVolumes } from './volumes.ts';
+import { checkPassable, containerTmpDir, secureWalledPod } from './pod-ownership.ts';
+import type { UidRangePool } from './uid-range-pool.ts';
+import { UserNamespaceHandle } from './user-namespace-handle.ts';
+import { containerIdentity, setprivArgs, usesUserNamespace } from './user-namespace.ts';
+import type { ContainerIdentity } from './user-namespace.ts';
 
 export interface PodRuntimeDeps {
   core: CoreV1Api;
@@ -34,6 +39,8 @@ export interface PodRuntimeDeps {
   hostIP: string;
   stateDir: string;
   watchdog: Watchdog;
+  /** Host id ranges of the Pods with `hostUsers: false`. */
+  uidRanges: UidRangePool;
   /** Something in the Pod changed (exit, probe result): its status should be written. */
   onChange: () => void;
   onEvent: (event: LocalNodeEvent) => void;
@@ -76,6 +83,14 @@ interface ContainerRuntime {
   logsClosed: Promise<void>;
   env: Record<string, string>;
   cwd: string;
+  /** `hostUsers: false`: who the container is in its user namespace, and that namespace. */
+  walled: { identity: ContainerIdentity; namespace: UserNamespaceHandle } | undefined;
+}
+
+/** A `hostUsers: false` Pod's host id range: its uid and gid 0 is `base`. */
+interface WalledPod {
+  base: number;
+  identities: Map<string, ContainerIdentity>;
 }
 
 const SIGNAL_NUMBERS: Partial<Record<NodeJS.Signals, number>> = {
@@ -107,6 +122,7 @@ export class PodRuntime {
   #prepared = false;
   #terminating = false;
   #frozen = false;
+  #walled: WalledPod | undefined;
 
   constructor(pod: V1Pod, podIP: string, deps: PodRuntimeDeps) {
     this.#pod = pod;
@@ -131,6 +147,7 @@ export class PodRuntime {
         logsClosed: Promise.resolve(),
         env: {},
         cwd: this.podDir,
+        walled: undefined,
       });
     }
   }
@@ -194,6 +211,7 @@ export class PodRuntime {
   async ensureStarted(): Promise<void> {
     if (this.#prepared || this.#terminating) return;
     try {
+      const walled = usesUserNamespace(this.#pod) ? await this.#walledPod() : undefined;
       const volumeDirs = await prepareVolumes({
         core: this.#deps.core,
         pod: this.#pod,
@@ -202,6 +220,10 @@ export class PodRuntime {
         podDir: this.podDir,
       });
       for (const container of this.#containers.values()) await this.#configure(container, volumeDirs);
+      if (walled !== undefined) {
+        await secureWalledPod(this.#pod, this.podDir, volumeDirs, walled.identities, walled.base);
+        for (const container of this.#containers.values()) await this.#enterUserNamespace(container, walled);
+      }
     } catch (error) {
       const reason = error instanceof ContainerConfigError ? error.reason : 'CreateContainerError';
       for (const container of this.#containers.values()) container.state = { kind: 'waiting', reason, message: errorMessage(error) };
@@ -209,6 +231,40 @@ export class PodRuntime {
     }
     this.#prepared = true;
     for (const container of this.#containers.values()) this.#start(container);
+  }
+
+  /**
+   * The Pod's host id range (taken once, kept across retries until dispose) and each
+   * container's identity in it; a container the kubelet would refuse (runAsNonRoot as
+   * uid 0, an unknown capability) fails the Pod's start with the kubelet's reason.
+   */
+  async #walledPod(): Promise<WalledPod> {
+    const identities = new Map<string, ContainerIdentity>();
+    for (const { spec } of this.#containers.values()) {
+      const identity = containerIdentity(this.#pod, spec);
+      if (identity instanceof Error) throw new ContainerConfigError('CreateContainerConfigError', identity.message);
+      identities.set(spec.name, identity);
+    }
+    await checkPassable(this.podDir);
+    this.#walled ??= { base: this.#deps.uidRanges.allocate(), identities };
+    this.#walled.identities = identities;
+    return this.#walled;
+  }
+
+  async #enterUserNamespace(container: ContainerRuntime, walled: WalledPod): Promise<void> {
+    const identity = walled.identities.get(container.spec.name);
+    if (identity === undefined) return;
+    let namespace = container.walled?.namespace;
+    if (namespace === undefined) {
+      try {
+        namespace = await UserNamespaceHandle.create(walled.base);
+      } catch (error) {
+        throw new ContainerConfigError('CreateContainerError', errorMessage(error), { cause: error });
+      }
+    }
+    container.walled = { identity, namespace };
+    // The image's /tmp would be the container's own; the host's is every Pod's.
+    if (!('TMPDIR' in container.env)) container.env.TMPDIR = containerTmpDir(this.podDir, container.spec.name);
   }
 
   async #configure(container: ContainerRuntime, volumeDirs: ReadonlyMap<string, string>): Promise<void> {
@@ -227,6 +283,10 @@ export class PodRuntime {
       containerRoot: root,
       apiServer: this.#deps.apiServer,
     });
+    for (const name of mapped.pathEnv ?? []) {
+      const value = container.env[name];
+      if (value?.startsWith('/') === true) container.env[name] = join(root, value);
+    }
     const workingDir = container.spec.workingDir;
     container.cwd = workingDir === undefined || workingDir === '' ? (mapped.workingDir ?? root) : join(root, workingDir);
   }
@@ -244,10 +304,13 @@ export class PodRuntime {
     container.generation += 1;
     container.ready = false;
     const name = container.spec.name;
-    const started = startProcessGroup(this.#argv(container), {
+    const walled = container.walled;
+    const argv = this.#argv(container);
+    const started = startProcessGroup(walled === undefined ? argv : [...walled.namespace.prefix(setprivArgs(walled.identity)), ...argv], {
       cwd: container.cwd,
       env: container.env,
       logs: { plain: this.logFile(name), cri: this.criLogFile(name, container.generation - 1) },
+      ...(walled === undefined ? {} : { namespaceFd: walled.namespace.fd }),
     });
     container.logsClosed = started.logsClosed;
     const startedAt = new Date();
@@ -337,7 +400,20 @@ export class PodRuntime {
     while (current()) {
       const result = this.#frozen
         ? { ok: false as const, message: 'pod frozen' }
-        : await runProbe(probe, { podIP: this.podIP, container: container.spec, env: container.env, cwd: container.cwd });
+        : await runProbe(probe, {
+            podIP: this.podIP,
+            container: container.spec,
+            env: container.env,
+            cwd: container.cwd,
+            ...(container.walled === undefined
+              ? {}
+              : {
+                  userNamespace: {
+                    prefix: container.walled.namespace.prefix(setprivArgs(container.walled.identity)),
+                    fd: container.walled.namespace.fd,
+                  },
+                }),
+          });
       if (!current()) return;
       if (result.ok) {
         successes += 1;
@@ -414,6 +490,10 @@ export class PodRuntime {
   /** Removes the Pod's directory (volumes, container roots); logs stay for `krt logs`. */
   async dispose(): Promise<void> {
     await rm(this.podDir, { recursive: true, force: true });
+    for (const container of this.#containers.values()) container.walled?.namespace.close();
+    // Called once no process of the Pod is left: its ids may go to another Pod.
+    if (this.#walled !== undefined) this.#deps.uidRanges.release(this.#walled.base);
+    this.#walled = undefined;
   }
 
   /** True once no process of this Pod is alive. */

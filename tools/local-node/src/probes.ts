@@ -15,6 +15,8 @@ export interface ProbeContext {
   container: V1Container;
   env: Record<string, string>;
   cwd: string;
+  /** A container in a user namespace: exec probes run as it does (the prefix, given the namespace's descriptor). */
+  userNamespace?: { prefix: readonly string[]; fd: number };
 }
 
 /** Kubelet defaults for a probe's timing fields. */
@@ -208,10 +210,17 @@ function readVarint(bytes: Buffer, start: number): [number, number] {
 }
 
 function execProbe(command: readonly string[], context: ProbeContext, timeoutMs: number): Promise<ProbeResult> {
-  const [file, ...args] = command;
-  if (file === undefined) return Promise.resolve({ ok: false, message: 'exec probe has an empty command' });
+  if (command.length === 0) return Promise.resolve({ ok: false, message: 'exec probe has an empty command' });
+  const ns = context.userNamespace;
+  const [file = '', ...args] = ns === undefined ? command : [...ns.prefix, ...command];
   return new Promise((resolve) => {
-    const child = spawn(file, args, { cwd: context.cwd, env: context.env, stdio: 'ignore', timeout: timeoutMs, killSignal: 'SIGKILL' });
+    const child = spawn(file, args, {
+      cwd: context.cwd,
+      env: context.env,
+      stdio: ns === undefined ? 'ignore' : ['ignore', 'ignore', 'ignore', ns.fd],
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
+    });
     child.once('error', (error) => {
       resolve({ ok: false, message: `exec probe: ${error.message}` });
     });

@@ -26,11 +26,22 @@ export interface StartedProcess {
  */
 export function startProcessGroup(
   argv: readonly string[],
-  options: { cwd: string; env: Record<string, string>; logs: { plain: string; cri: string } },
+  options: {
+    cwd: string;
+    env: Record<string, string>;
+    logs: { plain: string; cri: string };
+    /** A user namespace's descriptor the process gets as fd 3 (UserNamespaceHandle.prefix enters it). */
+    namespaceFd?: number;
+  },
 ): StartedProcess {
   const [command, ...args] = argv;
   if (command === undefined) throw new LocalNodeError('empty command');
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: options.namespaceFd === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', options.namespaceFd],
+  });
   const logs = new ContainerLogWriter(options.logs, { stdout: child.stdout, stderr: child.stderr });
   const exited = new Promise<ExitStatus>((resolve) => {
     // 'error' without 'exit' happens when the command cannot be executed (ENOENT):
