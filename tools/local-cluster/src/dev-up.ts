@@ -1,5 +1,5 @@
 // `dev up`: the whole local system in the foreground (see DEV_USAGE and the README), one named step after another.
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ControlPlane, REPO_ROOT, freePorts, kubeconfigYaml, testCa, testServerCert } from '@kruntimes/testing';
@@ -77,6 +77,8 @@ export async function up(options: UpOptions): Promise<number> {
   };
   if (!(await clearEarlierRun(options.dir, say))) return 1;
   await mkdir(join(options.dir, 'logs'), { recursive: true, mode: 0o700 });
+  // Kubeconfigs, CA keys and the object store's keys live here: nobody else's, whatever the umask made it.
+  await chmod(options.dir, 0o700);
   // Register before starting: a signal during the start must still stop what was started.
   const stop = stopOnSignals(say);
   const session = new DevSession(options, say, stop.signal);
