@@ -30,8 +30,9 @@ export function nodeAgentConfig(
         entrypoint: entrypoint('apps/runtimed/src/main.ts'),
         env: { KRT_GATEWAY_HOST: `127.0.0.1:${String(gatewayPort)}`, KRT_GATEWAY_CA_FILE: hostPathInContainer(nodeDir, gatewayCaFile) },
       },
-      [image(IMAGES.python)]: { entrypoint: entrypoint('apps/runtime-server-python/src/main.ts') },
-      [image(IMAGES.bash)]: { entrypoint: entrypoint('apps/runtime-server-bash/src/main.ts') },
+      // The Runtime Servers open KRT_API_TOKEN_FILE as the Pod names it: the node makes it the host path.
+      [image(IMAGES.python)]: { entrypoint: entrypoint('apps/runtime-server-python/src/main.ts'), pathEnv: ['KRT_API_TOKEN_FILE'] },
+      [image(IMAGES.bash)]: { entrypoint: entrypoint('apps/runtime-server-bash/src/main.ts'), pathEnv: ['KRT_API_TOKEN_FILE'] },
     },
     crashLoopBackoff: { initialMs: 500, maxMs: 10_000 },
     kubeletServer,
