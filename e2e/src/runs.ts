@@ -36,12 +36,16 @@ export class NamespaceObjects {
 
   /** A function Run; `handler` like `main:handle` (Python) or `handle` (Bash). */
   async createFunctionRun(name: string, runtime: string, source: string, handler: string, spec: Partial<RunSpec> = {}): Promise<Run> {
-    const body: Run = {
-      apiVersion: `${API_GROUP}/${API_VERSION}`,
-      kind: 'Run',
-      metadata: { name },
-      spec: { runtime, source: { inline: source }, mode: { function: { handler } }, ...spec },
-    };
+    return this.#createRun(name, { runtime, source: { inline: source }, mode: { function: { handler } }, ...spec });
+  }
+
+  /** A task Run of inline source. */
+  async createTaskRun(name: string, runtime: string, source: string, spec: Partial<RunSpec> = {}): Promise<Run> {
+    return this.#createRun(name, { runtime, source: { inline: source }, mode: { task: {} }, ...spec });
+  }
+
+  async #createRun(name: string, spec: RunSpec): Promise<Run> {
+    const body: Run = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'Run', metadata: { name }, spec };
     const created = await this.#clients.runs.create(this.#namespace, body);
     if (!created.ok) throw refusalError(created);
     return created.object;

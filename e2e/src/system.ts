@@ -209,6 +209,10 @@ export class System {
     return this.#namespaceObjects.createFunctionRun(name, runtime, source, handler, spec);
   }
 
+  async createTaskRun(name: string, runtime: string, source: string, spec: Partial<RunSpec> = {}): Promise<Run> {
+    return this.#namespaceObjects.createTaskRun(name, runtime, source, spec);
+  }
+
   async getRun(name: string): Promise<Run> {
     return this.#namespaceObjects.getRun(name);
   }

@@ -8,8 +8,7 @@
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, DEFAULTS, RUN_PLURAL } from '@kruntimes/api';
-import type { Run } from '@kruntimes/api';
+import { DEFAULTS } from '@kruntimes/api';
 import { Cluster, waitFor } from '@kruntimes/testing';
 import { System } from '../src/index.ts';
 
@@ -83,24 +82,7 @@ afterAll(async () => {
 });
 
 async function createTask(name: string, runtime: string, source: string, env: Record<string, string>): Promise<void> {
-  const body: Run = {
-    apiVersion: `${API_GROUP}/${API_VERSION}`,
-    kind: 'Run',
-    metadata: { name },
-    spec: {
-      runtime,
-      source: { inline: source },
-      mode: { task: {} },
-      env: Object.entries(env).map(([key, value]) => ({ name: key, value })),
-    },
-  };
-  await system.objects.createNamespacedCustomObject({
-    group: API_GROUP,
-    version: API_VERSION,
-    namespace: system.name,
-    plural: RUN_PLURAL,
-    body,
-  });
+  await system.createTaskRun(name, runtime, source, { env: Object.entries(env).map(([key, value]) => ({ name: key, value })) });
 }
 
 function containerPid(pod: V1Pod, container: string): number {
