@@ -93,6 +93,16 @@ test("a Python and a Bash function, each on its own Runtime Pod, invoked through
   expect(python.status?.assignedPodUID).not.toBe(bash.status?.assignedPodUID);
 });
 
+test('the Authorization scheme is read in any case (RFC 7235): `authorization: bearer <token>` is served', async () => {
+  const answer = await system.invoke({
+    runtime: 'py',
+    uid: uidOf(python),
+    body: '{"n":3}',
+    headers: { authorization: `bearer ${system.token('alice')}` },
+  });
+  expect({ status: answer.status, json: answer.json }).toMatchObject({ status: 200, json: { result: { echo: { n: 3 } } } });
+});
+
 const errorOf = (answer: HttpAnswer): { code: string; source: string } | undefined =>
   (answer.json as { error?: { code: string; source: string } } | undefined)?.error;
 

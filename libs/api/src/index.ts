@@ -1,5 +1,7 @@
 // Size and time limits, and defaults.
 export { BOUNDS, DEFAULTS } from './bounds.ts';
+export { INVOCATION_DEADLINE_MARGINS_MS, INVOCATION_HOPS, invocationDeadlineMs } from './deadlines.ts';
+export type { InvocationHop } from './deadlines.ts';
 
 // API group, kinds, labels, annotations, reasons and RBAC rules.
 export {

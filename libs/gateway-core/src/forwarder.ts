@@ -1,11 +1,11 @@
 import { ChannelCredentials, connectivityState } from '@grpc/grpc-js';
+import { invocationDeadlineMs } from '@kruntimes/api';
 import type { Channel } from '@grpc/grpc-js';
 import { ClientError, Metadata, createChannel, createClient } from 'nice-grpc';
 import type { Logger } from 'pino';
 import { METADATA_KEYS, durationFromMillis, runtimedV1 } from '@kruntimes/proto';
 import { ATTR, SpanKind, endFailed, parentOf, startSpan, traceHeaders } from '@kruntimes/tracing';
 import type { Span, Tracer } from '@kruntimes/tracing';
-import { DEADLINE_MARGIN_MS } from './invoke-request.ts';
 import { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
 import type { HttpError } from './error-mapping.ts';
 import { OwnerHints, hintKey, parseNamedOwner } from './owner-hints.ts';
@@ -253,7 +253,8 @@ export class Forwarder {
     request: ForwardRequest,
     upstream: string,
   ): Promise<{ result: ForwardResult; owner: NamedOwner | undefined }> {
-    const deadlineMs = request.timeoutMs + DEADLINE_MARGIN_MS;
+    // runtimed answers InvocationTimeout itself (or its peer hop OwnerUnavailable) before this fires.
+    const deadlineMs = invocationDeadlineMs('gateway', request.timeoutMs);
     // One controller for both ends of the call (the deadline, the client gone): cheaper
     // than AbortSignal.any of two signals per request.
     const abort = new AbortController();

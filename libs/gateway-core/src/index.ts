@@ -19,9 +19,7 @@ export type { GatewayMetrics, MetricsServer, RouteLabel } from './metrics.ts';
 export { httpErrorOf, httpErrorOfGrpcFailure } from './error-mapping.ts';
 export type { GrpcFailure, HttpError } from './error-mapping.ts';
 export {
-  DEADLINE_MARGIN_MS,
   TIMEOUT_HEADER,
-  bearerToken,
   checkContentLength,
   checkContentType,
   invocationIdOf,

@@ -1,7 +1,7 @@
 import { BOUNDS, DEFAULTS } from '@kruntimes/api';
+import { bearerToken } from '@kruntimes/authz';
 import { KruntimesError } from '@kruntimes/errors';
 import {
-  bearerToken,
   checkContentLength,
   checkContentType,
   invocationIdOf,
@@ -87,6 +87,11 @@ describe('request headers', () => {
 
   it('returns the token', () => {
     expect(bearerToken('Bearer abc.def')).toBe('abc.def');
+  });
+
+  // RFC 7235 section 2.1: the auth-scheme is case-insensitive, as runtimed has always read it.
+  it.each(['bearer abc.def', 'BEARER abc.def', 'bEaReR abc.def'])('accepts the scheme in any case: %j', (header) => {
+    expect(bearerToken(header)).toBe('abc.def');
   });
 
   it.each([

@@ -1,14 +1,9 @@
 import { BOUNDS, DEFAULTS, INVOCATION_ID_HEADER, isDns1123Label, isUid, isValidInvocationId } from '@kruntimes/api';
+import { bearerToken } from '@kruntimes/authz';
 import { KruntimesError } from '@kruntimes/errors';
 
 /** Optional request header: the caller's bound on the invocation, in seconds (decimal). */
 export const TIMEOUT_HEADER = 'x-kruntime-timeout-seconds';
-
-/**
- * Added to the invocation timeout for the gRPC deadline: runtimed answers
- * InvocationTimeout itself at the timeout, and that answer must still get back.
- */
-export const DEADLINE_MARGIN_MS = 5_000;
 
 export type InvokeRoute = 'functions' | 'runs';
 
@@ -122,18 +117,6 @@ export function parseInvoke(
 export function pathOf(url: string): string {
   const query = url.indexOf('?');
   return query === -1 ? url : url.slice(0, query);
-}
-
-// RFC 6750 b64token.
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/;
-
-/** The bearer token of an Authorization header; Unauthenticated when absent or not a bearer token. */
-export function bearerToken(header: string | undefined): string {
-  if (header === undefined || header === '')
-    throw new KruntimesError('Unauthenticated', 'a bearer token is required (Authorization: Bearer <token>)');
-  const match = BEARER.exec(header);
-  if (match?.[1] === undefined) throw new KruntimesError('Unauthenticated', 'the Authorization header is not a bearer token');
-  return match[1];
 }
 
 /** The client's invocation ID, or a generated one when it sent none; InvalidInvocationId when malformed. */

@@ -1,3 +1,4 @@
+import { invocationDeadlineMs } from '@kruntimes/api';
 import { KruntimesError, errorCodeForGrpcStatus, isErrorCode } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
 import { METADATA_KEYS, durationFromMillis, healthV1, runtimeServerV1 } from '@kruntimes/proto';
@@ -62,9 +63,6 @@ function traceMetadata(traceparent: string, tracestate: string | undefined): Met
   return metadata;
 }
 
-/** Past the invocation's own timeout, how long runtimed waits for the Runtime Server to say so. */
-const INVOKE_DEADLINE_MARGIN_MS = 5_000;
-
 /**
  * The local Runtime Server ("Runtime Pods" in docs/architecture.md) as runtimed uses it. Addresses are a
  * loopback `host:port` or `unix:/abs/path` (dialled by nice-grpc as `unix:///abs/path`).
@@ -124,10 +122,11 @@ export class RuntimeServerClient {
     // cheaper per call than AbortSignal.timeout plus AbortSignal.any.
     const abort = new AbortController();
     const deadline = { exceeded: false };
+    const deadlineMs = invocationDeadlineMs('runtimeServer', request.timeoutMs);
     const timer = setTimeout(() => {
       deadline.exceeded = true;
       abort.abort();
-    }, request.timeoutMs + INVOKE_DEADLINE_MARGIN_MS);
+    }, deadlineMs);
     const onCallerGone = (): void => {
       abort.abort(signal.reason);
     };

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RUNTIMED_LOG_MESSAGES, truncateUtf8 } from '@kruntimes/api';
+import { RUNTIMED_LOG_MESSAGES, invocationDeadlineMs, truncateUtf8 } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
+import { bearerToken } from '@kruntimes/authz';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { ERROR_CODES, KruntimesError, isKruntimesError } from '@kruntimes/errors';
 import { METADATA_KEYS, millisFromDuration } from '@kruntimes/proto';
@@ -15,7 +16,7 @@ import type { PeerPod } from '../peer-pods.ts';
 import { RuntimeServerError } from '../runtime-server.ts';
 import type { RuntimeServerClient } from '../runtime-server.ts';
 import type { PeerForwarder } from './peer-forwarder.ts';
-import { bearerToken, validateInvocation } from './request.ts';
+import { validateInvocation } from './request.ts';
 import type { DataplanePort, IncomingInvocation } from './request.ts';
 import { invocationErrorCode, routeInvocation } from './route.ts';
 import type { Route } from './route.ts';
@@ -60,8 +61,6 @@ export interface FunctionRuntimeOptions {
 
 /** A status message stays readable in a log line and far below header limits. */
 const STATUS_MESSAGE_BYTES = 4 * 1024;
-/** Past the invocation's timeout, how long a hop waits for the owner's own answer. */
-const FORWARD_DEADLINE_MARGIN_MS = 10_000;
 const DEFAULT_RECHECK_WAIT_MS = 1_000;
 const DEFAULT_RECHECK_INTERVAL_MS = 100;
 
@@ -312,7 +311,7 @@ async function forwardToOwner(
       decided.owner.ip,
       { ...request, peerHop: hop },
       { authorization: authorization ?? '', ...trace },
-      decided.timeoutMs + FORWARD_DEADLINE_MARGIN_MS,
+      invocationDeadlineMs('peerHop', decided.timeoutMs),
       context.signal,
     ),
   );

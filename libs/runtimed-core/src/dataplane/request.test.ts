@@ -1,6 +1,7 @@
 import { isKruntimesError } from '@kruntimes/errors';
 import type { ErrorCode } from '@kruntimes/errors';
-import { bearerToken, effectiveTimeoutMs, validateInvocation } from './request.ts';
+import { bearerToken } from '@kruntimes/authz';
+import { effectiveTimeoutMs, validateInvocation } from './request.ts';
 import type { DataplanePort, IncomingInvocation } from './request.ts';
 
 const UID = '33333333-3333-4333-8333-333333333333';

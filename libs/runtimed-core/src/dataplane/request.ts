@@ -62,21 +62,6 @@ export function validateInvocation(request: IncomingInvocation, self: { namespac
   }
 }
 
-/** token68 (RFC 7235) is what Kubernetes bearer tokens are made of. */
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
-/**
- * The caller's token from `authorization: Bearer <token>`. Missing or malformed:
- * Unauthenticated (the message never echoes the value).
- */
-export function bearerToken(authorization: string | undefined): string {
-  if (authorization === undefined || authorization === '')
-    throw new KruntimesError('Unauthenticated', 'no bearer token in the authorization metadata');
-  const match = BEARER.exec(authorization);
-  if (match?.[1] === undefined) throw new KruntimesError('Unauthenticated', 'the authorization metadata is not "Bearer <token>"');
-  return match[1];
-}
-
 /** The smaller of the caller's bound and the Run's mode.function.invocationTimeoutSeconds. */
 export function effectiveTimeoutMs(requestTimeoutMs: number | undefined, invocationTimeoutSeconds: number | undefined): number {
   const runMs = (invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000;
