@@ -1,6 +1,6 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import { ARTIFACT_STORE_REASONS, artifactNamespacePrefix, DEFAULTS, parseDurationSeconds } from '@kruntimes/api';
-import type { ArtifactStore, ArtifactStoreStatus } from '@kruntimes/api';
+import type { ArtifactStore, ArtifactStoreStatus, Run } from '@kruntimes/api';
 import {
   ArtifactObjects,
   ArtifactStoreResolveError,
@@ -10,19 +10,23 @@ import {
   readCredentials,
 } from '@kruntimes/artifacts-core';
 import type { ArtifactStoreCredentials, LiveRunAttempt, StoredObject } from '@kruntimes/artifacts-core';
-import { RecencyBoundedMap, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import { RecencyBoundedMap } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  ObjectReconciler,
+  ObjectRef,
+  ReadonlyDeep,
+  ReconcileResult,
+  SharedInformer,
+} from '@kruntimes/controller-runtime';
 import { isKruntimesError } from '@kruntimes/errors';
+import { thaw, writeStatus } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
 import { isTerminal } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
-import type { RunObject } from './caches.ts';
-import type { ArtifactStoreObject } from './objects.ts';
 import { artifactStoreStatus } from './artifact-store-status.ts';
 import type { ArtifactStorePassOutcome } from './artifact-store-status.ts';
-import { rfc3339 } from './runtime-status-writer.ts';
-
-export type { ArtifactStoreObject } from './objects.ts';
+import { rfc3339 } from './rfc3339.ts';
 
 /** Default time between two retention passes over one ArtifactStore. */
 export const DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS = 5 * 60_000;
@@ -34,7 +38,7 @@ const DUE_CAPACITY = 10_000;
 const DEFAULT_UNKNOWN_RUN_GRACE_MS = 2 * 60_000;
 
 export interface ArtifactStoreReconcilerOptions {
-  caches: { artifactStores: SharedInformer<ArtifactStoreObject>; runs: SharedInformer<RunObject> };
+  caches: { runs: SharedInformer<Run> };
   core: CoreV1Api;
   artifactStores: ObjectClient<ArtifactStore>;
   logger: ControllerLogger;
@@ -57,7 +61,7 @@ export interface ArtifactStoreReconcilerOptions {
  * A Run UID missing from the Run cache counts as deleted once its object is older than
  * both the retention and a grace that covers a Run too new for the cache.
  */
-export class ArtifactStoreReconciler {
+export class ArtifactStoreReconciler implements ObjectReconciler<ArtifactStore> {
   readonly #options: ArtifactStoreReconcilerOptions;
   readonly #intervalMs: number;
   readonly #due = new RecencyBoundedMap<string, { generation: number | undefined; atMs: number }>(DUE_CAPACITY);
@@ -67,27 +71,25 @@ export class ArtifactStoreReconciler {
     this.#intervalMs = options.cleanupIntervalMs ?? DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS;
   }
 
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const cached = this.#options.caches.artifactStores.get(name, namespace);
-    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
-      this.#due.delete(key);
-      return undefined;
-    }
+  gone({ key }: ObjectRef): void {
+    this.#due.delete(key);
+  }
+
+  async reconcile(cached: ReadonlyDeep<ArtifactStore>, { key }: ObjectRef): Promise<ReconcileResult | undefined> {
     const generation = cached.metadata.generation;
     const now = this.#options.now();
     const due = this.#due.get(key);
     if (due !== undefined && due.generation === generation && now < due.atMs) return { requeueAfterMs: due.atMs - now };
 
     // Cache objects are read-only: the pass works on a copy.
-    const store = structuredClone(cached) as ArtifactStoreObject;
+    const store = thaw<ArtifactStore>(cached);
     const { outcome, nextMs } = await this.#pass(store, now);
     this.#due.set(key, { generation, atMs: now + nextMs });
-    await this.#writeStatus(store, artifactStoreStatus(store.status, outcome, generation, rfc3339(this.#options.now())));
+    await this.#writeStatus(key, store, artifactStoreStatus(store.status, outcome, generation, rfc3339(this.#options.now())));
     return { requeueAfterMs: nextMs };
   }
 
-  async #pass(store: ArtifactStoreObject, now: number): Promise<{ outcome: ArtifactStorePassOutcome; nextMs: number }> {
+  async #pass(store: ArtifactStore, now: number): Promise<{ outcome: ArtifactStorePassOutcome; nextMs: number }> {
     const retry = Math.min(this.#intervalMs, 30_000);
     let credentials: ArtifactStoreCredentials;
     try {
@@ -155,11 +157,9 @@ export class ArtifactStoreReconciler {
     return runs;
   }
 
-  /** Replaces the status, fenced on the cached resourceVersion; skipped when nothing changed. Conflict and NotFound as for Runtimes. */
-  async #writeStatus(store: ArtifactStoreObject, status: ArtifactStoreStatus): Promise<void> {
-    if (JSON.stringify(store.status ?? {}) === JSON.stringify(status)) return;
-    const written = await this.#options.artifactStores.replaceStatus(store, status);
-    // Conflict or NotFound: a newer version (or the deletion) is on its way through the watch; its reconcile writes from fresh data.
-    if (!written.ok) this.#due.delete(`${store.metadata.namespace ?? ''}/${store.metadata.name ?? ''}`);
+  /** Refused (Conflict, NotFound): the next pass is due at once, decided from the version the watch brings. */
+  async #writeStatus(key: string, store: ArtifactStore, status: ArtifactStoreStatus): Promise<void> {
+    const written = await writeStatus(this.#options.artifactStores, store, status, this.#options.logger);
+    if (!written.written && written.reason !== 'Unchanged') this.#due.delete(key);
   }
 }

@@ -2,14 +2,14 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, EVENT_REASONS, LABELS, POD_ANNOTATIONS, RUNTIME_KIND } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
-import { isPodReady, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import { isPodReady } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ObjectReconciler, ObjectRef, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { decidePool, fixedPoolAnnotations, isForeignMark, markedAtMs, resolveScaling } from '@kruntimes/pool-core';
 import type { PodAnnotationChange, PoolDecision, PoolPod } from '@kruntimes/pool-core';
 import { apiStatus, isConflict, isNotFound } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
 import { runtimeDemand } from './caches.ts';
-import type { ManagerCaches, RuntimeObject } from './caches.ts';
+import type { ManagerCaches } from './caches.ts';
 import type { PoolDecisions } from './pool-decisions.ts';
 
 export interface AutoscalerOptions {
@@ -43,7 +43,7 @@ interface Memory {
  * condition is written later by another controller (spaced out), at whole seconds, and its time moves only when its
  * status does; and a new leader that starts the delay again removes Pods later, never earlier.
  */
-export class Autoscaler {
+export class Autoscaler implements ObjectReconciler<Runtime> {
   readonly #options: AutoscalerOptions;
   readonly #memory = new Map<string, Memory>();
 
@@ -51,14 +51,12 @@ export class Autoscaler {
     this.#options = options;
   }
 
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const runtime = this.#options.caches.runtimes.get(name, namespace);
+  gone({ key }: ObjectRef): void {
+    this.#forget(key);
+  }
+
+  async reconcile(runtime: ReadonlyDeep<Runtime>, { key, namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
     const pods = this.#options.caches.pods.list(namespace).filter((pod) => pod.metadata?.labels?.[LABELS.runtime] === name);
-    if (runtime === undefined || runtime.metadata.deletionTimestamp !== undefined) {
-      this.#forget(key);
-      return undefined;
-    }
     if (runtime.spec.scaling === undefined) {
       this.#forget(key);
       // A fixed pool: no marks (one left by an earlier spec.scaling would keep the scheduler away for good), and
@@ -110,7 +108,7 @@ export class Autoscaler {
   }
 
   /** spec.replicas, fenced on the version decided from; the generation written, or undefined when fenced out. */
-  async #writeReplicas(runtime: ReadonlyDeep<RuntimeObject>, decision: PoolDecision): Promise<number | undefined> {
+  async #writeReplicas(runtime: ReadonlyDeep<Runtime>, decision: PoolDecision): Promise<number | undefined> {
     const change = decision.change;
     if (change === undefined) return undefined;
     const { namespace = '', name = '', resourceVersion } = runtime.metadata;
@@ -153,7 +151,7 @@ export class Autoscaler {
   }
 
   /** Best effort: the status condition is the record; a failed Event is logged. */
-  async #event(runtime: ReadonlyDeep<RuntimeObject>, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  async #event(runtime: ReadonlyDeep<Runtime>, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const { namespace = '', name = '', uid = '' } = runtime.metadata;
     const at = new Date(this.#options.now());
     try {
@@ -183,7 +181,7 @@ export class Autoscaler {
  * status.desiredReplicas as the last leader's decision, when the status was written for the current spec (after the
  * last spec.replicas write): a new leader then still sees someone else's change. Otherwise nothing is known.
  */
-function statusReplicas(runtime: ReadonlyDeep<RuntimeObject>): number | undefined {
+function statusReplicas(runtime: ReadonlyDeep<Runtime>): number | undefined {
   const status = runtime.status;
   return status?.observedGeneration !== undefined && status.observedGeneration === runtime.metadata.generation
     ? status.desiredReplicas

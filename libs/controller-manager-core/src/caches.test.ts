@@ -1,13 +1,12 @@
-import type { RunStatus } from '@kruntimes/api';
+import type { Run, RunStatus } from '@kruntimes/api';
 import { MANAGER_RUN_PROJECTION, demandClasses, managerRunView } from './caches.ts';
-import type { RunObject } from './caches.ts';
 
 const READY = { type: 'Ready', status: 'False', reason: 'Completed', message: 'done', lastTransitionTime: '2026-01-01T00:00:05Z' } as const;
 const CHECKPOINT = { attempt: 1, digest: 'sha256:c', size: 10 };
 const WAITING = { schema: '{"type":"object"}', checkpoint: CHECKPOINT, since: '2026-01-01T00:00:03Z' };
 const RESUME = { checkpoint: CHECKPOINT, responseId: 'r1', runInput: 'in', input: '{"answer":42}', attempt: 2 };
 
-function run(status: RunStatus): RunObject {
+function run(status: RunStatus): Run {
   return {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -33,7 +32,7 @@ function run(status: RunStatus): RunObject {
       creator: { username: 'alice' },
     },
     status,
-  } as unknown as RunObject;
+  } as unknown as Run;
 }
 
 const IDENTITY = { name: 'r', namespace: 'ns', uid: 'u', resourceVersion: '7', generation: 1, creationTimestamp: '2026-01-01T00:00:00Z' };
@@ -98,18 +97,18 @@ describe('managerRunView', () => {
 });
 
 describe('demandClasses', () => {
-  const withFinalizer = (status: RunStatus): RunObject => {
+  const withFinalizer = (status: RunStatus): Run => {
     const r = run(status);
     r.metadata.finalizers = ['kruntimes.io/registration-cleanup'];
     return r;
   };
-  const deleting = (status: RunStatus): RunObject => {
+  const deleting = (status: RunStatus): Run => {
     const r = run(status);
     // Custom objects are parsed JSON: the timestamp is a string, whatever V1ObjectMeta says.
     (r.metadata as { deletionTimestamp?: string }).deletionTimestamp = '2026-01-01T00:00:09Z';
     return r;
   };
-  it.each<[string, RunObject, string[]]>([
+  it.each<[string, Run, string[]]>([
     ['Pending, no reason yet: waits for a slot', run({ phase: 'Pending' }), ['pending']],
     ['Pending for want of capacity: waits for a slot', run({ phase: 'Pending', reason: 'WaitingForCapacity' }), ['pending']],
     ['Pending on a suspended Runtime: no slot would help', run({ phase: 'Pending', reason: 'RuntimeSuspended' }), []],

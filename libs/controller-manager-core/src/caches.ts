@@ -1,24 +1,20 @@
 import type { KubernetesObject, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
-import type { Run, RunPhase, RunStatus, Runtime } from '@kruntimes/api';
+import type { ArtifactStore, Run, RunInput, RunPhase, RunStatus, Runtime } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import { waitsForSlot } from '@kruntimes/pool-core';
 import type { Projection, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { kept, projectedRun } from '@kruntimes/run-client';
 import { capacityHold, classify, currentPhase, holdsCapacity, isTerminal, mayBeCollected } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
-import type { ArtifactStoreObject, RunInputObject } from './objects.ts';
 import type { CollectableRun } from './collection.ts';
 import type { ManagerMetricsSnapshot } from './metrics.ts';
 import type { RuntimePodView } from './runtime-status.ts';
 
-export type RunObject = Run & KubernetesObject;
-export type RuntimeObject = Runtime & KubernetesObject;
-
 /** The read-only caches every controller of the controller-manager reads. */
 export interface ManagerCaches {
-  runtimes: SharedInformer<RuntimeObject>;
-  runs: SharedInformer<RunObject>;
+  runtimes: SharedInformer<Runtime>;
+  runs: SharedInformer<Run>;
   /** Runtime Pods only (component and runtime labels). */
   pods: SharedInformer<V1Pod>;
   /** Only what this controller-manager made (managed-by label): never a namespace's other objects. */
@@ -26,8 +22,8 @@ export interface ManagerCaches {
   services: SharedInformer<V1Service>;
   disruptionBudgets: SharedInformer<V1PodDisruptionBudget>;
   secrets: SharedInformer<V1Secret>;
-  artifactStores: SharedInformer<ArtifactStoreObject>;
-  runInputs: SharedInformer<RunInputObject>;
+  artifactStores: SharedInformer<ArtifactStore>;
+  runInputs: SharedInformer<RunInput>;
 }
 
 /**
@@ -45,7 +41,7 @@ export interface ManagerCaches {
  * own, label-selected cache), creator, labels, annotations, conditions, message, outputs,
  * endpoint, artifacts, responses, the source snapshot.
  */
-export function managerRunView(run: RunObject): RunObject {
+export function managerRunView(run: Run): Run {
   const spec = run.spec;
   const status = run.status;
   const active = !isTerminal(currentPhase(run));
@@ -62,23 +58,22 @@ export function managerRunView(run: RunObject): RunObject {
     mode: spec.mode.function === undefined ? { task: {} } : { function: spec.mode.function },
     ...kept(spec, ['cancelRequested', 'timeout', 'ttlSecondsAfterFinished']),
   };
-  return projectedRun(run, keptSpec, keptStatus) as RunObject;
+  return projectedRun(run, keptSpec, keptStatus);
 }
 
 /** The one Run projection of the controller-manager's shared Run cache (see managerRunView). */
-export const MANAGER_RUN_PROJECTION: Projection = { name: 'controller-manager', keep: managerRunView };
+export const MANAGER_RUN_PROJECTION: Projection<Run> = { name: 'controller-manager', keep: managerRunView };
 
-export function phaseOf(run: ReadonlyDeep<RunObject>): RunPhase {
+export function phaseOf(run: ReadonlyDeep<Run>): RunPhase {
   return currentPhase({ status: run.status?.phase === undefined ? {} : { phase: run.status.phase } });
 }
 
-export function cleanupPending(run: ReadonlyDeep<RunObject>): boolean {
+export function cleanupPending(run: ReadonlyDeep<Run>): boolean {
   return run.metadata.finalizers?.includes(REGISTRATION_CLEANUP_FINALIZER) === true;
 }
 
-export function collectable(run: ReadonlyDeep<RunObject>): CollectableRun {
-  // Custom objects are parsed JSON: timestamps are strings, whatever V1ObjectMeta says.
-  const meta = run.metadata as unknown as Run['metadata'];
+export function collectable(run: ReadonlyDeep<Run>): CollectableRun {
+  const meta = run.metadata;
   return {
     name: meta.name ?? '',
     uid: meta.uid ?? '',
@@ -114,7 +109,7 @@ export const RUN_INDEXES = {
 export type DemandClass = 'held' | 'holdsPod' | 'pending';
 
 /** Which of a Runtime's demand classes a Run counts in (runtimeDemand reads them through RUN_INDEXES.demand). */
-export function demandClasses(run: ReadonlyDeep<RunObject>): DemandClass[] {
+export function demandClasses(run: ReadonlyDeep<Run>): DemandClass[] {
   const phase = phaseOf(run);
   const classes: DemandClass[] = [];
   if (holdsCapacity(phase, cleanupPending(run))) classes.push('held');
@@ -125,7 +120,7 @@ export function demandClasses(run: ReadonlyDeep<RunObject>): DemandClass[] {
 }
 
 /** Files every cached Run under its Runtime's demand classes and, once finished, as collectable. Before the cache starts. */
-export function addRunIndexes(runs: SharedInformer<RunObject>): void {
+export function addRunIndexes(runs: SharedInformer<Run>): void {
   runs.addIndex(RUN_INDEXES.demand, (run) => demandClasses(run).map((demand) => `${runtimeKeyOfRun(run)}|${demand}`));
   runs.addIndex(RUN_INDEXES.collectable, (run) => {
     const view = collectable(run);
@@ -138,7 +133,7 @@ export function addRunIndexes(runs: SharedInformer<RunObject>): void {
  * slots held per Pod from the Runs that hold one (bounded by the Runtime's capacity, not by
  * its queue), so a Runtime with tens of thousands of queued Runs costs what its Pods hold.
  */
-export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: ReadonlyDeep<RuntimeObject>): RuntimeDemand {
+export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: ReadonlyDeep<Runtime>): RuntimeDemand {
   const key = `${runtime.metadata.namespace ?? ''}/${runtime.metadata.name ?? ''}`;
   const heldByPod = new Map<string, number>();
   for (const run of caches.runs.byIndex(RUN_INDEXES.demand, `${key}|holdsPod`)) {
@@ -153,7 +148,7 @@ export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: Read
 }
 
 /** The key of the Runtime a Run runs on. */
-export function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
+export function runtimeKeyOfRun(run: ReadonlyDeep<Run>): string {
   return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
 }
 

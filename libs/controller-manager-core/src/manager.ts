@@ -1,8 +1,8 @@
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
-import type { KubeConfig, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, ARTIFACT_STORE_PLURAL, LABELS, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
-import { Controller, InformerFactory, PooledKubeConfig, objectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger } from '@kruntimes/controller-runtime';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { LABELS } from '@kruntimes/api';
+import { Controller, ControllerGroup, PooledKubeConfig, asReconciler, objectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, InformerFactory } from '@kruntimes/controller-runtime';
 import { kruntimesClients } from '@kruntimes/run-client';
 import { isWaitingForInput } from '@kruntimes/run-state';
 import { MANAGED_BY, RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
@@ -11,7 +11,6 @@ import { validateCertificateAuthority } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { ArtifactStoreReconciler } from './artifact-store-reconciler.ts';
 import { Autoscaler } from './autoscaler.ts';
-import type { ArtifactStoreObject } from './artifact-store-reconciler.ts';
 import {
   MANAGER_RUN_PROJECTION,
   addRunIndexes,
@@ -21,19 +20,17 @@ import {
   runtimeKeyOfPod,
   runtimeKeyOfRun,
 } from './caches.ts';
-import type { ManagerCaches, RunObject, RuntimeObject } from './caches.ts';
+import type { ManagerCaches } from './caches.ts';
 import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts';
 import type { InputMetrics } from './input-metrics.ts';
 import type { ManagerMetrics, ManagerMetricsSnapshot } from './metrics.ts';
 import { DEFAULT_FINISHED_RUNS_PER_RUNTIME, RunCollector } from './run-collector.ts';
 import { RunInputReconciler } from './run-input-reconciler.ts';
-import type { RunInputObject } from './run-input-reconciler.ts';
 import { PoolDecisions } from './pool-decisions.ts';
 import { RuntimeReconciler } from './runtime-reconciler.ts';
 
 export { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
 export { DEFAULT_ARTIFACT_CLEANUP_INTERVAL_MS } from './artifact-store-reconciler.ts';
-export { rfc3339 } from './runtime-status-writer.ts';
 
 const RUNTIME_POD_SELECTOR = `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`;
 const OWNED_SELECTOR = `${LABELS.managedBy}=${MANAGED_BY}`;
@@ -81,103 +78,32 @@ export interface ControllerManagerOptions {
  */
 export class ControllerManager {
   readonly #metrics: ManagerMetrics | undefined;
-  readonly #informers: InformerFactory;
-  readonly #ownsInformers: boolean;
+  readonly #group: ControllerGroup;
   readonly #caches: ManagerCaches;
-  readonly #controllers: Controller[];
 
   constructor(options: ControllerManagerOptions) {
     const now = options.now ?? Date.now;
     validateConfiguration(options, now());
-    const { namespace, logger } = options;
+    const { logger } = options;
     // One connection pool for every request of the manager (see PooledKubeConfig).
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#metrics = options.metrics;
-    this.#ownsInformers = options.informers === undefined;
-    this.#informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
-    const kruntimes = { group: API_GROUP, version: API_VERSION, namespace };
-    const core = { group: '', version: 'v1', namespace };
-    const owned = { labelSelector: OWNED_SELECTOR };
-    const caches: ManagerCaches = {
-      runtimes: this.#informers.informer<RuntimeObject>({ ...kruntimes, plural: RUNTIME_PLURAL }),
-      runs: this.#informers.informer<RunObject>({ ...kruntimes, plural: RUN_PLURAL, projection: MANAGER_RUN_PROJECTION }),
-      pods: this.#informers.informer<V1Pod>({ ...core, plural: 'pods', labelSelector: RUNTIME_POD_SELECTOR, name: 'runtime-pods' }),
-      deployments: this.#informers.informer<V1Deployment>({ ...core, group: 'apps', plural: 'deployments', ...owned }),
-      services: this.#informers.informer<V1Service>({ ...core, plural: 'services', ...owned }),
-      disruptionBudgets: this.#informers.informer<V1PodDisruptionBudget>({
-        ...core,
-        group: 'policy',
-        plural: 'poddisruptionbudgets',
-        ...owned,
-      }),
-      secrets: this.#informers.informer<V1Secret>({ ...core, plural: 'secrets', ...owned }),
-      artifactStores: this.#informers.informer<ArtifactStoreObject>({ ...kruntimes, plural: ARTIFACT_STORE_PLURAL }),
-      runInputs: this.#informers.informer<RunInputObject>({ ...kruntimes, plural: RUN_INPUT_PLURAL }),
-    };
-    addRunIndexes(caches.runs);
-    this.#caches = caches;
-
-    const clients = kruntimesClients(kubeConfig);
-    const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
-    const { workload, internalCa } = options;
-    const pools = new PoolDecisions();
-    const runtimes = new RuntimeReconciler({ caches, objects, runtimes: clients.runtimes, logger, workload, internalCa, pools, now });
-    const runtimeStatusDue = (key: string): void => {
-      controllers.runtime.enqueue(key);
-    };
-    const autoscaler = new Autoscaler({
-      caches,
-      runtimes: clients.runtimes,
-      core: kubeConfig.makeApiClient(CoreV1Api),
-      decisions: pools,
-      logger,
-      now,
-      onDecision: runtimeStatusDue,
-    });
-    const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
-    const collector = new RunCollector({ caches, runs: clients.runs, logger, finishedRunsPerRuntime, now });
-    const artifactStores = new ArtifactStoreReconciler({
-      caches,
-      core: kubeConfig.makeApiClient(CoreV1Api),
-      artifactStores: clients.artifactStores,
-      logger,
-      now,
-      ...(options.artifactCleanupIntervalMs === undefined ? {} : { cleanupIntervalMs: options.artifactCleanupIntervalMs }),
-      ...(options.artifactUnknownRunGraceMs === undefined ? {} : { unknownRunGraceMs: options.artifactUnknownRunGraceMs }),
-    });
-    const inputs = new RunInputReconciler({
-      caches,
-      clients,
-      core: kubeConfig.makeApiClient(CoreV1Api),
-      logger,
-      now,
-      ...(options.inputMetrics === undefined ? {} : { metrics: options.inputMetrics }),
-    });
-    const workers = options.workers ?? 2;
-    const controllers = {
-      runtime: new Controller({ name: 'runtime', logger, workers, reconcile: (key) => runtimes.reconcile(key) }),
-      autoscaler: new Controller({ name: 'autoscaler', logger, workers, reconcile: (key) => autoscaler.reconcile(key) }),
-      ttl: new Controller({ name: 'run-ttl', logger, workers, reconcile: (key) => collector.reconcileTtl(key) }),
-      history: new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) }),
-      artifactStore: new Controller({ name: 'artifact-store', logger, workers: 1, reconcile: (key) => artifactStores.reconcile(key) }),
-      runInput: new Controller({ name: 'run-input', logger, workers, reconcile: (key) => inputs.reconcileInput(key) }),
-      waitingInput: new Controller({ name: 'waiting-input', logger, workers, reconcile: (key) => inputs.reconcileWaitingRun(key) }),
-    };
-    this.#controllers = Object.values(controllers);
-    enqueueOnChange(caches, controllers);
+    this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
+    this.#caches = managerCaches(this.#group.informers, options.namespace);
+    const controllers = managerControllers(this.#caches, { ...options, kubeConfig, now });
+    this.#group.add(...Object.values(controllers));
+    enqueueOnChange(this.#caches, controllers);
   }
 
   /** Fills the caches (shared ones are synced already), then starts the controllers. */
   async start(): Promise<void> {
-    await this.#informers.start();
-    for (const controller of this.#controllers) controller.start();
+    await this.#group.start();
     this.#metrics?.observe(() => this.metricsSnapshot());
   }
 
   async stop(): Promise<void> {
     this.#metrics?.observe(undefined);
-    await Promise.all(this.#controllers.map((controller) => controller.stop()));
-    if (this.#ownsInformers) await this.#informers.stop();
+    await this.#group.stop();
   }
 
   /** What the metrics need, read from the caches only. */
@@ -186,11 +112,80 @@ export class ControllerManager {
   }
 }
 
-/** Which keys each change enqueues: Runs and Runtime Pods name their Runtime, owned objects their controller. */
-function enqueueOnChange(
+type ControllerName = 'runtime' | 'autoscaler' | 'ttl' | 'history' | 'artifactStore' | 'runInput' | 'waitingInput';
+
+/** The caches of every controller of the manager, with the Run cache's indexes, before they start. */
+function managerCaches(informers: InformerFactory, namespace: string | undefined): ManagerCaches {
+  const owned = { namespace, labelSelector: OWNED_SELECTOR };
+  const caches: ManagerCaches = {
+    runtimes: informers.runtimes({ namespace }),
+    runs: informers.runs({ namespace, projection: MANAGER_RUN_PROJECTION }),
+    pods: informers.pods({ namespace, labelSelector: RUNTIME_POD_SELECTOR, name: 'runtime-pods' }),
+    deployments: informers.deployments(owned),
+    services: informers.services(owned),
+    disruptionBudgets: informers.podDisruptionBudgets(owned),
+    secrets: informers.secrets(owned),
+    artifactStores: informers.artifactStores({ namespace }),
+    runInputs: informers.runInputs({ namespace }),
+  };
+  addRunIndexes(caches.runs);
+  return caches;
+}
+
+/** The manager's controllers, each over its reconciler (see ControllerManager). */
+function managerControllers(
   caches: ManagerCaches,
-  controllers: Record<'runtime' | 'autoscaler' | 'ttl' | 'history' | 'artifactStore' | 'runInput' | 'waitingInput', Controller>,
-): void {
+  options: ControllerManagerOptions & { now: () => number },
+): Record<ControllerName, Controller> {
+  const { kubeConfig, logger, now } = options;
+  const clients = kruntimesClients(kubeConfig);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const pools = new PoolDecisions();
+  const { workload, internalCa } = options;
+  const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+  const runtimes = new RuntimeReconciler({ caches, objects, runtimes: clients.runtimes, logger, workload, internalCa, pools, now });
+  const onDecision = (key: string): void => {
+    controllers.runtime.enqueue(key);
+  };
+  const autoscaler = new Autoscaler({ caches, runtimes: clients.runtimes, core, decisions: pools, logger, now, onDecision });
+  const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
+  const collector = new RunCollector({ caches, runs: clients.runs, logger, finishedRunsPerRuntime, now });
+  const artifactStores = new ArtifactStoreReconciler({
+    caches,
+    core,
+    artifactStores: clients.artifactStores,
+    logger,
+    now,
+    ...(options.artifactCleanupIntervalMs === undefined ? {} : { cleanupIntervalMs: options.artifactCleanupIntervalMs }),
+    ...(options.artifactUnknownRunGraceMs === undefined ? {} : { unknownRunGraceMs: options.artifactUnknownRunGraceMs }),
+  });
+  const metrics = options.inputMetrics === undefined ? {} : { metrics: options.inputMetrics };
+  const inputs = new RunInputReconciler({ clients, core, logger, now, ...metrics });
+  const workers = options.workers ?? 2;
+  const controllers: Record<ControllerName, Controller> = {
+    runtime: new Controller({ name: 'runtime', logger, workers, reconcile: asReconciler(caches.runtimes, runtimes) }),
+    autoscaler: new Controller({ name: 'autoscaler', logger, workers, reconcile: asReconciler(caches.runtimes, autoscaler) }),
+    ttl: new Controller({ name: 'run-ttl', logger, workers, reconcile: asReconciler(caches.runs, collector.ttl) }),
+    history: new Controller({ name: 'run-history', logger, workers: 1, reconcile: (key) => collector.reconcileHistory(key) }),
+    artifactStore: new Controller({
+      name: 'artifact-store',
+      logger,
+      workers: 1,
+      reconcile: asReconciler(caches.artifactStores, artifactStores),
+    }),
+    runInput: new Controller({ name: 'run-input', logger, workers, reconcile: asReconciler(caches.runInputs, inputs.input) }),
+    waitingInput: new Controller({
+      name: 'waiting-input',
+      logger,
+      workers,
+      reconcile: asReconciler(caches.runs, inputs.waitingRun, { deleting: 'reconcile' }),
+    }),
+  };
+  return controllers;
+}
+
+/** Which keys each change enqueues: Runs and Runtime Pods name their Runtime, owned objects their controller. */
+function enqueueOnChange(caches: ManagerCaches, controllers: Record<ControllerName, Controller>): void {
   const to = (controller: Controller) => (key: string) => {
     controller.enqueue(key);
   };

@@ -1,14 +1,20 @@
 import type { PolicyRule } from '@kruntimes/api';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, ORIGIN_LABEL, RUN_PLURAL } from '@kruntimes/api';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_GROUP, ORIGIN_LABEL, RUN_PLURAL } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
-import { runClient } from '@kruntimes/run-client';
+import { Controller, ControllerGroup, asReconciler } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  InformerFactory,
+  ObjectReconciler,
+  ObjectRef,
+  ReadonlyDeep,
+  ReconcileResult,
+} from '@kruntimes/controller-runtime';
+import { runClient, thaw, writeTransition } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
 import { decideOrigin } from './decide-origin.ts';
-
-type RunObject = Run & KubernetesObject;
+import { rfc3339 } from './rfc3339.ts';
 
 /** What the origin controller does through the API: read labelled Runs, write their status. */
 export const ORIGIN_CONTROLLER_RULES: readonly PolicyRule[] = [
@@ -33,53 +39,38 @@ export interface OriginControllerOptions {
  * fenced status write (decideOrigin, run-state's RecordOrigin). The scheduler never binds
  * such a Run, so nothing else writes its status.
  */
-export class OriginController {
+export class OriginController implements ObjectReconciler<Run> {
   readonly #runClient: ObjectClient<Run>;
-  readonly #runs: SharedInformer<RunObject>;
-  readonly #informers: InformerFactory;
-  readonly #ownsInformers: boolean;
-  readonly #controller: Controller;
+  readonly #group: ControllerGroup;
   readonly #logger: ControllerLogger;
   readonly #now: () => number;
 
   constructor(options: OriginControllerOptions) {
-    this.#logger = options.logger;
+    const { kubeConfig, logger } = options;
+    this.#logger = logger;
     this.#now = options.now ?? Date.now;
-    this.#runClient = runClient(options.kubeConfig);
-    this.#ownsInformers = options.informers === undefined;
-    const informers = options.informers ?? new InformerFactory({ kubeConfig: options.kubeConfig, logger: options.logger });
-    this.#informers = informers;
-    this.#runs = informers.informer<RunObject>({
-      group: API_GROUP,
-      version: API_VERSION,
-      namespace: options.namespace,
-      plural: RUN_PLURAL,
-      labelSelector: ORIGIN_LABEL,
-      name: 'origin-runs',
-    });
-    this.#controller = new Controller({ name: 'run-origin', logger: options.logger, reconcile: (key) => this.reconcile(key) });
-    this.#runs.enqueueTo((key) => {
-      this.#controller.enqueue(key);
+    this.#runClient = runClient(kubeConfig);
+    this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
+    const runs = this.#group.informers.runs({ namespace: options.namespace, labelSelector: ORIGIN_LABEL, name: 'origin-runs' });
+    const controller = new Controller({ name: 'run-origin', logger, reconcile: asReconciler(runs, this) });
+    this.#group.add(controller);
+    runs.enqueueTo((key) => {
+      controller.enqueue(key);
     });
   }
 
   /** Fills the cache (a shared one is synced already), then starts the controller. */
-  async start(): Promise<void> {
-    await this.#informers.start();
-    this.#controller.start();
+  start(): Promise<void> {
+    return this.#group.start();
   }
 
-  async stop(): Promise<void> {
-    await this.#controller.stop();
-    if (this.#ownsInformers) await this.#informers.stop();
+  stop(): Promise<void> {
+    return this.#group.stop();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const cached = this.#runs.get(name, namespace);
-    if (cached === undefined) return undefined;
-    const run = structuredClone(cached) as unknown as Run;
-    const decision = decideOrigin(run, rfc3339(this.#now()));
+  async reconcile(cached: ReadonlyDeep<Run>, { key }: ObjectRef): Promise<ReconcileResult | undefined> {
+    const now = rfc3339(this.#now());
+    const decision = decideOrigin(thaw<Run>(cached), now);
     switch (decision.action) {
       case 'ignore':
         return undefined;
@@ -92,13 +83,13 @@ export class OriginController {
     }
     // Fenced on the cached resourceVersion: a Run changed or gone since the cache showed it
     // is refused (Conflict, NotFound), and its watch event enqueues it again.
-    const written = await this.#runClient.replaceStatus(run, decision.status);
+    const written = await writeTransition(
+      this.#runClient,
+      cached,
+      { type: 'RecordOrigin' },
+      { writer: 'controller-manager', now: () => now },
+    );
     if (written.ok) this.#logger.debug({ run: key, phase: decision.status.phase }, 'recorded the result of a synced local run');
     return undefined;
   }
-}
-
-/** RFC 3339 in whole seconds, as metav1.Time serialises. */
-function rfc3339(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }

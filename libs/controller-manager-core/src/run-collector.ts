@@ -1,6 +1,6 @@
 import type { Run } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReconcileResult } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ObjectReconciler, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import type { ObjectClient } from '@kruntimes/run-client';
 import { RUN_INDEXES, collectable } from './caches.ts';
 import type { ManagerCaches } from './caches.ts';
@@ -20,7 +20,7 @@ export interface RunCollectorOptions {
 
 /**
  * The finished-Run collection, two reconcilers over the Run cache:
- * - `reconcileTtl` (key `namespace/run`): deletes a finished Run `ttlSecondsAfterFinished` after it finished;
+ * - `ttl` (key `namespace/run`): deletes a finished Run `ttlSecondsAfterFinished` after it finished;
  * - `reconcileHistory` (key `namespace/runtime`): keeps the newest N finished Runs of each Runtime.
  */
 export class RunCollector {
@@ -30,10 +30,11 @@ export class RunCollector {
     this.#options = options;
   }
 
-  async reconcileTtl(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const run = this.#options.caches.runs.get(name, namespace);
-    if (run === undefined) return undefined;
+  /** `run-ttl` (key `namespace/run`); a Run being deleted is already going. */
+  readonly ttl: ObjectReconciler<Run> = { reconcile: (run) => this.#reconcileTtl(run) };
+
+  async #reconcileTtl(run: ReadonlyDeep<Run>): Promise<ReconcileResult | undefined> {
+    const namespace = run.metadata.namespace ?? '';
     const view = collectable(run);
     const decision = ttlDecision(view, this.#options.now());
     switch (decision.action) {

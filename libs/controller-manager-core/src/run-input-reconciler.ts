@@ -2,22 +2,17 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, RUN_KIND, boundedMessage } from '@kruntimes/api';
 import type { Run, RunInput } from '@kruntimes/api';
 import { decideWaitingRun, isDecided } from '@kruntimes/input-core';
-import { splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ObjectReconciler, ObjectRef, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
-import { fencedWrite, writeTransition } from '@kruntimes/run-client';
-import type { KruntimesClients, WriteResult } from '@kruntimes/run-client';
+import { fencedWrite, thaw, writeStatus, writeTransition } from '@kruntimes/run-client';
+import type { KruntimesClients } from '@kruntimes/run-client';
 import { isWaitingForInput, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
-import type { RunObject } from './caches.ts';
-import type { RunInputObject } from './objects.ts';
 import type { InputMetrics } from './input-metrics.ts';
 import { acceptedMessage, decideResponse, runInputStatus } from './run-input-status.ts';
 import type { RunInputOutcome } from './run-input-status.ts';
-import { rfc3339 } from './runtime-status-writer.ts';
-
-export type { RunInputObject } from './objects.ts';
+import { rfc3339 } from './rfc3339.ts';
 
 /** Fenced writes refused in a row before the reconcile gives up and is requeued with backoff. */
 const MAX_CONFLICTS = 5;
@@ -32,7 +27,6 @@ export const RESPONSE_EVENT_REASONS = {
 } as const;
 
 export interface RunInputReconcilerOptions {
-  caches: { runInputs: SharedInformer<RunInputObject>; runs: SharedInformer<RunObject> };
   clients: Pick<KruntimesClients, 'runs' | 'runInputs'>;
   /** Records an Event on the Run for each decided response (best effort); none when undefined. */
   core?: CoreV1Api;
@@ -43,12 +37,12 @@ export interface RunInputReconcilerOptions {
 
 /**
  * Waiting for input (docs/waiting-input.md), two reconcilers:
- * - `reconcileInput` (key `namespace/runinput`): decides a RunInput once, against the Run
+ * - `input` (key `namespace/runinput`): decides a RunInput once, against the Run
  *   as the API server has it (decideRunInput). Accepting sends InputReceived through the
  *   state machine as a status write fenced on the Run's resourceVersion: of two responses
  *   racing for one wait only one write lands; the other re-reads and is decided again
  *   (DuplicateResponse or RunNotWaiting). Then the RunInput's Accepted condition is written.
- * - `reconcileWaitingRun` (key `namespace/run`): a WaitingInput Run has no owner, so this
+ * - `waitingRun` (key `namespace/run`, a Run being deleted too): a WaitingInput Run has no owner, so this
  *   ends it at once when its cancel is requested (WaitCancelled) and when spec.timeout,
  *   counted from status.startTime, passes (WaitTimedOut); until then it is requeued for its deadline.
  */
@@ -59,11 +53,13 @@ export class RunInputReconciler {
     this.#options = options;
   }
 
-  async reconcileInput(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
+  /** Handed a RunInput being deleted too: the live read decides on it. */
+  readonly input: ObjectReconciler<RunInput> = { reconcile: (input, ref) => this.#reconcileInput(input, ref) };
+  readonly waitingRun: ObjectReconciler<Run> = { reconcile: (run, ref) => this.#reconcileWaitingRun(run, ref) };
+
+  async #reconcileInput(cached: ReadonlyDeep<RunInput>, { key, namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
     // Decided is final (the spec is immutable, so the generation never moves): the cache is enough to skip it.
-    const cached = this.#options.caches.runInputs.get(name, namespace);
-    if (cached === undefined || isDecided(cached as unknown as RunInput)) return undefined;
+    if (isDecided(cached)) return undefined;
     for (let round = 0; round < MAX_CONFLICTS; round += 1) {
       // Live, not the cache: a RunInput this controller decided a moment ago may still look undecided there.
       const input = await this.#options.clients.runInputs.get(namespace, name);
@@ -80,12 +76,10 @@ export class RunInputReconciler {
     throw new KruntimesError('Conflict', `RunInput ${key} or its Run changed ${String(MAX_CONFLICTS)} times while it was decided`);
   }
 
-  async reconcileWaitingRun(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const cached = this.#options.caches.runs.get(name, namespace);
-    if (cached === undefined || !isWaitingForInput(phaseOf(cached))) return undefined;
+  async #reconcileWaitingRun(cached: ReadonlyDeep<Run>, { key, namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
+    if (!isWaitingForInput(phaseOf(cached))) return undefined;
     // The cache says whether anything is due; what is written is decided again from the live Run.
-    const due = decideWaitingRun(structuredClone(cached) as unknown as Run, this.#options.now());
+    const due = decideWaitingRun(thaw<Run>(cached), this.#options.now());
     if (due.type === 'none') return undefined;
     if (due.type === 'requeue') return { requeueAfterMs: Math.min(due.afterMs, WAIT_RECHECK_CAP_MS) };
     // Each version read live: decided on (the wait may have ended meanwhile), then written fenced on it.
@@ -229,9 +223,8 @@ export class RunInputReconciler {
   /** The RunInput's status, fenced on the resourceVersion of the live read. False: it changed since (read again). */
   async #writeInputStatus(input: RunInput, outcome: RunInputOutcome): Promise<boolean> {
     const status = runInputStatus(input.status, outcome, input.metadata.generation, rfc3339(this.#options.now()));
-    const written: WriteResult<RunInput> = await this.#options.clients.runInputs.replaceStatus(input, status);
-    if (!written.ok) this.#refused(`runinputs/${input.metadata.namespace ?? ''}/${input.metadata.name ?? ''}`, written.reason);
-    return written.ok;
+    const written = await writeStatus(this.#options.clients.runInputs, input, status, this.#options.logger);
+    return written.written || written.reason === 'Unchanged';
   }
 
   #refused(object: string, reason: 'NotFound' | 'Conflict'): void {

@@ -8,15 +8,18 @@ import type {
 } from '@kubernetes/client-node';
 import { CONDITION_TYPES, LABELS, RUNTIME_KIND, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
-import { ensureOwned, specHashed, splitObjectKey } from '@kruntimes/controller-runtime';
+import { ensureOwned, specHashed } from '@kruntimes/controller-runtime';
 import type {
   ControllerLogger,
   DesiredObject,
   EnsureOwnedResult,
   IdentifiedObject,
+  ObjectReconciler,
+  ObjectRef,
   ReadonlyDeep,
   ReconcileResult,
 } from '@kruntimes/controller-runtime';
+import { thaw, writeStatus } from '@kruntimes/run-client';
 import type { ObjectClient } from '@kruntimes/run-client';
 import {
   SPEC_HASH_ANNOTATION,
@@ -35,7 +38,7 @@ import type { ManagerCaches } from './caches.ts';
 import type { PoolDecisions, PoolStatus } from './pool-decisions.ts';
 import { decideStatusWrite, runtimeStatus } from './runtime-status.ts';
 import type { RolloutView } from './runtime-status.ts';
-import { rfc3339, writeRuntimeStatus } from './runtime-status-writer.ts';
+import { rfc3339 } from './rfc3339.ts';
 import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
 import type { TlsSecretDecision } from './runtime-tls.ts';
 
@@ -63,7 +66,7 @@ interface WorkloadState {
  * through ensureOwned, then its status from the caches. It reads the caches and converges; the event that caused it
  * does not matter.
  */
-export class RuntimeReconciler {
+export class RuntimeReconciler implements ObjectReconciler<Runtime> {
   readonly #options: RuntimeReconcilerOptions;
   readonly #caches: ManagerCaches;
   /** When this process last wrote each Runtime's status (decideStatusWrite spaces out usage-only writes). */
@@ -74,16 +77,13 @@ export class RuntimeReconciler {
     this.#caches = options.caches;
   }
 
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const cached = this.#caches.runtimes.get(name, namespace);
-    // Gone: its Deployment, Service and Secret go with it through their owner references.
-    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
-      this.#lastStatusWrite.delete(key);
-      return undefined;
-    }
-    const runtime = structuredClone(cached) as unknown as Runtime;
+  /** Gone or deleting: its Deployment, Service and Secret go with it through their owner references. */
+  gone({ key }: ObjectRef): void {
+    this.#lastStatusWrite.delete(key);
+  }
 
+  async reconcile(cached: ReadonlyDeep<Runtime>, { key, namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
+    const runtime = thaw<Runtime>(cached);
     const workload = await this.#ensureWorkload(runtime);
     const demand = runtimeDemand(this.#caches, cached);
     const status = runtimeStatus({
@@ -107,7 +107,7 @@ export class RuntimeReconciler {
     const write = decideStatusWrite({ previous: runtime.status, next: status, lastWriteMs: this.#lastStatusWrite.get(key), nowMs });
     if (write.action === 'write') {
       this.#lastStatusWrite.set(key, nowMs);
-      await writeRuntimeStatus(this.#options.runtimes, this.#options.logger, runtime, status);
+      await writeStatus(this.#options.runtimes, runtime, status, this.#options.logger);
     }
     // Back at the certificate's renewal point (bounded), or when a deferred usage change is due.
     const wakeups = [workload.recheckAfterMs, write.action === 'later' ? write.afterMs : undefined].filter((ms) => ms !== undefined);

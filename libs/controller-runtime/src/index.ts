@@ -3,9 +3,13 @@ export type { ControllerLogger, ControllerOptions, ReconcileResult, Reconciler }
 export { DEFAULT_BACKOFF, exponentialFailureRateLimiter } from './rate-limiter.ts';
 export type { ExponentialBackoffOptions, RateLimiter } from './rate-limiter.ts';
 export { WorkQueue } from './work-queue.ts';
+export { asReconciler } from './object-reconciler.ts';
+export type { AsReconcilerOptions, ObjectCache, ObjectReconciler, ObjectRef } from './object-reconciler.ts';
+export { ControllerGroup } from './controller-group.ts';
+export type { ControllerGroupOptions, Worker } from './controller-group.ts';
 export { SharedInformer } from './informer.ts';
-export type { InformerEventHandler, ListChunk, SharedInformerOptions, Transform } from './informer.ts';
-export type { IndexFunction } from './informer-index.ts';
+export type { InformerEventHandler, ListChunk, ListPage, SharedInformerOptions, Transform } from './informer.ts';
+export type { CachedObject, IndexFunction } from './informer-index.ts';
 export { LeaderElector } from './leader-election.ts';
 export type { ElectorLogger, LeaderCallbacks, LeaderElectionOptions } from './leader-election.ts';
 export { LeaderElectionMetrics } from './leader-election-metrics.ts';
@@ -32,7 +36,7 @@ export type { HealthEndpoint } from './health-endpoint.ts';
 export { decideReadiness } from './health.ts';
 export type { ManagerPhase, Readiness } from './health.ts';
 export { InformerFactory, watchPath, watchSpecKey } from './informer-factory.ts';
-export type { InformerFactoryOptions, Projection, WatchSpec } from './informer-factory.ts';
+export type { AnyProjection, InformerFactoryOptions, KindProjection, Projection, WatchOptions, WatchSpec } from './informer-factory.ts';
 export { ensureOwned, planOwned, specHashed } from './ensure-owned.ts';
 export type {
   ControllerOwner,

@@ -1,9 +1,13 @@
 /** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
 export type IndexFunction<T> = (object: T) => readonly string[];
 
-/** What an index needs of an object: where the cache keeps it. */
-interface CachedObject {
-  readonly metadata?: { readonly name?: string | undefined; readonly namespace?: string | undefined } | undefined;
+/**
+ * What a cache needs of an object of any kind: where it keeps it (name, namespace) and
+ * which version it is. Every Kubernetes object has it, whatever its other types say
+ * (client-node's Date timestamps, or the strings of JSON as @kruntimes/api types them).
+ */
+export interface CachedObject {
+  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly uid?: string; readonly resourceVersion?: string };
 }
 
 interface Index<T> {

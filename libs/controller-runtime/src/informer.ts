@@ -1,10 +1,10 @@
 import { ListWatch, Watch } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1ListMeta } from '@kubernetes/client-node';
 import type { ControllerLogger } from './controller.ts';
 import { objectKey } from './object-key.ts';
 import type { ReadonlyDeep } from './object-key.ts';
 import { InformerIndexes } from './informer-index.ts';
-import type { IndexFunction } from './informer-index.ts';
+import type { CachedObject, IndexFunction } from './informer-index.ts';
 import { exponentialFailureRateLimiter } from './rate-limiter.ts';
 import type { ExponentialBackoffOptions } from './rate-limiter.ts';
 
@@ -28,16 +28,28 @@ export interface ListChunk {
  */
 export type Transform<T> = (object: T) => T;
 
+/** One page of a list as the API server answers it (client-node's KubernetesListObject, for any cached kind). */
+export interface ListPage<T> {
+  metadata?: V1ListMeta;
+  items: T[];
+}
+
+/**
+ * How client-node's ListWatch holds a cached object: it reads only the metadata that
+ * CachedObject names, so any kind is kept as it is, never converted.
+ */
+type Held<T> = T & KubernetesObject;
+
 /** Objects per list page: a relist of tens of thousands never holds one huge response at once. */
 export const LIST_PAGE_SIZE = 500;
 
-export interface SharedInformerOptions<T extends KubernetesObject> {
+export interface SharedInformerOptions<T extends CachedObject> {
   name: string;
   kubeConfig: KubeConfig;
   /** Watch path, e.g. `/apis/kruntimes.io/v1alpha1/namespaces/ns/runs`. */
   path: string;
   /** One page of the list; called with each `continue` token until the list is complete. */
-  list: (chunk: ListChunk) => Promise<KubernetesListObject<T>>;
+  list: (chunk: ListChunk) => Promise<ListPage<T>>;
   transform?: Transform<T>;
   labelSelector?: string;
   logger: ControllerLogger;
@@ -53,13 +65,14 @@ const RESTART_KEY = 'restart';
  * writer). Nothing here reads it, and an update sent without it keeps the server's (like
  * client-go's TransformStripManagedFields). Objects are fresh from JSON: changed in place.
  */
-export function stripManagedFields<T extends KubernetesObject>(object: T): T {
-  if (object.metadata?.managedFields !== undefined) delete object.metadata.managedFields;
+export function stripManagedFields<T extends object>(object: T): T {
+  const metadata = 'metadata' in object ? object.metadata : undefined;
+  if (typeof metadata === 'object' && metadata !== null) Reflect.deleteProperty(metadata, 'managedFields');
   return object;
 }
 
 /** client-node's Watch, each event's object stripped and transformed before the cache sees it. */
-class TransformingWatch<T extends KubernetesObject> extends Watch {
+class TransformingWatch<T extends CachedObject> extends Watch {
   readonly #transform: Transform<T>;
 
   constructor(kubeConfig: KubeConfig, transform: Transform<T>) {
@@ -92,12 +105,12 @@ class TransformingWatch<T extends KubernetesObject> extends Watch {
  * served from the same snapshot. An expired `continue` token fails the list, which the
  * informer restarts like any failed list.
  */
-async function listAll<T extends KubernetesObject>(
-  page: (chunk: ListChunk) => Promise<KubernetesListObject<T>>,
-  keep: (object: T) => T,
-): Promise<KubernetesListObject<T>> {
-  const items: T[] = [];
-  let first: KubernetesListObject<T> | undefined;
+async function listAll<T extends CachedObject, K extends KubernetesObject>(
+  page: (chunk: ListChunk) => Promise<ListPage<T>>,
+  keep: (object: T) => K,
+): Promise<ListPage<K>> {
+  const items: K[] = [];
+  let first: ListPage<T> | undefined;
   let token: string | undefined;
   // Bounded: each page is the server's answer to a token it gave; a server repeating one would loop.
   const seen = new Set<string>();
@@ -113,12 +126,12 @@ async function listAll<T extends KubernetesObject>(
 }
 
 /** The typed clients deserialize `continue` as `_continue`; the custom-objects client returns the JSON as it came. */
-function continueToken(list: KubernetesListObject<KubernetesObject>): string | undefined {
+function continueToken(list: ListPage<unknown>): string | undefined {
   const metadata = list.metadata as { _continue?: string; continue?: string } | undefined;
   return metadata?._continue ?? metadata?.continue;
 }
 
-function isObject(value: unknown): value is KubernetesObject {
+function isObject(value: unknown): value is CachedObject {
   return typeof value === 'object' && value !== null;
 }
 
@@ -129,9 +142,9 @@ function isObject(value: unknown): value is KubernetesObject {
  * objects carry no managedFields (stripManagedFields) and are what the transform keeps;
  * lists are read a page at a time (LIST_PAGE_SIZE), each page transformed as it arrives.
  */
-export class SharedInformer<T extends KubernetesObject> {
+export class SharedInformer<T extends CachedObject> {
   readonly name: string;
-  readonly #informer: ListWatch<T>;
+  readonly #informer: ListWatch<Held<T>>;
   readonly #logger: ControllerLogger;
   readonly #restartLimiter;
   readonly #indexes = new InformerIndexes<ReadonlyDeep<T>>();
@@ -147,10 +160,10 @@ export class SharedInformer<T extends KubernetesObject> {
     this.#logger = options.logger;
     this.#restartLimiter = exponentialFailureRateLimiter(options.restartBackoff ?? { baseDelayMs: 200, maxDelayMs: 30_000 });
     const transform = options.transform ?? ((object: T) => object);
-    const keep = (object: T): T => transform(stripManagedFields(object));
+    const keep = (object: T): Held<T> => transform(stripManagedFields(object));
     // client-node's makeInformer, with the objects transformed on their way into the cache.
     const watch = new TransformingWatch(options.kubeConfig, keep);
-    this.#informer = new ListWatch<T>(options.path, watch, () => listAll(options.list, keep), false, options.labelSelector);
+    this.#informer = new ListWatch<Held<T>>(options.path, watch, () => listAll(options.list, keep), false, options.labelSelector);
     // The indexes first: every other handler sees them updated.
     this.#informer.on('add', (object) => {
       this.#indexes.upsert(object as ReadonlyDeep<T>);

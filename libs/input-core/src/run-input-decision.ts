@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { RUN_INPUT_CONDITION_TYPES, RUN_INPUT_REASONS, parseDurationSeconds } from '@kruntimes/api';
-import type { Run, RunInput, RunInputReason } from '@kruntimes/api';
+import type { ReadonlyDeep, Run, RunInput, RunInputReason } from '@kruntimes/api';
 import { classify, currentPhase, isWaitingForInput } from '@kruntimes/run-state';
 import { checkInput } from './input-schema.ts';
 
@@ -66,7 +66,7 @@ export function decideRunInput(input: RunInput, run: Run | undefined): RunInputD
 }
 
 /** The RunInput's Accepted condition was written for its current generation. */
-export function isDecided(input: RunInput): boolean {
+export function isDecided(input: ReadonlyDeep<RunInput>): boolean {
   const accepted = input.status?.conditions?.find((condition) => condition.type === RUN_INPUT_CONDITION_TYPES.accepted);
   return accepted !== undefined && accepted.status !== 'Unknown' && accepted.observedGeneration === input.metadata.generation;
 }

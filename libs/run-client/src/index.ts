@@ -6,6 +6,8 @@ export { apiStatus, isConflict, isDefiniteRefusal, isNotFound, refusalError } fr
 export type { Refusal, Refused, WriteResult } from './refusal.ts';
 export { fencedWrite, thaw } from './fenced-write.ts';
 export type { FencedResult, FencedStep, FencedWrite } from './fenced-write.ts';
+export { sameStatus, writeStatus } from './status-write.ts';
+export type { StatusObject, StatusWrite, StatusWriteLogger } from './status-write.ts';
 export { writeTransition } from './write-transition.ts';
 export type { RunStatusWriter } from './write-transition.ts';
 export { kept, projectedRun, runIdentity, transitionSpec } from './run-projection.ts';

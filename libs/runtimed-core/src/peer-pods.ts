@@ -31,14 +31,7 @@ export class PeerPods {
     logger: ControllerLogger,
     informers = new InformerFactory({ kubeConfig, logger }),
   ) {
-    this.#informer = informers.informer<V1Pod>({
-      group: '',
-      version: 'v1',
-      plural: 'pods',
-      namespace,
-      labelSelector: `${LABELS.runtime}=${runtime}`,
-      name: 'pods',
-    });
+    this.#informer = informers.pods({ namespace, labelSelector: `${LABELS.runtime}=${runtime}`, name: 'pods' });
   }
 
   start(): Promise<void> {

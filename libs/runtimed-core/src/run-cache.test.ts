@@ -112,7 +112,7 @@ describe('runtimedRunView', () => {
   it('is the projection runtimed watches with, for its own Pod', () => {
     const projection = runtimedRunProjection(SELF);
     const mine = run({ phase: 'Scheduled', attempt: 1, assignedPodUID: SELF });
-    const keep = projection.keep as (run: RunObject) => RunObject;
+    const keep = projection.keep;
     expect(projection.name).toBe('runtimed');
     expect(keep(mine)).toBe(mine);
     expect(keep(run({ phase: 'Scheduled', ...OTHER })).spec).toStrictEqual(TASK_SPEC);

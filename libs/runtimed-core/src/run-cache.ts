@@ -52,6 +52,6 @@ export function runtimedRunView(run: RunObject, podUID: string): RunObject {
 }
 
 /** The projection of runtimed's Run watch, for the Pod `podUID` (see runtimedRunView). */
-export function runtimedRunProjection(podUID: string): Projection {
+export function runtimedRunProjection(podUID: string): Projection<RunObject> {
   return { name: 'runtimed', keep: (run: RunObject) => runtimedRunView(run, podUID) };
 }

@@ -1,10 +1,17 @@
-import { isDeepStrictEqual } from 'node:util';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUN_SCHEDULE_PLURAL, SCHEDULE_REASONS } from '@kruntimes/api';
-import type { Run, RunSchedule, RunScheduleStatus, ScheduleReason } from '@kruntimes/api';
-import { Controller, InformerFactory, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
-import { kruntimesClients } from '@kruntimes/run-client';
+import { LABELS, SCHEDULE_REASONS } from '@kruntimes/api';
+import type { OwnerReference, Run, RunSchedule, ScheduleReason } from '@kruntimes/api';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Controller, ControllerGroup, asReconciler } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  InformerFactory,
+  ObjectReconciler,
+  ObjectRef,
+  ReadonlyDeep,
+  ReconcileResult,
+  SharedInformer,
+} from '@kruntimes/controller-runtime';
+import { kruntimesClients, thaw, writeStatus } from '@kruntimes/run-client';
 import type { KruntimesClients } from '@kruntimes/run-client';
 import { decideSchedule } from './decide-schedule.ts';
 import type { ScheduleDecision, ScheduleRunView } from './decide-schedule.ts';
@@ -15,15 +22,8 @@ import { rfc3339, scheduledRun } from './run-naming.ts';
 import { scheduleStatus } from './schedule-status.ts';
 import { finishedScheduleRun, historyLimits, scheduleRunView, scheduleView } from './schedule-views.ts';
 
-type RunObject = Run & KubernetesObject;
-type ScheduleObject = RunSchedule & KubernetesObject;
-
 /** A schedule's work-queue key and the names it splits into. */
-interface ScheduleRef {
-  key: string;
-  namespace: string;
-  name: string;
-}
+type ScheduleRef = ObjectRef;
 
 interface CreatedRun {
   name: string;
@@ -66,14 +66,11 @@ export interface ScheduleControllerOptions {
  * status. The decisions are decideSchedule's and runsToPrune's; this class reads the caches
  * and writes. Run this only while holding the leader Lease.
  */
-export class ScheduleController {
+export class ScheduleController implements ObjectReconciler<RunSchedule> {
   readonly #options: ScheduleControllerOptions;
   readonly #clients: Pick<KruntimesClients, 'runs' | 'runSchedules'>;
-  readonly #schedules: SharedInformer<ScheduleObject>;
-  readonly #runs: SharedInformer<RunObject>;
-  readonly #controller: Controller;
-  readonly #informers: InformerFactory;
-  readonly #ownsInformers: boolean;
+  readonly #runs: SharedInformer<Run>;
+  readonly #group: ControllerGroup;
   readonly #now: () => number;
   /** Runs created but not yet in the cache, per schedule key: they count as active meanwhile. */
   readonly #expected = new Map<string, { run: ScheduleRunView; until: number }>();
@@ -83,23 +80,21 @@ export class ScheduleController {
     this.#now = options.now ?? Date.now;
     const { kubeConfig, namespace, logger } = options;
     this.#clients = kruntimesClients(kubeConfig);
-    this.#ownsInformers = options.informers === undefined;
-    const informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
-    this.#informers = informers;
-    const watch = { group: API_GROUP, version: API_VERSION, namespace };
-    this.#schedules = informers.informer<ScheduleObject>({ ...watch, plural: RUN_SCHEDULE_PLURAL });
+    this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
+    const schedules = this.#group.informers.runSchedules({ namespace });
     // Only Runs that name a schedule: the controller never needs the others.
-    this.#runs = informers.informer<RunObject>({ ...watch, plural: RUN_PLURAL, labelSelector: LABELS.schedule, name: 'scheduled-runs' });
-    this.#controller = new Controller({
+    this.#runs = this.#group.informers.runs({ namespace, labelSelector: LABELS.schedule, name: 'scheduled-runs' });
+    const controller = new Controller({
       name: 'run-schedule',
       logger,
       workers: options.workers ?? 2,
-      reconcile: (key) => this.reconcile(key),
+      reconcile: asReconciler(schedules, this),
     });
+    this.#group.add(controller);
     const enqueue = (key: string): void => {
-      this.#controller.enqueue(key);
+      controller.enqueue(key);
     };
-    this.#schedules.enqueueTo(enqueue);
+    schedules.enqueueTo(enqueue);
     this.#runs.enqueueTo(enqueue, (run) => {
       const schedule = run.metadata.labels?.[LABELS.schedule];
       return schedule === undefined ? undefined : `${run.metadata.namespace ?? ''}/${schedule}`;
@@ -107,30 +102,26 @@ export class ScheduleController {
   }
 
   /** Fills the caches (shared ones are synced already), then starts the controller. */
-  async start(): Promise<void> {
-    await this.#informers.start();
-    this.#controller.start();
+  start(): Promise<void> {
+    return this.#group.start();
   }
 
-  async stop(): Promise<void> {
-    await this.#controller.stop();
-    if (this.#ownsInformers) await this.#informers.stop();
+  stop(): Promise<void> {
+    return this.#group.stop();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const ref: ScheduleRef = { key, namespace, name };
-    const cached = this.#schedules.get(name, namespace);
-    // Gone: its Runs go with it through their owner references.
-    if (cached === undefined || cached.metadata.deletionTimestamp !== undefined) {
-      this.#expected.delete(key);
-      return undefined;
-    }
-    const schedule = structuredClone(cached) as unknown as RunSchedule;
+  /** Gone: its Runs go with it through their owner references. */
+  gone({ key }: ObjectRef): void {
+    this.#expected.delete(key);
+  }
+
+  async reconcile(cached: ReadonlyDeep<RunSchedule>, ref: ObjectRef): Promise<ReconcileResult | undefined> {
+    const { key, namespace } = ref;
+    const schedule = thaw<RunSchedule>(cached);
     const owned = this.#runs
       .list(namespace)
-      .filter((run) => controlledBy(run, schedule.metadata.uid))
-      .map((run) => structuredClone(run) as unknown as Run);
+      .filter((run) => controlledBy(run.metadata.ownerReferences, schedule.metadata.uid))
+      .map((run) => thaw<Run>(run));
     const now = this.#now();
     const runs = this.#withExpected(key, owned.map(scheduleRunView), now);
     const decision = decideSchedule(now, scheduleView(schedule), runs);
@@ -204,7 +195,8 @@ export class ScheduleController {
       created,
       now,
     });
-    if (!isDeepStrictEqual(schedule.status, status) && (await this.#writeStatus(schedule, status))) {
+    const written = await writeStatus(this.#clients.runSchedules, schedule, status, this.#options.logger);
+    if (written.written) {
       if (recorded.skip !== undefined) this.#options.metrics?.count(ref.namespace, ref.name, 'skipped');
       this.#options.metrics?.count(ref.namespace, ref.name, 'missed', recorded.missed);
     }
@@ -236,7 +228,7 @@ export class ScheduleController {
     const existing = await this.#clients.runs.get(namespace, name);
     // Deleted since the create was refused: an error, so the schedule is reconciled again.
     if (existing === undefined) throw new Error(`Run ${namespace}/${name} existed on create and is gone`, { cause: created.error });
-    if (controlledBy(existing, schedule.metadata.uid)) return {};
+    if (controlledBy(existing.metadata.ownerReferences, schedule.metadata.uid)) return {};
     return { taken: `Run ${namespace}/${name} exists and is not controlled by this RunSchedule; delete or rename it` };
   }
 
@@ -250,23 +242,8 @@ export class ScheduleController {
       });
     }
   }
-
-  /**
-   * Replaces the status fenced on the cached resourceVersion. False when refused: a 409 means
-   * the cache was behind (the newer version's event reconciles again), a 404 that it is gone.
-   */
-  async #writeStatus(schedule: RunSchedule, status: RunScheduleStatus): Promise<boolean> {
-    const written = await this.#clients.runSchedules.replaceStatus(schedule, status);
-    if (written.ok) return true;
-    const { name = '', namespace = '' } = schedule.metadata;
-    this.#options.logger.debug(
-      { schedule: `${namespace}/${name}`, code: written.error?.code },
-      'status write refused; the watch reconciles again',
-    );
-    return false;
-  }
 }
 
-function controlledBy(object: ReadonlyDeep<KubernetesObject> | Run, uid: string | undefined): boolean {
-  return uid !== undefined && object.metadata?.ownerReferences?.some((ref) => ref.controller === true && ref.uid === uid) === true;
+function controlledBy(owners: readonly ReadonlyDeep<OwnerReference>[] | undefined, uid: string | undefined): boolean {
+  return uid !== undefined && owners?.some((ref) => ref.controller === true && ref.uid === uid) === true;
 }

@@ -6,15 +6,6 @@ import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { capacityHold, currentPhase, isExecutedElsewhere } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
 import type { PodInfo, RunInfo, ScalingFacts } from './placement.ts';
-import type { RunObject } from './scheduler-caches.ts';
-
-/**
- * Custom objects arrive as parsed JSON, so their timestamps are strings as `Run` says,
- * not the `Date`s of client-node's V1ObjectMeta that KubernetesObject claims.
- */
-export function plainRun(run: ReadonlyDeep<RunObject>): ReadonlyDeep<Run> {
-  return run as unknown as ReadonlyDeep<Run>;
-}
 
 /**
  * Set by the Deployment controller on a ReplicaSet and on each of its Pods: which Pod

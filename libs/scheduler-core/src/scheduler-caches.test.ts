@@ -1,7 +1,7 @@
 import { RUNS, SCHEDULER_RUN_PROJECTION, schedulerRunView } from './scheduler-caches.ts';
-import type { RunObject } from './scheduler-caches.ts';
+import type { Run } from '@kruntimes/api';
 
-const STATUS: NonNullable<RunObject['status']> = {
+const STATUS: NonNullable<Run['status']> = {
   phase: 'Pending',
   attempt: 2,
   reason: 'NoCapacity',
@@ -13,7 +13,7 @@ const STATUS: NonNullable<RunObject['status']> = {
   ],
 };
 
-function run(spec: Partial<RunObject['spec']> = {}, status: NonNullable<RunObject['status']> | 'none' = STATUS): RunObject {
+function run(spec: Partial<Run['spec']> = {}, status: NonNullable<Run['status']> | 'none' = STATUS): Run {
   return {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -39,7 +39,7 @@ function run(spec: Partial<RunObject['spec']> = {}, status: NonNullable<RunObjec
       ...spec,
     },
     ...(status === 'none' ? {} : { status }),
-  } as unknown as RunObject;
+  } as unknown as Run;
 }
 
 const IDENTITY = {
@@ -53,7 +53,7 @@ const IDENTITY = {
 };
 
 describe('schedulerRunView', () => {
-  it.each<[string, RunObject, RunObject]>([
+  it.each<[string, Run, Run]>([
     [
       'a queued task: the whole status, the spec a transition reads and the creator; no source text, env, args, labels or annotations',
       run(),
@@ -63,7 +63,7 @@ describe('schedulerRunView', () => {
         metadata: IDENTITY,
         spec: { runtime: 'python', source: {}, mode: { task: {} }, creator: { username: 'alice', groups: ['dev'] } },
         status: STATUS,
-      } as unknown as RunObject,
+      } as unknown as Run,
     ],
     [
       'a cancelled function with a retry policy',
@@ -80,7 +80,7 @@ describe('schedulerRunView', () => {
           retryPolicy: { maxAttempts: 2 },
           creator: { username: 'alice', groups: ['dev'] },
         },
-      } as unknown as RunObject,
+      } as unknown as Run,
     ],
     [
       'a Run placed or finished: only phase and assignment of its status (what capacity and routing read)',
@@ -91,7 +91,7 @@ describe('schedulerRunView', () => {
         metadata: IDENTITY,
         spec: { runtime: 'python', source: {}, mode: { task: {} }, creator: { username: 'alice', groups: ['dev'] } },
         status: { phase: 'Succeeded', assignedPodUID: 'pu', assignedPod: 'p' },
-      } as unknown as RunObject,
+      } as unknown as Run,
     ],
   ])('%s', (_name, input, expected) => {
     expect(schedulerRunView(input)).toStrictEqual(expected);

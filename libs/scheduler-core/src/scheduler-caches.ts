@@ -1,18 +1,12 @@
-import type { KubernetesObject, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, LABELS, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import type { V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import { LABELS } from '@kruntimes/api';
 import type { Run, RunStatus, Runtime } from '@kruntimes/api';
-import type { Projection, ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import type { InformerFactory, Projection, ReadonlyDeep, SharedInformer, WatchOptions } from '@kruntimes/controller-runtime';
 import { kept, projectedRun, transitionSpec } from '@kruntimes/run-client';
 import { capacityHold, classify, currentPhase, isExecutedElsewhere } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
 import type { AssumeCache } from './assume-cache.ts';
 import { runSlotCap } from './run-slot-cap.ts';
-
-export type RunObject = Run & KubernetesObject;
-export type RuntimeObject = Runtime & KubernetesObject;
-
-/** A watch without its namespace: the component supplies the one it watches. */
-type Watch = Omit<WatchSpec, 'namespace'>;
 
 /**
  * What the scheduler process keeps of a Run (its placement pass, its routing and its
@@ -30,9 +24,9 @@ type Watch = Omit<WatchSpec, 'namespace'>;
  * text), env, a task's args, timeout, TTL, parentRunRef, labels, annotations and
  * ownerReferences.
  */
-export function schedulerRunView(run: RunObject): RunObject {
+export function schedulerRunView(run: Run): Run {
   const status = run.status === undefined || classify(currentPhase(run)) === 'queued' ? run.status : placedStatus(run.status);
-  return projectedRun(run, { ...transitionSpec(run.spec), ...kept(run.spec, ['creator']) }, status) as RunObject;
+  return projectedRun(run, { ...transitionSpec(run.spec), ...kept(run.spec, ['creator']) }, status);
 }
 
 /** The status of a Run the scheduler no longer places: what capacityHold and runInfo read of it. */
@@ -40,15 +34,12 @@ function placedStatus(status: RunStatus): RunStatus {
   return kept(status, ['phase', 'assignedPodUID', 'assignedPod']);
 }
 
-export const SCHEDULER_RUN_PROJECTION: Projection = { name: 'scheduler', keep: schedulerRunView };
+export const SCHEDULER_RUN_PROJECTION: Projection<Run> = { name: 'scheduler', keep: schedulerRunView };
 
-export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL, projection: SCHEDULER_RUN_PROJECTION };
-export const RUNTIMES: Watch = { group: API_GROUP, version: API_VERSION, plural: RUNTIME_PLURAL };
+/** The watches of the scheduler, each in the namespace it is given. */
+export const RUNS: WatchOptions<Run> = { projection: SCHEDULER_RUN_PROJECTION };
 /** Runtime Pods only: the component label and their Runtime's name. */
-export const RUNTIME_PODS: Watch = {
-  group: '',
-  version: 'v1',
-  plural: 'pods',
+export const RUNTIME_PODS: WatchOptions<V1Pod> = {
   labelSelector: `${LABELS.component}=${RUNTIME_COMPONENT},${LABELS.runtime}`,
   name: 'runtime-pods',
 };
@@ -56,26 +47,23 @@ export const RUNTIME_PODS: Watch = {
  * The ReplicaSets of Runtime Deployments (they carry the Pod template's labels): which Pod
  * template is the newest, so a Run prefers Pods a rollout keeps over Pods it replaces.
  */
-export const RUNTIME_REPLICA_SETS: Watch = {
-  group: 'apps',
-  version: 'v1',
-  plural: 'replicasets',
+export const RUNTIME_REPLICA_SETS: WatchOptions<V1ReplicaSet> = {
   labelSelector: RUNTIME_PODS.labelSelector ?? '',
   name: 'runtime-replicasets',
 };
 
-/**
- * Namespaces, for the block policy's `kruntimes.io/blocked` label: cluster-scoped, so a
- * scheduler of one namespace watches only that one by name.
- */
-export function namespacesWatch(namespace: string | undefined): WatchSpec {
-  return {
-    group: '',
-    version: 'v1',
-    plural: 'namespaces',
-    namespace: undefined,
-    ...(namespace === undefined ? {} : { fieldSelector: `metadata.name=${namespace}` }),
+/** The caches of a scheduler of `namespace` (all when undefined), with the Run cache's indexes, before they start. */
+export function schedulerCaches(informers: InformerFactory, namespace: string | undefined): SchedulerCaches {
+  const caches: SchedulerCaches = {
+    runs: informers.runs({ ...RUNS, namespace }),
+    runtimes: informers.runtimes({ namespace }),
+    pods: informers.pods({ ...RUNTIME_PODS, namespace }),
+    replicaSets: informers.replicaSets({ ...RUNTIME_REPLICA_SETS, namespace }),
+    // For the block policy's `kruntimes.io/blocked` label: cluster-scoped, so a scheduler of one namespace watches only that one by name.
+    namespaces: informers.namespaces(namespace === undefined ? {} : { fieldSelector: `metadata.name=${namespace}` }),
   };
+  addRunIndexes(caches.runs);
+  return caches;
 }
 
 /** The scheduler's indexes of the Run cache: a pass reads its Runtime's Runs, never the namespace's. */
@@ -96,17 +84,17 @@ export function placedPending(run: ReadonlyDeep<Run>): boolean {
 }
 
 /** Before the informer starts (a shared one is filled once, with every index its components added). */
-export function addRunIndexes(runs: SharedInformer<RunObject>): void {
-  const holds = (run: ReadonlyDeep<RunObject>): boolean => capacityHold(run) !== undefined;
-  runs.addIndex(RUN_INDEXES.pendingByRuntime, (run) => (placedPending(plainRunObject(run)) ? [runtimeKeyOfRun(run)] : []));
+function addRunIndexes(runs: SharedInformer<Run>): void {
+  const holds = (run: ReadonlyDeep<Run>): boolean => capacityHold(run) !== undefined;
+  runs.addIndex(RUN_INDEXES.pendingByRuntime, (run) => (placedPending(run) ? [runtimeKeyOfRun(run)] : []));
   runs.addIndex(RUN_INDEXES.holdingByRuntime, (run) => (holds(run) ? [runtimeKeyOfRun(run)] : []));
   runs.addIndex(RUN_INDEXES.holdingByNamespace, (run) => (holds(run) ? [run.metadata.namespace ?? ''] : []));
 }
 
 /** The read-only caches the scheduler plans from. */
 export interface SchedulerCaches {
-  runs: SharedInformer<RunObject>;
-  runtimes: SharedInformer<RuntimeObject>;
+  runs: SharedInformer<Run>;
+  runtimes: SharedInformer<Runtime>;
   pods: SharedInformer<V1Pod>;
   replicaSets: SharedInformer<V1ReplicaSet>;
   namespaces: SharedInformer<V1Namespace>;
@@ -125,14 +113,14 @@ export function routeToRuntimes(
   assume: AssumeCache,
   enqueue: (key: string) => void,
   /** Every Run event, before its Runtime is enqueued. */
-  runObserved: (runtimeKey: string, run: ReadonlyDeep<RunObject>, deleted: boolean) => void = () => undefined,
+  runObserved: (runtimeKey: string, run: ReadonlyDeep<Run>, deleted: boolean) => void = () => undefined,
 ): void {
   const enqueueNamespace = (namespace: string): void => {
     for (const runtime of caches.runtimes.list(namespace)) enqueue(`${namespace}/${runtime.metadata.name ?? ''}`);
   };
   // The Runs that held a slot at their last event: one that no longer does freed it.
   const holding = new Set<string>();
-  const slotFreed = (run: ReadonlyDeep<RunObject>, deleted: boolean): void => {
+  const slotFreed = (run: ReadonlyDeep<Run>, deleted: boolean): void => {
     const uid = run.metadata.uid ?? '';
     const holds = !deleted && capacityHold(run) !== undefined;
     const held = holding.has(uid);
@@ -141,7 +129,7 @@ export function routeToRuntimes(
     const namespace = run.metadata.namespace ?? '';
     if (held && !holds && runSlotCap(caches.namespaces.get(namespace)?.metadata?.annotations).kind !== 'none') enqueueNamespace(namespace);
   };
-  const runChanged = (run: ReadonlyDeep<RunObject>): void => {
+  const runChanged = (run: ReadonlyDeep<Run>): void => {
     assume.observe(run.metadata.uid ?? '', run.metadata.resourceVersion);
     runObserved(runtimeKeyOfRun(run), run, false);
     enqueue(runtimeKeyOfRun(run));
@@ -166,7 +154,7 @@ export function routeToRuntimes(
   caches.namespaces.addEventHandler({ add: namespaceChanged, update: namespaceChanged, delete: namespaceChanged });
 }
 
-export function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
+export function runtimeKeyOfRun(run: ReadonlyDeep<Run>): string {
   return `${run.metadata.namespace ?? ''}/${run.spec.runtime}`;
 }
 
@@ -174,9 +162,4 @@ export function runtimeKeyOfRun(run: ReadonlyDeep<RunObject>): string {
 function runtimeKeyOf(object: ReadonlyDeep<V1Pod | V1ReplicaSet>): string | undefined {
   const runtime = object.metadata?.labels?.[LABELS.runtime];
   return runtime === undefined ? undefined : `${object.metadata?.namespace ?? ''}/${runtime}`;
-}
-
-/** A cached Run as `Run` types it (its timestamps are the strings JSON gave, see placement-input's plainRun). */
-function plainRunObject(run: ReadonlyDeep<RunObject>): ReadonlyDeep<Run> {
-  return run as unknown as ReadonlyDeep<Run>;
 }

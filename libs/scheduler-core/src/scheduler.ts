@@ -1,10 +1,10 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CoreV1Api } from '@kubernetes/client-node';
-import type { KubeConfig, V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_REASONS } from '@kruntimes/api';
-import type { Run } from '@kruntimes/api';
-import { Controller, InformerFactory, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import type { Run, Runtime } from '@kruntimes/api';
+import { Controller, ControllerGroup, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, InformerFactory, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
 import { isDefiniteRefusal, runClient, writeTransition } from '@kruntimes/run-client';
 import type { FencedResult, ObjectClient } from '@kruntimes/run-client';
@@ -17,24 +17,14 @@ import { AssumeCache } from './assume-cache.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import { planPlacement, roomFor } from './placement.ts';
 import type { Decision, Plan, PodInfo, RunInfo } from './placement.ts';
-import { currentTemplateHash, plainRun, podInfo, rfc3339, runInfo, scalingFacts } from './placement-input.ts';
+import { currentTemplateHash, podInfo, rfc3339, runInfo, scalingFacts } from './placement-input.ts';
 import { RunBook, creatorKey, passSignature } from './run-book.ts';
 import type { RunCreator } from './run-book.ts';
 import { heldRunSlots, runSlotCap } from './run-slot-cap.ts';
 import type { NamespaceSlots, RunSlotCap } from './run-slot-cap.ts';
 import { SerialByKey } from './serial-by-key.ts';
-import {
-  RUNS,
-  RUNTIMES,
-  RUNTIME_PODS,
-  RUNTIME_REPLICA_SETS,
-  RUN_INDEXES,
-  addRunIndexes,
-  namespacesWatch,
-  placedPending,
-  routeToRuntimes,
-} from './scheduler-caches.ts';
-import type { RunObject, RuntimeObject, SchedulerCaches } from './scheduler-caches.ts';
+import { RUN_INDEXES, placedPending, routeToRuntimes, schedulerCaches } from './scheduler-caches.ts';
+import type { SchedulerCaches } from './scheduler-caches.ts';
 
 export interface SchedulerOptions {
   kubeConfig: KubeConfig;
@@ -100,8 +90,7 @@ export class Scheduler {
   readonly #options: SchedulerOptions;
   readonly #runs: ObjectClient<Run>;
   readonly #core: CoreV1Api;
-  readonly #informers: InformerFactory;
-  readonly #ownsInformers: boolean;
+  readonly #group: ControllerGroup;
   readonly #caches: SchedulerCaches;
   readonly #controller: Controller;
   readonly #assume = new AssumeCache();
@@ -148,23 +137,14 @@ export class Scheduler {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#runtimeUse = options.runtimeUse ?? new RuntimeUseReviewer({ review: subjectAccessReview(kubeConfig) });
     this.#accessRecheckMs = options.accessRecheckMs ?? 10_000;
-    this.#ownsInformers = options.informers === undefined;
-    const informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
-    this.#informers = informers;
-    this.#caches = {
-      runs: informers.informer<RunObject>({ ...RUNS, namespace }),
-      runtimes: informers.informer<RuntimeObject>({ ...RUNTIMES, namespace }),
-      pods: informers.informer<V1Pod>({ ...RUNTIME_PODS, namespace }),
-      replicaSets: informers.informer<V1ReplicaSet>({ ...RUNTIME_REPLICA_SETS, namespace }),
-      namespaces: informers.informer<V1Namespace>(namespacesWatch(namespace)),
-    };
+    this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
+    this.#caches = schedulerCaches(this.#group.informers, namespace);
     this.#controller = new Controller({
       name: 'scheduler',
       logger,
       workers: options.workers ?? 2,
       reconcile: (key) => this.reconcile(key),
     });
-    addRunIndexes(this.#caches.runs);
     routeToRuntimes(
       this.#caches,
       this.#assume,
@@ -172,10 +152,9 @@ export class Scheduler {
         this.#controller.enqueue(key);
       },
       (key, run, deleted) => {
-        const plain = plainRun(run);
-        if (deleted) this.#book.deleted(key, plain);
-        else this.#book.changed(key, plain);
-        this.#waitWriteSeen(plain, deleted);
+        if (deleted) this.#book.deleted(key, run);
+        else this.#book.changed(key, run);
+        this.#waitWriteSeen(run, deleted);
       },
     );
     this.#snapshots = new SnapshotController({
@@ -185,19 +164,17 @@ export class Scheduler {
       now: this.#now,
       ...(options.sourceWaitMs === undefined ? {} : { maxWaitMs: options.sourceWaitMs }),
     });
+    this.#group.add(this.#snapshots, this.#controller);
   }
 
   /** Fills the caches (shared ones are synced already), then starts placing: the first pass sees complete caches. */
-  async start(): Promise<void> {
-    await this.#informers.start();
-    this.#snapshots.start();
-    this.#controller.start();
+  start(): Promise<void> {
+    return this.#group.start();
   }
 
-  async stop(): Promise<void> {
-    await Promise.all([this.#controller.stop(), this.#snapshots.stop()]);
-    await Promise.all([...this.#waitWritesRunning]);
-    if (this.#ownsInformers) await this.#informers.stop();
+  /** The waiting reasons still being written are waited for before the caches stop. */
+  stop(): Promise<void> {
+    return this.#group.stop(() => Promise.all([...this.#waitWritesRunning]));
   }
 
   /** One placement pass over a Runtime's Pending Runs. */
@@ -236,7 +213,7 @@ export class Scheduler {
    */
   async #reviewCreators(
     key: string,
-    runtime: ReadonlyDeep<RuntimeObject> | undefined,
+    runtime: ReadonlyDeep<Runtime> | undefined,
     runs: readonly ReadonlyDeep<Run>[],
     settledCreators: readonly ReadonlyDeep<RunCreator>[],
     nowMs: number,
@@ -265,7 +242,7 @@ export class Scheduler {
     return access;
   }
 
-  #blocked(namespace: string, name: string, runtime: ReadonlyDeep<RuntimeObject> | undefined): string | undefined {
+  #blocked(namespace: string, name: string, runtime: ReadonlyDeep<Runtime> | undefined): string | undefined {
     return decideBlockPolicy({
       runtime: name,
       namespace,
@@ -324,7 +301,7 @@ export class Scheduler {
   async #plan(key: string): Promise<Pass> {
     const { namespace = '', name } = splitObjectKey(key);
     const runtime = this.#caches.runtimes.get(name, namespace);
-    const holding = this.#caches.runs.byIndex(RUN_INDEXES.holdingByRuntime, key).map(plainRun);
+    const holding = this.#caches.runs.byIndex(RUN_INDEXES.holdingByRuntime, key);
     const pods = this.#pods(namespace, name);
     // Whole seconds: the state machine compares notBefore with the RFC 3339 `now` it
     // writes, so the plan must use the very same instant.
@@ -372,7 +349,7 @@ export class Scheduler {
     }
     if (pass === undefined) {
       this.#book.unsettleAll(key);
-      pass = await planOf(this.#caches.runs.byIndex(RUN_INDEXES.pendingByRuntime, key).map(plainRun));
+      pass = await planOf(this.#caches.runs.byIndex(RUN_INDEXES.pendingByRuntime, key));
     }
     // Before record(): what stays settled now is exactly what this pass did not plan.
     const { runs: unplannedRuns, byReason } = this.#book.settledCounts(key);
@@ -400,7 +377,7 @@ export class Scheduler {
   #admission(
     namespace: string,
     name: string,
-    runtime: ReadonlyDeep<RuntimeObject> | undefined,
+    runtime: ReadonlyDeep<Runtime> | undefined,
     infos: readonly RunInfo[],
     runs: ReadonlyMap<string, ReadonlyDeep<Run>>,
     access: ReadonlyMap<string, CreatorAccess>,

@@ -30,7 +30,7 @@ export function sourceDigest(text: string): { digest: string; size: number } {
  * status.source (a new Run, or one created before snapshots existed), that the scheduler
  * could bind. A cancelled one is ended by the scheduler; one executed elsewhere is never bound.
  */
-export function needsSnapshot(run: Pick<Run, 'metadata' | 'spec' | 'status'>): boolean {
+export function needsSnapshot(run: ReadonlyDeep<Pick<Run, 'metadata' | 'spec' | 'status'>>): boolean {
   return (
     classify(currentPhase(run)) === 'queued' &&
     run.status?.source === undefined &&

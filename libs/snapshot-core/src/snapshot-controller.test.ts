@@ -1,16 +1,13 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Run, RunStatus } from '@kruntimes/api';
 import type { SharedInformer } from '@kruntimes/controller-runtime';
 import type { RunStatusWriter, WriteResult } from '@kruntimes/run-client';
 import { sourceDigest } from './decide-snapshot.ts';
 import { SNAPSHOT_WORKERS, SnapshotController } from './snapshot-controller.ts';
 
-type RunObject = Run & KubernetesObject;
-
 const silent = { error: () => undefined, debug: () => undefined };
 
-function pendingRun(name: string): RunObject {
+function pendingRun(name: string): Run {
   return {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -20,18 +17,18 @@ function pendingRun(name: string): RunObject {
 }
 
 /** The slice of a Run cache the controller reads: get, and enqueueTo (every Run enqueued at once). */
-function fakeCache(runs: readonly RunObject[]): SharedInformer<RunObject> {
+function fakeCache(runs: readonly Run[]): SharedInformer<Run> {
   const byName = new Map(runs.map((run) => [run.metadata.name ?? '', run]));
   return {
     get: (name: string) => byName.get(name),
     enqueueTo: (enqueue: (key: string) => void) => {
       for (const run of runs) enqueue(`ns/${run.metadata.name ?? ''}`);
     },
-  } as unknown as SharedInformer<RunObject>;
+  } as unknown as SharedInformer<Run>;
 }
 
 /** Status writes that stay unanswered until released: how many are in flight at once is what the test reads. */
-function heldWrites(runs: readonly RunObject[]) {
+function heldWrites(runs: readonly Run[]) {
   const state = { inFlight: 0, most: 0, written: [] as string[] };
   const waiting: (() => void)[] = [];
   const byName = new Map(runs.map((run) => [run.metadata.name ?? '', run]));
@@ -82,7 +79,7 @@ describe('SnapshotController', () => {
 
   it('reads the full Run when its cache is a projection without the source, and records the digest of its text', async () => {
     const full = pendingRun('p');
-    const projected: RunObject = { ...full, spec: { runtime: 'bash', source: {}, mode: { task: {} } } };
+    const projected: Run = { ...full, spec: { runtime: 'bash', source: {}, mode: { task: {} } } };
     const written: { name: string; status: RunStatus; resourceVersion: string | undefined }[] = [];
     const reads: string[] = [];
     const writer: RunStatusWriter = {
@@ -112,7 +109,7 @@ describe('SnapshotController', () => {
   });
 
   it('reads nothing for a cached Run that needs no snapshot', async () => {
-    const done: RunObject = { ...pendingRun('d'), status: { phase: 'Pending', source: sourceDigest('sleep 2') } };
+    const done: Run = { ...pendingRun('d'), status: { phase: 'Pending', source: sourceDigest('sleep 2') } };
     const writer: RunStatusWriter = {
       get: () => Promise.reject(new Error('read')),
       replaceStatus: () => Promise.reject(new Error('written')),

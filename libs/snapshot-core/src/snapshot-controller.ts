@@ -1,6 +1,6 @@
 import type { PolicyRule } from '@kruntimes/api';
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesObject, V1ConfigMap } from '@kubernetes/client-node';
+import type { KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import { SOURCE_SNAPSHOT, snapshotConfigMapName } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { Controller, splitObjectKey } from '@kruntimes/controller-runtime';
@@ -18,8 +18,6 @@ import {
 } from './decide-snapshot.ts';
 import type { ConfigMapView, SourceRead } from './decide-snapshot.ts';
 
-type RunObject = Run & KubernetesObject;
-
 /**
  * What the snapshot controller does through the API, besides what its host (the scheduler)
  * already may (read Runs, write their status): read a Run's source ConfigMap, create the
@@ -36,7 +34,7 @@ export interface SnapshotControllerOptions {
    * projection: only metadata, spec.cancelRequested, spec.origin and status.source are read
    * from it (needsSnapshot); the rest from the Run read with `runStatus.get`.
    */
-  runs: SharedInformer<RunObject>;
+  runs: Pick<SharedInformer<Run>, 'get' | 'enqueueTo'>;
   logger: ControllerLogger;
   /** How long a Run may stay Pending with an unresolvable source. Default SOURCE_SNAPSHOT.maxWaitSeconds. */
   maxWaitMs?: number;
@@ -66,7 +64,7 @@ export const SNAPSHOT_WORKERS = 8;
 export class SnapshotController {
   readonly #core: CoreV1Api;
   readonly #runClient: RunStatusWriter;
-  readonly #runs: SharedInformer<RunObject>;
+  readonly #runs: Pick<SharedInformer<Run>, 'get' | 'enqueueTo'>;
   readonly #controller: Controller;
   readonly #logger: ControllerLogger;
   readonly #now: () => number;
@@ -89,7 +87,7 @@ export class SnapshotController {
       (key) => {
         this.#controller.enqueue(key);
       },
-      (run) => (needsSnapshot(run as unknown as Run) ? `${run.metadata.namespace ?? ''}/${run.metadata.name ?? ''}` : undefined),
+      (run) => (needsSnapshot(run) ? `${run.metadata.namespace ?? ''}/${run.metadata.name ?? ''}` : undefined),
     );
   }
 
@@ -105,7 +103,7 @@ export class SnapshotController {
   async reconcile(key: string): Promise<ReconcileResult | undefined> {
     const { namespace = '', name } = splitObjectKey(key);
     const cached = this.#runs.get(name, namespace);
-    if (cached === undefined || !needsSnapshot(cached as unknown as Run)) return undefined;
+    if (cached === undefined || !needsSnapshot(cached)) return undefined;
     // The cache is a projection without spec.source (the host's Run projection): the full Run
     // is read here, once per snapshot, and the snapshot is decided on and fenced on it.
     const run = await this.#runClient.get(namespace, name);

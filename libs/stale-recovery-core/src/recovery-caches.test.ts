@@ -1,6 +1,5 @@
-import type { RunStatus } from '@kruntimes/api';
+import type { Run, RunStatus } from '@kruntimes/api';
 import { RECOVERY_RUN_PROJECTION, RUNS, recoveryRunView } from './recovery-caches.ts';
-import type { RunObject } from './run-facts.ts';
 
 const READY = {
   type: 'Ready',
@@ -24,7 +23,7 @@ const RESUME = {
   attempt: 2,
 };
 
-function run(status: RunStatus, mode: RunObject['spec']['mode'] = { task: { args: ['--x'] } }): RunObject {
+function run(status: RunStatus, mode: Run['spec']['mode'] = { task: { args: ['--x'] } }): Run {
   return {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -48,7 +47,7 @@ function run(status: RunStatus, mode: RunObject['spec']['mode'] = { task: { args
       timeout: '1h',
     },
     status,
-  } as unknown as RunObject;
+  } as unknown as Run;
 }
 
 const IDENTITY = {
@@ -70,7 +69,7 @@ const SPEC = {
 const OWNED = { attempt: 2, assignedPod: 'p', assignedPodUID: 'pu', startTime: '2026-01-01T00:00:04Z', plannedMoves: 1 };
 
 describe('recoveryRunView', () => {
-  it.each<[string, RunObject, { spec: object; status: RunStatus }]>([
+  it.each<[string, Run, { spec: object; status: RunStatus }]>([
     [
       'a running continuation: the epoch, the Ready condition and resume; no other condition, message or outputs',
       run({ phase: 'Running', ...OWNED, conditions: [SOURCE, READY], message: 'm', outputs: { a: 'b' }, resume: RESUME }),

@@ -1,15 +1,11 @@
 import type { CoreV1Event, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, EVENT_REASONS, LABELS, RUN_PLURAL } from '@kruntimes/api';
-import type { RunStatus } from '@kruntimes/api';
+import { CONDITION_TYPES, EVENT_REASONS, LABELS } from '@kruntimes/api';
+import type { Run, RunStatus } from '@kruntimes/api';
 import { objectKey } from '@kruntimes/controller-runtime';
-import type { Projection, ReadonlyDeep, SharedInformer, WatchSpec } from '@kruntimes/controller-runtime';
+import type { InformerFactory, Projection, ReadonlyDeep, SharedInformer, WatchOptions } from '@kruntimes/controller-runtime';
 import { kept, projectedRun } from '@kruntimes/run-client';
 import { currentPhase, findCondition, isTerminal } from '@kruntimes/run-state';
 import { runKeyOfEvent } from './run-facts.ts';
-import type { RunObject } from './run-facts.ts';
-
-/** A watch without its namespace: the component supplies the one it watches. */
-type Watch = Omit<WatchSpec, 'namespace'>;
 
 /**
  * What stale recovery keeps of a Run: what runFacts, lastChangeMs, the evidence and the
@@ -21,7 +17,7 @@ type Watch = Omit<WatchSpec, 'namespace'>;
  * Dropped: the source, env, the rest of the spec, labels, annotations, the other conditions,
  * message, outputs, endpoint, artifacts, responses, waitingInput, source snapshot.
  */
-export function recoveryRunView(run: RunObject): RunObject {
+export function recoveryRunView(run: Run): Run {
   const spec = run.spec;
   const status = run.status;
   const ready = findCondition(status?.conditions, CONDITION_TYPES.ready);
@@ -39,41 +35,38 @@ export function recoveryRunView(run: RunObject): RunObject {
     mode: spec.mode.function === undefined ? { task: {} } : { function: spec.mode.function },
     ...kept(spec, ['cancelRequested', 'retryPolicy']),
   };
-  return projectedRun(run, keptSpec, keptStatus) as RunObject;
+  return projectedRun(run, keptSpec, keptStatus);
 }
 
-export const RECOVERY_RUN_PROJECTION: Projection = { name: 'stale-recovery', keep: recoveryRunView };
+export const RECOVERY_RUN_PROJECTION: Projection<Run> = { name: 'stale-recovery', keep: recoveryRunView };
 
-export const RUNS: Watch = { group: API_GROUP, version: API_VERSION, plural: RUN_PLURAL, projection: RECOVERY_RUN_PROJECTION };
+/** The watches of stale recovery, each in the namespace it is given. */
+export const RUNS: WatchOptions<Run> = { projection: RECOVERY_RUN_PROJECTION };
 /** Runtime Pods and Services carry their Runtime's name. */
-export const RUNTIME_PODS: Watch = { group: '', version: 'v1', plural: 'pods', labelSelector: LABELS.runtime, name: 'runtime-pods' };
-export const RUNTIME_SERVICES: Watch = {
-  group: '',
-  version: 'v1',
-  plural: 'services',
-  labelSelector: LABELS.runtime,
-  name: 'runtime-services',
-};
+export const RUNTIME_PODS: WatchOptions<V1Pod> = { labelSelector: LABELS.runtime, name: 'runtime-pods' };
+export const RUNTIME_SERVICES: WatchOptions<V1Service> = { labelSelector: LABELS.runtime, name: 'runtime-services' };
 /** The label Pod Leases carry (runtimed's PodLease). */
-export const POD_LEASES: Watch = {
-  group: 'coordination.k8s.io',
-  version: 'v1',
-  plural: 'leases',
-  labelSelector: `${LABELS.component}=runtimed,${LABELS.runtime}`,
-  name: 'pod-leases',
-};
+export const POD_LEASES: WatchOptions<V1Lease> = { labelSelector: `${LABELS.component}=runtimed,${LABELS.runtime}`, name: 'pod-leases' };
 /** runtimed's word that it cannot reach a Run's owner. */
-export const OWNER_UNREACHABLE_EVENTS: Watch = {
-  group: '',
-  version: 'v1',
-  plural: 'events',
+export const OWNER_UNREACHABLE_EVENTS: WatchOptions<CoreV1Event> = {
   fieldSelector: `reason=${EVENT_REASONS.ownerUnreachable}`,
   name: 'owner-unreachable-events',
 };
 
+/** The caches of stale recovery in `namespace` (all when undefined). */
+export function recoveryCaches(informers: InformerFactory, namespace: string | undefined): RecoveryCaches {
+  return {
+    runs: informers.runs({ ...RUNS, namespace }),
+    pods: informers.pods({ ...RUNTIME_PODS, namespace }),
+    services: informers.services({ ...RUNTIME_SERVICES, namespace }),
+    leases: informers.leases({ ...POD_LEASES, namespace }),
+    events: informers.events({ ...OWNER_UNREACHABLE_EVENTS, namespace }),
+  };
+}
+
 /** The read-only caches stale recovery decides from. */
 export interface RecoveryCaches {
-  runs: SharedInformer<RunObject>;
+  runs: SharedInformer<Run>;
   /** Runtime Pods only (runtime label). */
   pods: SharedInformer<V1Pod>;
   /** Runtime Services only (runtime label). */
@@ -104,7 +97,7 @@ export function routeToRuns(caches: RecoveryCaches, route: RunRouting): void {
       route.forget(run.metadata.uid ?? '');
     },
   });
-  const runsWhere = (ns: string | undefined, match: (run: ReadonlyDeep<RunObject>) => boolean): void => {
+  const runsWhere = (ns: string | undefined, match: (run: ReadonlyDeep<Run>) => boolean): void => {
     for (const run of runs.list(ns)) if (match(run)) route.enqueue(objectKey(run));
   };
   const podChanged = (pod: ReadonlyDeep<V1Pod>): void => {

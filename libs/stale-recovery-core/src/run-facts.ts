@@ -1,4 +1,4 @@
-import type { CoreV1Event, KubernetesObject } from '@kubernetes/client-node';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { API_GROUP, CONDITION_TYPES, EVENT_REASONS, REGISTRATION_CLEANUP_FINALIZER, RUN_KIND, runModeKind } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
@@ -6,8 +6,6 @@ import { epochOf } from '@kruntimes/fencing';
 import type { OwnershipEpoch } from '@kruntimes/fencing';
 import { currentPhase, findCondition, retryBudgetStart } from '@kruntimes/run-state';
 import type { RunFacts } from './decide.ts';
-
-export type RunObject = Run & KubernetesObject;
 
 /** The Run an OwnerUnreachable Event is about (`namespace/name`), or undefined for any other object. */
 export function runKeyOfEvent(event: ReadonlyDeep<Pick<CoreV1Event, 'involvedObject' | 'metadata' | 'reason'>>): string | undefined {

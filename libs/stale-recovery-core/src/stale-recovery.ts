@@ -1,8 +1,16 @@
-import type { CoreV1Event, KubeConfig, V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { RUN_REASONS } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { Controller, InformerFactory, objectKey, splitObjectKey, systemMonotonicClock } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, MonotonicClock, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import { Controller, ControllerGroup, asReconciler, objectKey, systemMonotonicClock } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  InformerFactory,
+  MonotonicClock,
+  ObjectReconciler,
+  ObjectRef,
+  ReadonlyDeep,
+  ReconcileResult,
+} from '@kruntimes/controller-runtime';
 import type { OwnershipEpoch } from '@kruntimes/fencing';
 import type { Refused, WriteResult } from '@kruntimes/run-client';
 import { resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
@@ -13,11 +21,10 @@ import { leaseExpiresAtMs, leaseState } from './evidence.ts';
 import { gatherEvidence, ownerLease } from './gather-evidence.ts';
 import { LeaseObservations, observeLeases } from './lease-observations.ts';
 import { RecoveryMetrics } from './metrics.ts';
-import { OWNER_UNREACHABLE_EVENTS, POD_LEASES, RUNS, RUNTIME_PODS, RUNTIME_SERVICES, routeToRuns } from './recovery-caches.ts';
+import { recoveryCaches, routeToRuns } from './recovery-caches.ts';
 import type { RecoveryCaches } from './recovery-caches.ts';
 import { ReportingTracker } from './reporting-tracker.ts';
 import { epochKey, runFacts } from './run-facts.ts';
-import type { RunObject } from './run-facts.ts';
 import { RunWrites } from './run-writes.ts';
 
 export interface StaleRecoveryOptions {
@@ -64,12 +71,11 @@ type LogFields = Record<string, unknown>;
  * Ready=False Recovering; a new attempt starts only after the fence. Run this only while
  * holding the leader Lease.
  */
-export class StaleRecovery {
+export class StaleRecovery implements ObjectReconciler<Run> {
   readonly metrics: RecoveryMetrics;
   readonly #options: StaleRecoveryOptions;
   readonly #writes: RunWrites;
-  readonly #informers: InformerFactory;
-  readonly #ownsInformers: boolean;
+  readonly #group: ControllerGroup;
   readonly #caches: RecoveryCaches;
   readonly #controller: Controller;
   readonly #tracker: ReportingTracker;
@@ -90,24 +96,14 @@ export class StaleRecovery {
     this.#tracker = new ReportingTracker(options.reportingGrace);
     const { kubeConfig, namespace, logger } = options;
     this.#writes = new RunWrites(kubeConfig);
-    this.#ownsInformers = options.informers === undefined;
-    const informers = options.informers ?? new InformerFactory({ kubeConfig, logger });
-    this.#informers = informers;
-    this.#caches = {
-      runs: informers.informer<RunObject>({ ...RUNS, namespace }),
-      pods: informers.informer<V1Pod>({ ...RUNTIME_PODS, namespace }),
-      services: informers.informer<V1Service>({ ...RUNTIME_SERVICES, namespace }),
-      leases: informers.informer<V1Lease>({ ...POD_LEASES, namespace }),
-      events: informers.informer<CoreV1Event>({ ...OWNER_UNREACHABLE_EVENTS, namespace }),
-    };
+    this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
+    this.#caches = recoveryCaches(this.#group.informers, namespace);
     // Before routeToRuns: a Lease's new version is seen before the Runs it concerns are enqueued.
     observeLeases(this.#caches.leases, this.#leaseObservations);
-    this.#controller = new Controller({
-      name: 'stale-recovery',
-      logger,
-      workers: options.workers ?? 2,
-      reconcile: (key) => this.reconcile(key),
-    });
+    // A Run being deleted still has its registration-cleanup finalizer to see to.
+    const reconcile = asReconciler(this.#caches.runs, this, { deleting: 'reconcile' });
+    this.#controller = new Controller({ name: 'stale-recovery', logger, workers: options.workers ?? 2, reconcile });
+    this.#group.add(this.#controller);
     routeToRuns(this.#caches, {
       enqueue: (key) => {
         this.#controller.enqueue(key);
@@ -120,8 +116,7 @@ export class StaleRecovery {
 
   /** Fills every cache (shared ones are synced already), then starts reconciling: the first decision sees complete caches. */
   async start(): Promise<void> {
-    await this.#informers.start();
-    this.#controller.start();
+    await this.#group.start();
     const resyncMs = this.#options.resyncMs ?? 300_000;
     if (resyncMs > 0) {
       this.#resyncTimer = setInterval(() => {
@@ -133,16 +128,11 @@ export class StaleRecovery {
 
   async stop(): Promise<void> {
     clearInterval(this.#resyncTimer);
-    await this.#controller.stop();
-    if (this.#ownsInformers) await this.#informers.stop();
+    await this.#group.stop();
   }
 
   /** One look at one Run: gather the evidence, decide, and act when there is something to do. */
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const cached = this.#caches.runs.get(name, namespace);
-    if (cached === undefined) return undefined;
-    const run = cached as unknown as ReadonlyDeep<Run>;
+  async reconcile(run: ReadonlyDeep<Run>, { namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
     const facts = runFacts(run);
     if (facts.epoch === undefined && !(facts.deleting && facts.cleanupFinalizer)) return undefined;
     const nowMs = this.#now();

@@ -1,13 +1,13 @@
 /** The status helpers every event handler builds its next status with. */
 import { CONDITION_TYPES, RUN_REASONS, boundedMessage, runModeKind } from '@kruntimes/api';
-import type { Run, RunModeKind, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
+import type { RunModeKind, RunPhase, RunReason, RunStatus } from '@kruntimes/api';
 import { setCondition } from '../conditions.ts';
 import type { RunEventType, TransitionInput, WriterRole } from './events.ts';
 import { TransitionRefusedError } from './rules.ts';
 import type { RefusalKind, TransitionResult } from './rules.ts';
 
 /** The phase of a Run as stored; a Run nobody has written status for yet is Pending. */
-export function currentPhase(run: Pick<Run, 'status'>): RunPhase {
+export function currentPhase(run: { readonly status?: Pick<RunStatus, 'phase'> | undefined }): RunPhase {
   return run.status?.phase ?? 'Pending';
 }
 
