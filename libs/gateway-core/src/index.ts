@@ -1,4 +1,6 @@
 export { Gateway, READINESS_PATH } from './gateway.ts';
+export { UsageError, gatewayConfig, parseGatewayFlags, startUpstreamResolver } from './config.ts';
+export type { GatewayConfig, GatewayFlags, ListenAddress, ResolveMode } from './config.ts';
 export { conductOf, decideShutdownDelayMs } from './shutdown.ts';
 export type { PhaseConduct, ShutdownPhase } from './shutdown.ts';
 export type { GatewayOptions } from './gateway.ts';

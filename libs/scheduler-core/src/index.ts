@@ -1,4 +1,8 @@
 export { Scheduler } from './scheduler.ts';
+export { parseSchedulerFlags, schedulerConfig } from './config.ts';
+export type { SchedulerConfig, SchedulerFlags } from './config.ts';
+export { schedulerProcess } from './process.ts';
+export type { SchedulerProcessOptions } from './process.ts';
 export { LATENCY_BUCKETS_SECONDS, SchedulerMetrics } from './metrics.ts';
 export { SCHEDULER_RULES } from './rbac.ts';
 /** Which Pod template a Runtime's Deployment rolls out, as the scheduler reads it from its ReplicaSets. */
