@@ -1,7 +1,7 @@
 import type { KubernetesObject, V1Deployment, V1Pod, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZER, RUNTIME_KIND } from '@kruntimes/api';
 import type { ArtifactStore, Run, RunInput, RunPhase, RunStatus, Runtime } from '@kruntimes/api';
-import { isPodReady } from '@kruntimes/controller-runtime';
+import { informerIndex, isPodReady } from '@kruntimes/controller-runtime';
 import { waitsForSlot } from '@kruntimes/pool-core';
 import type { Projection, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { kept, projectedRun } from '@kruntimes/run-client';
@@ -97,14 +97,6 @@ export interface RuntimeDemand {
   pending: number;
 }
 
-/** The controller-manager's indexes of its Run cache: what a Runtime's controllers count, never a scan of the namespace. */
-export const RUN_INDEXES = {
-  /** `<runtime key>|<class>` for each class of demandClasses: counted, or listed when bounded by capacity. */
-  demand: 'controller-manager/demand',
-  /** Runtime key -> its finished Runs that history collection may delete. */
-  collectable: 'controller-manager/collectable',
-} as const;
-
 /** A Run's classes in a Runtime's demand: holding a slot, holding one of a Pod (capacityHold), waiting Pending for one. */
 export type DemandClass = 'held' | 'holdsPod' | 'pending';
 
@@ -119,13 +111,23 @@ export function demandClasses(run: ReadonlyDeep<Run>): DemandClass[] {
   return classes;
 }
 
-/** Files every cached Run under its Runtime's demand classes and, once finished, as collectable. Before the cache starts. */
-export function addRunIndexes(runs: SharedInformer<Run>): void {
-  runs.addIndex(RUN_INDEXES.demand, (run) => demandClasses(run).map((demand) => `${runtimeKeyOfRun(run)}|${demand}`));
-  runs.addIndex(RUN_INDEXES.collectable, (run) => {
+/** The controller-manager's indexes of its Run cache: what a Runtime's controllers count, never a scan of the namespace. */
+export const RUN_INDEXES = {
+  /** `<runtime key>|<class>` for each class of demandClasses: counted, or listed when bounded by capacity. */
+  demand: informerIndex<Run, `${string}|${DemandClass}`>('controller-manager/demand', (run) =>
+    demandClasses(run).map((demand) => `${runtimeKeyOfRun(run)}|${demand}` as const),
+  ),
+  /** Runtime key -> its finished Runs that history collection may delete. */
+  collectable: informerIndex<Run>('controller-manager/collectable', (run) => {
     const view = collectable(run);
     return !view.deleting && mayBeCollected(view.phase) ? [runtimeKeyOfRun(run)] : [];
-  });
+  }),
+};
+
+/** Files every cached Run under its Runtime's demand classes and, once finished, as collectable. Before the cache starts. */
+export function addRunIndexes(runs: SharedInformer<Run>): void {
+  runs.addIndex(RUN_INDEXES.demand);
+  runs.addIndex(RUN_INDEXES.collectable);
 }
 
 /**

@@ -1,5 +1,24 @@
+import type { ReadonlyDeep } from './object-key.ts';
+
 /** The values an object is filed under in one index (client-go's IndexFunc); none leaves it out. */
-export type IndexFunction<T> = (object: T) => readonly string[];
+export type IndexFunction<T, K extends string = string> = (object: T) => readonly K[];
+
+/**
+ * A named index of a cache of T whose values are of K: byIndex and countByIndex take it
+ * only on a cache of T, and a value only of K (e.g. `${runtime}|held`, not a typo of it).
+ */
+export interface InformerIndex<T, K extends string = string> {
+  readonly name: string;
+  readonly valuesOf: IndexFunction<ReadonlyDeep<T>, K>;
+}
+
+/** An index of a cache of T (see InformerIndex). */
+export function informerIndex<T, K extends string = string>(
+  name: string,
+  valuesOf: IndexFunction<ReadonlyDeep<T>, K>,
+): InformerIndex<T, K> {
+  return { name, valuesOf };
+}
 
 /**
  * What a cache needs of an object of any kind: where it keeps it (name, namespace) and

@@ -4,7 +4,7 @@ import type { ControllerLogger } from './controller.ts';
 import { objectKey } from './object-key.ts';
 import type { ReadonlyDeep } from './object-key.ts';
 import { InformerIndexes } from './informer-index.ts';
-import type { CachedObject, IndexFunction } from './informer-index.ts';
+import type { CachedObject, IndexFunction, InformerIndex } from './informer-index.ts';
 import { exponentialFailureRateLimiter } from './rate-limiter.ts';
 import type { ExponentialBackoffOptions } from './rate-limiter.ts';
 
@@ -131,6 +131,10 @@ function continueToken(list: ListPage<unknown>): string | undefined {
   return metadata?._continue ?? metadata?.continue;
 }
 
+function indexName(index: { name: string } | string): string {
+  return typeof index === 'string' ? index : index.name;
+}
+
 function isObject(value: unknown): value is CachedObject {
   return typeof value === 'object' && value !== null;
 }
@@ -184,21 +188,28 @@ export class SharedInformer<T extends CachedObject> {
   }
 
   /**
-   * Files every cached object under the values `valuesOf` gives, for byIndex: what the
-   * cache holds at once, then every add, update and delete. `valuesOf` must be pure.
+   * Files every cached object under the values the index gives, for byIndex: what the
+   * cache holds at once, then every add, update and delete. Its values must be pure.
    */
-  addIndex(name: string, valuesOf: IndexFunction<ReadonlyDeep<T>>): void {
-    this.#indexes.add(name, valuesOf);
+  addIndex<K extends string>(index: InformerIndex<T, K>): void;
+  addIndex(name: string, valuesOf: IndexFunction<ReadonlyDeep<T>>): void;
+  addIndex(index: InformerIndex<T> | string, valuesOf?: IndexFunction<ReadonlyDeep<T>>): void {
+    if (typeof index !== 'string') this.#indexes.add(index.name, index.valuesOf);
+    else if (valuesOf !== undefined) this.#indexes.add(index, valuesOf);
   }
 
-  /** The cached objects filed under `value` in the index `name` (added with addIndex). */
-  byIndex(name: string, value: string): ReadonlyDeep<T>[] {
-    return this.#indexes.get(name, value);
+  /** The cached objects filed under `value` in the index (added with addIndex). */
+  byIndex<K extends string>(index: InformerIndex<T, K>, value: K): ReadonlyDeep<T>[];
+  byIndex(name: string, value: string): ReadonlyDeep<T>[];
+  byIndex(index: InformerIndex<T> | string, value: string): ReadonlyDeep<T>[] {
+    return this.#indexes.get(indexName(index), value);
   }
 
   /** How many cached objects are filed under `value`, without listing them. */
-  countByIndex(name: string, value: string): number {
-    return this.#indexes.count(name, value);
+  countByIndex<K extends string>(index: InformerIndex<T, K>, value: K): number;
+  countByIndex(name: string, value: string): number;
+  countByIndex(index: InformerIndex<T> | string, value: string): number {
+    return this.#indexes.count(indexName(index), value);
   }
 
   /** Handlers run synchronously on the watch's delivery path: enqueue, don't work. */

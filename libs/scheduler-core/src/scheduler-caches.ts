@@ -1,6 +1,7 @@
 import type { V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { LABELS } from '@kruntimes/api';
 import type { Run, RunStatus, Runtime } from '@kruntimes/api';
+import { informerIndex } from '@kruntimes/controller-runtime';
 import type { InformerFactory, Projection, ReadonlyDeep, SharedInformer, WatchOptions } from '@kruntimes/controller-runtime';
 import { kept, projectedRun, transitionSpec } from '@kruntimes/run-client';
 import { capacityHold, classify, currentPhase, isExecutedElsewhere } from '@kruntimes/run-state';
@@ -66,16 +67,6 @@ export function schedulerCaches(informers: InformerFactory, namespace: string | 
   return caches;
 }
 
-/** The scheduler's indexes of the Run cache: a pass reads its Runtime's Runs, never the namespace's. */
-export const RUN_INDEXES = {
-  /** Runtime key -> its Pending Runs that this cluster places (placedPending). */
-  pendingByRuntime: 'scheduler/pending-by-runtime',
-  /** Runtime key -> its Runs holding a Pod unit (run-state's capacityHold). */
-  holdingByRuntime: 'scheduler/holding-by-runtime',
-  /** Namespace -> its Runs holding a Pod unit: the slots its run-slot cap counts. */
-  holdingByNamespace: 'scheduler/holding-by-namespace',
-} as const;
-
 /** A Pending Run that placement decides on: placed here (not executed elsewhere), not being deleted. */
 export function placedPending(run: ReadonlyDeep<Run>): boolean {
   return (
@@ -83,12 +74,21 @@ export function placedPending(run: ReadonlyDeep<Run>): boolean {
   );
 }
 
+const holds = (run: ReadonlyDeep<Run>): boolean => capacityHold(run) !== undefined;
+
+/** The scheduler's indexes of the Run cache: a pass reads its Runtime's Runs, never the namespace's. */
+export const RUN_INDEXES = {
+  /** Runtime key -> its Pending Runs that this cluster places (placedPending). */
+  pendingByRuntime: informerIndex<Run>('scheduler/pending-by-runtime', (run) => (placedPending(run) ? [runtimeKeyOfRun(run)] : [])),
+  /** Runtime key -> its Runs holding a Pod unit (run-state's capacityHold). */
+  holdingByRuntime: informerIndex<Run>('scheduler/holding-by-runtime', (run) => (holds(run) ? [runtimeKeyOfRun(run)] : [])),
+  /** Namespace -> its Runs holding a Pod unit: the slots its run-slot cap counts. */
+  holdingByNamespace: informerIndex<Run>('scheduler/holding-by-namespace', (run) => (holds(run) ? [run.metadata.namespace ?? ''] : [])),
+};
+
 /** Before the informer starts (a shared one is filled once, with every index its components added). */
 function addRunIndexes(runs: SharedInformer<Run>): void {
-  const holds = (run: ReadonlyDeep<Run>): boolean => capacityHold(run) !== undefined;
-  runs.addIndex(RUN_INDEXES.pendingByRuntime, (run) => (placedPending(run) ? [runtimeKeyOfRun(run)] : []));
-  runs.addIndex(RUN_INDEXES.holdingByRuntime, (run) => (holds(run) ? [runtimeKeyOfRun(run)] : []));
-  runs.addIndex(RUN_INDEXES.holdingByNamespace, (run) => (holds(run) ? [run.metadata.namespace ?? ''] : []));
+  for (const index of Object.values(RUN_INDEXES)) runs.addIndex(index);
 }
 
 /** The read-only caches the scheduler plans from. */
