@@ -102,7 +102,7 @@ export const DEFAULTS = {
   /**
    * Denied and unauthenticated answers are remembered much shorter than allowed ones (the
    * webhook authorizer's 30 s vs 5 min): a denial from a just-restarted API server must not
-   * outlive its RBAC catching up (issue 21).
+   * outlive its RBAC catching up.
    */
   authzDenialCacheTtlSeconds: 5,
   cancelGracePeriodSeconds: 10,

@@ -93,7 +93,7 @@ export function decisionOf(status: number, text: string): ReviewAnswer {
   if (status === 403) {
     // Not a decision about the Run: the bootstrap policy (system:basic-user) lets every
     // authenticated user create self-reviews, and a kube-apiserver that has just started
-    // answers this 403 until its RBAC informers have listed that ClusterRole (issue 21).
+    // answers this 403 until its RBAC informers have listed that ClusterRole.
     throw new KruntimesError(
       'AuthorizationUnavailable',
       `authz: the API server refused the SelfSubjectAccessReview itself (HTTP 403${statusMessage(text)}); its RBAC may not be loaded yet`,

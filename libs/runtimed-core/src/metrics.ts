@@ -15,7 +15,7 @@ export interface InvocationOutcome {
 }
 
 /**
- * What runtimed counts (issue 6): registrations by outcome, active functions, task
+ * What runtimed counts: registrations by outcome, active functions, task
  * durations, status-write conflicts, lease renewals. An interface so that the logic
  * does not depend on the exporter; `otel-metrics.ts` implements it.
  */

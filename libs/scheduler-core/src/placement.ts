@@ -108,7 +108,7 @@ export const SETTLED_SILENT = '';
  * scheduler writes them beside its passes, not in them, and a pass plans only what is left of this share. In a burst
  * on a 2-core machine such a write took 0.5 to 2 s, and a pass that waited for the reasons of the Runs just
  * snapshotted (or of every Run of the burst) held back the binds to slots freed meanwhile and to Pods just ready
- * (elastic-pool bench, issue 42). The rest is written as earlier writes are answered.
+ * (measured with the elastic-pool bench). The rest is written as earlier writes are answered.
  */
 export const WAIT_WRITES_PER_PASS = 16;
 

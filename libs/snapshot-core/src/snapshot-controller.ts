@@ -48,7 +48,7 @@ export interface SnapshotControllerOptions {
 /**
  * Runs snapshotted at once. Each snapshot of an inline source is one status write that waits on the API server, and no
  * Run binds before its snapshot: with 2, a burst of 200 task Runs on a 2-core machine was snapshotted at about 10 Runs/s,
- * the last one some 20 to 30 s after the burst, slower than an 8-Pod pool frees slots (elastic-pool bench, issue 42).
+ * the last one some 20 to 30 s after the burst, slower than an 8-Pod pool frees slots (measured with the elastic-pool bench).
  */
 export const SNAPSHOT_WORKERS = 8;
 

@@ -11,11 +11,11 @@ import { confirmed } from '../prompt.ts';
 import type { CommandContext } from './context.ts';
 
 /**
- * The retry of a finished Run (issue 9): a new Run with the same spec and `parentRunRef`
+ * The retry of a finished Run: a new Run with the same spec and `parentRunRef`
  * naming the original. It runs the parent's source snapshot: `spec.source.digest` pins the
  * parent's status.source.digest (the scheduler's snapshot controller takes the snapshot
  * ConfigMap of that digest, never an edited ConfigMap), unless `refreshSource`, which
- * drops the pin so that spec.source is read again (issue 26). `cancelRequested` is not copied (a retry of a cancelled Run would
+ * drops the pin so that spec.source is read again (a source fixed since is what the retry runs). `cancelRequested` is not copied (a retry of a cancelled Run would
  * otherwise be cancelled at once), and neither is the original's own parentRunRef: the
  * parent is always the Run retried. Named `<name>-retry-<random>` by the API server; a
  * retry of a retry keeps the first name's stem instead of growing `-retry-` suffixes.
