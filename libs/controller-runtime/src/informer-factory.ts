@@ -135,7 +135,7 @@ export class InformerFactory {
     return this.informer<V1Secret>({ ...core('secrets'), ...options });
   }
 
-  /** Cluster-scoped: `namespace` is ignored; a field selector on metadata.name picks one. */
+  /** Cluster-scoped, so no namespace: a field selector on metadata.name picks one. */
   namespaces(options: Omit<WatchOptions<V1Namespace>, 'namespace'> = {}): SharedInformer<V1Namespace> {
     return this.informer<V1Namespace>({ ...core('namespaces'), ...options, namespace: undefined });
   }
