@@ -173,7 +173,12 @@ function managerControllers(
       workers: 1,
       reconcile: asReconciler(caches.artifactStores, artifactStores),
     }),
-    runInput: new Controller({ name: 'run-input', logger, workers, reconcile: asReconciler(caches.runInputs, inputs.input) }),
+    runInput: new Controller({
+      name: 'run-input',
+      logger,
+      workers,
+      reconcile: asReconciler(caches.runInputs, inputs.input, { deleting: 'reconcile' }),
+    }),
     waitingInput: new Controller({
       name: 'waiting-input',
       logger,

@@ -53,8 +53,9 @@ export class RunInputReconciler {
     this.#options = options;
   }
 
-  /** Handed a RunInput being deleted too: the live read decides on it. */
+  /** `run-input`, handed RunInputs being deleted too (deleting: 'reconcile'): the live read decides on them. */
   readonly input: ObjectReconciler<RunInput> = { reconcile: (input, ref) => this.#reconcileInput(input, ref) };
+  /** `waiting-input`, handed Runs being deleted too (deleting: 'reconcile'): decided like any waiting Run. */
   readonly waitingRun: ObjectReconciler<Run> = { reconcile: (run, ref) => this.#reconcileWaitingRun(run, ref) };
 
   async #reconcileInput(cached: ReadonlyDeep<RunInput>, { key, namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
