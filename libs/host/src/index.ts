@@ -1,3 +1,4 @@
+export { forEachLimited } from './for-each-limited.ts';
 export { pathExists } from './paths.ts';
 export { groupAlive, signalGroup } from './process-group.ts';
 export { exitAfterFlush, stopOnSignals } from './signals.ts';

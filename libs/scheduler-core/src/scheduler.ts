@@ -6,6 +6,7 @@ import type { Run, Runtime } from '@kruntimes/api';
 import { Controller, ControllerGroup, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, InformerFactory, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
+import { forEachLimited } from '@kruntimes/host';
 import { isDefiniteRefusal, runClient, writeTransition } from '@kruntimes/run-client';
 import type { FencedResult, ObjectClient } from '@kruntimes/run-client';
 import { classify } from '@kruntimes/run-state';
@@ -602,16 +603,4 @@ async function runInfos(runs: Iterable<ReadonlyDeep<Run>>): Promise<RunInfo[]> {
     if (infos.length % RUNS_PER_TURN === 0) await nextTurn();
   }
   return infos;
-}
-
-async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next] as T;
-      next += 1;
-      await work(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
