@@ -34,5 +34,8 @@ RUN apt-get update \
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=build /bundle ./
+# Walls the Runs of a walled Pod (hidden /proc, no user namespaces, no_new_privs), then
+# drops the capabilities that took; elsewhere it only starts the server.
+COPY --from=build /src/libs/runtime-server-core/bin/krt-wall-entry /usr/local/bin/krt-wall-entry
 USER 65532:65532
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "main.mjs"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/krt-wall-entry", "node", "main.mjs"]

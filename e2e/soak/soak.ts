@@ -1,10 +1,11 @@
 /**
  * Chaos soak (a benchmark, not a test): the full local system under a steady load while a
  * seeded generator injects faults, then the invariants, checked over the whole run.
- *   npx nx run integration:soak -- --minutes 10 [--seed N] [--faults rollout,scale-down,evict-pod]
+ *   npx nx run integration:soak -- --minutes 10 [--seed N] [--faults rollout,scale-down,evict-pod] [--isolation sharedUser]
  * `--faults` (or KRT_SOAK_FAULTS) limits the fault kinds drawn: a comma-separated list of
  * kinds (kinds.ts; `planned` stands for the rollout, the scale-down and the eviction); all of
- * them by default.
+ * them by default. `--isolation`: the Runtime Pods' runIsolation, perRunUser (walled, the
+ * default, as root only) or sharedUser.
  *
  * One control plane of its own (so that kube-apiserver can be restarted and etcd frozen),
  * the whole system (controller-manager, scheduler, stale-recovery, gateway, Runtime Pods of
@@ -33,7 +34,12 @@ import { plannedMoveViolations } from './planned.ts';
 import { SeededRandom } from './random.ts';
 
 const { values } = parseArgs({
-  options: { minutes: { type: 'string', default: '10' }, seed: { type: 'string' }, faults: { type: 'string' } },
+  options: {
+    minutes: { type: 'string', default: '10' },
+    seed: { type: 'string' },
+    faults: { type: 'string' },
+    isolation: { type: 'string', default: 'perRunUser' },
+  },
   strict: true,
 });
 const minutes = Number(values.minutes);
@@ -41,6 +47,11 @@ if (!(minutes > 0 && minutes <= 24 * 60)) throw new Error(`--minutes must be a n
 const seed = values.seed === undefined ? randomInt(2 ** 31) : Number(values.seed);
 if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, not ${String(values.seed)}`);
 const random = new SeededRandom(seed);
+const isolation = values.isolation;
+if (isolation !== 'perRunUser' && isolation !== 'sharedUser') {
+  process.stderr.write(`soak: --isolation must be perRunUser or sharedUser, not ${isolation}\n`);
+  process.exit(2);
+}
 // Checked before anything starts: a misspelt kind fails at once (exit 2), listing the known ones.
 const kinds = ((): readonly FaultKind[] => {
   try {
@@ -79,7 +90,7 @@ const say = (line: string): void => {
 };
 
 say(
-  `seed ${String(seed)}, faults: ${allKinds ? 'all kinds' : kinds.join(', ')} (replay: npx nx run integration:soak -- --seed ${String(seed)} --minutes ${String(minutes)}${allKinds ? '' : ` --faults ${kinds.join(',')}`})`,
+  `seed ${String(seed)}, faults: ${allKinds ? 'all kinds' : kinds.join(', ')} (replay: npx nx run integration:soak -- --seed ${String(seed)} --minutes ${String(minutes)}${allKinds ? '' : ` --faults ${kinds.join(',')}`} --isolation ${isolation})`,
 );
 const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
 let system: System | undefined;
@@ -91,6 +102,7 @@ try {
     cluster: new Cluster(controlPlane.info),
     staleRecovery: true,
     podEnv: { KRT_LEASE_DURATION_SECONDS: '4', KRT_LEASE_RENEW_SECONDS: '1' },
+    runIsolation: isolation,
   });
   const current = system;
   await current.createRuntime('py', { language: 'python', replicas: 3, runs: CAPACITY.get('py') ?? 1 });
@@ -101,7 +113,7 @@ try {
     await current.createFunctionRun(`fn-${String(k)}`, 'py', handler, 'main:handle', { retryPolicy: FUNCTION_RETRY_POLICY });
   const functions = await Promise.all(Array.from({ length: FUNCTION_RUNS }, (_, k) => current.waitReady(`fn-${String(k)}`)));
   await current.grantGetRuns('alice');
-  say(`system up: 3 Python and 2 Bash Runtime Pods, ${String(FUNCTION_RUNS)} function Runs Ready`);
+  say(`system up: 3 Python and 2 Bash Runtime Pods (${isolation}), ${String(FUNCTION_RUNS)} function Runs Ready`);
 
   const observer = new RunObserver(current.admin, current.name, CAPACITY);
   await observer.start();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { LocalNode } from '@kruntimes/local-node';
 import type { ImageCommand, KubeletServerConfig } from '@kruntimes/local-node';
-import { REPO_ROOT } from '@kruntimes/testing';
+import { REPO_ROOT, WALL_ENTRY } from '@kruntimes/testing';
 import { fileLogger } from './logs.ts';
 
 export interface RuntimePodsOptions {
@@ -17,6 +17,11 @@ export interface RuntimePodsOptions {
   podEnv?: Record<string, string>;
   /** The kubelet endpoint's certificates (`ClusterInfo.kubeletServer`): `kubectl logs` of the Runtime Pods works. */
   kubeletServer?: KubeletServerConfig;
+  /**
+   * The Python Runtime Server's interpreter (KRT_PYTHON): walled Pods' Runs need one their
+   * uids can run, as the image's Debian python3 is (a version manager's under /root is not).
+   */
+  python?: string;
 }
 
 /**
@@ -47,13 +52,20 @@ export function appEntrypoint(app: string): string {
 /** The Runtime Servers open their API token file as the Pod names it (runtimed joins KRUNTIMES_CONTAINER_ROOT itself). */
 const RUNTIME_SERVER_PATH_ENV = ['KRT_API_TOKEN_FILE'];
 
-/** What each image of the workload runs as: the repository's own entry points under this Node. */
-function images(podEnv: Record<string, string> | undefined): Record<string, ImageCommand> {
+/**
+ * What each image of the workload runs as: the repository's own entry points under this
+ * Node, the Runtime Servers through their images' entry (walls a hostUsers: false Pod's Runs).
+ */
+function images(podEnv: Record<string, string> | undefined, python: string | undefined): Record<string, ImageCommand> {
   const entrypoint = (app: string): string[] => [process.execPath, ...childNodeOptions(), appEntrypoint(app)];
+  const server = (app: string): ImageCommand => ({ entrypoint: [WALL_ENTRY, ...entrypoint(app)], pathEnv: RUNTIME_SERVER_PATH_ENV });
   return {
     'kruntimes/runtimed': { entrypoint: entrypoint('apps/runtimed'), ...(podEnv === undefined ? {} : { env: podEnv }) },
-    'kruntimes/runtime-server-python': { entrypoint: entrypoint('apps/runtime-server-python'), pathEnv: RUNTIME_SERVER_PATH_ENV },
-    'kruntimes/runtime-server-bash': { entrypoint: entrypoint('apps/runtime-server-bash'), pathEnv: RUNTIME_SERVER_PATH_ENV },
+    'kruntimes/runtime-server-python': {
+      ...server('apps/runtime-server-python'),
+      ...(python === undefined ? {} : { env: { KRT_PYTHON: python } }),
+    },
+    'kruntimes/runtime-server-bash': server('apps/runtime-server-bash'),
   };
 }
 
@@ -66,7 +78,7 @@ export async function startRuntimePods(admin: KubeConfig, options: RuntimePodsOp
       nodeName: namespace,
       stateDir: join(dir, 'node'),
       namespaces: [namespace],
-      images: images(options.podEnv),
+      images: images(options.podEnv, options.python),
       crashLoopBackoff: { initialMs: 100, maxMs: 1_000 },
       ...(options.kubeletServer === undefined ? {} : { kubeletServer: options.kubeletServer }),
     },

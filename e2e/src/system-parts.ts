@@ -76,6 +76,8 @@ export async function startSystemParts(
     dir,
     kubeletServer: cluster.info.kubeletServer,
     ...(options.podEnv === undefined ? {} : { podEnv: options.podEnv }),
+    // The image's interpreter: the machine's may sit where the Runs' uids cannot pass.
+    ...(options.runIsolation === 'perRunUser' ? { python: '/usr/bin/python3' } : {}),
   });
   started.push({ stop: () => node.stop({ graceMs: RUNTIME_POD_STOP_GRACE_MS }) });
   const services = await startServices({

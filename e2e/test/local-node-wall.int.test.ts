@@ -3,8 +3,9 @@
 // on the local node in user namespaces of their own. A Run on one Pod attacks the host and
 // another Pod: the control plane's admin credentials and CA key, runtimed's token of its own
 // Pod and of the other, the other Pod's Runtime Server API token and API, its directories,
-// and the other Pod's processes (signals, /proc/PID/environ). Each is refused, and the victim
-// Run on the other Pod ends as it would alone.
+// and the other Pod's processes (signals, /proc/PID/environ), its own Runtime Server's
+// command line and a user namespace of its own. Each is refused, and the victim Run on the
+// other Pod ends as it would alone.
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -36,13 +37,14 @@ call.end(Buffer.alloc(5));
 setTimeout(() => { console.log('timeout'); process.exit(0); }, 5000).unref();`;
 
 /**
- * The attacker: each way in, reported as the errno its shell saw (EACCES, EPERM), "open"
+ * The attacker (at most 16 outputs: a Run's limit): each way in, reported as the errno its shell saw (EACCES, EPERM), "open"
  * when it got through, and the Runtime Server's answer to a call without the token.
  */
 const ATTACKER = `out='{"runs_as":"'"$(id -u)"'"'
 try() {
   err=$(eval "$2" 2>&1 >/dev/null) && r=open || case "$err" in
-    *"Permission denied"*) r=EACCES ;; *"Operation not permitted"*) r=EPERM ;; *"No such file"*) r=ENOENT ;; *) r="other" ;; esac
+    *"Permission denied"*) r=EACCES ;; *"Operation not permitted"*) r=EPERM ;; *"No such file"*) r=ENOENT ;;
+    *"No such process"*) r=ESRCH ;; *"No space left"*) r=ENOSPC ;; *) r="other" ;; esac
   out="$out,\\"$1\\":\\"$r\\""
 }
 try admin_credentials 'cat "$CLUSTER_INFO"'
@@ -53,12 +55,12 @@ try other_runtimed_token 'cat "$OTHER_TOKEN"'
 try other_api_token 'cat "$OTHER_API_TOKEN"'
 try other_volumes 'ls "$OTHER_POD_DIR/volumes/workspace"'
 try other_pod_dir 'ls "$OTHER_POD_DIR"'
-try signal_victim 'kill -0 "$VICTIM_PID"'
-try stop_victim 'kill -STOP "$VICTIM_PID"'
-try signal_other_server 'kill -0 "$OTHER_SERVER_PID"'
+try signal_victim 'kill -STOP "$VICTIM_PID"'
 try environ_victim 'cat /proc/$VICTIM_PID/environ'
 try environ_other_server 'cat /proc/$OTHER_SERVER_PID/environ'
 try environ_other_runtimed 'cat /proc/$OTHER_RUNTIMED_PID/environ'
+try own_server_cmdline 'cat /proc/1/cmdline'
+try user_namespace 'unshare --user true'
 api=$("$NODE" -e "$GRPC_CALL" "$OTHER_SERVER" 2>&1 | tail -n1)
 printf '%s,"other_api":"%s"}' "$out" "$api" > "$KRT_OUTPUTS_FILE"
 `;
@@ -92,6 +94,14 @@ function containerPid(pod: V1Pod, container: string): number {
   return pid;
 }
 
+/** The container's own process: pid 1 of its PID namespace, the one child of the unshare the node tracks. */
+async function containerProcess(pod: V1Pod, container: string): Promise<number> {
+  const pid = containerPid(pod, container);
+  const [child] = (await readFile(`/proc/${String(pid)}/task/${String(pid)}/children`, 'utf8')).trim().split(' ');
+  if (child === undefined || child === '') throw new Error(`${container} in ${pod.metadata?.name ?? ''}: no process under ${String(pid)}`);
+  return Number(child);
+}
+
 function podDir(pod: V1Pod): string {
   const { namespace = '', name = '', uid = '' } = pod.metadata ?? {};
   return join(system.dir, 'node', 'pods', `${namespace}_${name}_${uid}`);
@@ -121,7 +131,7 @@ it('a Run on a hostUsers: false Pod gets nothing of the host nor of another Pod;
 
   // Never the agent's user: each container is its own Pod's mapped uid, two Pods two ranges.
   const ids = await Promise.all(
-    [victimPod, attackerPod].flatMap((pod) => ['runtimed', 'runtime-server'].map(async (c) => hostUid(containerPid(pod, c)))),
+    [victimPod, attackerPod].flatMap((pod) => ['runtimed', 'runtime-server'].map(async (c) => hostUid(await containerProcess(pod, c)))),
   );
   const [victimRuntimed = 0, victimServer = 0, attackerRuntimed = 0, attackerServer = 0] = ids;
   expect(victimServer).toBeGreaterThanOrEqual(FIRST_MAPPED_ID);
@@ -166,12 +176,15 @@ it('a Run on a hostUsers: false Pod gets nothing of the host nor of another Pod;
     other_api_token: 'EACCES',
     other_volumes: 'EACCES',
     other_pod_dir: 'EACCES',
-    signal_victim: 'EPERM',
-    stop_victim: 'EPERM',
-    signal_other_server: 'EPERM',
-    environ_victim: 'EACCES',
-    environ_other_server: 'EACCES',
-    environ_other_runtimed: 'EACCES',
+    // Another Pod's processes are in another PID namespace: not even there to be refused.
+    signal_victim: 'ESRCH',
+    environ_victim: 'ENOENT',
+    environ_other_server: 'ENOENT',
+    environ_other_runtimed: 'ENOENT',
+    // Its own Runtime Server is pid 1 of its namespace, hidden by its /proc (hidepid=invisible).
+    own_server_cmdline: 'ENOENT',
+    // user.max_user_namespaces is 0 in the Pod's user namespace.
+    user_namespace: 'ENOSPC',
     // 16: Unauthenticated, without the Pod's API token.
     other_api: 'grpc-status 16',
   });

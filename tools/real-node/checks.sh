@@ -19,6 +19,7 @@ rn_host_pid() { # namespace, pod, container
   ctr --address "$sock" --namespace k8s.io tasks list 2>/dev/null | awk -v id="${cid#containerd://}" '$1 == id {print $2}'
 }
 rn_host_uid() { awk '$1 == "Uid:" {print $2}' "/proc/$1/status"; } # pid -> its real uid on the host
+rn_pid_inside() { awk '$1 == "NSpid:" {print $NF}' "/proc/$1/status"; } # host pid -> its pid in its own PID namespace
 
 # Every container of the service Pods runs as uid/gid 65532 on a read-only root filesystem
 # (what the chart's securityContext asks); Runtime Pods' runtimed as 65532 (the images'
@@ -373,7 +374,7 @@ rn_check_health_probes() {
 # refusal is the wall's and not a dead port. The victim must end as it would alone. On the
 # host, the Runs' processes are uids of the Pod's range (the user namespace's 20000-29999).
 rn_check_run_wall() {
-  local secret pod server_pid base listen pids pid uid outputs key value expected run r failed=0
+  local secret pod server_pid base listen pids pid uid outputs key value expected run r failed=0 victim_pids='' server_pids='' pidns p
   secret="wall-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
   kubectl -n "$demo" apply -f - <<YAML
 apiVersion: kruntimes.io/v1alpha1
@@ -423,6 +424,13 @@ YAML
   printf 'the Pod %s: uid_map 0 %s 65536; the Runtime Server host uid %s (0 inside)\n' "$pod" "$base" "$base" >&2
   for pid in $pids; do
     printf '  a Run process on the host: pid %s uid %s (%s inside), %s\n' "${pid%%:*}" "${pid#*:}" "$((${pid#*:} - base))" "$(cat "/proc/${pid%%:*}/comm" 2>/dev/null)" >&2
+    victim_pids+=" $(rn_pid_inside "${pid%%:*}")"
+  done
+  # The Runtime Server's processes (uid 0 of the Pod) in its PID namespace, as the attacker names them.
+  pidns=$(readlink "/proc/$server_pid/ns/pid")
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$pidns" ] && [ "$(rn_host_uid "${p#/proc/}" 2>/dev/null)" = "$base" ] &&
+      server_pids+=" $(rn_pid_inside "${p#/proc/}")"
   done
   kubectl -n "$demo" apply -f - <<YAML
 apiVersion: kruntimes.io/v1alpha1
@@ -436,6 +444,8 @@ spec:
     - { name: ATTACK_SECRET, value: "$secret" }
     - { name: ATTACK_API, value: "$listen" }
     - { name: ATTACK_DNS, value: "${rn_cluster_dns:-10.203.0.2}" }
+    - { name: ATTACK_VICTIM_PIDS, value: "${victim_pids# }" }
+    - { name: ATTACK_SERVER_PIDS, value: "${server_pids# }" }
   source:
     inline: |
 $(sed 's/^/      /' "$here/wall/attacker.py")
@@ -454,20 +464,21 @@ YAML
     printf '%-20s %-10s %s%s\n' "$key" "${expected%%[: ]*}" "$value" "$([ $r = ok ] || echo "   <- expected $expected")" >&2
   done <<'EXPECT'
 uid	2[0-9][0-9][0-9][0-9] *
-victim-environ	denied: EACCES (*
+visible-processes	denied: only its own uid's
+victim-environ	denied: ENOENT (*
+victim-cmdline	denied: ENOENT (*
 victim-signal	denied: EPERM (*
-server-environ	denied: EACCES (*
+server-environ	denied: ENOENT (*
 server-signal	denied: EPERM (*
-runtimed-processes	none visible
 sa-token	denied: ENOENT
 api-token	denied: EACCES
-host-node-state	denied: ENOENT
-host-kubelet-pods	denied: ENOENT
-server-root	denied: EACCES
+host-paths	denied: ENOENT
+server-root	denied: ENOENT
 grpc-health	answered: status 0
 grpc-no-token	GetExecution=16 CancelExecution=16 RegisterFunction=16 InvokeFunction=16 UnregisterFunction=16 Execute=16
 metadata	denied: *
 dns-allowed	OPEN: connected
+user-namespace	denied: ENOSPC
 EXPECT
   kubectl -n "$demo" wait --for=jsonpath='{.status.phase}'=Succeeded run/wall-victim --timeout=120s ||
     fail "wall: the victim did not succeed: $(kubectl -n "$demo" get run wall-victim -o jsonpath='{.status}')"

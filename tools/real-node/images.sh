@@ -243,7 +243,7 @@ declare -A app_line=(
 )
 declare -A app_serves=([runtime-server-bash]=1 [runtime-server-python]=1)
 # The tools each image must have beside node (the Dockerfiles install them).
-declare -A app_tools=([runtime-server-bash]='bash tini' [runtime-server-python]='python3 tini')
+declare -A app_tools=([runtime-server-bash]='bash tini setpriv mount' [runtime-server-python]='python3 tini setpriv mount')
 
 runc_bundle() { # ROOTFS IMAGE-CONFIG-JSON ARGS-JSON: a new bundle directory for runc, in $bundle
   bundle=$(mktemp -d /tmp/krt-image-check.XXXXXX)

@@ -12,15 +12,19 @@ const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 /** This file's own uids: test files run side by side, and two servers with one range would share users. */
 const RUN_UIDS = '3800000-3800099';
 const SECRET = `s3cr3t-${randomUUID()}`;
+/** As a walled Pod starts its server: its own PID namespace, through the images' entry. */
+const WALLED = { throughWallEntry: true };
 
 /**
- * The victim: leaves its secret in its environment, its working directory and its TMPDIR,
- * says its pid, waits (bounded) for the test's go, then reports what it wrote, as it would alone.
+ * The victim: leaves its secret in its environment, a command line, its working directory
+ * and its TMPDIR, says its pid, waits (bounded) for the test's go, then reports what it wrote, as it would alone.
  */
 const VICTIM = `echo "$SECRET" > secret-in-cwd.txt
 echo "$SECRET" > "$TMPDIR/secret.txt"
-sleep 301 &
-printf '%s' "$$" > "$SIGNALS/victim.pid"
+(exec -a "krt-victim $SECRET" sleep 301) &
+printf '%s' "$$" > "$SIGNALS/pid.tmp"
+# The umask is 077: the attacker must know where to aim.
+chmod 644 "$SIGNALS/pid.tmp" && mv "$SIGNALS/pid.tmp" "$SIGNALS/victim.pid"
 for i in $(seq 600); do [ -e "$SIGNALS/go" ] && break; sleep 0.1; done
 printf '{"cwd":"%s","tmp":"%s"}' "$(cat secret-in-cwd.txt)" "$(cat "$TMPDIR/secret.txt")" > "$KRT_OUTPUTS_FILE"
 kill %1
@@ -31,10 +35,13 @@ kill %1
  * reports, per way, "open" or "denied" as its outputs. Leaves a setsid survivor behind.
  */
 const ATTACKER = `v=$(cat "$SIGNALS/victim.pid")
+[ -n "$v" ] || exit 3
 root=$(dirname "$(dirname "$PWD")")
 out='{' sep=
 try() { if eval "$2" >/dev/null 2>&1; then r=open; else r=denied; fi; out="$out$sep\\"$1\\":\\"$r\\""; sep=,; }
 try environ 'grep -q "$SECRET" /proc/$v/environ'
+try proc_entry 'test -e /proc/$v'
+try cmdline 'grep -qs "$SECRET" /proc/[0-9]*/cmdline'
 try cwd 'ls /proc/$v/cwd/'
 try cwd_file 'cat /proc/$v/cwd/secret-in-cwd.txt'
 try ptrace_mem 'head -c1 /proc/$v/mem'
@@ -55,6 +62,8 @@ printf '%s}' "$out" > "$KRT_OUTPUTS_FILE"
 const ALL_DENIED = Object.fromEntries(
   [
     'environ',
+    'proc_entry',
+    'cmdline',
     'cwd',
     'cwd_file',
     'ptrace_mem',
@@ -119,7 +128,7 @@ async function invokedResult(client: ServerProcess['client'], registrationId: st
   });
 
   it('a second Run finds every way into the first refused, leaves nothing running, and the first ends as it would alone', async () => {
-    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS });
+    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS }, undefined, WALLED);
     const { client } = server;
     // fn-1: a function whose source the attacker tries to change.
     const { registrationId } = await client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'handle', env: {} });
@@ -133,7 +142,11 @@ async function invokedResult(client: ServerProcess['client'], registrationId: st
     // exec-3: the attacker.
     const attack = await executeToEnd(
       client,
-      executionRequest({ workdir, entrypoint: 'attack.sh', extra: { env: { SIGNALS: signals, VICTIM: 'exec-2', FUNCTION: 'fn-1' } } }),
+      executionRequest({
+        workdir,
+        entrypoint: 'attack.sh',
+        extra: { env: { SECRET, SIGNALS: signals, VICTIM: 'exec-2', FUNCTION: 'fn-1' } },
+      }),
     );
     writeFileSync(join(signals, 'go'), '');
     const alone = await victim;
@@ -153,8 +166,15 @@ async function invokedResult(client: ServerProcess['client'], registrationId: st
     expect(await invokedResult(client, registrationId, '{"still":"mine"}')).toBe('{"still":"mine"}');
   });
 
+  it('refuses to start, saying why, where /proc would show every Run the others', async () => {
+    // The host's PID namespace: krt-wall-entry leaves its /proc alone.
+    await expect(startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS })).rejects.toThrow(
+      /KRT_RUN_UIDS is set but \/proc is mounted hidepid=off: every Run would see the others' processes and command lines; start the server through krt-wall-entry/,
+    );
+  });
+
   it("a Run's own source is read-only to it, and its outputs file may not point elsewhere", async () => {
-    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS });
+    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS }, undefined, WALLED);
     const { client } = server;
     const { registrationId } = await client.registerFunction({ runUid: randomUUID(), attempt: 1, workdir, handler: 'write_own', env: {} });
     expect(await invokedResult(client, registrationId, 'null')).toBe('"denied"');
@@ -167,7 +187,7 @@ async function invokedResult(client: ServerProcess['client'], registrationId: st
 
   it('with KRT_API_TOKEN_FILE the API answers only calls that carry the token, which a Run cannot read', async () => {
     const tokenFile = join(tmp, 'api-token');
-    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS, KRT_API_TOKEN_FILE: tokenFile });
+    server = await startServerProcess(MAIN, { TMPDIR: tmp, KRT_RUN_UIDS: RUN_UIDS, KRT_API_TOKEN_FILE: tokenFile }, undefined, WALLED);
     const { client } = server;
     const runUid = randomUUID();
     const refused = async (call: Promise<unknown>): Promise<Status | undefined> =>

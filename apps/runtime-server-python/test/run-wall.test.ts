@@ -22,7 +22,9 @@ const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
   it('refuses to start, saying why, when the Runs cannot run its interpreter', async () => {
     const python = join(privateDir, 'python3');
     symlinkSync(resolvePython(), python);
-    const started = startServerProcess(MAIN, { KRT_RUN_UIDS: '3800200-3800209', KRT_PYTHON: python });
+    const started = startServerProcess(MAIN, { KRT_RUN_UIDS: '3800200-3800209', KRT_PYTHON: python }, undefined, {
+      throughWallEntry: true,
+    });
     await expect(started).rejects.toThrow(/cannot run .*python3 -c pass .*private to this server's user/);
   });
 });

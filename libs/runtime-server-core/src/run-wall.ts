@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { chmod, chown, cp, lchown, lstat, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,6 +10,7 @@ import { guard } from './group-watch.ts';
 import type { Guard } from './group-watch.ts';
 import { UidPool, parseUidRange } from './uid-pool.ts';
 import type { UidRange } from './uid-pool.ts';
+import { procHidesOtherUids } from './proc-visibility.ts';
 import { processesOf } from './uid-processes.ts';
 
 /** The uid and gid (same number) one Run's processes run as. */
@@ -231,17 +233,21 @@ export class RunWall {
     };
   }
 
-  /** Starting a process as a Run uid must work before any Run relies on it. */
+  /** Starting a process as a Run uid must work, and the wall must hold, before any Run relies on it. */
   async #probe(uid: number, command: readonly string[] | undefined): Promise<void> {
+    const exposed = procHidesOtherUids() ?? privilegesCanGrow();
+    if (exposed !== undefined) {
+      throw new Error(
+        `KRT_RUN_UIDS is set but ${exposed}; start the server through krt-wall-entry with CAP_SYS_ADMIN, SYS_RESOURCE and SETPCAP of its user namespace (docs/security-model.md)`,
+      );
+    }
     const failure = failureOf(await runAs({ uid, gid: uid }, 'exit 0'));
     if (failure !== undefined) {
       throw new Error(`KRT_RUN_UIDS is set but a process cannot be started as uid ${String(uid)}: ${failure}`);
     }
-    const unsignalled = await signalProbe({ uid, gid: uid });
-    if (unsignalled !== undefined) {
-      throw new Error(
-        `KRT_RUN_UIDS is set but this server cannot signal a process of uid ${String(uid)} (${unsignalled}): it needs CAP_KILL to cancel and end Runs`,
-      );
+    const unreached = await reachProbe({ uid, gid: uid });
+    if (unreached !== undefined) {
+      throw new Error(`KRT_RUN_UIDS is set but this server cannot reach a process of uid ${String(uid)}: ${unreached}`);
     }
     if (command === undefined) return;
     // "$@": the command's words pass through the shell untouched.
@@ -252,6 +258,12 @@ export class RunWall {
       );
     }
   }
+}
+
+/** Why a Run could gain privileges on exec (a setuid file), or undefined when no_new_privs is set. */
+function privilegesCanGrow(): string | undefined {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  return /^NoNewPrivs:\s*1$/m.test(status) ? undefined : 'no_new_privs is not set: a Run could gain privileges through a setuid file';
 }
 
 /** Every directory above the sandboxes must let the Runs' users pass (a 0700 TMPDIR would not). */
@@ -338,13 +350,12 @@ function failureOf(ending: Ending): string | undefined {
   return ending.exit === 0 ? undefined : `exit ${String(ending.exit)}`;
 }
 
-/** Runs a shell command as the identity. */
 /**
- * Whether this server may signal a process of the Run's uid (cancel, timeout, a task's end
- * signal its group): another uid takes CAP_KILL. The probe process ends when its stdin
- * closes, so that nothing but signal 0 is ever sent to it.
+ * Why this server could not signal a process of the Run's uid (cancel, timeout, a task's end
+ * signal its group: another uid takes CAP_KILL) or see it in /proc (the reclaim scan), or
+ * undefined. The probe process ends when its stdin closes: only signal 0 is ever sent to it.
  */
-async function signalProbe(identity: RunIdentity): Promise<string | undefined> {
+async function reachProbe(identity: RunIdentity): Promise<string | undefined> {
   const child = spawn('/bin/sh', ['-c', 'read -r line'], {
     uid: identity.uid,
     gid: identity.gid,
@@ -366,7 +377,14 @@ async function signalProbe(identity: RunIdentity): Promise<string | undefined> {
       child.once('error', reject);
     });
     if (child.pid === undefined) return 'the probe process did not start';
-    process.kill(child.pid, 0);
+    try {
+      process.kill(child.pid, 0);
+    } catch (error) {
+      return `${error instanceof Error ? error.message : String(error)} (it needs CAP_KILL to cancel and end Runs)`;
+    }
+    // hidepid without gid=<ours> would hide the Runs from the scan that reclaims their uids.
+    if (!processesOf(identity.uid).includes(child.pid))
+      return "/proc hides it from this server (hidepid's gid= must be the server's group): its uid could not be reclaimed";
     return undefined;
   } catch (error) {
     return error instanceof Error ? error.message : String(error);
@@ -376,6 +394,7 @@ async function signalProbe(identity: RunIdentity): Promise<string | undefined> {
   }
 }
 
+/** Runs a shell command as the identity. */
 function runAs(identity: RunIdentity, script: string, args: readonly string[] = []): Promise<Ending> {
   return new Promise((resolve) => {
     const child = spawn('/bin/sh', ['-c', script, 'krt-probe', ...args], {

@@ -42,7 +42,8 @@ export interface Probe {
 }
 
 export interface SecurityContext {
-  allowPrivilegeEscalation: boolean;
+  /** Absent on a walled Runtime Server, whose entry sets no_new_privs (WALL_ENTRY_CAPABILITIES). */
+  allowPrivilegeEscalation?: boolean;
   capabilities: { drop: string[]; add?: string[] };
   runAsUser?: number;
   runAsGroup?: number;

@@ -152,7 +152,7 @@ describe('runtimeWorkload', () => {
     }
   });
 
-  it('walls every Run by default: its own user namespace, the Runtime Server uid 0 in it with six capabilities and the Runs uid range', () => {
+  it("walls every Run by default: its own user namespace, the Runtime Server uid 0 in it with its six capabilities and the entry's three, and the Runs uid range", () => {
     const workload = runtimeWorkload(runtime(), config);
     const pod = workload.deployment.spec.template.spec;
     expect(pod.hostUsers).toBe(false);
@@ -161,8 +161,10 @@ describe('runtimeWorkload', () => {
       runAsUser: 0,
       runAsGroup: 0,
       runAsNonRoot: false,
-      allowPrivilegeEscalation: false,
-      capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'] },
+      capabilities: {
+        drop: ['ALL'],
+        add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_ADMIN', 'SYS_RESOURCE'],
+      },
     });
     expect(env(server)).toMatchObject({
       KRT_RUN_UIDS: '20000-29999',

@@ -49,6 +49,18 @@ export const RUN_UIDS = '20000-29999';
  * - KILL: signal a Run's process group (cancel, timeout, the end of a task).
  */
 export const WALLED_RUNTIME_SERVER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID'] as const;
+/**
+ * What the images' entry (krt-wall-entry) holds before the server starts, and drops from
+ * every set: the server and its Runs never hold them. Also of the Pod's user namespace only:
+ * - SYS_ADMIN: remount the container's /proc hidepid=invisible (a Run sees no other Run's
+ *   processes, command lines or count);
+ * - SYS_RESOURCE: set user.max_user_namespaces to 0 there (with SYS_ADMIN in the container the
+ *   runtime's default seccomp profile lets Runs call unshare; they may make no user namespace);
+ * - SETPCAP: drop the three from the bounding set.
+ * The entry sets no_new_privs itself: Kubernetes refuses allowPrivilegeEscalation: false
+ * beside SYS_ADMIN, which could undo it. The server refuses to start a Run without it.
+ */
+export const WALL_ENTRY_CAPABILITIES = ['SETPCAP', 'SYS_ADMIN', 'SYS_RESOURCE'] as const;
 const RUNTIMED_TOKEN_VOLUME = 'runtimed-api-access';
 const RUNTIMED_TLS_VOLUME = 'runtimed-tls';
 /**
@@ -500,13 +512,15 @@ function runtimeServerContainer(runtime: Pick<Runtime, 'spec'>, config: Workload
 
 const API_TOKEN_FILE = `${API_TOKEN_MOUNT_PATH}/token`;
 
-/** uid 0 of the Pod's user namespace, with the capabilities WALLED_RUNTIME_SERVER_CAPABILITIES says why it needs, and no way to gain more. */
+/**
+ * uid 0 of the Pod's user namespace, with the capabilities WALLED_RUNTIME_SERVER_CAPABILITIES
+ * and WALL_ENTRY_CAPABILITIES say why it needs; no_new_privs comes from the entry.
+ */
 const WALLED_RUNTIME_SERVER_SECURITY_CONTEXT: Container['securityContext'] = {
   runAsUser: 0,
   runAsGroup: 0,
   runAsNonRoot: false,
-  allowPrivilegeEscalation: false,
-  capabilities: { drop: ['ALL'], add: [...WALLED_RUNTIME_SERVER_CAPABILITIES] },
+  capabilities: { drop: ['ALL'], add: [...WALLED_RUNTIME_SERVER_CAPABILITIES, ...WALL_ENTRY_CAPABILITIES].sort() },
 };
 
 /** Whether the Runtime's Pods run each Run as its own user (the default). */

@@ -22,6 +22,7 @@ export {
   runtimeServerTempDirs,
   runtimeServerTempDirsAfterWait,
   startServerProcess,
+  WALL_ENTRY,
 } from './runtime-server-process.ts';
 export type { ServerProcess, ServerProcessOptions } from './runtime-server-process.ts';
 export { survivingGroupMembers, survivingProcesses } from './processes.ts';

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { runtimeServerV1 } from '@kruntimes/proto';
 import { createChannel, createClient } from 'nice-grpc';
 import type { Channel, Client } from 'nice-grpc';
+import { REPO_ROOT } from './binaries.ts';
 import { liveGroupMembers } from './processes.ts';
 import { waitFor } from './wait.ts';
 import type { WaitOptions } from './wait.ts';
@@ -27,9 +28,22 @@ export interface ServerProcessOptions {
    * own processes, not the machine's (benchmarks of the wall's reclaim).
    */
   ownPidNamespace?: boolean;
+  /**
+   * As a walled Pod starts it (implies `ownPidNamespace`): through the images' entry, which
+   * hides the Runs' processes from each other in that namespace's /proc and sets no_new_privs.
+   */
+  throughWallEntry?: boolean;
 }
 
 const PID_NAMESPACE_PREFIX = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child=SIGINT'];
+
+/** The Runtime Server images' entry (deploy/docker): walls the Runs where it may, then starts the server. */
+export const WALL_ENTRY = join(REPO_ROOT, 'libs/runtime-server-core/bin/krt-wall-entry');
+
+function serverCommand(command: string[], options: ServerProcessOptions): string[] {
+  if (options.throughWallEntry === true) return [...PID_NAMESPACE_PREFIX, WALL_ENTRY, ...command];
+  return options.ownPidNamespace === true ? [...PID_NAMESPACE_PREFIX, ...command] : command;
+}
 
 /**
  * Starts the real server (`node src/main.ts`) on `listen` (default: a random 127.0.0.x
@@ -45,7 +59,8 @@ export async function startServerProcess(
   const command = [process.execPath, mainTs, '--listen', listen ?? `${host}:0`];
   // As root only. The server is pid 1 of its namespace; SIGKILL to unshare (which ignores
   // SIGINT and SIGTERM) reaches it as SIGINT (--kill-child).
-  const [file, ...args] = options.ownPidNamespace === true ? [...PID_NAMESPACE_PREFIX, ...command] : command;
+  const [file, ...args] = serverCommand(command, options);
+  const inOwnNamespace = file !== process.execPath;
   const child = spawn(file ?? process.execPath, args, {
     env: { ...process.env, KRT_LOG_LEVEL: 'debug', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -83,7 +98,7 @@ export async function startServerProcess(
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       // SIGINT stops at once; SIGTERM (a Pod told to stop) would wait for runtimed's drain.
-      child.kill(options.ownPidNamespace === true ? 'SIGKILL' : 'SIGINT');
+      child.kill(inOwnNamespace ? 'SIGKILL' : 'SIGINT');
       await exited;
     },
   };

@@ -66,7 +66,8 @@ async function side(language: keyof typeof LANGUAGES, walled: boolean): Promise<
       ...(walled ? { KRT_RUN_UIDS: language === 'bash' ? '3900000-3900099' : '3900100-3900199' } : {}),
     },
     undefined,
-    { ownPidNamespace: true },
+    // As in a Pod: a PID namespace of its own; a walled one through the images' entry (hidden /proc).
+    walled ? { throughWallEntry: true } : { ownPidNamespace: true },
   );
   const { registrationId } = await server.client.registerFunction({
     runUid: randomUUID(),

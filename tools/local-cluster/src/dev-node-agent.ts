@@ -1,8 +1,10 @@
 // The local node agent of `dev up`: it plays the kubelet, running Runtime Pods as processes on 127.0.0.x.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '@kruntimes/testing';
+import { REPO_ROOT, WALL_ENTRY } from '@kruntimes/testing';
 
 export const NODE_NAME = 'krt-dev';
+const SYSTEM_PYTHON = '/usr/bin/python3';
 export const IMAGES = {
   runtimed: 'kruntimes/runtimed:dev',
   python: 'kruntimes/runtime-server-python:dev',
@@ -30,9 +32,19 @@ export function nodeAgentConfig(
         entrypoint: entrypoint('apps/runtimed/src/main.ts'),
         env: { KRT_GATEWAY_HOST: `127.0.0.1:${String(gatewayPort)}`, KRT_GATEWAY_CA_FILE: hostPathInContainer(nodeDir, gatewayCaFile) },
       },
-      // The Runtime Servers open KRT_API_TOKEN_FILE as the Pod names it: the node makes it the host path.
-      [image(IMAGES.python)]: { entrypoint: entrypoint('apps/runtime-server-python/src/main.ts'), pathEnv: ['KRT_API_TOKEN_FILE'] },
-      [image(IMAGES.bash)]: { entrypoint: entrypoint('apps/runtime-server-bash/src/main.ts'), pathEnv: ['KRT_API_TOKEN_FILE'] },
+      // Through the images' entry, as the images start them; they open KRT_API_TOKEN_FILE as
+      // the Pod names it: the node makes it the host path.
+      [image(IMAGES.python)]: {
+        entrypoint: [WALL_ENTRY, ...entrypoint('apps/runtime-server-python/src/main.ts')],
+        pathEnv: ['KRT_API_TOKEN_FILE'],
+        // The image's interpreter (Debian's), which every Run's uid can run; a version
+        // manager's under a private home cannot be run by them.
+        ...(existsSync(SYSTEM_PYTHON) ? { env: { KRT_PYTHON: SYSTEM_PYTHON } } : {}),
+      },
+      [image(IMAGES.bash)]: {
+        entrypoint: [WALL_ENTRY, ...entrypoint('apps/runtime-server-bash/src/main.ts')],
+        pathEnv: ['KRT_API_TOKEN_FILE'],
+      },
     },
     crashLoopBackoff: { initialMs: 500, maxMs: 10_000 },
     kubeletServer,

@@ -69,6 +69,14 @@ interface GatewayPlan {
   files: { ca: string; cert: string; key: string };
 }
 
+/**
+ * Whether the Runtime Pods wall their Runs (PerRunUser): the local node maps a Pod's user
+ * namespace only as root. Otherwise they run as the agent's own user (SharedUser).
+ */
+export function runtimeUserNamespaces(): boolean {
+  return process.getuid?.() === 0;
+}
+
 /** Returns the exit code: 0 after a requested stop (or --once), 1 when something failed. */
 export async function up(options: UpOptions): Promise<number> {
   const t0 = performance.now();
@@ -77,8 +85,10 @@ export async function up(options: UpOptions): Promise<number> {
   };
   if (!(await clearEarlierRun(options.dir, say))) return 1;
   await mkdir(join(options.dir, 'logs'), { recursive: true, mode: 0o700 });
-  // Kubeconfigs, CA keys and the object store's keys live here: nobody else's, whatever the umask made it.
-  await chmod(options.dir, 0o700);
+  // Kubeconfigs, CA keys and the object store's keys live here, each 0600 or in a 0700
+  // directory, whatever the umask made it. Walled Pods' processes (other uids) pass through
+  // to their directories under node/ but list nothing; otherwise nobody else's.
+  await chmod(options.dir, runtimeUserNamespaces() ? 0o711 : 0o700);
   // Register before starting: a signal during the start must still stop what was started.
   const stop = stopOnSignals(say);
   const session = new DevSession(options, say, stop.signal);
@@ -397,12 +407,14 @@ class DevSession {
   /** The gateway's serving CA and certificate under `<dir>/gateway`, and its two ports. */
   async #planGateway(): Promise<GatewayPlan> {
     const gatewayDir = join(this.#options.dir, 'gateway');
-    await mkdir(gatewayDir, { recursive: true, mode: 0o700 });
+    // runtimed (a walled Pod's uid) reads the CA certificate; the key stays 0600.
+    await mkdir(gatewayDir, { recursive: true, mode: 0o711 });
+    await chmod(gatewayDir, 0o711);
     const ca = await testCa('kruntimes local gateway CA', { validityDays: GATEWAY_CERT_DAYS });
     const serving = await testServerCert(ca, { dns: ['localhost'], ips: ['127.0.0.1'] }, { validityDays: GATEWAY_CERT_DAYS });
     const files = { ca: join(gatewayDir, 'ca.crt'), cert: join(gatewayDir, 'tls.crt'), key: join(gatewayDir, 'tls.key') };
-    await writeFile(files.ca, ca.certPem);
-    await writeFile(files.cert, serving.certPem);
+    await writeFile(files.ca, ca.certPem, { mode: 0o644 });
+    await writeFile(files.cert, serving.certPem, { mode: 0o644 });
     await writeFile(files.key, serving.keyPem, { mode: 0o600 });
     const [port = 0, metricsPort = 0] = await freePorts(2);
     const url = `https://127.0.0.1:${String(port)}`;
@@ -483,6 +495,11 @@ class DevSession {
       return /^ready /m.test(await readFile(node.log, 'utf8').catch(() => ''));
     });
     this.#say(`local node agent ${NODE_NAME} running (Runtime Pods as processes on 127.0.0.x)`);
+    this.#say(
+      runtimeUserNamespaces()
+        ? "Runtime Pods: hostUsers: false, each Run its own uid in its Pod's user namespace (PerRunUser)"
+        : 'WARNING: not root, so the local node cannot give Runtime Pods user namespaces: their Runs run as your own user (SharedUser); run there only code you would run in your own shell',
+    );
   }
 
   /**
@@ -511,8 +528,8 @@ class DevSession {
       ...tracing,
       ...['--runtimed-image', IMAGES.runtimed, '--python-image', IMAGES.python, '--bash-image', IMAGES.bash],
       ...['--runtime-service-account', RUNTIMED_SERVICE_ACCOUNT, '--runtime-server-listen', 'podIP'],
-      // Until the local node runs hostUsers: false Pods in user namespaces of their own.
-      ...['--user-namespaces', 'false'],
+      // The local node gives hostUsers: false Pods user namespaces of their own as root only.
+      ...['--user-namespaces', String(runtimeUserNamespaces())],
     ]);
     const recoveryKubeconfig = await kubeconfigOf('stale-recovery');
     await this.#startService('stale-recovery', 'apps/stale-recovery/src/main.ts', [

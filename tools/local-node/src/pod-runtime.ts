@@ -265,6 +265,9 @@ export class PodRuntime {
     container.walled = { identity, namespace };
     // The image's /tmp would be the container's own; the host's is every Pod's.
     if (!('TMPDIR' in container.env)) container.env.TMPDIR = containerTmpDir(this.podDir, container.spec.name);
+    // As containerd gives a user the image has no passwd entry for: without it, the home
+    // directory lookup of a mapped uid fails (node's os.homedir() throws).
+    if (!('HOME' in container.env)) container.env.HOME = '/';
   }
 
   async #configure(container: ContainerRuntime, volumeDirs: ReadonlyMap<string, string>): Promise<void> {

@@ -82,13 +82,25 @@ export class UserNamespaceHandle {
 
   /**
    * The command that runs a container's argv in this namespace (its process gets `fd` as
-   * NAMESPACE_FD): nsenter enters it as uid 0 with no groups, setpriv sets `setprivArgs`, a
-   * shell closes the descriptor so that the container never holds it.
+   * NAMESPACE_FD): nsenter enters it as uid 0 with no groups, unshare makes its PID and mount
+   * namespaces, setpriv sets `setprivArgs`, a shell closes the descriptor so that the
+   * container never holds it.
    */
   prefix(setprivArgs: readonly string[]): string[] {
     return [
       'nsenter',
       `--user=/proc/self/fd/${String(NAMESPACE_FD)}`,
+      '--',
+      // A PID namespace and /proc of the container's own, owned by its user namespace, as
+      // runc gives one: it sees no process of the host or of other containers, and its
+      // root may remount that /proc (krt-wall-entry). unshare stays outside as the
+      // process the agent tracks; killed, it takes the namespace's processes with it.
+      'unshare',
+      '--pid',
+      '--fork',
+      '--mount',
+      '--mount-proc',
+      '--kill-child=SIGKILL',
       '--',
       'setpriv',
       ...setprivArgs,

@@ -24,12 +24,18 @@ for entry in os.listdir("/proc"):
             others[int(entry)] = uid_of(entry)
         except OSError:
             pass
-runs = [p for p, u in others.items() if u not in (me, 0)]   # the other Runs' processes
-servers = [p for p, u in others.items() if u == 0]           # the Runtime Server (uid 0 of the Pod)
+visible = sorted({u for u in others.values() if u != me})   # uids of other processes this Run can see
+
+# Where to aim, from the host (the pids in the Pod's PID namespace): /proc may hide them.
+def pids_of(variable):
+    return [int(p) for p in os.environ.get(variable, "").split()]
+
+runs = pids_of("ATTACK_VICTIM_PIDS")       # the other Run's processes
+servers = pids_of("ATTACK_SERVER_PIDS")    # the Runtime Server's (uid 0 of the Pod)
 
 def each(pids, attempt):
     if not pids:
-        return "OPEN: no process to try (nothing else visible)"
+        return "not tried: no pid given"
     results = set()
     for pid in pids:
         try:
@@ -37,6 +43,17 @@ def each(pids, attempt):
         except OSError as e:
             results.add("denied: " + name(e))
     return f"{' | '.join(sorted(results))} ({len(pids)} pids)"
+
+def cmdline(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f"read {len(f.read())} bytes"
+
+def user_namespace():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000) == 0:  # CLONE_NEWUSER
+        return "OPEN: made a user namespace"
+    return "denied: " + errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
 
 def environ(pid):
     with open(f"/proc/{pid}/environ", "rb") as f:
@@ -100,21 +117,22 @@ except Exception as e:  # noqa: BLE001 - reported, not raised
     grpc = {"error": repr(e)}
 
 out = {
-    "uid": f"{me} (the Runtime Server: {len(servers)} pids of uid 0; other Runs: {len(runs)} pids of uids {sorted({others[p] for p in runs})})",
+    "uid": f"{me} (aimed at: the Runtime Server's {len(servers)} pids, the other Run's {len(runs)})",
+    "visible-processes": "OPEN: processes of uids " + str(visible) if visible else "denied: only its own uid's",
     "victim-environ": each(runs, environ),
+    "victim-cmdline": each(runs, cmdline),
     "victim-signal": each(runs, kill),
     "server-environ": each(servers, environ),
     "server-signal": each(servers, kill),
-    "runtimed-processes": "none visible" if not [p for p, u in others.items() if u == 65532] else "OPEN: runtimed's processes visible",
     "sa-token": read("/var/run/secrets/kubernetes.io/serviceaccount/token"),
     "api-token": read("/var/run/kruntimes/api/token"),
-    "host-node-state": read("/var/lib/krt-real-node"),
-    "host-kubelet-pods": read("/var/lib/kubelet/pods"),
+    "host-paths": " | ".join(sorted({read(p) for p in ["/var/lib/krt-real-node", "/var/lib/kubelet/pods"]})),
     "server-root": read("/proc/1/root/var/run/kruntimes/api"),
     "grpc-health": ("answered: status " + str(grpc.get("Check"))) if "Check" in grpc else "no answer: " + json.dumps(grpc),
     "grpc-no-token": " ".join(f"{m}={grpc.get(m)}" for m in methods) + (" " + grpc["error"] if "error" in grpc else ""),
     "metadata": connect("169.254.169.254", 80),
     "dns-allowed": connect(os.environ.get("ATTACK_DNS", "10.203.0.2"), 53),
+    "user-namespace": user_namespace(),
 }
 with open(os.environ["KRT_OUTPUTS_FILE"], "w") as f:
     json.dump(out, f)
