@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RUNTIME_USER_RULES } from '@kruntimes/api';
 import { admissionObjects } from '@kruntimes/crds';
@@ -144,11 +144,16 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     }
   });
 
-  it('passes each app only flags its main.ts declares', () => {
+  it('passes each app only flags its main.ts or its core lib config declares', () => {
     for (const deployment of deployments()) {
       const app = APP_OF_DEPLOYMENT[deployment.metadata.name];
       expect(app).toBeDefined();
-      const main = readFileSync(join(WORKSPACE_ROOT, 'apps', app ?? '', 'src/main.ts'), 'utf8');
+      // The flags are parsed in the app's main or in its core lib's config (gateway-core for runtime-gateway).
+      const coreConfig = join(WORKSPACE_ROOT, 'libs', `${(app ?? '').replace(/^runtime-/, '')}-core`, 'src/config.ts');
+      const main = [join(WORKSPACE_ROOT, 'apps', app ?? '', 'src/main.ts'), coreConfig]
+        .filter((file) => existsSync(file))
+        .map((file) => readFileSync(file, 'utf8'))
+        .join('\n');
       for (const arg of podSpec(deployment).containers[0]?.args ?? []) {
         const flag = /^--([a-z0-9-]+)=/.exec(arg)?.[1];
         expect(flag).toBeDefined();
