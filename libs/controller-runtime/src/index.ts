@@ -50,3 +50,8 @@ export type {
 } from './ensure-owned.ts';
 export { RecencyBoundedMap } from './recency-bounded-map.ts';
 export { CONNECTION_POOL_RENEW_MS, PooledKubeConfig, loadKubeConfig } from './pooled-kube-config.ts';
+export { DEFAULT_EVENT_WINDOW_MS, EVENT_RECORDER_RULES, EventRecorder } from './event-recorder.ts';
+export type { EventRecorderOptions, EventRepeatPatch, EventWriter } from './event-recorder.ts';
+export { decideEventWrite, eventKey, isEventReason } from './event-aggregation.ts';
+export type { EventOccurrence, EventType, EventWrite, InvolvedObject, SeenEvent } from './event-aggregation.ts';
+export { PerKeyInterval } from './per-key-interval.ts';

@@ -1,4 +1,4 @@
-import { PerKeyInterval } from './owner-events.ts';
+import { PerKeyInterval } from './per-key-interval.ts';
 
 test.each<[string, [string, number][], boolean[]]>([
   ['the first report of a Run', [['a', 0]], [true]],
