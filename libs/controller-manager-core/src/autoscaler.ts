@@ -3,7 +3,14 @@ import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, EVENT_REASONS, LABELS, POD_ANNOTATIONS, RUNTIME_KIND } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ObjectReconciler, ObjectRef, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  EventRecorder,
+  ObjectReconciler,
+  ObjectRef,
+  ReadonlyDeep,
+  ReconcileResult,
+} from '@kruntimes/controller-runtime';
 import { decidePool, fixedPoolAnnotations, isForeignMark, markedAtMs, resolveScaling } from '@kruntimes/pool-core';
 import type { PodAnnotationChange, PoolDecision, PoolPod } from '@kruntimes/pool-core';
 import { apiStatus, isConflict, isNotFound } from '@kruntimes/run-client';
@@ -16,6 +23,8 @@ export interface AutoscalerOptions {
   caches: ManagerCaches;
   runtimes: ObjectClient<Runtime>;
   core: CoreV1Api;
+  /** The ScaledUp, ScaledDown and ScaleOverridden Events on the Runtime. */
+  events: EventRecorder;
   decisions: PoolDecisions;
   logger: ControllerLogger;
   now: () => number;
@@ -153,27 +162,12 @@ export class Autoscaler implements ObjectReconciler<Runtime> {
   /** Best effort: the status condition is the record; a failed Event is logged. */
   async #event(runtime: ReadonlyDeep<Runtime>, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
     const { namespace = '', name = '', uid = '' } = runtime.metadata;
-    const at = new Date(this.#options.now());
-    try {
-      await this.#options.core.createNamespacedEvent({
-        namespace,
-        body: {
-          metadata: { generateName: `${name}.`, namespace },
-          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUNTIME_KIND, name, namespace, uid },
-          reason,
-          message,
-          type,
-          source: { component: 'kruntimes-controller-manager' },
-          reportingComponent: 'kruntimes-controller-manager',
-          reportingInstance: 'kruntimes-controller-manager',
-          firstTimestamp: at,
-          lastTimestamp: at,
-          count: 1,
-        },
-      });
-    } catch (error) {
-      this.#options.logger.debug({ runtime: `${namespace}/${name}`, reason, err: error }, 'could not record the scaling Event');
-    }
+    await this.#options.events.event({
+      regarding: { apiVersion: API_GROUP_VERSION, kind: RUNTIME_KIND, name, namespace, uid },
+      type,
+      reason,
+      message,
+    });
   }
 }
 

@@ -1,7 +1,7 @@
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { LABELS } from '@kruntimes/api';
-import { Controller, ControllerGroup, PooledKubeConfig, asReconciler, objectKey } from '@kruntimes/controller-runtime';
+import { Controller, ControllerGroup, EventRecorder, PooledKubeConfig, asReconciler, objectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, InformerFactory } from '@kruntimes/controller-runtime';
 import { kruntimesClients } from '@kruntimes/run-client';
 import { isWaitingForInput } from '@kruntimes/run-state';
@@ -140,6 +140,7 @@ function managerControllers(
   const { kubeConfig, logger, now } = options;
   const clients = kruntimesClients(kubeConfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
+  const events = new EventRecorder({ core, component: 'kruntimes-controller-manager', logger, now });
   const pools = new PoolDecisions();
   const { workload, internalCa } = options;
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
@@ -147,7 +148,7 @@ function managerControllers(
   const onDecision = (key: string): void => {
     controllers.runtime.enqueue(key);
   };
-  const autoscaler = new Autoscaler({ caches, runtimes: clients.runtimes, core, decisions: pools, logger, now, onDecision });
+  const autoscaler = new Autoscaler({ caches, runtimes: clients.runtimes, core, events, decisions: pools, logger, now, onDecision });
   const finishedRunsPerRuntime = options.finishedRunsPerRuntime ?? DEFAULT_FINISHED_RUNS_PER_RUNTIME;
   const collector = new RunCollector({ caches, runs: clients.runs, logger, finishedRunsPerRuntime, now });
   const artifactStores = new ArtifactStoreReconciler({
@@ -160,7 +161,7 @@ function managerControllers(
     ...(options.artifactUnknownRunGraceMs === undefined ? {} : { unknownRunGraceMs: options.artifactUnknownRunGraceMs }),
   });
   const metrics = options.inputMetrics === undefined ? {} : { metrics: options.inputMetrics };
-  const inputs = new RunInputReconciler({ clients, core, logger, now, ...metrics });
+  const inputs = new RunInputReconciler({ clients, events, logger, now, ...metrics });
   const workers = options.workers ?? 2;
   const controllers: Record<ControllerName, Controller> = {
     runtime: new Controller({ name: 'runtime', logger, workers, reconcile: asReconciler(caches.runtimes, runtimes) }),

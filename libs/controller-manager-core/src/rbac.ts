@@ -1,4 +1,5 @@
 import type { PolicyRule } from '@kruntimes/api';
+import { EVENT_RECORDER_RULES } from '@kruntimes/controller-runtime';
 import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_INPUT_PLURAL, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { SCHEDULE_CONTROLLER_RULES } from '@kruntimes/schedule-core';
 import { ORIGIN_CONTROLLER_RULES } from './origin-controller.ts';
@@ -27,7 +28,7 @@ export const CONTROLLER_MANAGER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [`${RUN_PLURAL}/status`], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: [RUN_INPUT_PLURAL], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [API_GROUP], resources: [`${RUN_INPUT_PLURAL}/status`], verbs: ['update'] },
-  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ...EVENT_RECORDER_RULES,
   { apiGroups: [API_GROUP], resources: [ARTIFACT_STORE_PLURAL], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [API_GROUP], resources: [`${ARTIFACT_STORE_PLURAL}/status`], verbs: ['update', 'patch'] },
   { apiGroups: ['apps'], resources: ['deployments'], verbs: ['get', 'list', 'watch', 'create', 'update'] },

@@ -1,8 +1,14 @@
-import type { CoreV1Api } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, RUN_KIND, boundedMessage } from '@kruntimes/api';
 import type { Run, RunInput } from '@kruntimes/api';
 import { decideWaitingRun, isDecided } from '@kruntimes/input-core';
-import type { ControllerLogger, ObjectReconciler, ObjectRef, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
+import type {
+  ControllerLogger,
+  EventRecorder,
+  ObjectReconciler,
+  ObjectRef,
+  ReadonlyDeep,
+  ReconcileResult,
+} from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { fencedWrite, thaw, writeStatus, writeTransition } from '@kruntimes/run-client';
 import type { KruntimesClients } from '@kruntimes/run-client';
@@ -29,7 +35,7 @@ export const RESPONSE_EVENT_REASONS = {
 export interface RunInputReconcilerOptions {
   clients: Pick<KruntimesClients, 'runs' | 'runInputs'>;
   /** Records an Event on the Run for each decided response (best effort); none when undefined. */
-  core?: CoreV1Api;
+  events?: EventRecorder;
   logger: ControllerLogger;
   now: () => number;
   metrics?: InputMetrics;
@@ -189,36 +195,20 @@ export class RunInputReconciler {
    * is logged and changes nothing, the RunInput's status is the record.
    */
   async #recordEvent(input: RunInput, outcome: RunInputOutcome): Promise<void> {
-    const core = this.#options.core;
-    if (core === undefined || outcome.runUID === undefined || outcome.runUID === '') return;
+    const events = this.#options.events;
+    if (events === undefined || outcome.runUID === undefined || outcome.runUID === '') return;
     const namespace = input.metadata.namespace ?? '';
-    const runName = input.spec.runName;
-    const at = new Date(this.#options.now());
     const refused = outcome.kind === 'refused';
-    try {
-      await core.createNamespacedEvent({
-        namespace,
-        body: {
-          metadata: { generateName: `${runName}.`, namespace },
-          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name: runName, namespace, uid: outcome.runUID },
-          reason: refused
-            ? `${RESPONSE_EVENT_REASONS.refusedPrefix}${outcome.reason}`
-            : outcome.kind === 'accepted'
-              ? RESPONSE_EVENT_REASONS.accepted
-              : RESPONSE_EVENT_REASONS.duplicate,
-          message: boundedMessage(`RunInput ${input.metadata.name ?? ''} (response ${input.spec.responseId}): ${outcome.message}`),
-          type: refused ? 'Warning' : 'Normal',
-          source: { component: 'kruntimes-controller-manager' },
-          reportingComponent: 'kruntimes-controller-manager',
-          reportingInstance: 'kruntimes-controller-manager',
-          firstTimestamp: at,
-          lastTimestamp: at,
-          count: 1,
-        },
-      });
-    } catch (error) {
-      this.#options.logger.debug({ run: `${namespace}/${runName}`, err: error }, 'could not record the response Event');
-    }
+    await events.event({
+      regarding: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name: input.spec.runName, namespace, uid: outcome.runUID },
+      type: refused ? 'Warning' : 'Normal',
+      reason: refused
+        ? `${RESPONSE_EVENT_REASONS.refusedPrefix}${outcome.reason}`
+        : outcome.kind === 'accepted'
+          ? RESPONSE_EVENT_REASONS.accepted
+          : RESPONSE_EVENT_REASONS.duplicate,
+      message: boundedMessage(`RunInput ${input.metadata.name ?? ''} (response ${input.spec.responseId}): ${outcome.message}`),
+    });
   }
 
   /** The RunInput's status, fenced on the resourceVersion of the live read. False: it changed since (read again). */

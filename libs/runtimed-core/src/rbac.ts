@@ -1,4 +1,5 @@
 import type { PolicyRule } from '@kruntimes/api';
+import { EVENT_RECORDER_RULES } from '@kruntimes/controller-runtime';
 import { API_GROUP, ARTIFACT_STORE_PLURAL, RUN_PLURAL } from '@kruntimes/api';
 
 /**
@@ -19,7 +20,7 @@ export const RUNTIMED_ROLE_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
-  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ...EVENT_RECORDER_RULES,
   { apiGroups: [''], resources: ['namespaces'], verbs: ['get'] },
   { apiGroups: [API_GROUP], resources: [ARTIFACT_STORE_PLURAL], verbs: ['get'] },
   { apiGroups: [''], resources: ['secrets'], verbs: ['get'] },

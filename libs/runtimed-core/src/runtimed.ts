@@ -4,7 +4,7 @@ import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL, RUN_RUNTIME_FIELD 
 import type { Run } from '@kruntimes/api';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
-import { Controller, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
+import { Controller, EventRecorder, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { apiStatus, runClient } from '@kruntimes/run-client';
@@ -19,7 +19,7 @@ import type { RuntimedConfig } from './config.ts';
 import { startDataplane } from './dataplane/dataplane.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 import type { Tracer } from '@kruntimes/tracing';
-import { recordRunEvent } from './dataplane/owner-events.ts';
+import { runRegarding } from './dataplane/owner-events.ts';
 import { PeerPods } from './peer-pods.ts';
 import { PodLease } from './pod-lease.ts';
 import { RunClient } from './run-client.ts';
@@ -272,7 +272,7 @@ function buildReconciler(
 ): { controller: Controller; reconciler: RunReconciler } {
   const { config, logger, metrics } = options;
   const { pod } = config;
-  const core = options.kubeConfig.makeApiClient(CoreV1Api);
+  const events = EventRecorder.forKubeConfig(options.kubeConfig, { component: 'runtimed', instance: pod.name, logger });
   // The reconciler re-enqueues a key when a background execution ends; the controller
   // that owns the queue is created right after it.
   const controller: Controller = new Controller({
@@ -307,11 +307,7 @@ function buildReconciler(
     },
     reportReleased,
     recordEvent: (run, reason, message) => {
-      recordRunEvent(core, { namespace: pod.namespace, podName: pod.name }, run, { reason, type: 'Normal', message }, new Date()).catch(
-        (error: unknown) => {
-          logger.warn({ runUID: run.uid, reason, err: error }, 'could not record the Event');
-        },
-      );
+      void events.event({ regarding: runRegarding(pod.namespace, run), type: 'Normal', reason, message });
     },
   });
   exportHeldFunctions(options, reconciler, caches.runs);

@@ -1,4 +1,5 @@
 import type { PolicyRule } from '@kruntimes/api';
+import { EVENT_RECORDER_RULES } from '@kruntimes/controller-runtime';
 import { API_GROUP, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
 import { SNAPSHOT_CONTROLLER_RULES } from '@kruntimes/snapshot-core';
 
@@ -17,7 +18,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: [`${RUN_PLURAL}/status`], verbs: ['update', 'patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['apps'], resources: ['replicasets'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  ...EVENT_RECORDER_RULES,
   { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },

@@ -1,9 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, DEFAULTS, LABELS, RUN_KIND, RUN_REASONS } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
-import { Controller, ControllerGroup, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
+import { Controller, ControllerGroup, EventRecorder, PooledKubeConfig, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, InformerFactory, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
 import { RuntimeUseReviewer, subjectAccessReview } from '@kruntimes/authz';
 import { forEachLimited } from '@kruntimes/host';
@@ -90,7 +89,7 @@ export class Scheduler {
   readonly metrics: SchedulerMetrics;
   readonly #options: SchedulerOptions;
   readonly #runs: ObjectClient<Run>;
-  readonly #core: CoreV1Api;
+  readonly #events: EventRecorder;
   readonly #group: ControllerGroup;
   readonly #caches: SchedulerCaches;
   readonly #controller: Controller;
@@ -135,7 +134,7 @@ export class Scheduler {
     // One connection pool for every request of this scheduler (see PooledKubeConfig).
     const kubeConfig = PooledKubeConfig.from(options.kubeConfig);
     this.#runs = runClient(kubeConfig);
-    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#events = EventRecorder.forKubeConfig(kubeConfig, { component: 'kruntimes-scheduler', logger, now: this.#now });
     this.#runtimeUse = options.runtimeUse ?? new RuntimeUseReviewer({ review: subjectAccessReview(kubeConfig) });
     this.#accessRecheckMs = options.accessRecheckMs ?? 10_000;
     this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
@@ -549,30 +548,12 @@ export class Scheduler {
    */
   async #recordRefusal(run: ReadonlyDeep<Run>, decision: Decision & { action: 'unschedulable' }): Promise<void> {
     const { name = '', namespace = '', uid = '' } = run.metadata;
-    const at = new Date(this.#now());
-    try {
-      await this.#core.createNamespacedEvent({
-        namespace,
-        body: {
-          metadata: { generateName: `${name}.`, namespace },
-          involvedObject: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name, namespace, uid },
-          reason: decision.reason,
-          message: decision.message,
-          type: 'Warning',
-          source: { component: 'kruntimes-scheduler' },
-          reportingComponent: 'kruntimes-scheduler',
-          reportingInstance: 'kruntimes-scheduler',
-          firstTimestamp: at,
-          lastTimestamp: at,
-          count: 1,
-        },
-      });
-    } catch (error) {
-      this.#options.logger.error(
-        { run: objectKey(run), err: error, reason: decision.reason },
-        'could not record the Event of a refused Run',
-      );
-    }
+    await this.#events.event({
+      regarding: { apiVersion: API_GROUP_VERSION, kind: RUN_KIND, name, namespace, uid },
+      type: 'Warning',
+      reason: decision.reason,
+      message: decision.message,
+    });
   }
 }
 
