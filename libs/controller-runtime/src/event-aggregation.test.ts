@@ -1,3 +1,4 @@
+import { EVENT_REASONS } from '@kruntimes/api';
 import { decideEventWrite, eventKey, isEventReason } from './event-aggregation.ts';
 import type { EventOccurrence, EventWrite, SeenEvent } from './event-aggregation.ts';
 
@@ -44,4 +45,8 @@ test.each<[string, boolean]>([
   [`A${'a'.repeat(128)}`, false],
 ])('isEventReason(%j) is %s', (reason, expected) => {
   expect(isEventReason(reason)).toBe(expected);
+});
+
+test.each(Object.entries(EVENT_REASONS))('the shared reason %s is UpperCamelCase (%s)', (_name, reason) => {
+  expect(isEventReason(reason)).toBe(true);
 });
