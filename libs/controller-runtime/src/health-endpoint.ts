@@ -1,7 +1,7 @@
 import { decideReadiness } from './health.ts';
 import type { ManagerPhase } from './health.ts';
 import type { Runnable } from './manager.ts';
-import { startPlaintextEndpoint } from './plaintext-endpoint.ts';
+import { parseListenAddress, startPlaintextEndpoint } from './plaintext-endpoint.ts';
 import type { PlaintextEndpoint } from './plaintext-endpoint.ts';
 
 export type HealthEndpoint = PlaintextEndpoint;
@@ -14,8 +14,8 @@ export type HealthEndpoint = PlaintextEndpoint;
  * - `/readyz` (readiness): decideReadiness of the phase: 200 for a standby and for a
  *   leader whose informers synced, 503 otherwise; the body says which.
  */
-export function startHealthEndpoint(address: string, phase: () => ManagerPhase): Promise<HealthEndpoint> {
-  return startPlaintextEndpoint(address, 'health-address', {
+export async function startHealthEndpoint(address: string, phase: () => ManagerPhase): Promise<HealthEndpoint> {
+  return startPlaintextEndpoint(parseListenAddress(address, 'health-address'), {
     '/healthz': () => ({ status: 200, body: 'ok\n' }),
     '/readyz': () => {
       const { ready, reason } = decideReadiness(phase());

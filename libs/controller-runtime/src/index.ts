@@ -31,7 +31,23 @@ export { isPodReady, serviceEndpoints } from './service-endpoints.ts';
 export type { ServiceEndpoint } from './service-endpoints.ts';
 export { metricsEndpointRunnable, startMetricsEndpoint } from './metrics-endpoint.ts';
 export type { MetricsEndpoint } from './metrics-endpoint.ts';
-export { parseListenAddress } from './plaintext-endpoint.ts';
+export {
+  CREDENTIAL_HEADERS,
+  PROMETHEUS_TEXT,
+  decidePlaintextRequest,
+  metricsRoutes,
+  parseListenAddress,
+  startPlaintextEndpoint,
+} from './plaintext-endpoint.ts';
+export type {
+  ListenAddress,
+  PlaintextAnswer,
+  PlaintextDecision,
+  PlaintextEndpoint,
+  PlaintextRequest,
+  PlaintextRoute,
+  PlaintextRoutes,
+} from './plaintext-endpoint.ts';
 export { healthEndpointRunnable, startHealthEndpoint } from './health-endpoint.ts';
 export type { HealthEndpoint } from './health-endpoint.ts';
 export { decideReadiness } from './health.ts';

@@ -1,15 +1,15 @@
 import type { Runnable } from './manager.ts';
-import { startPlaintextEndpoint } from './plaintext-endpoint.ts';
+import { metricsRoutes, parseListenAddress, startPlaintextEndpoint } from './plaintext-endpoint.ts';
 import type { PlaintextEndpoint } from './plaintext-endpoint.ts';
 
 export type MetricsEndpoint = PlaintextEndpoint;
 
 /**
  * Serves `GET /metrics` (Prometheus text, plaintext) on `HOST:PORT` for the services whose
- * metrics are rendered in process; a request with an Authorization header gets 400.
+ * metrics are rendered in process; a request carrying a credential gets 400.
  */
-export function startMetricsEndpoint(address: string, render: () => string): Promise<MetricsEndpoint> {
-  return startPlaintextEndpoint(address, 'metrics-address', { '/metrics': () => ({ status: 200, body: render() }) });
+export async function startMetricsEndpoint(address: string, render: () => string): Promise<MetricsEndpoint> {
+  return startPlaintextEndpoint(parseListenAddress(address, 'metrics-address'), metricsRoutes(render));
 }
 
 /**

@@ -1,9 +1,7 @@
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { observeProcessGauges } from '@kruntimes/controller-runtime';
+import { metricsRoutes, observeProcessGauges, startPlaintextEndpoint } from '@kruntimes/controller-runtime';
 
 /** Route label values: the two invoke paths, and everything else. */
 export type RouteLabel = 'functions' | 'runs' | 'other';
@@ -44,14 +42,43 @@ export interface MetricsServer {
  * | `kruntimes_gateway_inflight_requests` | gauge | |
  * | `kruntimes_process_heap_used_bytes`, `kruntimes_process_resident_bytes`, `kruntimes_process_event_loop_delay_p99_seconds` | gauge | (PROCESS_GAUGES of controller-runtime) |
  *
- * The server is our own (not the exporter's) so that it can refuse any request that
- * carries an Authorization header: a token must never travel in plaintext, and a
- * client that sends one here is misconfigured.
+ * Served by controller-runtime's plaintext endpoint rather than the exporter's own server,
+ * so that any request carrying a credential is refused (400): a token must never travel in
+ * plaintext, and a client that sends one here is misconfigured.
  */
 export async function startMetricsServer(host: string, port: number): Promise<MetricsServer> {
   const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+  // The exporter's own options (prefix none, no timestamps, with target_info, without scope info).
+  const serializer = new PrometheusSerializer('', false, undefined, false, true);
   const provider = new MeterProvider({ readers: [exporter] });
-  const meter = provider.getMeter('kruntimes.gateway');
+  const { requests, duration, overhead, inflight } = createInstruments(provider.getMeter('kruntimes.gateway'));
+  // Collection errors are the SDK's to report; what was collected is still served, as the exporter's server does.
+  const endpoint = await startPlaintextEndpoint(
+    { host, port },
+    metricsRoutes(async () => serializer.serialize((await exporter.collect()).resourceMetrics)),
+  );
+  return {
+    address: endpoint.address,
+    metrics: {
+      requestStarted: () => {
+        inflight.add(1);
+      },
+      requestFinished: (route, status, seconds, upstreamSeconds) => {
+        inflight.add(-1);
+        requests.add(1, { route, code: String(status) });
+        duration.record(seconds, { route });
+        if (upstreamSeconds !== undefined) overhead.record(Math.max(0, seconds - upstreamSeconds), { route });
+      },
+    },
+    shutdown: async () => {
+      await endpoint.close();
+      await provider.shutdown();
+    },
+  };
+}
+
+/** The instruments behind the families of the table above, and the process gauges. */
+function createInstruments(meter: ReturnType<MeterProvider['getMeter']>) {
   const requests = meter.createCounter('kruntimes.gateway.requests', {
     description: 'HTTP requests answered by the gateway, by route and status code',
   });
@@ -69,46 +96,5 @@ export async function startMetricsServer(host: string, port: number): Promise<Me
   const inflight = meter.createUpDownCounter('kruntimes.gateway.inflight_requests', { description: 'HTTP requests being handled' });
   inflight.add(0);
   observeProcessGauges(meter);
-
-  const server: Server = createServer((request, response) => {
-    if (request.headers.authorization !== undefined) {
-      response.writeHead(400, { 'content-type': 'text/plain' }).end('credentials are refused on the plaintext metrics port\n');
-      return;
-    }
-    if (request.method !== 'GET' || (request.url ?? '').split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-      return;
-    }
-    exporter.getMetricsRequestHandler(request, response);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return {
-    address: server.address() as AddressInfo,
-    metrics: {
-      requestStarted: () => {
-        inflight.add(1);
-      },
-      requestFinished: (route, status, seconds, upstreamSeconds) => {
-        inflight.add(-1);
-        requests.add(1, { route, code: String(status) });
-        duration.record(seconds, { route });
-        if (upstreamSeconds !== undefined) overhead.record(Math.max(0, seconds - upstreamSeconds), { route });
-      },
-    },
-    shutdown: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
-        });
-        server.closeAllConnections();
-      });
-      await provider.shutdown();
-    },
-  };
+  return { requests, duration, overhead, inflight };
 }

@@ -1,9 +1,6 @@
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { observeProcessGauges } from '@kruntimes/controller-runtime';
+import { metricsRoutes, observeProcessGauges, startPlaintextEndpoint } from '@kruntimes/controller-runtime';
 import { FunctionMetrics } from './function-metrics.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 
@@ -32,9 +29,9 @@ export interface PrometheusMetrics {
  *
  * After these, the per-function Run families of `FunctionMetrics` (function-metrics.ts).
  *
- * The HTTP server answers only `GET /metrics` and refuses any request that carries an
- * `Authorization` header (400): nothing here needs a credential, and one sent by mistake
- * must not travel further or end up in a log.
+ * Served by controller-runtime's plaintext endpoint: GET or HEAD of `/metrics` only, and any
+ * request carrying a credential refused (400): nothing here needs one, and one sent by
+ * mistake must not travel further or end up in a log.
  */
 export async function startPrometheusMetrics(host: string, port: number): Promise<PrometheusMetrics> {
   const exporter = new PrometheusExporter({ endpoint: '/metrics', preventServerStart: true, withoutScopeInfo: true });
@@ -46,33 +43,19 @@ export async function startPrometheusMetrics(host: string, port: number): Promis
     if (errors.length > 0) throw new AggregateError(errors, 'metrics collection failed');
     return serializer.serialize(resourceMetrics) + functions.render();
   };
-  const server = await listen(host, port, render);
+  const endpoint = await startPlaintextEndpoint({ host, port }, metricsRoutes(render));
   const provider = new MeterProvider({ readers: [exporter] });
   const meter = provider.getMeter('kruntimes.runtimed');
   const instruments = createInstruments(meter);
   observeProcessGauges(meter);
   return {
-    port: (server.address() as AddressInfo).port,
+    port: endpoint.address.port,
     metrics: recordingTo(instruments, functions),
     shutdown: async () => {
       await provider.shutdown();
-      await closeServer(server);
+      await endpoint.close();
     },
   };
-}
-
-async function listen(host: string, port: number, render: () => Promise<string>): Promise<Server> {
-  const server = createServer((request, response) => {
-    serveMetrics(render, request, response);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return server;
 }
 
 type Meter = ReturnType<MeterProvider['getMeter']>;
@@ -141,34 +124,4 @@ function recordingTo(instruments: Instruments, functions: FunctionMetrics): Runt
     },
     functions,
   };
-}
-
-function serveMetrics(render: () => Promise<string>, request: IncomingMessage, response: ServerResponse): void {
-  if (request.headers.authorization !== undefined) {
-    response.writeHead(400, { 'content-type': 'text/plain' }).end('metrics take no Authorization header\n');
-    return;
-  }
-  const path = (request.url ?? '').split('?')[0];
-  if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
-    response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-    return;
-  }
-  render().then(
-    (text) => {
-      response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(request.method === 'HEAD' ? undefined : text);
-    },
-    (error: unknown) => {
-      response.writeHead(500, { 'content-type': 'text/plain' }).end(`# failed to export metrics: ${String(error)}\n`);
-    },
-  );
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.close((error) => {
-      if (error === undefined) resolve();
-      else reject(error);
-    });
-    server.closeAllConnections();
-  });
 }
