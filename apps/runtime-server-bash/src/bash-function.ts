@@ -6,142 +6,91 @@ import type { Readable, Writable } from 'node:stream';
 import { BOUNDS } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
 import { BoundedCapture, baseEnv, killGroup, openRunFile, signalGroup, withPrologue } from '@kruntimes/runtime-server-core';
-import type { Logger } from 'pino';
-import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction } from '@kruntimes/runtime-server-core';
+import type { FunctionSpec, InvocationRequest, InvocationResult, LoadedFunction, RunSandbox } from '@kruntimes/runtime-server-core';
 
 /**
- * Waits for the invocation's first line (its ID and deadline), then sources the user's script
- * and calls the handler function with the payload on stdin. The process is started before
- * its invocation arrives and its group is guarded from the start, so a handler that kills
- * this process at once is still ended with it; at end of file instead (this process died
- * first, or the function was unregistered) no user code runs.
+ * Sources the user's script, then calls the handler function with the payload on stdin; only
+ * once a first line (before the payload) arrives: it is sent once the guard knows the
+ * invocation's group, so a handler that kills this process at once is still ended with it.
+ * At end of file instead (this process died first) no user code runs.
  */
-const RUNNER =
-  'IFS=" " read -r KRT_INVOCATION_ID KRT_DEADLINE || exit 125; export KRT_INVOCATION_ID KRT_DEADLINE; source -- "$1" </dev/null && "$2"';
-
-/** A bash started for the next invocation, waiting for its first line. */
-interface Prepared {
-  readonly child: ChildProcessByStdio<Writable, Readable, Readable>;
-  readonly outputsDir: string;
-  readonly captured: Captured;
-  readonly closed: Promise<Exit>;
-}
+const RUNNER = 'read -r _ || exit 125; source -- "$1" </dev/null && "$2"';
 
 /**
  * A Bash function: one `bash` process per invocation (there is no warm state worth
- * keeping in a shell), started once the previous invocation has ended, so that an
- * invocation does not wait for a process to start (measured: 3.9 of 6.0 ms). Result: stdout
- * as JSON, or as a JSON string when it is not JSON. Outputs: one file per key in
- * $KRT_OUTPUTS_DIR. Non-zero exit: FunctionFailed.
+ * keeping in a shell). Result: stdout as JSON, or as a JSON string when it is not JSON.
+ * Outputs: one file per key in $KRT_OUTPUTS_DIR. Non-zero exit: FunctionFailed.
  */
 export class BashFunction implements LoadedFunction {
   readonly #spec: FunctionSpec;
   readonly #script: string;
   readonly #handler: string;
-  /** Every bash started and not yet ended: the prepared one and the one running. */
-  readonly #live = new Set<ChildProcess>();
+  #running: ChildProcess | undefined;
   #invocations = 0;
-  #closed = false;
-  /**
-   * The next invocation's bash, started after the last invocation's end: what it left
-   * running as the Run's user killed, its outputs removed (off the reply's path: a /proc
-   * scan, directory removals and a process start). Undefined once closed.
-   */
-  #next: Promise<Prepared | undefined>;
 
   constructor(spec: FunctionSpec, script: string, handler: string) {
     this.#spec = spec;
     this.#script = script;
     this.#handler = handler;
-    this.#next = this.#prepare();
   }
 
   async invoke(request: InvocationRequest): Promise<InvocationResult> {
-    const prepared = await this.#ready();
+    const { sandbox } = this.#spec;
+    // In the registration's sandbox, whose guard ends the invocation's group and removes the
+    // directory if this process dies first.
+    const outputsDir = await sandbox.privateDir(`outputs-${String(++this.#invocations)}`);
     try {
-      return await this.#run(request, prepared);
+      return await this.#run(request, outputsDir, sandbox);
     } finally {
-      this.#next = this.#end(request.logger, prepared).then(() => this.#prepare());
+      await rm(outputsDir, { recursive: true, force: true });
     }
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
-    // Unregister returns once no process of the function is left; the sandbox's close
-    // removes the directories.
-    await Promise.all([...this.#live].map((child) => killGroup(child)));
+    const child = this.#running;
+    if (child === undefined) return;
+    // Unregister returns once no process of the invocation is left.
+    await killGroup(child);
   }
 
-  /** The prepared bash, or a new one when it ended while waiting or could not be started. */
-  async #ready(): Promise<Prepared> {
-    const prepared = await this.#next.catch(() => undefined);
-    if (prepared?.child.exitCode === null && prepared.child.signalCode === null) return prepared;
-    if (prepared !== undefined) await rm(prepared.outputsDir, { recursive: true, force: true });
-    const started = await this.#prepare();
-    if (started === undefined) throw new KruntimesError('RegistrationNotFound', 'the function is being unregistered');
-    return started;
-  }
-
-  /**
-   * bash as the leader of its own group (detached), so that the whole invocation can be
-   * killed; in the registration's sandbox, whose guard ends the group and removes the
-   * directory if this process dies first.
-   */
-  async #prepare(): Promise<Prepared | undefined> {
-    const { sandbox } = this.#spec;
-    const outputsDir = await sandbox.privateDir(`outputs-${String(++this.#invocations)}`);
-    if (this.#closed) return undefined;
-    const child = spawn(
-      'bash',
-      ['--noprofile', '--norc', '-c', withPrologue(sandbox, RUNNER), 'krt-handler', this.#script, this.#handler],
-      {
-        cwd: this.#spec.workdir,
-        ...sandbox.identity,
-        env: {
-          ...baseEnv(),
-          ...sandbox.env,
-          ...this.#spec.env,
-          KRT_RUN_UID: this.#spec.runUid,
-          KRT_ATTEMPT: String(this.#spec.attempt),
-          KRT_OUTPUTS_DIR: outputsDir,
-        },
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
+  async #run(request: InvocationRequest, outputsDir: string, sandbox: RunSandbox): Promise<InvocationResult> {
+    const child = this.#spawn(request, outputsDir);
     if (child.pid !== undefined) sandbox.guardGroup(child.pid);
-    this.#live.add(child);
-    const closed = new Promise<Exit>((resolve) => {
-      child.once('close', (code, signal) => {
-        this.#live.delete(child);
-        resolve({ code, signal });
-      });
-    });
+    this.#running = child;
+    const captured = capture(child);
     // A handler that never reads stdin closes it early: EPIPE is not an error here.
     child.stdin.on('error', () => undefined);
-    return { child, outputsDir, captured: capture(child), closed };
-  }
-
-  async #run(request: InvocationRequest, prepared: Prepared): Promise<InvocationResult> {
-    const { child } = prepared;
     // The gate's line, then the payload (bash reads its line without reading past it).
-    child.stdin.end(`${request.invocationId} ${String(Math.floor(request.deadline / 1000))}\n${request.payload}`);
-    const ended = await closedWithin(prepared, request.timeoutMs);
-    // What the handler left in its group ends before its outputs are read; what it left in
-    // sessions of its own (walled: of its user) ends before the next invocation starts.
+    child.stdin.end(`\n${request.payload}`);
+    const ended = await closedWithin(child, request.timeoutMs);
+    this.#running = undefined;
+    // Whatever the handler left running, in its group or (walled) of its user, ends with the
+    // invocation, before its outputs are read.
     signalGroup(child, 'SIGKILL');
+    if (!(await sandbox.endProcesses())) request.logger.warn('processes of the invocation survived SIGKILL');
     if (ended.timedOut) throw new KruntimesError('InvocationTimeout', `invocation did not finish within ${request.timeoutMs} ms`);
-    return await this.#result(request, prepared.outputsDir, ended, prepared.captured);
+    return await this.#result(request, outputsDir, ended, captured);
   }
 
-  /** Never rejects: the next invocation waits for it. */
-  async #end(logger: Logger, prepared: Prepared): Promise<void> {
-    try {
-      if (!(await this.#spec.sandbox.endProcesses())) logger.warn('processes of the invocation survived SIGKILL');
-      await rm(prepared.outputsDir, { recursive: true, force: true });
-    } catch (error: unknown) {
-      logger.warn({ err: error }, 'could not end the invocation cleanly');
-    }
+  /** bash as the leader of its own group (detached), so that the whole invocation can be killed. */
+  #spawn(request: InvocationRequest, outputsDir: string): ChildProcessByStdio<Writable, Readable, Readable> {
+    const { sandbox } = this.#spec;
+    return spawn('bash', ['--noprofile', '--norc', '-c', withPrologue(sandbox, RUNNER), 'krt-handler', this.#script, this.#handler], {
+      cwd: this.#spec.workdir,
+      ...sandbox.identity,
+      env: {
+        ...baseEnv(),
+        ...sandbox.env,
+        ...this.#spec.env,
+        KRT_RUN_UID: this.#spec.runUid,
+        KRT_ATTEMPT: String(this.#spec.attempt),
+        KRT_INVOCATION_ID: request.invocationId,
+        KRT_DEADLINE: String(Math.floor(request.deadline / 1000)),
+        KRT_OUTPUTS_DIR: outputsDir,
+      },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
   }
 
   /** A non-zero exit is FunctionFailed; stdout over the bound FunctionOutputInvalid. */
@@ -178,14 +127,11 @@ interface Captured {
   stderr: BoundedCapture;
 }
 
-interface Exit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-}
-
-interface Ended extends Exit {
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
   /** The deadline passed and the group was killed. */
-  readonly timedOut: boolean;
+  timedOut: boolean;
 }
 
 function capture(child: ChildProcessByStdio<Writable, Readable, Readable>): Captured {
@@ -202,15 +148,19 @@ function capture(child: ChildProcessByStdio<Writable, Readable, Readable>): Capt
 }
 
 /** Waits for the process's pipes to close, killing its group at the deadline. */
-async function closedWithin(prepared: Prepared, timeoutMs: number): Promise<Ended> {
+async function closedWithin(child: ChildProcess, timeoutMs: number): Promise<Ended> {
   const deadline = { passed: false };
   const timer = setTimeout(() => {
     deadline.passed = true;
-    signalGroup(prepared.child, 'SIGKILL');
+    signalGroup(child, 'SIGKILL');
   }, timeoutMs);
-  const exit = await prepared.closed;
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
+    child.once('close', (c, s) => {
+      resolve([c, s]);
+    });
+  });
   clearTimeout(timer);
-  return { ...exit, timedOut: deadline.passed };
+  return { code, signal, timedOut: deadline.passed };
 }
 
 /** stdout as JSON when it is JSON, else as a JSON string; empty is null. */

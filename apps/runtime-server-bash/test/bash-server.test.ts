@@ -1,36 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis, runtimeServerV1 } from '@kruntimes/proto';
 import { Status } from 'nice-grpc';
-import { failure, startServerProcess, survivingProcesses, waitFor } from '@kruntimes/testing';
+import { failure, startServerProcess, survivingProcesses } from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 
 const { ExitReason, LogStream } = runtimeServerV1;
 const MAIN = join(import.meta.dirname, '..', 'src', 'main.ts');
 const parse = (bytes: Uint8Array): unknown => JSON.parse(Buffer.from(bytes).toString('utf8'));
 
-/** The bash processes started for `handler` of this file's script (running, or waiting for an invocation). */
-function handlerProcesses(handler: string): number[] {
-  const found: number[] = [];
-  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (command.includes('\0krt-handler\0') && command.endsWith(`main.sh\0${handler}\0`)) found.push(Number(pid));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
 const SCRIPT = `
 echo_json() { payload=$(cat); printf '{"payload":%s,"id":"%s"}' "$payload" "$KRT_INVOCATION_ID"; printf 'v1' > "$KRT_OUTPUTS_DIR/out"; }
 text() { echo "plain text"; }
 fail() { echo "bad things" >&2; return 3; }
 slow() { sleep 60; }
-own_pid() { printf '{"pid":%s,"deadline":%s}' "$$" "$KRT_DEADLINE"; }
 noisy() { head -c 10485760 /dev/zero | tr '\\\\0' x >&2; echo '"ok"'; }
 `;
 
@@ -170,30 +155,6 @@ describe('runtime-server-bash', () => {
     expect(pids).toHaveLength(3);
     // Reported only once no process of the group is left: none may be alive at this moment.
     expect(await survivingProcesses(pids, 0)).toEqual([]);
-  });
-
-  it("starts each invocation's bash ahead, replaces one that died waiting, and ends it on unregistration", async () => {
-    const { registrationId } = await register('own_pid');
-    const first = parse((await server.client.invokeFunction(invokeRequest(registrationId, null, 30_000))).result) as {
-      pid: number;
-      deadline: number;
-    };
-    // The deadline came with the invocation, not with the process started before it.
-    expect(Math.abs(first.deadline - (Date.now() + 30_000) / 1000)).toBeLessThan(5);
-    const waiting = await waitFor(
-      "the next invocation's bash",
-      () => Promise.resolve(handlerProcesses('own_pid').find((pid) => pid !== first.pid)),
-      { timeoutMs: 5_000, intervalMs: 20 },
-    );
-    process.kill(waiting, 'SIGKILL');
-    const second = parse((await server.client.invokeFunction(invokeRequest(registrationId, null))).result) as { pid: number };
-    expect([first.pid, waiting]).not.toContain(second.pid);
-    await waitFor('a third bash', () => Promise.resolve(handlerProcesses('own_pid').find((pid) => pid !== second.pid)), {
-      timeoutMs: 5_000,
-      intervalMs: 20,
-    });
-    expect(await server.client.unregisterFunction({ registrationId })).toEqual({ found: true });
-    expect(handlerProcesses('own_pid')).toEqual([]);
   });
 
   it('serves on a unix socket', async () => {

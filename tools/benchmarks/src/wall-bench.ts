@@ -10,7 +10,7 @@
  * - task: Execute of a task that exits at once, call to its `exited` event;
  * - invoke: InvokeFunction of a registered function that returns its payload, back to back
  *   (each call sent as the last one returns) and spaced (10 ms apart, as a function serving
- *   traffic sees them: a Bash function starts the next invocation's process in between);
+ *   traffic sees them: what the last invocation left to clean up is done by then);
  * - reclaim: what a walled Run's end adds before its uid is free again (killAllOf, in this
  *   process): with nothing of the uid left (the usual case), and with a setsid child left behind.
  * Floors (goals of the issue): invoke p50 walled within 5 % of open, task p50 within 20 ms.
