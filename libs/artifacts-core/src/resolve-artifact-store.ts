@@ -61,7 +61,10 @@ export async function resolveArtifactStore(
 }
 
 /** The credentials of an ArtifactStore already read (e.g. from an informer's cache). */
-export async function readCredentials(core: CoreV1Api, store: ArtifactStore): Promise<ArtifactStoreCredentials> {
+export async function readCredentials(
+  core: Pick<CoreV1Api, 'readNamespacedSecret'>,
+  store: ArtifactStore,
+): Promise<ArtifactStoreCredentials> {
   const namespace = store.metadata.namespace ?? '';
   const secretName = store.spec.credentialsSecretRef.name;
   const what = `Secret ${namespace}/${secretName} (credentialsSecretRef of ArtifactStore ${store.metadata.name ?? ''})`;

@@ -12,16 +12,16 @@ import {
 import type { ArtifactStoreCredentials, LiveRunAttempt, StoredObject } from '@kruntimes/artifacts-core';
 import { RecencyBoundedMap } from '@kruntimes/controller-runtime';
 import type {
+  CacheReader,
   ControllerLogger,
   ObjectReconciler,
   ObjectRef,
   ReadonlyDeep,
   ReconcileResult,
-  SharedInformer,
 } from '@kruntimes/controller-runtime';
 import { isKruntimesError } from '@kruntimes/errors';
 import { thaw, writeStatus } from '@kruntimes/run-client';
-import type { ObjectClient } from '@kruntimes/run-client';
+import type { ObjectApi } from '@kruntimes/run-client';
 import { isTerminal } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
 import { artifactStoreStatus } from './artifact-store-status.ts';
@@ -38,9 +38,10 @@ const DUE_CAPACITY = 10_000;
 const DEFAULT_UNKNOWN_RUN_GRACE_MS = 2 * 60_000;
 
 export interface ArtifactStoreReconcilerOptions {
-  caches: { runs: SharedInformer<Run> };
-  core: CoreV1Api;
-  artifactStores: ObjectClient<ArtifactStore>;
+  caches: { runs: CacheReader<Run> };
+  /** Reads each store's credentials Secret. */
+  core: Pick<CoreV1Api, 'readNamespacedSecret'>;
+  artifactStores: Pick<ObjectApi<ArtifactStore>, 'replaceStatus'>;
   logger: ControllerLogger;
   now: () => number;
   /** Time between two passes over one store. Default 5 min. */

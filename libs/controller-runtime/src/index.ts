@@ -4,6 +4,7 @@ export { DEFAULT_BACKOFF, exponentialFailureRateLimiter } from './rate-limiter.t
 export type { ExponentialBackoffOptions, RateLimiter } from './rate-limiter.ts';
 export { WorkQueue } from './work-queue.ts';
 export { asReconciler } from './object-reconciler.ts';
+export type { CacheReader } from './cache-reader.ts';
 export type { AsReconcilerOptions, ObjectCache, ObjectReconciler, ObjectRef } from './object-reconciler.ts';
 export { ControllerGroup } from './controller-group.ts';
 export type { ControllerGroupOptions, Worker } from './controller-group.ts';

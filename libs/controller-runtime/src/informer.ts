@@ -1,5 +1,6 @@
 import { ListWatch, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesObject, V1ListMeta } from '@kubernetes/client-node';
+import type { CacheReader } from './cache-reader.ts';
 import type { ControllerLogger } from './controller.ts';
 import { objectKey } from './object-key.ts';
 import type { ReadonlyDeep } from './object-key.ts';
@@ -146,7 +147,7 @@ function isObject(value: unknown): value is CachedObject {
  * objects carry no managedFields (stripManagedFields) and are what the transform keeps;
  * lists are read a page at a time (LIST_PAGE_SIZE), each page transformed as it arrives.
  */
-export class SharedInformer<T extends CachedObject> {
+export class SharedInformer<T extends CachedObject> implements CacheReader<T> {
   readonly name: string;
   readonly #informer: ListWatch<Held<T>>;
   readonly #logger: ControllerLogger;

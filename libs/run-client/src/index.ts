@@ -1,5 +1,5 @@
 export { ObjectClient } from './object-client.ts';
-export type { MergePatch } from './object-client.ts';
+export type { DeleteOptions, KruntimesObject, ListOptions, MergePatch, ObjectApi } from './object-client.ts';
 export { kruntimesClients, runClient } from './clients.ts';
 export type { KruntimesClients } from './clients.ts';
 export { apiStatus, isConflict, isDefiniteRefusal, isNotFound, refusalError } from './refusal.ts';

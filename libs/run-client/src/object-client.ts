@@ -33,6 +33,15 @@ export interface DeleteOptions {
 }
 
 /**
+ * ObjectClient's calls as a type: what a reconciler takes, so that a test hands it an
+ * in-memory client (`@kruntimes/run-client/testing`) where the process hands it the real one.
+ */
+export type ObjectApi<T extends KruntimesObject> = Pick<
+  ObjectClient<T>,
+  'get' | 'list' | 'create' | 'delete' | 'mergePatch' | 'replace' | 'replaceStatus'
+>;
+
+/**
  * get, list, create, delete, merge patch, replace and status replace of one kruntimes kind.
  * Reads give `undefined` for NotFound; writes give a WriteResult naming the refusals the
  * caller must handle; every other failure is thrown. Every write that carries

@@ -1,0 +1,26 @@
+import type { ControllerLogger } from '../controller.ts';
+
+/** One line a reconciler logged. */
+export interface LoggedLine {
+  level: 'error' | 'debug';
+  message: string;
+  fields: object;
+}
+
+/** A ControllerLogger for a reconciler's table test: keeps every line, prints none. */
+export class RecordingLogger implements ControllerLogger {
+  readonly lines: LoggedLine[] = [];
+
+  error(fields: object, message: string): void {
+    this.lines.push({ level: 'error', message, fields });
+  }
+
+  debug(fields: object, message: string): void {
+    this.lines.push({ level: 'debug', message, fields });
+  }
+
+  /** The messages logged at `level`, in order. */
+  messages(level: LoggedLine['level']): string[] {
+    return this.lines.filter((line) => line.level === level).map((line) => line.message);
+  }
+}
