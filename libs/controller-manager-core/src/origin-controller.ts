@@ -12,7 +12,7 @@ import type {
   ReconcileResult,
 } from '@kruntimes/controller-runtime';
 import { runClient, thaw, writeTransition } from '@kruntimes/run-client';
-import type { ObjectClient } from '@kruntimes/run-client';
+import type { RunStatusWriter } from '@kruntimes/run-client';
 import { decideOrigin } from './decide-origin.ts';
 import { rfc3339 } from './rfc3339.ts';
 
@@ -34,25 +34,18 @@ export interface OriginControllerOptions {
 
 /**
  * The `run-origin` controller of the controller-manager (run it only while holding the
- * leader Lease): a Run that `krt sync` created from a local run (spec.origin, label
- * kruntimes.io/origin) goes from Pending straight to its recorded terminal phase, one
- * fenced status write (decideOrigin, run-state's RecordOrigin). The scheduler never binds
- * such a Run, so nothing else writes its status.
+ * leader Lease): an OriginReconciler over the cache of the Runs labelled
+ * kruntimes.io/origin.
  */
-export class OriginController implements ObjectReconciler<Run> {
-  readonly #runClient: ObjectClient<Run>;
+export class OriginController {
   readonly #group: ControllerGroup;
-  readonly #logger: ControllerLogger;
-  readonly #now: () => number;
 
   constructor(options: OriginControllerOptions) {
     const { kubeConfig, logger } = options;
-    this.#logger = logger;
-    this.#now = options.now ?? Date.now;
-    this.#runClient = runClient(kubeConfig);
     this.#group = new ControllerGroup({ kubeConfig, logger, informers: options.informers });
     const runs = this.#group.informers.runs({ namespace: options.namespace, labelSelector: ORIGIN_LABEL, name: 'origin-runs' });
-    const controller = new Controller({ name: 'run-origin', logger, reconcile: asReconciler(runs, this) });
+    const reconciler = new OriginReconciler({ runs: runClient(kubeConfig), logger, now: options.now ?? Date.now });
+    const controller = new Controller({ name: 'run-origin', logger, reconcile: asReconciler(runs, reconciler) });
     this.#group.add(controller);
     runs.enqueueTo((key) => {
       controller.enqueue(key);
@@ -66,6 +59,31 @@ export class OriginController implements ObjectReconciler<Run> {
 
   stop(): Promise<void> {
     return this.#group.stop();
+  }
+}
+
+export interface OriginReconcilerOptions {
+  /** The Runs' status writes. */
+  runs: RunStatusWriter;
+  logger: ControllerLogger;
+  now: () => number;
+}
+
+/**
+ * A Run that `krt sync` created from a local run (spec.origin, label kruntimes.io/origin)
+ * goes from Pending straight to its recorded terminal phase, one fenced status write
+ * (decideOrigin, run-state's RecordOrigin). The scheduler never binds such a Run, so
+ * nothing else writes its status.
+ */
+export class OriginReconciler implements ObjectReconciler<Run> {
+  readonly #runClient: RunStatusWriter;
+  readonly #logger: ControllerLogger;
+  readonly #now: () => number;
+
+  constructor(options: OriginReconcilerOptions) {
+    this.#runClient = options.runs;
+    this.#logger = options.logger;
+    this.#now = options.now;
   }
 
   async reconcile(cached: ReadonlyDeep<Run>, { key }: ObjectRef): Promise<ReconcileResult | undefined> {

@@ -1,0 +1,111 @@
+import type { Run, RunOrigin, RunStatus } from '@kruntimes/api';
+import { asReconciler } from '@kruntimes/controller-runtime';
+import { FakeCache, RecordingLogger } from '@kruntimes/controller-runtime/testing';
+import { FakeObjectClient } from '@kruntimes/run-client/testing';
+import { OriginReconciler } from './origin-controller.ts';
+
+const NOW = Date.parse('2026-12-04T11:00:00Z');
+
+const origin: RunOrigin = {
+  local: {
+    runId: '20261204-100000-a1b2c3',
+    lockDigest: `sha256:${'a'.repeat(64)}`,
+    result: {
+      phase: 'Failed',
+      reason: 'NonZeroExit',
+      message: 'attempt 1 of 1: exited with code 3',
+      exitCode: 3,
+      startTime: '2026-12-04T10:00:00Z',
+      completionTime: '2026-12-04T10:00:01Z',
+    },
+  },
+};
+
+function run(extra: { status?: RunStatus; function?: boolean; deleting?: boolean; resourceVersion?: string } = {}): Run {
+  return {
+    apiVersion: 'kruntimes.io/v1alpha1',
+    kind: 'Run',
+    metadata: {
+      name: 'synced',
+      namespace: 'ns',
+      uid: 'run-uid',
+      resourceVersion: extra.resourceVersion ?? '3',
+      ...(extra.deleting === true ? { deletionTimestamp: '2026-12-04T10:59:00Z' } : {}),
+    },
+    spec: {
+      runtime: 'python',
+      source: { inline: 'x' },
+      mode: extra.function === true ? { function: { handler: 'h' } } : { task: {} },
+      origin,
+    },
+    ...(extra.status === undefined ? {} : { status: extra.status }),
+  };
+}
+
+/** `cached`: what the cache shows; `live`: what the API server holds (the same by default). */
+function harness(cached: Run | undefined, live: readonly Run[] = cached === undefined ? [] : [cached]) {
+  const runs = new FakeObjectClient<Run>(live);
+  const logger = new RecordingLogger();
+  const reconciler = new OriginReconciler({ runs, logger, now: () => NOW });
+  const cache = new FakeCache<Run>(cached === undefined ? [] : [cached]);
+  const reconcile = () => asReconciler(cache, reconciler)('ns/synced', new AbortController().signal);
+  return { runs, logger, reconcile };
+}
+
+test('a Pending synced Run: its recorded result is written, one status write fenced on the cached version', async () => {
+  const { runs, reconcile } = harness(run());
+
+  await expect(reconcile()).resolves.toBeUndefined();
+
+  expect(runs.writes.map((write) => [write.verb, write.outcome])).toEqual([['replaceStatus', 'ok']]);
+  expect(runs.live('ns', 'synced')?.status).toMatchObject({
+    phase: 'Failed',
+    reason: 'NonZeroExit',
+    completionTime: '2026-12-04T10:00:01Z',
+  });
+});
+
+test.each([
+  ['already recorded', run({ status: { phase: 'Failed' } })],
+  ['being deleted', run({ deleting: true })],
+])('a synced Run %s: nothing is written', async (_name, cached) => {
+  const { runs, reconcile } = harness(cached);
+
+  await expect(reconcile()).resolves.toBeUndefined();
+
+  expect(runs.writes).toEqual([]);
+});
+
+test('a Run no longer in the cache: nothing is read or written', async () => {
+  const { runs, reconcile } = harness(undefined, [run()]);
+
+  await expect(reconcile()).resolves.toBeUndefined();
+
+  expect(runs.writes).toEqual([]);
+});
+
+test('a record the state machine refuses (a function Run): logged as an error, not retried', async () => {
+  const { runs, logger, reconcile } = harness(run({ function: true }));
+
+  await expect(reconcile()).resolves.toBeUndefined();
+
+  expect(runs.writes).toEqual([]);
+  expect(logger.messages('error')).toEqual(['the recorded result of a synced Run was refused']);
+});
+
+test('the Run changed since the cache showed it (Conflict): no retry here, its watch event brings the new version', async () => {
+  const { runs, reconcile } = harness(run({ resourceVersion: '3' }), [run({ resourceVersion: '4' })]);
+
+  await expect(reconcile()).resolves.toBeUndefined();
+
+  expect(runs.writes.map((write) => write.outcome)).toEqual(['Conflict']);
+  expect(runs.live('ns', 'synced')?.status).toBeUndefined();
+});
+
+test('the Run deleted since the cache showed it (NotFound): no error', async () => {
+  const { runs, reconcile } = harness(run(), []);
+
+  await expect(reconcile()).resolves.toBeUndefined();
+
+  expect(runs.writes.map((write) => write.outcome)).toEqual(['NotFound']);
+});
