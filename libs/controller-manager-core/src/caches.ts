@@ -3,7 +3,7 @@ import { API_GROUP, API_VERSION, DEFAULTS, LABELS, REGISTRATION_CLEANUP_FINALIZE
 import type { ArtifactStore, Run, RunInput, RunPhase, RunStatus, Runtime } from '@kruntimes/api';
 import { informerIndex, isPodReady } from '@kruntimes/controller-runtime';
 import { waitsForSlot } from '@kruntimes/pool-core';
-import type { Projection, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
+import type { CacheReader, Projection, ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
 import { kept, projectedRun } from '@kruntimes/run-client';
 import { capacityHold, classify, currentPhase, holdsCapacity, isTerminal, mayBeCollected } from '@kruntimes/run-state';
 import { podCapacity } from '@kruntimes/runtime-workload';
@@ -25,6 +25,11 @@ export interface ManagerCaches {
   artifactStores: SharedInformer<ArtifactStore>;
   runInputs: SharedInformer<RunInput>;
 }
+
+/** The reads of the ManagerCaches (what a reconciler takes, so that a test hands it FakeCaches). */
+export type ManagerCacheReaders = {
+  [K in keyof ManagerCaches]: ManagerCaches[K] extends SharedInformer<infer T> ? CacheReader<T> : never;
+};
 
 /**
  * What the controller-manager keeps of a Run. None of its controllers writes a Run from this
@@ -135,7 +140,7 @@ export function addRunIndexes(runs: SharedInformer<Run>): void {
  * slots held per Pod from the Runs that hold one (bounded by the Runtime's capacity, not by
  * its queue), so a Runtime with tens of thousands of queued Runs costs what its Pods hold.
  */
-export function runtimeDemand(caches: Pick<ManagerCaches, 'runs'>, runtime: ReadonlyDeep<Runtime>): RuntimeDemand {
+export function runtimeDemand(caches: Pick<ManagerCacheReaders, 'runs'>, runtime: ReadonlyDeep<Runtime>): RuntimeDemand {
   const key = `${runtime.metadata.namespace ?? ''}/${runtime.metadata.name ?? ''}`;
   const heldByPod = new Map<string, number>();
   for (const run of caches.runs.byIndex(RUN_INDEXES.demand, `${key}|holdsPod`)) {

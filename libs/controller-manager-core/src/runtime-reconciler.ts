@@ -1,11 +1,4 @@
-import type {
-  KubernetesObject,
-  KubernetesObjectApi,
-  V1Deployment,
-  V1PodDisruptionBudget,
-  V1Secret,
-  V1Service,
-} from '@kubernetes/client-node';
+import type { KubernetesObject, V1Deployment, V1PodDisruptionBudget, V1Secret, V1Service } from '@kubernetes/client-node';
 import { CONDITION_TYPES, LABELS, RUNTIME_KIND, runtimedTlsSecretName } from '@kruntimes/api';
 import type { Runtime } from '@kruntimes/api';
 import { ensureOwned, specHashed } from '@kruntimes/controller-runtime';
@@ -15,12 +8,13 @@ import type {
   EnsureOwnedResult,
   IdentifiedObject,
   ObjectReconciler,
+  OwnedObjectWriter,
   ObjectRef,
   ReadonlyDeep,
   ReconcileResult,
 } from '@kruntimes/controller-runtime';
 import { thaw, writeStatus } from '@kruntimes/run-client';
-import type { ObjectClient } from '@kruntimes/run-client';
+import type { ObjectApi } from '@kruntimes/run-client';
 import {
   SPEC_HASH_ANNOTATION,
   TLS_SECRET_KEYS,
@@ -34,7 +28,7 @@ import type { Deployment, PodDisruptionBudget, Secret, Service, WorkloadConfig }
 import { issueWorkloadCertificate } from '@kruntimes/workload-pki';
 import type { CertificateAuthority } from '@kruntimes/workload-pki';
 import { podView, runtimeDemand } from './caches.ts';
-import type { ManagerCaches } from './caches.ts';
+import type { ManagerCacheReaders } from './caches.ts';
 import type { PoolDecisions, PoolStatus } from './pool-decisions.ts';
 import { decideStatusWrite, runtimeStatus } from './runtime-status.ts';
 import type { RolloutView } from './runtime-status.ts';
@@ -42,10 +36,14 @@ import { rfc3339 } from './rfc3339.ts';
 import { decodeSecretData, tlsSecretDecision } from './runtime-tls.ts';
 import type { TlsSecretDecision } from './runtime-tls.ts';
 
+/** The caches the Runtime reconciler reads. */
+export type RuntimeCaches = Pick<ManagerCacheReaders, 'runs' | 'pods' | 'deployments' | 'services' | 'disruptionBudgets' | 'secrets'>;
+
 export interface RuntimeReconcilerOptions {
-  caches: ManagerCaches;
-  objects: KubernetesObjectApi;
-  runtimes: ObjectClient<Runtime>;
+  caches: RuntimeCaches;
+  /** Creates and replaces the Runtime's TLS Secret, Deployment, Service and PodDisruptionBudget. */
+  objects: OwnedObjectWriter;
+  runtimes: Pick<ObjectApi<Runtime>, 'replaceStatus'>;
   logger: ControllerLogger;
   workload: WorkloadConfig;
   internalCa: CertificateAuthority;
@@ -68,7 +66,7 @@ interface WorkloadState {
  */
 export class RuntimeReconciler implements ObjectReconciler<Runtime> {
   readonly #options: RuntimeReconcilerOptions;
-  readonly #caches: ManagerCaches;
+  readonly #caches: RuntimeCaches;
   /** When this process last wrote each Runtime's status (decideStatusWrite spaces out usage-only writes). */
   readonly #lastStatusWrite = new Map<string, number>();
 

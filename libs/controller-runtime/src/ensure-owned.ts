@@ -50,8 +50,11 @@ export type EnsureOwnedResult =
   | { outcome: 'fenced' }
   | { outcome: 'refused'; reason: OwnedRefusal; message: string };
 
+/** The calls ensureOwned makes of a KubernetesObjectApi. */
+export type OwnedObjectWriter = Pick<KubernetesObjectApi, 'create' | 'read' | 'replace'>;
+
 export interface EnsureOwnedRequest<T extends KubernetesObject> {
-  client: KubernetesObjectApi;
+  client: OwnedObjectWriter;
   logger: ControllerLogger;
   owner: ControllerOwner;
   /** The object as the informer cache has it; undefined when the cache has none. */

@@ -61,6 +61,7 @@ export type {
   DesiredObject,
   EnsureOwnedRequest,
   EnsureOwnedResult,
+  OwnedObjectWriter,
   IdentifiedObject,
   OwnedPlan,
   OwnedRefusal,

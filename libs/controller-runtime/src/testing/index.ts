@@ -3,3 +3,5 @@
 export { FakeCache } from './fake-cache.ts';
 export { RecordingLogger } from './recording-logger.ts';
 export type { LoggedLine } from './recording-logger.ts';
+export { FakeOwnedObjects } from './fake-owned-objects.ts';
+export type { OwnedWrite } from './fake-owned-objects.ts';
