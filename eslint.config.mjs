@@ -92,6 +92,18 @@ export default tseslint.config(
     },
   },
   {
+    // The libs' test doubles (`@kruntimes/<lib>/testing`) are for tests: a production import
+    // would run a reconciler against an in-memory API server.
+    files: ['**/*.ts'],
+    ignores: ['**/*.test.ts', '**/test/**', '**/src/testing/**', 'libs/testing/**', 'e2e/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@kruntimes/*/testing'], message: 'Test doubles are for tests (*.test.ts, test/) only.' }] },
+      ],
+    },
+  },
+  {
     files: pureLibRoots.map((root) => `${root}/src/**/*.ts`),
     ignores: ['**/*.test.ts', '**/test/**'],
     rules: {

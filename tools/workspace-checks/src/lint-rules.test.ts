@@ -37,6 +37,14 @@ describe('module boundaries', () => {
     expect([...typeOnly, ...inTest].filter((m) => m.startsWith('@typescript-eslint/no-restricted-imports'))).toEqual([]);
   });
 
+  it('the libs’ test doubles may be imported by tests only', async () => {
+    const code = "import { FakeCache } from '@kruntimes/controller-runtime/testing';\nexport const x = FakeCache;\n";
+    const inProduction = await lintAs('libs/controller-manager-core/src/manager.ts', code);
+    const inTest = await lintAs('libs/controller-manager-core/src/manager.test.ts', code);
+    expect(inProduction).toContainEqual(expect.stringMatching(/^no-restricted-imports: .*Test doubles are for tests/));
+    expect(inTest.filter((m) => m.startsWith('no-restricted-imports'))).toEqual([]);
+  });
+
   it('a runtime lib may import Node I/O modules', async () => {
     const messages = await lintAs('libs/host/src/paths.ts', "import { access } from 'node:fs/promises';\nexport const x = access;\n");
     expect(messages.filter((m) => m.startsWith('@typescript-eslint/no-restricted-imports'))).toEqual([]);
