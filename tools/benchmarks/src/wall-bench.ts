@@ -10,7 +10,7 @@
  * - task: Execute of a task that exits at once, call to its `exited` event;
  * - invoke: InvokeFunction of a registered function that returns its payload, back to back
  *   (each call sent as the last one returns) and spaced (10 ms apart, as a function serving
- *   traffic sees them: what the last invocation left to clean up is done by then);
+ *   traffic sees them);
  * - reclaim: what a walled Run's end adds before its uid is free again (killAllOf, in this
  *   process): with nothing of the uid left (the usual case), and with a setsid child left behind.
  * Floors (goals of the issue): invoke p50 walled within 5 % of open, task p50 within 20 ms.
@@ -142,7 +142,7 @@ try {
       // Warm both (module loads, first spawns) before measuring.
       await turn(language, open);
       await turn(language, walled);
-      for (const side of [open, walled]) side.task.length = side.invoke.length = side.invokeSpaced.length = 0;
+      for (const measured of [open, walled]) measured.task.length = measured.invoke.length = measured.invokeSpaced.length = 0;
       for (let done = 0; done < SAMPLES; done += TURN) {
         await turn(language, open);
         await turn(language, walled);
