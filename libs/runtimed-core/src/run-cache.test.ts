@@ -1,8 +1,5 @@
 import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
-import type { KubernetesObject } from '@kubernetes/client-node';
 import { runtimedRunProjection, runtimedRunView } from './run-cache.ts';
-
-type RunObject = Run & KubernetesObject;
 
 const SELF = 'pod-self';
 const READY = { type: 'Ready', status: 'True', reason: 'Running', message: 'serving', lastTransitionTime: '2026-01-01T00:00:05Z' } as const;
@@ -14,7 +11,7 @@ const SOURCE = {
   lastTransitionTime: '2026-01-01T00:00:01Z',
 } as const;
 
-function run(status: RunStatus | undefined, mode: RunSpec['mode'] = { task: { args: ['--x'] } }): RunObject {
+function run(status: RunStatus | undefined, mode: RunSpec['mode'] = { task: { args: ['--x'] } }): Run {
   return {
     apiVersion: 'kruntimes.io/v1alpha1',
     kind: 'Run',
@@ -41,7 +38,7 @@ function run(status: RunStatus | undefined, mode: RunSpec['mode'] = { task: { ar
       artifacts: { store: 's', outputs: [{ id: 'o.csv', maxBytes: 1024, mediaType: 'text/csv' }] },
     },
     ...(status === undefined ? {} : { status }),
-  } as unknown as RunObject;
+  };
 }
 
 const IDENTITY = {
@@ -58,7 +55,7 @@ const TASK_SPEC = { runtime: 'python', source: {}, mode: { task: {} } };
 const OTHER = { attempt: 2, assignedPod: 'python-1', assignedPodUID: 'pod-other' };
 
 describe('runtimedRunView', () => {
-  it.each<[string, RunObject]>([
+  it.each<[string, Run]>([
     ['a task Run assigned to this Pod', run({ phase: 'Running', attempt: 1, assignedPod: 'python-0', assignedPodUID: SELF, message: 'm' })],
     [
       'a function Run assigned to this Pod, every condition and output',
@@ -71,7 +68,7 @@ describe('runtimedRunView', () => {
     expect(runtimedRunView(input, SELF)).toBe(input);
   });
 
-  it.each<[string, RunObject, { spec: object; status?: RunStatus }]>([
+  it.each<[string, Run, { spec: object; status?: RunStatus }]>([
     [
       'a task Run of another Pod: the epoch and the Ready condition; its args, source, reason, message, outputs and other conditions dropped',
       run({

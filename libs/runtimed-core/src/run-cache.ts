@@ -3,9 +3,6 @@ import type { Run, RunSpec, RunStatus } from '@kruntimes/api';
 import type { Projection } from '@kruntimes/controller-runtime';
 import { kept, projectedRun } from '@kruntimes/run-client';
 import { findCondition } from '@kruntimes/run-state';
-import type { KubernetesObject } from '@kubernetes/client-node';
-
-type RunObject = Run & KubernetesObject;
 
 /**
  * What runtimed keeps of a Run of its Runtime, decided per watch event (a Run bound to this
@@ -35,7 +32,7 @@ type RunObject = Run & KubernetesObject;
  * and a slim version is never assigned to this Pod, so the fenced writer's epoch check
  * refuses it and reads the live Run (RunClient.transition's `from`).
  */
-export function runtimedRunView(run: RunObject, podUID: string): RunObject {
+export function runtimedRunView(run: Run, podUID: string): Run {
   if (run.status?.assignedPodUID === podUID) return run;
   const status = run.status;
   const ready = findCondition(status?.conditions, CONDITION_TYPES.ready);
@@ -48,10 +45,10 @@ export function runtimedRunView(run: RunObject, podUID: string): RunObject {
     source: {},
     mode: run.spec.mode.function === undefined ? { task: {} } : { function: run.spec.mode.function },
   };
-  return projectedRun(run, spec, keptStatus) as RunObject;
+  return projectedRun(run, spec, keptStatus);
 }
 
 /** The projection of runtimed's Run watch, for the Pod `podUID` (see runtimedRunView). */
-export function runtimedRunProjection(podUID: string): Projection<RunObject> {
-  return { name: 'runtimed', keep: (run: RunObject) => runtimedRunView(run, podUID) };
+export function runtimedRunProjection(podUID: string): Projection<Run> {
+  return { name: 'runtimed', keep: (run: Run) => runtimedRunView(run, podUID) };
 }

@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { API_GROUP, API_VERSION, CONDITION_TYPES, RUN_PLURAL, RUN_RUNTIME_FIELD } from '@kruntimes/api';
+import { CONDITION_TYPES, RUN_RUNTIME_FIELD } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { CoreV1Api } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Controller, EventRecorder, InformerFactory, objectKey, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ReadonlyDeep, SharedInformer } from '@kruntimes/controller-runtime';
+import type { SharedInformer } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { apiStatus, runClient } from '@kruntimes/run-client';
 import { findCondition, resolveAutomaticRetryPolicy } from '@kruntimes/run-state';
@@ -29,8 +29,6 @@ import { RunReconciler } from './run-reconciler.ts';
 import { RuntimeServerClient } from './runtime-server.ts';
 import type { ConfigMapReader } from './workspace.ts';
 import { Workspaces } from './workspace.ts';
-
-type RunObject = Run & KubernetesObject;
 
 /** How often the local Runtime Server's health is checked for runtimed's own readiness. */
 const RUNTIME_SERVER_HEALTH_MS = 2_000;
@@ -195,7 +193,7 @@ interface Caches {
    * the namespace's Runs where the server cannot select on it (then filtered in buildReconciler):
    * whole when assigned to this Pod, slim otherwise (runtimedRunView says what is kept).
    */
-  runs: SharedInformer<RunObject>;
+  runs: SharedInformer<Run>;
   peers: PeerPods;
   synced(): boolean;
 }
@@ -210,11 +208,8 @@ async function buildCaches({ config, kubeConfig, logger }: RuntimedOptions): Pro
       'the API server cannot select Runs by spec.runtime (a Run CRD without selectableFields, or Kubernetes before 1.31): every Run of the namespace is watched and filtered here',
     );
   }
-  const runs = informers.informer<RunObject>({
-    group: API_GROUP,
-    version: API_VERSION,
+  const runs = informers.runs({
     namespace: config.pod.namespace,
-    plural: RUN_PLURAL,
     ...(selectable ? { fieldSelector } : {}),
     projection: runtimedRunProjection(config.pod.uid),
   });
@@ -290,10 +285,8 @@ function buildReconciler(
     gatewayCaPem: clients.gatewayCaPem,
     cancelGraceMs: config.cancelGraceSeconds * 1000,
     runsPerPod: config.runsPerPod,
-    // The cache holds what the API server sent: a Run (client-node's ObjectMeta type differs only in Date fields it never parses for custom objects).
-    cached: (namespace, name) => caches.runs.get(name, namespace) as ReadonlyDeep<Run> | undefined,
-    // Custom objects arrive as parsed JSON: their timestamps are the strings Run says, not client-node Dates.
-    cachedRuns: (namespace) => caches.runs.list(namespace).map((run) => run as unknown as ReadonlyDeep<Run>),
+    cached: (namespace, name) => caches.runs.get(name, namespace),
+    cachedRuns: (namespace) => caches.runs.list(namespace),
     runs: clients.runs,
     server: clients.server,
     artifacts,
@@ -323,7 +316,7 @@ function buildReconciler(
 }
 
 /** Per-function series exist only for the function Runs this process holds (bounded by its capacity). */
-function exportHeldFunctions({ config, metrics }: RuntimedOptions, reconciler: RunReconciler, runs: SharedInformer<RunObject>): void {
+function exportHeldFunctions({ config, metrics }: RuntimedOptions, reconciler: RunReconciler, runs: SharedInformer<Run>): void {
   const { namespace } = config.pod;
   metrics.functions.observeHeld(() =>
     reconciler.heldFunctionKeys().map((key) => {

@@ -3,7 +3,7 @@ import type { Run } from '@kruntimes/api';
 import { AccessReviewer } from '@kruntimes/authz';
 import type { SharedInformer } from '@kruntimes/controller-runtime';
 import { runtimeIdentity } from '@kruntimes/workload-pki';
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { RuntimedConfig } from '../config.ts';
 import type { RuntimedMetrics } from '../metrics.ts';
@@ -12,7 +12,7 @@ import type { PeerPods } from '../peer-pods.ts';
 import type { RuntimeServerClient } from '../runtime-server.ts';
 import { OwnerUnreachableEvents } from './owner-events.ts';
 import { PeerForwarder } from './peer-forwarder.ts';
-import { RunsByUid } from './runs-by-uid.ts';
+import { runByUidLookup } from './runs-by-uid.ts';
 import { startDataplaneServers } from './servers.ts';
 import type { DataplaneServers } from './servers.ts';
 import { TlsMaterial } from './tls-material.ts';
@@ -25,7 +25,7 @@ export interface DataplaneOptions {
   tracer?: Tracer;
   server: RuntimeServerClient;
   /** The informer caches the invoke path reads, and whether both hold a complete list. */
-  runs: SharedInformer<Run & KubernetesObject>;
+  runs: SharedInformer<Run>;
   peers: PeerPods;
   synced(): boolean;
   registrationFor(uid: string, attempt: number): string | undefined;
@@ -47,7 +47,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
   const identity = runtimeIdentity(pod.namespace, config.runtime);
   const tls = new TlsMaterial({ dir: join(config.containerRoot, config.tlsDir), expectedIdentity: identity, logger });
   await tls.start();
-  const runsByUid = new RunsByUid(options.runs, pod.namespace);
+  const runByUid = runByUidLookup(options.runs);
   const forwarder = new PeerForwarder({ tls, identity, targetName: `${config.runtime}.${pod.namespace}.svc`, port: config.peerPort });
   const ownerEvents = new OwnerUnreachableEvents({ kubeConfig, namespace: pod.namespace, podName: pod.name, logger });
   const servers = await startDataplaneServers({
@@ -62,7 +62,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
     functionRuntime: {
       self: { namespace: pod.namespace, runtime: config.runtime, podName: pod.name, podUID: pod.uid, podIP: pod.ip },
       synced: () => options.synced(),
-      runByUid: (uid) => runsByUid.get(uid),
+      runByUid,
       podByUid: (uid) => peers.byUID(uid),
       registrationFor: (uid, attempt) => options.registrationFor(uid, attempt),
       admitInvocation: (uid, attempt) => options.admitInvocation(uid, attempt),
