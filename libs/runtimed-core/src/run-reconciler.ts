@@ -18,6 +18,7 @@ import type { LeaseRunReport } from './pod-lease.ts';
 import { NotOwnerError, StaleCacheError } from './run-client.ts';
 import { RunWork } from './run-work.ts';
 import type { LocalState, ReconcileContext } from './run-work.ts';
+import type { Registrations } from './dataplane/registrations.ts';
 import type { RunReconcilerOptions } from './reconcile-types.ts';
 import { RuntimeServerError } from './runtime-server.ts';
 import { TaskExecution } from './task-execution.ts';
@@ -47,7 +48,7 @@ function epochKeyOf(uid: string, attempt: number): string {
  * a write that finds another epoch drops the work locally and never writes again. The
  * steps of each mode are in function-lifecycle.ts and task-execution.ts.
  */
-export class RunReconciler {
+export class RunReconciler implements Registrations {
   readonly #o: RunReconcilerOptions;
   readonly #now: () => number;
   readonly #local = new Map<string, LocalState>();

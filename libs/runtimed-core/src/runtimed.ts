@@ -89,8 +89,7 @@ export async function startRuntimed(options: RuntimedOptions): Promise<RunningRu
     runs: caches.runs,
     peers: caches.peers,
     synced: () => caches.synced(),
-    registrationFor: (uid, attempt) => reconciler.registrationFor(uid, attempt),
-    admitInvocation: (uid, attempt) => reconciler.admitInvocation(uid, attempt),
+    registrations: reconciler,
     up: () => !stopping && runtimeServer.serving(),
   });
   caches.peers.watchOwn(pod.uid, (own) => {

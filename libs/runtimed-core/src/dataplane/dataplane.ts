@@ -12,6 +12,7 @@ import type { PeerPods } from '../peer-pods.ts';
 import type { RuntimeServerClient } from '../runtime-server.ts';
 import { OwnerUnreachableEvents } from './owner-events.ts';
 import { PeerForwarder } from './peer-forwarder.ts';
+import type { Registrations } from './registrations.ts';
 import { runByUidLookup } from './runs-by-uid.ts';
 import { startDataplaneServers } from './servers.ts';
 import type { DataplaneServers } from './servers.ts';
@@ -28,9 +29,7 @@ export interface DataplaneOptions {
   runs: SharedInformer<Run>;
   peers: PeerPods;
   synced(): boolean;
-  registrationFor(uid: string, attempt: number): string | undefined;
-  /** Admits one local invocation of the epoch (its release is returned), or none while it is handed over. */
-  admitInvocation(uid: string, attempt: number): (() => void) | undefined;
+  registrations: Registrations;
   /** The rest of runtimed's readiness: not stopping, the local Runtime Server answers. */
   up(): boolean;
 }
@@ -64,8 +63,7 @@ export async function startDataplane(options: DataplaneOptions): Promise<Datapla
       synced: () => options.synced(),
       runByUid,
       podByUid: (uid) => peers.byUID(uid),
-      registrationFor: (uid, attempt) => options.registrationFor(uid, attempt),
-      admitInvocation: (uid, attempt) => options.admitInvocation(uid, attempt),
+      registrations: options.registrations,
       server,
       authorizer: new AccessReviewer({ kubeConfig, metrics: metrics.authz }),
       forwarder,

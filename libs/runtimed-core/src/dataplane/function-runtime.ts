@@ -16,6 +16,7 @@ import type { PeerPod } from '../peer-pods.ts';
 import { RuntimeServerError } from '../runtime-server.ts';
 import type { RuntimeServerClient } from '../runtime-server.ts';
 import type { PeerForwarder } from './peer-forwarder.ts';
+import type { Registrations } from './registrations.ts';
 import { validateInvocation } from './request.ts';
 import type { DataplanePort, IncomingInvocation } from './request.ts';
 import { invocationErrorCode, routeInvocation } from './route.ts';
@@ -34,14 +35,7 @@ export interface FunctionRuntimeOptions {
   runByUid(uid: string): ReadonlyDeep<Run> | undefined;
   /** The cached Pod with this UID (informer only). */
   podByUid(uid: string): PeerPod | undefined;
-  /** The registration this runtimed holds for (Run UID, attempt). */
-  registrationFor(uid: string, attempt: number): string | undefined;
-  /**
-   * Admits one local invocation of (Run UID, attempt) and returns its release, or undefined
-   * while this Pod hands the Run over (a drain): counted here so that the handover waits for
-   * every invocation it admitted before it unregisters.
-   */
-  admitInvocation(uid: string, attempt: number): (() => void) | undefined;
+  registrations: Registrations;
   server: RuntimeServerClient;
   authorizer: Authorizer;
   forwarder: PeerForwarder;
@@ -237,7 +231,7 @@ async function invokeHere(
   call.fields.attempt = decided.attempt;
   // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
   const run = o.runByUid(incoming.runUid)?.metadata.name ?? cachedName ?? '';
-  const admitted = o.admitInvocation(incoming.runUid, decided.attempt);
+  const admitted = o.registrations.admitInvocation(incoming.runUid, decided.attempt);
   // 503 with Retry-After at the gateway: the next attempt registers on another Pod in a moment.
   if (admitted === undefined) {
     throw new KruntimesError('RunNotReady', `Run ${run} is moving: Pod ${o.self.podName} is stopping and hands it over to another Pod`);
@@ -358,7 +352,7 @@ async function decide(
       runUid: incoming.runUid,
       peerHop: incoming.peerHop,
       run,
-      registrationFor: (attempt) => o.registrationFor(incoming.runUid, attempt),
+      registrations: o.registrations,
       // Only another Pod is looked up (a scan of the Pod cache): routing to this one never reads it.
       ownerPod: assigned === undefined || assigned === '' || assigned === o.self.podUID ? undefined : o.podByUid(assigned),
       requestTimeoutMs: incoming.timeoutMs,

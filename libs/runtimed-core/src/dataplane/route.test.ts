@@ -57,7 +57,9 @@ function run(shape: Shape = {}): Run {
 }
 
 const OWNER: PeerPod = { name: 'python-1', uid: OTHER, ip: '127.0.0.9', ready: true, deleting: false };
-const held = (attempts: Record<number, string>) => (attempt: number) => attempts[attempt];
+const held = (attempts: Record<number, string>): RouteInput['registrations'] => ({
+  registrationFor: (runUid, attempt) => (runUid === UID ? attempts[attempt] : undefined),
+});
 
 function input(change: Partial<RouteInput> = {}): RouteInput {
   return {
@@ -65,7 +67,7 @@ function input(change: Partial<RouteInput> = {}): RouteInput {
     runUid: UID,
     peerHop: undefined,
     run: run(),
-    registrationFor: held({ 2: 'reg-2' }),
+    registrations: held({ 2: 'reg-2' }),
     ownerPod: undefined,
     requestTimeoutMs: undefined,
     final: false,
@@ -103,8 +105,8 @@ describe('routeInvocation: direct requests (gateway port)', () => {
       invoke('reg-2', 1_500),
     ],
     ['owned here: the Run timeout when the request has none', { run: run({ invocationTimeoutSeconds: 3 }) }, invoke('reg-2', 3_000)],
-    ['owned here, registration of another attempt only', { registrationFor: held({ 1: 'reg-1' }) }, recheck],
-    ['owned here, no registration, last look', { registrationFor: held({}), final: true }, refused('RunNotReady')],
+    ['owned here, registration of another attempt only', { registrations: held({ 1: 'reg-1' }) }, recheck],
+    ['owned here, no registration, last look', { registrations: held({}), final: true }, refused('RunNotReady')],
     [
       'owned by a ready peer',
       { run: run({ pod: OTHER }), ownerPod: OWNER },
@@ -136,15 +138,15 @@ describe('routeInvocation: peer hops (this runtimed is the expected owner; never
     ['expects the attempt registered here that this cache shows on another Pod', { peerHop: hop(2), run: run({ pod: OTHER }) }, recheck],
     [
       'cache shows another Pod, nothing held here',
-      { peerHop: hop(2), run: run({ pod: OTHER }), registrationFor: held({}) },
+      { peerHop: hop(2), run: run({ pod: OTHER }), registrations: held({}) },
       refused('EpochMismatch'),
     ],
     ['cache shows another Pod, last look', { peerHop: hop(2), run: run({ pod: OTHER }), final: true }, refused('EpochMismatch')],
     ['registered here, not yet Ready in this cache', { peerHop: hop(2), run: run({ phase: 'Running' }) }, recheck],
-    ['not Ready and nothing held', { peerHop: hop(2), run: run({ phase: 'Running' }), registrationFor: held({}) }, refused('RunNotReady')],
+    ['not Ready and nothing held', { peerHop: hop(2), run: run({ phase: 'Running' }), registrations: held({}) }, refused('RunNotReady')],
     ['not Ready, last look', { peerHop: hop(2), run: run({ phase: 'Running' }), final: true }, refused('RunNotReady')],
-    ['Ready here but no registration held yet', { peerHop: hop(2), registrationFor: held({}) }, recheck],
-    ['Ready here but no registration held, last look', { peerHop: hop(2), registrationFor: held({}), final: true }, refused('RunNotReady')],
+    ['Ready here but no registration held yet', { peerHop: hop(2), registrations: held({}) }, recheck],
+    ['Ready here but no registration held, last look', { peerHop: hop(2), registrations: held({}), final: true }, refused('RunNotReady')],
     ['deleting', { peerHop: hop(2), run: run({ deleting: true }), final: true }, refused('RunNotReady')],
   ])('%s', (_name, change, expected) => {
     expect(routeInvocation(input(change))).toMatchObject(expected);

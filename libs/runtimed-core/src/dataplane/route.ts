@@ -1,9 +1,10 @@
-import type { Run } from '@kruntimes/api';
+import type { Run, RunPhase } from '@kruntimes/api';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import type { ErrorCode } from '@kruntimes/errors';
 import { verifyPeerExpectation } from '@kruntimes/fencing';
 import { acceptsInvokes, isConditionTrue, mayTurnReady } from '@kruntimes/run-state';
 import type { PeerPod } from '../peer-pods.ts';
+import type { Registrations } from './registrations.ts';
 import type { PeerHopView } from './request.ts';
 import { effectiveTimeoutMs } from './request.ts';
 
@@ -13,8 +14,8 @@ export interface RouteInput {
   peerHop: PeerHopView | undefined;
   /** The cached Run with this UID that is the current object of its name, if any. */
   run: ReadonlyDeep<Run> | undefined;
-  /** The registration this runtimed holds for (run UID, attempt), if any. */
-  registrationFor: (attempt: number) => string | undefined;
+  /** The registrations this runtimed holds. */
+  registrations: Pick<Registrations, 'registrationFor'>;
   /** The cached Pod with the Run's assignedPodUID, if any. */
   ownerPod: PeerPod | undefined;
   requestTimeoutMs: number | undefined;
@@ -58,57 +59,83 @@ export function routeInvocation(input: RouteInput): Route {
   }
   const status = run.status;
   const phase = status?.phase ?? 'Pending';
-  const ready = acceptsInvokes(phase, isConditionTrue(status?.conditions, 'Ready'), run.metadata.deletionTimestamp !== undefined);
-  const attempt = status?.attempt ?? 0;
-  const assigned = status?.assignedPodUID ?? '';
-  const timeoutMs = effectiveTimeoutMs(input.requestTimeoutMs, fn.invocationTimeoutSeconds);
-  const notReady = (): Route =>
-    refuse(
-      'RunNotReady',
-      `Run ${run.metadata.name ?? ''} is not ready (${phase}${run.metadata.deletionTimestamp === undefined ? '' : ', deleting'})`,
+  const deleting = run.metadata.deletionTimestamp !== undefined;
+  const epoch: CachedEpoch = {
+    phase,
+    ready: acceptsInvokes(phase, isConditionTrue(status?.conditions, 'Ready'), deleting),
+    deleting,
+    attempt: status?.attempt ?? 0,
+    assigned: status?.assignedPodUID ?? '',
+    assignedPod: status?.assignedPod,
+    timeoutMs: effectiveTimeoutMs(input.requestTimeoutMs, fn.invocationTimeoutSeconds),
+    notReady: () => refuse('RunNotReady', `Run ${run.metadata.name ?? ''} is not ready (${phase}${deleting ? ', deleting' : ''})`),
+  };
+  return peerHop === undefined ? routeDirect(input, epoch) : routePeerHop(input, peerHop, epoch);
+}
+
+/** What routing reads of the cached Run, once it is known to be a function Run of this Runtime. */
+interface CachedEpoch {
+  phase: RunPhase;
+  /** Whether it accepts invokes (run-state decides). */
+  ready: boolean;
+  deleting: boolean;
+  attempt: number;
+  /** status.assignedPodUID, '' when none. */
+  assigned: string;
+  assignedPod: string | undefined;
+  timeoutMs: number;
+  notReady: () => Route;
+}
+
+/** A request from a peer: this runtimed is the owner the peer found in its cache. */
+function routePeerHop(input: RouteInput, peerHop: PeerHopView, epoch: CachedEpoch): Route {
+  const { self, final, registrations } = input;
+  const { attempt, notReady } = epoch;
+  if (peerHop.expectedPodUid !== self.podUID)
+    return refuse('EpochMismatch', `the peer expects Pod ${peerHop.expectedPodUid}, this is Pod ${self.podUID}`);
+  const heldForExpected = registrations.registrationFor(input.runUid, peerHop.expectedAttempt) !== undefined;
+  try {
+    verifyPeerExpectation(
+      { runUID: input.runUid, attempt: peerHop.expectedAttempt, podUID: peerHop.expectedPodUid },
+      { runUID: input.runUid, attempt, podUID: epoch.assigned },
     );
-
-  if (peerHop !== undefined) {
-    // This runtimed is the owner the peer found in its cache.
-    if (peerHop.expectedPodUid !== self.podUID)
-      return refuse('EpochMismatch', `the peer expects Pod ${peerHop.expectedPodUid}, this is Pod ${self.podUID}`);
-    const heldForExpected = input.registrationFor(peerHop.expectedAttempt) !== undefined;
-    try {
-      verifyPeerExpectation(
-        { runUID: input.runUid, attempt: peerHop.expectedAttempt, podUID: peerHop.expectedPodUid },
-        { runUID: input.runUid, attempt, podUID: assigned },
-      );
-    } catch (error) {
-      // The peer's watch may be ahead of this one: it names a newer attempt, or the one
-      // this runtimed just registered.
-      if (!final && (heldForExpected || peerHop.expectedAttempt > attempt))
-        return { type: 'recheck', why: 'the peer expects an epoch this cache has not seen yet' };
-      return refuse('EpochMismatch', error instanceof Error ? error.message : 'the peer expects another epoch');
-    }
-    if (!ready) return !final && heldForExpected ? { type: 'recheck', why: 'registered here, not yet Ready in this cache' } : notReady();
-    return invokeHere(attempt, timeoutMs, input.registrationFor(attempt), final, notReady);
+  } catch (error) {
+    // The peer's watch may be ahead of this one: it names a newer attempt, or the one
+    // this runtimed just registered.
+    if (!final && (heldForExpected || peerHop.expectedAttempt > attempt))
+      return { type: 'recheck', why: 'the peer expects an epoch this cache has not seen yet' };
+    return refuse('EpochMismatch', error instanceof Error ? error.message : 'the peer expects another epoch');
   }
+  if (!epoch.ready)
+    return !final && heldForExpected ? { type: 'recheck', why: 'registered here, not yet Ready in this cache' } : notReady();
+  return invokeHere(attempt, epoch.timeoutMs, registrations.registrationFor(input.runUid, attempt), final, notReady);
+}
 
-  if (!ready) {
+/** A request from the gateway: invoke here when this Pod owns the epoch, else forward once to its owner. */
+function routeDirect(input: RouteInput, epoch: CachedEpoch): Route {
+  const { self, final } = input;
+  const { attempt, assigned, notReady } = epoch;
+  if (!epoch.ready) {
     // The owner may have written Ready a moment ago (a client that watched for Ready and
     // invokes at once): look again, bounded, before a 503 that the caller would have to retry.
-    const comingUp = mayTurnReady(phase) && assigned !== '' && run.metadata.deletionTimestamp === undefined;
+    const comingUp = mayTurnReady(epoch.phase) && assigned !== '' && !epoch.deleting;
     return !final && comingUp
       ? { type: 'recheck', why: 'the owner is bringing the Run up; this cache may not show Ready yet' }
       : notReady();
   }
   if (assigned === '') return notReady();
-  if (assigned === self.podUID) return invokeHere(attempt, timeoutMs, input.registrationFor(attempt), final, notReady);
+  if (assigned === self.podUID)
+    return invokeHere(attempt, epoch.timeoutMs, input.registrations.registrationFor(input.runUid, attempt), final, notReady);
   const owner = input.ownerPod;
   if (owner === undefined) {
     if (!final) return { type: 'recheck', why: 'the owner Pod is not in the Pod cache' };
-    return refuse('OwnerUnavailable', `the owner Pod ${status?.assignedPod ?? assigned} no longer exists`, true);
+    return refuse('OwnerUnavailable', `the owner Pod ${epoch.assignedPod ?? assigned} no longer exists`, true);
   }
   // A deleting owner drains: it hands the Run over (a planned move), so this is "not now",
   // not an owner lost, and records no OwnerUnreachable Event.
   if (owner.deleting) return refuse('RunNotReady', `the owner Pod ${owner.name} is draining; the Run moves to another Pod`);
   if (!owner.ready || owner.ip === '') return refuse('OwnerUnavailable', `the owner Pod ${owner.name} is not ready`, true);
-  return { type: 'forward', owner, attempt, timeoutMs };
+  return { type: 'forward', owner, attempt, timeoutMs: epoch.timeoutMs };
 }
 
 function invokeHere(attempt: number, timeoutMs: number, registrationId: string | undefined, final: boolean, notReady: () => Route): Route {
