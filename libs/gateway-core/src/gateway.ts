@@ -18,7 +18,7 @@ import type { HttpError } from './error-mapping.ts';
 import { FilePoller } from './file-poller.ts';
 import { Forwarder } from './forwarder.ts';
 import { parseInvoke, parseJsonBody, pathOf } from './invoke-request.ts';
-import type { InvokeRequest, InvokeTarget } from './invoke-request.ts';
+import type { CheckedInvokeRequest, InvokeTarget } from './invoke-request.ts';
 import { NO_METRICS } from './metrics.ts';
 import type { GatewayMetrics, RouteLabel } from './metrics.ts';
 import type { OwnerHints } from './owner-hints.ts';
@@ -368,7 +368,7 @@ export class Gateway {
   }
 
   /** Reads the body (bounded), forwards it once to a runtimed of the Runtime and answers with what it said. */
-  async #invoke(request: Request, response: Response, state: RequestState, invoke: InvokeRequest): Promise<void> {
+  async #invoke(request: Request, response: Response, state: RequestState, invoke: CheckedInvokeRequest): Promise<void> {
     const body = await readBoundedBody(request, this.#bodyLimit);
     parseJsonBody(body);
     const abort = new AbortController();
@@ -486,7 +486,7 @@ export class Gateway {
 }
 
 /** The request's server span, under the caller's trace context when it sent a valid one. */
-function serverSpan(tracer: Tracer, request: Request, state: RequestState, invoke: InvokeRequest | undefined): Span {
+function serverSpan(tracer: Tracer, request: Request, state: RequestState, invoke: CheckedInvokeRequest | undefined): Span {
   const { target } = state;
   return startSpan(tracer, SPAN_NAMES[state.route], SpanKind.SERVER, remoteParent(invoke?.traceparent, invoke?.tracestate), {
     'http.request.method': request.method ?? '',

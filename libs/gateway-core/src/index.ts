@@ -33,7 +33,7 @@ export {
   pathOf,
   traceContext,
 } from './invoke-request.ts';
-export type { InvokeRequest, InvokeRoute, InvokeTarget, ParsedInvoke, PathMatch, RequestHeaders } from './invoke-request.ts';
+export type { CheckedInvokeRequest, InvokeRoute, InvokeTarget, ParsedInvoke, PathMatch, RequestHeaders } from './invoke-request.ts';
 export { readBoundedBody } from './body.ts';
 export { GATEWAY_ENDPOINTSLICE_RBAC_RULES, GATEWAY_RBAC_RULES } from './rbac.ts';
 export { OwnerHints, decideHintUpdate, decideUpstreams, hintKey, parseNamedOwner } from './owner-hints.ts';

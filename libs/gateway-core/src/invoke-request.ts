@@ -45,18 +45,18 @@ export function parseInvokePath(path: string): PathMatch {
 export type RequestHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 /** An invoke request that passed every check that does not need its body. */
-export interface InvokeRequest {
-  target: InvokeTarget;
+export interface CheckedInvokeRequest {
+  readonly target: InvokeTarget;
   /** The client's invocation ID; undefined when it sent none (the gateway makes one). */
-  invocationId: string | undefined;
-  token: string;
-  timeoutMs: number;
-  traceparent?: string;
-  tracestate?: string;
+  readonly invocationId: string | undefined;
+  readonly token: string;
+  readonly timeoutMs: number;
+  readonly traceparent?: string;
+  readonly tracestate?: string;
 }
 
 export type ParsedInvoke =
-  | { ok: true; request: InvokeRequest }
+  | { ok: true; request: CheckedInvokeRequest }
   | {
       ok: false;
       error: KruntimesError;

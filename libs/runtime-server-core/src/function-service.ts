@@ -12,7 +12,7 @@ import { isAbsolute } from 'node:path';
 
 export interface RegisterRequest extends RegistrationKey, FunctionConfig {}
 
-export interface InvokeRequest {
+export interface FunctionInvokeRequest {
   readonly registrationId: string;
   readonly invocationId: string;
   readonly payload: Uint8Array;
@@ -96,7 +96,7 @@ export class FunctionService {
     return true;
   }
 
-  async invoke(request: InvokeRequest): Promise<InvocationResult> {
+  async invoke(request: FunctionInvokeRequest): Promise<InvocationResult> {
     const tracer = this.#tracer;
     if (tracer === undefined) return this.#invoke(request, undefined);
     const span = startSpan(tracer, INVOKE_RPC, SpanKind.SERVER, remoteParent(request.traceparent, request.tracestate), {
@@ -115,7 +115,7 @@ export class FunctionService {
     }
   }
 
-  async #invoke(request: InvokeRequest, trace: { tracer: Tracer; span: Span } | undefined): Promise<InvocationResult> {
+  async #invoke(request: FunctionInvokeRequest, trace: { tracer: Tracer; span: Span } | undefined): Promise<InvocationResult> {
     const { payload, timeoutMs } = validateInvoke(request);
     const slot = this.#table.beginInvocation(request.registrationId, request.invocationId);
     const registration = this.#table.get(request.registrationId);
@@ -244,7 +244,7 @@ function validateRegister(request: RegisterRequest): void {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-function validateInvoke(request: InvokeRequest): { payload: string; timeoutMs: number } {
+function validateInvoke(request: FunctionInvokeRequest): { payload: string; timeoutMs: number } {
   if (!isValidInvocationId(request.invocationId)) {
     throw new KruntimesError('InvalidInvocationId', 'invocation_id must be 1-128 bytes of visible ASCII');
   }

@@ -46,15 +46,16 @@ export interface ExecuteRequest {
   resume?: runtimeServerV1.Resume;
 }
 
-export interface InvokeRequest {
-  registrationId: string;
-  invocationId: string;
-  payload: Uint8Array;
+/** runtimed's call to its local Runtime Server: one invocation of a registration it holds. */
+export interface RuntimeServerInvocation {
+  readonly registrationId: string;
+  readonly invocationId: string;
+  readonly payload: Uint8Array;
   /** The Runtime Server kills the invocation after this long and answers InvocationTimeout. */
-  timeoutMs: number;
+  readonly timeoutMs: number;
   /** W3C trace context of runtimed's client span (tracing on), sent as gRPC metadata. */
-  traceparent?: string;
-  tracestate?: string | undefined;
+  readonly traceparent?: string;
+  readonly tracestate?: string | undefined;
 }
 
 function traceMetadata(traceparent: string, tracestate: string | undefined): Metadata {
@@ -117,7 +118,7 @@ export class RuntimeServerClient {
    * call is abandoned as InvocationTimeout; aborting `signal` (the caller went away)
    * cancels the call and rejects with the abort reason.
    */
-  async invoke(request: InvokeRequest, signal: AbortSignal): Promise<runtimeServerV1.InvokeFunctionResponse> {
+  async invoke(request: RuntimeServerInvocation, signal: AbortSignal): Promise<runtimeServerV1.InvokeFunctionResponse> {
     // One controller for the deadline and the caller gone, one timer cleared at the end:
     // cheaper per call than AbortSignal.timeout plus AbortSignal.any.
     const abort = new AbortController();

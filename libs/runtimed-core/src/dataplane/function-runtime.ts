@@ -14,8 +14,8 @@ import type { Span, Tracer } from '@kruntimes/tracing';
 import type { RuntimedMetrics } from '../metrics.ts';
 import type { PeerPod } from '../peer-pods.ts';
 import { RuntimeServerError } from '../runtime-server.ts';
-import type { RuntimeServerClient } from '../runtime-server.ts';
-import type { PeerForwarder } from './peer-forwarder.ts';
+import type { RuntimeServerClient, RuntimeServerInvocation } from '../runtime-server.ts';
+import type { ForwardedInvocation, PeerForwarder } from './peer-forwarder.ts';
 import type { Registrations } from './registrations.ts';
 import { validateInvocation } from './request.ts';
 import type { DataplanePort, IncomingInvocation } from './request.ts';
@@ -74,40 +74,78 @@ export function functionRuntimeService(
   };
 }
 
-/** One InvokeFunction call; what the failure path needs is kept as the call goes on. */
+/**
+ * One InvokeFunction call as far as it got: each step builds the next value from the last
+ * one, and the failure path answers with the last one reached.
+ */
 interface InvokeCall {
-  o: FunctionRuntimeOptions;
-  port: DataplanePort;
-  request: runtimedV1.InvokeFunctionRequest;
-  context: CallContext;
-  incoming: IncomingInvocation;
-  started: number;
+  readonly options: FunctionRuntimeOptions;
+  readonly port: DataplanePort;
+  readonly request: runtimedV1.InvokeFunctionRequest;
+  readonly context: CallContext;
+  readonly incoming: IncomingInvocation;
+  readonly started: number;
   /**
-   * What the call's log line says about it, added as it goes. One object, not a pino
+   * What the call's log line says about it, grown step by step. One object, not a pino
    * child logger per step: children serialise their bindings each time they are made.
    */
-  fields: Record<string, unknown>;
-  /** Where the call was routed, once it was. */
-  route?: Route['type'];
+  readonly fields: Readonly<Record<string, unknown>>;
   /** Whether the invocation ID passed validation (only then is it echoed in a trailer). */
-  validId: boolean;
+  readonly validId: boolean;
+  /** Where the call was routed, once it was. */
+  readonly route: Route['type'] | undefined;
   /** The call's server span (tracing on). */
-  span?: Span;
-  /** The error the call ended with, once it did. */
-  failed?: KruntimesError;
+  readonly span: Span | undefined;
+}
+
+/** A call routed from the caches: where it goes, and what the refusal or the hop needs. */
+interface RoutedCall extends InvokeCall {
+  readonly decided: Exclude<Route, { type: 'recheck' }>;
+  /** The Run cached when the call was authorized, if any. */
+  readonly cached: ReadonlyDeep<Run> | undefined;
+  /** The caller's Authorization metadata, carried on by a forward. */
+  readonly authorization: string | undefined;
 }
 
 const INVOKE_RPC = 'kruntimes.runtimed.v1.FunctionRuntime/InvokeFunction';
 const RUNTIME_SERVER_INVOKE_RPC = 'kruntimes.runtimeserver.v1.RuntimeServer/InvokeFunction';
 
+/** Validate, authorize, route, then invoke here or forward; any failure answers with the step the call reached. */
 async function invoke(
-  o: FunctionRuntimeOptions,
+  options: FunctionRuntimeOptions,
   port: DataplanePort,
   request: runtimedV1.InvokeFunctionRequest,
   context: CallContext,
 ): Promise<runtimedV1.InvokeFunctionResponse> {
-  const call: InvokeCall = {
-    o,
+  const arrived = arrivedCall(options, port, request, context);
+  let reached: InvokeCall = arrived;
+  try {
+    const validated = validatedCall(arrived);
+    reached = validated;
+    const routed = await routedCall(validated);
+    reached = routed;
+    const response = await serve(routed);
+    arrived.span?.end();
+    return response;
+  } catch (error) {
+    const { answer, failed } = failure(reached, error);
+    if (arrived.span !== undefined) {
+      const { code, message } = failed ?? { code: 'Internal', message: 'the caller went away' };
+      endFailed(arrived.span, code, message);
+    }
+    throw answer;
+  }
+}
+
+function arrivedCall(
+  options: FunctionRuntimeOptions,
+  port: DataplanePort,
+  request: runtimedV1.InvokeFunctionRequest,
+  context: CallContext,
+): InvokeCall {
+  const { self, tracer } = options;
+  return {
+    options,
     port,
     request,
     context,
@@ -122,43 +160,38 @@ async function invoke(
       peerHop: request.peerHop,
     },
     // Every line of the invocation names its Runtime (this runtimed's own), Run and, once valid, its ID.
-    fields: { namespace: o.self.namespace, runtime: o.self.runtime, port, runUID: request.runUid.slice(0, 64) },
+    fields: { namespace: self.namespace, runtime: self.runtime, port, runUID: request.runUid.slice(0, 64) },
     validId: false,
+    route: undefined,
+    span: tracer === undefined ? undefined : serverSpan(tracer, self, port, request, context),
   };
-  if (o.tracer !== undefined) call.span = serverSpan(o.tracer, call);
-  try {
-    const response = await serve(call);
-    call.span?.end();
-    return response;
-  } catch (error) {
-    const answer = failure(call, error);
-    if (call.span !== undefined) {
-      const { code, message } = call.failed ?? { code: 'Internal', message: 'the caller went away' };
-      endFailed(call.span, code, message);
-    }
-    throw answer;
-  }
 }
 
 /** The call's server span, under the caller's trace context (the gateway's or the forwarding runtimed's client span). */
-function serverSpan(tracer: Tracer, call: InvokeCall): Span {
-  const { metadata } = call.context;
+function serverSpan(
+  tracer: Tracer,
+  self: FunctionRuntimeOptions['self'],
+  port: DataplanePort,
+  request: runtimedV1.InvokeFunctionRequest,
+  { metadata }: CallContext,
+): Span {
   return startSpan(tracer, INVOKE_RPC, SpanKind.SERVER, remoteParent(metadata.get('traceparent'), metadata.get('tracestate')), {
     'rpc.system': 'grpc',
     'rpc.service': 'kruntimes.runtimed.v1.FunctionRuntime',
     'rpc.method': 'InvokeFunction',
-    [ATTR.port]: call.port,
-    [ATTR.invocationId]: call.request.invocationId.slice(0, 128),
-    [ATTR.namespace]: call.o.self.namespace,
-    [ATTR.runtime]: call.o.self.runtime,
-    [ATTR.runUid]: call.request.runUid.slice(0, 64),
+    [ATTR.port]: port,
+    [ATTR.invocationId]: request.invocationId.slice(0, 128),
+    [ATTR.namespace]: self.namespace,
+    [ATTR.runtime]: self.runtime,
+    [ATTR.runUid]: request.runUid.slice(0, 64),
   });
 }
 
 /** A client span under the call's server span, and the trace context the next hop gets from it. */
 function clientSpan(call: InvokeCall, name: string, attributes: Record<string, string | number>): Span | undefined {
-  if (call.span === undefined || call.o.tracer === undefined) return undefined;
-  return startSpan(call.o.tracer, name, SpanKind.CLIENT, parentOf(call.span), {
+  const { tracer } = call.options;
+  if (call.span === undefined || tracer === undefined) return undefined;
+  return startSpan(tracer, name, SpanKind.CLIENT, parentOf(call.span), {
     [ATTR.invocationId]: call.incoming.invocationId,
     ...attributes,
   });
@@ -177,34 +210,54 @@ async function traced<T>(span: Span | undefined, calling: Promise<T>): Promise<T
   }
 }
 
-/** Validate, authorize, route, then invoke here or forward. */
-async function serve(call: InvokeCall): Promise<runtimedV1.InvokeFunctionResponse> {
-  const { o, port, context, incoming } = call;
-  validateInvocation(incoming, o.self, port);
-  call.validId = true;
-  call.fields.invocationId = incoming.invocationId;
-  if (incoming.peerHop !== undefined) call.fields.fromPod = incoming.peerHop.fromPod;
+/** The first step, before any credential is looked at (validateInvocation). */
+function validatedCall(call: InvokeCall): InvokeCall {
+  const { incoming } = call;
+  validateInvocation(incoming, call.options.self, call.port);
+  return {
+    ...call,
+    validId: true,
+    fields: {
+      ...call.fields,
+      invocationId: incoming.invocationId,
+      ...(incoming.peerHop === undefined ? {} : { fromPod: incoming.peerHop.fromPod }),
+    },
+  };
+}
+
+/** Authorize the caller's token, then route from the caches. */
+async function routedCall(call: InvokeCall): Promise<RoutedCall> {
+  const { options, context, incoming } = call;
   const authorization = context.metadata.get(METADATA_KEYS.authorization);
   const token = bearerToken(authorization);
   // A cache that is still listing would answer 404 for a Run that exists.
-  if (!o.synced()) throw new KruntimesError('RunNotReady', 'this runtimed is starting (its caches are not synced yet)');
-  const cached = o.runByUid(incoming.runUid);
+  if (!options.synced()) throw new KruntimesError('RunNotReady', 'this runtimed is starting (its caches are not synced yet)');
+  const cached = options.runByUid(incoming.runUid);
   // An unknown UID has no name: the review then asks about the namespace's Runs in
   // general, so that only a caller who may read Runs there learns it does not exist.
-  await o.authorizer.authorize({ token, namespace: o.self.namespace, name: cached?.metadata.name ?? '', uid: incoming.runUid });
-  const decided = await decide(o, incoming, context.signal);
-  call.route = decided.type;
-  if (decided.type !== 'refuse' && port === 'grpc') nameOwner(call, decided);
+  await options.authorizer.authorize({ token, namespace: options.self.namespace, name: cached?.metadata.name ?? '', uid: incoming.runUid });
+  const decided = await decide(options, incoming, context.signal);
+  const fields =
+    decided.type === 'refuse'
+      ? call.fields
+      : { ...call.fields, attempt: decided.attempt, ...(decided.type === 'forward' ? { owner: decided.owner.name } : {}) };
+  return { ...call, fields, route: decided.type, decided, cached, authorization };
+}
+
+/** A routed call's answer: refused, invoked here, or the owner's. */
+async function serve(call: RoutedCall): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { decided } = call;
+  if (decided.type !== 'refuse' && call.port === 'grpc') nameOwner(call, decided);
   switch (decided.type) {
     case 'refuse': {
-      if (decided.ownerUnreachable && cached !== undefined)
-        o.ownerUnreachable({ name: cached.metadata.name ?? '', uid: incoming.runUid }, decided.message);
+      if (decided.ownerUnreachable && call.cached !== undefined)
+        call.options.ownerUnreachable({ name: call.cached.metadata.name ?? '', uid: call.incoming.runUid }, decided.message);
       throw new KruntimesError(decided.code, decided.message);
     }
     case 'invoke':
-      return invokeHere(call, decided, cached?.metadata.name);
+      return invokeHere(call, decided);
     case 'forward':
-      return forwardToOwner(call, decided, authorization);
+      return forwardToOwner(call, decided);
   }
 }
 
@@ -216,25 +269,23 @@ async function serve(call: InvokeCall): Promise<runtimedV1.InvokeFunctionRespons
  * everything. Only on the gRPC port: a peer hop's answer goes back to a runtimed.
  */
 function nameOwner(call: InvokeCall, decided: Extract<Route, { type: 'invoke' | 'forward' }>): void {
-  const ip = decided.type === 'invoke' ? call.o.self.podIP : decided.owner.ip;
+  const ip = decided.type === 'invoke' ? call.options.self.podIP : decided.owner.ip;
   if (ip === '') return;
   call.context.trailer.set(METADATA_KEYS.ownerAddress, ip);
   call.context.trailer.set(METADATA_KEYS.ownerEpoch, String(decided.attempt));
 }
 
-async function invokeHere(
-  call: InvokeCall,
-  decided: Extract<Route, { type: 'invoke' }>,
-  cachedName: string | undefined,
-): Promise<runtimedV1.InvokeFunctionResponse> {
-  const { o, incoming } = call;
-  call.fields.attempt = decided.attempt;
+async function invokeHere(call: RoutedCall, decided: Extract<Route, { type: 'invoke' }>): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { options, incoming } = call;
   // Per-function metrics count what the owner serves (a forwarded call is counted by its owner).
-  const run = o.runByUid(incoming.runUid)?.metadata.name ?? cachedName ?? '';
-  const admitted = o.registrations.admitInvocation(incoming.runUid, decided.attempt);
+  const run = options.runByUid(incoming.runUid)?.metadata.name ?? call.cached?.metadata.name ?? '';
+  const admitted = options.registrations.admitInvocation(incoming.runUid, decided.attempt);
   // 503 with Retry-After at the gateway: the next attempt registers on another Pod in a moment.
   if (admitted === undefined) {
-    throw new KruntimesError('RunNotReady', `Run ${run} is moving: Pod ${o.self.podName} is stopping and hands it over to another Pod`);
+    throw new KruntimesError(
+      'RunNotReady',
+      `Run ${run} is moving: Pod ${options.self.podName} is stopping and hands it over to another Pod`,
+    );
   }
   try {
     return await invokeAdmitted(call, decided, run);
@@ -248,9 +299,9 @@ async function invokeAdmitted(
   decided: Extract<Route, { type: 'invoke' }>,
   run: string,
 ): Promise<runtimedV1.InvokeFunctionResponse> {
-  const { o, incoming, context } = call;
+  const { options, incoming, context } = call;
   call.span?.setAttributes({ [ATTR.runName]: run, [ATTR.attempt]: decided.attempt, [ATTR.route]: 'local' });
-  const ended = o.metrics.functions.invocationStarted({ namespace: o.self.namespace, runtime: o.self.runtime, run });
+  const ended = options.metrics.functions.invocationStarted({ namespace: options.self.namespace, runtime: options.self.runtime, run });
   let response: runtimeServerV1.InvokeFunctionResponse;
   try {
     const span = clientSpan(call, RUNTIME_SERVER_INVOKE_RPC, {
@@ -259,7 +310,8 @@ async function invokeAdmitted(
       'rpc.method': 'InvokeFunction',
       [ATTR.attempt]: decided.attempt,
     });
-    response = await traced(span, invokeLocally(o, incoming, decided.registrationId, decided.timeoutMs, context.signal, span));
+    const invocation = runtimeServerInvocation(incoming, decided, span);
+    response = await traced(span, invokeLocally(options.server, invocation, context.signal));
   } catch (error) {
     ended(isKruntimesError(error) ? error.code : 'Internal');
     throw error;
@@ -277,14 +329,8 @@ async function invokeAdmitted(
 }
 
 /** The one hop to the owner, which answers for itself (its status and trailers pass through). */
-async function forwardToOwner(
-  call: InvokeCall,
-  decided: Extract<Route, { type: 'forward' }>,
-  authorization: string | undefined,
-): Promise<runtimedV1.InvokeFunctionResponse> {
-  const { o, request, context } = call;
-  call.fields.attempt = decided.attempt;
-  call.fields.owner = decided.owner.name;
+async function forwardToOwner(call: RoutedCall, decided: Extract<Route, { type: 'forward' }>): Promise<runtimedV1.InvokeFunctionResponse> {
+  const { options, context } = call;
   call.span?.setAttributes({ [ATTR.attempt]: decided.attempt, [ATTR.route]: 'forwarded', 'kruntimes.runtimed.owner': decided.owner.name });
   const span = clientSpan(call, INVOKE_RPC, {
     'rpc.system': 'grpc',
@@ -293,44 +339,48 @@ async function forwardToOwner(
     'server.address': decided.owner.ip,
     [ATTR.attempt]: decided.attempt,
   });
-  // With tracing on the owner gets the hop's client span as its parent, not the caller's context.
-  const trace =
-    span === undefined
-      ? { traceparent: context.metadata.get('traceparent'), tracestate: context.metadata.get('tracestate') }
-      : traceHeaders(span);
-  const hop: runtimedV1.PeerHop = { expectedAttempt: decided.attempt, expectedPodUid: decided.owner.uid, fromPod: o.self.podName };
-  const response = await traced(
-    span,
-    o.forwarder.forward(
-      decided.owner.ip,
-      { ...request, peerHop: hop },
-      { authorization: authorization ?? '', ...trace },
-      invocationDeadlineMs('peerHop', decided.timeoutMs),
-      context.signal,
-    ),
-  );
+  const response = await traced(span, options.forwarder.forward(forwardedInvocation(call, decided, span), context.signal));
   finish(call, 'forwarded', 'OK', {});
   return response;
 }
 
-/** What the call ends with after an error: the status of the error table and its trailers. */
-function failure(call: InvokeCall, error: unknown): unknown {
-  const { context, o, fields, route } = call;
+/** The request as the owner gets it: the caller's, naming the epoch expected there, with the caller's credential. */
+function forwardedInvocation(call: RoutedCall, decided: Extract<Route, { type: 'forward' }>, span: Span | undefined): ForwardedInvocation {
+  const { metadata } = call.context;
+  // With tracing on the owner gets the hop's client span as its parent, not the caller's context.
+  const trace =
+    span === undefined ? { traceparent: metadata.get('traceparent'), tracestate: metadata.get('tracestate') } : traceHeaders(span);
+  return {
+    ownerIp: decided.owner.ip,
+    request: {
+      ...call.request,
+      peerHop: { expectedAttempt: decided.attempt, expectedPodUid: decided.owner.uid, fromPod: call.options.self.podName },
+    },
+    metadata: { authorization: call.authorization ?? '', ...trace },
+    deadlineMs: invocationDeadlineMs('peerHop', decided.timeoutMs),
+  };
+}
+
+/** What the call ends with after an error (the status of the error table and its trailers), and the typed error, if answered. */
+function failure(call: InvokeCall, error: unknown): { answer: unknown; failed: KruntimesError | undefined } {
+  const { context, options, fields, route } = call;
   // The caller went away: nobody is listening for a status.
-  if (context.signal.aborted) return error;
+  if (context.signal.aborted) return { answer: error, failed: undefined };
   let typed: KruntimesError;
   if (isKruntimesError(error)) {
     typed = error;
   } else {
-    o.logger.error({ ...fields, err: error }, 'unexpected error in the invoke path');
+    options.logger.error({ ...fields, err: error }, 'unexpected error in the invoke path');
     typed = new KruntimesError('Internal', 'internal error');
   }
-  call.failed = typed;
   finish(call, route === 'forward' ? 'forwarded' : route === 'invoke' ? 'local' : 'refused', typed.code, { err: typed.message });
   context.trailer.set(METADATA_KEYS.errorCode, typed.code);
   context.trailer.set(METADATA_KEYS.errorSource, typed.source);
   if (call.validId) context.trailer.set(METADATA_KEYS.invocationId, call.incoming.invocationId);
-  return new ServerError(Status[ERROR_CODES[typed.code].grpc], truncateUtf8(typed.message, STATUS_MESSAGE_BYTES).value);
+  return {
+    answer: new ServerError(Status[ERROR_CODES[typed.code].grpc], truncateUtf8(typed.message, STATUS_MESSAGE_BYTES).value),
+    failed: typed,
+  };
 }
 
 /**
@@ -338,42 +388,54 @@ function failure(call: InvokeCall, error: unknown): unknown {
  * again every recheckIntervalMs for at most recheckWaitMs, then taken as final.
  */
 async function decide(
-  o: FunctionRuntimeOptions,
+  options: FunctionRuntimeOptions,
   incoming: IncomingInvocation,
   signal: AbortSignal,
 ): Promise<Exclude<Route, { type: 'recheck' }>> {
-  const deadline = performance.now() + (o.recheckWaitMs ?? DEFAULT_RECHECK_WAIT_MS);
+  const { self } = options;
+  const deadline = performance.now() + (options.recheckWaitMs ?? DEFAULT_RECHECK_WAIT_MS);
   for (;;) {
     const final = performance.now() >= deadline;
-    const run = o.runByUid(incoming.runUid);
+    const run = options.runByUid(incoming.runUid);
     const assigned = run?.status?.assignedPodUID;
     const route = routeInvocation({
-      self: { podUID: o.self.podUID, runtime: o.self.runtime },
+      self: { podUID: self.podUID, runtime: self.runtime },
       runUid: incoming.runUid,
       peerHop: incoming.peerHop,
       run,
-      registrations: o.registrations,
+      registrations: options.registrations,
       // Only another Pod is looked up (a scan of the Pod cache): routing to this one never reads it.
-      ownerPod: assigned === undefined || assigned === '' || assigned === o.self.podUID ? undefined : o.podByUid(assigned),
+      ownerPod: assigned === undefined || assigned === '' || assigned === self.podUID ? undefined : options.podByUid(assigned),
       requestTimeoutMs: incoming.timeoutMs,
       final,
     });
     if (route.type !== 'recheck') return route;
-    await sleep(o.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS, undefined, { signal });
+    await sleep(options.recheckIntervalMs ?? DEFAULT_RECHECK_INTERVAL_MS, undefined, { signal });
   }
 }
 
-async function invokeLocally(
-  o: FunctionRuntimeOptions,
+/** The call to the local Runtime Server, under the hop's client span (tracing on). */
+function runtimeServerInvocation(
   incoming: IncomingInvocation,
-  registrationId: string,
-  timeoutMs: number,
-  signal: AbortSignal,
+  decided: Extract<Route, { type: 'invoke' }>,
   span: Span | undefined,
+): RuntimeServerInvocation {
+  const invocation = {
+    registrationId: decided.registrationId,
+    invocationId: incoming.invocationId,
+    payload: incoming.payload,
+    timeoutMs: decided.timeoutMs,
+  };
+  return span === undefined ? invocation : { ...invocation, ...traceHeaders(span) };
+}
+
+async function invokeLocally(
+  server: RuntimeServerClient,
+  invocation: RuntimeServerInvocation,
+  signal: AbortSignal,
 ): Promise<runtimeServerV1.InvokeFunctionResponse> {
-  const request = { registrationId, invocationId: incoming.invocationId, payload: incoming.payload, timeoutMs };
   try {
-    return await o.server.invoke(span === undefined ? request : { ...request, ...traceHeaders(span) }, signal);
+    return await server.invoke(invocation, signal);
   } catch (error) {
     if (error instanceof RuntimeServerError)
       throw new KruntimesError(invocationErrorCode(error.code, error.answered), error.message, { cause: error });
@@ -382,13 +444,13 @@ async function invokeLocally(
 }
 
 function finish(
-  { o, port, fields, started }: InvokeCall,
+  { options, port, fields, started }: InvokeCall,
   route: 'local' | 'forwarded' | 'refused',
   code: string,
   extra: Record<string, unknown>,
 ): void {
-  o.metrics.invocation({ port, route, code });
-  o.logger.info(
+  options.metrics.invocation({ port, route, code });
+  options.logger.info(
     { ...fields, route, code, durationMs: Math.round(performance.now() - started), ...extra },
     code === 'OK' ? RUNTIMED_LOG_MESSAGES.invocationServed : RUNTIMED_LOG_MESSAGES.invocationFailed,
   );

@@ -16,9 +16,18 @@ export interface PeerForwarderOptions {
 
 /** Metadata a hop carries on: the caller's credential and its trace context, nothing else. */
 export interface ForwardedMetadata {
-  authorization: string;
-  traceparent: string | undefined;
-  tracestate: string | undefined;
+  readonly authorization: string;
+  readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
+}
+
+/** The one hop to the owner's runtimed: the caller's request naming the epoch expected there. */
+export interface ForwardedInvocation {
+  readonly ownerIp: string;
+  readonly request: Readonly<runtimedV1.InvokeFunctionRequest> & { readonly peerHop: Readonly<runtimedV1.PeerHop> };
+  readonly metadata: ForwardedMetadata;
+  /** How long the owner is given (invocationDeadlineMs('peerHop', ...): past the owner's own bound). */
+  readonly deadlineMs: number;
 }
 
 interface PeerChannel {
@@ -36,11 +45,11 @@ const MAX_CHANNELS = 64;
  * retries are off: a hop is never repeated, whatever failed.
  */
 export class PeerForwarder {
-  readonly #o: PeerForwarderOptions;
+  readonly #options: PeerForwarderOptions;
   readonly #channels = new Map<string, PeerChannel>();
 
   constructor(options: PeerForwarderOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /**
@@ -49,13 +58,8 @@ export class PeerForwarder {
    * sent) is OwnerUnavailable: the outcome may be unknown and it is never retried.
    * Aborting `signal` (the caller went away) rejects with the abort reason.
    */
-  async forward(
-    ownerIp: string,
-    request: runtimedV1.InvokeFunctionRequest,
-    metadata: ForwardedMetadata,
-    deadlineMs: number,
-    signal: AbortSignal,
-  ): Promise<runtimedV1.InvokeFunctionResponse> {
+  async forward(invocation: ForwardedInvocation, signal: AbortSignal): Promise<runtimedV1.InvokeFunctionResponse> {
+    const { ownerIp, request, metadata, deadlineMs } = invocation;
     const client = this.#client(ownerIp);
     const outgoing = Metadata({ [METADATA_KEYS.authorization]: metadata.authorization });
     if (metadata.traceparent !== undefined) outgoing.set('traceparent', metadata.traceparent);
@@ -87,16 +91,16 @@ export class PeerForwarder {
   }
 
   #client(ownerIp: string): Client<runtimedV1.FunctionRuntimeDefinition> {
-    const snapshot = this.#o.tls.current;
+    const snapshot = this.#options.tls.current;
     if (snapshot === undefined) throw new KruntimesError('OwnerUnavailable', 'this runtimed has no workload certificate loaded');
-    const address = `${ownerIp.includes(':') ? `[${ownerIp}]` : ownerIp}:${this.#o.port}`;
+    const address = `${ownerIp.includes(':') ? `[${ownerIp}]` : ownerIp}:${this.#options.port}`;
     const existing = this.#channels.get(address);
     if (existing?.version === snapshot.version) return existing.client;
     existing?.channel.close();
     this.#channels.delete(address);
-    const channel = createChannel(address, TlsMaterial.channelCredentials(snapshot, this.#o.identity), {
-      'grpc.ssl_target_name_override': this.#o.targetName,
-      'grpc.default_authority': this.#o.targetName,
+    const channel = createChannel(address, TlsMaterial.channelCredentials(snapshot, this.#options.identity), {
+      'grpc.ssl_target_name_override': this.#options.targetName,
+      'grpc.default_authority': this.#options.targetName,
       'grpc.enable_retries': 0,
       'grpc.enable_channelz': 0,
     });

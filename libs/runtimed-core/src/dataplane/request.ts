@@ -5,21 +5,21 @@ import { KruntimesError } from '@kruntimes/errors';
 export type DataplanePort = 'grpc' | 'peer';
 
 export interface PeerHopView {
-  expectedAttempt: number;
-  expectedPodUid: string;
-  fromPod: string;
+  readonly expectedAttempt: number;
+  readonly expectedPodUid: string;
+  readonly fromPod: string;
 }
 
-/** An InvokeFunctionRequest as the dataplane reads it (proto-independent). */
+/** An InvokeFunctionRequest as the dataplane reads it (proto-independent): the gateway's, or a peer's hop. */
 export interface IncomingInvocation {
-  namespace: string;
-  runtime: string;
-  runUid: string;
-  invocationId: string;
-  payload: Uint8Array;
+  readonly namespace: string;
+  readonly runtime: string;
+  readonly runUid: string;
+  readonly invocationId: string;
+  readonly payload: Uint8Array;
   /** The caller's bound; undefined when unset. */
-  timeoutMs: number | undefined;
-  peerHop: PeerHopView | undefined;
+  readonly timeoutMs: number | undefined;
+  readonly peerHop: PeerHopView | undefined;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
