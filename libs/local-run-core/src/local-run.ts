@@ -51,37 +51,39 @@ export function localRun(runFile: LocalRunFile, uid: string): Run {
  * by the Run state machine. Writes status.json, stdout.log and stderr.log into the run
  * directory and returns the status.
  */
-export async function executeLocally(o: LocalExecution): Promise<LocalStatus> {
-  const { spec } = o.runFile;
+export async function executeLocally(execution: LocalExecution): Promise<LocalStatus> {
+  const { spec } = execution.runFile;
   const uid = randomUUID();
-  const run = localRun(o.runFile, uid);
-  const workspace = join(o.runDir, RUN_FILES.workspace);
+  const run = localRun(execution.runFile, uid);
+  const workspace = join(execution.runDir, RUN_FILES.workspace);
   await mkdir(workspace, { recursive: true });
-  await writeFile(join(workspace, entrypointFile(o.language)), o.source, { mode: 0o644 });
-  await writeFile(join(o.runDir, RUN_FILES.stdout), '');
-  await writeFile(join(o.runDir, RUN_FILES.stderr), '');
+  await writeFile(join(workspace, entrypointFile(execution.language)), execution.source, { mode: 0o644 });
+  await writeFile(join(execution.runDir, RUN_FILES.stdout), '');
+  await writeFile(join(execution.runDir, RUN_FILES.stderr), '');
   const artifacts =
-    spec.artifacts === undefined ? undefined : await LocalArtifacts.start(join(o.runDir, RUN_FILES.artifacts), spec.artifacts, o.logger);
+    spec.artifacts === undefined
+      ? undefined
+      : await LocalArtifacts.start(join(execution.runDir, RUN_FILES.artifacts), spec.artifacts, execution.logger);
   let server: RuntimeServerProcess | undefined;
   try {
-    server = await RuntimeServerProcess.start(o.runtimeServer);
+    server = await RuntimeServerProcess.start(execution.runtimeServer);
     const startTime = rfc3339(Date.now());
     const timeoutSeconds = spec.timeout === undefined ? undefined : parseDurationSeconds(spec.timeout);
     const request: runtimeServerV1.ExecuteRequest = {
-      executionId: `local-${o.runId}`,
+      executionId: `local-${execution.runId}`,
       runUid: uid,
       attempt: 1,
       workdir: await realpath(workspace),
-      entrypoint: entrypointFile(o.language),
+      entrypoint: entrypointFile(execution.language),
       args: [...(spec.mode.task?.args ?? [])],
       env: runEnv(run, spec.runtime, 1),
       gracePeriod: durationFromMillis(DEFAULTS.cancelGracePeriodSeconds * 1000),
       ...(timeoutSeconds === undefined ? {} : { timeout: durationFromMillis(timeoutSeconds * 1000) }),
       ...(artifacts === undefined ? {} : { artifacts: artifacts.access() }),
     };
-    const exited = await follow(server, request, o);
+    const exited = await follow(server, request, execution);
     artifacts?.withdraw();
-    const cancelled = o.signal?.aborted === true;
+    const cancelled = execution.signal?.aborted === true;
     // A stream that broke without the end: the Runtime Server's death took the task with it (its guard).
     const died = exited.exited === undefined && !cancelled && (await server.died(request));
     const exit = localExit(exited.exited, exited.failure, cancelled, died);
@@ -90,8 +92,8 @@ export async function executeLocally(o: LocalExecution): Promise<LocalStatus> {
       check = await artifacts.verify(exited.exited?.manifest ?? []);
     const status = localStatus(run, outcomeEvent(spec, exit, check), startTime, rfc3339(Date.now()));
     if (exit.type === 'lost' || exit.type === 'startFailed')
-      o.logger.warn({ runtimeServerLog: server.logTail }, 'the execution did not end normally');
-    await writeFile(join(o.runDir, RUN_FILES.status), `${JSON.stringify(status, null, 2)}\n`);
+      execution.logger.warn({ runtimeServerLog: server.logTail }, 'the execution did not end normally');
+    await writeFile(join(execution.runDir, RUN_FILES.status), `${JSON.stringify(status, null, 2)}\n`);
     return status;
   } finally {
     await server?.stop();
@@ -106,26 +108,26 @@ interface Followed {
 }
 
 /** The Execute stream to its end: log lines into the run directory (and to the caller), the exit event. */
-async function follow(server: RuntimeServerProcess, request: runtimeServerV1.ExecuteRequest, o: LocalExecution): Promise<Followed> {
+async function follow(server: RuntimeServerProcess, request: runtimeServerV1.ExecuteRequest, execution: LocalExecution): Promise<Followed> {
   let exited: runtimeServerV1.ExecutionExited | undefined;
   const onAbort = (): void => {
     // As runtimed cancels: SIGTERM to the task's process group, the grace period, SIGKILL.
     void server.client.cancelExecution({ executionId: request.executionId, gracePeriod: request.gracePeriod }).catch(() => undefined);
   };
-  o.signal?.addEventListener('abort', onAbort, { once: true });
+  execution.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     for await (const { event } of server.client.execute(request)) {
       if (event?.$case === 'exited') exited = event.exited;
       if (event?.$case !== 'log') continue;
       const stream = event.log.stream === LogStream.LOG_STREAM_STDERR ? 'stderr' : 'stdout';
-      await appendFile(join(o.runDir, stream === 'stderr' ? RUN_FILES.stderr : RUN_FILES.stdout), `${event.log.text}\n`);
-      o.onLine?.(stream, event.log.text);
+      await appendFile(join(execution.runDir, stream === 'stderr' ? RUN_FILES.stderr : RUN_FILES.stdout), `${event.log.text}\n`);
+      execution.onLine?.(stream, event.log.text);
     }
     return { exited, failure: undefined };
   } catch (error) {
     return { exited, failure: error };
   } finally {
-    o.signal?.removeEventListener('abort', onAbort);
+    execution.signal?.removeEventListener('abort', onAbort);
   }
 }
 

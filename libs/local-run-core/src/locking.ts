@@ -39,18 +39,18 @@ export interface PinnedInputs {
  * its text kept in `.krt/cache`); with one, they must match it, or LockMismatch names
  * what changed and nothing runs.
  */
-export async function pinInputs(o: PinOptions): Promise<PinnedInputs> {
-  const { stateDir, lockFile } = statePaths(o.runFilePath);
-  const resolved = resolveInputs(o.runFile.spec, {
-    runFile: basename(o.runFilePath),
-    language: o.language,
-    namespace: o.runFile.namespace ?? o.namespace,
+export async function pinInputs(options: PinOptions): Promise<PinnedInputs> {
+  const { stateDir, lockFile } = statePaths(options.runFilePath);
+  const resolved = resolveInputs(options.runFile.spec, {
+    runFile: basename(options.runFilePath),
+    language: options.language,
+    namespace: options.runFile.namespace ?? options.namespace,
   });
   const existingText = await readFile(lockFile, 'utf8').catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   });
-  if (existingText !== undefined && !o.updateLock) {
+  if (existingText !== undefined && !options.updateLock) {
     const locked = parseLock(existingText);
     if (locked === undefined)
       throw new KruntimesError('LockMismatch', `${lockFile} is not a lock file krt can read; re-lock with --update-lock`);
@@ -58,7 +58,7 @@ export async function pinInputs(o: PinOptions): Promise<PinnedInputs> {
     if (changes.length > 0) throw new KruntimesError('LockMismatch', lockMismatchMessage(lockFile, changes));
     const source =
       'inline' in locked.source
-        ? (o.runFile.spec.source.inline ?? '')
+        ? (options.runFile.spec.source.inline ?? '')
         : await cachedSource(stateDir, locked.source.configMapKeyRef.digest, lockFile);
     return { lock: locked, lockFile, source, how: 'matched' };
   }
@@ -66,10 +66,10 @@ export async function pinInputs(o: PinOptions): Promise<PinnedInputs> {
   let source: string;
   if ('inline' in resolved.source) {
     lock = lockOf(resolved);
-    source = o.runFile.spec.source.inline ?? '';
+    source = options.runFile.spec.source.inline ?? '';
   } else {
     const { namespace, name, key } = resolved.source.configMapKeyRef;
-    const read = await o.readConfigMap(namespace, name, key);
+    const read = await options.readConfigMap(namespace, name, key);
     lock = lockOf(resolved, read);
     source = read.text;
     await writeAtomically(cachedSourcePath(stateDir, sha256Digest(source)), source);

@@ -58,11 +58,11 @@ interface TokenHolder {
  * it is no credential of the store, and it never reaches the user code's environment.
  */
 export class ArtifactGrants {
-  readonly #o: ArtifactGrantsOptions;
+  readonly #options: ArtifactGrantsOptions;
   readonly #tokens = new Map<string, TokenHolder>();
 
   constructor(options: ArtifactGrantsOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** A new token for one execution of `epoch` (removed with `unregister` when it ends). */
@@ -74,7 +74,7 @@ export class ArtifactGrants {
     if (this.#tokens.size >= MAX_TOKENS) {
       const oldest = this.#tokens.keys().next();
       if (oldest.done !== true) this.#tokens.delete(oldest.value);
-      this.#o.logger.warn({ max: MAX_TOKENS }, 'too many grant tokens: the oldest was withdrawn');
+      this.#options.logger.warn({ max: MAX_TOKENS }, 'too many grant tokens: the oldest was withdrawn');
     }
     const token = randomBytes(32).toString('base64url');
     this.#tokens.set(token, { epoch: { ...epoch }, store: artifacts.store, execution });
@@ -97,8 +97,8 @@ export class ArtifactGrants {
   }
 
   async grantUpload(request: artifactGrantsV1.GrantUploadRequest): Promise<artifactGrantsV1.GrantUploadResponse> {
-    const { logger } = this.#o;
-    const now = this.#o.now ?? Date.now;
+    const { logger } = this.#options;
+    const now = this.#options.now ?? Date.now;
     const holder = this.#tokens.get(request.grantToken);
     const attempt = holder === undefined ? ({ type: 'unknown' } as const) : await this.#attempt(holder.epoch);
     const upload: GrantRequest = {
@@ -107,8 +107,8 @@ export class ArtifactGrants {
       sha256: request.sha256,
       mediaType: request.mediaType,
     };
-    const input: GrantInput = { request: upload, attempt, nowMs: now(), leaseExpiresAtMs: this.#o.leaseExpiresAtMs() };
-    if (this.#o.maxGrantSeconds !== undefined) input.maxGrantSeconds = this.#o.maxGrantSeconds;
+    const input: GrantInput = { request: upload, attempt, nowMs: now(), leaseExpiresAtMs: this.#options.leaseExpiresAtMs() };
+    if (this.#options.maxGrantSeconds !== undefined) input.maxGrantSeconds = this.#options.maxGrantSeconds;
     const decision = decideGrant(input);
     const log = holder === undefined ? logger : logger.child({ runUID: holder.epoch.uid, attempt: holder.epoch.attempt });
     if (decision.type === 'refuse') {
@@ -118,7 +118,7 @@ export class ArtifactGrants {
     // Refused above already; this narrows the type.
     if (holder === undefined) throw new KruntimesError('StaleAttempt', 'no running execution holds this grant token');
     const { epoch, store: storeName } = holder;
-    const store = await this.#o.stores(epoch.namespace, storeName);
+    const store = await this.#options.stores(epoch.namespace, storeName);
     const key = artifactObjectKey(store.prefix, epoch.namespace, epoch.uid, epoch.attempt, decision.artifactId);
     const presigned = await presign(store, key, decision);
     // The URL is a bearer capability for the upload: never logged.
@@ -134,21 +134,21 @@ export class ArtifactGrants {
    * conditions as an upload grant, for a task Run that can wait for input here.
    */
   async grantCheckpoint(request: artifactGrantsV1.GrantCheckpointRequest): Promise<artifactGrantsV1.GrantCheckpointResponse> {
-    const now = this.#o.now ?? Date.now;
+    const now = this.#options.now ?? Date.now;
     const holder = this.#tokens.get(request.grantToken);
     const attempt = holder === undefined ? ({ type: 'unknown' } as const) : await this.#waitingAttempt(holder.epoch);
     const input = {
       ...this.#checkpointFacts(attempt, request.size, request.sha256),
       nowMs: now(),
-      leaseExpiresAtMs: this.#o.leaseExpiresAtMs(),
+      leaseExpiresAtMs: this.#options.leaseExpiresAtMs(),
     };
     const decision = decideCheckpointGrant(
-      this.#o.maxGrantSeconds === undefined ? input : { ...input, maxGrantSeconds: this.#o.maxGrantSeconds },
+      this.#options.maxGrantSeconds === undefined ? input : { ...input, maxGrantSeconds: this.#options.maxGrantSeconds },
     );
     const log = this.#log(holder);
     // An unknown token is refused by the decision already; `holder` is checked for the type.
     if (decision.type === 'refuse' || holder === undefined) throw refused(log, decision, 'checkpoint grant refused');
-    const store = await this.#o.stores(holder.epoch.namespace, decision.store);
+    const store = await this.#options.stores(holder.epoch.namespace, decision.store);
     const key = checkpointKey(store, holder.epoch, holder.epoch.attempt);
     const presigned = await presign(store, key, decision);
     // The URL is a bearer capability for the upload: never logged.
@@ -173,7 +173,7 @@ export class ArtifactGrants {
     if (decision.type === 'refuse' || holder === undefined) throw refused(log, decision, 'waiting for input refused');
     const { epoch } = holder;
     try {
-      await verifyCheckpoint(await this.#o.stores(epoch.namespace, decision.store), epoch, decision);
+      await verifyCheckpoint(await this.#options.stores(epoch.namespace, decision.store), epoch, decision);
     } catch (error) {
       log.info(
         { code: isKruntimesError(error) ? error.code : undefined, reason: String(error) },
@@ -181,7 +181,7 @@ export class ArtifactGrants {
       );
       throw error;
     }
-    await recordWait(this.#o.runs, epoch, holder.execution, decision, log);
+    await recordWait(this.#options.runs, epoch, holder.execution, decision, log);
     return { attempt: epoch.attempt };
   }
 
@@ -193,7 +193,7 @@ export class ArtifactGrants {
 
   async #waitingAttempt(epoch: Epoch): Promise<LiveAttempt> {
     try {
-      const run = await this.#o.runs.verify(epoch, ['Running']);
+      const run = await this.#options.runs.verify(epoch, ['Running']);
       if (run.spec.cancelRequested === true) return { type: 'stale', why: 'its cancel was requested' };
       return {
         type: 'current',
@@ -209,12 +209,14 @@ export class ArtifactGrants {
   }
 
   #checkpointFacts(attempt: WaitingAttempt, size: number, sha256: string): CheckpointFacts {
-    return { attempt, size, sha256, capabilities: this.#o.capabilities, runtime: this.#o.runtime };
+    return { attempt, size, sha256, capabilities: this.#options.capabilities, runtime: this.#options.runtime };
   }
 
   /** Never the token: the Run UID and attempt only. */
   #log(holder: TokenHolder | undefined): Logger {
-    return holder === undefined ? this.#o.logger : this.#o.logger.child({ runUID: holder.epoch.uid, attempt: holder.epoch.attempt });
+    return holder === undefined
+      ? this.#options.logger
+      : this.#options.logger.child({ runUID: holder.epoch.uid, attempt: holder.epoch.attempt });
   }
 }
 

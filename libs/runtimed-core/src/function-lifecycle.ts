@@ -23,46 +23,50 @@ export type StopWork = (ctx: ReconcileContext, why: 'cancel' | 'expire') => Prom
  * deletion wait for the in-flight invocation before everything is released.
  */
 export class FunctionLifecycle {
-  readonly #w: RunWork;
+  readonly #work: RunWork;
   readonly #stop: StopWork;
 
   constructor(work: RunWork, stop: StopWork) {
-    this.#w = work;
+    this.#work = work;
     this.#stop = stop;
   }
 
   async register(ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const { run, epoch, log } = ctx;
-    const { o } = this.#w;
+    const { options } = this.#work;
     const fn = run.spec.mode.function;
     if (fn === undefined) return undefined;
     // The finalizer first: from now on Pod-local state may exist, and deleting the Run
     // object must wait for runtimed to release it.
     // Each write goes on from the Run as known (the claim's result, else the cache), fenced on its resourceVersion.
-    const finalized = await o.runs.addFinalizer(epoch, ['Running'], run);
-    const state = this.#w.track(ctx, 'function');
+    const finalized = await options.runs.addFinalizer(epoch, ['Running'], run);
+    const state = this.#work.track(ctx, 'function');
     let registrationId: string;
     try {
-      ({ registrationId } = await this.#w.registerIdempotently(ctx, fn.handler));
+      ({ registrationId } = await this.#work.registerIdempotently(ctx, fn.handler));
     } catch (error) {
       if (error instanceof SourceMismatchError) {
-        await this.#w.sourceRefused(ctx, error);
+        await this.#work.sourceRefused(ctx, error);
         return undefined;
       }
       if (!isDefiniteRegistrationFailure(error)) {
         // Unknown outcome (server unreachable, deadline): retried with the same attempt,
         // which the Runtime Server answers with the same registration if it took effect.
-        o.metrics.registration('indeterminate');
+        options.metrics.registration('indeterminate');
         throw error;
       }
-      o.metrics.registration('failed');
+      options.metrics.registration('failed');
       log.warn({ code: error.code, err: error.message }, 'registration failed');
-      await this.#w.attemptFailed(ctx, `registration failed: ${error.message}`);
+      await this.#work.attemptFailed(ctx, `registration failed: ${error.message}`);
       return undefined;
     }
     state.registrationId = registrationId;
-    const endpoint = functionEndpoint(o.gatewayHost, { namespace: epoch.namespace, runtime: o.runtime, runUID: epoch.uid }, o.gatewayCaPem);
-    await o.runs.transition(epoch, { type: 'Registered', endpoint }, finalized);
+    const endpoint = functionEndpoint(
+      options.gatewayHost,
+      { namespace: epoch.namespace, runtime: options.runtime, runUID: epoch.uid },
+      options.gatewayCaPem,
+    );
+    await options.runs.transition(epoch, { type: 'Registered', endpoint }, finalized);
     log.info({ endpoint: endpoint.url }, 'function registered; Ready');
     return { requeueAfterMs: FUNCTION_POLL_MS };
   }
@@ -70,12 +74,12 @@ export class FunctionLifecycle {
   async watch(ctx: ReconcileContext, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
     const fn = ctx.run.spec.mode.function;
     if (fn === undefined) return undefined;
-    const state = this.#w.track(ctx, 'function');
+    const state = this.#work.track(ctx, 'function');
     // After a restart runtimed knows no ID: registering the same attempt with the same
     // configuration returns the one the Runtime Server holds (nothing registered twice).
     if (state.registrationId === undefined) {
-      await this.#w.o.runs.verify(ctx.epoch, ['Ready']);
-      const { registrationId, created } = await this.#w.registerIdempotently(ctx, fn.handler);
+      await this.#work.options.runs.verify(ctx.epoch, ['Ready']);
+      const { registrationId, created } = await this.#work.registerIdempotently(ctx, fn.handler);
       state.registrationId = registrationId;
       // Created anew means the Runtime Server had lost the one that became Ready (it
       // restarted): module state and idle clock are gone, so that epoch is over.
@@ -86,10 +90,10 @@ export class FunctionLifecycle {
     if (status.state === RegistrationState.REGISTRATION_STATE_FAILED) {
       return this.#registrationLost(ctx, `the registration failed: ${status.fatalError?.message ?? 'fatal Runtime Server error'}`);
     }
-    const idleRemainingMs = remainingIdleMs(fn.idleTimeoutSeconds, status.lastActivity, status.inFlight, this.#w.now());
+    const idleRemainingMs = remainingIdleMs(fn.idleTimeoutSeconds, status.lastActivity, status.inFlight, this.#work.now());
     if (idleRemainingMs !== undefined && idleRemainingMs <= 0) {
       await this.#stop(ctx, 'expire');
-      await this.#w.o.runs.transition(ctx.epoch, {
+      await this.#work.options.runs.transition(ctx.epoch, {
         type: 'TimedOut',
         reason: RUN_REASONS.idleTimeout,
         message: `no invocation for ${fn.idleTimeoutSeconds ?? 0}s (mode.function.idleTimeoutSeconds)`,
@@ -103,7 +107,7 @@ export class FunctionLifecycle {
   /** The registration's status; undefined (and forgotten) when the Runtime Server no longer holds it. */
   async #status(state: LocalState, registrationId: string): Promise<runtimeServerV1.FunctionStatusResponse | undefined> {
     try {
-      return await this.#w.o.server.status(registrationId);
+      return await this.#work.options.server.status(registrationId);
     } catch (error) {
       if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') {
         delete state.registrationId;
@@ -120,8 +124,8 @@ export class FunctionLifecycle {
    */
   async #registrationLost(ctx: ReconcileContext, why: string): Promise<undefined> {
     ctx.log.warn({ why }, 'registration lost; recovering');
-    await this.#w.o.runs.transition(ctx.epoch, { type: 'RegistrationLost', message: why });
-    await this.#w.attemptFailed(ctx, why);
+    await this.#work.options.runs.transition(ctx.epoch, { type: 'RegistrationLost', message: why });
+    await this.#work.attemptFailed(ctx, why);
     return undefined;
   }
 
@@ -133,27 +137,27 @@ export class FunctionLifecycle {
    */
   async finalize(ctx: ReconcileContext): Promise<ReconcileResult | undefined> {
     const { key, run, epoch, log } = ctx;
-    const state = this.#w.local.get(key);
+    const state = this.#work.local.get(key);
     const fn = run.spec.mode.function;
     if (state?.registrationId !== undefined && fn !== undefined) {
       const inFlight = await this.#inFlight(state.registrationId);
       const waitUntil =
         Date.parse(run.metadata.deletionTimestamp ?? '') + (fn.invocationTimeoutSeconds ?? DEFAULTS.invocationTimeoutSeconds) * 1000;
-      if (inFlight > 0 && this.#w.now() < waitUntil) {
+      if (inFlight > 0 && this.#work.now() < waitUntil) {
         log.info({ inFlight }, 'deleting: waiting for the in-flight invocation');
         return { requeueAfterMs: IN_FLIGHT_POLL_MS };
       }
     }
-    await this.#w.cleanUp(ctx);
+    await this.#work.cleanUp(ctx);
     // A reconcile from a cache that has not yet seen the removal repeats the (idempotent)
     // cleanup; only what was actually done is logged as a step.
-    if (await this.#w.o.runs.removeFinalizer(epoch)) log.info({ step: 'finalizer-removed' }, 'deleting: finalizer removed');
+    if (await this.#work.options.runs.removeFinalizer(epoch)) log.info({ step: 'finalizer-removed' }, 'deleting: finalizer removed');
     return undefined;
   }
 
   async #inFlight(registrationId: string): Promise<number> {
     try {
-      return (await this.#w.o.server.status(registrationId)).inFlight;
+      return (await this.#work.options.server.status(registrationId)).inFlight;
     } catch (error) {
       if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') return 0;
       throw error;

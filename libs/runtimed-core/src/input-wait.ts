@@ -116,7 +116,7 @@ function markedWaiting(execution: WaitingExecution): boolean {
 export async function waitEnded(work: RunWork, { key, epoch, log }: ReconcileContext, reason: string): Promise<void> {
   const state = work.local.get(key);
   if (state !== undefined && (state.uid !== epoch.uid || state.attempt !== epoch.attempt)) return;
-  if (await work.o.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
+  if (await work.options.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
   work.forget(key, epoch);
   log.info({ reason }, 'the execution that waits for input ended; the attempt is over');
 }

@@ -141,8 +141,8 @@ export async function resumeFailed(
     return;
   }
   const { key, epoch, log } = ctx;
-  await work.o.workspaces.remove(epoch.uid);
-  const written = await work.o.runs.transition(epoch, {
+  await work.options.workspaces.remove(epoch.uid);
+  const written = await work.options.runs.transition(epoch, {
     type: 'Failed',
     reason: load.reason,
     message: `the continuation could not start: ${load.message}`,

@@ -49,7 +49,7 @@ function epochKeyOf(uid: string, attempt: number): string {
  * steps of each mode are in function-lifecycle.ts and task-execution.ts.
  */
 export class RunReconciler implements Registrations {
-  readonly #o: RunReconcilerOptions;
+  readonly #options: RunReconcilerOptions;
   readonly #now: () => number;
   readonly #local = new Map<string, LocalState>();
   /** Epochs whose Pod-local state this process confirmed stopped (reported in the Pod Lease). */
@@ -69,7 +69,7 @@ export class RunReconciler implements Registrations {
   readonly #invocations = new Map<string, number>();
 
   constructor(options: RunReconcilerOptions) {
-    this.#o = options;
+    this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#slots = new ClaimSlots(options.podUID, options.podName, options.runsPerPod);
     this.#work = new RunWork({ options, now: this.#now, local: this.#local, released: this.#released });
@@ -110,7 +110,7 @@ export class RunReconciler implements Registrations {
 
   /** Whether this Pod takes claims now (not stopping, not marked for scale-down). */
   claimGate(): ClaimGate {
-    return claimGate(this.#podStop, this.#o.podName);
+    return claimGate(this.#podStop, this.#options.podName);
   }
 
   /**
@@ -119,7 +119,7 @@ export class RunReconciler implements Registrations {
    */
   observeOwnPod(pod: { scaleDown: boolean; deleting: boolean }): void {
     if (pod.scaleDown !== this.#podStop.scaleDown) {
-      this.#o.logger.info(
+      this.#options.logger.info(
         { scaleDown: pod.scaleDown },
         pod.scaleDown ? 'marked for scale-down: taking no claims' : 'scale-down mark removed: taking claims again',
       );
@@ -127,7 +127,7 @@ export class RunReconciler implements Registrations {
     this.#podStop.scaleDown = pod.scaleDown;
     if (pod.deleting && !this.#podStop.stopping) {
       this.#podStop.stopping = true;
-      this.#o.logger.info('the Pod is deleting: taking no claims');
+      this.#options.logger.info('the Pod is deleting: taking no claims');
     }
   }
 
@@ -142,23 +142,23 @@ export class RunReconciler implements Registrations {
   async drain(namespace: string, drainSeconds: number): Promise<void> {
     this.#podStop.stopping = true;
     const drain = (this.#drain ??= drainFrom(this.#now(), drainSeconds));
-    const log = this.#o.logger;
+    const log = this.#options.logger;
     log.info({ drainSeconds, held: this.#local.size }, 'draining: no new claims; handing function Runs over, letting tasks finish');
     // Everything held here, and every Run bound here but not claimed yet (it is given back).
     const keys = new Set(this.#local.keys());
-    for (const run of this.#o.cachedRuns(namespace)) {
-      if (run.status?.assignedPodUID === this.#o.podUID) keys.add(objectKey(run));
+    for (const run of this.#options.cachedRuns(namespace)) {
+      if (run.status?.assignedPodUID === this.#options.podUID) keys.add(objectKey(run));
     }
-    for (const key of keys) this.#o.enqueue(key);
+    for (const key of keys) this.#options.enqueue(key);
     // At the end of the window the tasks still running are stopped by their next reconcile.
     const windowEnd = setTimeout(
       () => {
-        for (const key of this.#local.keys()) this.#o.enqueue(key);
+        for (const key of this.#local.keys()) this.#options.enqueue(key);
       },
       Math.max(0, drain.deadlineMs - this.#now()),
     );
     windowEnd.unref();
-    const giveUpAt = drain.deadlineMs + this.#o.cancelGraceMs + DRAIN_END_MARGIN_MS;
+    const giveUpAt = drain.deadlineMs + this.#options.cancelGraceMs + DRAIN_END_MARGIN_MS;
     try {
       // A handover unregisters (and forgets the local state) before its status write: it is done once written.
       while ((this.#local.size > 0 || this.#moving.size > 0) && this.#now() < giveUpAt) await sleep(DRAIN_POLL_MS);
@@ -191,11 +191,18 @@ export class RunReconciler implements Registrations {
 
   readonly reconcile = async (key: string, _signal?: AbortSignal): Promise<ReconcileResult | undefined> => {
     const { namespace = '', name } = splitObjectKey(key);
-    const run = this.#o.cached(namespace, name);
+    const run = this.#options.cached(namespace, name);
     const local = this.#local.get(key);
     if (run === undefined) await this.#tasks.dropRecordsOfGoneRuns(namespace);
     const outcomeUnwritten = run !== undefined && (await this.#tasks.outcomeUnwritten(key, run));
-    const action = planRun({ run, podUID: this.#o.podUID, runtime: this.#o.runtime, local, outcomeUnwritten, nowMs: this.#now() });
+    const action = planRun({
+      run,
+      podUID: this.#options.podUID,
+      runtime: this.#options.runtime,
+      local,
+      outcomeUnwritten,
+      nowMs: this.#now(),
+    });
     if (action.type === 'ignore') return undefined;
     if (action.type === 'release' || run === undefined) {
       await this.#release(key, action.type === 'release' ? action.why : 'the Run is gone');
@@ -206,9 +213,9 @@ export class RunReconciler implements Registrations {
       name,
       uid: run.metadata.uid ?? '',
       attempt: run.status?.attempt ?? 0,
-      podUID: this.#o.podUID,
+      podUID: this.#options.podUID,
     };
-    const log = this.#o.logger.child({ run: key, runUID: epoch.uid, attempt: epoch.attempt });
+    const log = this.#options.logger.child({ run: key, runUID: epoch.uid, attempt: epoch.attempt });
     try {
       const ctx = { key, run, epoch, log };
       if (this.#drain !== undefined) {
@@ -251,11 +258,11 @@ export class RunReconciler implements Registrations {
         // Cancelling first, so that kubectl and krt show the stop while it lasts (up to the grace period).
         const accept = async (): Promise<void> => {
           if (run.status?.reason === RUN_REASONS.cancelling) return;
-          await this.#o.runs.transition(epoch, {
+          await this.#options.runs.transition(epoch, {
             type: 'CancelAccepted',
             message:
               run.spec.mode.task !== undefined
-                ? `cancel requested; stopping the task (SIGTERM, SIGKILL after ${this.#o.cancelGraceMs / 1000} s)`
+                ? `cancel requested; stopping the task (SIGTERM, SIGKILL after ${this.#options.cancelGraceMs / 1000} s)`
                 : 'cancel requested; unregistering the function',
           });
           log.info('cancelling');
@@ -263,7 +270,7 @@ export class RunReconciler implements Registrations {
         const exited = await this.#tasks.stop(ctx, 'cancel', accept);
         // A task that handled SIGTERM and exited on its own has an exit code worth recording.
         const exitCode = exited?.signal === '' && exited.exitCode >= 0 ? exited.exitCode : undefined;
-        await this.#o.runs.transition(epoch, {
+        await this.#options.runs.transition(epoch, {
           type: 'Cancelled',
           message: `cancelled by request; the work was stopped and cleaned up${
             exited === undefined
@@ -279,7 +286,7 @@ export class RunReconciler implements Registrations {
       }
       case 'expire':
         await this.#tasks.stop(ctx, 'expire');
-        await this.#o.runs.transition(epoch, {
+        await this.#options.runs.transition(epoch, {
           type: 'TimedOut',
           reason: RUN_REASONS.timeout,
           message: `ran longer than spec.timeout (${run.spec.timeout ?? ''}) since startTime`,
@@ -290,7 +297,7 @@ export class RunReconciler implements Registrations {
         return this.#functions.finalize(ctx);
       case 'removeFinalizer':
         await this.#work.cleanUp(ctx);
-        await this.#o.runs.removeFinalizer(epoch);
+        await this.#options.runs.removeFinalizer(epoch);
         log.info('finalizer removed after the terminal status');
         return undefined;
     }
@@ -341,7 +348,7 @@ export class RunReconciler implements Registrations {
   async #serverInFlight(registrationId: string | undefined): Promise<number> {
     if (registrationId === undefined) return 0;
     try {
-      return (await this.#o.server.status(registrationId)).inFlight;
+      return (await this.#options.server.status(registrationId)).inFlight;
     } catch (error) {
       if (error instanceof RuntimeServerError && error.code === 'RegistrationNotFound') return 0;
       throw error;
@@ -358,16 +365,16 @@ export class RunReconciler implements Registrations {
     const { epoch, log } = ctx;
     await this.#work.cleanUp(ctx);
     // Both before the status write, in either order: each costs a round trip the move waits for.
-    await Promise.all([this.#o.reportReleased(), this.#o.runs.removeFinalizer(epoch)]);
-    await this.#o.runs.transition(epoch, {
+    await Promise.all([this.#options.reportReleased(), this.#options.runs.removeFinalizer(epoch)]);
+    await this.#options.runs.transition(epoch, {
       type: 'HandOver',
-      message: `Pod ${this.#o.podName} is stopping: attempt ${String(epoch.attempt)} was unregistered (${why}); the next attempt registers on another Pod`,
+      message: `Pod ${this.#options.podName} is stopping: attempt ${String(epoch.attempt)} was unregistered (${why}); the next attempt registers on another Pod`,
     });
     log.info({ step: 'handed-over', why }, 'function handed over: unregistered, release reported; Pending for the next attempt');
-    this.#o.recordEvent(
+    this.#options.recordEvent(
       { name: epoch.name, uid: epoch.uid },
       EVENT_REASONS.drained,
-      `Pod ${this.#o.podName} is stopping and handed attempt ${String(epoch.attempt)} over; the next attempt is not counted against maxAttempts`,
+      `Pod ${this.#options.podName} is stopping and handed attempt ${String(epoch.attempt)} over; the next attempt is not counted against maxAttempts`,
     );
   }
 
@@ -377,12 +384,12 @@ export class RunReconciler implements Registrations {
     if (execution === undefined) return;
     const seconds = Math.round((drain.deadlineMs - drain.sinceMs) / 1000);
     execution.stoppedFor = 'drain';
-    const { found } = await this.#o.server.cancel(execution.id, this.#o.cancelGraceMs);
+    const { found } = await this.#options.server.cancel(execution.id, this.#options.cancelGraceMs);
     ctx.log.info({ found, drainSeconds: seconds }, 'the drain window ended: stopping the task');
     await execution.done;
     await this.#work.attemptFailed(
       ctx,
-      `still running when the drain window (${String(seconds)} s) of Pod ${this.#o.podName} ended; stopped`,
+      `still running when the drain window (${String(seconds)} s) of Pod ${this.#options.podName} ended; stopped`,
       {
         interruptReason: RUN_REASONS.drainWindowExceeded,
       },
@@ -394,7 +401,7 @@ export class RunReconciler implements Registrations {
     const gate = this.claimGate();
     if (!gate.open) return this.#refuseClaim(ctx, { reason: gate.reason, message: gate.message });
     const self = plain<SlotRun>(ctx.run);
-    let decision = this.#slots.decide(self, this.#o.cachedRuns(namespace));
+    let decision = this.#slots.decide(self, this.#options.cachedRuns(namespace));
     if (!decision.claim) {
       // The cache may lag the live Runs (one this process just ended may still show as
       // holding its unit while the scheduler already saw it end): refuse only on what the
@@ -403,14 +410,14 @@ export class RunReconciler implements Registrations {
       if (!decision.claim) return this.#refuseClaim(ctx, decision);
     }
     // From the cached Run: the write is fenced on its resourceVersion (a lagging cache gets 409 and a fresh read).
-    const claimed = await this.#o.runs.transition(ctx.epoch, { type: 'Claim' }, ctx.run);
+    const claimed = await this.#options.runs.transition(ctx.epoch, { type: 'Claim' }, ctx.run);
     ctx.log.info({ mode: runModeKind(plain<RunSpec>(ctx.run.spec)) }, 'claimed');
     // Go on from the object just written instead of waiting for its watch event
     // (safe: every step re-checks the live Run before it creates anything).
     const next = planRun({
       run: claimed,
-      podUID: this.#o.podUID,
-      runtime: this.#o.runtime,
+      podUID: this.#options.podUID,
+      runtime: this.#options.runtime,
       local: this.#local.get(ctx.key),
       nowMs: this.#now(),
     });
@@ -419,8 +426,8 @@ export class RunReconciler implements Registrations {
 
   /** The namespace's cached Runs, with the given holders as the API server has them now (gone ones left out). */
   async #withLiveHolders(namespace: string, holders: ReadonlyMap<string, string>): Promise<SlotRun[]> {
-    const live = await Promise.all([...holders.values()].map((name) => this.#o.runs.get(namespace, name)));
-    const cached = this.#o.cachedRuns(namespace).filter((run) => !holders.has(run.metadata.uid ?? ''));
+    const live = await Promise.all([...holders.values()].map((name) => this.#options.runs.get(namespace, name)));
+    const cached = this.#options.cachedRuns(namespace).filter((run) => !holders.has(run.metadata.uid ?? ''));
     return [...cached.map((run) => plain<SlotRun>(run)), ...live.filter((run) => run !== undefined)];
   }
 
@@ -434,7 +441,7 @@ export class RunReconciler implements Registrations {
     decision: Omit<Extract<ClaimDecision, { claim: false }>, 'claim' | 'held' | 'capacity'> & { held?: number; capacity?: number },
   ): Promise<undefined> {
     this.#slots.release(ctx.epoch.uid);
-    await this.#o.runs.transition(ctx.epoch, { type: 'RefuseClaim', reason: decision.reason, message: decision.message }, ctx.run);
+    await this.#options.runs.transition(ctx.epoch, { type: 'RefuseClaim', reason: decision.reason, message: decision.message }, ctx.run);
     ctx.log.warn(
       { reason: decision.reason, held: decision.held, capacity: decision.capacity },
       decision.reason === RUN_REASONS.podDraining
@@ -448,19 +455,19 @@ export class RunReconciler implements Registrations {
   async #release(key: string, why: string): Promise<void> {
     const state = this.#local.get(key);
     if (state === undefined) return;
-    const log = this.#o.logger.child({ run: key, runUID: state.uid, attempt: state.attempt });
+    const log = this.#options.logger.child({ run: key, runUID: state.uid, attempt: state.attempt });
     if (state.execution !== undefined) {
       // The Runtime Server ends an execution that waits for input itself, right after the answer.
-      await letWaitingExecutionEnd(state.execution, this.#o.cancelGraceMs + WAITING_END_MARGIN_MS);
+      await letWaitingExecutionEnd(state.execution, this.#options.cancelGraceMs + WAITING_END_MARGIN_MS);
       state.execution.stoppedFor ??= 'release';
       state.execution.abort.abort();
       await state.execution.done;
     }
     if (state.registrationId !== undefined) {
-      const { found } = await this.#o.server.unregister(state.registrationId);
+      const { found } = await this.#options.server.unregister(state.registrationId);
       log.info({ registrationId: state.registrationId, found }, 'function unregistered (released)');
     }
-    await this.#o.workspaces.remove(state.uid);
+    await this.#options.workspaces.remove(state.uid);
     this.#work.forget(key, state);
     log.info({ why }, 'released the Run locally');
   }

@@ -25,14 +25,14 @@ export interface RunWorkOptions {
  * task execution each keep only their own steps.
  */
 export class RunWork {
-  readonly o: RunReconcilerOptions;
+  readonly options: RunReconcilerOptions;
   readonly now: () => number;
   readonly local: Map<string, LocalState>;
   /** Epochs whose Pod-local state this process confirmed stopped (reported in the Pod Lease). */
   readonly released: ReleasedRuns;
 
   constructor({ options, now, local, released }: RunWorkOptions) {
-    this.o = options;
+    this.options = options;
     this.now = now;
     this.local = local;
     this.released = released;
@@ -59,7 +59,7 @@ export class RunWork {
    */
   async prepareWorkspace(ctx: ReconcileContext): Promise<string | undefined> {
     try {
-      return await this.o.workspaces.prepare(ctx.run, ctx.epoch.attempt, this.o.language, this.o.readConfigMap);
+      return await this.options.workspaces.prepare(ctx.run, ctx.epoch.attempt, this.options.language, this.options.readConfigMap);
     } catch (error) {
       if (!(error instanceof SourceMismatchError)) throw error;
       await this.sourceRefused(ctx, error);
@@ -75,8 +75,8 @@ export class RunWork {
   async sourceRefused(ctx: ReconcileContext, error: SourceMismatchError): Promise<void> {
     const { epoch, log } = ctx;
     await this.cleanUp(ctx, false);
-    await this.o.runs.removeFinalizer(epoch);
-    const ended = await this.o.runs.transition(epoch, {
+    await this.options.runs.removeFinalizer(epoch);
+    const ended = await this.options.runs.transition(epoch, {
       type: 'Failed',
       reason: RUN_REASONS.sourceDigestMismatch,
       message: `attempt ${String(epoch.attempt)}: nothing ran: ${error.message}`,
@@ -92,16 +92,16 @@ export class RunWork {
     { run, epoch, log }: ReconcileContext,
     handler: string,
   ): Promise<{ registrationId: string; created: boolean }> {
-    const workdir = await this.o.workspaces.prepare(run, epoch.attempt, this.o.language, this.o.readConfigMap);
+    const workdir = await this.options.workspaces.prepare(run, epoch.attempt, this.options.language, this.options.readConfigMap);
     log.info({ workdir }, 'registering');
-    const response = await this.o.server.register({
+    const response = await this.options.server.register({
       runUid: epoch.uid,
       attempt: epoch.attempt,
       workdir,
       handler,
-      env: runEnv(run, this.o.runtime, epoch.attempt),
+      env: runEnv(run, this.options.runtime, epoch.attempt),
     });
-    this.o.metrics.registration(response.created ? 'registered' : 'reused');
+    this.options.metrics.registration(response.created ? 'registered' : 'reused');
     log.info(
       { registrationId: response.registrationId, created: response.created },
       response.created ? 'registered' : 'registration already existed (same attempt and configuration)',
@@ -123,7 +123,7 @@ export class RunWork {
       discover &&
       registrationId === undefined &&
       fn !== undefined &&
-      (await pathExists(await this.o.workspaces.attemptDir(epoch.uid, epoch.attempt)))
+      (await pathExists(await this.options.workspaces.attemptDir(epoch.uid, epoch.attempt)))
     ) {
       try {
         ({ registrationId } = await this.registerIdempotently(ctx, fn.handler));
@@ -133,11 +133,11 @@ export class RunWork {
       }
     }
     if (registrationId !== undefined) {
-      const { found } = await this.o.server.unregister(registrationId);
+      const { found } = await this.options.server.unregister(registrationId);
       log.info({ step: 'unregistered', registrationId, found }, 'function unregistered');
       if (state !== undefined) delete state.registrationId;
     }
-    if (await this.o.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
+    if (await this.options.workspaces.remove(epoch.uid)) log.info({ step: 'workspace-removed' }, 'workspace removed');
     this.forget(key, epoch);
   }
 
@@ -168,7 +168,7 @@ export class RunWork {
     // interrupted retrySafe task. An unreadable policy throws; the reconcile is retried.
     const automatic =
       cause === 'ownerLost' && mode === 'task' && spec.retryPolicy?.retrySafe === true
-        ? await this.o.automaticRetryPolicy(epoch.namespace)
+        ? await this.options.automaticRetryPolicy(epoch.namespace)
         : AUTOMATIC_RETRY_ALLOWED;
     const decision = decideRetry(
       mode,
@@ -180,10 +180,10 @@ export class RunWork {
     );
     // Whatever this attempt registered is known here (or nothing loaded): no discovery.
     await this.cleanUp(ctx, false);
-    await this.o.runs.removeFinalizer(epoch);
+    await this.options.runs.removeFinalizer(epoch);
     if (decision.retry) {
       try {
-        await this.o.runs.transition(epoch, {
+        await this.options.runs.transition(epoch, {
           type: 'Requeue',
           cause: 'attemptFailed',
           backoffSeconds: decision.backoffSeconds,
@@ -208,7 +208,7 @@ export class RunWork {
           : decision.why === 'retriesExhausted'
             ? 'no attempts left'
             : 'the task is not retrySafe';
-      await this.o.runs.transition(epoch, {
+      await this.options.runs.transition(epoch, {
         type: 'Interrupted',
         reason: options.interruptReason ?? RUN_REASONS.ownerLost,
         message: `not retried: ${refused}: ${message}`,
@@ -221,7 +221,7 @@ export class RunWork {
       mode === 'function' ? RUN_REASONS.registrationFailed : exitCode === undefined ? RUN_REASONS.failed : RUN_REASONS.nonZeroExit;
     const why = `attempt ${epoch.attempt} of ${resolveRetryPolicy(mode, spec.retryPolicy).maxAttempts}`;
     // With a stored cancel, the transition writes Cancelled instead (the report recorded).
-    const ended = await this.o.runs.transition(epoch, {
+    const ended = await this.options.runs.transition(epoch, {
       type: 'Failed',
       reason,
       message: `${why}: ${message}`,

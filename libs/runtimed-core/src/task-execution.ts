@@ -51,7 +51,7 @@ interface StreamEnd {
  * (cancel, lifetime timeout).
  */
 export class TaskExecution {
-  readonly #w: RunWork;
+  readonly #work: RunWork;
   /**
    * Task attempts (`uid/attempt`) this process started: an attempt runs at most once per
    * process, whatever a lagging cache says afterwards (across restarts the attempt's
@@ -62,14 +62,14 @@ export class TaskExecution {
   readonly #unwritten: UnwrittenOutcomes;
 
   constructor(work: RunWork) {
-    this.#w = work;
-    this.#unwritten = new UnwrittenOutcomes(() => work.o.workspaces.outcomesDir(), work.o.logger);
+    this.#work = work;
+    this.#unwritten = new UnwrittenOutcomes(() => work.options.workspaces.outcomesDir(), work.options.logger);
   }
 
   async execute(ctx: ReconcileContext, lifetimeRemainingMs: number | undefined): Promise<ReconcileResult | undefined> {
     const { key, run, epoch } = ctx;
-    const { o } = this.#w;
-    const existing = this.#w.local.get(key);
+    const { options } = this.#work;
+    const existing = this.#work.local.get(key);
     if (existing?.execution !== undefined) {
       return lifetimeRemainingMs === undefined ? undefined : { requeueAfterMs: Math.max(0, lifetimeRemainingMs) };
     }
@@ -77,8 +77,8 @@ export class TaskExecution {
     if (this.#executed.has(executionId)) return undefined;
     // The cache may lag: an execution that just ended and wrote its outcome would
     // otherwise look like a Running task that still has to run.
-    await o.runs.verify(epoch, ['Running'], ctx.written === true ? run : undefined);
-    if (await pathExists(await o.workspaces.attemptDir(epoch.uid, epoch.attempt))) {
+    await options.runs.verify(epoch, ['Running'], ctx.written === true ? run : undefined);
+    if (await pathExists(await options.workspaces.attemptDir(epoch.uid, epoch.attempt))) {
       // This attempt's workspace exists but no execution does: runtimed restarted while
       // it ran, and the Runtime Server stopped it when runtimed's stream closed. What it
       // did is unknown, so the attempt failed (retried only within the user's policy).
@@ -91,9 +91,9 @@ export class TaskExecution {
       return undefined;
     }
     // From the snapshot, its digest checked: a refused one failed the Run and runs nothing.
-    const workdir = await this.#w.prepareWorkspace(ctx);
+    const workdir = await this.#work.prepareWorkspace(ctx);
     if (workdir === undefined) return undefined;
-    const state = this.#w.track(ctx, 'task');
+    const state = this.#work.track(ctx, 'task');
     this.#rememberExecuted(executionId);
     const execution: Execution = { id: executionId, abort: new AbortController(), done: Promise.resolve() };
     state.execution = execution;
@@ -109,7 +109,7 @@ export class TaskExecution {
    */
   async outcomeUnwritten(key: string, run: ReadonlyDeep<Run>): Promise<boolean> {
     const recorded = await this.#unwritten.recordsCurrentAttempt(key, run);
-    if (this.#w.local.get(key)?.execution !== undefined) return false;
+    if (this.#work.local.get(key)?.execution !== undefined) return false;
     return recorded || this.#unwritten.kept(run.metadata.uid ?? '', run.status?.attempt ?? 0) !== undefined;
   }
 
@@ -119,7 +119,9 @@ export class TaskExecution {
    * Run gone and once after a start.
    */
   async dropRecordsOfGoneRuns(namespace: string): Promise<void> {
-    await this.#unwritten.dropRecordsOfGoneRuns(() => new Set(this.#w.o.cachedRuns(namespace).map((run) => run.metadata.uid ?? '')));
+    await this.#unwritten.dropRecordsOfGoneRuns(
+      () => new Set(this.#work.options.cachedRuns(namespace).map((run) => run.metadata.uid ?? '')),
+    );
   }
 
   /**
@@ -151,17 +153,17 @@ export class TaskExecution {
     why: 'cancel' | 'expire',
     beforeStopping?: () => Promise<void>,
   ): Promise<Execution['exited']> => {
-    const { o } = this.#w;
-    const execution = this.#w.local.get(ctx.key)?.execution;
+    const { options } = this.#work;
+    const execution = this.#work.local.get(ctx.key)?.execution;
     if (execution !== undefined) execution.stoppedFor = why;
     await beforeStopping?.();
     if (execution !== undefined) {
-      const { found } = await o.server.cancel(execution.id, o.cancelGraceMs);
+      const { found } = await options.server.cancel(execution.id, options.cancelGraceMs);
       ctx.log.info({ found }, 'stopping the task');
       await execution.done;
     }
-    await this.#w.cleanUp(ctx);
-    await o.runs.removeFinalizer(ctx.epoch);
+    await this.#work.cleanUp(ctx);
+    await options.runs.removeFinalizer(ctx.epoch);
     return execution?.exited;
   };
 
@@ -172,15 +174,15 @@ export class TaskExecution {
     execution: Execution,
     lifetimeRemainingMs: number | undefined,
   ): Promise<void> {
-    const { o, now } = this.#w;
+    const { options, now } = this.#work;
     const started = now();
     // A continuation starts from its checkpoint, read and verified first (bounded retries).
-    const resume = await o.artifacts.checkpoints.load(ctx, execution.abort.signal);
+    const resume = await options.artifacts.checkpoints.load(ctx, execution.abort.signal);
     let streamEnd: StreamEnd = { exited: undefined, failure: undefined };
     // A stop while the checkpoint was read (cancel, expire, release) starts nothing.
     if ((resume.type === 'none' || resume.type === 'ready') && !stopped(execution)) {
       // Only while it runs: a token of an ended execution is refused (StaleAttempt).
-      const grant = grantAccess(o.artifacts, ctx, execution);
+      const grant = grantAccess(options.artifacts, ctx, execution);
       try {
         streamEnd = await this.#follow(ctx, workdir, execution, lifetimeRemainingMs, {
           artifacts: grant?.access,
@@ -198,15 +200,15 @@ export class TaskExecution {
     const count = (outcome: TaskOutcome): void => {
       if (counted) return;
       counted = true;
-      o.metrics.taskFinished(outcome, seconds);
+      options.metrics.taskFinished(outcome, seconds);
     };
     try {
       // An AwaitInput whose write is in flight decides whether this end is the wait's.
       if (execution.waitWrite !== undefined) await execution.waitWrite;
       if (execution.stoppedFor !== undefined) {
         // Whoever stopped it writes the outcome (Cancelled, Timeout, WaitingInput) or nothing (released).
-        o.metrics.taskFinished(STOPPED_OUTCOME[execution.stoppedFor], seconds);
-        if (execution.stoppedFor === 'waitingInput') await waitEnded(this.#w, ctx, exitReasonName(exited, failure));
+        options.metrics.taskFinished(STOPPED_OUTCOME[execution.stoppedFor], seconds);
+        if (execution.stoppedFor === 'waitingInput') await waitEnded(this.#work, ctx, exitReasonName(exited, failure));
         return;
       }
       let end: AttemptEnd;
@@ -233,9 +235,9 @@ export class TaskExecution {
       // would stay Running until its lifetime ran out (Timeout).
       if (!movedOn(error)) ctx.log.error({ err: error }, 'writing the task outcome failed');
     } finally {
-      const current = this.#w.local.get(ctx.key);
+      const current = this.#work.local.get(ctx.key);
       if (current?.execution === execution) delete current.execution;
-      o.enqueue(ctx.key);
+      options.enqueue(ctx.key);
     }
   }
 
@@ -253,9 +255,16 @@ export class TaskExecution {
   ): Promise<StreamEnd> {
     const streamed = await this.#stream(ctx, workdir, execution, lifetimeRemainingMs, extra);
     if (streamed.exited !== undefined || execution.abort.signal.aborted) return streamed;
-    const { o } = this.#w;
+    const { options } = this.#work;
     const broken = { failure: streamed.failure, startedSeen: streamed.startedSeen === true };
-    return settleBrokenStream(o.server, ctx, execution.id, broken, o.cancelGraceMs + LOST_EXECUTION_MARGIN_MS, o.cancelGraceMs);
+    return settleBrokenStream(
+      options.server,
+      ctx,
+      execution.id,
+      broken,
+      options.cancelGraceMs + LOST_EXECUTION_MARGIN_MS,
+      options.cancelGraceMs,
+    );
   }
 
   async #stream(
@@ -265,21 +274,21 @@ export class TaskExecution {
     lifetimeRemainingMs: number | undefined,
     { artifacts, resume }: ExecuteExtras,
   ): Promise<StreamEnd> {
-    const { o } = this.#w;
+    const { options } = this.#work;
     let exited: runtimeServerV1.ExecutionExited | undefined;
     let startedSeen = false;
     try {
-      const events = o.server.execute(
+      const events = options.server.execute(
         {
           executionId: execution.id,
           runUid: epoch.uid,
           attempt: epoch.attempt,
           workdir,
-          entrypoint: entrypointFile(o.language),
+          entrypoint: entrypointFile(options.language),
           args: [...(run.spec.mode.task?.args ?? [])],
-          env: runEnv(run, o.runtime, epoch.attempt),
+          env: runEnv(run, options.runtime, epoch.attempt),
           timeoutMs: lifetimeRemainingMs,
-          gracePeriodMs: o.cancelGraceMs,
+          gracePeriodMs: options.cancelGraceMs,
           ...(artifacts === undefined ? {} : { artifacts }),
           ...(resume === undefined ? {} : { resume }),
         },
@@ -309,11 +318,11 @@ export class TaskExecution {
   async #writeEnd(ctx: ReconcileContext, end: AttemptEnd, count: Count): Promise<void> {
     switch (end.type) {
       case 'resumeFailed':
-        await resumeFailed(this.#w, ctx, end.load);
+        await resumeFailed(this.#work, ctx, end.load);
         return;
       case 'interrupted':
         count('failed');
-        await this.#w.attemptFailed(ctx, end.message, {
+        await this.#work.attemptFailed(ctx, end.message, {
           interrupted: true,
           ...(end.reason === undefined ? {} : { interruptReason: end.reason }),
         });
@@ -333,7 +342,7 @@ export class TaskExecution {
           return;
         }
         count('failed');
-        await this.#w.attemptFailed(ctx, `exited with code ${exitCode}`, { exitCode });
+        await this.#work.attemptFailed(ctx, `exited with code ${exitCode}`, { exitCode });
         return;
       case ExitReason.EXIT_REASON_TIMED_OUT:
         count('timeout');
@@ -345,7 +354,7 @@ export class TaskExecution {
         return;
       case ExitReason.EXIT_REASON_START_FAILED:
         count('failed');
-        await this.#w.attemptFailed(ctx, `could not start: ${message}`);
+        await this.#work.attemptFailed(ctx, `could not start: ${message}`);
         return;
       case ExitReason.EXIT_REASON_CANCELLED:
       // A wait runtimed recorded marks the execution stopped on purpose and never gets here:
@@ -354,7 +363,7 @@ export class TaskExecution {
       case ExitReason.EXIT_REASON_UNSPECIFIED:
       case ExitReason.UNRECOGNIZED:
         count('failed');
-        await this.#w.attemptFailed(ctx, `the execution ended unexpectedly (${message || String(reason)})`, { interrupted: true });
+        await this.#work.attemptFailed(ctx, `the execution ended unexpectedly (${message || String(reason)})`, { interrupted: true });
         return;
     }
   }
@@ -365,12 +374,12 @@ export class TaskExecution {
    * a store that cannot be read makes the attempt interrupted.
    */
   async #exitedZero(ctx: ReconcileContext, exited: runtimeServerV1.ExecutionExited, count: Count): Promise<void> {
-    const { artifacts } = this.#w.o;
+    const { artifacts } = this.#work.options;
     const outcome = await exitZeroOutcome(artifacts, ctx, exited.manifest);
     switch (outcome.type) {
       case 'interrupted':
         count('failed');
-        await this.#w.attemptFailed(ctx, `exited 0, but its artifacts could not be verified: ${outcome.message}`, { interrupted: true });
+        await this.#work.attemptFailed(ctx, `exited 0, but its artifacts could not be verified: ${outcome.message}`, { interrupted: true });
         return;
       case 'failed': {
         count('failed');
@@ -398,10 +407,10 @@ export class TaskExecution {
 
   /** The attempt ended with a terminal outcome: its workspace goes, the outcome is written, the epoch is released. */
   async #finished({ key, epoch }: ReconcileContext, outcome: RunEvent): Promise<RunPhase | undefined> {
-    await this.#w.o.workspaces.remove(epoch.uid);
+    await this.#work.options.workspaces.remove(epoch.uid);
     // From the cached Run (fenced on its resourceVersion; a lagging cache gets 409 and a fresh read).
-    const written = await this.#w.o.runs.transition(epoch, outcome, this.#w.o.cached(epoch.namespace, epoch.name));
-    this.#w.forget(key, epoch);
+    const written = await this.#work.options.runs.transition(epoch, outcome, this.#work.options.cached(epoch.namespace, epoch.name));
+    this.#work.forget(key, epoch);
     return written.status?.phase;
   }
 
