@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResourceRequirements } from '@kruntimes/api';
-import { leaseFromFlags } from '@kruntimes/controller-runtime';
-import type { ManagerLeaderElection } from '@kruntimes/controller-runtime';
+import { parseServiceFlags, serviceConfig } from '@kruntimes/controller-runtime';
+import type { ServiceConfig, ServiceFlagValues } from '@kruntimes/controller-runtime';
 import { memoryQuantityBytes } from '@kruntimes/runtime-workload';
 import type { WorkloadConfig } from '@kruntimes/runtime-workload';
 import { validateCertificateAuthority } from '@kruntimes/workload-pki';
@@ -11,24 +11,19 @@ import { validateGatewayCaPem, validateGatewayHost } from './gateway-endpoint.ts
 import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
 
 /**
- * The controller-manager's flags (each a string; the defaults are applied here):
+ * The controller-manager's own flags (each a string; the defaults are applied here), beside
+ * controller-runtime's SERVICE_OPTIONS (kubeconfig, namespace, the Lease, metrics and health
+ * addresses, log level; its Lease: kruntimes-controller-manager; the Lease's durations each a
+ * number >= 1):
  *
  * | flag | meaning | default |
  * |---|---|---|
- * | `--kubeconfig PATH` | | KUBECONFIG, then in-cluster |
- * | `--namespace NS` | watch one namespace | all |
- * | `--lease-namespace NS` | where the leader Lease lives | POD_NAMESPACE, else kruntimes-system |
- * | `--lease-name NAME` | | kruntimes-controller-manager |
- * | `--lease-duration-seconds N`, `--renew-deadline-seconds N`, `--retry-period-seconds N` | | 15, 10, 2 |
  * | `--runtimed-image IMAGE` | | kruntimes/runtimed:latest |
  * | `--python-image IMAGE`, `--bash-image IMAGE` | Runtime Server images per language | kruntimes/runtime-server-*:latest |
  * | `--runtime-service-account NAME` | service account of Runtime Pods | kruntimes-runtimed |
  * | `--runtime-server-listen loopback\|podIP` | podIP only on the local node | loopback |
  * | `--finished-runs-per-runtime N` | completed-Run GC keeps this many | 100 |
  * | `--internal-ca-dir DIR` | ca.crt + ca.key of the internal CA (the mounted Secret kruntimes-internal-ca); signs each Runtime's runtimed TLS Secret | required |
- * | `--log-level LEVEL` | | info (env KRT_LOG_LEVEL) |
- * | `--metrics-address HOST:PORT` | Prometheus /metrics (plaintext) | off |
- * | `--health-address HOST:PORT` | the kubelet's probes: /healthz, /readyz (plaintext) | off |
  * | `--gateway-host HOST[:PORT]` | the runtime-gateway function Runs' status.endpoint points at (Runtime Pods' KRT_GATEWAY_HOST) | runtimed's own |
  * | `--gateway-ca-file FILE` | PEM certificate(s) of the gateway's CA, read at start; copied as gateway-ca.crt into each runtimed TLS Secret, published as caBundle | none |
  * | `--runtime-otlp-endpoint URL` | OTLP endpoint (HTTP/protobuf) of Runtime Pods' spans: their OTEL_EXPORTER_OTLP_ENDPOINT | none, tracing off there |
@@ -36,44 +31,34 @@ import { DEFAULT_FINISHED_RUNS_PER_RUNTIME } from './run-collector.ts';
  * | `--user-namespaces true\|false` | Runtime Pods in user namespaces of their own, each Run its own user (runtime-workload's RunIsolation perRunUser); false for nodes without them (sharedUser: Runs on one Pod trust each other) | true |
  * | `--automatic-retry true\|false` | the cluster retry policy, as stale-recovery's flag: false puts KRT_AUTOMATIC_RETRY=false on runtimed, which then does not run an execution its Pod lost again | true (env KRT_AUTOMATIC_RETRY) |
  */
-export type ControllerManagerFlag =
-  | 'kubeconfig'
-  | 'namespace'
-  | 'lease-namespace'
-  | 'lease-name'
-  | 'lease-duration-seconds'
-  | 'renew-deadline-seconds'
-  | 'retry-period-seconds'
-  | 'runtimed-image'
-  | 'python-image'
-  | 'bash-image'
-  | 'runtime-service-account'
-  | 'runtime-server-listen'
-  | 'finished-runs-per-runtime'
-  | 'internal-ca-dir'
-  | 'log-level'
-  | 'metrics-address'
-  | 'health-address'
-  | 'gateway-host'
-  | 'gateway-ca-file'
-  | 'runtime-otlp-endpoint'
-  | 'runtimed-cpu-request'
-  | 'runtimed-memory-request'
-  | 'runtimed-memory-limit'
-  | 'automatic-retry'
-  | 'user-namespaces';
+const CONTROLLER_MANAGER_OPTIONS = {
+  'runtimed-image': { type: 'string' },
+  'python-image': { type: 'string' },
+  'bash-image': { type: 'string' },
+  'runtime-service-account': { type: 'string' },
+  'runtime-server-listen': { type: 'string' },
+  'user-namespaces': { type: 'string' },
+  'finished-runs-per-runtime': { type: 'string' },
+  'internal-ca-dir': { type: 'string' },
+  'gateway-host': { type: 'string' },
+  'gateway-ca-file': { type: 'string' },
+  'runtime-otlp-endpoint': { type: 'string' },
+  'runtimed-cpu-request': { type: 'string' },
+  'runtimed-memory-request': { type: 'string' },
+  'runtimed-memory-limit': { type: 'string' },
+  'automatic-retry': { type: 'string' },
+} as const;
 
-/** The flags as given (main.ts declares them to parseArgs, without defaults): unset ones are undefined. */
-export type ControllerManagerFlags = Partial<Record<ControllerManagerFlag, string | undefined>>;
+/** The flags as given, without defaults: unset ones are undefined. */
+export type ControllerManagerFlags = ServiceFlagValues & Partial<Record<keyof typeof CONTROLLER_MANAGER_OPTIONS, string | undefined>>;
+
+/** The command line's flags; throws parseArgs's error on an unknown flag, a positional or a flag without its value. */
+export function parseControllerManagerFlags(argv: readonly string[]): ControllerManagerFlags {
+  return parseServiceFlags(argv, CONTROLLER_MANAGER_OPTIONS);
+}
 
 /** Everything the controller-manager process runs with, checked and read before it campaigns. */
-export interface ControllerManagerConfig {
-  /** Undefined: KUBECONFIG, then in-cluster. */
-  kubeconfig: string | undefined;
-  namespace: string | undefined;
-  leaderElection: Omit<ManagerLeaderElection, 'elector'>;
-  metricsAddress: string | undefined;
-  healthAddress: string | undefined;
+export interface ControllerManagerConfig extends ServiceConfig {
   workload: WorkloadConfig;
   finishedRunsPerRuntime: number;
   internalCa: CertificateAuthority;
@@ -102,14 +87,7 @@ export async function controllerManagerConfig(flags: ControllerManagerFlags, env
   if (listen !== 'loopback' && listen !== 'podIP')
     throw new Error(`--runtime-server-listen must be loopback or podIP, not ${JSON.stringify(listen)}`);
   return {
-    kubeconfig: flags.kubeconfig,
-    namespace: flags.namespace,
-    leaderElection: leaseFromFlags(flags, env, {
-      leaseName: 'kruntimes-controller-manager',
-      seconds: (flag, value) => number(flag, value, 1),
-    }),
-    metricsAddress: flags['metrics-address'],
-    healthAddress: flags['health-address'],
+    ...serviceConfig(flags, env, { leaseName: 'kruntimes-controller-manager', seconds: (flag, value) => number(flag, value, 1) }),
     workload: {
       runtimedImage: flags['runtimed-image'] ?? 'kruntimes/runtimed:latest',
       runtimeServerImages: {

@@ -1,5 +1,5 @@
 // The controller-manager process: flags, controllers, RBAC and metrics.
-export { controllerManagerConfig } from './config.ts';
+export { controllerManagerConfig, parseControllerManagerFlags } from './config.ts';
 export { controllerManagerProcess } from './process.ts';
 export { ControllerManager } from './manager.ts';
 export { CONTROLLER_MANAGER_RULES } from './rbac.ts';

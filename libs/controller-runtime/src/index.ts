@@ -21,6 +21,12 @@ export { SecondsHistogram, histogramLines, sampleLines } from './prometheus-text
 export { Manager } from './manager.ts';
 export { leaseFromFlags, positiveNumber } from './lease-flags.ts';
 export type { LeaseFlagDefaults, LeaseFlagValues } from './lease-flags.ts';
+export { SERVICE_OPTIONS, parseServiceFlags, serviceConfig, serviceLogLevel } from './service-flags.ts';
+export type { ServiceConfig, ServiceFlagValues, ServiceFlags } from './service-flags.ts';
+export { serviceProcess } from './service-process.ts';
+export type { ServiceControllerOptions, ServiceParts, ServiceProcessOptions } from './service-process.ts';
+export { runServiceMain } from './service-main.ts';
+export type { ServiceMain } from './service-main.ts';
 export type { Elector, ManagerLeaderElection, ManagerLogger, ManagerOptions, Runnable } from './manager.ts';
 export { decideLeaseRound } from './lease-round.ts';
 export type { LeaseObservation, LeaseRound, LeaseRoundAction, LeaseRoundInput } from './lease-round.ts';

@@ -89,6 +89,10 @@ const APP_OF_DEPLOYMENT: Record<string, string> = {
   'runtime-gateway': 'runtime-gateway',
 };
 
+/** The apps built on controller-runtime's serviceProcess, whose shared flags SERVICE_FLAGS declares. */
+const LEADER_ELECTED_APPS = new Set(['scheduler', 'stale-recovery', 'controller-manager']);
+const SERVICE_FLAGS = join(WORKSPACE_ROOT, 'libs/controller-runtime/src/service-flags.ts');
+
 describe('helm lint', () => {
   it.each(Object.entries(VARIANTS))('passes with %s values', async (_name, set) => {
     const result = await runHelm(helm, [
@@ -148,9 +152,11 @@ describe.each(Object.entries(VARIANTS))('helm template with %s values', (variant
     for (const deployment of deployments()) {
       const app = APP_OF_DEPLOYMENT[deployment.metadata.name];
       expect(app).toBeDefined();
-      // The flags are parsed in the app's main or in its core lib's config (gateway-core for runtime-gateway).
+      // The flags are parsed in the app's main or in its core lib's config (gateway-core for runtime-gateway);
+      // the leader-elected services' shared ones in controller-runtime's SERVICE_OPTIONS.
       const coreConfig = join(WORKSPACE_ROOT, 'libs', `${(app ?? '').replace(/^runtime-/, '')}-core`, 'src/config.ts');
-      const main = [join(WORKSPACE_ROOT, 'apps', app ?? '', 'src/main.ts'), coreConfig]
+      const sharedFlags = LEADER_ELECTED_APPS.has(app ?? '') ? [SERVICE_FLAGS] : [];
+      const main = [join(WORKSPACE_ROOT, 'apps', app ?? '', 'src/main.ts'), coreConfig, ...sharedFlags]
         .filter((file) => existsSync(file))
         .map((file) => readFileSync(file, 'utf8'))
         .join('\n');

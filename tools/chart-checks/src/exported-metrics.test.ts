@@ -32,7 +32,7 @@ async function expositions(): Promise<Record<string, string>> {
   const [runtimedPort = 0] = await freePorts(1);
   const runtimed = await startPrometheusMetrics(LOOPBACK, runtimedPort);
   const gateway = await startMetricsServer(LOOPBACK, 0);
-  // What the leader-elected services render beside their own (their main.ts and controllerManagerProcess).
+  // What the leader-elected services render beside their own (controller-runtime's serviceProcess).
   const shared = (): string => new LeaderElectionMetrics().render() + new ProcessMetrics().render();
   try {
     runtimed.metrics.registration('registered');
@@ -50,7 +50,7 @@ async function expositions(): Promise<Record<string, string>> {
     gateway.metrics.requestFinished('functions', 200, 0.01, 0.005);
     return {
       scheduler: scheduler.render() + shared(),
-      // Its endpoint serves both, as apps/controller-manager/src/main.ts wires them.
+      // Its endpoint serves both, as controllerManagerProcess wires them.
       'controller-manager':
         renderManagerMetrics({
           runtimes: [{ namespace: 'ns', name: 'rt', runsPerPod: 1, desiredPods: 1, maxPods: 2 }],
