@@ -1,9 +1,9 @@
 import { ApiException } from '@kubernetes/client-node';
-import type { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { ARTIFACT_STORE_PLURAL, ARTIFACT_STORE_SECRET_KEYS, DEFAULTS } from '@kruntimes/api';
+import type { CoreV1Api } from '@kubernetes/client-node';
+import { ARTIFACT_STORE_SECRET_KEYS, DEFAULTS } from '@kruntimes/api';
 import type { ArtifactStore } from '@kruntimes/api';
 import { KruntimesError } from '@kruntimes/errors';
-import { ObjectClient } from '@kruntimes/run-client';
+import type { ObjectApi } from '@kruntimes/run-client';
 import type { ArtifactStoreCredentials, ArtifactStoreLocation } from './artifact-objects.ts';
 
 export interface ResolvedArtifactStore {
@@ -40,19 +40,18 @@ export function artifactStoreLocation(store: ArtifactStore): ArtifactStoreLocati
 
 /**
  * Reads the ArtifactStore `name` in `namespace` and its credentials Secret, with whatever
- * identity the API clients carry (runtimed's, the controller-manager's, a `krt` user's);
- * `objects`: the KubeConfig of that identity, or a CustomObjectsApi made from it.
+ * identity the API clients carry (runtimed's, the controller-manager's, a `krt` user's).
  */
 export async function resolveArtifactStore(
   core: CoreV1Api,
-  objects: KubeConfig | CustomObjectsApi,
+  stores: Pick<ObjectApi<ArtifactStore>, 'get'>,
   namespace: string,
   name: string,
 ): Promise<ResolvedArtifactStore> {
   const what = `ArtifactStore ${namespace}/${name}`;
   let store: ArtifactStore | undefined;
   try {
-    store = await new ObjectClient<ArtifactStore>(objects, ARTIFACT_STORE_PLURAL).get(namespace, name);
+    store = await stores.get(namespace, name);
   } catch (error) {
     throw resolveError(error, 'StoreNotFound', what);
   }

@@ -3,9 +3,11 @@
 // the signed Content-Length, key, expiry and x-amz-checksum-sha256), or our own check.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import { API_GROUP_VERSION, artifactObjectKey } from '@kruntimes/api';
 import { isKruntimesError } from '@kruntimes/errors';
+import { kruntimesClients } from '@kruntimes/run-client';
+import type { KruntimesClients } from '@kruntimes/run-client';
 import { Cluster, ObjectStore } from '@kruntimes/testing';
 import type { TestNamespace } from '@kruntimes/testing';
 import { ArtifactObjects } from '../src/artifact-objects.ts';
@@ -260,14 +262,14 @@ describe('resolveArtifactStore', () => {
   const cluster = Cluster.fromEnvironment();
   let namespace: TestNamespace;
   let core: CoreV1Api;
-  let custom: CustomObjectsApi;
+  let stores: KruntimesClients['artifactStores'];
   let kube: KubernetesObjectApi;
 
   beforeEach(async () => {
     namespace = await cluster.createNamespace({ prefix: 'artifact-store' });
     const config = cluster.kubeConfig();
     core = config.makeApiClient(CoreV1Api);
-    custom = config.makeApiClient(CustomObjectsApi);
+    stores = kruntimesClients(config).artifactStores;
     kube = KubernetesObjectApi.makeApiClient(config);
   });
   afterEach(async () => {
@@ -293,7 +295,7 @@ describe('resolveArtifactStore', () => {
   test('reads the store with its defaults and its Secret, and the credentials work against the store', async () => {
     await createStore();
     await createSecret({ accessKeyId: store.credentials.accessKeyId, secretAccessKey: store.credentials.secretAccessKey });
-    const resolved = await resolveArtifactStore(core, custom, namespace.name, 'main');
+    const resolved = await resolveArtifactStore(core, stores, namespace.name, 'main');
     expect(resolved.location).toEqual({
       endpoint: store.endpoint,
       bucket: BUCKET,
@@ -314,7 +316,7 @@ describe('resolveArtifactStore', () => {
   test('a missing ArtifactStore, a missing Secret and a Secret without a key are ArtifactStoreUnavailable with a clear message', async () => {
     const failure = async (): Promise<ArtifactStoreResolveError> => {
       try {
-        await resolveArtifactStore(core, custom, namespace.name, 'main');
+        await resolveArtifactStore(core, stores, namespace.name, 'main');
       } catch (error) {
         expect(isKruntimesError(error, 'ArtifactStoreUnavailable')).toBe(true);
         return error as ArtifactStoreResolveError;

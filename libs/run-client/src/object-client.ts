@@ -52,9 +52,8 @@ export class ObjectClient<T extends KruntimesObject> {
   readonly #api: CustomObjectsApi;
   readonly #plural: string;
 
-  /** `api`: a KubeConfig, or a CustomObjectsApi already made from one (a caller that is handed one). */
-  constructor(api: KubeConfig | CustomObjectsApi, plural: string) {
-    this.#api = api instanceof CustomObjectsApi ? api : api.makeApiClient(CustomObjectsApi);
+  constructor(kubeConfig: KubeConfig, plural: string) {
+    this.#api = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#plural = plural;
   }
 

@@ -1,6 +1,7 @@
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ArtifactObjects, resolveArtifactStore } from '@kruntimes/artifacts-core';
+import { kruntimesClients } from '@kruntimes/run-client';
 import type { StoreResolver } from './artifact-store.ts';
 import { cachedStoreResolver } from './artifact-store-cache.ts';
 
@@ -11,9 +12,9 @@ import { cachedStoreResolver } from './artifact-store-cache.ts';
  */
 export function kubernetesStoreResolver(kubeConfig: KubeConfig): StoreResolver {
   const core = kubeConfig.makeApiClient(CoreV1Api);
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const stores = kruntimesClients(kubeConfig).artifactStores;
   return cachedStoreResolver(async (namespace, name) => {
-    const { location, credentials } = await resolveArtifactStore(core, custom, namespace, name);
+    const { location, credentials } = await resolveArtifactStore(core, stores, namespace, name);
     return { prefix: location.prefix, objects: new ArtifactObjects(location, credentials) };
   });
 }

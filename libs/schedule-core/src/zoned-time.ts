@@ -84,7 +84,7 @@ export function nextMatchingWallTime(cron: Cron, wall: number): number | undefin
 }
 
 /**
- * The first scheduled UTC instant strictly after `after`, with the DST rules of issue 16:
+ * The first scheduled UTC instant strictly after `after`, with cron's usual DST rules:
  * a local time that does not exist (the spring-forward gap) is skipped, not moved to the
  * next valid minute; a local time that happens twice (the autumn repeat) is scheduled once,
  * at its first occurrence. Undefined if the cron never fires again within the search bound.

@@ -1,6 +1,5 @@
 import {
   apiServerRequestDelta,
-  forEachLimited,
   formatApiServerRequestDelta,
   formatLatencies,
   parseApiServerRequests,
@@ -81,31 +80,5 @@ describe('apiserver_request_total', () => {
   test('no change: 0', () => {
     const same = parseApiServerRequests(exposition(4, 2));
     expect(formatApiServerRequestDelta(apiServerRequestDelta(same, same))).toBe('0');
-  });
-});
-
-describe('forEachLimited', () => {
-  it.each<[string, number, number, number]>([
-    ['fewer items than the limit: one worker each', 3, 8, 3],
-    ['more items than the limit: never more than the limit at once', 10, 4, 4],
-    ['a limit below 1 still works through the items, one at a time', 3, 0, 1],
-    ['no items: nothing runs', 0, 4, 0],
-  ])('%s', async (_name, count, limit, widest) => {
-    let inFlight = 0;
-    let most = 0;
-    const done: number[] = [];
-    await forEachLimited(
-      Array.from({ length: count }, (_, i) => i),
-      limit,
-      async (i) => {
-        inFlight += 1;
-        most = Math.max(most, inFlight);
-        await new Promise((resolve) => setImmediate(resolve));
-        inFlight -= 1;
-        done.push(i);
-      },
-    );
-    expect(done.sort((a, b) => a - b)).toEqual(Array.from({ length: count }, (_, i) => i));
-    expect(most).toBe(widest);
   });
 });

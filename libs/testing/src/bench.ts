@@ -237,24 +237,6 @@ export async function processCpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
-/**
- * Runs `work` on every item, at most `limit` at once, in order of start: how the benchmarks
- * create thousands of objects with a bounded number of requests in flight. A failure
- * rejects the whole (the items not started yet are left).
- */
-export async function forEachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(Math.max(1, limit), items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next] as T;
-        next += 1;
-        await work(item);
-      }
-    }),
-  );
-}
-
 /** The kernel's USER_HZ, 100 on every Linux this runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 

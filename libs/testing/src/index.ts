@@ -57,7 +57,6 @@ export {
   apiServerRequestDelta,
   apiServerRequests,
   formatApiServerRequestDelta,
-  forEachLimited,
   formatLatencies,
   percentile,
   processCpuSeconds,

@@ -20,6 +20,7 @@ import { LABELS, RUN_REASONS } from '@kruntimes/api';
 import type { Run, Runtime } from '@kruntimes/api';
 import { kruntimesClients } from '@kruntimes/run-client';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
+import { forEachLimited } from '@kruntimes/host';
 import {
   ADMIN_USER,
   Cluster,
@@ -27,7 +28,6 @@ import {
   REPO_ROOT,
   apiServerRequestDelta,
   apiServerRequests,
-  forEachLimited,
   formatLatencies,
   freePorts,
   kubeconfigYaml,

@@ -1,5 +1,5 @@
 /**
- * The gateway bench's Pods dimension (issue 44): one Runtime per Pod count (1, 4, 8 by
+ * The gateway bench's Pods dimension: one Runtime per Pod count (1, 4, 8 by
  * default), each with 8 function Runs spread over its Pods, invoked through the gateway
  * at 1 stream (one Run), 4 streams (four Runs) and 8 streams (all eight Runs at once), in
  * rounds whose Runtime order rotates, so no Pod count always runs first. Every runtimed's

@@ -1,5 +1,5 @@
 /**
- * What one cached Run costs each controller process (issue 43), on the real control plane:
+ * What one cached Run costs each controller process, on the real control plane:
  * N Runs (default 5,000) in one namespace, as a queue looks: half Pending with a resolved
  * snapshot and a waiting reason, half Succeeded with outputs, each with a 1.5 KiB inline
  * program, env and args. Then, in this process (node --expose-gc), one InformerFactory per
@@ -30,7 +30,8 @@ import { runClient } from '@kruntimes/run-client';
 import { SCHEDULER_RUN_PROJECTION } from '@kruntimes/scheduler-core';
 import { runtimedRunProjection } from '@kruntimes/runtimed-core';
 import { RECOVERY_RUN_PROJECTION } from '@kruntimes/stale-recovery-core';
-import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, forEachLimited, kubeconfigYaml } from '@kruntimes/testing';
+import { forEachLimited } from '@kruntimes/host';
+import { ADMIN_USER, Cluster, ControlPlane, REPO_ROOT, kubeconfigYaml } from '@kruntimes/testing';
 
 const MEASURE = process.argv[2] === '--measure';
 const RUNS = Number((MEASURE ? process.argv[5] : process.argv[2]) ?? 5000);

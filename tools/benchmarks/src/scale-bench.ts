@@ -1,6 +1,6 @@
 /**
  * Benchmark (not a test) of the control plane with tens of thousands of Runs in one
- * namespace (issue 43):
+ * namespace:
  *   node tools/benchmarks/src/scale-bench.ts [POINTS]        (npx nx run benchmarks:scale)
  * POINTS: Run counts, comma-separated, default 1000,10000,50000 (or env KRT_SCALE_POINTS);
  * KRT_SCALE_BACKLOG: Runs of the bind-rate backlog (default 10000); KRT_SCALE_CONCURRENCY:
@@ -62,6 +62,7 @@ import { LocalNode } from '@kruntimes/local-node';
 import { kruntimesClients, writeTransition } from '@kruntimes/run-client';
 import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { nodeHeapOptions, podLabelSelector } from '@kruntimes/runtime-workload';
+import { forEachLimited } from '@kruntimes/host';
 import {
   ADMIN_USER,
   Cluster,
@@ -73,7 +74,6 @@ import {
   apiServerRequestDelta,
   apiServerRequests,
   call,
-  forEachLimited,
   freePorts,
   processCpuSeconds,
   kubeconfigYaml,

@@ -28,8 +28,7 @@ import { closeSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { API_GROUP, API_VERSION, RUN_PLURAL, RUNTIME_PLURAL } from '@kruntimes/api';
+import { CoreV1Api } from '@kubernetes/client-node';
 import type { Run, Runtime, RuntimeSpec } from '@kruntimes/api';
 import { isPodReady } from '@kruntimes/controller-runtime';
 import type { ControllerLogger } from '@kruntimes/controller-runtime';
@@ -39,6 +38,8 @@ import { RUNTIMED_ROLE_RULES } from '@kruntimes/runtimed-core';
 import { podLabelSelector } from '@kruntimes/runtime-workload';
 import type { RuntimeServerListenMode } from '@kruntimes/runtime-workload';
 import { LATENCY_BUCKETS_SECONDS } from '@kruntimes/scheduler-core';
+import { forEachLimited } from '@kruntimes/host';
+import { kruntimesClients, refusalError } from '@kruntimes/run-client';
 import {
   ADMIN_USER,
   Cluster,
@@ -49,7 +50,6 @@ import {
   apiServerPid,
   apiServerRequestDelta,
   apiServerRequests,
-  forEachLimited,
   formatApiServerRequestDelta,
   formatLatencies,
   freePorts,
@@ -81,7 +81,7 @@ const cleanup: (() => Promise<void>)[] = [];
 try {
   const cluster = new Cluster(controlPlane.info);
   const admin = cluster.kubeConfig();
-  const objects = admin.makeApiClient(CustomObjectsApi);
+  const clients = kruntimesClients(admin);
   const core = admin.makeApiClient(CoreV1Api);
   const bindNs = (await cluster.createNamespace({ prefix: 'bench-bind', waitForDefaultServiceAccount: true })).name;
   const fnNs = (await cluster.createNamespace({ prefix: 'bench-fn', waitForDefaultServiceAccount: true })).name;
@@ -198,7 +198,8 @@ try {
       metadata: { name },
       spec: { language: 'python', ...spec },
     };
-    await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUNTIME_PLURAL, body });
+    const created = await clients.runtimes.create(namespace, body);
+    if (!created.ok) throw refusalError(created);
   };
   const readyPods = (namespace: string, runtime: string, count: number): Promise<true> =>
     waitFor(
@@ -218,10 +219,13 @@ try {
         ? { runtime, source: { inline: 'def handle(event, context):\n    return event\n' }, mode: { function: { handler: 'main:handle' } } }
         : { runtime, source: { inline: 'print(1)\n' }, mode: { task: {} } },
     };
-    await objects.createNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, body });
+    const created = await clients.runs.create(namespace, body);
+    if (!created.ok) throw refusalError(created);
   };
-  const deleteRun = (namespace: string, name: string) =>
-    objects.deleteNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace, plural: RUN_PLURAL, name });
+  const deleteRun = async (namespace: string, name: string): Promise<void> => {
+    const deleted = await clients.runs.delete(namespace, name);
+    if (!deleted.ok && deleted.reason === 'Conflict') throw refusalError(deleted);
+  };
 
   // ------------------------------------------------------------------ 1. binding
   const bindManager = manager(bindNs, 'kruntimes/fake-runtimed:dev');
@@ -297,7 +301,7 @@ try {
       if (watch.restarts > restartsBefore)
         log(`  (the bench's watch was resumed ${String(watch.restarts - restartsBefore)} times: times in the gaps are late)`);
     }
-    await objects.deleteCollectionNamespacedCustomObject({ group: API_GROUP, version: API_VERSION, namespace: bindNs, plural: RUN_PLURAL });
+    await forEachLimited(names, 20, (name) => deleteRun(bindNs, name));
     await watch.until(() => names.every((name) => !watch.has(name)), WAIT.timeoutMs, 'Runs deleted');
     return rate;
   };

@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test) of the wall around each Run (issue 51), on real Runtime Server
+ * Benchmark (not a test) of the wall around each Run, on real Runtime Server
  * processes (root: the walled server switches to the Runs' uids):
  *   node tools/benchmarks/src/wall-bench.ts [samples=200]
  * Per language, two servers side by side, one with KRT_RUN_UIDS (walled) and one without

@@ -8,7 +8,7 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
-/** The value variants every check runs on (issue 11): `--set` lists. */
+/** The value variants every check runs on, so that no supported combination of values goes unrendered: `--set` lists. */
 export const VARIANTS: Readonly<Record<string, readonly string[]>> = {
   default: [],
   'gateway disabled': ['gateway.enabled=false'],

@@ -9,6 +9,7 @@ import { artifactObjectKey } from '@kruntimes/api';
 import { writeBoundedFile } from '@kruntimes/host';
 import type { ArtifactRecord, Run } from '@kruntimes/api';
 import { ArtifactObjects, resolveArtifactStore } from '@kruntimes/artifacts-core';
+import { kruntimesClients } from '@kruntimes/run-client';
 import { currentPhase } from '@kruntimes/run-state';
 import type { ArtifactsCommandLine } from '../args.ts';
 import { CliError, EXIT } from '../exit-codes.ts';
@@ -60,7 +61,12 @@ async function download(ctx: CommandContext, run: Run, record: ArtifactRecord, t
     throw new CliError(EXIT.unavailable, `Run ${run.metadata.name ?? ''} records artifacts but names no store, UID or attempt`);
   }
   // With the user's own credentials: they need get on the ArtifactStore and on its Secret.
-  const resolved = await resolveArtifactStore(ctx.kubeConfig.makeApiClient(CoreV1Api), ctx.kubeConfig, namespace, storeName);
+  const resolved = await resolveArtifactStore(
+    ctx.kubeConfig.makeApiClient(CoreV1Api),
+    kruntimesClients(ctx.kubeConfig).artifactStores,
+    namespace,
+    storeName,
+  );
   const key = artifactObjectKey(resolved.location.prefix, namespace, uid, attempt, record.id);
   const objects = new ArtifactObjects(resolved.location, resolved.credentials);
   const toStdout = to === '-';
