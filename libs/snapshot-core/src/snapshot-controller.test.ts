@@ -100,7 +100,7 @@ describe('SnapshotController', () => {
       logger: silent,
       runStatus: writer,
     });
-    expect(await controller.reconcile('ns/p')).toBeUndefined();
+    expect(await controller.reconcile('ns/p', new AbortController().signal)).toBeUndefined();
     expect(reads).toEqual(['p']);
     // Decided on and fenced on the version read, not the cached one.
     expect(written).toEqual([
@@ -120,7 +120,7 @@ describe('SnapshotController', () => {
       logger: silent,
       runStatus: writer,
     });
-    expect(await controller.reconcile('ns/d')).toBeUndefined();
+    expect(await controller.reconcile('ns/d', new AbortController().signal)).toBeUndefined();
   });
 });
 

@@ -3,8 +3,8 @@ import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import { SOURCE_SNAPSHOT, snapshotConfigMapName } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
-import { Controller, splitObjectKey } from '@kruntimes/controller-runtime';
-import type { ControllerLogger, ReadonlyDeep, ReconcileResult, SharedInformer } from '@kruntimes/controller-runtime';
+import { Controller, asReconciler } from '@kruntimes/controller-runtime';
+import type { ControllerLogger, ObjectRef, ReadonlyDeep, ReconcileResult, Reconciler, SharedInformer } from '@kruntimes/controller-runtime';
 import { runClient, writeTransition } from '@kruntimes/run-client';
 import type { RunStatusWriter } from '@kruntimes/run-client';
 import type { RunEvent } from '@kruntimes/run-state';
@@ -69,6 +69,8 @@ export class SnapshotController {
   readonly #logger: ControllerLogger;
   readonly #now: () => number;
   readonly #maxWaitMs: number;
+  /** By key, for the work queue. A Run being deleted is still snapshotted if it needs one: needsSnapshot decides, not the deletion. */
+  readonly reconcile: Reconciler;
 
   constructor(options: SnapshotControllerOptions) {
     this.#logger = options.logger;
@@ -77,11 +79,12 @@ export class SnapshotController {
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.#runClient = options.runStatus ?? runClient(options.kubeConfig);
     this.#runs = options.runs;
+    this.reconcile = asReconciler(this.#runs, { reconcile: (cached, ref) => this.#reconcileRun(cached, ref) }, { deleting: 'reconcile' });
     this.#controller = new Controller({
       name: 'source-snapshot',
       logger: options.logger,
       workers: options.workers ?? SNAPSHOT_WORKERS,
-      reconcile: (key) => this.reconcile(key),
+      reconcile: this.reconcile,
     });
     this.#runs.enqueueTo(
       (key) => {
@@ -100,10 +103,8 @@ export class SnapshotController {
     await this.#controller.stop();
   }
 
-  async reconcile(key: string): Promise<ReconcileResult | undefined> {
-    const { namespace = '', name } = splitObjectKey(key);
-    const cached = this.#runs.get(name, namespace);
-    if (cached === undefined || !needsSnapshot(cached)) return undefined;
+  async #reconcileRun(cached: ReadonlyDeep<Run>, { key, namespace, name }: ObjectRef): Promise<ReconcileResult | undefined> {
+    if (!needsSnapshot(cached)) return undefined;
     // The cache is a projection without spec.source (the host's Run projection): the full Run
     // is read here, once per snapshot, and the snapshot is decided on and fenced on it.
     const run = await this.#runClient.get(namespace, name);

@@ -1,6 +1,6 @@
 // Code metrics of the tree, for measuring a refactor before and after: the longest
 // functions and classes, the CustomObjectsApi call sites and the hand-written 404/409 checks
-// outside the typed Run client; and the size rule (code-size.ts): it exits 1 when a production
+// outside the typed Run client, what the shared controller layer replaces (layer-markers.ts); and the size rule (code-size.ts): it exits 1 when a production
 // function over the line limit or a class over the member limit is not in the committed baseline.
 //
 //   node tools/workspace-checks/src/code-metrics.ts [--top-functions N] [--top-classes N] [--files] [--prune-baseline]
@@ -17,6 +17,8 @@ import {
   workspaceRoot,
 } from './measure-code.ts';
 import type { FileMetrics, Span, StatusCheck } from './measure-code.ts';
+import { NO_MARKERS, addMarkers } from './layer-markers.ts';
+import type { LayerMarkers } from './layer-markers.ts';
 import {
   CLASS_MEMBER_LIMIT,
   FUNCTION_LINE_LIMIT,
@@ -114,10 +116,35 @@ function main(): void {
   printTally('source ', tally(sources), values.files);
   printTally('product', tally(sources.filter(([file]) => isProductFile(file))), false);
   printTally('tests  ', tally(tests), values.files);
+  printMarkers(
+    sources.filter(([file]) => isProductFile(file)),
+    values.files,
+  );
   checkSizes(
     sources.filter(([file]) => isProductFile(file)),
     values['prune-baseline'],
   );
+}
+
+const MARKER_LABELS: Readonly<Record<keyof LayerMarkers, string>> = {
+  doubleCasts: '`as unknown as` casts',
+  kubernetesObjectAliases: '`& KubernetesObject` type aliases',
+  reconcileOpenings: 'hand-written reconcile openings (splitObjectKey)',
+  statusWrites: 'hand-written status writes (replaceStatus)',
+  handBuiltEvents: 'hand-built Events',
+  metricsListeners: 'plaintext metrics listeners',
+};
+
+/** What the shared controller layer replaces, counted over the production files (layer-markers.ts). */
+function printMarkers(product: [string, FileMetrics][], listFiles: boolean): void {
+  const total = product.reduce((sum, [, metrics]) => addMarkers(sum, metrics.markers), NO_MARKERS);
+  console.log('\nproduct, outside the controller layer (controller-runtime, run-client):');
+  for (const [marker, label] of Object.entries(MARKER_LABELS) as [keyof LayerMarkers, string][]) {
+    console.log(`  ${pad(total[marker], 3)}  ${label}`);
+    if (!listFiles) continue;
+    for (const [file, metrics] of product)
+      if (metrics.markers[marker] > 0) console.log(`         ${pad(metrics.markers[marker], 3)}  ${file}`);
+  }
 }
 
 /** The size rule over the production files: exit code 1 for an offender the baseline does not list. */

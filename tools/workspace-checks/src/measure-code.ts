@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import ts from 'typescript';
+import { layerMarkers } from './layer-markers.ts';
+import type { LayerMarkers } from './layer-markers.ts';
 
 export const workspaceRoot = join(import.meta.dirname, '..', '..', '..');
 export const generatedRoot = 'libs/proto/src/generated/';
@@ -34,6 +36,7 @@ export interface FileMetrics {
   customObjectCalls: number;
   customObjectClients: number;
   statusChecks: StatusCheck[];
+  markers: LayerMarkers;
 }
 
 export const isTestFile = (file: string): boolean => file.endsWith('.test.ts');
@@ -145,7 +148,13 @@ function isCustomObjectsApiClient(node: ts.Node): boolean {
 export function measureFile(file: string, methods: Set<string>): FileMetrics {
   const text = readFileSync(join(workspaceRoot, file), 'utf8');
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-  const metrics: FileMetrics = { functions: [], classes: [], customObjectCalls: 0, customObjectClients: 0, statusChecks: [] };
+  const metrics: Omit<FileMetrics, 'markers'> = {
+    functions: [],
+    classes: [],
+    customObjectCalls: 0,
+    customObjectClients: 0,
+    statusChecks: [],
+  };
   const visit = (node: ts.Node): void => {
     if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
       metrics.functions.push(spanOf(node, source, file, functionName(node, source)));
@@ -162,5 +171,5 @@ export function measureFile(file: string, methods: Set<string>): FileMetrics {
     ts.forEachChild(node, visit);
   };
   visit(source);
-  return metrics;
+  return { ...metrics, markers: layerMarkers(file, source) };
 }
