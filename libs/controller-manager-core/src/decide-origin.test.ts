@@ -1,34 +1,15 @@
 import type { Run, RunOrigin, RunStatus } from '@kruntimes/api';
 import { decideOrigin } from './decide-origin.ts';
-
-const origin: RunOrigin = {
-  local: {
-    runId: '20261204-100000-a1b2c3',
-    lockDigest: `sha256:${'a'.repeat(64)}`,
-    result: {
-      phase: 'Failed',
-      reason: 'NonZeroExit',
-      message: 'attempt 1 of 1: exited with code 3',
-      exitCode: 3,
-      startTime: '2026-12-04T10:00:00Z',
-      completionTime: '2026-12-04T10:00:01Z',
-    },
-  },
-};
+import { LOCAL_ORIGIN as origin, originRun } from './testing/origin-runs.ts';
 
 function run(extra: { origin?: RunOrigin; status?: RunStatus; deleting?: boolean; function?: boolean } = {}): Run {
-  return {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Run',
-    metadata: { name: 'r', namespace: 'ns', uid: 'u', ...(extra.deleting === true ? { deletionTimestamp: '2026-12-04T11:00:00Z' } : {}) },
-    spec: {
-      runtime: 'python',
-      source: { inline: 'x' },
-      mode: extra.function === true ? { function: { handler: 'h' } } : { task: {} },
-      ...(extra.origin === undefined ? {} : { origin: extra.origin }),
-    },
-    ...(extra.status === undefined ? {} : { status: extra.status }),
+  const metadata = {
+    name: 'r',
+    namespace: 'ns',
+    uid: 'u',
+    ...(extra.deleting === true ? { deletionTimestamp: '2026-12-04T11:00:00Z' } : {}),
   };
+  return originRun(metadata, extra);
 }
 
 const NOW = '2026-12-04T11:00:00Z';

@@ -1,45 +1,21 @@
-import type { Run, RunOrigin, RunStatus } from '@kruntimes/api';
+import type { Run, RunStatus } from '@kruntimes/api';
 import { asReconciler } from '@kruntimes/controller-runtime';
 import { FakeCache, RecordingLogger } from '@kruntimes/controller-runtime/testing';
 import { FakeObjectClient } from '@kruntimes/run-client/testing';
 import { OriginReconciler } from './origin-controller.ts';
+import { LOCAL_ORIGIN, originRun } from './testing/origin-runs.ts';
 
 const NOW = Date.parse('2026-12-04T11:00:00Z');
 
-const origin: RunOrigin = {
-  local: {
-    runId: '20261204-100000-a1b2c3',
-    lockDigest: `sha256:${'a'.repeat(64)}`,
-    result: {
-      phase: 'Failed',
-      reason: 'NonZeroExit',
-      message: 'attempt 1 of 1: exited with code 3',
-      exitCode: 3,
-      startTime: '2026-12-04T10:00:00Z',
-      completionTime: '2026-12-04T10:00:01Z',
-    },
-  },
-};
-
 function run(extra: { status?: RunStatus; function?: boolean; deleting?: boolean; resourceVersion?: string } = {}): Run {
-  return {
-    apiVersion: 'kruntimes.io/v1alpha1',
-    kind: 'Run',
-    metadata: {
-      name: 'synced',
-      namespace: 'ns',
-      uid: 'run-uid',
-      resourceVersion: extra.resourceVersion ?? '3',
-      ...(extra.deleting === true ? { deletionTimestamp: '2026-12-04T10:59:00Z' } : {}),
-    },
-    spec: {
-      runtime: 'python',
-      source: { inline: 'x' },
-      mode: extra.function === true ? { function: { handler: 'h' } } : { task: {} },
-      origin,
-    },
-    ...(extra.status === undefined ? {} : { status: extra.status }),
+  const metadata = {
+    name: 'synced',
+    namespace: 'ns',
+    uid: 'run-uid',
+    resourceVersion: extra.resourceVersion ?? '3',
+    ...(extra.deleting === true ? { deletionTimestamp: '2026-12-04T10:59:00Z' } : {}),
   };
+  return originRun(metadata, { ...extra, origin: LOCAL_ORIGIN });
 }
 
 /** `cached`: what the cache shows; `live`: what the API server holds (the same by default). */
