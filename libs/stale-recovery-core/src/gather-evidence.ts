@@ -1,7 +1,7 @@
-import type { V1Lease } from '@kubernetes/client-node';
+import type { V1Lease, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { Run } from '@kruntimes/api';
 import { serviceEndpoints } from '@kruntimes/controller-runtime';
-import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
+import type { CacheReader, ReadonlyDeep } from '@kruntimes/controller-runtime';
 import type { OwnershipEpoch } from '@kruntimes/fencing';
 import { classify } from '@kruntimes/run-state';
 import type { RecoveryEvidence, RunFacts } from './decide.ts';
@@ -9,7 +9,6 @@ import { leaseState, ownerEvidence } from './evidence.ts';
 import type { LeaseFacts, PodFacts } from './evidence.ts';
 import type { LeaseObservations } from './lease-observations.ts';
 import { includesRef, readLeaseReport } from './lease-report.ts';
-import type { RecoveryCaches } from './recovery-caches.ts';
 import type { ReportingTracker } from './reporting-tracker.ts';
 import { epochKey, lastChangeMs } from './run-facts.ts';
 
@@ -26,9 +25,19 @@ export interface EvidenceInput {
   wallNowMs: number;
 }
 
+/** The reads of the caches the evidence comes from (RecoveryCaches' informers, or a test's FakeCaches). */
+export interface EvidenceCaches {
+  /** Runtime Pods. */
+  pods: CacheReader<V1Pod>;
+  /** Runtime Services. */
+  services: CacheReader<V1Service>;
+  /** runtimed's Pod Leases. */
+  leases: CacheReader<V1Lease>;
+}
+
 /** Where the evidence comes from: the caches, and when this process saw each Lease change. */
 export interface EvidenceSources {
-  caches: Pick<RecoveryCaches, 'pods' | 'services' | 'leases'>;
+  caches: EvidenceCaches;
   observations: LeaseObservations;
 }
 
@@ -82,7 +91,7 @@ export function gatherEvidence(
  * current version (observed now if the informer's event has not been seen yet).
  */
 export function ownerLease(
-  { caches, observations }: { caches: Pick<RecoveryCaches, 'leases'>; observations: LeaseObservations },
+  { caches, observations }: { caches: Pick<EvidenceCaches, 'leases'>; observations: LeaseObservations },
   namespace: string,
   epoch: OwnershipEpoch,
 ): LeaseFacts | undefined {

@@ -3,8 +3,19 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { REGISTRATION_CLEANUP_FINALIZER } from '@kruntimes/api';
 import type { Run } from '@kruntimes/api';
 import { runClient, writeTransition } from '@kruntimes/run-client';
-import type { ObjectClient, WriteResult } from '@kruntimes/run-client';
+import type { ObjectApi, WriteResult } from '@kruntimes/run-client';
 import type { RunEvent } from '@kruntimes/run-state';
+
+/** The calls RunWrites makes: the Run client's reads and writes, and the one CoreV1Api read. */
+export interface RunWritesClients {
+  runs: Pick<ObjectApi<Run>, 'get' | 'replaceStatus' | 'mergePatch'>;
+  core: Pick<CoreV1Api, 'readNamespace'>;
+}
+
+/** RunWrites against the API server of `kubeConfig`. */
+export function runWrites(kubeConfig: KubeConfig): RunWrites {
+  return new RunWrites({ runs: runClient(kubeConfig), core: kubeConfig.makeApiClient(CoreV1Api) });
+}
 
 /**
  * Stale recovery's reads and writes of live Runs; every write is fenced on the read
@@ -12,12 +23,12 @@ import type { RunEvent } from '@kruntimes/run-state';
  * reconcile looks again).
  */
 export class RunWrites {
-  readonly #runs: ObjectClient<Run>;
-  readonly #core: CoreV1Api;
+  readonly #runs: RunWritesClients['runs'];
+  readonly #core: RunWritesClients['core'];
 
-  constructor(kubeConfig: KubeConfig) {
-    this.#runs = runClient(kubeConfig);
-    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+  constructor(clients: RunWritesClients) {
+    this.#runs = clients.runs;
+    this.#core = clients.core;
   }
 
   /**
