@@ -2,6 +2,10 @@ export { Gateway, READINESS_PATH } from './gateway.ts';
 export { UsageError, gatewayConfig, parseGatewayFlags, startUpstreamResolver } from './config.ts';
 export type { GatewayConfig, GatewayFlags, ListenAddress, ResolveMode } from './config.ts';
 export { conductOf, decideShutdownDelayMs } from './shutdown.ts';
+export { startGatewayProcess } from './process.ts';
+export type { GatewayProcess } from './process.ts';
+export { gatewayLogDestination } from './log-destination.ts';
+export type { GatewayLogDestination } from './log-destination.ts';
 export type { PhaseConduct, ShutdownPhase } from './shutdown.ts';
 export type { GatewayOptions } from './gateway.ts';
 export {
