@@ -55,6 +55,8 @@ export type {
   PlaintextRoute,
   PlaintextRoutes,
 } from './plaintext-endpoint.ts';
+export { startOtelMetricsEndpoint } from './otel-metrics-endpoint.ts';
+export type { OtelMetricsEndpoint, OtelMetricsEndpointOptions } from './otel-metrics-endpoint.ts';
 export { healthEndpointRunnable, startHealthEndpoint } from './health-endpoint.ts';
 export type { HealthEndpoint } from './health-endpoint.ts';
 export { decideReadiness } from './health.ts';

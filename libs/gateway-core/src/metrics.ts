@@ -1,7 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { metricsRoutes, observeProcessGauges, startPlaintextEndpoint } from '@kruntimes/controller-runtime';
+import type { Meter } from '@opentelemetry/api';
+import { startOtelMetricsEndpoint } from '@kruntimes/controller-runtime';
 
 /** Route label values: the two invoke paths, and everything else. */
 export type RouteLabel = 'functions' | 'runs' | 'other';
@@ -42,21 +41,19 @@ export interface MetricsServer {
  * | `kruntimes_gateway_inflight_requests` | gauge | |
  * | `kruntimes_process_heap_used_bytes`, `kruntimes_process_resident_bytes`, `kruntimes_process_event_loop_delay_p99_seconds` | gauge | (PROCESS_GAUGES of controller-runtime) |
  *
- * Served by controller-runtime's plaintext endpoint rather than the exporter's own server,
- * so that any request carrying a credential is refused (400): a token must never travel in
+ * Served by controller-runtime's startOtelMetricsEndpoint rather than the exporter's own
+ * server, so that any request carrying a credential is refused (400): a token must never travel in
  * plaintext, and a client that sends one here is misconfigured.
  */
 export async function startMetricsServer(host: string, port: number): Promise<MetricsServer> {
-  const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
-  // The exporter's own options (prefix none, no timestamps, with target_info, without scope info).
-  const serializer = new PrometheusSerializer('', false, undefined, false, true);
-  const provider = new MeterProvider({ readers: [exporter] });
-  const { requests, duration, overhead, inflight } = createInstruments(provider.getMeter('kruntimes.gateway'));
   // Collection errors are the SDK's to report; what was collected is still served, as the exporter's server does.
-  const endpoint = await startPlaintextEndpoint(
-    { host, port },
-    metricsRoutes(async () => serializer.serialize((await exporter.collect()).resourceMetrics)),
-  );
+  const endpoint = await startOtelMetricsEndpoint({
+    listen: { host, port },
+    scope: 'kruntimes.gateway',
+    instruments: createInstruments,
+    collectionErrors: 'serve',
+  });
+  const { requests, duration, overhead, inflight } = endpoint.instruments;
   return {
     address: endpoint.address,
     metrics: {
@@ -70,15 +67,12 @@ export async function startMetricsServer(host: string, port: number): Promise<Me
         if (upstreamSeconds !== undefined) overhead.record(Math.max(0, seconds - upstreamSeconds), { route });
       },
     },
-    shutdown: async () => {
-      await endpoint.close();
-      await provider.shutdown();
-    },
+    shutdown: () => endpoint.close(),
   };
 }
 
-/** The instruments behind the families of the table above, and the process gauges. */
-function createInstruments(meter: ReturnType<MeterProvider['getMeter']>) {
+/** The instruments behind the gateway's families of the table above. */
+function createInstruments(meter: Meter) {
   const requests = meter.createCounter('kruntimes.gateway.requests', {
     description: 'HTTP requests answered by the gateway, by route and status code',
   });
@@ -95,6 +89,5 @@ function createInstruments(meter: ReturnType<MeterProvider['getMeter']>) {
   });
   const inflight = meter.createUpDownCounter('kruntimes.gateway.inflight_requests', { description: 'HTTP requests being handled' });
   inflight.add(0);
-  observeProcessGauges(meter);
   return { requests, duration, overhead, inflight };
 }

@@ -1,6 +1,5 @@
-import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { metricsRoutes, observeProcessGauges, startPlaintextEndpoint } from '@kruntimes/controller-runtime';
+import type { Meter } from '@opentelemetry/api';
+import { startOtelMetricsEndpoint } from '@kruntimes/controller-runtime';
 import { FunctionMetrics } from './function-metrics.ts';
 import type { RuntimedMetrics } from './metrics.ts';
 
@@ -29,36 +28,27 @@ export interface PrometheusMetrics {
  *
  * After these, the per-function Run families of `FunctionMetrics` (function-metrics.ts).
  *
- * Served by controller-runtime's plaintext endpoint: GET or HEAD of `/metrics` only, and any
+ * Served by controller-runtime's startOtelMetricsEndpoint (a scrape fails, 500, when a
+ * collection fails), on its plaintext endpoint: GET or HEAD of `/metrics` only, and any
  * request carrying a credential refused (400): nothing here needs one, and one sent by
  * mistake must not travel further or end up in a log.
  */
 export async function startPrometheusMetrics(host: string, port: number): Promise<PrometheusMetrics> {
-  const exporter = new PrometheusExporter({ endpoint: '/metrics', preventServerStart: true, withoutScopeInfo: true });
-  // The exporter's own options (prefix none, no timestamps, with target_info, without scope info).
-  const serializer = new PrometheusSerializer('', false, undefined, false, true);
   const functions = new FunctionMetrics();
-  const render = async (): Promise<string> => {
-    const { resourceMetrics, errors } = await exporter.collect();
-    if (errors.length > 0) throw new AggregateError(errors, 'metrics collection failed');
-    return serializer.serialize(resourceMetrics) + functions.render();
-  };
-  const endpoint = await startPlaintextEndpoint({ host, port }, metricsRoutes(render));
-  const provider = new MeterProvider({ readers: [exporter] });
-  const meter = provider.getMeter('kruntimes.runtimed');
-  const instruments = createInstruments(meter);
-  observeProcessGauges(meter);
+  const endpoint = await startOtelMetricsEndpoint({
+    listen: { host, port },
+    scope: 'kruntimes.runtimed',
+    instruments: createInstruments,
+    trailer: () => functions.render(),
+    collectionErrors: 'fail',
+  });
   return {
     port: endpoint.address.port,
-    metrics: recordingTo(instruments, functions),
-    shutdown: async () => {
-      await provider.shutdown();
-      await endpoint.close();
-    },
+    metrics: recordingTo(endpoint.instruments, functions),
+    shutdown: () => endpoint.close(),
   };
 }
 
-type Meter = ReturnType<MeterProvider['getMeter']>;
 type Instruments = ReturnType<typeof createInstruments>;
 
 /** The instruments behind the families of the table above. */
