@@ -31,10 +31,10 @@ export interface RunReconcilerOptions {
   /** Every Run of the namespace in the informer cache (the claim check counts this Pod's). */
   cachedRuns(namespace: string): readonly ReadonlyDeep<Run>[];
   runs: RunClient;
-  server: RuntimeServerClient;
+  server: RuntimeServerCalls;
   /** Upload grants and verification for task Runs that declare artifacts. */
   artifacts: TaskArtifacts;
-  workspaces: Workspaces;
+  workspaces: WorkspaceSteps;
   readConfigMap: ConfigMapReader;
   /**
    * The organisation's retry policy for a namespace (the cluster default, KRT_AUTOMATIC_RETRY,
@@ -55,6 +55,12 @@ export interface RunReconcilerOptions {
   enqueue(key: string): void;
   now?: () => number;
 }
+
+/** The Runtime Server calls the reconciler and its steps make (a table test fakes them). */
+export type RuntimeServerCalls = Pick<RuntimeServerClient, 'register' | 'status' | 'unregister' | 'cancel' | 'execute' | 'execution'>;
+
+/** The workspace steps the reconciler and its steps take (a table test fakes them). */
+export type WorkspaceSteps = Pick<Workspaces, 'prepare' | 'attemptDir' | 'outcomesDir' | 'remove'>;
 
 /** What one reconcile of one Run works on; every step of it takes this instead of its parts. */
 export interface ReconcileContext {

@@ -4,7 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { ReadonlyDeep } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { fencedWrite, runClient, writeTransition } from '@kruntimes/run-client';
-import type { FencedResult, FencedStep, ObjectClient } from '@kruntimes/run-client';
+import type { FencedResult, FencedStep, ObjectApi } from '@kruntimes/run-client';
 import { currentPhase } from '@kruntimes/run-state';
 import { epochMismatch } from './epoch.ts';
 import { ReportNumbers } from './report-numbers.ts';
@@ -47,6 +47,9 @@ export interface RunClientHooks {
   onConflict?(): void;
 }
 
+/** The Run calls RunClient makes: its reads and its fenced writes (a table test passes a fake API server). */
+export type RunObjects = Pick<ObjectApi<Run>, 'get' | 'replace' | 'replaceStatus'>;
+
 /** How many times one write re-reads after a 409 before giving up (the reconcile retries later). */
 const MAX_CONFLICT_RETRIES = 5;
 
@@ -65,13 +68,14 @@ const MAX_CONFLICT_RETRIES = 5;
  * may be behind), the cycle repeats from a fresh GET.
  */
 export class RunClient {
-  readonly #runs: ObjectClient<Run>;
+  readonly #runs: RunObjects;
   readonly #hooks: RunClientHooks;
   readonly #clock: () => Date;
   readonly #reports = new ReportNumbers();
 
-  constructor(kubeConfig: KubeConfig, hooks: RunClientHooks = {}, clock: () => Date = () => new Date()) {
-    this.#runs = runClient(kubeConfig);
+  /** `api`: the API server of a KubeConfig, or the Run calls themselves. */
+  constructor(api: KubeConfig | RunObjects, hooks: RunClientHooks = {}, clock: () => Date = () => new Date()) {
+    this.#runs = 'replaceStatus' in api ? api : runClient(api);
     this.#hooks = hooks;
     this.#clock = clock;
   }

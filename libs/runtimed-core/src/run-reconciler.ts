@@ -37,6 +37,23 @@ const DRAIN_POLL_MS = 100;
 /** Past the drain window and the cancel grace: how long the last stops and writes may take before runtimed exits anyway. */
 const DRAIN_END_MARGIN_MS = 15_000;
 
+/** The task steps the reconciler hands its actions to (TaskExecution's). */
+export type TaskSteps = Pick<TaskExecution, 'execute' | 'writeOutcome' | 'stop' | 'outcomeUnwritten' | 'dropRecordsOfGoneRuns'>;
+/** The function steps the reconciler hands its actions to (FunctionLifecycle's). */
+export type FunctionSteps = Pick<FunctionLifecycle, 'register' | 'watch' | 'finalize'>;
+
+/** Both modes' steps, built on the reconciler's shared work (a table test passes fakes). */
+export interface RunSteps {
+  tasks: TaskSteps;
+  functions: FunctionSteps;
+}
+
+/** The real steps: a function Run is stopped the way a task is (cleanup, then the finalizer). */
+function runSteps(work: RunWork): RunSteps {
+  const tasks = new TaskExecution(work);
+  return { tasks, functions: new FunctionLifecycle(work, tasks.stop) };
+}
+
 /** The key of one epoch (Run UID and attempt) in the drain's maps. */
 function epochKeyOf(uid: string, attempt: number): string {
   return `${uid}/${String(attempt)}`;
@@ -55,8 +72,8 @@ export class RunReconciler implements Registrations {
   /** Epochs whose Pod-local state this process confirmed stopped (reported in the Pod Lease). */
   readonly #released = new ReleasedRuns();
   readonly #work: RunWork;
-  readonly #functions: FunctionLifecycle;
-  readonly #tasks: TaskExecution;
+  readonly #functions: FunctionSteps;
+  readonly #tasks: TaskSteps;
   /** The claims in flight and the capacity check in front of each claim. */
   readonly #slots: ClaimSlots;
   /** Whether this Pod is stopping or marked for scale-down: then it takes no claim. */
@@ -68,13 +85,12 @@ export class RunReconciler implements Registrations {
   /** Local invocations in flight per epoch, admitted by the dataplane. */
   readonly #invocations = new Map<string, number>();
 
-  constructor(options: RunReconcilerOptions) {
+  constructor(options: RunReconcilerOptions, steps: (work: RunWork) => RunSteps = runSteps) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#slots = new ClaimSlots(options.podUID, options.podName, options.runsPerPod);
     this.#work = new RunWork({ options, now: this.#now, local: this.#local, released: this.#released });
-    this.#tasks = new TaskExecution(this.#work);
-    this.#functions = new FunctionLifecycle(this.#work, this.#tasks.stop);
+    ({ tasks: this.#tasks, functions: this.#functions } = steps(this.#work));
     options.metrics.observeActiveFunctions(() => [...this.#local.values()].filter((s) => s.registrationId !== undefined).length);
   }
 
