@@ -11,7 +11,7 @@ import type {
 } from '@kruntimes/controller-runtime';
 import { KruntimesError } from '@kruntimes/errors';
 import { fencedWrite, thaw, writeStatus, writeTransition } from '@kruntimes/run-client';
-import type { KruntimesClients } from '@kruntimes/run-client';
+import type { ObjectApi } from '@kruntimes/run-client';
 import { isWaitingForInput, transition } from '@kruntimes/run-state';
 import type { RunEvent } from '@kruntimes/run-state';
 import { phaseOf } from './caches.ts';
@@ -33,9 +33,10 @@ export const RESPONSE_EVENT_REASONS = {
 } as const;
 
 export interface RunInputReconcilerOptions {
-  clients: Pick<KruntimesClients, 'runs' | 'runInputs'>;
+  /** The calls made of the typed clients (KruntimesClients' `runs` and `runInputs` are ObjectClients). */
+  clients: { runs: ObjectApi<Run>; runInputs: ObjectApi<RunInput> };
   /** Records an Event on the Run for each decided response (best effort); none when undefined. */
-  events?: EventRecorder;
+  events?: Pick<EventRecorder, 'event'>;
   logger: ControllerLogger;
   now: () => number;
   metrics?: InputMetrics;
