@@ -13,7 +13,11 @@
  *   traffic sees them);
  * - reclaim: what a walled Run's end adds before its uid is free again (killAllOf, in this
  *   process): with nothing of the uid left (the usual case), and with a setsid child left behind.
- * Floors (goals of the issue): invoke p50 walled within 5 % of open, task p50 within 20 ms.
+ * - gateway (wall-gateway.ts): the invoke as a caller sees it, HTTPS through the gateway and
+ *   runtimed to the Runtime Server, on two systems on one control plane (Pods with a uid per Run
+ *   in user namespaces, and Pods whose Runs share a user), in alternating turns.
+ * KRT_WALL_SECTIONS=servers,gateway (the default: both) chooses what is measured.
+ * Floors: invoke p50 walled within 5 % of open, task p50 within 20 ms.
  */
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
@@ -21,12 +25,23 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { durationFromMillis } from '@kruntimes/proto';
-import { REPO_ROOT, executeToEnd, executionRequest, formatLatencies, startServerProcess, summarizeLatencies } from '@kruntimes/testing';
+import {
+  Cluster,
+  ControlPlane,
+  REPO_ROOT,
+  executeToEnd,
+  executionRequest,
+  formatLatencies,
+  startServerProcess,
+  summarizeLatencies,
+} from '@kruntimes/testing';
 import type { ServerProcess } from '@kruntimes/testing';
 import { killAllOf } from '@kruntimes/runtime-server-core';
+import { measureWallThroughGateway } from './wall-gateway.ts';
 
 const SAMPLES = Number(process.argv[2] ?? 200);
 const TURN = 20;
+const SECTIONS = new Set((process.env.KRT_WALL_SECTIONS ?? 'servers,gateway').split(','));
 const log = (line: string): void => {
   process.stdout.write(`${line}\n`);
 };
@@ -134,7 +149,7 @@ function reportInvoke(label: string, open: number[], walled: number[]): void {
   log(`${label} p50 walled / open: ${ratio.toFixed(3)} (floor: at most 1.05) ${ratio <= 1.05 ? 'ok' : 'OVER'}`);
 }
 
-try {
+async function measureServers(): Promise<void> {
   for (const language of ['bash', 'python'] as const) {
     const open = await side(language, false);
     const walled = await side(language, true);
@@ -163,6 +178,20 @@ try {
   const { idle, survivor } = await reclaim();
   log(`uid reclaim, nothing left:       ${formatLatencies(summarizeLatencies(idle))}`);
   log(`uid reclaim, one setsid survivor: ${formatLatencies(summarizeLatencies(survivor))}`);
+}
+
+async function measureGateway(): Promise<void> {
+  const controlPlane = await ControlPlane.start({ crdDirectories: [join(REPO_ROOT, 'deploy/charts/kruntimes/crds')] });
+  try {
+    for (const line of await measureWallThroughGateway(new Cluster(controlPlane.info), SAMPLES, TURN)) log(line);
+  } finally {
+    await controlPlane.stop();
+  }
+}
+
+try {
+  if (SECTIONS.has('servers')) await measureServers();
+  if (SECTIONS.has('gateway')) await measureGateway();
 } finally {
   await rm(tmp, { recursive: true, force: true });
 }
