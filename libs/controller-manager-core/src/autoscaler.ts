@@ -14,17 +14,20 @@ import type {
 import { decidePool, fixedPoolAnnotations, isForeignMark, markedAtMs, resolveScaling } from '@kruntimes/pool-core';
 import type { PodAnnotationChange, PoolDecision, PoolPod } from '@kruntimes/pool-core';
 import { apiStatus, isConflict, isNotFound } from '@kruntimes/run-client';
-import type { ObjectClient } from '@kruntimes/run-client';
+import type { ObjectApi } from '@kruntimes/run-client';
 import { runtimeDemand } from './caches.ts';
-import type { ManagerCaches } from './caches.ts';
+import type { ManagerCacheReaders } from './caches.ts';
 import type { PoolDecisions } from './pool-decisions.ts';
 
 export interface AutoscalerOptions {
-  caches: ManagerCaches;
-  runtimes: ObjectClient<Runtime>;
-  core: CoreV1Api;
+  /** Runtime Pods and Runs: the demand and the Pods it sizes. */
+  caches: Pick<ManagerCacheReaders, 'runs' | 'pods'>;
+  /** spec.replicas, fenced on the cached version. */
+  runtimes: Pick<ObjectApi<Runtime>, 'mergePatch'>;
+  /** The Pods' scale-down marks and deletion costs. */
+  core: Pick<CoreV1Api, 'patchNamespacedPod'>;
   /** The ScaledUp, ScaledDown and ScaleOverridden Events on the Runtime. */
-  events: EventRecorder;
+  events: Pick<EventRecorder, 'event'>;
   decisions: PoolDecisions;
   logger: ControllerLogger;
   now: () => number;

@@ -1,17 +1,18 @@
 import type { Run } from '@kruntimes/api';
 import { splitObjectKey } from '@kruntimes/controller-runtime';
 import type { ControllerLogger, ObjectReconciler, ReadonlyDeep, ReconcileResult } from '@kruntimes/controller-runtime';
-import type { ObjectClient } from '@kruntimes/run-client';
+import type { ObjectApi } from '@kruntimes/run-client';
 import { RUN_INDEXES, collectable } from './caches.ts';
-import type { ManagerCaches } from './caches.ts';
+import type { ManagerCacheReaders } from './caches.ts';
 import { historyToCollect, ttlDecision } from './collection.ts';
 import type { CollectableRun } from './collection.ts';
 
 export const DEFAULT_FINISHED_RUNS_PER_RUNTIME = 100;
 
 export interface RunCollectorOptions {
-  caches: Pick<ManagerCaches, 'runs'>;
-  runs: ObjectClient<Run>;
+  caches: Pick<ManagerCacheReaders, 'runs'>;
+  /** Deletes, preconditioned on the UID and resourceVersion decided from. */
+  runs: Pick<ObjectApi<Run>, 'delete'>;
   logger: ControllerLogger;
   /** Finished Runs kept per Runtime (newest first). */
   finishedRunsPerRuntime: number;
