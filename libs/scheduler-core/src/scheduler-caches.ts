@@ -2,7 +2,7 @@ import type { V1Namespace, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { LABELS } from '@kruntimes/api';
 import type { Run, RunStatus, Runtime } from '@kruntimes/api';
 import { informerIndex } from '@kruntimes/controller-runtime';
-import type { InformerFactory, Projection, ReadonlyDeep, SharedInformer, WatchOptions } from '@kruntimes/controller-runtime';
+import type { CacheReader, InformerFactory, Projection, ReadonlyDeep, SharedInformer, WatchOptions } from '@kruntimes/controller-runtime';
 import { kept, projectedRun, transitionSpec } from '@kruntimes/run-client';
 import { capacityHold, classify, currentPhase, isExecutedElsewhere } from '@kruntimes/run-state';
 import { RUNTIME_COMPONENT } from '@kruntimes/runtime-workload';
@@ -98,6 +98,15 @@ export interface SchedulerCaches {
   pods: SharedInformer<V1Pod>;
   replicaSets: SharedInformer<V1ReplicaSet>;
   namespaces: SharedInformer<V1Namespace>;
+}
+
+/** The reads a placement pass makes of those caches (a test hands it FakeCaches). */
+export interface SchedulerReads {
+  runs: CacheReader<Run>;
+  runtimes: CacheReader<Runtime>;
+  pods: CacheReader<V1Pod>;
+  replicaSets: CacheReader<V1ReplicaSet>;
+  namespaces: CacheReader<V1Namespace>;
 }
 
 /**
