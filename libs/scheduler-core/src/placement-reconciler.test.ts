@@ -207,6 +207,15 @@ const ROWS: Record<string, Row> = {
     writes: [['r1', 'ok', 'Pending', RUN_REASONS.noCapacity]],
     metrics: [0, 0, 1, 1],
   },
+  'two Runs for one free slot: one bound, the other waits NoCapacity': {
+    world: { runtime: runtime({ runs: 1 }), pods: READY, runs: [run({ name: 'r1' }), run({ name: 'r2' })] },
+    result: undefined,
+    writes: [
+      ['r2', 'ok', 'Pending', RUN_REASONS.noCapacity],
+      ['r1', 'ok', 'Scheduled', RUN_REASONS.scheduled],
+    ],
+    metrics: [1, 0, 1, 1],
+  },
   'two slots, one held: the other Run is bound': {
     world: { runtime: runtime({ runs: 2 }), pods: READY, runs: [run({ name: 'held', holding: true }), run()] },
     result: undefined,
